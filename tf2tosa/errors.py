@@ -1,0 +1,43 @@
+"""Errors raised to users.  Every user-caused failure is a ConversionError."""
+
+from __future__ import annotations
+
+
+class ConversionError(Exception):
+    """A conversion failed because of its input.  The message is one line for the user."""
+
+    def __init__(self, message: str, *, file: str | None = None, op: str | None = None,
+                 tensor: str | None = None) -> None:
+        self.file, self.op, self.tensor = file, op, tensor
+        where = [f"{k} {v}" for k, v in (("file", file), ("op", op), ("tensor", tensor)) if v]
+        super().__init__(message + (f" [{'; '.join(where)}]" if where else ""))
+
+
+class ModelLoadError(ConversionError):
+    """The model file is missing, truncated or not a model of the expected format."""
+
+
+class InvalidGraphError(ConversionError):
+    """An op or shape that the TOSA 1.0 specification forbids."""
+
+
+class UnsupportedOpsError(ConversionError):
+    """One or more ops have no legalization; ``reasons`` lists each with a count."""
+
+    def __init__(self, reasons: dict[str, tuple[int, str]], file: str | None = None) -> None:
+        self.reasons = reasons
+        total = sum(n for n, _ in reasons.values())
+        items = "; ".join(f"{name} x{n}: {why}" for name, (n, why) in sorted(reasons.items()))
+        super().__init__(f"{total} unsupported op(s) of {len(reasons)} kind(s): {items}", file=file)
+
+
+class InputError(ConversionError):
+    """A user-supplied input (name, shape, dtype or file) does not match the model."""
+
+
+class Unsupported(Exception):
+    """Raised by a legalization rule that cannot handle an op; gathered by the pipeline."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

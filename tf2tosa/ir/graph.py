@@ -1,0 +1,271 @@
+"""The graph IR: operations over typed values, kept in a networkx.MultiDiGraph.
+
+* A :class:`Value` is an SSA value with a :class:`TensorType`.  It is either a
+  graph input (``producer is None``) or the ``index``-th result of an operation.
+* An :class:`Operation` has an op name (``tfl.conv_2d``, ``tosa.CONV2D`` …),
+  ordered operands and results, attributes, and optional nested ``regions``
+  (sub-graphs, e.g. COND_IF / WHILE_LOOP bodies).
+* Constants are operations (``tosa.CONST``, ``tosa.CONST_SHAPE``, ``tfl.const``)
+  whose ``attrs["values"]`` is a numpy array; :meth:`Value.const` returns it.
+* Variables that live across invocations (stateful-ops RFC) are recorded in
+  :attr:`Graph.variables`; symbolic dimensions (dynamic-shape RFC) are strings
+  in :attr:`TensorType.shape`.
+
+The networkx graph has one node per operation id and one edge per use:
+``producer_id -> consumer_id`` keyed ``(value_id, operand_index)``.  Graph inputs
+are produced by the pseudo node ``INPUT``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+import networkx as nx
+import numpy as np
+
+from .types import DType, TensorType
+
+INPUT = -1  # pseudo node id of graph inputs
+
+CONST_OPS = frozenset({"tosa.CONST", "tosa.CONST_SHAPE", "tfl.const", "tf.Const", "const"})
+
+
+class Value:
+    """A typed SSA value."""
+
+    __slots__ = ("id", "name", "type", "producer", "index", "graph", "source")
+
+    def __init__(self, graph: Graph, vid: int, name: str, type: TensorType,
+                 producer: Operation | None = None, index: int = 0) -> None:
+        self.graph = graph
+        self.id = vid
+        self.name = name
+        self.type = type
+        self.producer = producer
+        self.index = index
+        #: name of the source-framework tensor this value stands for, if any
+        self.source: str | None = None
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        return self.type.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.type.dtype
+
+    @property
+    def is_const(self) -> bool:
+        return self.producer is not None and self.producer.name in CONST_OPS
+
+    def const(self) -> np.ndarray | None:
+        """The constant's array if this value is produced by a constant op, else None."""
+        if self.is_const:
+            assert self.producer is not None
+            arr = self.producer.attrs["values"]
+            return np.asarray(arr)
+        return None
+
+    @property
+    def uses(self) -> list[tuple[Operation, int]]:
+        """(consumer operation, operand index) pairs, in a deterministic order."""
+        return self.graph.uses(self)
+
+    def __repr__(self) -> str:
+        return f"%{self.name}: {self.type}"
+
+
+@dataclass(eq=False)
+class Operation:
+    """An operation with ordered operands and results."""
+
+    id: int
+    name: str
+    operands: list[Value]
+    results: list[Value]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    regions: list[Graph] = field(default_factory=list)
+    #: where the op came from (source op name/index), for error messages and per-layer maps
+    location: str | None = None
+
+    @property
+    def result(self) -> Value:
+        if len(self.results) != 1:
+            raise ValueError(f"{self.name} has {len(self.results)} results")
+        return self.results[0]
+
+    @property
+    def dialect(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def opcode(self) -> str:
+        """The name without dialect prefix (``CONV2D`` for ``tosa.CONV2D``)."""
+        return self.name.split(".", 1)[-1]
+
+    def __repr__(self) -> str:
+        return f"<{self.name}#{self.id} {self.location or ''}>"
+
+
+class Graph:
+    """A function-like graph: ordered inputs, ordered outputs, operations."""
+
+    def __init__(self, name: str = "main") -> None:
+        self.name = name
+        self.nx = nx.MultiDiGraph()
+        self.nx.add_node(INPUT)
+        self.ops: dict[int, Operation] = {}
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        #: persistent variables (stateful-ops RFC): name -> initial value type / data
+        self.variables: dict[str, dict[str, Any]] = {}
+        #: free-form metadata (source file, signature, profiles …)
+        self.meta: dict[str, Any] = {}
+        self._ids = itertools.count()
+        self._names: set[str] = set()
+
+    # ------------------------------------------------------------------ naming
+    def unique_name(self, base: str) -> str:
+        base = base or "v"
+        name, i = base, 1
+        while name in self._names:
+            name = f"{base}_{i}"
+            i += 1
+        self._names.add(name)
+        return name
+
+    # ---------------------------------------------------------------- building
+    def add_input(self, name: str, type: TensorType) -> Value:
+        v = Value(self, next(self._ids), self.unique_name(name), type)
+        self.inputs.append(v)
+        return v
+
+    def add_op(self, name: str, operands: Iterable[Value], result_types: Iterable[TensorType],
+               attrs: dict[str, Any] | None = None, result_names: Iterable[str] | None = None,
+               regions: list[Graph] | None = None, location: str | None = None) -> Operation:
+        operands = list(operands)
+        result_types = list(result_types)
+        names = list(result_names) if result_names is not None else []
+        op = Operation(next(self._ids), name, operands, [], dict(attrs or {}), list(regions or []), location)
+        for i, t in enumerate(result_types):
+            base = names[i] if i < len(names) and names[i] else f"{op.opcode.lower()}_{op.id}"
+            op.results.append(Value(self, next(self._ids), self.unique_name(base), t, op, i))
+        self.ops[op.id] = op
+        self.nx.add_node(op.id)
+        for k, v in enumerate(operands):
+            self._add_edge(v, op, k)
+        return op
+
+    def add_const(self, values: np.ndarray, dtype: DType | None = None, name: str = "const",
+                  op_name: str = "tosa.CONST", quant: Any = None) -> Value:
+        arr = np.asarray(values)
+        from .types import dtype_from_numpy
+
+        dt = dtype or dtype_from_numpy(arr.dtype)
+        if dt is not DType.SHAPE and arr.dtype != dt.np_dtype() and dt not in (DType.INT4, DType.INT48):
+            arr = arr.astype(dt.np_dtype())
+        shape: tuple[int, ...] = (len(arr),) if dt is DType.SHAPE else tuple(arr.shape)
+        op = self.add_op(op_name, [], [TensorType(shape, dt, quant)], {"values": arr}, [name])
+        return op.result
+
+    def _add_edge(self, v: Value, consumer: Operation, k: int) -> None:
+        src = v.producer.id if v.producer is not None else INPUT
+        self.nx.add_edge(src, consumer.id, key=(v.id, k), value=v, index=k)
+
+    def set_operand(self, op: Operation, k: int, v: Value) -> None:
+        old = op.operands[k]
+        src = old.producer.id if old.producer is not None else INPUT
+        self.nx.remove_edge(src, op.id, key=(old.id, k))
+        op.operands[k] = v
+        self._add_edge(v, op, k)
+
+    def remove_op(self, op: Operation) -> None:
+        """Remove an operation; its results must be unused."""
+        for r in op.results:
+            if self.uses(r) or r in self.outputs:
+                raise ValueError(f"cannot remove {op}: result {r.name} still used")
+            self._names.discard(r.name)
+        self.nx.remove_node(op.id)
+        del self.ops[op.id]
+
+    # ---------------------------------------------------------------- queries
+    def uses(self, v: Value) -> list[tuple[Operation, int]]:
+        src = v.producer.id if v.producer is not None else INPUT
+        out = []
+        for _, dst, key in self.nx.out_edges(src, keys=True):
+            if key[0] == v.id:
+                out.append((self.ops[dst], key[1]))
+        out.sort(key=lambda p: (p[0].id, p[1]))
+        return out
+
+    def replace_all_uses(self, old: Value, new: Value) -> None:
+        """Make every consumer of ``old`` (and the graph outputs) use ``new``."""
+        for op, k in self.uses(old):
+            self.set_operand(op, k, new)
+        self.outputs = [new if o is old else o for o in self.outputs]
+
+    def topological_order(self) -> list[Operation]:
+        """Operations in a deterministic topological order (ties broken by creation id)."""
+        order = nx.lexicographical_topological_sort(self.nx)
+        return [self.ops[n] for n in order if n != INPUT]
+
+    def __iter__(self) -> Iterator[Operation]:
+        return iter(self.topological_order())
+
+    def values(self) -> list[Value]:
+        vals = list(self.inputs)
+        for op in self.topological_order():
+            vals.extend(op.results)
+        return vals
+
+    def remove_dead_ops(self) -> int:
+        """Delete operations none of whose results reach an output.  Returns the count removed."""
+        live: set[int] = set()
+        stack = [o.producer for o in self.outputs if o.producer is not None]
+        while stack:
+            op = stack.pop()
+            if op.id in live:
+                continue
+            live.add(op.id)
+            stack.extend(v.producer for v in op.operands if v.producer is not None)
+        dead = [op for op in self.topological_order() if op.id not in live and not op.attrs.get("side_effect")]
+        for op in reversed(dead):
+            self.nx.remove_node(op.id)
+            del self.ops[op.id]
+        return len(dead)
+
+    def op_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for op in self.ops.values():
+            counts[op.name] = counts.get(op.name, 0) + 1
+        return dict(sorted(counts.items()))
+
+    # ------------------------------------------------------------------- dump
+    def dump(self, max_const: int = 4) -> str:
+        """A readable text form of the graph (not MLIR; see serializer.mlir for that)."""
+        lines = [f"graph @{self.name}(" + ", ".join(repr(v) for v in self.inputs) + ") {"]
+        for op in self.topological_order():
+            res = ", ".join(f"%{r.name}" for r in op.results)
+            args = ", ".join(f"%{v.name}" for v in op.operands)
+            attrs = []
+            for k, a in sorted(op.attrs.items()):
+                if isinstance(a, np.ndarray):
+                    flat = a.reshape(-1)
+                    body = ", ".join(str(x) for x in flat[:max_const])
+                    a = f"array<{a.dtype}{list(a.shape)}>[{body}{', …' if flat.size > max_const else ''}]"
+                attrs.append(f"{k}={a}")
+            types = ", ".join(str(r.type) for r in op.results)
+            attr_s = " {" + ", ".join(attrs) + "}" if attrs else ""
+            lines.append(f"  {res} = {op.name}({args}){attr_s} : {types}")
+            for i, region in enumerate(op.regions):
+                sub = region.dump(max_const).splitlines()
+                lines.append(f"    region {i}:")
+                lines.extend("    " + s for s in sub)
+        lines.append("  return " + ", ".join(f"%{v.name}" for v in self.outputs))
+        lines.append("}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.dump()
