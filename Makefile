@@ -1,0 +1,50 @@
+# tf2tosa — the two commands: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+TOSA_VENV := .venv-tosa
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+TOSA_STAMP := $(TOSA_VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: all env demo test lint typecheck pytest docs bench clean
+
+all: test
+
+# Main environment: the package (editable) with the TensorFlow/LiteRT extra and the test tools.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[tf,test]'
+	touch $@
+
+# tosa-tools pins old numpy/flatbuffers, so the Arm reference model and tosa-opt get their own environment.
+$(TOSA_STAMP): requirements-tosa.txt
+	test -x $(TOSA_VENV)/bin/python || $(PYTHON) -m venv $(TOSA_VENV)
+	$(TOSA_VENV)/bin/pip install -q -r requirements-tosa.txt
+	touch $@
+
+env: $(STAMP) $(TOSA_STAMP)
+
+demo: env
+	$(BIN)/tf2tosa demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check tf2tosa tests benchmarks models
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: env
+	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+docs: $(STAMP)
+	$(BIN)/tf2tosa ops > docs/ops.md
+
+bench: env
+	$(BIN)/python benchmarks/bench_convert.py
+
+clean:
+	rm -rf $(VENV) $(TOSA_VENV) .cache out

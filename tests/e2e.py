@@ -1,0 +1,110 @@
+"""End-to-end check of one .tflite: convert, run our executor vs LiteRT, validate with tosa-opt,
+run the Arm reference model.  Used by the per-op and whole-model tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import tf2tosa
+from tf2tosa.ir import DType, Graph
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / ".cache" / "e2e_results.jsonl"
+REF_RTOL = 1e-6  # executor vs Arm reference model (float)
+LITERT_RTOL = 1e-4  # executor vs LiteRT, relative to max |reference|
+
+
+@dataclass
+class E2EResult:
+    name: str
+    ops: dict[str, int] = field(default_factory=dict)
+    litert_rel: float = 0.0
+    litert_mismatches: int = 0
+    validated: bool = False
+    ref_rel: float = 0.0
+    ref_mismatches: int = 0
+    convert_s: float = 0.0
+    profiles: list[str] = field(default_factory=list)
+    extensions: list[str] = field(default_factory=list)
+
+
+def inputs_for(graph: Graph, seed: int, lo: float = -1.0, hi: float = 1.0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for v in graph.inputs:
+        shape = v.type.static_shape
+        if v.dtype.is_float:
+            out[v.name] = rng.uniform(lo, hi, shape).astype(v.dtype.np_dtype())
+        elif v.dtype is DType.BOOL:
+            out[v.name] = rng.integers(0, 2, shape).astype(bool)
+        elif v.dtype is DType.INT32 and (lo, hi) != (-1.0, 1.0):
+            out[v.name] = rng.integers(int(lo), int(hi), shape).astype(np.int32)
+        else:
+            a, b = v.dtype.range() if v.dtype is not DType.INT32 else (-100, 100)
+            out[v.name] = rng.integers(a, b + 1, shape).astype(v.dtype.np_dtype())
+    return out
+
+
+def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
+    diff = np.abs(np.asarray(got, np.float64) - np.asarray(ref, np.float64))
+    scale = float(np.abs(np.asarray(ref, np.float64)).max()) if ref.size else 0.0
+    return float(diff.max() / scale) if scale else float(diff.max() if diff.size else 0.0)
+
+
+def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi: float = 1.0,
+                 reference_model: bool = True, rtol: float = LITERT_RTOL) -> E2EResult:
+    """Assert the whole chain for one model; returns the measured figures."""
+    from tf2tosa.verify import tosa_tools
+    from tf2tosa.verify.litert import run_tflite_many
+
+    t0 = time.perf_counter()
+    model = tf2tosa.convert(tflite)
+    res = E2EResult(name, convert_s=time.perf_counter() - t0, profiles=model.profiles, extensions=model.extensions)
+    g = model.graph
+    res.ops = {k: v for k, v in g.op_counts().items() if k not in ("tosa.CONST", "tosa.CONST_SHAPE")}
+    sets = [inputs_for(g, seed, lo, hi) for seed in range(num)]
+    src = {v.name: v.source or v.name for v in g.inputs}
+    refs = run_tflite_many(tflite, [{src[k]: a for k, a in s.items()} for s in sets])
+    ours = [model.run(s) for s in sets]
+    for s_ref, s_ours in zip(refs, ours):
+        ref_list = list(s_ref.values())
+        for i, v in enumerate(g.outputs):
+            r = s_ref.get(v.source or "", ref_list[i])
+            o = s_ours[v.name].reshape(r.shape)
+            if np.issubdtype(r.dtype, np.floating):
+                res.litert_rel = max(res.litert_rel, rel_err(o, r))
+            else:
+                res.litert_mismatches += int(np.count_nonzero(o != r))
+    data = model.to_bytes()
+    if tosa_tools.available():
+        ok, msg = tosa_tools.validate(data, model.profiles, model.extensions)
+        assert ok, f"{name}: tosa-opt validation failed: {msg}"
+        res.validated = True
+        if reference_model:
+            armed = tosa_tools.run_reference(data, sets[0])
+            for v in g.outputs:
+                a, b = armed[v.name], ours[0][v.name]
+                if np.issubdtype(b.dtype, np.floating):
+                    res.ref_rel = max(res.ref_rel, rel_err(b, a.reshape(b.shape)))
+                else:
+                    res.ref_mismatches += int(np.count_nonzero(b != a.reshape(b.shape)))
+    _record(res)
+    assert res.litert_rel <= rtol, f"{name}: executor vs LiteRT rel error {res.litert_rel:.3g} > {rtol}"
+    assert res.litert_mismatches == 0, f"{name}: {res.litert_mismatches} integer mismatches vs LiteRT"
+    assert res.ref_rel <= REF_RTOL, f"{name}: executor vs reference model rel error {res.ref_rel:.3g}"
+    assert res.ref_mismatches == 0, f"{name}: {res.ref_mismatches} mismatches vs reference model"
+    return res
+
+
+def _record(res: E2EResult) -> None:
+    if os.environ.get("TF2TOSA_RECORD", "1") == "0":
+        return
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS, "a") as f:
+        f.write(json.dumps(asdict(res)) + "\n")

@@ -1,0 +1,26 @@
+"""tf2tosa: TensorFlow Lite (and TensorFlow) models to TOSA 1.0, proven by running them.
+
+>>> import tf2tosa
+>>> model = tf2tosa.convert("model.tflite")          # doctest: +SKIP
+>>> model.save("model.tosa"); print(model.to_mlir())  # doctest: +SKIP
+>>> model.verify()                                     # doctest: +SKIP
+"""
+
+from .api import TosaModel, convert, load
+from .errors import ConversionError, InputError, InvalidGraphError, ModelLoadError, UnsupportedOpsError
+
+__version__ = "0.1.0"
+
+
+def run(model: TosaModel, inputs):  # type: ignore[no-untyped-def]
+    """Run a converted model in the embedded executor."""
+    return model.run(inputs)
+
+
+def verify(source, **kwargs):  # type: ignore[no-untyped-def]
+    """Convert ``source`` and compare it with LiteRT; returns the verification report."""
+    return convert(source).verify(**kwargs)
+
+
+__all__ = ["ConversionError", "InputError", "InvalidGraphError", "ModelLoadError", "TosaModel",
+           "UnsupportedOpsError", "__version__", "convert", "load", "run", "verify"]

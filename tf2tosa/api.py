@@ -1,0 +1,131 @@
+"""The Python API: convert(), load() and the TosaModel they return."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ModelLoadError
+from .ir import Graph
+
+
+class TosaModel:
+    """A converted TOSA 1.0 program, with the source it came from (for verification)."""
+
+    def __init__(self, graph: Graph, source: bytes | None = None, source_path: str | None = None) -> None:
+        self.graph = graph
+        self.source = source
+        self.source_path = source_path
+
+    # ----------------------------------------------------------------- facts
+    @property
+    def profiles(self) -> list[str]:
+        return list(self.graph.meta.get("profiles", []))
+
+    @property
+    def extensions(self) -> list[str]:
+        return list(self.graph.meta.get("extensions", []))
+
+    @property
+    def input_names(self) -> list[str]:
+        return [v.name for v in self.graph.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [v.name for v in self.graph.outputs]
+
+    # ---------------------------------------------------------------- output
+    def to_bytes(self) -> bytes:
+        """The TOSA 1.0 flatbuffer."""
+        from .serializer import to_bytes
+
+        return to_bytes(self.graph)
+
+    def to_mlir(self) -> str:
+        """TOSA-dialect MLIR text."""
+        from .serializer import to_mlir
+
+        return to_mlir(self.graph)
+
+    def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None) -> None:
+        """Write the ``.tosa`` file (and optionally the ``.mlir`` text), atomically."""
+        atomic_write(path, self.to_bytes())
+        if mlir is not None:
+            atomic_write(mlir, self.to_mlir().encode())
+
+    # ------------------------------------------------------------------- run
+    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the program in the embedded executor."""
+        from .executor import run
+
+        return run(self.graph, inputs)  # type: ignore[arg-type]
+
+    def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
+               reference_kernels: bool = False) -> Any:
+        """Compare with the source runtime on ``inputs`` (or ``num`` seeded random inputs)."""
+        from .verify.compare import verify_tflite
+
+        if self.source is None:
+            raise ModelLoadError("this model has no source to verify against")
+        return verify_tflite(self, inputs=inputs, seed=seed, num=num, reference_kernels=reference_kernels)
+
+    def __repr__(self) -> str:
+        ops = sum(1 for op in self.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
+        return f"<TosaModel {self.graph.name}: {ops} ops, profiles={self.profiles}, extensions={self.extensions}>"
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename, so no half-written file is left."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source), "<bytes>"
+    path = str(source)
+    try:
+        with open(path, "rb") as f:
+            return f.read(), path
+    except OSError as e:
+        raise ModelLoadError(f"cannot read model: {e.strerror}", file=path) from None
+
+
+def convert(source: str | os.PathLike[str] | bytes, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
+            fold: bool = True, **extra: Any) -> TosaModel:
+    """Convert a ``.tflite`` model (path or bytes) to TOSA 1.0.
+
+    ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.
+    """
+    from .converter.pipeline import ConvertOptions, convert_graph
+    from .converter.tflite import load_tflite
+
+    data, path = _read_source(source)
+    graph = load_tflite(data, name=Path(path).stem if path != "<bytes>" else None)
+    graph.meta["file"] = path
+    options = ConvertOptions(input_shapes=input_shapes, fold=fold, extra=dict(extra))
+    convert_graph(graph, options, file=path)
+    return TosaModel(graph, source=data, source_path=path)
+
+
+def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
+    """Read a ``.tosa`` flatbuffer (path or bytes) back into a TosaModel."""
+    from .serializer import from_bytes
+    from .tosa import profiles
+
+    data, name = _read_source(path)
+    graph = from_bytes(data, name=name)
+    profs, exts = profiles.requirements(graph)
+    graph.meta.update(profiles=profs, extensions=exts, file=name)
+    return TosaModel(graph)

@@ -1,0 +1,214 @@
+"""The ``tf2tosa`` command line."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+
+from .errors import ConversionError, InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Convert TensorFlow Lite models to TOSA 1.0 and prove the conversion by running it.")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _user_errors(fn: F) -> F:
+    """Turn ConversionError into a one-line message and exit code 1 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ConversionError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
+    """``NAME=1,224,224,3`` → {"NAME": (1, 224, 224, 3)}."""
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items or []:
+        name, sep, dims = item.rpartition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name] = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
+        except ValueError:
+            raise InputError(f"bad --input-shape {item!r}; expected NAME=1,224,224,3") from None
+    return out
+
+
+def _load_inputs(items: list[str] | None) -> dict[str, Any]:
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise InputError(f"bad --input {item!r}; expected NAME=file.npy")
+        try:
+            out[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot read input file {path!r}: {e}", tensor=name) from None
+    return out
+
+
+@app.command()
+@_user_errors
+def convert(model: Path = typer.Argument(..., help="the .tflite model"),
+            output: Path = typer.Option(..., "-o", "--output", help="the .tosa file to write"),
+            mlir: Path | None = typer.Option(None, "--mlir", help="also write TOSA-dialect MLIR text here"),
+            input_shape: list[str] | None = typer.Option(None, "--input-shape", help="NAME=1,224,224,3 (repeatable)"),
+            verify: bool = typer.Option(False, "--verify", help="compare with LiteRT on random inputs"),
+            ) -> None:
+    """Convert MODEL to a TOSA 1.0 flatbuffer."""
+    from .api import convert as do_convert
+
+    t0 = time.perf_counter()
+    m = do_convert(str(model), input_shapes=parse_shapes(input_shape))
+    m.save(output, mlir=mlir)
+    ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
+    typer.echo(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
+               f"extensions {', '.join(m.extensions) or '-'}) in {time.perf_counter() - t0:.2f}s")
+    for w in m.graph.meta.get("warnings", []):
+        typer.echo(f"warning: {w}", err=True)
+    if verify:
+        report = m.verify()
+        typer.echo(str(report))
+        if not report.ok:
+            raise typer.Exit(2)
+
+
+@app.command()
+@_user_errors
+def run(model: Path = typer.Argument(..., help="a .tosa file"),
+        input: list[str] | None = typer.Option(None, "--input", help="NAME=x.npy (repeatable)"),
+        output_dir: Path | None = typer.Option(None, "--output-dir", help="write each output as NAME.npy"),
+        seed: int = typer.Option(0, help="seed for inputs not given with --input"),
+        ) -> None:
+    """Run a .tosa file in the embedded executor."""
+    import numpy as np
+
+    from .api import load
+    from .verify.compare import random_inputs
+
+    m = load(str(model))
+    given = _load_inputs(input)
+    names = {v.name for v in m.graph.inputs}
+    for k in given:
+        if k not in names:
+            raise InputError(f"no model input named {k!r} (inputs: {', '.join(sorted(names))})", tensor=k)
+    feed = {**random_inputs(m.graph, seed), **given}
+    outs = m.run(feed)
+    if output_dir is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    for name, arr in outs.items():
+        typer.echo(f"{name}: shape={list(arr.shape)} dtype={arr.dtype} "
+                   f"min={arr.min() if arr.size else 0} max={arr.max() if arr.size else 0}")
+        if output_dir is not None:
+            np.save(output_dir / f"{name}.npy", arr)
+
+
+@app.command()
+@_user_errors
+def inspect(file: Path = typer.Argument(..., help="a .tosa or .tflite file")) -> None:
+    """Show the ops, tensors and the profiles/extensions a TOSA program needs."""
+    from .api import convert as do_convert
+    from .api import load
+
+    m = load(str(file)) if file.suffix != ".tflite" else do_convert(str(file))
+    g = m.graph
+    typer.echo(f"{file}: TOSA 1.0")
+    typer.echo(f"profiles:   {', '.join(m.profiles) or '-'}")
+    typer.echo(f"extensions: {', '.join(m.extensions) or '-'}")
+    typer.echo("inputs:")
+    for v in g.inputs:
+        typer.echo(f"  {v.name}: {v.type}")
+    typer.echo("outputs:")
+    for v in g.outputs:
+        typer.echo(f"  {v.name}: {v.type}")
+    typer.echo("ops:")
+    for name, n in g.op_counts().items():
+        typer.echo(f"  {name:28s} {n}")
+
+
+@app.command()
+@_user_errors
+def verify(model: Path = typer.Argument(..., help="the .tflite model"),
+           input_shape: list[str] | None = typer.Option(None, "--input-shape", help="NAME=1,224,224,3"),
+           input: list[str] | None = typer.Option(None, "--input", help="NAME=x.npy (repeatable)"),
+           num: int = typer.Option(3, help="number of random input sets"),
+           seed: int = typer.Option(0, help="seed of the random inputs"),
+           reference: bool = typer.Option(False, "--reference-kernels", help="LiteRT BUILTIN_REF kernels"),
+           ) -> None:
+    """Convert MODEL and compare the executor with LiteRT, reporting each output's error."""
+    from .api import convert as do_convert
+
+    m = do_convert(str(model), input_shapes=parse_shapes(input_shape))
+    given = _load_inputs(input)
+    sets = None
+    if given:
+        from .verify.compare import random_inputs
+
+        sets = [{**random_inputs(m.graph, seed), **given}]
+    report = m.verify(sets, seed=seed, num=num, reference_kernels=reference)
+    typer.echo(str(report))
+    if not report.ok:
+        raise typer.Exit(2)
+
+
+@app.command()
+@_user_errors
+def ops() -> None:
+    """Print the op-support table generated from the legalization registry."""
+    from .support import support_table
+
+    typer.echo(support_table())
+
+
+@app.command()
+@_user_errors
+def demo(out_dir: Path = typer.Option(Path("out/demo"), "--out-dir", help="where to write the .tosa files"),
+         samples: Path | None = typer.Option(None, "--samples", help="folder of sample .tflite models")) -> None:
+    """Convert and verify the bundled sample models."""
+    from .api import convert as do_convert
+
+    folder = samples or Path(__file__).resolve().parent.parent / "models" / "samples"
+    models = sorted(folder.glob("*.tflite"))
+    if not models:
+        raise InputError(f"no sample models in {folder}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for path in models:
+        t0 = time.perf_counter()
+        m = do_convert(str(path))
+        dest = out_dir / (path.stem + ".tosa")
+        m.save(dest, mlir=dest.with_suffix(".mlir"))
+        report = m.verify(num=3)
+        status = "PASS" if report.ok else "FAIL"
+        failed += not report.ok
+        worst = max((o.rel for o in report.outputs), default=0.0)
+        mism = sum(o.mismatches for o in report.outputs)
+        typer.echo(f"{status}  {path.name:32s} -> {dest}  ops={len(m.graph.ops):4d}  rel_err={worst:.2e}  "
+                   f"mismatches={mism}  {time.perf_counter() - t0:.2f}s")
+    if failed:
+        typer.echo(f"{failed} of {len(models)} sample models failed verification", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"all {len(models)} sample models converted and verified")
+
+
+def main() -> None:  # pragma: no cover
+    app(prog_name="tf2tosa")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Builder: creates ``tosa.*`` operations in a Graph, checked against the catalogue.
+
+Every TOSA op the converter emits goes through :meth:`Builder.emit`, which
+
+* fills attribute defaults from the catalogue,
+* infers result types (shape rule + type row) unless they are given,
+* validates the op against the spec (type row, ranks, shape ERROR_IFs), and
+* folds it to a constant when every operand is constant (``fold=True``),
+  using the executor's kernel — this is how shape arithmetic and weight
+  transforms disappear at conversion time.
+
+Convenience methods (:meth:`reshape`, :meth:`transpose`, :meth:`slice`, …) create
+the ``shape_t`` / zero-point operands the 1.0 operators need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidGraphError
+from ..ir import DType, Graph, Operation, QuantParams, TensorType, Value
+
+#: ops never folded (they have state, regions or are already constants)
+_NO_FOLD = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE", "COND_IF", "WHILE_LOOP",
+                      "CUSTOM"})
+#: folding skipped when the result would be larger than this many elements (keeps weights of
+#: broadcast/tile ops from blowing up)
+FOLD_LIMIT = 1 << 24
+
+
+class Builder:
+    """Emits TOSA ops into ``graph``; ``location`` tags every op for error messages and per-layer maps."""
+
+    def __init__(self, graph: Graph, location: str | None = None, fold: bool = True, validate: bool = True) -> None:
+        self.graph = graph
+        self.location = location
+        self.fold = fold
+        self.validate = validate
+        self.name_hint: str | None = None
+
+    # ------------------------------------------------------------------ core
+    def emit(self, opcode: str, operands: Sequence[Value], attrs: dict[str, Any] | None = None,
+             result_types: Sequence[TensorType] | None = None, *, out_dtype: DType | None = None,
+             quant: QuantParams | None = None, names: Sequence[str] | None = None,
+             regions: list[Graph] | None = None) -> Operation:
+        """Create ``tosa.<opcode>``; returns the Operation (use ``.result`` / ``.results``)."""
+        from . import catalogue
+
+        spec = catalogue.get(opcode)
+        full = {a.name: a.default for a in spec.attrs if a.default is not None}
+        full.update(attrs or {})
+        operands = list(operands)
+        types = [v.type for v in operands]
+        if result_types is None:
+            try:
+                result_types = catalogue.infer_result_types(opcode, types, full, out_dtype=out_dtype)
+            except InvalidGraphError as e:
+                raise InvalidGraphError(str(e), op=self.location) from None
+            if quant is not None:
+                result_types = [t.with_dtype(t.dtype, quant) for t in result_types]
+        result_types = list(result_types)
+        if self.validate:
+            consts = [v.const() for v in operands]
+            try:
+                catalogue.validate(opcode, types, result_types, full, consts)
+            except InvalidGraphError as e:
+                raise InvalidGraphError(str(e), op=self.location) from None
+        if names is None and self.name_hint:
+            names = [self.name_hint] * len(result_types)
+        op = self.graph.add_op("tosa." + opcode, operands, result_types, full, names, regions, self.location)
+        if self.fold and opcode not in _NO_FOLD and operands and all(v.is_const for v in operands):
+            return self._fold(op)
+        return op
+
+    def _fold(self, op: Operation) -> Operation:
+        """Replace ``op`` (all operands constant) by a CONST / CONST_SHAPE op holding its value."""
+        if len(op.results) != 1 or not op.result.type.is_static or op.result.type.size > FOLD_LIMIT:
+            return op
+        from ..executor import evaluate_op
+
+        r = op.result
+        (arr,) = evaluate_op(op, [np.asarray(v.const()) for v in op.operands])
+        self.graph.remove_op(op)
+        name = "tosa.CONST_SHAPE" if r.dtype is DType.SHAPE else "tosa.CONST"
+        return self.graph.add_op(name, [], [r.type], {"values": np.asarray(arr)}, [r.name], location=self.location)
+
+    def __getattr__(self, name: str) -> Any:
+        """``b.conv2d(x, w, bias, izp, wzp, pad=…)`` → emit("CONV2D", …).result (single-result ops)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        opcode = name.upper()
+
+        def call(*operands: Value, out_dtype: DType | None = None, quant: QuantParams | None = None,
+                 **attrs: Any) -> Value:
+            return self.emit(opcode, operands, attrs, out_dtype=out_dtype, quant=quant).result
+
+        return call
+
+    # ------------------------------------------------------------- constants
+    def const(self, values: Any, dtype: DType | str | None = None, quant: QuantParams | None = None,
+              name: str = "const") -> Value:
+        """A ``tosa.CONST`` tensor."""
+        arr = np.asarray(values)
+        dt = DType(dtype) if dtype is not None else None
+        if dt is None:
+            dt = DType.FP32 if arr.dtype.kind == "f" else DType.BOOL if arr.dtype.kind == "b" else DType.INT32
+        return self.graph.add_const(arr.astype(dt.np_dtype()), dt, name=name, quant=quant)
+
+    def shape(self, dims: Sequence[int], name: str = "shape") -> Value:
+        """A ``tosa.CONST_SHAPE`` value holding ``dims``."""
+        arr = np.asarray([int(d) for d in dims], dtype=np.int64)
+        return self.graph.add_const(arr, DType.SHAPE, name=name, op_name="tosa.CONST_SHAPE")
+
+    def zp(self, value: int | float, dtype: DType) -> Value:
+        """A [1] zero-point tensor of the data type (0.0 for float types)."""
+        return self.const(np.array([value]), dtype, name="zp")
+
+    # ------------------------------------------------------- common helpers
+    def reshape(self, x: Value, shape: Sequence[int]) -> Value:
+        shape = [int(d) for d in shape]
+        if list(x.shape) == shape:
+            return x
+        return self.emit("RESHAPE", [x, self.shape(shape)], quant=x.type.quant).result
+
+    def transpose(self, x: Value, perms: Sequence[int]) -> Value:
+        perms = [int(p) for p in perms]
+        if perms == list(range(len(perms))):
+            return x
+        return self.emit("TRANSPOSE", [x], {"perms": perms}, quant=x.type.quant).result
+
+    def slice(self, x: Value, start: Sequence[int], size: Sequence[int]) -> Value:
+        if list(start) == [0] * len(start) and list(size) == list(x.shape):
+            return x
+        return self.emit("SLICE", [x, self.shape(start), self.shape(size)], quant=x.type.quant).result
+
+    def tile(self, x: Value, multiples: Sequence[int]) -> Value:
+        if all(int(m) == 1 for m in multiples):
+            return x
+        return self.emit("TILE", [x, self.shape(multiples)], quant=x.type.quant).result
+
+    def pad(self, x: Value, padding: Sequence[int], pad_const: float | int = 0) -> Value:
+        """``padding`` in TOSA layout [start0, end0, start1, end1, …]."""
+        if not any(int(p) for p in padding):
+            return x
+        pc = self.const(np.array([pad_const]), x.dtype, name="pad_const")
+        return self.emit("PAD", [x, self.shape(padding), pc], quant=x.type.quant).result
+
+    def concat(self, xs: Sequence[Value], axis: int) -> Value:
+        if len(xs) == 1:
+            return xs[0]
+        return self.emit("CONCAT", list(xs), {"axis": int(axis)}, quant=xs[0].type.quant).result
+
+    def cast(self, x: Value, dtype: DType) -> Value:
+        if x.dtype is dtype:
+            return x
+        return self.emit("CAST", [x], out_dtype=dtype).result
+
+    def mul(self, a: Value, b: Value, shift: int = 0) -> Value:
+        a, b = self.broadcast_ranks(a, b)
+        return self.emit("MUL", [a, b, self.const(np.array([shift]), DType.INT8, name="shift")]).result
+
+    def clamp(self, x: Value, lo: float | int, hi: float | int, nan_mode: str = "PROPAGATE") -> Value:
+        return self.emit("CLAMP", [x], {"min_val": lo, "max_val": hi, "nan_mode": nan_mode},
+                         quant=x.type.quant).result
+
+    def broadcast_ranks(self, *xs: Value) -> list[Value]:
+        """Reshape lower-rank operands by prepending 1s so all have equal rank (1.0 needs equal ranks, S809)."""
+        rank = max(v.type.rank for v in xs)
+        return [self.reshape(v, (1,) * (rank - v.type.rank) + tuple(v.shape)) if v.type.rank < rank else v
+                for v in xs]
+
+    def binary(self, opcode: str, a: Value, b: Value, **attrs: Any) -> Value:
+        """An elementwise binary op with rank broadcasting."""
+        a, b = self.broadcast_ranks(a, b)
+        return self.emit(opcode, [a, b], attrs).result
