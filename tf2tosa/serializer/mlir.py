@@ -1,0 +1,324 @@
+"""Print an IR graph of ``tosa.*`` operations as TOSA-dialect MLIR text.
+
+The syntax is the one the MLIR TOSA dialect of LLVM (as bundled with ``tosa-tools``'
+``tosa-opt``) prints and parses for TOSA 1.0:
+
+* most ops use the default form ``%3 = tosa.conv2d %a, %w, ... {attrs} : (types) -> type``;
+* ``"tosa.const"() <{values = dense<...> : T}> : () -> T`` and
+  ``tosa.const_shape {values = dense<[...]> : tensor<Nxindex>} : () -> !tosa.shape<N>``;
+* ``tosa.cond_if`` / ``tosa.while_loop`` with their regions ending in ``tosa.yield``.
+
+Graph input/output names are kept as ``{tosa.tensor_name = "..."}`` argument/result
+attributes (what ``tosa-opt --tosa-deserialize`` prints, and what
+``--tosa-serialize=retain-graph-input-output-names`` reads).  Constants with more than
+:data:`HEX_THRESHOLD` elements are printed as hex (``dense<"0x...">``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidGraphError
+from ..ir.graph import Graph, Operation
+from ..ir.types import DType, TensorType
+from .tosa_writer import ATTR_FIELDS, OP_VALUE, encode_array, variable_name, variable_type
+
+HEX_THRESHOLD = 16
+
+_ELEM = {DType.BOOL: "i1", DType.INT4: "i4", DType.INT8: "i8", DType.INT16: "i16", DType.INT32: "i32",
+         DType.INT48: "i48", DType.FP16: "f16", DType.BF16: "bf16", DType.FP32: "f32",
+         DType.FP8E4M3: "f8E4M3FN", DType.FP8E5M2: "f8E5M2"}
+_ACC = {"INT32": "i32", "INT48": "i48", "FP16": "f16", "FP32": "f32"}
+#: ops whose i32-list attributes are ``array<i32: ...>`` (the others are ``array<i64: ...>``)
+_I32_ARRAYS = {"perms"}
+_PROFILES = {"PRO-INT": "pro_int", "PRO-FP": "pro_fp"}
+
+
+def mlir_type(t: TensorType) -> str:
+    if t.dtype is DType.SHAPE:
+        return f"!tosa.shape<{t.static_shape[0]}>"
+    if t.dtype not in _ELEM:
+        raise InvalidGraphError(f"type {t.dtype} has no TOSA MLIR element type")
+    dims = "".join(f"{d}x" for d in t.static_shape)
+    return f"tensor<{dims}{_ELEM[t.dtype]}>"
+
+
+def _types(ts: Sequence[TensorType]) -> str:
+    return ", ".join(mlir_type(t) for t in ts)
+
+
+def _results(ts: Sequence[TensorType]) -> str:
+    return mlir_type(ts[0]) if len(ts) == 1 else f"({_types(ts)})"
+
+
+def _string(s: str | bytes) -> str:
+    data = s.encode("utf-8") if isinstance(s, str) else bytes(s)
+    out = []
+    for b in data:
+        ch = chr(b)
+        if 0x20 <= b < 0x7F and ch not in '"\\':
+            out.append(ch)
+        else:
+            out.append(f"\\{b:02X}")
+    return '"' + "".join(out) + '"'
+
+
+def _float(x: float, dtype: DType) -> str:
+    """An MLIR float literal for ``x`` that parses back to the same ``dtype`` value."""
+    if math.isfinite(x):
+        r = repr(float(x))
+        return r if ("e" in r or "." in r) else r + ".0"
+    return "0x" + encode_array(np.array([x]), dtype)[::-1].hex().upper()
+
+
+def _scalar(x: Any, dtype: DType) -> str:
+    if dtype is DType.BOOL:
+        return "true" if bool(x) else "false"
+    if dtype.is_float:
+        return _float(float(x), dtype)
+    return str(int(x))
+
+
+def _dense(values: np.ndarray, t: TensorType) -> str:
+    """``dense<...> : T`` for constant ``values`` of type ``t``."""
+    dtype = t.dtype
+    tstr = f"tensor<{t.static_shape[0]}xindex>" if dtype is DType.SHAPE else mlir_type(t)
+    arr = np.asarray(values)
+    flat = arr.reshape(-1)
+    if flat.size and dtype is not DType.SHAPE:
+        first = flat[0]
+        same = bool(np.all(flat == first)) if not dtype.is_float else bool(
+            np.all(flat.astype(np.float64).view(np.int64) == np.float64(first).view(np.int64)))
+        if same:
+            return f"dense<{_scalar(first, dtype)}> : {tstr}"
+    hexable = dtype in (DType.INT8, DType.INT16, DType.INT32, DType.FP16, DType.BF16, DType.FP32)
+    if hexable and flat.size > HEX_THRESHOLD:
+        return f'dense<"0x{encode_array(flat, dtype).hex().upper()}"> : {tstr}'
+    shape = (flat.size,) if dtype is DType.SHAPE else t.static_shape
+    sdt = DType.INT32 if dtype is DType.SHAPE else dtype
+    items = [_scalar(v, sdt) for v in flat.tolist()] if sdt is not DType.BF16 and not sdt.name.startswith(
+        "FP8") else [_scalar(float(v), sdt) for v in flat.astype(np.float32).tolist()]
+
+    def nest(pos: int, dims: tuple[int, ...]) -> tuple[str, int]:
+        if not dims:
+            return items[pos], pos + 1
+        parts = []
+        for _ in range(dims[0]):
+            s, pos = nest(pos, dims[1:])
+            parts.append(s)
+        return "[" + ", ".join(parts) + "]", pos
+
+    body, _ = nest(0, tuple(shape))
+    return f"dense<{body}> : {tstr}"
+
+
+def _symbol(name: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", name):
+        return "@" + name
+    return "@" + _string(name)
+
+
+def _variables(graph: Graph) -> list[str]:
+    """Module-level ``tosa.variable`` declarations for every variable the graph (or a region) uses."""
+    decls: dict[str, str] = {}
+
+    def visit(g: Graph) -> None:
+        for op in g.topological_order():
+            if op.opcode in ("VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE"):
+                name = variable_name(op)
+                if name not in decls:
+                    vtype, init = variable_type(g, name, op)
+                    value = f" = {_dense(init, vtype)}" if init is not None else f" : {mlir_type(vtype)}"
+                    decls[name] = f"  tosa.variable {_symbol(name)}{value}"
+            for sub in op.regions:
+                visit(sub)
+
+    visit(graph)
+    return list(decls.values())
+
+
+def _block_args(names: Sequence[str], g: Graph) -> str:
+    return ", ".join(f"{a}: {mlir_type(v.type)}" for a, v in zip(names, g.inputs))
+
+
+class _Printer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.counter = 0
+        self.args = 0
+
+    def fresh(self) -> str:
+        name = f"%{self.counter}"
+        self.counter += 1
+        return name
+
+    def fresh_arg(self) -> str:
+        name = f"%arg{self.args}"
+        self.args += 1
+        return name
+
+    # ---------------------------------------------------------------- attributes
+    def attrs(self, op: Operation) -> str:
+        items: list[tuple[str, str]] = []
+        in_dtype = op.operands[0].type.dtype if op.operands else DType.FP32
+        for name, kind in ATTR_FIELDS.get(op.opcode, ()):
+            if op.opcode in ("COND_IF", "WHILE_LOOP"):
+                continue
+            if name not in op.attrs:
+                continue
+            v = op.attrs[name]
+            if kind == "i32[]":
+                elem = "i32" if name in _I32_ARRAYS else "i64"
+                items.append((name, f"array<{elem}: {', '.join(str(int(x)) for x in np.asarray(v).reshape(-1))}>"))
+            elif kind == "i32":
+                items.append((name, f"{int(v)} : i32"))
+            elif kind == "bool":
+                items.append((name, "true" if v else "false"))
+            elif kind == "acc":
+                items.append((name, _ACC[str(v).upper()]))
+            elif kind in ("nan", "rounding"):
+                items.append((name, str(v).upper()))
+            elif kind == "resize":
+                mode = str(v).upper()
+                items.append((name, "NEAREST_NEIGHBOR" if mode == "NEAREST" else mode))
+            elif kind == "bound":
+                items.append((name, f"{_scalar(v, in_dtype)} : {_ELEM[in_dtype]}"))
+            elif kind in ("string", "ubyte[]"):
+                items.append((name, _string(v)))
+        if not items:
+            return ""
+        return " {" + ", ".join(f"{k} = {v}" for k, v in sorted(items)) + "}"
+
+    # ---------------------------------------------------------------- ops
+    def block(self, g: Graph, env: dict[int, str], indent: str, terminator: str) -> None:
+        for op in g.topological_order():
+            self.op(op, env, indent)
+        outs = [env[v.id] for v in g.outputs]
+        types = ", ".join(mlir_type(v.type) for v in g.outputs)
+        self.lines.append(f"{indent}{terminator} {', '.join(outs)} : {types}" if outs else f"{indent}{terminator}")
+
+    def op(self, op: Operation, env: dict[int, str], indent: str) -> None:
+        if op.dialect != "tosa" or op.opcode not in OP_VALUE:
+            raise InvalidGraphError("not a TOSA 1.0 operation", op=op.name)
+        code = op.opcode
+        if code == "VARIABLE":  # declared at module level (see to_mlir)
+            return
+        if code == "VARIABLE_WRITE":
+            if len(op.operands) != 1:
+                raise InvalidGraphError("VARIABLE_WRITE takes one operand", op=op.name)
+            v = op.operands[0]
+            self.lines.append(f"{indent}tosa.variable_write {_symbol(variable_name(op))}, {env[v.id]} : "
+                              f"{mlir_type(v.type)}")
+            return
+        name = self.fresh()
+        n = len(op.results)
+        for i, r in enumerate(op.results):
+            env[r.id] = name if n == 1 else f"{name}#{i}"
+        lhs = name if n == 1 else f"{name}:{n}"
+        try:
+            args = [env[v.id] for v in op.operands]
+        except KeyError as e:
+            raise InvalidGraphError("operand defined outside this graph", op=op.name) from e
+        rtypes = [r.type for r in op.results]
+        if code == "VARIABLE_READ":
+            self.lines.append(f"{indent}{lhs} = tosa.variable_read {_symbol(variable_name(op))} : "
+                              f"{mlir_type(op.result.type)}")
+        elif code == "CONST":
+            t = op.result.type
+            self.lines.append(f'{indent}{lhs} = "tosa.const"() <{{values = {_dense(op.attrs["values"], t)}}}> '
+                              f": () -> {mlir_type(t)}")
+        elif code == "CONST_SHAPE":
+            t = op.result.type
+            self.lines.append(f"{indent}{lhs} = tosa.const_shape {{values = {_dense(op.attrs['values'], t)}}} "
+                              f": () -> {mlir_type(t)}")
+        elif code == "COND_IF":
+            self.cond_if(op, lhs, args, env, indent)
+        elif code == "WHILE_LOOP":
+            self.while_loop(op, lhs, args, env, indent)
+        else:
+            self.lines.append(f"{indent}{lhs} = tosa.{code.lower()} {', '.join(args)}{self.attrs(op)} : "
+                              f"({_types([v.type for v in op.operands])}) -> {_results(rtypes)}")
+
+    def _region_args(self, g: Graph, env: dict[int, str]) -> list[str]:
+        names = []
+        for v in g.inputs:
+            a = self.fresh_arg()
+            env[v.id] = a
+            names.append(a)
+        return names
+
+    def cond_if(self, op: Operation, lhs: str, args: list[str], env: dict[int, str], indent: str) -> None:
+        if len(op.regions) != 2 or not op.operands:
+            raise InvalidGraphError("COND_IF needs a condition and two regions", op=op.name)
+        then, els = op.regions
+        inner = indent + "  "
+        tenv = dict(env)
+        targs = self._region_args(then, tenv)
+        inputs = op.operands[1:]
+        binding = ", ".join(f"{a} = {x}" for a, x in zip(targs, args[1:]))
+        self.lines.append(f"{indent}{lhs} = tosa.cond_if {args[0]} ({binding}) : {mlir_type(op.operands[0].type)} "
+                          f"({_types([v.type for v in inputs])}) -> {_results([r.type for r in op.results])} {{")
+        self.lines.append(f"{indent}^bb0({_block_args(targs, then)}):")
+        self.block(then, tenv, inner, "tosa.yield")
+        self.lines.append(f"{indent}}} else {{")
+        eenv = dict(env)
+        eargs = self._region_args(els, eenv)
+        self.lines.append(f"{indent}^bb0({_block_args(eargs, els)}):")
+        self.block(els, eenv, inner, "tosa.yield")
+        self.lines.append(f"{indent}}}")
+
+    def while_loop(self, op: Operation, lhs: str, args: list[str], env: dict[int, str], indent: str) -> None:
+        if len(op.regions) != 2:
+            raise InvalidGraphError("WHILE_LOOP needs two regions", op=op.name)
+        cond, body = op.regions
+        inner = indent + "  "
+        cenv = dict(env)
+        cargs = self._region_args(cond, cenv)
+        binding = ", ".join(f"{a} = {x}" for a, x in zip(cargs, args))
+        types = _types([v.type for v in op.operands])
+        self.lines.append(f"{indent}{lhs} = tosa.while_loop ({binding}) : ({types}) -> "
+                          f"({_types([r.type for r in op.results])}) {{")
+        self.block(cond, cenv, inner, "tosa.yield")
+        self.lines.append(f"{indent}}} do {{")
+        benv = dict(env)
+        bargs = self._region_args(body, benv)
+        self.lines.append(f"{indent}^bb0({_block_args(bargs, body)}):")
+        self.block(body, benv, inner, "tosa.yield")
+        self.lines.append(f"{indent}}}")
+
+
+def to_mlir(graph: Graph, profiles: Sequence[str] | None = None, extensions: Sequence[str] | None = None,
+            level: str = "8k", func_name: str = "main") -> str:
+    """TOSA-dialect MLIR text of ``graph``.
+
+    When ``profiles`` is given, the module carries a ``tosa.target_env`` attribute for spec 1.0
+    with those profiles and ``extensions`` (spec names such as ``PRO-INT``, ``EXT-INT16``).
+    """
+    p = _Printer()
+    env: dict[int, str] = {}
+    params = []
+    for v in graph.inputs:
+        a = p.fresh_arg()
+        env[v.id] = a
+        params.append(f"{a}: {mlir_type(v.type)} {{tosa.tensor_name = {_string(v.name)}}}")
+    results = ", ".join(f"{mlir_type(v.type)} {{tosa.tensor_name = {_string(v.name)}}}" for v in graph.outputs)
+    body_start = len(p.lines)
+    p.block(graph, env, "    ", "return")
+    body = p.lines[body_start:]
+    header = "module {"
+    if profiles is not None:
+        profs = ", ".join(sorted({_PROFILES[x.upper()] for x in profiles}))
+        exts = ", ".join(sorted({x.upper().removeprefix("EXT-").lower() for x in (extensions or ())}))
+        header = (f'module attributes {{tosa.target_env = #tosa.target_env<specification_version = "1.0", '
+                  f'level = "{level}", profiles = [{profs}], extensions = [{exts}]>}} {{')
+    signature = f"  func.func @{func_name}({', '.join(params)}) -> ({results}) {{"
+    lines = [header, *_variables(graph), signature, *body, "  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["to_mlir", "mlir_type"]

@@ -1,0 +1,598 @@
+"""Write an IR graph of ``tosa.*`` operations as a TOSA 1.0 flatbuffer (``.tosa``).
+
+The byte layout follows the TOSA flatbuffer schema (``tosa.fbs`` from the
+``tosa-tools`` wheel): root table ``TosaGraph`` (file identifier ``TOSA``) with
+a ``Version`` and a list of ``TosaRegion``; each region holds one
+``TosaBasicBlock`` with operators, tensors, shapes and the block's input and
+output names.  The graph itself is region ``main`` (block ``main``); every
+COND_IF / WHILE_LOOP body becomes one more region, referenced by name from the
+operator's ``CondIfAttribute`` / ``WhileLoopAttribute``.
+
+Facts about the format that the schema does not spell out, taken from files
+written by Arm's own serializer (``tosa-opt --tosa-serialize``):
+
+* constant data is little-endian, padded with zero bytes to a multiple of 8 and
+  8-byte aligned; bool is one byte per element, i4 packs two elements per byte
+  (first element in the low nibble), i48 is six bytes per element;
+* ``TosaShape.data`` holds the CONST_SHAPE values as int64;
+* CLAMP ``min_val``/``max_val`` are the bound's bytes in the input element type.
+
+Spec references (``/work/shared/seeds/000_1233e33818c54f1a.txt``): shape_t values come only from
+CONST_SHAPE (S10888-10934); COND_IF / WHILE_LOOP take their graphs as attributes (S10444-10602);
+enumerations S10938-11082 (the fbs enums are the spec's values + 1, 0 being UNKNOWN).  EXT-VARIABLE
+(S10624-10870) is written as Arm's serializer does it: a ``variable`` tensor holding the initial
+value, VARIABLE_READ / VARIABLE_WRITE as IDENTITY from / into that tensor.
+
+Everything is written in a fixed order (graph inputs, then operations in
+:meth:`Graph.topological_order`, attribute fields in schema order), so the same
+graph always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import flatbuffers
+import numpy as np
+
+from ..errors import InvalidGraphError
+from ..ir.graph import Graph, Operation, Value
+from ..ir.types import DType, TensorType
+
+FILE_IDENTIFIER = b"TOSA"
+VERSION = (1, 0, 0, False)  # major, minor, patch, draft
+
+# ----------------------------------------------------------------------------- schema facts
+#: ``enum Op`` of tosa.fbs in declaration order (UNKNOWN = 0).  The ``union Attribute``
+#: lists one table per op in the same order, so an op's attribute type equals its op value.
+OPS: tuple[str, ...] = (
+    "UNKNOWN", "ARGMAX", "AVG_POOL2D", "CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "FFT2D", "MATMUL",
+    "MAX_POOL2D", "RFFT2D", "TRANSPOSE_CONV2D", "CLAMP", "ERF", "SIGMOID", "TANH", "ADD",
+    "ARITHMETIC_RIGHT_SHIFT", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "INTDIV", "LOGICAL_AND",
+    "LOGICAL_LEFT_SHIFT", "LOGICAL_RIGHT_SHIFT", "LOGICAL_OR", "LOGICAL_XOR", "MAXIMUM", "MINIMUM", "MUL",
+    "POW", "SUB", "TABLE", "ABS", "BITWISE_NOT", "CEIL", "CLZ", "COS", "EXP", "FLOOR", "LOG", "LOGICAL_NOT",
+    "NEGATE", "RECIPROCAL", "RSQRT", "SIN", "SELECT", "EQUAL", "GREATER", "GREATER_EQUAL", "REDUCE_ALL",
+    "REDUCE_ANY", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT", "REDUCE_SUM", "CONCAT", "PAD", "RESHAPE",
+    "REVERSE", "SLICE", "TILE", "TRANSPOSE", "GATHER", "SCATTER", "RESIZE", "CAST", "RESCALE", "CONST",
+    "IDENTITY", "CUSTOM", "COND_IF", "WHILE_LOOP", "VARIABLE", "VARIABLE_WRITE", "VARIABLE_READ",
+    "CONST_SHAPE",
+)
+OP_VALUE: dict[str, int] = {name: i for i, name in enumerate(OPS)}
+
+#: ``enum DType`` of tosa.fbs.
+DTYPE_VALUE: dict[DType, int] = {
+    DType.BOOL: 1, DType.INT4: 2, DType.INT8: 3, DType.INT16: 4, DType.INT32: 5, DType.INT48: 6,
+    DType.FP32: 7, DType.FP16: 8, DType.BF16: 9, DType.SHAPE: 10, DType.FP8E4M3: 11, DType.FP8E5M2: 12,
+}
+VALUE_DTYPE: dict[int, DType] = {v: k for k, v in DTYPE_VALUE.items()}
+
+#: IR ``acc_type`` strings (spec acc_type_t names) -> fbs DType values.
+ACC_VALUE: dict[str, int] = {"INT32": 5, "INT48": 6, "FP32": 7, "FP16": 8}
+VALUE_ACC: dict[int, str] = {v: k for k, v in ACC_VALUE.items()}
+NAN_VALUE: dict[str, int] = {"PROPAGATE": 1, "IGNORE": 2}
+VALUE_NAN: dict[int, str] = {v: k for k, v in NAN_VALUE.items()}
+ROUNDING_VALUE: dict[str, int] = {"SINGLE_ROUND": 1, "INEXACT_ROUND": 2, "DOUBLE_ROUND": 3}
+VALUE_ROUNDING: dict[int, str] = {v: k for k, v in ROUNDING_VALUE.items()}
+RESIZE_VALUE: dict[str, int] = {"NEAREST_NEIGHBOR": 1, "BILINEAR": 2}
+VALUE_RESIZE: dict[int, str] = {v: k for k, v in RESIZE_VALUE.items()}
+
+# Field kinds of the attribute tables.
+I32 = "i32"  # int32 scalar
+I32S = "i32[]"  # [int32]
+BOOL = "bool"
+ACC = "acc"  # DType enum holding an accumulator type
+NAN = "nan"  # NanPropagationMode
+ROUND = "rounding"  # RoundingMode
+RESIZE = "resize"  # ResizeMode
+STR = "string"
+BYTES = "ubyte[]"
+BOUND = "bound"  # [ubyte] holding a value of the input's element type (CLAMP)
+
+_CONV = (("pad", I32S), ("stride", I32S), ("dilation", I32S), ("local_bound", BOOL), ("acc_type", ACC))
+_POOL = (("kernel", I32S), ("stride", I32S), ("pad", I32S))
+
+#: Fields of each op's attribute table, in schema declaration order (slot = position).
+#: Ops not listed have an empty attribute table.
+ATTR_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "ARGMAX": (("axis", I32), ("nan_mode", NAN)),
+    "AVG_POOL2D": _POOL + (("acc_type", ACC),),
+    "CONV2D": _CONV,
+    "CONV3D": _CONV,
+    "DEPTHWISE_CONV2D": _CONV,
+    "FFT2D": (("inverse", BOOL), ("local_bound", BOOL)),
+    "MAX_POOL2D": _POOL + (("nan_mode", NAN),),
+    "RFFT2D": (("local_bound", BOOL),),
+    "TRANSPOSE_CONV2D": (("out_pad", I32S), ("stride", I32S), ("local_bound", BOOL), ("acc_type", ACC)),
+    "CLAMP": (("min_val", BOUND), ("max_val", BOUND), ("nan_mode", NAN)),
+    "ARITHMETIC_RIGHT_SHIFT": (("round", BOOL),),
+    "MAXIMUM": (("nan_mode", NAN),),
+    "MINIMUM": (("nan_mode", NAN),),
+    "REDUCE_ALL": (("axis", I32),),
+    "REDUCE_ANY": (("axis", I32),),
+    "REDUCE_MAX": (("axis", I32), ("nan_mode", NAN)),
+    "REDUCE_MIN": (("axis", I32), ("nan_mode", NAN)),
+    "REDUCE_PRODUCT": (("axis", I32),),
+    "REDUCE_SUM": (("axis", I32),),
+    "CONCAT": (("axis", I32),),
+    "REVERSE": (("axis", I32),),
+    "TRANSPOSE": (("perms", I32S),),
+    "RESIZE": (("mode", RESIZE),),
+    "RESCALE": (("scale32", BOOL), ("rounding_mode", ROUND), ("per_channel", BOOL), ("input_unsigned", BOOL),
+                ("output_unsigned", BOOL)),
+    "CUSTOM": (("operator_name", STR), ("domain_name", STR), ("implementation_attrs", BYTES)),
+    "COND_IF": (("then_graph", STR), ("else_graph", STR)),
+    "WHILE_LOOP": (("cond_graph", STR), ("body_graph", STR)),
+}
+
+#: Attribute values used when the IR leaves an attribute out (spec defaults / "false").
+ATTR_DEFAULTS: dict[str, Any] = {
+    "nan_mode": "PROPAGATE", "local_bound": False, "inverse": False, "round": False, "scale32": False,
+    "rounding_mode": "SINGLE_ROUND", "per_channel": False, "input_unsigned": False, "output_unsigned": False,
+    "domain_name": "", "implementation_attrs": b"",
+}
+
+# Slots (field indices) of the container tables.
+V_MAJOR, V_MINOR, V_PATCH, V_DRAFT = 0, 1, 2, 3
+T_NAME, T_SHAPE, T_TYPE, T_DATA, T_VARIABLE, T_UNRANKED, T_VARNAME = 0, 1, 2, 3, 4, 5, 6
+S_NAME, S_RANK, S_DATA = 0, 1, 2
+OP_OP, OP_ATTR_TYPE, OP_ATTR, OP_INPUTS, OP_OUTPUTS, OP_LOCATION = 0, 1, 2, 3, 4, 5
+B_NAME, B_OPERATORS, B_TENSORS, B_INPUTS, B_OUTPUTS, B_SHAPES = 0, 1, 2, 3, 4, 5
+R_NAME, R_BLOCKS = 0, 1
+G_VERSION, G_REGIONS = 0, 1
+
+
+def slot_offset(slot: int) -> int:
+    """vtable offset of field number ``slot`` (what ``Table.Offset`` takes)."""
+    return 4 + 2 * slot
+
+
+# ----------------------------------------------------------------------------- data encoding
+def _bf16_bits(arr: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns of ``arr`` (round to nearest even, NaN kept quiet)."""
+    if arr.dtype.name == "bfloat16":
+        return arr.view(np.uint16)
+    f = np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (f + 0x7FFF + ((f >> 16) & 1)) >> 16
+    nan = np.isnan(np.asarray(arr, dtype=np.float32))
+    bits = np.where(nan, (f >> 16) | 0x40, rounded)
+    return bits.astype(np.uint16)
+
+
+def encode_array(values: Any, dtype: DType) -> bytes:
+    """Raw little-endian bytes of constant ``values`` stored as ``dtype`` (no padding)."""
+    arr = np.asarray(values)
+    flat = arr.reshape(-1)
+    if dtype is DType.BOOL:
+        return flat.astype(bool).astype(np.uint8).tobytes()
+    if dtype is DType.INT4:
+        nib = (flat.astype(np.int64) & 0xF).astype(np.uint8)
+        if nib.size % 2:
+            nib = np.concatenate([nib, np.zeros(1, np.uint8)])
+        return (nib[0::2] | (nib[1::2] << 4)).astype(np.uint8).tobytes()
+    if dtype is DType.INT48:
+        b = flat.astype("<i8").view(np.uint8).reshape(-1, 8)[:, :6]
+        return b.tobytes()
+    if dtype is DType.SHAPE:
+        return flat.astype("<i8").tobytes()
+    if dtype is DType.BF16:
+        return _bf16_bits(flat).astype("<u2").tobytes()
+    if dtype in (DType.FP8E4M3, DType.FP8E5M2):
+        target = dtype.np_dtype()
+        if flat.dtype != target:
+            flat = flat.astype(np.float32).astype(target)
+        return flat.view(np.uint8).tobytes()
+    np_dt = {DType.INT8: "<i1", DType.INT16: "<i2", DType.INT32: "<i4", DType.FP16: "<f2",
+             DType.FP32: "<f4"}.get(dtype)
+    if np_dt is None:
+        raise InvalidGraphError(f"cannot serialize constant data of type {dtype}")
+    return flat.astype(np_dt).tobytes()
+
+
+def _pad8(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 8)
+
+
+# ----------------------------------------------------------------------------- writer
+@dataclass
+class _Region:
+    name: str
+    graph: Graph
+
+
+class _Writer:
+    def __init__(self, graph: Graph) -> None:
+        self.main = graph
+        self.b = flatbuffers.Builder(1024)
+        self.used_tensor_names: set[str] = set()
+        self.used_region_names: set[str] = {"main"}
+        self.regions: list[_Region] = [_Region("main", graph)]
+        # per graph (id): Value.id -> serialized tensor name
+        self.names: dict[int, dict[int, str]] = {}
+        # per op (id): names of its region graphs
+        self.region_names: dict[tuple[int, int], list[str]] = {}
+        # EXT-VARIABLE: variable name -> (tensor name, type, initial value or None), module-wide
+        self.variables: dict[str, tuple[str, TensorType, np.ndarray | None]] = {}
+        # per graph (id): variable names whose tensors live in that graph's block, in order
+        self.block_variables: dict[int, list[str]] = {}
+
+    # ------------------------------------------------------------ naming pass
+    def _unique(self, base: str, used: set[str]) -> str:
+        name, k = base, 1
+        while name in used:
+            name = f"{base}_{k}"
+            k += 1
+        used.add(name)
+        return name
+
+    def _declare_variable(self, g: Graph, name: str, op: Operation | None) -> None:
+        if name in self.variables:
+            if op is not None and op.opcode == "VARIABLE" and name in self.block_variables.get(id(g), []):
+                raise InvalidGraphError(f"variable '{name}' declared twice", op=op.name)
+            return
+        vtype, init = variable_type(g, name, op)
+        self.variables[name] = (self._unique(name, self.used_tensor_names), vtype, init)
+        self.block_variables.setdefault(id(g), []).append(name)
+
+    def _name_graph(self, g: Graph) -> None:
+        names: dict[int, str] = {}
+        self.names[id(g)] = names
+        for op in g.topological_order():
+            if op.opcode in VARIABLE_OPS:
+                self._declare_variable(g, variable_name(op), op)
+        for v in g.inputs:
+            names[v.id] = self._unique(v.name, self.used_tensor_names)
+        ops = g.topological_order()
+        for op in ops:
+            for r in op.results:
+                if op.opcode == "VARIABLE":  # a declaration's result (if any) is the variable tensor
+                    names[r.id] = self.variables[variable_name(op)][0]
+                else:
+                    names[r.id] = self._unique(r.name, self.used_tensor_names)
+        for op in ops:
+            if not op.regions:
+                continue
+            rnames = []
+            for i, sub in enumerate(op.regions):
+                base = sub.name if sub.name and sub.name != g.name else f"{op.opcode.lower()}_{op.id}_{i}"
+                rname = self._unique(base, self.used_region_names)
+                rnames.append(rname)
+                self.regions.append(_Region(rname, sub))
+            self.region_names[(id(g), op.id)] = rnames
+            for sub in op.regions:
+                self._name_graph(sub)
+
+    # ------------------------------------------------------------ primitives
+    def _string(self, s: str) -> int:
+        return self.b.CreateString(s)
+
+    def _offset_vector(self, offsets: list[int]) -> int:
+        self.b.StartVector(4, len(offsets), 4)
+        for off in reversed(offsets):
+            self.b.PrependUOffsetTRelative(off)
+        return self.b.EndVector()
+
+    def _string_vector(self, items: list[str]) -> int:
+        return self._offset_vector([self._string(s) for s in items])
+
+    def _i32_vector(self, items: list[int]) -> int:
+        self.b.StartVector(4, len(items), 4)
+        for x in reversed(items):
+            self.b.PrependInt32(int(x))
+        return self.b.EndVector()
+
+    def _byte_vector(self, data: bytes, align: int = 8) -> int:
+        n = len(data)
+        self.b.StartVector(1, n, align)
+        self.b.head = self.b.head - n
+        self.b.Bytes[self.b.head:self.b.head + n] = data
+        return self.b.EndVector()
+
+    # ------------------------------------------------------------ attributes
+    def _attribute(self, g: Graph, op: Operation) -> int:
+        opcode = op.opcode
+        fields = ATTR_FIELDS.get(opcode, ())
+        # Create the referenced objects (vectors, strings) before starting the table.
+        refs: dict[str, int] = {}
+        scalars: dict[str, int | bool] = {}
+        for fname, kind in fields:
+            if opcode in ("COND_IF", "WHILE_LOOP"):
+                rnames = self.region_names.get((id(g), op.id))
+                if rnames is None or len(rnames) != 2:
+                    raise InvalidGraphError(f"{opcode} needs exactly two regions", op=op.name)
+                idx = 0 if fname in ("then_graph", "cond_graph") else 1
+                refs[fname] = self._string(rnames[idx])
+                continue
+            if fname in op.attrs:
+                val = op.attrs[fname]
+            elif fname in ATTR_DEFAULTS:
+                val = ATTR_DEFAULTS[fname]
+            else:
+                raise InvalidGraphError(f"missing attribute '{fname}'", op=f"{op.name} {_loc(op)}")
+            try:
+                if kind == I32S:
+                    refs[fname] = self._i32_vector([int(x) for x in np.asarray(val).reshape(-1)])
+                elif kind == STR:
+                    refs[fname] = self._string(str(val))
+                elif kind == BYTES:
+                    data = val.encode() if isinstance(val, str) else bytes(val)
+                    refs[fname] = self._byte_vector(data, 1)
+                elif kind == BOUND:
+                    dtype = op.operands[0].type.dtype if op.operands else DType.FP32
+                    refs[fname] = self._byte_vector(_pad8(encode_array(np.asarray([val]), dtype)))
+                elif kind == I32:
+                    scalars[fname] = int(val)
+                elif kind == BOOL:
+                    scalars[fname] = bool(val)
+                elif kind == ACC:
+                    scalars[fname] = ACC_VALUE[str(val).upper()]
+                elif kind == NAN:
+                    scalars[fname] = NAN_VALUE[str(val).upper()]
+                elif kind == ROUND:
+                    scalars[fname] = ROUNDING_VALUE[str(val).upper()]
+                elif kind == RESIZE:
+                    mode = str(val).upper()
+                    scalars[fname] = RESIZE_VALUE["NEAREST_NEIGHBOR" if mode == "NEAREST" else mode]
+            except (KeyError, ValueError, TypeError) as e:
+                raise InvalidGraphError(f"bad value {val!r} for attribute '{fname}'", op=op.name) from e
+        self.b.StartObject(len(fields))
+        for slot, (fname, kind) in enumerate(fields):
+            if fname in refs:
+                self.b.PrependUOffsetTRelativeSlot(slot, refs[fname], 0)
+            elif kind == I32:
+                self.b.PrependInt32Slot(slot, int(scalars[fname]), 0)
+            elif kind == BOOL:
+                self.b.PrependBoolSlot(slot, bool(scalars[fname]), False)
+            else:
+                self.b.PrependUint32Slot(slot, int(scalars[fname]), 0)
+        return self.b.EndObject()
+
+    # ------------------------------------------------------------ tables
+    def _tensor(self, name: str, v: Value, data: bytes | None) -> int:
+        t = v.type
+        if not t.is_static:
+            raise InvalidGraphError(f"tensor shape {t.shape} is not static", tensor=v.name)
+        if t.dtype not in DTYPE_VALUE or t.dtype is DType.SHAPE:
+            raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
+        name_off = self._string(name)
+        shape_off = self._i32_vector(list(t.static_shape))
+        data_off = self._byte_vector(data) if data is not None else None
+        self.b.StartObject(14)
+        self.b.PrependUOffsetTRelativeSlot(T_NAME, name_off, 0)
+        self.b.PrependUOffsetTRelativeSlot(T_SHAPE, shape_off, 0)
+        self.b.PrependUint32Slot(T_TYPE, DTYPE_VALUE[t.dtype], 0)
+        if data_off is not None:
+            self.b.PrependUOffsetTRelativeSlot(T_DATA, data_off, 0)
+        return self.b.EndObject()
+
+    def _variable_tensor(self, vname: str) -> int:
+        tname, t, init = self.variables[vname]
+        name_off = self._string(tname)
+        shape_off = self._i32_vector(list(t.static_shape))
+        data_off = self._byte_vector(_pad8(encode_array(init, t.dtype))) if init is not None else None
+        vname_off = self._string(vname)
+        self.b.StartObject(14)
+        self.b.PrependUOffsetTRelativeSlot(T_NAME, name_off, 0)
+        self.b.PrependUOffsetTRelativeSlot(T_SHAPE, shape_off, 0)
+        self.b.PrependUint32Slot(T_TYPE, DTYPE_VALUE[t.dtype], 0)
+        if data_off is not None:
+            self.b.PrependUOffsetTRelativeSlot(T_DATA, data_off, 0)
+        self.b.PrependBoolSlot(T_VARIABLE, True, False)
+        self.b.PrependUOffsetTRelativeSlot(T_VARNAME, vname_off, 0)
+        return self.b.EndObject()
+
+    def _shape(self, name: str, v: Value, values: np.ndarray) -> int:
+        flat = np.asarray(values).reshape(-1)
+        name_off = self._string(name)
+        data_off = self._byte_vector(_pad8(encode_array(flat, DType.SHAPE)))
+        self.b.StartObject(3)
+        self.b.PrependUOffsetTRelativeSlot(S_NAME, name_off, 0)
+        self.b.PrependUint32Slot(S_RANK, int(flat.size), 0)
+        self.b.PrependUOffsetTRelativeSlot(S_DATA, data_off, 0)
+        return self.b.EndObject()
+
+    def _operator(self, g: Graph, op: Operation) -> int | None:
+        names = self.names[id(g)]
+        if op.dialect != "tosa" or op.opcode not in OP_VALUE or op.opcode == "UNKNOWN":
+            raise InvalidGraphError("not a TOSA 1.0 operation", op=op.name)
+        opcode = op.opcode
+        try:
+            in_names = [self._value_name(g, v) for v in op.operands]
+        except KeyError as e:
+            raise InvalidGraphError(f"operand {e} is not defined in this graph", op=op.name) from e
+        out_names = [names[r.id] for r in op.results]
+        if opcode in VARIABLE_OPS:
+            # As Arm's serializer does: the variable is a tensor (variable=true); a read is an
+            # IDENTITY from it, a write an IDENTITY into it; the declaration has no operator.
+            var_tensor = self.variables[variable_name(op)][0]
+            if opcode == "VARIABLE":
+                return None
+            if opcode == "VARIABLE_READ":
+                in_names = [var_tensor]
+            else:
+                if len(in_names) != 1 or op.results:
+                    raise InvalidGraphError("VARIABLE_WRITE takes one operand and has no results", op=op.name)
+                out_names = [var_tensor]
+            opcode = "IDENTITY"
+        attr_off = self._attribute(g, op) if opcode == op.opcode else self._empty_table()
+        inputs_off = self._string_vector(in_names)
+        outputs_off = self._string_vector(out_names)
+        loc_off = None
+        if op.location:
+            text_off = self._string(op.location)
+            self.b.StartObject(1)
+            self.b.PrependUOffsetTRelativeSlot(0, text_off, 0)
+            loc_off = self.b.EndObject()
+        code = OP_VALUE[opcode]
+        self.b.StartObject(6)
+        self.b.PrependUint32Slot(OP_OP, code, 0)
+        self.b.PrependUint8Slot(OP_ATTR_TYPE, code, 0)
+        self.b.PrependUOffsetTRelativeSlot(OP_ATTR, attr_off, 0)
+        self.b.PrependUOffsetTRelativeSlot(OP_INPUTS, inputs_off, 0)
+        self.b.PrependUOffsetTRelativeSlot(OP_OUTPUTS, outputs_off, 0)
+        if loc_off is not None:
+            self.b.PrependUOffsetTRelativeSlot(OP_LOCATION, loc_off, 0)
+        return self.b.EndObject()
+
+    def _empty_table(self) -> int:
+        self.b.StartObject(0)
+        return self.b.EndObject()
+
+    def _value_name(self, g: Graph, v: Value) -> str:
+        names = self.names[id(g)]
+        if v.graph is not g or v.id not in names:
+            raise KeyError(v.name)
+        return names[v.id]
+
+    def _block(self, region: _Region) -> int:
+        g = region.graph
+        names = self.names[id(g)]
+        ops = g.topological_order()
+        op_offs = [off for off in (self._operator(g, op) for op in ops) if off is not None]
+        tensor_offs: list[int] = []
+        shape_offs: list[int] = []
+        for vname in self.block_variables.get(id(g), []):
+            tensor_offs.append(self._variable_tensor(vname))
+        for v in g.inputs:
+            tensor_offs.append(self._tensor(names[v.id], v, None))
+        for op in ops:
+            for r in op.results:
+                if op.opcode == "VARIABLE":
+                    continue
+                if r.type.dtype is DType.SHAPE:
+                    if op.opcode != "CONST_SHAPE":
+                        raise InvalidGraphError("only CONST_SHAPE may produce shape values in TOSA 1.0",
+                                                op=op.name)
+                    shape_offs.append(self._shape(names[r.id], r, np.asarray(op.attrs["values"])))
+                    continue
+                data = None
+                if op.opcode == "CONST":
+                    vals = np.asarray(op.attrs["values"])
+                    if vals.size != r.type.size:
+                        raise InvalidGraphError(f"CONST values have {vals.size} elements, type needs {r.type.size}",
+                                                op=op.name, tensor=r.name)
+                    data = _pad8(encode_array(vals, r.type.dtype))
+                tensor_offs.append(self._tensor(names[r.id], r, data))
+        try:
+            in_names = [names[v.id] for v in g.inputs]
+            out_names = [self._value_name(g, v) for v in g.outputs]
+        except KeyError as e:
+            raise InvalidGraphError(f"graph output {e} is not defined in graph {g.name}") from e
+        name_off = self._string(region.name)
+        ops_vec = self._offset_vector(op_offs)
+        tensors_vec = self._offset_vector(tensor_offs)
+        inputs_vec = self._string_vector(in_names)
+        outputs_vec = self._string_vector(out_names)
+        shapes_vec = self._offset_vector(shape_offs)
+        self.b.StartObject(6)
+        self.b.PrependUOffsetTRelativeSlot(B_NAME, name_off, 0)
+        self.b.PrependUOffsetTRelativeSlot(B_OPERATORS, ops_vec, 0)
+        self.b.PrependUOffsetTRelativeSlot(B_TENSORS, tensors_vec, 0)
+        self.b.PrependUOffsetTRelativeSlot(B_INPUTS, inputs_vec, 0)
+        self.b.PrependUOffsetTRelativeSlot(B_OUTPUTS, outputs_vec, 0)
+        self.b.PrependUOffsetTRelativeSlot(B_SHAPES, shapes_vec, 0)
+        return self.b.EndObject()
+
+    def _region(self, region: _Region) -> int:
+        block = self._block(region)
+        name_off = self._string(region.name)
+        blocks_vec = self._offset_vector([block])
+        self.b.StartObject(2)
+        self.b.PrependUOffsetTRelativeSlot(R_NAME, name_off, 0)
+        self.b.PrependUOffsetTRelativeSlot(R_BLOCKS, blocks_vec, 0)
+        return self.b.EndObject()
+
+    def write(self) -> bytes:
+        self._name_graph(self.main)
+        region_offs = [self._region(r) for r in self.regions]
+        regions_vec = self._offset_vector(region_offs)
+        major, minor, patch, draft = VERSION
+        self.b.StartObject(4)
+        self.b.PrependInt32Slot(V_MAJOR, major, -1)
+        self.b.PrependInt32Slot(V_MINOR, minor, -1)
+        self.b.PrependInt32Slot(V_PATCH, patch, -1)
+        self.b.PrependBoolSlot(V_DRAFT, draft, True)
+        version = self.b.EndObject()
+        self.b.StartObject(4)
+        self.b.PrependUOffsetTRelativeSlot(G_VERSION, version, 0)
+        self.b.PrependUOffsetTRelativeSlot(G_REGIONS, regions_vec, 0)
+        root = self.b.EndObject()
+        self.b.Finish(root, file_identifier=FILE_IDENTIFIER)
+        return bytes(self.b.Output())
+
+
+VARIABLE_OPS = frozenset({"VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE"})
+
+
+def variable_name(op: Operation) -> str:
+    for key in ("name", "uid"):
+        if key in op.attrs:
+            return str(op.attrs[key])
+    raise InvalidGraphError("variable operation without a 'name' attribute", op=op.name)
+
+
+def _as_dtype(x: Any) -> DType:
+    if isinstance(x, DType):
+        return x
+    try:
+        return DType(str(x).lower())
+    except ValueError:
+        pass
+    try:
+        return DType[str(x).upper()]
+    except KeyError as e:
+        raise InvalidGraphError(f"unknown variable type {x!r}") from e
+
+
+def variable_type(g: Graph, name: str, op: Operation | None) -> tuple[TensorType, np.ndarray | None]:
+    """Type and initial value of variable ``name`` from its VARIABLE op or ``graph.variables``."""
+    attrs: dict[str, Any] = dict(op.attrs) if op is not None and op.opcode == "VARIABLE" else {}
+    info = g.variables.get(name, {})
+    init = next((attrs[k] for k in ("initial_value", "values") if attrs.get(k) is not None), info.get("initial"))
+    vtype: TensorType | None = None
+    if "type" in attrs and "var_shape" in attrs:
+        vtype = TensorType(tuple(int(d) for d in np.asarray(attrs["var_shape"]).reshape(-1)),
+                           _as_dtype(attrs["type"]))
+    elif isinstance(info.get("type"), TensorType):
+        vtype = info["type"]
+    elif op is not None and op.results:
+        vtype = op.results[0].type
+    elif op is not None and op.operands:
+        vtype = op.operands[0].type
+    if vtype is None:
+        raise InvalidGraphError(f"cannot tell the type of variable '{name}'", op=op.name if op else None)
+    if init is not None:
+        init = np.asarray(init)
+        if init.size != vtype.size:
+            raise InvalidGraphError(f"initial value of variable '{name}' has {init.size} elements, not {vtype.size}")
+    return vtype.with_dtype(vtype.dtype), init
+
+
+def _loc(op: Operation) -> str:
+    return f"({op.location})" if op.location else ""
+
+
+def to_bytes(graph: Graph) -> bytes:
+    """Serialize ``graph`` (``tosa.*`` operations only) to TOSA flatbuffer bytes."""
+    return _Writer(graph).write()
+
+
+def save(graph: Graph, path: str | os.PathLike[str]) -> None:
+    """Write ``graph`` to ``path`` atomically (temporary file in the same directory, then rename)."""
+    data = to_bytes(graph)
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".tosa", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,312 @@
+"""Harness around Arm's TOSA tools, the independent oracle for our ``.tosa`` files.
+
+The tools (``tosa-tools``: ``tosa-opt`` and the reference model module
+``tosa_reference_model``) pin an older numpy/flatbuffers than TensorFlow needs, so they
+live in their own virtual environment and are only ever called in a subprocess:
+
+* :func:`validate` runs ``tosa-opt --tosa-deserialize ... --tosa-attach-target=...
+  --tosa-validate=strict-op-spec-alignment`` on a ``.tosa`` file;
+* :func:`validate_mlir` does the same for TOSA-dialect MLIR text;
+* :func:`run_reference` runs the reference model on a ``.tosa`` file (worker script
+  :mod:`tf2tosa.verify._tosa_worker`, arrays passed as ``.npy`` files).
+
+The environment is ``$TF2TOSA_TOSA_VENV`` if set, otherwise ``<repo>/.venv-tosa``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..ir.types import DType
+from ..serializer.tosa_reader import from_bytes
+
+ENV_VAR = "TF2TOSA_TOSA_VENV"
+_REPO = Path(__file__).resolve().parents[2]
+_WORKER = Path(__file__).with_name("_tosa_worker.py")
+
+#: spec profile / extension names -> tosa-opt ``--tosa-attach-target`` names
+PROFILE_NAMES = {"PRO-INT": "pro_int", "PRO-FP": "pro_fp"}
+EXTENSION_NAMES = {
+    "EXT-INT16": "int16", "EXT-INT4": "int4", "EXT-BF16": "bf16", "EXT-FP8E4M3": "fp8e4m3",
+    "EXT-FP8E5M2": "fp8e5m2", "EXT-FFT": "fft", "EXT-VARIABLE": "variable", "EXT-CONTROLFLOW": "controlflow",
+    "EXT-DOUBLEROUND": "doubleround", "EXT-INEXACTROUND": "inexactround", "EXT-DYNAMIC": "dynamic",
+}
+ALL_PROFILES = ("PRO-INT", "PRO-FP")
+ALL_EXTENSIONS = tuple(EXTENSION_NAMES)
+
+
+class ToolError(RuntimeError):
+    """An Arm tool could not be run or reported a failure."""
+
+
+class ReferenceModelError(ToolError):
+    """The reference model did not return TOSA_VALID."""
+
+    def __init__(self, status: str, log: str) -> None:
+        self.status = status
+        self.log = log
+        super().__init__(f"reference model status {status}" + (f": {log.strip()[-2000:]}" if log.strip() else ""))
+
+
+# ----------------------------------------------------------------------------- environment
+def venv_dir() -> Path:
+    env = os.environ.get(ENV_VAR)
+    return Path(env) if env else _REPO / ".venv-tosa"
+
+
+def python_exe() -> Path:
+    return venv_dir() / "bin" / "python"
+
+
+def tosa_opt_exe() -> Path:
+    return venv_dir() / "bin" / "tosa-opt"
+
+
+def available() -> bool:
+    """True when the tosa-tools environment (python with the reference model, tosa-opt) exists."""
+    return python_exe().is_file() and tosa_opt_exe().is_file() and os.access(tosa_opt_exe(), os.X_OK)
+
+
+def _require() -> None:
+    if not available():
+        raise ToolError(f"tosa-tools environment not found at {venv_dir()} (set {ENV_VAR})")
+
+
+def _short(name: str, table: Mapping[str, str]) -> str:
+    key = name.strip().upper().replace("_", "-")
+    if key in table:
+        return table[key]
+    for k in table:  # accept "INT16" for "EXT-INT16", "FP" for "PRO-FP"
+        if k.split("-", 1)[1] == key:
+            return table[k]
+    low = name.strip().lower()
+    if low in table.values():
+        return low
+    raise ValueError(f"unknown TOSA profile/extension name {name!r}")
+
+
+def target_option(profiles: Sequence[str] | None = None, extensions: Sequence[str] | None = None,
+                  level: str = "8k") -> str:
+    """The ``--tosa-attach-target=...`` option for spec 1.0 with the given profiles and extensions."""
+    profs = sorted({_short(p, PROFILE_NAMES) for p in (profiles or ALL_PROFILES)})
+    exts = sorted({_short(e, EXTENSION_NAMES) for e in (extensions or ())})
+    opt = f"specification_version=1.0 profiles={','.join(profs)}"
+    if exts:
+        opt += f" extensions={','.join(exts)}"
+    opt += f" level={level}"
+    return f"--tosa-attach-target={opt}"
+
+
+def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        raise ToolError(f"{Path(cmd[0]).name} timed out after {timeout:.0f}s") from e
+    except OSError as e:
+        raise ToolError(f"cannot run {cmd[0]}: {e}") from e
+
+
+def _strip_warnings(text: str) -> str:
+    """Tool output without the serializer-version warnings and crash stack dumps."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith(("PLEASE submit a bug report", "Stack dump:")):
+            break
+        if not line.startswith("WARNING: "):
+            lines.append(line)
+    return "\n".join(lines).strip()
+
+
+# ----------------------------------------------------------------------------- tosa-opt
+def validate(model: bytes | str | os.PathLike[str], profiles: Sequence[str] | None = None,
+             extensions: Sequence[str] | None = None, level: str = "8k", strict: bool = True,
+             timeout: float = 120.0) -> tuple[bool, str]:
+    """Deserialize a ``.tosa`` flatbuffer (bytes or path) with tosa-opt and validate it for TOSA 1.0.
+
+    Returns ``(ok, message)``; the message holds tosa-opt's diagnostics (empty when clean).
+    """
+    _require()
+    with tempfile.TemporaryDirectory(prefix="tf2tosa-val-") as tmp:
+        if isinstance(model, bytes | bytearray):
+            path = os.path.join(tmp, "model.tosa")
+            with open(path, "wb") as f:
+                f.write(model)
+        else:
+            path = os.fspath(model)
+        cmd = [str(tosa_opt_exe()), f"--tosa-deserialize=tosa-flatbuffer-filename={path}",
+               target_option(profiles, extensions, level),
+               "--tosa-validate=strict-op-spec-alignment" if strict else "--tosa-validate", "-o", os.devnull]
+        proc = _run(cmd, timeout)
+    msg = _strip_warnings(proc.stderr)
+    return proc.returncode == 0, msg
+
+
+def validate_mlir(text: str, profiles: Sequence[str] | None = None, extensions: Sequence[str] | None = None,
+                  level: str = "8k", strict: bool = True, timeout: float = 120.0) -> tuple[bool, str]:
+    """Parse TOSA-dialect MLIR text with tosa-opt and validate it for TOSA 1.0."""
+    _require()
+    with tempfile.TemporaryDirectory(prefix="tf2tosa-val-") as tmp:
+        path = os.path.join(tmp, "model.mlir")
+        with open(path, "w") as f:
+            f.write(text)
+        cmd = [str(tosa_opt_exe()), path, target_option(profiles, extensions, level),
+               "--tosa-validate=strict-op-spec-alignment" if strict else "--tosa-validate", "-o", os.devnull]
+        proc = _run(cmd, timeout)
+    return proc.returncode == 0, _strip_warnings(proc.stderr)
+
+
+def deserialize_to_mlir(model: bytes | str | os.PathLike[str], timeout: float = 120.0) -> str:
+    """The MLIR text tosa-opt prints for a ``.tosa`` flatbuffer (Arm's view of the file)."""
+    _require()
+    with tempfile.TemporaryDirectory(prefix="tf2tosa-des-") as tmp:
+        if isinstance(model, bytes | bytearray):
+            path = os.path.join(tmp, "model.tosa")
+            with open(path, "wb") as f:
+                f.write(model)
+        else:
+            path = os.fspath(model)
+        proc = _run([str(tosa_opt_exe()), f"--tosa-deserialize=tosa-flatbuffer-filename={path}"], timeout)
+    if proc.returncode != 0:
+        raise ToolError(f"tosa-opt could not deserialize: {_strip_warnings(proc.stderr)}")
+    return "\n".join(line for line in proc.stdout.splitlines() if not line.startswith("WARNING: ")) + "\n"
+
+
+def serialize_mlir(text: str, timeout: float = 120.0) -> bytes:
+    """Arm's own .tosa serialization of TOSA-dialect MLIR text (``tosa-opt --tosa-serialize``).
+
+    Graph input/output names come from ``tosa.tensor_name`` attributes.  Note: this tosa-opt
+    writes int4 constants with four or more elements wrongly (too few bytes).
+    """
+    _require()
+    with tempfile.TemporaryDirectory(prefix="tf2tosa-ser-") as tmp:
+        src = os.path.join(tmp, "model.mlir")
+        dst = os.path.join(tmp, "model.tosa")
+        with open(src, "w") as f:
+            f.write(text)
+        proc = _run([str(tosa_opt_exe()), src, "--tosa-serialize=tosa-flatbuffer-filename=" + dst +
+                     " retain-graph-input-output-names", "-o", os.devnull], timeout)
+        if proc.returncode != 0 or not os.path.exists(dst):
+            raise ToolError(f"tosa-opt could not serialize: {_strip_warnings(proc.stderr)}")
+        return Path(dst).read_bytes()
+
+
+def canonical_mlir(text: str, timeout: float = 120.0) -> str:
+    """``text`` re-printed by tosa-opt (its own SSA numbering and formatting), module attributes dropped.
+
+    Two programs that are the same up to SSA names and module attributes give equal strings.
+    """
+    _require()
+    with tempfile.TemporaryDirectory(prefix="tf2tosa-mlir-") as tmp:
+        path = os.path.join(tmp, "model.mlir")
+        with open(path, "w") as f:
+            f.write(text)
+        proc = _run([str(tosa_opt_exe()), path], timeout)
+    if proc.returncode != 0:
+        raise ToolError(f"tosa-opt could not parse the MLIR text: {_strip_warnings(proc.stderr)}")
+    lines = proc.stdout.strip().splitlines()
+    if lines and lines[0].startswith("module"):
+        lines[0] = "module {"
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- reference model
+_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4")
+
+
+def _save(directory: str, fname: str, arr: np.ndarray) -> dict[str, str | None]:
+    arr = np.ascontiguousarray(arr)
+    entry: dict[str, str | None] = {"file": fname, "dtype": None}
+    if arr.dtype.name in _ML_DTYPES:
+        entry["dtype"] = arr.dtype.name
+        arr = arr.view({1: np.uint8, 2: np.uint16}[arr.dtype.itemsize])
+    np.save(os.path.join(directory, fname), arr, allow_pickle=False)
+    return entry
+
+
+def _load(directory: str, entry: Mapping[str, str | None]) -> np.ndarray:
+    arr = np.load(os.path.join(directory, str(entry["file"])), allow_pickle=False)
+    if entry.get("dtype"):
+        import ml_dtypes
+
+        arr = arr.view(getattr(ml_dtypes, str(entry["dtype"])))
+    return arr
+
+
+def run_reference(model: bytes | str | os.PathLike[str], inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+                  *, precise: bool = False, level: str = "NONE", timeout: float = 300.0) -> dict[str, np.ndarray]:
+    """Run the Arm reference model on ``model`` (bytes or path).
+
+    ``inputs`` maps graph input names to arrays (or is a list in graph-input order).  The arrays
+    must already have the TOSA storage types (int8 for i8/i4, int64 for i48, bool, float16/32,
+    ml_dtypes for bf16/fp8).  Returns the outputs keyed by output tensor name, in graph order.
+    Raises :class:`ReferenceModelError` when the model does not report TOSA_VALID.
+    """
+    _require()
+    data = model if isinstance(model, bytes | bytearray) else Path(model).read_bytes()
+    graph = from_bytes(bytes(data))
+    in_names = [v.name for v in graph.inputs]
+    out_names = [v.name for v in graph.outputs]
+    if isinstance(inputs, Mapping):
+        missing = [n for n in in_names if n not in inputs]
+        extra = sorted(set(inputs) - set(in_names))
+        if missing or extra:
+            raise ToolError(f"input names do not match the graph: missing {missing}, unexpected {extra}")
+        arrays = [np.asarray(inputs[n]) for n in in_names]
+    else:
+        arrays = [np.asarray(a) for a in inputs]
+        if len(arrays) != len(in_names):
+            raise ToolError(f"graph has {len(in_names)} inputs, {len(arrays)} given")
+    arrays = [_fix_input(v.name, v.type.dtype, v.type.static_shape, a) for v, a in zip(graph.inputs, arrays)]
+    with tempfile.TemporaryDirectory(prefix="tf2tosa-ref-") as tmp:
+        with open(os.path.join(tmp, "model.tosa"), "wb") as f:
+            f.write(data)
+        entries = [_save(tmp, f"in_{i}.npy", a) for i, a in enumerate(arrays)]
+        options: dict[str, object] = {"precise_mode": int(precise), "tosa_level": level}
+        with open(os.path.join(tmp, "request.json"), "w") as f:
+            json.dump({"inputs": entries, "options": options}, f)
+        proc = _run([str(python_exe()), str(_WORKER), tmp], timeout)
+        result_path = os.path.join(tmp, "result.json")
+        if proc.returncode != 0 or not os.path.exists(result_path):
+            raise ReferenceModelError(f"worker exit code {proc.returncode}", proc.stderr + proc.stdout)
+        with open(result_path) as f:
+            result = json.load(f)
+        if result["status"] != "TOSA_VALID":
+            raise ReferenceModelError(result["status"], _strip_warnings(proc.stderr))
+        outs = [_load(tmp, e) for e in result["outputs"]]
+    if len(outs) != len(out_names):
+        raise ToolError(f"reference model returned {len(outs)} outputs, graph has {len(out_names)}")
+    return {v.name: _fix_output(v.name, v.type.dtype, v.type.static_shape, a) for v, a in zip(graph.outputs, outs)}
+
+
+def _fix_input(name: str, dtype: DType, shape: tuple[int, ...], arr: np.ndarray) -> np.ndarray:
+    """Convert an input to the graph's storage type (e.g. float64 -> float32) and check its shape."""
+    if tuple(arr.shape) != tuple(shape):
+        if arr.size != int(np.prod(shape, dtype=np.int64)):
+            raise ToolError(f"input '{name}' has shape {list(arr.shape)}, the graph expects {list(shape)}")
+        arr = arr.reshape(shape)
+    want = dtype.np_dtype()
+    if arr.dtype != want:
+        arr = arr.astype(np.float32).astype(want) if want.name in _ML_DTYPES else arr.astype(want)
+    return arr
+
+
+def _fix_output(name: str, dtype: DType, shape: tuple[int, ...], arr: np.ndarray) -> np.ndarray:
+    """Give the reference model's output array the graph's element type and shape."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if arr.size != size:
+        raise ToolError(f"reference model returned {arr.size} elements for output '{name}' ({dtype} "
+                        f"{list(shape)}); its Python API cannot return {dtype} outputs")
+    want = dtype.np_dtype()
+    if arr.dtype != want:
+        if arr.dtype.kind in "uV" and arr.dtype.itemsize == want.itemsize and dtype.is_float:
+            arr = np.ascontiguousarray(arr).view(want)  # raw bf16/fp8 bit patterns
+        else:
+            arr = arr.astype(want)
+    return arr.reshape(shape)
