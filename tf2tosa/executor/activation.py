@@ -1,0 +1,61 @@
+"""§2.4 Activation functions: CLAMP, ERF, SIGMOID, TANH (float ones computed in fp32)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.graph import Operation
+from .common import F32, fcompute, float_unary
+from .registry import attr, error_if, in_dtype, kernel, to_out
+
+_erf64 = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf_f32(x: np.ndarray) -> np.ndarray:
+    """erf of float32 values: exact float64 math.erf, rounded once to fp32."""
+    if x.size == 0:
+        return x.astype(F32)
+    return np.asarray(_erf64(x.astype(np.float64)), dtype=np.float64).astype(F32)
+
+
+@kernel("CLAMP")
+def clamp(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S3415-3424."""
+    x = ins[0]
+    dt = in_dtype(op, 0)
+    lo = np.asarray(attr(op, "min_val")).reshape(-1)[0].item()
+    hi = np.asarray(attr(op, "max_val")).reshape(-1)[0].item()
+    if dt.is_float:
+        flo, fhi = F32(lo), F32(hi)
+        error_if(np.isnan(flo) or np.isnan(fhi), op, "NaN clamp bound")
+        error_if(fhi < flo, op, f"max_val {hi} < min_val {lo}")
+        xf = fcompute(x, dt)
+        if str(op.attrs.get("nan_mode", "PROPAGATE")).upper() == "IGNORE":
+            out = np.fmin(np.fmax(xf, flo), fhi)
+        else:
+            out = np.minimum(np.maximum(xf, flo), fhi)
+        return [to_out(out, op)]
+    ilo, ihi = int(lo), int(hi)
+    error_if(ihi < ilo, op, f"max_val {hi} < min_val {lo}")
+    return [to_out(np.clip(x.astype(np.int64), ilo, ihi), op)]
+
+
+@kernel("ERF")
+def erf(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    return float_unary(op, ins[0], erf_f32)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return (F32(1) / (F32(1) + np.exp(-x))).astype(x.dtype)
+
+
+@kernel("SIGMOID")
+def sigmoid(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    return float_unary(op, ins[0], _sigmoid)
+
+
+@kernel("TANH")
+def tanh(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    return float_unary(op, ins[0], np.tanh)

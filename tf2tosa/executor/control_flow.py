@@ -1,0 +1,49 @@
+"""§2.16 Control flow: COND_IF (regions [then, else]) and WHILE_LOOP (regions [cond, body])."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.graph import Operation
+from .registry import error_if, kernel, to_out
+from .runner import current_state, run_graph
+
+MAX_NESTING = 256
+MAX_ITERATIONS = 10_000_000
+
+
+def _run_region(op: Operation, idx: int, args: list[np.ndarray]) -> list[np.ndarray]:
+    error_if(len(op.regions) <= idx, op, f"missing region {idx}")
+    st = current_state()
+    error_if(st.depth >= MAX_NESTING, op, "control-flow nesting too deep")
+    st.depth += 1
+    try:
+        return run_graph(op.regions[idx], args, st)
+    finally:
+        st.depth -= 1
+
+
+@kernel("COND_IF")
+def cond_if(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S10514-10531."""
+    cond = ins[0]
+    error_if(cond.size != 1, op, "condition must have exactly one element")
+    outs = _run_region(op, 0 if bool(cond.reshape(-1)[0]) else 1, list(ins[1:]))
+    error_if(len(outs) != len(op.results), op, "branch output count != op result count")
+    return [to_out(a, op, i) for i, a in enumerate(outs)]
+
+
+@kernel("WHILE_LOOP")
+def while_loop(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S10591-10622."""
+    vals = list(ins)
+    for _ in range(MAX_ITERATIONS):
+        c = _run_region(op, 0, vals)
+        error_if(len(c) != 1 or c[0].size != 1, op, "cond_graph must return one bool")
+        if not bool(c[0].reshape(-1)[0]):
+            error_if(len(vals) != len(op.results), op, "loop value count != op result count")
+            return [to_out(a, op, i) for i, a in enumerate(vals)]
+        new = _run_region(op, 1, vals)
+        error_if(len(new) != len(vals), op, "body_graph output count != input count")
+        vals = [np.asarray(a).astype(v.dtype, copy=False) for a, v in zip(new, vals)]
+    raise AssertionError("unreachable")  # pragma: no cover

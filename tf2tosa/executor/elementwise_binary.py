@@ -1,0 +1,176 @@
+"""§2.5 Elementwise binary operators."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.graph import Operation
+from ..ir.types import DType
+from . import numerics as nm
+from .common import broadcast_shape, float_binary
+from .registry import error_if, in_dtype, kernel, out_dtype, require, scalar, to_out
+
+_SHIFT_MAX = {DType.INT8: 7, DType.INT16: 15, DType.INT32: 31}
+
+
+def _ints(op: Operation, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    broadcast_shape(op, a, b)
+    return a.astype(np.int64), b.astype(np.int64)
+
+
+@kernel("ADD")
+def add(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S3833; integer overflow is a REQUIRE (S11290-11295)."""
+    if in_dtype(op).is_float:
+        return float_binary(op, ins[0], ins[1], np.add)
+    a, b = _ints(op, ins[0], ins[1])
+    return [to_out(nm.apply_add_s(a, b, in_dtype(op)), op)]
+
+
+@kernel("SUB")
+def sub(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S5278."""
+    if in_dtype(op).is_float:
+        return float_binary(op, ins[0], ins[1], np.subtract)
+    a, b = _ints(op, ins[0], ins[1])
+    return [to_out(nm.apply_sub_s(a, b, in_dtype(op)), op)]
+
+
+def _shift_amount(op: Operation, b: np.ndarray) -> None:
+    hi = _SHIFT_MAX.get(in_dtype(op), 31)
+    require((b >= 0) & (b <= hi), op, f"shift amount in [0, {hi}]")
+
+
+@kernel("ARITHMETIC_RIGHT_SHIFT")
+def arithmetic_right_shift(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S3926-3947: with round, add 1 when bit (shift-1) of the input is set."""
+    a, b = _ints(op, ins[0], ins[1])
+    _shift_amount(op, b)
+    res = nm.arith_rshift(a, b)
+    if bool(op.attrs.get("round", False)):
+        bit = nm.arith_rshift(a, np.maximum(b - 1, 0)) & 1
+        res = res + np.where(b > 0, bit, 0)
+    return [to_out(nm.wrap(res, in_dtype(op).bits), op)]
+
+
+@kernel("LOGICAL_LEFT_SHIFT")
+def logical_left_shift(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S4411-4426: result = value1 << value2 (low bits kept)."""
+    a, b = _ints(op, ins[0], ins[1])
+    _shift_amount(op, b)
+    return [to_out(nm.wrap(a << b, in_dtype(op).bits), op)]
+
+
+@kernel("LOGICAL_RIGHT_SHIFT")
+def logical_right_shift(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S4498-4516: zero-filling shift at the type's width."""
+    a, b = _ints(op, ins[0], ins[1])
+    _shift_amount(op, b)
+    return [to_out(nm.logical_rshift(a, b, in_dtype(op).bits), op)]
+
+
+def _bitwise(op: Operation, ins: list[np.ndarray], fn: np.ufunc) -> list[np.ndarray]:
+    a, b = _ints(op, ins[0], ins[1])
+    return [to_out(fn(a, b), op)]
+
+
+@kernel("BITWISE_AND")
+def bitwise_and(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    return _bitwise(op, ins, np.bitwise_and)
+
+
+@kernel("BITWISE_OR")
+def bitwise_or(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    return _bitwise(op, ins, np.bitwise_or)
+
+
+@kernel("BITWISE_XOR")
+def bitwise_xor(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    return _bitwise(op, ins, np.bitwise_xor)
+
+
+def _logical(op: Operation, ins: list[np.ndarray], fn: np.ufunc) -> list[np.ndarray]:
+    broadcast_shape(op, ins[0], ins[1])
+    return [to_out(fn(ins[0].astype(bool), ins[1].astype(bool)), op)]
+
+
+@kernel("LOGICAL_AND")
+def logical_and(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    return _logical(op, ins, np.logical_and)
+
+
+@kernel("LOGICAL_OR")
+def logical_or(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    return _logical(op, ins, np.logical_or)
+
+
+@kernel("LOGICAL_XOR")
+def logical_xor(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    return _logical(op, ins, np.logical_xor)
+
+
+@kernel("INTDIV")
+def intdiv(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S4256-4268: truncating division, REQUIRE divisor != 0 and result fits."""
+    a, b = _ints(op, ins[0], ins[1])
+    require(b != 0, op, "divisor != 0")
+    q = nm.idiv_trunc(a, b)
+    nm.check_fits(q, in_dtype(op), "quotient")
+    return [to_out(q, op)]
+
+
+def _minmax(op: Operation, ins: list[np.ndarray], is_max: bool) -> list[np.ndarray]:
+    if in_dtype(op).is_float:
+        ignore = str(op.attrs.get("nan_mode", "PROPAGATE")).upper() == "IGNORE"
+        fn: np.ufunc = (np.fmax if is_max else np.fmin) if ignore else (np.maximum if is_max else np.minimum)
+        return float_binary(op, ins[0], ins[1], fn)
+    a, b = _ints(op, ins[0], ins[1])
+    return [to_out(np.maximum(a, b) if is_max else np.minimum(a, b), op)]
+
+
+@kernel("MAXIMUM")
+def maximum(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S4770 (apply_max_s with nan_mode)."""
+    return _minmax(op, ins, True)
+
+
+@kernel("MINIMUM")
+def minimum(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S4893."""
+    return _minmax(op, ins, False)
+
+
+@kernel("MUL")
+def mul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S5048-5070: i32 with shift>0 rounds half up the 64-bit product; otherwise low 32 bits."""
+    shift = int(scalar(ins[2])) if len(ins) > 2 else 0
+    dt = in_dtype(op)
+    if dt.is_float:
+        return float_binary(op, ins[0], ins[1], np.multiply)
+    require(0 <= shift <= 63, op, f"0 <= shift <= 63 (got {shift})")
+    require(dt is DType.INT32 or shift == 0, op, "shift must be 0 unless in_t is i32")
+    a, b = _ints(op, ins[0], ins[1])
+    prod = a * b  # |a*b| <= 2^62: exact in int64
+    if dt is DType.INT32 and shift > 0:
+        res = nm.shift_round_half_up(prod, shift)
+        nm.check_fits(res, DType.INT32, "MUL result")
+    else:
+        res = nm.wrap(prod, out_dtype(op).bits)
+    return [to_out(res, op)]
+
+
+@kernel("POW")
+def pow_(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S5168-5184."""
+    return float_binary(op, ins[0], ins[1], np.power)
+
+
+@kernel("TABLE")
+def table(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S5383-5397: i8 -> table[v+128]; i16 -> apply_lookup_s (S843-854)."""
+    x, tab = ins[0], ins[1].reshape(-1)
+    if in_dtype(op) is DType.INT8:
+        error_if(tab.size != 256, op, f"i8 TABLE needs 256 entries, got {tab.size}")
+        return [to_out(tab[x.astype(np.int64) + 128], op)]
+    require(tab.size == 513, op, f"i16 TABLE needs 513 entries, got {tab.size}")
+    return [to_out(nm.lookup_i16(tab, x), op)]

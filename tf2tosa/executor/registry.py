@@ -1,0 +1,116 @@
+"""Kernel registry, execution errors and small helpers shared by the kernels.
+
+Kernels are keyed by the TOSA 1.0 specification op name (``CONV2D``) and have the
+signature ``fn(op, inputs) -> list[np.ndarray]``.  Array conventions: each value is
+a numpy array in its :meth:`DType.np_dtype` storage type (i48 and shape_t in int64,
+i4 in int8, bf16/fp8 through ml_dtypes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConversionError
+from ..ir.graph import Operation
+from ..ir.types import DType
+
+Kernel = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
+
+#: spec op name (``CONV2D``) -> kernel
+KERNELS: dict[str, Kernel] = {}
+
+
+class ExecutionError(ConversionError):
+    """An ERROR_IF or REQUIRE of the specification failed while running an op."""
+
+
+def kernel(*names: str) -> Callable[[Kernel], Kernel]:
+    """Register ``fn`` as the kernel of each spec op name in ``names``."""
+
+    def deco(fn: Kernel) -> Kernel:
+        for n in names:
+            if n in KERNELS:
+                raise ValueError(f"kernel {n} registered twice")
+            KERNELS[n] = fn
+        return fn
+
+    return deco
+
+
+def op_label(op: Operation) -> str:
+    res = ",".join(r.name for r in op.results)
+    return f"{op.name}#{op.id}" + (f" ({op.location})" if op.location else "") + (f" -> {res}" if res else "")
+
+
+def error_if(cond: Any, op: Operation, msg: str) -> None:
+    """Spec ERROR_IF: raise when ``cond`` holds (``cond`` may be an array: any element)."""
+    if bool(np.any(cond)):
+        raise ExecutionError(f"ERROR_IF violated: {msg}", op=op_label(op))
+
+
+def require(cond: Any, op: Operation, msg: str) -> None:
+    """Spec REQUIRE: raise unless ``cond`` holds for every element."""
+    if not bool(np.all(cond)):
+        raise ExecutionError(f"REQUIRE violated (result unpredictable): {msg}", op=op_label(op))
+
+
+def out_dtype(op: Operation, i: int = 0) -> DType:
+    return op.results[i].type.dtype
+
+
+def in_dtype(op: Operation, i: int = 0) -> DType:
+    return op.operands[i].type.dtype
+
+
+def np_out(op: Operation, i: int = 0) -> np.dtype:
+    return out_dtype(op, i).np_dtype()
+
+
+def attr(op: Operation, name: str, default: Any = None) -> Any:
+    if name in op.attrs:
+        return op.attrs[name]
+    if default is None:
+        raise ExecutionError(f"missing attribute {name!r}", op=op_label(op))
+    return default
+
+
+def int_list(v: Any) -> list[int]:
+    return [int(x) for x in np.asarray(v).reshape(-1)]
+
+
+def scalar(a: np.ndarray) -> Any:
+    """The single element of a [1] (or rank-0) array, as a Python number."""
+    flat = np.asarray(a).reshape(-1)
+    return flat[0].item()
+
+
+def check_range(values: np.ndarray, dt: DType, op: Operation, what: str) -> None:
+    """REQUIRE that integer ``values`` fit ``dt`` (the apply_add_s/apply_sub_s overflow checks)."""
+    lo, hi = dt.range()
+    if values.size and (values.min() < lo or values.max() > hi):
+        raise ExecutionError(f"REQUIRE violated (result unpredictable): {what} overflows {dt.value}",
+                             op=op_label(op))
+
+
+def is_float(dt: DType) -> bool:
+    return dt.is_float
+
+
+def float_compute_dtype(dt: DType) -> np.dtype:
+    """numpy type in which float kernels compute: fp32 as fp32, narrower floats in fp32 then rounded."""
+    if dt is DType.FP64:
+        return np.dtype(np.float64)
+    return np.dtype(np.float32)
+
+
+def to_out(x: np.ndarray, op: Operation, i: int = 0) -> np.ndarray:
+    """Cast a kernel result to the storage type of result ``i``."""
+    dt = np_out(op, i)
+    x = np.asarray(x)
+    if x.dtype != dt:
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = x.astype(dt)
+    return x

@@ -1,0 +1,331 @@
+"""§2.3 Tensor operators: ARGMAX, AVG_POOL2D, CONV2D, CONV3D, DEPTHWISE_CONV2D, FFT2D, MATMUL,
+MAX_POOL2D, RFFT2D, TRANSPOSE_CONV2D.
+
+Convolutions use im2col (strided windows) + BLAS matmul.  Float kernels compute in
+float32.  Integer kernels subtract zero points first, then accumulate exactly: in
+float64 BLAS when max|a|·max|w|·K < 2^53 (every partial sum is then an exactly
+representable integer), otherwise in int64.  The accumulator REQUIRE (apply_add_s
+overflow) is checked on the final sum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..ir.graph import Operation
+from ..ir.types import DType
+from . import numerics as nm
+from .registry import attr, error_if, in_dtype, int_list, kernel, out_dtype, require, scalar, to_out
+
+F32 = np.float32
+_EXACT = float(2 ** 53)
+
+
+def _idiv_check(op: Operation, a: int, b: int, what: str) -> int:
+    error_if(a % b != 0, op, f"{what}: {a} is not a multiple of {b} (idiv_check)")
+    return a // b
+
+
+def windows(xp: np.ndarray, kernel_: list[int], stride: list[int], dilation: list[int],
+            out: list[int]) -> np.ndarray:
+    """View of ``xp`` [N, *spatial, C] as [N, *out, *kernel, C] sliding windows (no copy)."""
+    s = xp.strides
+    nd = len(kernel_)
+    shape = (xp.shape[0], *out, *kernel_, xp.shape[-1])
+    strides = (s[0], *(s[1 + i] * stride[i] for i in range(nd)), *(s[1 + i] * dilation[i] for i in range(nd)), s[-1])
+    return as_strided(xp, shape=shape, strides=strides, writeable=False)
+
+
+def _zp_check(op: Operation, dt: DType, zp: int, what: str) -> None:
+    error_if(dt is not DType.INT8 and zp != 0, op, f"{what} must be 0 for {dt.value} (zero point only for i8)")
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact integer a @ b (int64 result) using float64 BLAS when every partial sum is exact."""
+    k = a.shape[-1]
+    amax = float(np.abs(a).max()) if a.size else 0.0
+    bmax = float(np.abs(b).max()) if b.size else 0.0
+    if amax * bmax * max(k, 1) < _EXACT:
+        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+    return np.matmul(a.astype(np.int64), b.astype(np.int64))
+
+
+def _finish_int(op: Operation, acc: np.ndarray, bias: np.ndarray, bias_index: np.ndarray | None) -> np.ndarray:
+    """static_cast<out_t>(acc) + bias with the accumulator/bias REQUIREs."""
+    ot = out_dtype(op)
+    nm.check_fits(acc, ot, "accumulator")
+    b = bias.astype(np.int64).reshape(-1)
+    bb = b[0] if b.size == 1 else (b if bias_index is None else b[bias_index])
+    return nm.apply_add_s(acc, bb, ot)
+
+
+def _float_bias(op: Operation, acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """out = static_cast<out_t>(acc) + bias, the add rounded in out_t (exact in fp32 for fp16/bf16 operands)."""
+    ot = out_dtype(op).np_dtype()
+    if ot != acc.dtype:
+        acc = acc.astype(ot).astype(F32)
+    return acc + bias.astype(F32).reshape(-1)
+
+
+def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
+    x, w, bias = ins[0], ins[1], ins[2]
+    izp, wzp = scalar(ins[3]), scalar(ins[4])
+    pad = int_list(attr(op, "pad"))
+    stride = int_list(attr(op, "stride"))
+    dil = int_list(attr(op, "dilation"))
+    error_if(len(pad) != 2 * nd or len(stride) != nd or len(dil) != nd, op, "pad/stride/dilation lengths")
+    _zp_check(op, in_dtype(op, 0), izp, "input_zp")
+    _zp_check(op, in_dtype(op, 1), wzp, "weight_zp")
+    error_if(min(pad) < 0, op, "pad < 0")
+    error_if(min(stride) < 1, op, "stride < 1")
+    error_if(min(dil) < 1, op, "dilation < 1")
+    n_, ic = x.shape[0], x.shape[-1]
+    oc = w.shape[0]
+    ks = list(w.shape[1:1 + nd])
+    error_if(w.shape[-1] != ic, op, f"weight IC {w.shape[-1]} != input IC {ic}")
+    outs = []
+    for i in range(nd):
+        num = x.shape[1 + i] - 1 + pad[2 * i] + pad[2 * i + 1] - (ks[i] - 1) * dil[i]
+        error_if(num < 0, op, "kernel larger than padded input")
+        outs.append(_idiv_check(op, num, stride[i], f"output size of spatial dim {i}") + 1)
+    error_if(bias.size != oc and bias.size != 1, op, f"bias size {bias.size} is neither OC={oc} nor 1")
+    pads = [(0, 0)] + [(pad[2 * i], pad[2 * i + 1]) for i in range(nd)] + [(0, 0)]
+    kk = int(np.prod(ks)) * ic
+    m = n_ * int(np.prod(outs))
+    if out_dtype(op).is_float:
+        xp = np.pad(x.astype(F32), pads)
+        wm = w.astype(F32).reshape(oc, kk).T
+        if all(k == 1 for k in ks) and all(s == 1 for s in stride) and not any(pad):
+            cols = xp.reshape(m, ic)
+        else:
+            cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
+        acc = cols @ wm
+        return to_out(_float_bias(op, acc.reshape(n_, *outs, oc), bias), op)
+    xi = x.astype(np.int64) - izp
+    wi = (w.astype(np.int64) - wzp).reshape(oc, kk).T
+    xp = np.pad(xi, pads)
+    cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
+    acc = exact_matmul(cols, wi).reshape(n_, *outs, oc)
+    return to_out(_finish_int(op, acc, bias, None), op)
+
+
+@kernel("CONV2D")
+def conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S1653-1697."""
+    return [_conv_nd(op, ins, 2)]
+
+
+@kernel("CONV3D")
+def conv3d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S1976-2028."""
+    return [_conv_nd(op, ins, 3)]
+
+
+@kernel("DEPTHWISE_CONV2D")
+def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S2306-2350: weight [KH,KW,C,M], output channel c*M+m."""
+    x, w, bias = ins[0], ins[1], ins[2]
+    izp, wzp = scalar(ins[3]), scalar(ins[4])
+    pt, pb, pl, pr = int_list(attr(op, "pad"))
+    sy, sx = int_list(attr(op, "stride"))
+    dy, dx = int_list(attr(op, "dilation"))
+    _zp_check(op, in_dtype(op, 0), izp, "input_zp")
+    _zp_check(op, in_dtype(op, 1), wzp, "weight_zp")
+    error_if(min(pt, pb, pl, pr) < 0, op, "pad < 0")
+    error_if(min(sy, sx) < 1, op, "stride < 1")
+    error_if(min(dy, dx) < 1, op, "dilation < 1")
+    n_, ih, iw, c = x.shape
+    kh, kw, wc, mm = w.shape
+    error_if(wc != c, op, f"weight C {wc} != input C {c}")
+    oh = _idiv_check(op, ih - 1 + pt + pb - (kh - 1) * dy, sy, "OH") + 1
+    ow = _idiv_check(op, iw - 1 + pl + pr - (kw - 1) * dx, sx, "OW") + 1
+    error_if(bias.size != c * mm and bias.size != 1, op, "bias size is neither C*M nor 1")
+    is_float = out_dtype(op).is_float
+    if is_float:
+        xp = np.pad(x.astype(F32), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+        wf = w.astype(F32)
+        acc = np.zeros((n_, oh, ow, c, mm), F32)
+    else:
+        xp = np.pad(x.astype(np.int64) - izp, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+        wf = w.astype(np.int64) - wzp
+        acc = np.zeros((n_, oh, ow, c, mm), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            y0, x0 = ky * dy, kx * dx
+            xs = xp[:, y0:y0 + (oh - 1) * sy + 1:sy, x0:x0 + (ow - 1) * sx + 1:sx, :]
+            acc += xs[..., None] * wf[ky, kx]
+    acc2 = acc.reshape(n_, oh, ow, c * mm)
+    if is_float:
+        return [to_out(_float_bias(op, acc2, bias), op)]
+    return [to_out(_finish_int(op, acc2, bias, None), op)]
+
+
+@kernel("TRANSPOSE_CONV2D")
+def transpose_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S3247-3293: out[oy = iy*stride + ky + out_pad_top] += in[iy] * w[ky] (scatter form)."""
+    x, w, bias = ins[0], ins[1], ins[2]
+    izp, wzp = scalar(ins[3]), scalar(ins[4])
+    pt, pb, pl, pr = int_list(attr(op, "out_pad"))
+    sy, sx = int_list(attr(op, "stride"))
+    _zp_check(op, in_dtype(op, 0), izp, "input_zp")
+    _zp_check(op, in_dtype(op, 1), wzp, "weight_zp")
+    n_, ih, iw, ic = x.shape
+    oc, kh, kw, wic = w.shape
+    error_if(wic != ic, op, "weight IC != input IC")
+    error_if(pt <= -kh or pb <= -kh or pl <= -kw or pr <= -kw, op, "out_pad <= -kernel")
+    error_if(sy < 1 or sx < 1, op, "stride < 1")
+    oh = (ih - 1) * sy + pt + pb + kh
+    ow = (iw - 1) * sx + pl + pr + kw
+    error_if(bias.size != oc and bias.size != 1, op, "bias size is neither OC nor 1")
+    is_float = out_dtype(op).is_float
+    if is_float:
+        xm = x.astype(F32).reshape(-1, ic)
+        wm = w.astype(F32).transpose(3, 1, 2, 0).reshape(ic, kh * kw * oc)
+        contrib = (xm @ wm).reshape(n_, ih, iw, kh, kw, oc)
+        out = np.zeros((n_, oh, ow, oc), F32)
+    else:
+        xm = (x.astype(np.int64) - izp).reshape(-1, ic)
+        wm = (w.astype(np.int64) - wzp).transpose(3, 1, 2, 0).reshape(ic, kh * kw * oc)
+        contrib = exact_matmul(xm, wm).reshape(n_, ih, iw, kh, kw, oc)
+        out = np.zeros((n_, oh, ow, oc), np.int64)
+    for ky in range(kh):
+        y0 = ky + pt
+        iy_lo, iy_hi = max(0, -(y0 // sy) if y0 < 0 else 0), min(ih - 1, (oh - 1 - y0) // sy)
+        if iy_hi < iy_lo:
+            continue
+        for kx in range(kw):
+            x0 = kx + pl
+            ix_lo, ix_hi = max(0, -(x0 // sx) if x0 < 0 else 0), min(iw - 1, (ow - 1 - x0) // sx)
+            if ix_hi < ix_lo:
+                continue
+            out[:, y0 + iy_lo * sy:y0 + iy_hi * sy + 1:sy, x0 + ix_lo * sx:x0 + ix_hi * sx + 1:sx, :] += \
+                contrib[:, iy_lo:iy_hi + 1, ix_lo:ix_hi + 1, ky, kx, :]
+    if is_float:
+        return [to_out(_float_bias(op, out, bias), op)]
+    return [to_out(_finish_int(op, out, bias, None), op)]
+
+
+@kernel("MATMUL")
+def matmul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S2666-2679 (ERROR_IF read per the erratum: zero points only for i8)."""
+    a, b = ins[0], ins[1]
+    azp, bzp = scalar(ins[2]), scalar(ins[3])
+    error_if(a.ndim != 3 or b.ndim != 3, op, "MATMUL operands must be rank 3")
+    error_if(a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1], op, f"shapes {a.shape} x {b.shape}")
+    _zp_check(op, in_dtype(op, 0), azp, "A_zp")
+    _zp_check(op, in_dtype(op, 1), bzp, "B_zp")
+    if out_dtype(op).is_float:
+        return [to_out(np.matmul(a.astype(F32), b.astype(F32)), op)]
+    acc = exact_matmul(a.astype(np.int64) - azp, b.astype(np.int64) - bzp)
+    nm.check_fits(acc, out_dtype(op), "accumulator")
+    return [to_out(acc, op)]
+
+
+def _pool_geometry(op: Operation, x: np.ndarray) -> tuple[list[int], list[int], list[int], int, int]:
+    ky, kx = int_list(attr(op, "kernel"))
+    sy, sx = int_list(attr(op, "stride"))
+    pt, pb, pl, pr = int_list(attr(op, "pad"))
+    error_if(ky < 1 or kx < 1, op, "kernel < 1")
+    error_if(sy < 1 or sx < 1, op, "stride < 1")
+    error_if(min(pt, pb, pl, pr) < 0, op, "pad < 0")
+    error_if(pr >= kx or pl >= kx or pt >= ky or pb >= ky, op, "pad >= kernel")
+    _, ih, iw, _ = x.shape
+    oh = _idiv_check(op, ih + pt + pb - ky, sy, "OH") + 1
+    ow = _idiv_check(op, iw + pl + pr - kx, sx, "OW") + 1
+    return [ky, kx], [sy, sx], [pt, pb, pl, pr], oh, ow
+
+
+@kernel("AVG_POOL2D")
+def avg_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S1324-1374; integer division via reciprocal_scale + apply_scale_32 (single round)."""
+    x = ins[0]
+    izp, ozp = scalar(ins[1]), scalar(ins[2])
+    dt = in_dtype(op, 0)
+    _zp_check(op, dt, izp, "input_zp")
+    _zp_check(op, dt, ozp, "output_zp")
+    ks, st, (pt, pb, pl, pr), oh, ow = _pool_geometry(op, x)
+    pads = ((0, 0), (pt, pb), (pl, pr), (0, 0))
+    ones = np.pad(np.ones((1, x.shape[1], x.shape[2], 1), np.int64), pads)
+    count = windows(ones, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4))  # [1,OH,OW,1]
+    if dt.is_float:
+        xp = np.pad(x.astype(F32), pads)
+        acc = windows(xp, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4), dtype=F32)
+        return [to_out(acc / count.astype(F32), op)]
+    xp = np.pad(x.astype(np.int64) - izp, pads)
+    acc = windows(xp, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4))
+    nm.check_fits(acc, DType.INT32, "accumulator")
+    mult, shift = nm.reciprocal_scale(count)
+    res = nm.apply_scale_32(acc, mult, shift, False) + ozp
+    lo, hi = dt.range()
+    return [to_out(np.clip(res, lo, hi), op)]
+
+
+def _nan_mode(op: Operation) -> str:
+    return str(op.attrs.get("nan_mode", "PROPAGATE")).upper()
+
+
+@kernel("MAX_POOL2D")
+def max_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S2829-2864."""
+    x = ins[0]
+    ks, st, (pt, pb, pl, pr), oh, ow = _pool_geometry(op, x)
+    pads = ((0, 0), (pt, pb), (pl, pr), (0, 0))
+    if in_dtype(op, 0).is_float:
+        ignore = _nan_mode(op) == "IGNORE"
+        xp = np.pad(x.astype(F32), pads, constant_values=np.nan if ignore else -np.inf)
+        win = windows(xp, ks, st, [1, 1], [oh, ow])
+        red = np.fmax.reduce(win, axis=(3, 4)) if ignore else win.max(axis=(3, 4))
+        return [to_out(red, op)]
+    lo, _ = in_dtype(op, 0).range()
+    xp = np.pad(x.astype(np.int64), pads, constant_values=lo)
+    return [to_out(windows(xp, ks, st, [1, 1], [oh, ow]).max(axis=(3, 4)), op)]
+
+
+@kernel("ARGMAX")
+def argmax(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S1088-1124: first maximum; PROPAGATE: first NaN wins; IGNORE: NaNs skipped (all-NaN -> 0)."""
+    x = ins[0]
+    axis = int(attr(op, "axis"))
+    error_if(axis < 0 or axis >= x.ndim, op, f"axis {axis} out of range for rank {x.ndim}")
+    if in_dtype(op, 0).is_float:
+        xf = x.astype(F32)
+        nan = np.isnan(xf)
+        if _nan_mode(op) == "IGNORE":
+            filled = np.where(nan, -np.inf, xf)
+            idx = np.argmax(filled, axis=axis)
+            # a slice whose non-NaN values are all -inf: the first non-NaN wins
+            first_valid = np.argmax(~nan, axis=axis)
+            allneg = np.all(nan | (filled == -np.inf), axis=axis)
+            idx = np.where(allneg, first_valid, idx)
+        else:
+            idx = np.where(nan.any(axis=axis), np.argmax(nan, axis=axis), np.argmax(np.where(nan, 0, xf), axis=axis))
+        return [to_out(idx, op)]
+    return [to_out(np.argmax(x, axis=axis), op)]
+
+
+def _check_pow2(op: Operation, h: int, w: int) -> None:
+    error_if(h & (h - 1) or w & (w - 1), op, f"H={h}, W={w} must be powers of two")
+
+
+@kernel("FFT2D")
+def fft2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S2473-2500: unnormalised forward (inverse=False) or backward DFT, computed in float64."""
+    re, im = ins[0], ins[1]
+    _check_pow2(op, re.shape[1], re.shape[2])
+    z = re.astype(np.float64) + 1j * im.astype(np.float64)
+    if bool(op.attrs.get("inverse", False)):
+        y = np.fft.ifft2(z, axes=(1, 2)) * (re.shape[1] * re.shape[2])
+    else:
+        y = np.fft.fft2(z, axes=(1, 2))
+    return [to_out(y.real, op, 0), to_out(y.imag, op, 1)]
+
+
+@kernel("RFFT2D")
+def rfft2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """S2956-2981: forward real DFT, outputs [N,H,W/2+1]."""
+    re = ins[0]
+    _check_pow2(op, re.shape[1], re.shape[2])
+    y = np.fft.rfft2(re.astype(np.float64), axes=(1, 2))
+    require(np.isfinite(y).all() or not np.isfinite(re).all(), op, "finite")
+    return [to_out(y.real, op, 0), to_out(y.imag, op, 1)]
