@@ -224,6 +224,7 @@ class Graph:
         """Delete operations none of whose results reach an output.  Returns the count removed."""
         live: set[int] = set()
         stack = [o.producer for o in self.outputs if o.producer is not None]
+        stack += [op for op in self.ops.values() if op.attrs.get("side_effect")]
         while stack:
             op = stack.pop()
             if op.id in live:

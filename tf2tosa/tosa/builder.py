@@ -54,16 +54,17 @@ class Builder:
         full.update(attrs or {})
         operands = list(operands)
         types = [v.type for v in operands]
+        consts = [v.const() for v in operands]
         if result_types is None:
             try:
-                result_types = catalogue.infer_result_types(opcode, types, full, out_dtype=out_dtype)
+                result_types = catalogue.infer_result_types(opcode, types, full, out_dtype=out_dtype,
+                                                            operand_consts=consts)
             except InvalidGraphError as e:
                 raise InvalidGraphError(str(e), op=self.location) from None
             if quant is not None:
                 result_types = [t.with_dtype(t.dtype, quant) for t in result_types]
         result_types = list(result_types)
         if self.validate:
-            consts = [v.const() for v in operands]
             try:
                 catalogue.validate(opcode, types, result_types, full, consts)
             except InvalidGraphError as e:

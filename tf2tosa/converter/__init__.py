@@ -1,0 +1,1 @@
+"""Frontends (``.tflite`` …), the conversion pipeline and its passes."""

@@ -1,0 +1,778 @@
+"""The ``.tflite`` frontend: a TFLite flatbuffer → the IR (``tfl.*`` ops).
+
+Only ``tflite`` (schema accessors), ``flatbuffers`` and numpy are used; TensorFlow is
+never imported.  Entry point: :func:`load_tflite`.
+
+Graphs
+------
+Every subgraph becomes a :class:`~tf2tosa.ir.graph.Graph`; ``graph.meta["subgraphs"]``
+lists them all (index = TFLite subgraph index).  The returned graph is the main one:
+the subgraph named by the first SignatureDef, else subgraph 0.  Its inputs/outputs
+follow the SignatureDef order when the SignatureDef names exactly the subgraph's
+inputs/outputs, else the subgraph's order.  (When the main subgraph is itself the
+body of a control-flow op, the returned graph is a separate copy so that the
+region keeps the subgraph order.)
+
+Values
+------
+* Value names are the TFLite tensor names with every character outside
+  ``[A-Za-z0-9_]`` replaced by ``_`` (made unique); ``Value.source`` is the original
+  tensor name.  Unnamed tensors are called ``t<index>``.
+* Shapes come from ``shape_signature`` when present: a ``-1`` becomes the symbol
+  ``"batch"`` at dim 0 and ``"d<k>"`` at dim k.  The concrete ``shape`` stored in the
+  file for such values is kept in ``graph.meta["stored_shapes"][value_name]``.
+* Element types: FLOAT32→fp32, FLOAT16→fp16, BFLOAT16→bf16, FLOAT64→fp64, INT4→i4,
+  INT8→i8, INT16→i16, INT32→i32, INT64→i64, UINT8→u8, UINT16→u16, UINT32→u32,
+  UINT64→u64, BOOL→bool, STRING→string, COMPLEX64/128, RESOURCE, VARIANT, and from
+  newer schemas FLOAT8_E4M3FN→fp8e4m3, FLOAT8_E5M2→fp8e5m2 (INT2 / UINT4 and
+  tensors in external weight files raise ModelLoadError).  Op code 209 is
+  STABLEHLO_CASE (``branch_subgraph_indices`` → regions).
+* Quantization: ``QuantParams(scale, zero_point, axis)``; ``axis`` is
+  ``quantized_dimension`` when there is more than one scale, else None.  No scale →
+  no quantization.  A single zero point with several scales is broadcast.
+
+Operations (op name → attrs)
+----------------------------
+* ``tfl.<builtin name in lower case>`` (``tfl.conv_2d``, ``tfl.fully_connected`` …), the
+  builtin code being ``max(deprecated_builtin_code, builtin_code)``.  A code the
+  schema does not know gives ``tfl.builtin_<code>``.  Attributes: every field of the
+  builtin options table(s) (see :mod:`tf2tosa.converter.tflite_options`; a missing
+  table gives the defaults of the op's usual table), plus:
+
+  - ``op_version`` (int): the OperatorCode version;
+  - ``intermediates`` (list[str]): tensor names of the operator's intermediates, when any;
+  - ``custom_options`` (bytes) when a builtin op carries them;
+  - ``side_effect`` (True) for ops without results, ops that update a variable
+    tensor in place, and ASSIGN_VARIABLE / CALL_ONCE / HASHTABLE_IMPORT … ;
+  - ``unknown_options_type`` (int) when the options union type is not in the schema.
+
+  Operand order is TFLite's; an absent optional input (index -1, also trailing)
+  is the result of a ``tfl.no_value`` op (no operands, type ``fp32[]``, one per
+  graph).  An absent output gives a result named ``no_value``.
+* Locations: ``"<BUILTIN NAME>#<operator index>"`` (``"CONV_2D#3"``, ``"CUSTOM#0"``);
+  constants ``"CONST#<tensor index>"``, variables ``"VARIABLE#<tensor index>"``,
+  ``"NO_VALUE"``.
+* ``tfl.custom``: ``custom_code`` (str), ``custom_options`` (bytes),
+  ``custom_options_format`` (str, ``"FLEXBUFFERS"``), ``custom_options_decoded``
+  (the decoded FlexBuffer, only when decoding succeeds), ``op_version``.
+* Ops referencing subgraphs (``*_subgraph_index`` fields, CALL's ``subgraph``,
+  STABLEHLO_CUSTOM_CALL's ``called_computations``) keep those attrs and get
+  ``op.regions`` = the referenced graphs, in field order.
+* ``tfl.const``: ``values`` (ndarray in the tensor's dtype and stored shape; i4 is
+  unpacked from nibbles into int8; bf16 / fp8 use ml_dtypes when installed, else the
+  raw uint16 / uint8 bits; strings → object array of ``bytes``, plus ``raw`` = the buffer
+  bytes), ``sparsity`` (for sparse tensors: ``{"traversal_order", "block_map",
+  "dim_metadata": [{"format", "dense_size", "array_segments", "array_indices"}]}``;
+  ``values`` then holds the stored, compressed values as a 1-D array).
+* ``tfl.variable``: ``name`` (value name) for each ``is_variable`` tensor;
+  ``graph.variables[name] = {"type", "initial" (ndarray or None), "source"}``.
+
+Metadata (``graph.meta``)
+-------------------------
+``source_format`` ("tflite"), ``file`` (path or None), ``tflite_version``,
+``description``, ``signatures`` (list of ``{"signature_key", "subgraph_index",
+"inputs": [(name, tensor_name)], "outputs": [...]}``), ``subgraphs``,
+``main_subgraph_index``, ``subgraph_index``, ``stored_shapes``, ``tensor_indices``
+(value name → TFLite tensor index in its subgraph, for per-layer comparisons), ``metadata``
+(model metadata name → bytes), ``signature_names`` (value name → signature key name,
+for the main graph's inputs/outputs).
+
+Errors
+------
+Anything wrong with the file raises :class:`~tf2tosa.errors.ModelLoadError` with a
+one-line message naming the file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import flatbuffers
+import numpy as np
+import tflite
+
+from ..errors import ModelLoadError
+from ..ir.graph import Graph, Value
+from ..ir.types import DType, QuantParams, TensorType
+from . import tflite_options as topt
+
+__all__ = ["load_tflite", "TFLITE_DTYPES"]
+
+#: TFLite TensorType enum value → IR dtype
+TFLITE_DTYPES: dict[int, DType] = {
+    0: DType.FP32, 1: DType.FP16, 2: DType.INT32, 3: DType.UINT8, 4: DType.INT64, 5: DType.STRING,
+    6: DType.BOOL, 7: DType.INT16, 8: DType.COMPLEX64, 9: DType.INT8, 10: DType.FP64, 11: DType.COMPLEX128,
+    12: DType.UINT64, 13: DType.RESOURCE, 14: DType.VARIANT, 15: DType.UINT32, 16: DType.UINT16,
+    17: DType.INT4, 18: DType.BF16, 21: DType.FP8E4M3, 22: DType.FP8E5M2,
+}
+#: element types of newer schemas that the IR has no type for
+_UNSUPPORTED_TYPES = {19: "INT2", 20: "UINT4"}
+
+#: little-endian storage type of constant data
+_STORAGE: dict[DType, str] = {
+    DType.FP32: "<f4", DType.FP16: "<f2", DType.FP64: "<f8", DType.INT8: "i1", DType.INT16: "<i2",
+    DType.INT32: "<i4", DType.INT64: "<i8", DType.UINT8: "u1", DType.UINT16: "<u2", DType.UINT32: "<u4",
+    DType.UINT64: "<u8", DType.BOOL: "?", DType.COMPLEX64: "<c8", DType.COMPLEX128: "<c16", DType.BF16: "<u2",
+    DType.FP8E4M3: "u1", DType.FP8E5M2: "u1",
+}
+
+#: builtin ops that always have side effects
+_SIDE_EFFECT_OPS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "HASHTABLE_IMPORT", "VAR_HANDLE", "HASHTABLE"})
+
+_NO_VALUE_TYPE = TensorType((), DType.FP32)
+
+
+def _oneline(text: str, limit: int) -> str:
+    """``text`` with control characters escaped, cut to ``limit`` characters."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+def _q(name: str) -> str:
+    """A tensor name quoted for a message (escaped and shortened)."""
+    return "'" + _oneline(name, 80) + "'"
+
+
+def sanitize_name(name: str) -> str:
+    """Keep ``[A-Za-z0-9_]``, replace every other character by ``_``."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+@dataclass
+class _TableRef:
+    """Anything with a ``_tab``, for :meth:`_Loader.table`."""
+
+    _tab: Any
+
+
+@dataclass
+class _Tensor:
+    index: int
+    name: str
+    type: TensorType
+    stored_shape: tuple[int, ...]
+    tfl_type: int
+    buffer: int
+    is_variable: bool
+    sparsity: dict[str, Any] | None
+
+
+def load_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview, name: str | None = None) -> Graph:
+    """Load a ``.tflite`` model (a path or the file's bytes) into the IR.
+
+    ``name`` names the returned graph (default: the file's stem, or ``"main"``).
+    Raises :class:`ModelLoadError` for a missing, truncated or corrupt file.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        file: str | None = None
+        label = name or "<bytes>"
+    else:
+        file = os.fspath(source)
+        label = file
+        try:
+            data = Path(file).read_bytes()
+        except OSError as e:
+            raise ModelLoadError(f"cannot read TFLite model: {e.strerror or e}", file=label) from e
+    loader = _Loader(data, file, label, name)
+    try:
+        return loader.load()
+    except ModelLoadError:
+        raise
+    except RecursionError as e:
+        raise ModelLoadError(f"corrupt TFLite model: structure nested too deeply (reading {loader.where})",
+                             file=label) from e
+    except MemoryError as e:
+        raise ModelLoadError(f"corrupt TFLite model: implausible sizes (reading {loader.where})", file=label) from e
+    except (struct.error, ValueError, IndexError, OverflowError) as e:
+        raise ModelLoadError(f"corrupt or truncated TFLite model: data of {loader.where} lies outside the file "
+                             f"({len(data)} bytes)", file=label) from e
+    except Exception as e:  # any other malformed flatbuffer ends here
+        msg = str(e).splitlines()[0][:200] if str(e) else ""
+        raise ModelLoadError(f"corrupt TFLite model ({type(e).__name__}: {msg}) reading {loader.where}",
+                             file=label) from e
+
+
+class _Loader:
+    def __init__(self, buf: bytes, file: str | None, label: str, name: str | None) -> None:
+        self.buf = buf
+        self.n = len(buf)
+        self.file = file
+        self.label = label
+        self.name = name
+        self.opcodes: list[tuple[str, str, int]] = []  # (builtin NAME, custom code, version)
+        self.buffers: list[Any] = []
+        self.model: Any = None
+        #: what is being read, for error messages
+        self.where = "the model header"
+
+    # ------------------------------------------------------------ checking
+    def fail(self, msg: str, tensor: str | None = None, op: str | None = None) -> NoReturn:
+        raise ModelLoadError(_oneline(msg, 400), file=self.label,
+                             tensor=_oneline(tensor, 80) if tensor is not None else None,
+                             op=_oneline(op, 80) if op is not None else None)
+
+    def table(self, obj: Any, what: str) -> Any:
+        """Check that a table's position and vtable lie inside the buffer."""
+        tab = obj._tab
+        pos = int(tab.Pos)
+        n = self.n
+        if pos < 0 or pos + 4 > n:
+            self.fail(f"corrupt TFLite model: {what} table at offset {pos} is outside the file ({n} bytes)")
+        soff = flatbuffers.encode.Get(flatbuffers.packer.soffset, self.buf, pos)
+        vt = pos - soff
+        if vt < 0 or vt + 4 > n:
+            self.fail(f"corrupt TFLite model: {what} vtable at offset {vt} is outside the file ({n} bytes)")
+        vt_size = flatbuffers.encode.Get(flatbuffers.packer.voffset, self.buf, vt)
+        t_size = flatbuffers.encode.Get(flatbuffers.packer.voffset, self.buf, vt + 2)
+        if vt_size < 4 or vt_size % 2 or vt + vt_size > n or pos + t_size > n:
+            self.fail(f"corrupt TFLite model: {what} table extends past the end of the file")
+        return obj
+
+    def vlen(self, count: int, what: str, elem: int = 4) -> int:
+        if count < 0 or count * elem > self.n:
+            self.fail(f"corrupt TFLite model: {what} has an impossible length {count}")
+        return int(count)
+
+    def ivec(self, obj: Any, field: str, what: str) -> list[int]:
+        """An int vector field (``Inputs``, ``Shape`` …) as a list, bounds-checked."""
+        if getattr(obj, field + "IsNone")():
+            return []
+        self.vlen(getattr(obj, field + "Length")(), what)
+        arr = getattr(obj, field + "AsNumpy")()
+        if isinstance(arr, int):
+            return []
+        return [int(x) for x in arr]
+
+    def string(self, s: Any) -> str:
+        if s is None:
+            return ""
+        return s.decode("utf-8", "replace") if isinstance(s, (bytes, bytearray)) else str(s)
+
+    # ------------------------------------------------------------- loading
+    def load(self) -> Graph:
+        buf, n = self.buf, self.n
+        if n == 0:
+            self.fail("empty file: not a TFLite model")
+        if n < 8:
+            self.fail(f"file too small to be a TFLite model ({n} bytes)")
+        ident = buf[4:8]
+        if ident != b"TFL3":
+            self.fail(f"not a TFLite model: file identifier is {ident!r}, expected b'TFL3'")
+        root = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, 0)
+        if root < 8 or root + 4 > n:
+            self.fail(f"corrupt TFLite model: root table offset {root} is outside the file ({n} bytes)")
+        self.where = "the Model table"
+        model = self.table(tflite.Model.GetRootAs(buf, 0), "Model")
+        self.model = model
+        version = int(model.Version())
+        if version != 3:
+            self.fail(f"unsupported TFLite schema version {version} (expected 3)")
+
+        # operator codes
+        names = topt.builtin_op_names()
+        self.where = "the operator codes"
+        for i in range(self.vlen(model.OperatorCodesLength(), "operator_codes")):
+            oc = self.table(model.OperatorCodes(i), f"OperatorCode {i}")
+            code = max(int(oc.DeprecatedBuiltinCode()), int(oc.BuiltinCode()))
+            bname = names.get(code, f"BUILTIN_{code}")
+            self.opcodes.append((bname, self.string(oc.CustomCode()), int(oc.Version())))
+
+        self.buffers = [None] * self.vlen(model.BuffersLength(), "buffers")
+
+        n_sub = self.vlen(model.SubgraphsLength(), "subgraphs")
+        if n_sub == 0:
+            self.fail("TFLite model has no subgraphs")
+        self.where = "the signature defs"
+        signatures = self._signatures(n_sub)
+        main_index = signatures[0]["subgraph_index"] if signatures else 0
+
+        graphs: list[Graph] = []
+        refs: list[list[int]] = []
+        for k in range(n_sub):
+            g, r = self._subgraph(k)
+            graphs.append(g)
+            refs.append(r)
+        self._link_regions(graphs)
+        self._check_cycles(refs)
+
+        main_is_region = any(main_index in r for r in refs)
+        main = self._subgraph(main_index)[0] if main_is_region else graphs[main_index]
+        if main_is_region:
+            self._link_regions([main], graphs)
+        if self.name:
+            main.name = self.name
+        elif self.file:
+            main.name = sanitize_name(Path(self.file).stem) or "main"
+        if signatures:
+            self._apply_signature(main, signatures[0])
+
+        meta = main.meta
+        meta["source_format"] = "tflite"
+        meta["file"] = self.file
+        meta["tflite_version"] = version
+        meta["description"] = self.string(model.Description())
+        meta["signatures"] = signatures
+        meta["subgraphs"] = graphs
+        meta["main_subgraph_index"] = main_index
+        self.where = "the metadata"
+        meta["metadata"] = self._metadata()
+        for g in graphs:
+            g.meta.setdefault("source_format", "tflite")
+            g.meta.setdefault("file", self.file)
+        return main
+
+    def _signatures(self, n_sub: int) -> list[dict[str, Any]]:
+        model = self.model
+        out: list[dict[str, Any]] = []
+        for i in range(self.vlen(model.SignatureDefsLength(), "signature_defs")):
+            sd = self.table(model.SignatureDefs(i), f"SignatureDef {i}")
+            sub = int(sd.SubgraphIndex())
+            if not 0 <= sub < n_sub:
+                self.fail(f"SignatureDef {i} references subgraph {sub}, but the model has {n_sub}")
+            st = self.table(model.Subgraphs(sub), f"SubGraph {sub}")
+            out.append({
+                "signature_key": self.string(sd.SignatureKey()),
+                "subgraph_index": sub,
+                "inputs": self._tensor_maps(st, sub, i, sd.InputsLength(), sd.Inputs, "input"),
+                "outputs": self._tensor_maps(st, sub, i, sd.OutputsLength(), sd.Outputs, "output"),
+            })
+        return out
+
+    def _tensor_maps(self, st: Any, sub: int, i: int, count: int, get: Any, kind: str) -> list[tuple[str, str]]:
+        n_t = self.vlen(st.TensorsLength(), "tensors")
+        res = []
+        for j in range(self.vlen(count, f"signature {kind}s")):
+            tm = self.table(get(j), f"TensorMap {kind} {j}")
+            ti = int(tm.TensorIndex())
+            if not 0 <= ti < n_t:
+                self.fail(f"SignatureDef {i} {kind} {j} references tensor {ti}, but subgraph {sub} has {n_t} tensors")
+            tname = self.string(self.table(st.Tensors(ti), f"Tensor {ti}").Name())
+            res.append((self.string(tm.Name()), tname))
+        return res
+
+    def _metadata(self) -> dict[str, bytes]:
+        model = self.model
+        out: dict[str, bytes] = {}
+        for i in range(self.vlen(model.MetadataLength(), "metadata")):
+            md = self.table(model.Metadata(i), f"Metadata {i}")
+            b = int(md.Buffer())
+            data = self._buffer_bytes(b) if 0 <= b < len(self.buffers) else None
+            out[self.string(md.Name())] = bytes(data) if data is not None else b""
+        return out
+
+    # ------------------------------------------------------------- buffers
+    def _buffer_bytes(self, index: int) -> memoryview | None:
+        """The data of buffer ``index`` (None when it holds none)."""
+        if not 0 <= index < len(self.buffers):
+            self.fail(f"buffer index {index} out of range (model has {len(self.buffers)} buffers)")
+        b = self.table(self.model.Buffers(index), f"Buffer {index}")
+        offset, size = int(b.Offset()), int(b.Size())
+        if offset > 1:
+            if offset + size > self.n:
+                self.fail(f"buffer {index} data [{offset}, {offset + size}) lies outside the file ({self.n} bytes)")
+            return memoryview(self.buf)[offset:offset + size]
+        if b.DataIsNone():
+            return None
+        length = self.vlen(b.DataLength(), f"buffer {index}", 1)
+        if length == 0:
+            return None
+        arr = b.DataAsNumpy()  # raises when the vector runs past the end of the file
+        return memoryview(arr.tobytes() if not isinstance(arr, int) else b"")
+
+    # ------------------------------------------------------------- tensors
+    def _tensor(self, st: Any, i: int) -> _Tensor:
+        self.where = f"tensor {i}"
+        t = self.table(st.Tensors(i), f"Tensor {i}")
+        name = self.string(t.Name())
+        shape = self.ivec(t, "Shape", f"shape of tensor {_q(name)}")
+        sig = self.ivec(t, "ShapeSignature", f"shape_signature of tensor {_q(name)}")
+        if len(sig) != len(shape):
+            sig = shape
+        dims: list[int | str] = []
+        for k, (d, s) in enumerate(zip(shape, sig)):
+            if s < 0 or d < 0:
+                dims.append("batch" if k == 0 else f"d{k}")
+            else:
+                dims.append(int(d))
+        tt = int(t.Type())
+        if tt not in TFLITE_DTYPES:
+            kind = _UNSUPPORTED_TYPES.get(tt, f"unknown element type {tt}")
+            self.fail(f"tensor {_q(name)} has element type {kind}, which tf2tosa does not support", tensor=name)
+        # newer schemas: Tensor.external_buffer (slot 10) names data in a separate weights file
+        ext_off = t._tab.Offset(24)
+        if ext_off and t._tab.Get(flatbuffers.number_types.Uint32Flags, ext_off + t._tab.Pos):
+            self.fail(f"tensor {_q(name)} keeps its data in an external weights file, which tf2tosa does not "
+                      f"read yet", tensor=name)
+        dtype = TFLITE_DTYPES[tt]
+        quant = self._quant(t, name)
+        sparsity = None
+        sp = t.Sparsity()
+        if sp is not None:
+            sparsity = self._sparsity(self.table(sp, f"SparsityParameters of {_q(name)}"), name)
+        ttype = TensorType(tuple(dims), dtype, quant)
+        return _Tensor(i, name, ttype, tuple(shape), tt, int(t.Buffer()), bool(t.IsVariable()), sparsity)
+
+    def _quant(self, t: Any, name: str) -> QuantParams | None:
+        q = t.Quantization()
+        if q is None:
+            return None
+        q = self.table(q, f"QuantizationParameters of {_q(name)}")
+        if q.ScaleIsNone() or self.vlen(q.ScaleLength(), "scale") == 0:
+            return None
+        scale = [float(x) for x in q.ScaleAsNumpy()]
+        zp: list[int] = []
+        if not q.ZeroPointIsNone() and self.vlen(q.ZeroPointLength(), "zero_point", 8):
+            zp = [int(x) for x in q.ZeroPointAsNumpy()]
+        if not zp:
+            zp = [0] * len(scale)
+        elif len(zp) == 1 and len(scale) > 1:
+            zp = zp * len(scale)
+        elif len(zp) != len(scale):
+            self.fail(f"quantization of tensor {_q(name)} has {len(scale)} scales but {len(zp)} zero points",
+                      tensor=name)
+        axis = int(q.QuantizedDimension()) if len(scale) > 1 else None
+        return QuantParams(tuple(scale), tuple(zp), axis)
+
+    def _sparsity(self, sp: Any, name: str) -> dict[str, Any]:
+        dims = []
+        for j in range(self.vlen(sp.DimMetadataLength(), "dim_metadata")):
+            dm = self.table(sp.DimMetadata(j), f"DimensionMetadata {j} of {_q(name)}")
+            dims.append({
+                "format": topt.enum_name(tflite.DimensionType, int(dm.Format())),
+                "dense_size": int(dm.DenseSize()),
+                "array_segments": self._sparse_index_vector(dm.ArraySegmentsType(), dm.ArraySegments(), name),
+                "array_indices": self._sparse_index_vector(dm.ArrayIndicesType(), dm.ArrayIndices(), name),
+            })
+        return {
+            "traversal_order": self.ivec(sp, "TraversalOrder", "traversal_order"),
+            "block_map": self.ivec(sp, "BlockMap", "block_map"),
+            "dim_metadata": dims,
+        }
+
+    def _sparse_index_vector(self, kind: int, tab: Any, name: str) -> list[int] | None:
+        if tab is None or kind == 0:
+            return None
+        classes = {1: (tflite.Int32Vector, 4), 2: (tflite.Uint16Vector, 2), 3: (tflite.Uint8Vector, 1)}
+        if kind not in classes:
+            self.fail(f"tensor {_q(name)} has an unknown sparse index vector type {kind}", tensor=name)
+        cls, size = classes[kind]
+        obj = cls()
+        obj.Init(tab.Bytes, tab.Pos)
+        self.table(obj, "sparse index vector")
+        if obj.ValuesIsNone():
+            return []
+        self.vlen(obj.ValuesLength(), "sparse index vector", size)
+        return [int(x) for x in obj.ValuesAsNumpy()]
+
+    def _const_values(self, t: _Tensor, data: memoryview) -> tuple[np.ndarray, dict[str, Any]]:
+        """Decode a constant tensor's buffer into (values, extra attrs)."""
+        dtype = t.type.dtype
+        shape = t.stored_shape
+        count = math.prod(shape)
+        extra: dict[str, Any] = {}
+        nbytes = len(data)
+        if t.sparsity is not None:
+            # stored (compressed) values; densify comes later
+            if dtype is DType.INT4 or dtype not in _STORAGE:
+                self.fail(f"sparse tensor {_q(t.name)} of type {dtype.value} is not supported", tensor=t.name)
+            st = np.dtype(_STORAGE[dtype])
+            if nbytes % st.itemsize:
+                self.fail(f"sparse tensor {_q(t.name)}: buffer size {nbytes} is not a multiple of {st.itemsize}",
+                          tensor=t.name)
+            arr = np.frombuffer(data, dtype=st).copy()
+            return self._native(arr, dtype), extra
+        if dtype is DType.STRING:
+            return self._strings(t, data, count), {"raw": bytes(data)}
+        if dtype is DType.INT4:
+            raw = np.frombuffer(data, dtype=np.uint8)
+            if nbytes == (count + 1) // 2:
+                vals = np.empty(nbytes * 2, dtype=np.int8)
+                vals[0::2] = (raw & 0x0F).astype(np.int8)
+                vals[1::2] = (raw >> 4).astype(np.int8)
+                vals = np.where(vals >= 8, vals - 16, vals).astype(np.int8)[:count]
+            elif nbytes == count:
+                vals = raw.view(np.int8).copy()
+            else:
+                self.fail(f"int4 tensor {_q(t.name)} of shape {list(shape)} has a {nbytes}-byte buffer", tensor=t.name)
+            return vals.reshape(shape), extra
+        if dtype not in _STORAGE:
+            # resource / variant constants: keep the raw bytes
+            return np.frombuffer(data, dtype=np.uint8).copy(), extra
+        st = np.dtype(_STORAGE[dtype])
+        if nbytes != count * st.itemsize:
+            self.fail(f"constant tensor {_q(t.name)} of shape {list(shape)} and type {dtype.value} needs "
+                      f"{count * st.itemsize} bytes but its buffer has {nbytes}", tensor=t.name)
+        arr = np.frombuffer(data, dtype=st).reshape(shape).copy()
+        return self._native(arr, dtype), extra
+
+    @staticmethod
+    def _native(arr: np.ndarray, dtype: DType) -> np.ndarray:
+        if dtype in (DType.BF16, DType.FP8E4M3, DType.FP8E5M2):
+            try:
+                return arr.view(dtype.np_dtype())
+            except ImportError:  # no ml_dtypes: keep the raw bits
+                return arr
+        return arr.astype(arr.dtype.newbyteorder("="), copy=False)
+
+    def _strings(self, t: _Tensor, data: memoryview, count: int) -> np.ndarray:
+        raw = bytes(data)
+        if len(raw) < 4:
+            self.fail(f"string tensor {_q(t.name)} has a malformed buffer", tensor=t.name)
+        n = int(np.frombuffer(raw, "<i4", 1)[0])
+        if n < 0 or 4 * (n + 2) > len(raw):
+            self.fail(f"string tensor {_q(t.name)} has a malformed buffer", tensor=t.name)
+        offs = np.frombuffer(raw, "<i4", n + 1, 4)
+        if n != count or np.any(np.diff(offs) < 0) or offs[0] < 4 * (n + 2) or offs[-1] > len(raw):
+            self.fail(f"string tensor {_q(t.name)} has a malformed buffer", tensor=t.name)
+        out = np.empty(n, dtype=object)
+        for j in range(n):
+            out[j] = raw[int(offs[j]):int(offs[j + 1])]
+        return out.reshape(t.stored_shape)
+
+    # ----------------------------------------------------------- subgraphs
+    def _subgraph(self, k: int) -> tuple[Graph, list[int]]:
+        """Build subgraph ``k``; also return the subgraph indices its ops reference."""
+        self.where = f"subgraph {k}"
+        st = self.table(self.model.Subgraphs(k), f"SubGraph {k}")
+        gname = sanitize_name(self.string(st.Name())) or f"subgraph{k}"
+        g = Graph(gname)
+        g.meta["subgraph_index"] = k
+        stored: dict[str, tuple[int, ...]] = {}
+        g.meta["stored_shapes"] = stored
+        n_t = self.vlen(st.TensorsLength(), "tensors")
+        tensors = [self._tensor(st, i) for i in range(n_t)]
+        values: dict[int, Value] = {}
+
+        def check_index(ti: int, what: str) -> _Tensor:
+            if not 0 <= ti < n_t:
+                self.fail(f"{what} references tensor {ti}, but subgraph {k} has {n_t} tensors")
+            return tensors[ti]
+
+        tensor_indices: dict[str, int] = {}
+        g.meta["tensor_indices"] = tensor_indices
+
+        def sym(v: Value, t: _Tensor) -> Value:
+            v.source = t.name
+            tensor_indices[v.name] = t.index
+            if not v.type.is_static:
+                stored[v.name] = t.stored_shape
+            return v
+
+        for ti in self.ivec(st, "Inputs", "subgraph inputs"):
+            t = check_index(ti, f"subgraph {k} input")
+            if ti in values:
+                g.inputs.append(values[ti])
+                continue
+            values[ti] = sym(g.add_input(sanitize_name(t.name) or f"t{ti}", t.type), t)
+
+        for t in tensors:
+            if t.is_variable and t.index not in values:
+                data = self._buffer_bytes(t.buffer) if t.buffer else None
+                init = self._const_values(t, data)[0] if data is not None else None
+                op = g.add_op("tfl.variable", [], [t.type], {}, [sanitize_name(t.name) or f"t{t.index}"],
+                              location=f"VARIABLE#{t.index}")
+                vname = op.result.name
+                op.attrs["name"] = vname
+                g.variables[vname] = {"type": t.type, "initial": init, "source": t.name}
+                values[t.index] = sym(op.result, t)
+
+        producers: dict[int, int] = {}
+        ops_raw = []
+        n_ops = self.vlen(st.OperatorsLength(), "operators")
+        for i in range(n_ops):
+            self.where = f"operator {i} of subgraph {k}"
+            o = self.table(st.Operators(i), f"Operator {i}")
+            ins = self.ivec(o, "Inputs", f"inputs of operator {i}")
+            outs = self.ivec(o, "Outputs", f"outputs of operator {i}")
+            for ti in outs:
+                if ti >= 0:
+                    check_index(ti, f"operator {i} output")
+                    if ti in producers or (ti in values and values[ti].producer is None):
+                        self.fail(f"tensor {_q(tensors[ti].name)} is written by more than one operator or is also a "
+                                  f"subgraph input (subgraph {k}, operator {i})", tensor=tensors[ti].name)
+                    producers[ti] = i
+            ops_raw.append((o, ins, outs))
+
+        no_value: list[Value] = []
+
+        def get_no_value() -> Value:
+            if not no_value:
+                no_value.append(g.add_op("tfl.no_value", [], [_NO_VALUE_TYPE], {}, ["no_value"],
+                                         location="NO_VALUE").result)
+            return no_value[0]
+
+        def value_of(ti: int, user: str) -> Value:
+            if ti < 0:
+                return get_no_value()
+            t = check_index(ti, user)
+            if ti in values:
+                return values[ti]
+            self.where = f"constant tensor {_q(t.name)} (buffer {t.buffer})"
+            data = self._buffer_bytes(t.buffer) if t.buffer else None
+            if data is None and t.sparsity is None and t.type.is_static and t.type.size == 0 \
+                    and t.type.dtype in _STORAGE:
+                data = memoryview(b"")
+            if data is None:
+                if ti in producers:
+                    self.fail(f"tensor {_q(t.name)} is read by {user} before operator {producers[ti]} writes it "
+                              f"(subgraph {k} is not in execution order)", tensor=t.name)
+                self.fail(f"tensor {_q(t.name)} read by {user} has no producer, no data and is not a subgraph input",
+                          tensor=t.name)
+            vals, extra = self._const_values(t, data)
+            attrs: dict[str, Any] = {"values": vals, **extra}
+            ctype = t.type if t.type.is_static else t.type.with_shape(t.stored_shape)
+            if t.sparsity is not None:
+                attrs["sparsity"] = t.sparsity
+            op = g.add_op("tfl.const", [], [ctype], attrs, [sanitize_name(t.name) or f"t{ti}"],
+                          location=f"CONST#{ti}")
+            values[ti] = sym(op.result, t)
+            return values[ti]
+
+        refs: list[int] = []
+        for i, (o, ins, outs) in enumerate(ops_raw):
+            oi = int(o.OpcodeIndex())
+            if not 0 <= oi < len(self.opcodes):
+                self.fail(f"operator {i} of subgraph {k} uses opcode index {oi}, "
+                          f"but the model has {len(self.opcodes)} operator codes")
+            bname, custom_code, op_version = self.opcodes[oi]
+            loc = f"{bname}#{i}"
+            self.where = f"operator {loc} of subgraph {k}"
+            attrs = self._attrs(o, bname, custom_code, op_version, loc)
+            for f in topt.subgraph_fields(attrs):
+                idxs = attrs[f] if isinstance(attrs[f], list) else [attrs[f]]
+                for s in idxs:
+                    if not 0 <= s < self.vlen(self.model.SubgraphsLength(), "subgraphs"):
+                        self.fail(f"{loc} field {f} references subgraph {s}, but the model has "
+                                  f"{self.model.SubgraphsLength()}", op=loc)
+                    refs.append(int(s))
+            inter = self.ivec(o, "Intermediates", f"intermediates of operator {i}")
+            if inter:
+                attrs["intermediates"] = [check_index(ti, f"{loc} intermediates").name for ti in inter]
+            operands = [value_of(ti, loc) for ti in ins]
+            if any(v.producer is not None and v.producer.name == "tfl.variable" for v in operands) \
+                    or bname in _SIDE_EFFECT_OPS or not outs:
+                attrs["side_effect"] = True
+            rtypes = [tensors[ti].type if ti >= 0 else _NO_VALUE_TYPE for ti in outs]
+            rnames = [(sanitize_name(tensors[ti].name) or f"t{ti}") if ti >= 0 else "no_value" for ti in outs]
+            opname = "tfl.custom" if bname == "CUSTOM" else f"tfl.{bname.lower()}"
+            op = g.add_op(opname, operands, rtypes, attrs, rnames, location=loc)
+            for ti, r in zip(outs, op.results):
+                if ti >= 0:
+                    values[ti] = sym(r, tensors[ti])
+
+        self.where = f"the outputs of subgraph {k}"
+        for ti in self.ivec(st, "Outputs", "subgraph outputs"):
+            g.outputs.append(value_of(ti, f"subgraph {k} outputs"))
+        return g, refs
+
+    def _attrs(self, o: Any, bname: str, custom_code: str, op_version: int, loc: str) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        found = False
+        for union, typ_fn, tab_fn in ((1, o.BuiltinOptionsType, o.BuiltinOptions),
+                                      (2, o.BuiltinOptions2Type, o.BuiltinOptions2)):
+            typ = int(typ_fn())
+            if typ == 0:
+                continue
+            cls_name = topt.options_table_names(union).get(typ)
+            if cls_name is None:
+                attrs["unknown_options_type"] = typ
+                continue
+            tab = tab_fn()
+            if tab is None:
+                continue
+            self.table(_TableRef(flatbuffers.table.Table(tab.Bytes, tab.Pos)), f"{cls_name} of {loc}")
+            attrs.update(topt.decode_options(cls_name, self.buf, tab.Pos))
+            found = True
+        if not found:
+            cls = topt.options_class_for_op(bname)
+            if cls is not None:
+                attrs.update(topt.default_options(cls))
+        attrs["op_version"] = op_version
+        custom = self._custom_options(o, loc)
+        if bname == "CUSTOM":
+            attrs["custom_code"] = custom_code
+            attrs["custom_options"] = custom
+            attrs["custom_options_format"] = topt.enum_name(tflite.CustomOptionsFormat, int(o.CustomOptionsFormat()))
+            if custom and attrs["custom_options_format"] == "FLEXBUFFERS":
+                try:
+                    attrs["custom_options_decoded"] = topt.decode_flexbuffer(custom)
+                except Exception:  # not a flexbuffer after all: keep the bytes only
+                    pass
+        elif custom:
+            attrs["custom_options"] = custom
+        return attrs
+
+    def _custom_options(self, o: Any, loc: str) -> bytes:
+        off, size = int(o.LargeCustomOptionsOffset()), int(o.LargeCustomOptionsSize())
+        if off > 1:
+            if off + size > self.n:
+                self.fail(f"{loc}: large custom options [{off}, {off + size}) lie outside the file", op=loc)
+            return bytes(self.buf[off:off + size])
+        if o.CustomOptionsIsNone():
+            return b""
+        self.vlen(o.CustomOptionsLength(), f"custom options of {loc}", 1)
+        arr = o.CustomOptionsAsNumpy()
+        return b"" if isinstance(arr, int) else arr.tobytes()
+
+    # --------------------------------------------------------- regions etc.
+    @staticmethod
+    def _link_regions(targets: list[Graph], graphs: list[Graph] | None = None) -> None:
+        pool = graphs if graphs is not None else targets
+        for g in targets:
+            for op in g.ops.values():
+                fields = topt.subgraph_fields(op.attrs)
+                if not fields:
+                    continue
+                regions: list[Graph] = []
+                for f in fields:
+                    v = op.attrs[f]
+                    for s in v if isinstance(v, list) else [v]:
+                        regions.append(pool[s])
+                op.regions = regions
+
+    def _check_cycles(self, refs: list[list[int]]) -> None:
+        state = [0] * len(refs)  # 0 new, 1 on stack, 2 done
+        for start in range(len(refs)):
+            if state[start]:
+                continue
+            stack: list[tuple[int, int]] = [(start, 0)]
+            state[start] = 1
+            while stack:
+                node, j = stack[-1]
+                if j < len(refs[node]):
+                    stack[-1] = (node, j + 1)
+                    nxt = refs[node][j]
+                    if state[nxt] == 1:
+                        self.fail(f"subgraph {nxt} references itself through control-flow ops (recursion)")
+                    if state[nxt] == 0:
+                        state[nxt] = 1
+                        stack.append((nxt, 0))
+                else:
+                    state[node] = 2
+                    stack.pop()
+
+    def _apply_signature(self, g: Graph, sig: dict[str, Any]) -> None:
+        names: dict[str, str] = {}
+        for kind in ("inputs", "outputs"):
+            current: list[Value] = getattr(g, kind)
+            by_source: dict[str, Value] = {}
+            for v in current:
+                if v.source is not None:
+                    by_source.setdefault(v.source, v)
+            pairs = sig[kind]
+            ordered = [by_source.get(tname) for _, tname in pairs]
+            if len(pairs) == len(current) and all(v is not None for v in ordered) \
+                    and len({id(v) for v in ordered}) == len(current) == len({id(v) for v in current}):
+                setattr(g, kind, [v for v in ordered if v is not None])
+            for key, tname in pairs:
+                found = by_source.get(tname)
+                if found is not None:
+                    names[found.name] = key
+        g.meta["signature_names"] = names
