@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -211,4 +210,4 @@ def main() -> None:  # pragma: no cover
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -19,8 +19,9 @@ are produced by the pseudo node ``INPUT``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import networkx as nx
 import numpy as np

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
 
 import numpy as np
 
@@ -154,7 +153,7 @@ class QuantParams:
 
 
 #: A dimension: a static size, or a symbol name (dynamic-shape RFC) for an unknown size.
-Dim = Union[int, str]
+Dim = int | str
 
 
 @dataclass(frozen=True)

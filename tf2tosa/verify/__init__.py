@@ -1,0 +1,1 @@
+"""Verification helpers: the LiteRT oracle (run in a subprocess) and comparison utilities."""
