@@ -80,7 +80,7 @@ def fused_activation(b: Builder, x: Value, act: str | None) -> Value:
         return x
     if x.type.is_quantized:
         raise Unsupported("quantized fused activation")  # the quantized path lives in tf2tosa.quant
-    big = float(np.finfo(np.float32).max)
+    big = float(np.finfo(x.dtype.np_dtype()).max) if x.dtype.is_float else float(np.finfo(np.float32).max)
     bounds = {"RELU": (0.0, big), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
     if act in bounds:
         lo, hi = bounds[act]
@@ -97,7 +97,7 @@ def float_zp(b: Builder, dtype: DType) -> Value:
 
 def acc_type_for(dtype: DType) -> str:
     """Accumulator type for convolution-like ops of input type ``dtype``."""
-    return {DType.FP32: "FP32", DType.FP16: "FP16", DType.BF16: "FP32", DType.INT8: "INT32",
+    return {DType.FP32: "FP32", DType.FP16: "FP32", DType.BF16: "FP32", DType.INT8: "INT32",
             DType.INT16: "INT48"}[dtype]
 
 

@@ -1,0 +1,114 @@
+"""Helpers shared by the float rules of tfl_nn / tfl_math / tfl_activation / tfl_reduce.
+
+Everything here emits TOSA 1.0 ops through the :class:`Builder`; line references are to the TOSA 1.0
+specification seed (``S<line>``) and to the lowering document (``L<line>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir import DType, Operation, QuantParams, Value
+from ..tosa.builder import Builder
+from .common import const_operand, positive_axis, scalar_const
+
+#: element types the float rules accept (TOSA PRO-FP, S381-570)
+FLOAT_TYPES = (DType.FP32, DType.FP16, DType.BF16)
+
+
+def require_float(op: Operation, *values: Value) -> DType:
+    """The common float element type of ``values``; Unsupported for quantized or non-float inputs."""
+    for v in values:
+        if v.type.is_quantized:
+            raise Unsupported(f"quantized {op.name} not yet supported")
+    dts = {v.dtype for v in values}
+    if len(dts) != 1 or next(iter(dts)) not in FLOAT_TYPES:
+        raise Unsupported(f"{op.name} on element type(s) {sorted(d.value for d in dts)} not supported")
+    return next(iter(dts))
+
+
+def require_not_quantized(op: Operation, *values: Value) -> None:
+    for v in values:
+        if v.type.is_quantized:
+            raise Unsupported(f"quantized {op.name} not yet supported")
+
+
+def static_shape(v: Value) -> list[int]:
+    """The static shape of an (already legalized) operand."""
+    if not v.type.is_static:
+        raise Unsupported(f"operand {v.name} has a dynamic shape {v.shape}")
+    return [int(d) for d in v.shape]
+
+
+def fconst(b: Builder, value: float, like: Value) -> Value:
+    """A float scalar broadcastable to ``like`` (rank(like) dims of 1), in ``like``'s element type."""
+    return scalar_const(b, value, like)
+
+
+def axes_operand(op: Operation, k: int, rank: int) -> list[int]:
+    """Sorted, de-duplicated, non-negative axes from constant operand ``k`` (scalar or 1-D)."""
+    arr = const_operand(op, k, "axis")
+    axes = sorted({positive_axis(int(a), rank) for a in np.asarray(arr).reshape(-1)})
+    return axes
+
+
+def reduce_axes(b: Builder, opcode: str, x: Value, axes: Sequence[int], keep_dims: bool,
+                quant: QuantParams | None = None, **attrs: object) -> Value:
+    """REDUCE_<op> once per axis (1.0 takes a single axis and keeps the dim as 1, S7663), then RESHAPE.
+
+    With no axes the input is returned through IDENTITY (L507-544's IDENTITY branch).
+    """
+    shape = static_shape(x)
+    if not axes:
+        return b.identity(x)
+    if x.type.rank == 0:
+        raise Unsupported("reduction of a rank-0 tensor")
+    y = x
+    for a in axes:
+        y = b.emit(opcode, [y], {"axis": int(a), **attrs}, quant=quant).result
+    if not keep_dims:
+        y = b.reshape(y, [d for i, d in enumerate(shape) if i not in set(axes)])
+    return y
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> list[int]:
+    """numpy broadcast of static shapes; Unsupported when incompatible."""
+    try:
+        return [int(d) for d in np.broadcast_shapes(*[tuple(s) for s in shapes])]
+    except ValueError:
+        raise Unsupported(f"shapes {[list(s) for s in shapes]} do not broadcast") from None
+
+
+def expm1(b: Builder, x: Value) -> Value:
+    """exp(x) - 1 without the cancellation of EXP-then-SUB near 0.
+
+    For |x| < 0.35 a degree-7 Taylor polynomial (truncation < 2e-9 relative); elsewhere EXP(x) - 1.
+    """
+    one = fconst(b, 1.0, x)
+    big = b.binary("SUB", b.exp(x), one)
+    # Horner: x*(1 + x/2*(1 + x/3*(1 + x/4*(1 + x/5*(1 + x/6*(1 + x/7))))))
+    p = one
+    for k in (7, 6, 5, 4, 3, 2):
+        p = b.binary("ADD", one, b.mul(b.mul(x, fconst(b, 1.0 / k, x)), p))
+    small = b.mul(x, p)
+    ax = b.abs(x)
+    near0 = b.binary("GREATER", fconst(b, 0.35, x), ax)
+    return b.emit("SELECT", [near0, small, big]).result
+
+
+def float_divide(b: Builder, num: Value, den: Value) -> Value:
+    """num / den as num * RECIPROCAL(den) (L3220-3233); RECIPROCAL is within 1 ulp (S6341)."""
+    return b.mul(num, b.reciprocal(den))
+
+
+def select(b: Builder, cond: Value, on_true: Value, on_false: Value) -> Value:
+    """SELECT with equal-rank broadcasting of all three inputs (S6732)."""
+    c, t, f = b.broadcast_ranks(cond, on_true, on_false)
+    return b.emit("SELECT", [c, t, f]).result
+
+
+__all__ = ["FLOAT_TYPES", "axes_operand", "broadcast_shape", "expm1", "fconst",
+           "float_divide", "reduce_axes", "require_float", "require_not_quantized", "select", "static_shape"]
