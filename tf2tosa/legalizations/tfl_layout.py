@@ -1,0 +1,570 @@
+"""TFLite data-layout ops → TOSA 1.0: reshape/transpose/concat/pack/split/slice/pad/tile/gather/…
+
+All rules are type-agnostic data movement unless noted; shapes come from the (already static) operand types
+and constant operands, never from ``op.results`` (which may be symbolic).  Quantization parameters pass through
+unchanged (TFLite requires equal input/output quantization for these ops, except concatenation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir import DType, Operation, QuantParams, Value
+from ..tosa.builder import Builder
+from .common import const_operand, fused_activation, has_value, positive_axis
+from .layout_helpers import (
+    apply_strided_slice,
+    at_least_1d,
+    check_rank,
+    const_ints,
+    data_operand,
+    narrow_array,
+    pad_value,
+    plan_strided_slice,
+    prod,
+    resolve_reshape,
+    reverse,
+    split_along,
+    static_shape,
+    tosa_dtype,
+)
+from .registry import legalize
+
+_ANY = ("fp32", "i8", "i16", "i32", "bool")
+
+
+def _x(b: Builder, op: Operation, k: int = 0) -> Value:
+    """Operand ``k`` as a TOSA data value (constant i64 inputs narrowed to i32)."""
+    return data_operand(b, op.operands[k])
+
+
+def _out_quant(op: Operation, k: int = 0) -> QuantParams | None:
+    return op.results[k].type.quant
+
+
+def _same_quant(a: QuantParams | None, c: QuantParams | None) -> bool:
+    if a is None or c is None:
+        return a is None and c is None
+    return a.scale == c.scale and a.zero_point == c.zero_point
+
+
+# ----------------------------------------------------------------------------------------------- reshaping
+@legalize("tfl.reshape", dtypes=_ANY)
+def reshape(b: Builder, op: Operation) -> list[Value]:
+    """RESHAPE with a CONST_SHAPE target (op_inventory §4 #6, S8025-8059); -1 resolved statically (S766)."""
+    x = _x(b, op)
+    if len(op.operands) > 1 and has_value(op.operands[1]) and op.operands[1].const() is not None:
+        target = const_ints(op, 1, "new shape")
+    elif "new_shape" in op.attrs and op.attrs["new_shape"] is not None:
+        target = [int(d) for d in op.attrs["new_shape"]]
+    elif op.results[0].type.is_static:
+        target = list(op.results[0].type.static_shape)
+    else:
+        raise Unsupported("reshape target shape is not a compile-time constant")
+    target = resolve_reshape(prod(static_shape(x)), target)
+    check_rank(len(target), "reshape result")
+    return [b.reshape(x, target)]
+
+
+@legalize("tfl.squeeze", dtypes=_ANY)
+def squeeze(b: Builder, op: Operation) -> list[Value]:
+    """RESHAPE dropping size-1 dims (lower_squeeze_op L826-851, with its keep-condition L842 fixed)."""
+    x = _x(b, op)
+    shape = static_shape(x)
+    dims = [positive_axis(int(d), len(shape)) for d in (op.attrs.get("squeeze_dims") or [])]
+    if dims:
+        for d in dims:
+            if shape[d] != 1:
+                raise Unsupported(f"squeeze of dimension {d} with size {shape[d]}")
+        keep = [s for i, s in enumerate(shape) if i not in dims]
+    else:
+        keep = [s for s in shape if s != 1]
+    return [b.reshape(x, keep)]
+
+
+@legalize("tfl.expand_dims", dtypes=_ANY)
+def expand_dims(b: Builder, op: Operation) -> list[Value]:
+    """RESHAPE inserting a 1; a negative axis means axis + rank + 1 (fixes lower_expand_dims L351-356)."""
+    x = _x(b, op)
+    shape = static_shape(x)
+    (axis,) = const_ints(op, 1, "axis")[:1]
+    r = len(shape)
+    if not -(r + 1) <= axis <= r:
+        raise Unsupported(f"expand_dims axis {axis} out of range for rank {r}")
+    if axis < 0:
+        axis += r + 1
+    new = shape[:axis] + [1] + shape[axis:]
+    check_rank(len(new), "expand_dims result")
+    return [b.reshape(x, new)]
+
+
+@legalize("tfl.transpose", dtypes=_ANY)
+def transpose(b: Builder, op: Operation) -> list[Value]:
+    """TRANSPOSE with the perm constant as the ``perms`` attribute (§4 #10, S8561-8595)."""
+    x = _x(b, op)
+    perm = const_ints(op, 1, "perm")
+    r = x.type.rank
+    perm = [positive_axis(p, r) for p in perm]
+    if sorted(perm) != list(range(r)):
+        raise Unsupported(f"transpose perm {perm} is not a permutation of rank {r}")
+    return [b.transpose(x, perm)]
+
+
+# ------------------------------------------------------------------------------------ concatenation / pack
+def _concat(b: Builder, xs: Sequence[Value], axis: int, out_quant: QuantParams | None) -> Value:
+    for v in xs:
+        if not _same_quant(v.type.quant, out_quant):
+            # needs a RESCALE per input (lower_concatv2_op L278-284, zp slip L282 noted); quantized path later
+            raise Unsupported("concatenation of inputs whose quantization differs from the output's")
+    return b.concat(list(xs), axis)
+
+
+@legalize("tfl.concatenation", dtypes=_ANY)
+def concatenation(b: Builder, op: Operation) -> list[Value]:
+    """CONCAT of all inputs in one op (S7723-7755), then the fused activation (lower_concatv2_op L263-293)."""
+    xs = [data_operand(b, v) for v in op.operands]
+    rank = xs[0].type.rank
+    if rank == 0:
+        raise Unsupported("concatenation of rank-0 tensors")
+    axis = positive_axis(int(op.attrs.get("axis", 0)), rank)
+    y = _concat(b, xs, axis, _out_quant(op))
+    return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+
+
+@legalize("tfl.pack", dtypes=_ANY)
+def pack(b: Builder, op: Operation) -> list[Value]:
+    """RESHAPE each input to insert a 1 at ``axis``, then one CONCAT (simplified lower_pack_op L452-505)."""
+    xs = [data_operand(b, v) for v in op.operands]
+    shape = static_shape(xs[0])
+    r = len(shape)
+    axis = int(op.attrs.get("axis", 0))
+    if not -(r + 1) <= axis <= r:
+        raise Unsupported(f"pack axis {axis} out of range for rank {r}")
+    axis = axis + r + 1 if axis < 0 else axis
+    new = shape[:axis] + [1] + shape[axis:]
+    check_rank(len(new), "pack result")
+    return [_concat(b, [b.reshape(v, new) for v in xs], axis, _out_quant(op))]
+
+
+@legalize("tfl.unpack", dtypes=_ANY)
+def unpack(b: Builder, op: Operation) -> list[Value]:
+    """SLICE per index along ``axis`` + RESHAPE dropping it (lower_unpack_op L921-967; loop bound L948 fixed)."""
+    x = _x(b, op)
+    shape = static_shape(x)
+    axis = positive_axis(int(op.attrs.get("axis", 0)), len(shape))
+    n = shape[axis]
+    if len(op.results) != n:
+        raise Unsupported(f"unpack into {len(op.results)} results of a dimension of size {n}")
+    rest = shape[:axis] + shape[axis + 1:]
+    return [b.reshape(p, rest) for p in split_along(b, x, axis, [1] * n)]
+
+
+# ------------------------------------------------------------------------------------------------ splitting
+@legalize("tfl.split", dtypes=_ANY)
+def split(b: Builder, op: Operation) -> list[Value]:
+    """N equal SLICEs (lower_split_op L767-794, without IDENTITYN: §4 #15).  Inputs: axis, value."""
+    x = data_operand(b, op.operands[1])
+    shape = static_shape(x)
+    axis = positive_axis(const_ints(op, 0, "split axis")[0], len(shape))
+    n = int(op.attrs.get("num_splits", len(op.results)))
+    if n <= 0 or shape[axis] % n:
+        raise Unsupported(f"split of dimension {shape[axis]} into {n} equal parts")
+    return split_along(b, x, axis, [shape[axis] // n] * n)
+
+
+@legalize("tfl.split_v", dtypes=_ANY)
+def split_v(b: Builder, op: Operation) -> list[Value]:
+    """SLICEs of the given sizes; one -1 takes the remainder (lower_splitv_op L796-824).  Inputs: value, sizes, axis."""
+    x = _x(b, op)
+    shape = static_shape(x)
+    axis = positive_axis(const_ints(op, 2, "split axis")[0], len(shape))
+    sizes = const_ints(op, 1, "size_splits")
+    if sizes.count(-1) > 1:
+        raise Unsupported("split_v with more than one -1 size")
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = shape[axis] - sum(s for s in sizes if s != -1)
+    return split_along(b, x, axis, sizes)
+
+
+# ------------------------------------------------------------------------------------------------- slicing
+@legalize("tfl.slice", dtypes=_ANY)
+def slice_(b: Builder, op: Operation) -> list[Value]:
+    """SLICE with start/size as CONST_SHAPE (§4 #7, S8273-8319); size -1 = to the end."""
+    x = at_least_1d(b, _x(b, op))
+    shape = static_shape(x)
+    begin = const_ints(op, 1, "begin")
+    size = const_ints(op, 2, "size")
+    if len(begin) != len(shape) or len(size) != len(shape):
+        raise Unsupported("slice begin/size length differs from the input rank")
+    size = [d - s if z == -1 else z for d, s, z in zip(shape, begin, size)]
+    for d, s, z in zip(shape, begin, size):
+        if s < 0 or z <= 0 or s + z > d:
+            raise Unsupported(f"slice begin {begin} size {size} outside shape {shape} or empty")
+    return [b.slice(x, begin, size)]
+
+
+@legalize("tfl.strided_slice", dtypes=_ANY)
+def strided_slice(b: Builder, op: Operation) -> list[Value]:
+    """SLICE + per-axis stride selection + REVERSE + RESHAPE (lower_strided_slice_op L853-919 reworked:
+    ellipsis, new_axis, negative strides and rank ≤ 6 handled, see layout_helpers.plan_strided_slice)."""
+    x = _x(b, op)
+    a = op.attrs
+    plan = plan_strided_slice(static_shape(x), const_ints(op, 1, "begin"), const_ints(op, 2, "end"),
+                              const_ints(op, 3, "strides"), int(a.get("begin_mask", 0)), int(a.get("end_mask", 0)),
+                              int(a.get("ellipsis_mask", 0)), int(a.get("new_axis_mask", 0)),
+                              int(a.get("shrink_axis_mask", 0)), bool(a.get("offset", False)))
+    return [apply_strided_slice(b, x, plan)]
+
+
+@legalize("tfl.reverse_v2", dtypes=_ANY)
+def reverse_v2(b: Builder, op: Operation) -> list[Value]:
+    """One REVERSE per axis (lower_reversev2_op L601-617)."""
+    x = _x(b, op)
+    if x.type.rank == 0:
+        return [x]
+    axes = sorted({positive_axis(a, x.type.rank) for a in const_ints(op, 1, "axis")})
+    return [reverse(b, x, axes)]
+
+
+# ------------------------------------------------------------------------------------------------- padding
+def _paddings(op: Operation, k: int, rank: int) -> list[int]:
+    """TF/TFLite [rank, 2] paddings flattened row-major = TOSA [s0, e0, s1, e1, …] (S7903)."""
+    pads = const_ints(op, k, "paddings")
+    if len(pads) != 2 * rank:
+        raise Unsupported(f"paddings of {len(pads)} values for rank {rank}")
+    if min(pads, default=0) < 0:
+        raise Unsupported("negative paddings")
+    return pads
+
+
+@legalize("tfl.pad", dtypes=_ANY)
+def pad(b: Builder, op: Operation) -> list[Value]:
+    """PAD with zero (the zero point for quantized tensors, S7871) (§4 #9, S7869-7915)."""
+    x = _x(b, op)
+    if x.type.rank == 0:
+        return [x]
+    return [b.pad(x, _paddings(op, 1, x.type.rank), pad_value(x))]
+
+
+@legalize("tfl.padv2", dtypes=_ANY)
+def padv2(b: Builder, op: Operation) -> list[Value]:
+    """PAD with the constant_values operand (in storage units for quantized tensors)."""
+    x = _x(b, op)
+    if x.type.rank == 0:
+        return [x]
+    value: float | int | None = None
+    if len(op.operands) > 2 and has_value(op.operands[2]):
+        c = np.asarray(const_operand(op, 2, "constant_values")).reshape(-1)
+        value = c[0].item() if c.size else None
+        if value is not None and x.dtype.is_int:
+            value = int(value)
+        elif value is not None and x.dtype is DType.BOOL:
+            value = bool(value)
+    return [b.pad(x, _paddings(op, 1, x.type.rank), pad_value(x, value))]
+
+
+@legalize("tfl.mirror_pad", dtypes=_ANY)
+def mirror_pad(b: Builder, op: Operation) -> list[Value]:
+    """Per axis: CONCAT(REVERSE(SLICE(head)), x, REVERSE(SLICE(tail))).  No lowering in L (L3783).
+
+    REFLECT excludes the edge element (pad ≤ dim-1), SYMMETRIC includes it (pad ≤ dim).
+    """
+    x = _x(b, op)
+    if x.type.rank == 0:
+        return [x]
+    mode = str(op.attrs.get("mode", "REFLECT")).upper()
+    if mode not in ("REFLECT", "SYMMETRIC"):
+        raise Unsupported(f"mirror_pad mode {mode}")
+    edge = 1 if mode == "REFLECT" else 0
+    pads = _paddings(op, 1, x.type.rank)
+    for axis in range(x.type.rank):
+        before, after = pads[2 * axis], pads[2 * axis + 1]
+        if not before and not after:
+            continue
+        shape = static_shape(x)
+        dim = shape[axis]
+        if max(before, after) > dim - edge:
+            raise Unsupported(f"mirror_pad {mode} of {max(before, after)} on a dimension of size {dim}")
+        parts: list[Value] = []
+        if before:
+            parts.append(reverse(b, _axis_slice(b, x, axis, edge, before), [axis]))
+        parts.append(x)
+        if after:
+            parts.append(reverse(b, _axis_slice(b, x, axis, dim - edge - after, after), [axis]))
+        x = b.concat(parts, axis)
+    return [x]
+
+
+def _axis_slice(b: Builder, x: Value, axis: int, start: int, size: int) -> Value:
+    shape = static_shape(x)
+    begin = [0] * len(shape)
+    begin[axis] = start
+    sz = list(shape)
+    sz[axis] = size
+    return b.slice(x, begin, sz)
+
+
+# ------------------------------------------------------------------------------------------------- tiling
+@legalize("tfl.tile", dtypes=_ANY)
+def tile(b: Builder, op: Operation) -> list[Value]:
+    """TILE with multiples as CONST_SHAPE (§4 #8, S8430-8464)."""
+    x = _x(b, op)
+    mult = const_ints(op, 1, "multiples")
+    if x.type.rank == 0:
+        return [x]
+    if len(mult) != x.type.rank or min(mult) < 1:
+        raise Unsupported(f"tile multiples {mult} for rank {x.type.rank}")
+    return [b.tile(x, mult)]
+
+
+# ------------------------------------------------------------------------------------------------ gathers
+def _gather_ready(b: Builder, v: Value) -> tuple[Value, DType | None]:
+    """GATHER has no bool mode (S8700-8760): carry bool through i8."""
+    if v.dtype is DType.BOOL:
+        return b.cast(v, DType.INT8), DType.BOOL
+    return v, None
+
+
+def _indices_i32(b: Builder, v: Value) -> Value:
+    """Indices as i32 (constant int64 indices narrowed; GATHER index_t is i32, S8700-8760)."""
+    if v.dtype is DType.INT32:
+        return v
+    c = v.const()
+    if c is not None:
+        return b.const(narrow_array(c, DType.INT64), DType.INT32)
+    if v.dtype in (DType.INT8, DType.INT16):
+        return b.cast(v, DType.INT32)
+    raise Unsupported(f"gather indices of type {v.dtype} (non-constant int64 indices cannot enter TOSA)")
+
+
+@legalize("tfl.gather", dtypes=_ANY)
+def gather(b: Builder, op: Operation) -> list[Value]:
+    """params = B+P+[K]+S, indices = B+I → TRANSPOSE to B+[K]+P+S, RESHAPE [nB, K, nP·nS], GATHER with indices
+    [nB, nI], RESHAPE to B+I+P+S, TRANSPOSE to B+P+I+S.  (lower_gather_op L1058-1105 with its result perm,
+    which indexes params dims instead of the gathered layout, fixed.)"""
+    params = _x(b, op)
+    idx = op.operands[1]
+    pshape = static_shape(params)
+    ishape = static_shape(idx)
+    rp, ri = len(pshape), len(ishape)
+    if rp == 0:
+        raise Unsupported("gather from a rank-0 tensor")
+    axis = positive_axis(int(op.attrs.get("axis", 0)), rp)
+    bd = int(op.attrs.get("batch_dims", 0))
+    if bd < 0:
+        bd += ri
+    if not 0 <= bd <= min(axis, ri) or pshape[:bd] != ishape[:bd]:
+        raise Unsupported(f"gather batch_dims {bd} with axis {axis}")
+    c = idx.const()
+    if c is not None:
+        k = pshape[axis]
+        if c.size and (c.min() < 0 or c.max() >= k):
+            raise Unsupported("gather indices out of range")  # TOSA REQUIRE(0 <= k < K), S8760
+    bsh, psh, k, ssh, ish = pshape[:bd], pshape[bd:axis], pshape[axis], pshape[axis + 1:], ishape[bd:]
+    out_rank = bd + len(psh) + len(ish) + len(ssh)
+    check_rank(out_rank, "gather result")
+    params, restore = _gather_ready(b, params)
+    perm = list(range(bd)) + [axis] + list(range(bd, axis)) + list(range(axis + 1, rp))
+    values = b.reshape(b.transpose(params, perm), [prod(bsh), k, prod(psh) * prod(ssh)])
+    indices = _indices_i32(b, idx)
+    indices = b.reshape(at_least_1d(b, indices), [prod(bsh), prod(ish)])
+    g = b.emit("GATHER", [values, indices], quant=params.type.quant).result
+    y = b.reshape(g, bsh + ish + psh + ssh)
+    # B+I+P+S → B+P+I+S
+    nb, ni, np_ = len(bsh), len(ish), len(psh)
+    back = (list(range(nb)) + list(range(nb + ni, nb + ni + np_)) + list(range(nb, nb + ni))
+            + list(range(nb + ni + np_, out_rank)))
+    y = b.transpose(y, back)
+    return [b.cast(y, restore) if restore else y]
+
+
+@legalize("tfl.gather_nd", dtypes=_ANY)
+def gather_nd(b: Builder, op: Operation) -> list[Value]:
+    """Flatten the first q params dims into K and the index tuples into one i32 index (host-side for constant
+    indices, MUL + REDUCE_SUM otherwise), then one GATHER (lower_gather_nd_op L1107-1133 with its K/stride
+    slips L1118/L1122 fixed)."""
+    params = _x(b, op)
+    idx = op.operands[1]
+    pshape = static_shape(params)
+    ishape = static_shape(idx)
+    if not ishape:
+        raise Unsupported("gather_nd with rank-0 indices")
+    q = ishape[-1]
+    if q > len(pshape) or q < 1:
+        raise Unsupported(f"gather_nd index depth {q} for params rank {len(pshape)}")
+    lead, tail = pshape[:q], pshape[q:]
+    out_shape = ishape[:-1] + tail
+    check_rank(max(len(out_shape), 1), "gather_nd result")
+    strides = [prod(lead[i + 1:]) for i in range(q)]
+    w = prod(ishape[:-1])
+    params, restore = _gather_ready(b, params)
+    values = b.reshape(params, [1, prod(lead), prod(tail)])
+    c = idx.const()
+    if c is not None:
+        tup = np.asarray(c, dtype=np.int64).reshape(w, q)
+        if (tup < 0).any() or (tup >= np.asarray(lead)).any():
+            raise Unsupported("gather_nd indices out of range")
+        flat = b.const((tup @ np.asarray(strides, dtype=np.int64)).astype(np.int32).reshape(1, w), DType.INT32)
+    else:
+        iv = b.reshape(_indices_i32(b, idx), [w, q])
+        prodv = b.mul(iv, b.const(np.asarray(strides, dtype=np.int32).reshape(1, q), DType.INT32))
+        flat = b.reshape(b.emit("REDUCE_SUM", [prodv], {"axis": 1}).result, [1, w])
+    g = b.emit("GATHER", [values, flat], quant=params.type.quant).result
+    y = b.reshape(g, out_shape)
+    return [b.cast(y, restore) if restore else y]
+
+
+# --------------------------------------------------------------------------------------- space / depth / batch
+@legalize("tfl.depth_to_space", dtypes=_ANY)
+def depth_to_space(b: Builder, op: Operation) -> list[Value]:
+    """RESHAPE [N,H,W,bs,bs,C'] → TRANSPOSE {0,1,3,2,4,5} → RESHAPE [N,H·bs,W·bs,C'] (DCR, lower_depth_to_space_op
+    L295-318)."""
+    x = _x(b, op)
+    n, h, w, c = _nhwc(x)
+    bs = int(op.attrs["block_size"])
+    if bs < 1 or c % (bs * bs):
+        raise Unsupported(f"depth_to_space block {bs} with {c} channels")
+    cc = c // (bs * bs)
+    y = b.reshape(x, [n, h, w, bs, bs, cc])
+    y = b.transpose(y, [0, 1, 3, 2, 4, 5])
+    return [b.reshape(y, [n, h * bs, w * bs, cc])]
+
+
+@legalize("tfl.space_to_depth", dtypes=_ANY)
+def space_to_depth(b: Builder, op: Operation) -> list[Value]:
+    """RESHAPE [N,H/bs,bs,W/bs,bs,C] → TRANSPOSE {0,1,3,2,4,5} → RESHAPE [N,H/bs,W/bs,bs·bs·C]
+    (lower_space_to_depth_op L744-765; its ``perm=`` is the 1.0 ``perms`` attribute)."""
+    x = _x(b, op)
+    n, h, w, c = _nhwc(x)
+    bs = int(op.attrs["block_size"])
+    if bs < 1 or h % bs or w % bs:
+        raise Unsupported(f"space_to_depth block {bs} for {h}x{w}")
+    y = b.reshape(x, [n, h // bs, bs, w // bs, bs, c])
+    y = b.transpose(y, [0, 1, 3, 2, 4, 5])
+    return [b.reshape(y, [n, h // bs, w // bs, bs * bs * c])]
+
+
+def _nhwc(x: Value) -> list[int]:
+    shape = static_shape(x)
+    if len(shape) != 4:
+        raise Unsupported(f"expected an NHWC rank-4 tensor, got rank {len(shape)}")
+    return shape
+
+
+@legalize("tfl.space_to_batch_nd", dtypes=_ANY)
+def space_to_batch_nd(b: Builder, op: Operation) -> list[Value]:
+    """PAD → RESHAPE [B, d1/b1, b1, …, R] → TRANSPOSE [b1…, B, d1/b1…, R] → RESHAPE (lower_space_to_batch_nd_op
+    L661-742; its step-3 RESHAPE is a TRANSPOSE, L719, and remaining dims get zero padding).  The remaining
+    dims are collapsed into one so the 6-D limit holds for two spatial dims."""
+    x = _x(b, op)
+    shape = static_shape(x)
+    block = const_ints(op, 1, "block_shape")
+    m = len(block)
+    pads = const_ints(op, 2, "paddings")
+    if len(pads) != 2 * m or min(block, default=1) < 1 or min(pads, default=0) < 0:
+        raise Unsupported("space_to_batch_nd block/paddings")
+    rest = shape[1 + m:]
+    x = b.reshape(x, shape[:1 + m] + ([prod(rest)] if rest else []))
+    full = [0, 0] + pads + ([0, 0] if rest else [])
+    x = b.pad(x, full, pad_value(x))
+    padded = static_shape(x)
+    spatial = padded[1:1 + m]
+    if any(d % bl for d, bl in zip(spatial, block)):
+        raise Unsupported("space_to_batch_nd padded size not divisible by the block")
+    r = [prod(rest)] if rest else []
+    split = [padded[0]]
+    for d, bl in zip(spatial, block):
+        split += [d // bl, bl]
+    check_rank(len(split) + len(r), "space_to_batch_nd intermediate")
+    y = b.reshape(x, split + r)
+    perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + ([1 + 2 * m] if r else [])
+    y = b.transpose(y, perm)
+    out = [padded[0] * prod(block)] + [d // bl for d, bl in zip(spatial, block)] + rest
+    return [b.reshape(y, out)]
+
+
+@legalize("tfl.batch_to_space_nd", dtypes=_ANY)
+def batch_to_space_nd(b: Builder, op: Operation) -> list[Value]:
+    """RESHAPE [b1…bM, B', d1…dM, R] → TRANSPOSE [B', d1, b1, …, dM, bM, R] → RESHAPE → SLICE crops
+    (lower_batch_to_space_nd_op L174-261 with its crop indexing L186-187/L251 and perm L217-223 fixed)."""
+    x = _x(b, op)
+    shape = static_shape(x)
+    block = const_ints(op, 1, "block_shape")
+    m = len(block)
+    crops = const_ints(op, 2, "crops")
+    if len(crops) != 2 * m or min(block, default=1) < 1 or min(crops, default=0) < 0:
+        raise Unsupported("batch_to_space_nd block/crops")
+    nb = prod(block)
+    if shape[0] % nb:
+        raise Unsupported(f"batch {shape[0]} not divisible by block product {nb}")
+    bo = shape[0] // nb
+    spatial = shape[1:1 + m]
+    rest = shape[1 + m:]
+    r = [prod(rest)] if rest else []
+    split = block + [bo] + spatial + r
+    check_rank(len(split), "batch_to_space_nd intermediate")
+    y = b.reshape(x, split)
+    perm = [m]
+    for i in range(m):
+        perm += [m + 1 + i, i]
+    perm += [2 * m + 1] if r else []
+    y = b.transpose(y, perm)
+    full = [bo] + [d * bl for d, bl in zip(spatial, block)] + r
+    y = b.reshape(y, full)
+    start = [0] + [crops[2 * i] for i in range(m)] + ([0] if r else [])
+    size = [bo] + [full[1 + i] - crops[2 * i] - crops[2 * i + 1] for i in range(m)] + r
+    if min(size) <= 0:
+        raise Unsupported("batch_to_space_nd crops leave an empty tensor")
+    y = b.slice(y, start, size)
+    return [b.reshape(y, [bo] + size[1:1 + m] + rest)]
+
+
+# ------------------------------------------------------------------------------------------ shape / fill
+@legalize("tfl.shape", dtypes=_ANY)
+def shape_(b: Builder, op: Operation) -> list[Value]:
+    """The static shape as an i32 CONST (lower_shape_op L651-659; int64 out_type narrowed, §6.7)."""
+    x = op.operands[0]
+    dims = static_shape(x)
+    return [b.const(np.asarray(dims, dtype=np.int32), DType.INT32)]
+
+
+@legalize("tfl.rank", dtypes=_ANY)
+def rank_(b: Builder, op: Operation) -> list[Value]:
+    """Rank as a rank-0 i32 CONST (L3923-3935; S10150 allows rank 0)."""
+    return [b.const(np.asarray(op.operands[0].type.rank, dtype=np.int32), DType.INT32)]
+
+
+@legalize("tfl.fill", dtypes=_ANY)
+def fill(b: Builder, op: Operation) -> list[Value]:
+    """CONST of the filled shape for a constant value (L3303-3325), else RESHAPE the scalar to 1s + TILE."""
+    dims = const_ints(op, 0, "dims")
+    v = op.operands[1]
+    dt = tosa_dtype(v.dtype)
+    check_rank(len(dims), "fill result")
+    c = v.const()
+    if c is not None:
+        arr = np.full(dims, narrow_array(np.asarray(c).reshape(-1)[:1], v.dtype)[0], dtype=dt.np_dtype())
+        return [b.const(arr, dt, quant=v.type.quant)]
+    x = data_operand(b, v)
+    if not dims:
+        return [b.reshape(x, [])]
+    return [b.tile(b.reshape(x, [1] * len(dims)), dims)]
+
+
+@legalize("tfl.zeros_like", dtypes=_ANY)
+def zeros_like(b: Builder, op: Operation) -> list[Value]:
+    """Zero CONST of the input's shape (L4489-4499)."""
+    x = op.operands[0]
+    dt = tosa_dtype(x.dtype)
+    return [b.const(np.zeros(static_shape(x), dtype=dt.np_dtype()), dt)]
+
+
+@legalize("tfl.ones_like", dtypes=_ANY)
+def ones_like(b: Builder, op: Operation) -> list[Value]:
+    """One-filled CONST of the input's shape."""
+    x = op.operands[0]
+    dt = tosa_dtype(x.dtype)
+    return [b.const(np.ones(static_shape(x), dtype=dt.np_dtype()), dt)]
