@@ -1,0 +1,212 @@
+"""Which TOSA profiles and extensions a graph needs, and the level limits it breaks.
+
+* :func:`requirements` walks the ``tosa.*`` ops of a graph (and of its regions), finds each op's
+  type row in the catalogue and gathers the row's profile/extension, choosing the smallest set:
+  a row that is in both profiles ("PRO-INT or PRO-FP") is satisfied by a profile some other op
+  already needs, else by PRO-FP when the op touches float data, else by PRO-INT.  RESCALE's
+  rounding modes add EXT-DOUBLEROUND / EXT-INEXACTROUND; non-constant CTC operands add
+  EXT-DYNAMIC; every extension brings a profile it is allowed with (Table 3, S192-290).
+* :func:`level_violations` applies the LEVEL_CHECKs of the operation functions with the level
+  maxima of Table 4 (S304-358).
+* :func:`tosa_opt_target` formats the result for ``tosa-opt --tosa-attach-target``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidGraphError
+from ..ir.graph import Graph, Operation
+from . import catalogue
+
+#: Table 4 (S318-358)
+LEVEL_8K: dict[str, int] = {"MAX_RANK": 6, "MAX_KERNEL": 8192, "MAX_STRIDE": 8192, "MAX_SCALE": 256,
+                            "MAX_LOG2_SIZE": 31, "MAX_NESTING": 6, "MAX_TENSOR_LIST_SIZE": 64}
+LEVEL_NONE: dict[str, int] = {"MAX_RANK": 32, "MAX_KERNEL": (1 << 31) - 1, "MAX_STRIDE": (1 << 31) - 1,
+                              "MAX_SCALE": 2048, "MAX_LOG2_SIZE": 63, "MAX_NESTING": 256,
+                              "MAX_TENSOR_LIST_SIZE": 256}
+
+PROFILES = ("PRO-INT", "PRO-FP")
+#: Table 3 (S192-290): extension -> the profiles it may be used with
+EXTENSION_PROFILES: dict[str, tuple[str, ...]] = {
+    "EXT-INT16": ("PRO-INT",), "EXT-INT4": ("PRO-INT",), "EXT-BF16": ("PRO-FP",), "EXT-FP8E4M3": ("PRO-FP",),
+    "EXT-FP8E5M2": ("PRO-FP",), "EXT-FFT": ("PRO-FP",), "EXT-VARIABLE": ("PRO-INT", "PRO-FP"),
+    "EXT-CONTROLFLOW": ("PRO-INT", "PRO-FP"), "EXT-DYNAMIC": ("PRO-INT", "PRO-FP"),
+    "EXT-DOUBLEROUND": ("PRO-INT",), "EXT-INEXACTROUND": ("PRO-INT",),
+}
+#: Table 2/3 status: experimental extensions may change (S372-375)
+EXPERIMENTAL = frozenset({"EXT-BF16", "EXT-FP8E4M3", "EXT-FP8E5M2", "EXT-VARIABLE", "EXT-CONTROLFLOW",
+                          "EXT-DYNAMIC", "EXT-INEXACTROUND"})
+
+
+def walk(graph: Graph, depth: int = 0) -> Iterator[tuple[Operation, int]]:
+    """Every operation of ``graph`` and of its ops' regions, with its control-flow nesting depth."""
+    for op in graph.topological_order():
+        yield op, depth
+        for region in op.regions:
+            yield from walk(region, depth + 1)
+
+
+def _tosa_ops(graph: Graph) -> Iterator[tuple[Operation, int]]:
+    for op, depth in walk(graph):
+        if op.dialect == "tosa":
+            yield op, depth
+
+
+def _touches_float(op: Operation) -> bool:
+    return any(v.dtype.is_float for v in list(op.operands) + list(op.results))
+
+
+def op_requirements(op: Operation) -> tuple[tuple[str, ...], set[str]]:
+    """(alternatives, required): one of ``alternatives`` (may be empty) plus all of ``required``."""
+    types_in = [v.type for v in op.operands]
+    types_out = [v.type for v in op.results]
+    row = catalogue.match_row(op.opcode, types_in, types_out, op.attrs)
+    required = set(row.also)
+    alts: tuple[str, ...] = ()
+    if len(row.support) == 1:
+        required.add(row.support[0])
+    else:
+        alts = row.support
+    if op.opcode == "RESCALE":
+        mode = str(op.attrs.get("rounding_mode", "SINGLE_ROUND"))
+        if mode == "DOUBLE_ROUND":
+            required.add("EXT-DOUBLEROUND")
+        elif mode == "INEXACT_ROUND":
+            required.add("EXT-INEXACTROUND")
+    for arg, v in catalogue.bind_operands(op.opcode, list(op.operands)):
+        if arg.ctc and not v.is_const:
+            required.add("EXT-DYNAMIC")
+    return alts, required
+
+
+def requirements(graph: Graph) -> tuple[list[str], list[str]]:
+    """(profiles, extensions) the graph needs, each sorted; see the module docstring for the rules."""
+    needed: set[str] = set()
+    deferred: list[tuple[Operation, tuple[str, ...]]] = []
+    for op, _depth in _tosa_ops(graph):
+        try:
+            alts, req = op_requirements(op)
+        except InvalidGraphError as e:
+            raise InvalidGraphError(str(e), op=op.location or op.name) from None
+        needed |= req
+        if alts:
+            deferred.append((op, alts))
+    for op, alts in deferred:
+        if any(a in needed for a in alts):
+            continue
+        want = "PRO-FP" if _touches_float(op) else "PRO-INT"
+        needed.add(want if want in alts else alts[0])
+    for ext in sorted(n for n in needed if n.startswith("EXT-")):
+        allowed = EXTENSION_PROFILES.get(ext, PROFILES)
+        if not any(p in needed for p in allowed):
+            needed.add(allowed[0])
+    profiles = sorted(n for n in needed if n.startswith("PRO-"))
+    extensions = sorted(n for n in needed if n.startswith("EXT-"))
+    return profiles, extensions
+
+
+# ------------------------------------------------------------------------------------------ levels
+def _ints(v: Any) -> list[int]:
+    return [int(x) for x in np.asarray(v).reshape(-1)] if v is not None else []
+
+
+def _op_level(op: Operation, level: dict[str, int]) -> list[str]:
+    out: list[str] = []
+    code = op.opcode
+    a = op.attrs
+    mk, ms = level["MAX_KERNEL"], level["MAX_STRIDE"]
+
+    def check(cond: bool, what: str) -> None:
+        if not cond:
+            out.append(f"{code}: {what}")
+
+    if code in ("AVG_POOL2D", "MAX_POOL2D"):
+        for k in _ints(a.get("kernel")):
+            check(k <= mk, f"kernel {k} > MAX_KERNEL {mk}")
+        for s in _ints(a.get("stride")):
+            check(s <= ms, f"stride {s} > MAX_STRIDE {ms}")
+        for p in _ints(a.get("pad")):
+            check(p <= mk, f"pad {p} > MAX_KERNEL {mk}")
+    elif code in ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D"):
+        w = op.operands[1].shape if len(op.operands) > 1 else ()
+        ks = list(w[:-2]) if code == "DEPTHWISE_CONV2D" else list(w[1:-1])
+        for k, d in zip(ks, _ints(a.get("dilation"))):
+            if isinstance(k, int):
+                check(d * k <= mk, f"dilation*kernel {d}*{k} > MAX_KERNEL {mk}")
+        for p in _ints(a.get("pad")):
+            check(p <= mk, f"pad {p} > MAX_KERNEL {mk}")
+        for s in _ints(a.get("stride")):
+            check(s <= ms, f"stride {s} > MAX_STRIDE {ms}")
+    elif code == "TRANSPOSE_CONV2D":
+        w = op.operands[1].shape if len(op.operands) > 1 else ()
+        for k in list(w[1:3]):
+            if isinstance(k, int):
+                check(k <= mk, f"kernel {k} > MAX_KERNEL {mk}")
+        for p in _ints(a.get("out_pad")):
+            check(p <= mk, f"out_pad {p} > MAX_KERNEL {mk}")
+        for s in _ints(a.get("stride")):
+            check(s <= ms, f"stride {s} > MAX_STRIDE {ms}")
+    elif code in ("FFT2D", "RFFT2D"):
+        for d in list(op.operands[0].shape[1:3]):
+            if isinstance(d, int):
+                check(d <= mk, f"H/W {d} > MAX_KERNEL {mk}")
+    elif code == "RESIZE" and len(op.operands) > 1:
+        sc = op.operands[1].const()
+        if sc is not None and np.asarray(sc).size == 4:
+            yn, yd, xn, xd = _ints(sc)
+            if yd > 0 and xd > 0:  # integer division as in the pseudo-code (S9207-9208)
+                check(yn // yd <= level["MAX_SCALE"], f"scale_y {yn}/{yd} > MAX_SCALE {level['MAX_SCALE']}")
+                check(xn // xd <= level["MAX_SCALE"], f"scale_x {xn}/{xd} > MAX_SCALE {level['MAX_SCALE']}")
+    if code in ("CONCAT", "CUSTOM", "COND_IF", "WHILE_LOOP"):
+        n_in = len(op.operands) - (1 if code == "COND_IF" else 0)
+        lim = level["MAX_TENSOR_LIST_SIZE"]
+        check(n_in <= lim, f"{n_in} tensors in the input list > MAX_TENSOR_LIST_SIZE {lim}")
+        if code != "CONCAT":
+            check(len(op.results) <= lim, f"{len(op.results)} tensors in the output list > MAX_TENSOR_LIST_SIZE {lim}")
+    return out
+
+
+def level_violations(graph: Graph, level: dict[str, int] = LEVEL_8K) -> list[str]:
+    """Messages for every LEVEL_CHECK the graph fails at ``level`` (empty when it conforms)."""
+    msgs: list[str] = []
+    max_rank, max_size = level["MAX_RANK"], (1 << level["MAX_LOG2_SIZE"]) - 1
+
+    def value_checks(where: str, v: Any) -> None:
+        t = v.type
+        if t.rank > max_rank:
+            msgs.append(f"{where}: {v.name} has rank {t.rank} > MAX_RANK {max_rank}")
+        if t.is_static and t.dtype.value != "shape" and t.size > max_size:
+            msgs.append(f"{where}: {v.name} has {t.size} elements > 2^MAX_LOG2_SIZE-1")
+
+    def visit(g: Graph, depth: int) -> None:
+        for v in g.inputs:
+            value_checks(f"graph {g.name} input", v)
+        for op in g.topological_order():
+            where = f"{op.name}#{op.id}" + (f" ({op.location})" if op.location else "")
+            for v in op.results:
+                value_checks(where, v)
+            if op.dialect == "tosa":
+                msgs.extend(f"{where}: {m.split(': ', 1)[1]}" for m in _op_level(op, level))
+                if op.opcode in ("COND_IF", "WHILE_LOOP") and depth >= level["MAX_NESTING"]:
+                    msgs.append(f"{where}: nesting depth {depth} >= MAX_NESTING {level['MAX_NESTING']}")
+            for region in op.regions:
+                visit(region, depth + 1)
+
+    visit(graph, 0)
+    return msgs
+
+
+def tosa_opt_target(profiles: list[str] | tuple[str, ...], extensions: list[str] | tuple[str, ...],
+                    level: str = "8k") -> str:
+    """The ``--tosa-attach-target`` option string, e.g.
+    ``specification_version=1.0 profiles=pro_fp extensions=int16,doubleround level=8k``."""
+    pro = ",".join(p.lower().replace("-", "_") for p in profiles) or "pro_int"
+    parts = ["specification_version=1.0", f"profiles={pro}"]
+    if extensions:
+        parts.append("extensions=" + ",".join(e.lower().removeprefix("ext-") for e in extensions))
+    parts.append(f"level={level}")
+    return " ".join(parts)
