@@ -112,7 +112,8 @@ def convert(source: str | os.PathLike[str] | bytes, *, input_shapes: Mapping[str
     from .converter.tflite import load_tflite
 
     data, path = _read_source(source)
-    graph = load_tflite(data, name=Path(path).stem if path != "<bytes>" else None)
+    graph = load_tflite(data, name=Path(path).stem if path != "<bytes>" else None,
+                        file=path if path != "<bytes>" else None)
     graph.meta["file"] = path
     options = ConvertOptions(input_shapes=input_shapes, fold=fold, extra=dict(extra))
     convert_graph(graph, options, file=path)

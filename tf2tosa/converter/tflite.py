@@ -163,16 +163,17 @@ class _Tensor:
     sparsity: dict[str, Any] | None
 
 
-def load_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview, name: str | None = None) -> Graph:
+def load_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview, name: str | None = None,
+                file: str | None = None) -> Graph:
     """Load a ``.tflite`` model (a path or the file's bytes) into the IR.
 
-    ``name`` names the returned graph (default: the file's stem, or ``"main"``).
+    ``name`` names the returned graph (default: the file's stem, or ``"main"``).  ``file`` is the path the
+    bytes were read from, for error messages.
     Raises :class:`ModelLoadError` for a missing, truncated or corrupt file.
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-        file: str | None = None
-        label = name or "<bytes>"
+        label = file or name or "<bytes>"
     else:
         file = os.fspath(source)
         label = file

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.graph import Operation
 from .common import F32, fcompute, float_unary
-from .registry import attr, error_if, in_dtype, kernel, to_out
+from .registry import attr, error_if, fdt, in_dtype, kernel, to_out
 
 _erf64 = np.frompyfunc(math.erf, 1, 1)
 
@@ -17,7 +17,7 @@ def erf_f32(x: np.ndarray) -> np.ndarray:
     """erf of float32 values: exact float64 math.erf, rounded once to fp32."""
     if x.size == 0:
         return x.astype(F32)
-    return np.asarray(_erf64(x.astype(np.float64)), dtype=np.float64).astype(F32)
+    return np.asarray(_erf64(x.astype(np.float64)), dtype=np.float64).astype(fdt())
 
 
 @kernel("CLAMP")

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.graph import Operation
 from ..ir.types import DType
-from .registry import error_if, in_dtype, out_dtype, to_out
+from .registry import PRECISE, error_if, in_dtype, out_dtype, to_out
 
 F32 = np.float32
 
@@ -28,7 +28,7 @@ def broadcast_shape(op: Operation, *arrays: np.ndarray) -> tuple[int, ...]:
 
 def fcompute(x: np.ndarray, dt: DType) -> np.ndarray:
     """Float operand in its compute type (fp32; fp16/bf16/fp8 are exact in fp32)."""
-    return x.astype(np.float64 if dt is DType.FP64 else F32, copy=False)
+    return x.astype(np.float64 if dt is DType.FP64 or PRECISE.get() else F32, copy=False)
 
 
 def float_unary(op: Operation, x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> list[np.ndarray]:

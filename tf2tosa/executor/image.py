@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ir.graph import Operation
 from ..ir.types import DType
-from .registry import error_if, in_dtype, int_list, kernel, out_dtype, to_out
+from .registry import error_if, fdt, in_dtype, int_list, kernel, out_dtype, to_out
 
 
 def _axis_params(o: np.ndarray, n: int, d: int, off: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -45,7 +45,7 @@ def resize(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [to_out(x[:, iy][:, :, ix], op)]
     error_if(mode != "BILINEAR", op, f"unknown resize mode {mode}")
     if in_dtype(op).is_float:
-        ft = np.float32
+        ft = fdt()
         dy = (ry.astype(ft) / ft(yn))[None, :, None, None]
         dx = (rx.astype(ft) / ft(xn))[None, None, :, None]
         xf = x.astype(ft)

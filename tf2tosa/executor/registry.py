@@ -8,6 +8,7 @@ i4 in int8, bf16/fp8 through ml_dtypes).
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -99,9 +100,18 @@ def is_float(dt: DType) -> bool:
     return dt.is_float
 
 
+#: precise mode: float ops compute and store in fp64, like the reference model's ``precise_mode``
+PRECISE: contextvars.ContextVar[bool] = contextvars.ContextVar("tf2tosa_precise", default=False)
+
+
+def fdt() -> type[np.floating[Any]]:
+    """numpy float type kernels compute in: float32, or float64 in precise mode."""
+    return np.float64 if PRECISE.get() else np.float32
+
+
 def float_compute_dtype(dt: DType) -> np.dtype:
     """numpy type in which float kernels compute: fp32 as fp32, narrower floats in fp32 then rounded."""
-    if dt is DType.FP64:
+    if dt is DType.FP64 or PRECISE.get():
         return np.dtype(np.float64)
     return np.dtype(np.float32)
 
@@ -109,6 +119,8 @@ def float_compute_dtype(dt: DType) -> np.dtype:
 def to_out(x: np.ndarray, op: Operation, i: int = 0) -> np.ndarray:
     """Cast a kernel result to the storage type of result ``i``."""
     dt = np_out(op, i)
+    if PRECISE.get() and op.results[i].type.dtype.is_float:
+        dt = np.dtype(np.float64)
     x = np.asarray(x)
     if x.dtype != dt:
         with np.errstate(over="ignore", invalid="ignore"):

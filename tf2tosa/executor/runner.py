@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import InputError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
-from .registry import KERNELS, ExecutionError, op_label
+from .registry import KERNELS, PRECISE, ExecutionError, op_label
 
 
 @dataclass
@@ -41,7 +41,7 @@ def current_state() -> ExecState:
 def storage(arr: Any, t: TensorType) -> np.ndarray:
     """Cast ``arr`` to the storage numpy type of ``t``."""
     a = np.asarray(arr)
-    dt = t.dtype.np_dtype()
+    dt = np.dtype(np.float64) if PRECISE.get() and t.dtype.is_float else t.dtype.np_dtype()
     if a.dtype != dt:
         a = a.astype(dt)
     return a
@@ -150,16 +150,21 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
 
 
 def run(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any], *, trace: bool = False,
-        variables: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        variables: dict[str, np.ndarray] | None = None, precise: bool = False) -> dict[str, np.ndarray]:
     """Run ``graph`` on ``inputs`` (by input name, or a list in input order).
 
     Returns the outputs keyed by output value name, in output order.  With
     ``trace=True`` every value of the top-level graph (inputs, intermediates,
     outputs) is returned by value name instead.  ``variables`` (name -> array) holds
     EXT-VARIABLE state and is updated in place, so passing the same dict to several
-    runs keeps state across invocations.
+    runs keeps state across invocations.  ``precise=True`` computes float ops in fp64 (the reference
+    model's precise mode); float outputs are then float64 arrays.
     """
-    res, _ = _run(graph, inputs, trace=trace, variables=variables, profile=False)
+    token = PRECISE.set(precise)
+    try:
+        res, _ = _run(graph, inputs, trace=trace, variables=variables, profile=False)
+    finally:
+        PRECISE.reset(token)
     return res
 
 

@@ -16,9 +16,8 @@ from numpy.lib.stride_tricks import as_strided
 from ..ir.graph import Operation
 from ..ir.types import DType
 from . import numerics as nm
-from .registry import attr, error_if, in_dtype, int_list, kernel, out_dtype, require, scalar, to_out
+from .registry import PRECISE, attr, error_if, fdt, in_dtype, int_list, kernel, out_dtype, require, scalar, to_out
 
-F32 = np.float32
 _EXACT = float(2 ** 53)
 
 
@@ -63,9 +62,9 @@ def _finish_int(op: Operation, acc: np.ndarray, bias: np.ndarray, bias_index: np
 def _float_bias(op: Operation, acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """out = static_cast<out_t>(acc) + bias, the add rounded in out_t (exact in fp32 for fp16/bf16 operands)."""
     ot = out_dtype(op).np_dtype()
-    if ot != acc.dtype:
-        acc = acc.astype(ot).astype(F32)
-    return acc + bias.astype(F32).reshape(-1)
+    if ot != acc.dtype and not PRECISE.get():
+        acc = acc.astype(ot).astype(fdt())
+    return acc + bias.astype(fdt()).reshape(-1)
 
 
 def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
@@ -94,8 +93,8 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
     kk = int(np.prod(ks)) * ic
     m = n_ * int(np.prod(outs))
     if out_dtype(op).is_float:
-        xp = np.pad(x.astype(F32), pads)
-        wm = w.astype(F32).reshape(oc, kk).T
+        xp = np.pad(x.astype(fdt()), pads)
+        wm = w.astype(fdt()).reshape(oc, kk).T
         if all(k == 1 for k in ks) and all(s == 1 for s in stride) and not any(pad):
             cols = xp.reshape(m, ic)
         else:
@@ -143,9 +142,9 @@ def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     error_if(bias.size != c * mm and bias.size != 1, op, "bias size is neither C*M nor 1")
     is_float = out_dtype(op).is_float
     if is_float:
-        xp = np.pad(x.astype(F32), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-        wf = w.astype(F32)
-        acc = np.zeros((n_, oh, ow, c, mm), F32)
+        xp = np.pad(x.astype(fdt()), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+        wf = w.astype(fdt())
+        acc = np.zeros((n_, oh, ow, c, mm), fdt())
     else:
         xp = np.pad(x.astype(np.int64) - izp, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
         wf = w.astype(np.int64) - wzp
@@ -180,10 +179,10 @@ def transpose_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     error_if(bias.size != oc and bias.size != 1, op, "bias size is neither OC nor 1")
     is_float = out_dtype(op).is_float
     if is_float:
-        xm = x.astype(F32).reshape(-1, ic)
-        wm = w.astype(F32).transpose(3, 1, 2, 0).reshape(ic, kh * kw * oc)
+        xm = x.astype(fdt()).reshape(-1, ic)
+        wm = w.astype(fdt()).transpose(3, 1, 2, 0).reshape(ic, kh * kw * oc)
         contrib = (xm @ wm).reshape(n_, ih, iw, kh, kw, oc)
-        out = np.zeros((n_, oh, ow, oc), F32)
+        out = np.zeros((n_, oh, ow, oc), fdt())
     else:
         xm = (x.astype(np.int64) - izp).reshape(-1, ic)
         wm = (w.astype(np.int64) - wzp).transpose(3, 1, 2, 0).reshape(ic, kh * kw * oc)
@@ -216,7 +215,7 @@ def matmul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     _zp_check(op, in_dtype(op, 0), azp, "A_zp")
     _zp_check(op, in_dtype(op, 1), bzp, "B_zp")
     if out_dtype(op).is_float:
-        return [to_out(np.matmul(a.astype(F32), b.astype(F32)), op)]
+        return [to_out(np.matmul(a.astype(fdt()), b.astype(fdt())), op)]
     acc = exact_matmul(a.astype(np.int64) - azp, b.astype(np.int64) - bzp)
     nm.check_fits(acc, out_dtype(op), "accumulator")
     return [to_out(acc, op)]
@@ -249,9 +248,9 @@ def avg_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     ones = np.pad(np.ones((1, x.shape[1], x.shape[2], 1), np.int64), pads)
     count = windows(ones, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4))  # [1,OH,OW,1]
     if dt.is_float:
-        xp = np.pad(x.astype(F32), pads)
-        acc = windows(xp, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4), dtype=F32)
-        return [to_out(acc / count.astype(F32), op)]
+        xp = np.pad(x.astype(fdt()), pads)
+        acc = windows(xp, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4), dtype=fdt())
+        return [to_out(acc / count.astype(fdt()), op)]
     xp = np.pad(x.astype(np.int64) - izp, pads)
     acc = windows(xp, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4))
     nm.check_fits(acc, DType.INT32, "accumulator")
@@ -273,7 +272,7 @@ def max_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     pads = ((0, 0), (pt, pb), (pl, pr), (0, 0))
     if in_dtype(op, 0).is_float:
         ignore = _nan_mode(op) == "IGNORE"
-        xp = np.pad(x.astype(F32), pads, constant_values=np.nan if ignore else -np.inf)
+        xp = np.pad(x.astype(fdt()), pads, constant_values=np.nan if ignore else -np.inf)
         win = windows(xp, ks, st, [1, 1], [oh, ow])
         red = np.fmax.reduce(win, axis=(3, 4)) if ignore else win.max(axis=(3, 4))
         return [to_out(red, op)]
@@ -289,7 +288,7 @@ def argmax(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     axis = int(attr(op, "axis"))
     error_if(axis < 0 or axis >= x.ndim, op, f"axis {axis} out of range for rank {x.ndim}")
     if in_dtype(op, 0).is_float:
-        xf = x.astype(F32)
+        xf = x.astype(fdt())
         nan = np.isnan(xf)
         if _nan_mode(op) == "IGNORE":
             filled = np.where(nan, -np.inf, xf)

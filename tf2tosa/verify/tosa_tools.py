@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..ir.graph import Graph
 from ..ir.types import DType
 from ..serializer.tosa_reader import from_bytes
 
@@ -268,6 +269,8 @@ def run_reference(model: bytes | str | os.PathLike[str], inputs: Mapping[str, np
         with open(os.path.join(tmp, "model.tosa"), "wb") as f:
             f.write(data)
         entries = [_save(tmp, f"in_{i}.npy", a) for i, a in enumerate(arrays)]
+        if precise:
+            return _run_reference_cli(tmp, graph, entries, level, timeout)
         options: dict[str, object] = {"precise_mode": int(precise), "tosa_level": level}
         with open(os.path.join(tmp, "request.json"), "w") as f:
             json.dump({"inputs": entries, "options": options}, f)
@@ -310,3 +313,20 @@ def _fix_output(name: str, dtype: DType, shape: tuple[int, ...], arr: np.ndarray
         else:
             arr = arr.astype(want)
     return arr.reshape(shape)
+
+
+def _run_reference_cli(tmp: str, graph: Graph, entries: list[dict[str, str | None]], level: str, timeout: float
+                       ) -> dict[str, np.ndarray]:
+    """Precise mode (fp64) through the ``tosa_reference_model`` command: its Python API returns no fp64 outputs."""
+    exe = Path(python_exe()).with_name("tosa_reference_model")
+    outs = [f"out_{i}.npy" for i in range(len(graph.outputs))]
+    cmd = [str(exe), "--tosa_file", os.path.join(tmp, "model.tosa"), "--output_dir", tmp, "--precise_mode", "1",
+           "--tosa_level", {"NONE": "NONE", "8K": "EIGHTK"}.get(level.upper(), level),
+           "--ifm_name", ",".join(v.name for v in graph.inputs),
+           "--ifm_file", ",".join(os.path.join(tmp, f"in_{i}.npy") for i in range(len(graph.inputs))),
+           "--ofm_name", ",".join(v.name for v in graph.outputs), "--ofm_file", ",".join(outs)]
+    proc = _run(cmd, timeout)
+    missing = [o for o in outs if not os.path.exists(os.path.join(tmp, o))]
+    if proc.returncode != 0 or missing:
+        raise ReferenceModelError(f"exit code {proc.returncode}", _strip_warnings(proc.stderr + proc.stdout))
+    return {v.name: np.load(os.path.join(tmp, o)).reshape(v.type.static_shape) for v, o in zip(graph.outputs, outs)}
