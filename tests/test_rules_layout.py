@@ -98,8 +98,6 @@ def test_reshape_with_minus_one_and_attr() -> None:
     exact(y, x.reshape(6, 4))
 
 
-@pytest.mark.xfail(reason="catalogue rejects the empty shape_t operand of a rank-0 RESHAPE (S8045 allows it)",
-                   strict=False)
 def test_reshape_to_rank0() -> None:
     (y,), _ = convert_and_run("tfl.reshape", [In(rand([1, 1])), np.array([], np.int32)], out_ranks=[0])
     assert y.shape == ()

@@ -1150,7 +1150,8 @@ def validate(name: str, operand_types: Sequence[TensorType], result_types: Seque
             raise _err(spec, f"{arg.name} must have rank {arg.rank}, has shape {list(t.shape)}", arg.name)
         if t.rank < arg.min_rank:
             raise _err(spec, f"{arg.name} must have rank >= {arg.min_rank}, has rank {t.rank}", arg.name)
-        if any(isinstance(d, int) and d < 1 for d in t.shape):  # S760: no empty tensors
+        # S760: no empty tensors; a shape_t value of a rank-0 shape (S8045) has length 0 and is fine
+        if t.dtype is not DType.SHAPE and any(isinstance(d, int) and d < 1 for d in t.shape):
             raise _err(spec, f"{arg.name} has a dimension < 1: {list(t.shape)}", arg.name)
         if arg.role in ("zp",) and t.is_static and t.shape != (1,):
             raise _err(spec, f"{arg.name} must have shape [1], has {list(t.shape)}", arg.name)
