@@ -19,7 +19,8 @@ from tf2tosa.ir import DType, Graph, TensorType
 from tf2tosa.tosa import catalogue, profiles, shapes
 from tf2tosa.tosa.catalogue import OPS, R, infer_result_types, match_row, validate
 
-SPEC = Path("/work/shared/seeds/000_1233e33818c54f1a.txt")
+# the spec seed lives in shared/, beside the repository (as in CI)
+SPEC = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "000_1233e33818c54f1a.txt"
 FBS = Path(__file__).resolve().parents[1] / ".venv-tosa/lib/python3.11/site-packages/bin/tosa.fbs"
 needs_spec = pytest.mark.skipif(not SPEC.exists(), reason="spec seed not available")
 
