@@ -30,9 +30,21 @@ class E2EResult:
     validated: bool = False
     ref_rel: float = 0.0
     ref_mismatches: int = 0
+    max_lsb: int = 0  # integer outputs: max |ours - LiteRT| in LSB
+    default_kernel_mismatches: int = -1  # integer outputs vs LiteRT's optimized kernels (information only)
     convert_s: float = 0.0
     profiles: list[str] = field(default_factory=list)
     extensions: list[str] = field(default_factory=list)
+
+
+def unsigned_io(graph: Graph) -> set[str]:
+    """Names of graph inputs/outputs that carry uint8 bits in an i8 tensor (RESCALE input/output_unsigned)."""
+    return set(graph.meta.get("unsigned_io", ()))
+
+
+def to_source(graph: Graph, name: str, arr: np.ndarray) -> np.ndarray:
+    """Our array as the source framework sees it (i8 bits of a uint8 boundary viewed as uint8)."""
+    return arr.view(np.uint8) if name in unsigned_io(graph) and arr.dtype == np.int8 else arr
 
 
 def inputs_for(graph: Graph, seed: int, lo: float = -1.0, hi: float = 1.0) -> dict[str, np.ndarray]:
@@ -59,29 +71,45 @@ def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
 
 
 def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi: float = 1.0,
-                 reference_model: bool = True, rtol: float = LITERT_RTOL) -> E2EResult:
-    """Assert the whole chain for one model; returns the measured figures."""
+                 reference_model: bool = True, rtol: float = LITERT_RTOL, reference_kernels: bool = False,
+                 max_lsb: int = 0, rounding: str = "double") -> E2EResult:
+    """Assert the whole chain for one model; returns the measured figures.
+
+    Integer outputs must match LiteRT exactly (or within ``max_lsb``, a pinned and documented bound); with
+    ``reference_kernels`` the oracle is LiteRT's BUILTIN_REF kernels, and the optimized kernels' mismatch count is
+    recorded for information.
+    """
     from tf2tosa.verify import tosa_tools
     from tf2tosa.verify.litert import run_tflite_many
 
     t0 = time.perf_counter()
-    model = tf2tosa.convert(tflite)
+    model = tf2tosa.convert(tflite, rounding=rounding)
     res = E2EResult(name, convert_s=time.perf_counter() - t0, profiles=model.profiles, extensions=model.extensions)
     g = model.graph
     res.ops = {k: v for k, v in g.op_counts().items() if k not in ("tosa.CONST", "tosa.CONST_SHAPE")}
     sets = [inputs_for(g, seed, lo, hi) for seed in range(num)]
     src = {v.name: v.source or v.name for v in g.inputs}
-    refs = run_tflite_many(tflite, [{src[k]: a for k, a in s.items()} for s in sets])
+    src_sets = [{src[k]: to_source(g, k, a) for k, a in s.items()} for s in sets]
+    refs = run_tflite_many(tflite, src_sets, reference_kernels=reference_kernels)
     ours = [model.run(s) for s in sets]
-    for s_ref, s_ours in zip(refs, ours):
+    is_int = any(not np.issubdtype(a.dtype, np.floating) for a in ours[0].values())
+    defaults = run_tflite_many(tflite, src_sets) if reference_kernels and is_int else None
+    if defaults is not None:
+        res.default_kernel_mismatches = 0
+    for k, (s_ref, s_ours) in enumerate(zip(refs, ours)):
         ref_list = list(s_ref.values())
         for i, v in enumerate(g.outputs):
             r = s_ref.get(v.source or "", ref_list[i])
-            o = s_ours[v.name].reshape(r.shape)
+            o = to_source(g, v.name, s_ours[v.name]).reshape(r.shape)
             if np.issubdtype(r.dtype, np.floating):
                 res.litert_rel = max(res.litert_rel, rel_err(o, r))
             else:
-                res.litert_mismatches += int(np.count_nonzero(o != r))
+                diff = np.abs(o.astype(np.int64) - r.astype(np.int64))
+                res.litert_mismatches += int(np.count_nonzero(diff))
+                res.max_lsb = max(res.max_lsb, int(diff.max()) if diff.size else 0)
+                if defaults is not None:
+                    d = list(defaults[k].values())[i].reshape(r.shape)
+                    res.default_kernel_mismatches += int(np.count_nonzero(o != d))
     data = model.to_bytes()
     if tosa_tools.available():
         ok, msg = tosa_tools.validate(data, model.profiles, model.extensions)
@@ -100,7 +128,8 @@ def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi
                     res.ref_mismatches += int(np.count_nonzero(b != a.reshape(b.shape)))
     _record(res)
     assert res.litert_rel <= rtol, f"{name}: executor vs LiteRT rel error {res.litert_rel:.3g} > {rtol}"
-    assert res.litert_mismatches == 0, f"{name}: {res.litert_mismatches} integer mismatches vs LiteRT"
+    assert res.max_lsb <= max_lsb, (f"{name}: {res.litert_mismatches} integer mismatches vs LiteRT, "
+                                    f"max {res.max_lsb} LSB (bound {max_lsb})")
     assert res.ref_rel <= REF_RTOL, f"{name}: executor vs reference model rel error {res.ref_rel:.3g}"
     assert res.ref_mismatches == 0, f"{name}: {res.ref_mismatches} mismatches vs reference model"
     return res

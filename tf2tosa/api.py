@@ -103,10 +103,12 @@ def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
 
 
 def convert(source: str | os.PathLike[str] | bytes, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-            fold: bool = True, **extra: Any) -> TosaModel:
+            rounding: str = "double", fold: bool = True, **extra: Any) -> TosaModel:
     """Convert a ``.tflite`` model (path or bytes) to TOSA 1.0.
 
-    ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.
+    ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``rounding`` is the
+    requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
+    EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).
     """
     from .converter.pipeline import ConvertOptions, convert_graph
     from .converter.tflite import load_tflite
@@ -115,7 +117,7 @@ def convert(source: str | os.PathLike[str] | bytes, *, input_shapes: Mapping[str
     graph = load_tflite(data, name=Path(path).stem if path != "<bytes>" else None,
                         file=path if path != "<bytes>" else None)
     graph.meta["file"] = path
-    options = ConvertOptions(input_shapes=input_shapes, fold=fold, extra=dict(extra))
+    options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, extra=dict(extra))
     convert_graph(graph, options, file=path)
     return TosaModel(graph, source=data, source_path=path)
 

@@ -68,12 +68,15 @@ def convert(model: Path = typer.Argument(..., help="the .tflite model"),
             mlir: Path | None = typer.Option(None, "--mlir", help="also write TOSA-dialect MLIR text here"),
             input_shape: list[str] | None = typer.Option(None, "--input-shape", help="NAME=1,224,224,3 (repeatable)"),
             verify: bool = typer.Option(False, "--verify", help="compare with LiteRT on random inputs"),
+            rounding: str = typer.Option("double", "--rounding",
+                                         help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
+                                              "or single (PRO-INT only)"),
             ) -> None:
     """Convert MODEL to a TOSA 1.0 flatbuffer."""
     from .api import convert as do_convert
 
     t0 = time.perf_counter()
-    m = do_convert(str(model), input_shapes=parse_shapes(input_shape))
+    m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding)
     m.save(output, mlir=mlir)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
     typer.echo(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
@@ -148,11 +151,12 @@ def verify(model: Path = typer.Argument(..., help="the .tflite model"),
            num: int = typer.Option(3, help="number of random input sets"),
            seed: int = typer.Option(0, help="seed of the random inputs"),
            reference: bool = typer.Option(False, "--reference-kernels", help="LiteRT BUILTIN_REF kernels"),
+           rounding: str = typer.Option("double", "--rounding", help="double or single"),
            ) -> None:
     """Convert MODEL and compare the executor with LiteRT, reporting each output's error."""
     from .api import convert as do_convert
 
-    m = do_convert(str(model), input_shapes=parse_shapes(input_shape))
+    m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding)
     given = _load_inputs(input)
     sets = None
     if given:

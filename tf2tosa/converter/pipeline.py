@@ -23,6 +23,9 @@ class ConvertOptions:
 
     input_shapes: Mapping[str, Sequence[int]] | None = None
     fold: bool = True
+    #: requantization rounding: "double" reproduces TFLite's reference kernels (needs EXT-DOUBLEROUND),
+    #: "single" keeps to the PRO-INT core (SINGLE_ROUND)
+    rounding: str = "double"
     #: extra knobs for later paths (rounding, custom ops …)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -38,6 +41,8 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     one :class:`UnsupportedOpsError` lists them all with counts and reasons.
     """
     options = options or ConvertOptions()
+    if options.rounding not in ("double", "single"):
+        raise ConversionError(f"rounding must be 'double' or 'single', not {options.rounding!r}")
     failures: dict[str, list[str]] = {}
     tensor_map: dict[str, str] = graph.meta.setdefault("tensor_map", {})
     for op in graph.topological_order():
@@ -143,6 +148,9 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
 
     options = options or ConvertOptions()
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file)
+    from ..quant.boundary import legalize_unsigned_io
+
+    legalize_unsigned_io(graph, options)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
     legalize_graph(graph, options, file=file)
     if options.fold:
         passes.fold_constants(graph)

@@ -1,0 +1,26 @@
+"""Every one-op model quantized (int8, and int16x8 where TFLite supports it): executor vs LiteRT's reference
+kernels (BUILTIN_REF), 0 mismatching elements over 3 random inputs unless a documented bound is pinned below;
+tosa-opt validation with exactly the declared profiles/extensions; the Arm reference model bit-exact."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from tests.e2e import check_tflite  # noqa: E402
+from tests.modelgen import ONE_OP_MODELS, quant_unsupported_reason  # noqa: E402
+
+#: (op, quant) -> (max LSB difference, why exactness is impossible).  Keep this list short and explained.
+PINNED: dict[tuple[str, str], tuple[int, str]] = {}
+
+CASES = [(n, q) for q in ("int8", "int16x8") for n in sorted(ONE_OP_MODELS)]
+
+
+@pytest.mark.parametrize("name,quant", CASES, ids=[f"{n}-{q}" for n, q in CASES])
+def test_one_op_quantized(name: str, quant: str) -> None:
+    why = quant_unsupported_reason(name, quant)
+    if why:
+        pytest.skip(why)
+    bound, _ = PINNED.get((name, quant), (0, ""))
+    check_tflite(f"{name}/{quant}", ONE_OP_MODELS[name](quant=quant), reference_kernels=True, max_lsb=bound)

@@ -1,0 +1,1 @@
+"""Quantization helpers: scale → (multiplier, shift), RESCALE building, TABLE generation, activation bounds."""
