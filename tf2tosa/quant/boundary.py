@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import Unsupported
+from ..errors import InvalidGraphError
 from ..ir import DType, Graph
 
 
@@ -12,4 +12,4 @@ def legalize_unsigned_io(graph: Graph, options: Any) -> None:
     """Rewrite uint8 graph inputs/outputs as i8 tensors with unsigned RESCALEs (S9907-9925)."""
     for v in list(graph.inputs) + list(graph.outputs):
         if v.dtype is DType.UINT8:
-            raise Unsupported("uint8 model inputs/outputs are not supported yet")
+            raise InvalidGraphError("uint8 model inputs/outputs are not supported yet", tensor=v.source or v.name)
