@@ -99,7 +99,7 @@ def convert(fn: Callable[..., Any], specs: list[Spec], *, quant: str | None = No
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.target_spec.supported_types = [tf.float16]
     if quant is not None:
-        if quant not in ("int8", "int16x8"):
+        if quant not in ("int8", "int16x8", "uint8io"):
             raise ValueError(f"unknown quant mode {quant!r}")
         data = _rep_data(specs, ranges, seed, n_rep)
 
@@ -108,10 +108,11 @@ def convert(fn: Callable[..., Any], specs: list[Spec], *, quant: str | None = No
 
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.representative_dataset = rep
-        if quant == "int8":
+        if quant in ("int8", "uint8io"):  # uint8io: int8 inside, uint8 model inputs and outputs
+            io = tf.uint8 if quant == "uint8io" else tf.int8
             conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-            conv.inference_input_type = tf.int8
-            conv.inference_output_type = tf.int8
+            conv.inference_input_type = io
+            conv.inference_output_type = io
         else:
             conv.target_spec.supported_ops = [
                 tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]

@@ -1,1 +1,18 @@
-"""Quantization helpers: scale → (multiplier, shift), RESCALE building, TABLE generation, activation bounds."""
+"""Quantization helpers: scale → (multiplier, shift), RESCALE building, TABLE generation, activation bounds.
+
+* :mod:`.scale` — TFLite's QuantizeMultiplier as TOSA (multiplier, shift) pairs (32- and 16-bit multipliers).
+* :mod:`.rescale` — ``tosa.RESCALE`` builders (rounding mode from the conversion options).
+* :mod:`.table` — 256-entry i8 and 513-entry i16 TABLE contents from a real function.
+* :mod:`.activation` — quantized fused activations (CLAMP bounds like TFLite, TANH via TABLE).
+* :mod:`.boundary` — uint8 model inputs/outputs (convert_tfl_uint8).
+"""
+
+from .activation import activation_bounds, fused_activation_q
+from .boundary import legalize_unsigned_io
+from .rescale import requantize, rescale, rescale_from_i32, rescale_to_i32, rounding_mode
+from .scale import compute_scale_16, compute_scale_32, quantize_multiplier, quantize_multiplier_arrays
+from .table import apply_table_i8, apply_table_i16, table_i8, table_i16
+
+__all__ = ["activation_bounds", "apply_table_i8", "apply_table_i16", "compute_scale_16", "compute_scale_32",
+           "fused_activation_q", "legalize_unsigned_io", "quantize_multiplier", "quantize_multiplier_arrays",
+           "requantize", "rescale", "rescale_from_i32", "rescale_to_i32", "rounding_mode", "table_i8", "table_i16"]

@@ -1,0 +1,156 @@
+"""Building ``tosa.RESCALE`` (S9770-10122) from real scales.
+
+``rescale(b, x, scale, out_dtype, …)`` computes ``out = clip(apply_scale((x - in_zp), scale) + out_zp)``.
+
+* The (multiplier, shift) pairs come from :mod:`.scale` (TFLite's QuantizeMultiplier; op_inventory §5.1).
+* Rounding: DOUBLE_ROUND (EXT-DOUBLEROUND) reproduces TFLite's MultiplyByQuantizedMultiplier bit-exactly for
+  scales < 1 (op_inventory §6.3).  It is chosen when the conversion option ``rounding == "double"`` and the 32-bit
+  multiplier is used (DOUBLE_ROUND needs scale32, S10081) and some shift exceeds 31; otherwise SINGLE_ROUND
+  (PRO-INT core).  For scales >= 1 (shift <= 31) one rounding half up is exactly TFLite's
+  SaturatingRoundingDoublingHighMul (nudge 2^30 / 1 - 2^30, then truncating division), ties included.
+* ``scale32`` defaults to True, and to False for i48 inputs (S10080).
+* Zero points are ``[1]`` tensors of the input/output data types (S9770).  A uint8 zero point (``input_unsigned`` /
+  ``output_unsigned``) is stored as its i8 bit pattern and zero-extended by the op (S10091-10093, S10108).
+* The value-range REQUIRE of apply_scale_32 (S11746: ``|x - in_zp| < 2^(shift-1)``) is the caller's concern; for i8
+  and i16 inputs it always holds (shift >= 2 … and a scale < 2^29 — see :func:`max_input_magnitude`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir import DType, QuantParams, Value
+from ..tosa.builder import Builder
+from .scale import quantize_multiplier_arrays
+
+ScaleArg = float | int | Sequence[float] | np.ndarray
+
+
+def rounding_mode(b: Builder, scale32: bool = True) -> str:
+    """"DOUBLE_ROUND" when the conversion asks for TFLite-exact rounding and the multiplier is 32-bit."""
+    opts = getattr(b, "options", None)
+    rounding = getattr(opts, "rounding", "double") if opts is not None else "double"
+    return "DOUBLE_ROUND" if rounding == "double" and scale32 else "SINGLE_ROUND"
+
+
+def _scales(scale: ScaleArg) -> list[float]:
+    if isinstance(scale, (int, float, np.floating, np.integer)):
+        return [float(scale)]
+    flat = np.asarray(scale, dtype=np.float64).reshape(-1)
+    if flat.size == 0:
+        raise Unsupported("RESCALE needs at least one scale")
+    return [float(s) for s in flat]
+
+
+def _zp_bits(value: int, dtype: DType, unsigned: bool) -> int:
+    """A zero point as stored in a ``dtype`` tensor; unsigned ones become their signed bit pattern."""
+    value = int(value)
+    bits = dtype.bits if dtype is not DType.INT48 else 48
+    if unsigned:
+        if not 0 <= value < (1 << bits):
+            raise Unsupported(f"unsigned zero point {value} outside [0, {(1 << bits) - 1}]")
+        return value - (1 << bits) if value >= (1 << (bits - 1)) else value
+    lo, hi = dtype.range()
+    if not lo <= value <= hi:
+        raise Unsupported(f"zero point {value} outside the {dtype.value} range")
+    return value
+
+
+def rescale(b: Builder, x: Value, scale: ScaleArg, out_dtype: DType, *, in_zp: int = 0, out_zp: int = 0,
+            out_quant: QuantParams | None = None, scale32: bool | None = None, double_round: bool | None = None,
+            input_unsigned: bool = False, output_unsigned: bool = False) -> Value:
+    """Emit ``tosa.RESCALE(x, multiplier, shift, input_zp, output_zp)``; returns its result (type quant = out_quant).
+
+    ``scale`` is one factor or one per channel of the last dimension of ``x`` (``per_channel`` when more than one).
+    ``double_round`` overrides the option-derived rounding mode; ``double_round=True`` with ``scale32=False`` raises.
+    With the option-derived mode, DOUBLE_ROUND is emitted only when some shift exceeds 31 — below that both modes
+    compute the same (S11748-11750) and SINGLE_ROUND keeps the op in the PRO-INT core.  Per-channel scales that all
+    map to the same (multiplier, shift) give a per-tensor RESCALE.
+    """
+    scales = _scales(scale)
+    if scale32 is None:
+        scale32 = x.dtype is not DType.INT48
+    if double_round is None:
+        mode = rounding_mode(b, scale32)
+    elif double_round:
+        if not scale32:
+            raise Unsupported("DOUBLE_ROUND needs a 32-bit multiplier (S10081)")
+        mode = "DOUBLE_ROUND"
+    else:
+        mode = "SINGLE_ROUND"
+    if len(scales) > 1:
+        if x.type.rank < 1:
+            raise Unsupported("per-channel RESCALE of a rank-0 tensor (S10086)")
+        nc = x.shape[-1]
+        if isinstance(nc, int) and nc != len(scales):
+            raise Unsupported(f"{len(scales)} per-channel scales for a last dimension of {nc}")
+    mult, shift = quantize_multiplier_arrays(scales, scale32)
+    if mult.size > 1 and np.all(mult == mult[0]) and np.all(shift == shift[0]):
+        mult, shift = mult[:1], shift[:1]  # identical channels: one per-tensor pair, same results
+    per_channel = mult.size > 1
+    if double_round is None and mode == "DOUBLE_ROUND" and int(shift.max()) <= 31:
+        mode = "SINGLE_ROUND"  # S11749-11750 only differ for shift > 31: no EXT-DOUBLEROUND needed
+    m = b.const(mult, DType.INT32 if scale32 else DType.INT16, name="multiplier")
+    s = b.const(shift, DType.INT8, name="shift")
+    izp = b.zp(_zp_bits(in_zp, x.dtype, input_unsigned), x.dtype)
+    ozp = b.zp(_zp_bits(out_zp, out_dtype, output_unsigned), out_dtype)
+    attrs = {"scale32": bool(scale32), "rounding_mode": mode, "per_channel": per_channel,
+             "input_unsigned": bool(input_unsigned), "output_unsigned": bool(output_unsigned)}
+    return b.emit("RESCALE", [x, m, s, izp, ozp], attrs, out_dtype=out_dtype, quant=out_quant).result
+
+
+def _zp_of(v: Value) -> int:
+    q = v.type.quant
+    if q is None or v.dtype is not DType.INT8:
+        return 0
+    return int(q.zero_point[0]) if not q.per_channel else 0
+
+
+def rescale_to_i32(b: Builder, x: Value, scale: ScaleArg = 1.0, *, in_zp: int | None = None,
+                   double_round: bool | None = None) -> Value:
+    """i8/i16/i32/i48 → i32 with the input zero point removed (default: x's own zp for i8, else 0).
+
+    With the default scale 1.0 (multiplier 2^30, shift 30) the result is exactly ``x - zp``; no rounding happens.
+    """
+    zp = _zp_of(x) if in_zp is None else int(in_zp)
+    return rescale(b, x, scale, DType.INT32, in_zp=zp, double_round=double_round)
+
+
+def rescale_from_i32(b: Builder, x: Value, scale: ScaleArg, out_quant: QuantParams, out_dtype: DType = DType.INT8, *,
+                     double_round: bool | None = None) -> Value:
+    """i32 (or i48) accumulator → quantized ``out_dtype`` with ``out_quant``'s zero point added."""
+    ozp = int(out_quant.zero_point[0]) if out_dtype is DType.INT8 else 0
+    return rescale(b, x, scale, out_dtype, out_zp=ozp, out_quant=out_quant, double_round=double_round)
+
+
+def requantize(b: Builder, x: Value, out_quant: QuantParams, out_dtype: DType | None = None, *,
+               in_quant: QuantParams | None = None, double_round: bool | None = None) -> Value:
+    """Change a quantized tensor's (scale, zp): one RESCALE by ``s_in / s_out`` (per-tensor only).
+
+    Returns ``x`` unchanged when types and parameters already agree.
+    """
+    iq = in_quant or x.type.quant
+    if iq is None:
+        raise Unsupported(f"{x.name} has no quantization parameters")
+    od = out_dtype or x.dtype
+    if iq.per_channel or out_quant.per_channel:
+        raise Unsupported("requantize of a per-channel tensor")
+    if od is x.dtype and iq.s == out_quant.s and iq.zp == out_quant.zp:
+        return x
+    izp = iq.zp if x.dtype is DType.INT8 else 0
+    ozp = out_quant.zp if od is DType.INT8 else 0
+    return rescale(b, x, iq.s / out_quant.s, od, in_zp=izp, out_zp=ozp, out_quant=out_quant,
+                   double_round=double_round)
+
+
+def max_input_magnitude(scale: float, scale32: bool = True) -> int:
+    """Largest ``|x - in_zp|`` that satisfies apply_scale_32's value-range REQUIRE (S11746) for ``scale``."""
+    from .scale import compute_scale_32
+
+    if not scale32:
+        return (1 << 47) - 1
+    _, shift = compute_scale_32(scale)
+    return (1 << (shift - 1)) - 1

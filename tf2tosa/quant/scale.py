@@ -1,0 +1,132 @@
+"""Real scale → RESCALE (multiplier, shift), reproducing TFLite's QuantizeMultiplier.
+
+The lowering document's compute_scale_32 (L148-172) and TFLite's ``QuantizeMultiplier`` agree on the
+representation: ``scale = m·2^e`` with ``m ∈ [0.5, 1)`` (``frexp``), ``q = round(m·2^31)`` rounded half away from
+zero (``std::round``), and ``q == 2^31`` renormalised to ``(2^30, e+1)``.  TFLite stores ``shift = e`` (left shift
+positive); TOSA's right shift is ``31 - e`` because the multiplier carries 31 fraction bits (L164-166).
+
+TOSA 1.0 adds limits the lowering document does not check (op_inventory §5.1, §6.4):
+
+* ``multiplier >= 0`` (S11744, S11759): negative scales raise :class:`Unsupported`.
+* ``2 <= shift <= 62`` (S11745, S11760):
+
+  - ``shift > 62`` (scale < 2^-32 for 32-bit multipliers): TFLite's QuantizeMultiplier flushes any exponent below
+    -31 — the same condition — to ``multiplier 0``, so every result is 0.  We return ``(0, 62)``, which gives the same
+    zeros for every input.  Shift 62 (not 31) keeps the value-range REQUIRE of apply_scale_32 (S11746,
+    ``|value| < 2^(shift-1)``) vacuous for any i32/i48 input.  ``scale == 0`` gives the same ``(0, 62)``.
+  - ``shift < 2`` (scale ≥ 2^29 for 32-bit, ≥ 2^13 for 16-bit multipliers) raises :class:`Unsupported`.
+
+The 16-bit multiplier (``scale32=false``, mandatory for i48 inputs, S10080) reproduces TFLite's int64
+``MultiplyByQuantizedMultiplier`` (used by the int16×8 conv/fully-connected kernels), which reduces the 32-bit
+multiplier to 16 bits as ``min((q + 2^15) >> 16, 0x7FFF)`` with total right shift ``15 - e``, then rounds once half
+up — exactly apply_scale_16 (S11758-11766).  So compute_scale_16 derives the 16-bit pair from the 32-bit one
+instead of rounding the mantissa directly (the two differ at ties and where ``q >= 0x7FFF0000``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import Unsupported
+
+#: legal RESCALE shift range (S11745, S11760)
+MIN_SHIFT = 2
+MAX_SHIFT = 62
+
+
+def _check_scale(scale: float) -> float:
+    s = float(scale)
+    if not math.isfinite(s):
+        raise Unsupported(f"quantization scale {scale} is not finite")
+    if s < 0.0:
+        raise Unsupported(f"negative rescale factor {s} (TOSA multipliers must be >= 0, S11744)")
+    return s
+
+
+def quantize_multiplier(scale: float) -> tuple[int, int]:
+    """TFLite's ``QuantizeMultiplier``: (q, e) with ``scale ≈ q·2^(e-31)``; (0, 0) for 0 and flushed scales."""
+    s = _check_scale(scale)
+    if s == 0.0:
+        return 0, 0
+    m, e = math.frexp(s)
+    # m·2^31 < 2^31 is exact in float64 and m·2^31 + 0.5 too (ulp ≤ 2^-22): this is std::round (half away from 0)
+    q = math.floor(m * float(1 << 31) + 0.5)
+    if q == 1 << 31:
+        q //= 2
+        e += 1
+    if e < -31:  # TFLite: "shift amount smaller than -31 … implement that with q_fixed == 0"
+        return 0, 0
+    return int(q), int(e)
+
+
+def compute_scale_32(scale: float) -> tuple[int, int]:
+    """(multiplier, shift) for a 32-bit-multiplier RESCALE; multiplier in [2^30, 2^31) or 0.
+
+    ``compute_scale_32(1.0) == (1 << 30, 30)``; scales below 2^-32 (and 0) give ``(0, 62)`` (TFLite's flush to
+    zero); scales of 2^29 and above raise :class:`Unsupported`.
+    """
+    q, e = quantize_multiplier(scale)
+    if q == 0:
+        return 0, MAX_SHIFT
+    shift = 31 - e
+    if shift < MIN_SHIFT:
+        raise Unsupported(f"rescale factor {float(scale):.6g} is too large for a 32-bit multiplier RESCALE "
+                          f"(shift {shift} < {MIN_SHIFT}, S11745)")
+    assert shift <= MAX_SHIFT
+    return q, shift
+
+
+def compute_scale_16(scale: float) -> tuple[int, int]:
+    """(multiplier, shift) for a 16-bit-multiplier RESCALE (``scale32=false``); multiplier in [2^14, 2^15) or 0.
+
+    Derived from the 32-bit pair the way TFLite's int64 MultiplyByQuantizedMultiplier does:
+    ``m16 = min((q + 2^15) >> 16, 0x7FFF)``, ``shift = 15 - e``.  ``compute_scale_16(1.0) == (1 << 14, 14)``
+    (S9786).  Scales below 2^-48 (and 0) give ``(0, 62)``; below TFLite's own 2^-32 flush the result is the
+    flushed 0 as in TFLite.  Scales of 2^13 and above raise :class:`Unsupported`.
+    """
+    q, e = quantize_multiplier(scale)
+    if q == 0:
+        return 0, MAX_SHIFT
+    m16 = (q + (1 << 15)) >> 16 if q < 0x7FFF0000 else 0x7FFF
+    shift = 15 - e
+    if shift < MIN_SHIFT:
+        raise Unsupported(f"rescale factor {float(scale):.6g} is too large for a 16-bit multiplier RESCALE "
+                          f"(shift {shift} < {MIN_SHIFT}, S11760)")
+    if shift > MAX_SHIFT:  # unreachable: e >= -31 after TFLite's flush, so shift <= 46
+        return 0, MAX_SHIFT
+    return m16, shift
+
+
+def quantize_multiplier_arrays(scales: Sequence[float] | np.ndarray, scale32: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (multiplier, shift) arrays: int32 (scale32) or int16 multipliers, int8 shifts."""
+    flat = np.asarray(scales, dtype=np.float64).reshape(-1)
+    if flat.size == 0:
+        raise Unsupported("empty scale vector")
+    fn = compute_scale_32 if scale32 else compute_scale_16
+    pairs = [fn(float(s)) for s in flat]
+    mult = np.array([p[0] for p in pairs], dtype=np.int32 if scale32 else np.int16)
+    shift = np.array([p[1] for p in pairs], dtype=np.int8)
+    return mult, shift
+
+
+def scale_of(multiplier: int, shift: int) -> float:
+    """The real factor a (multiplier, shift) pair stands for (for messages and tests)."""
+    return float(multiplier) * 2.0 ** (-int(shift))
+
+
+def product_scale(in_scale: float, weight_scale: float, out_scale: float, *, float32_product: bool) -> float:
+    """A conv/fully-connected output factor ``s_in·s_w / s_out`` computed the way TFLite computes it.
+
+    TFLite's per-channel path (PopulateConvolutionQuantizationParams, used by int8 conv and depthwise conv) forms
+    ``double(s_in) · double(s_w[c]) / double(s_out)``; the per-tensor GetQuantizedConvolutionMultipler (used by
+    fully-connected with one weight scale) multiplies ``s_in · s_w`` in float32 first.  The multiplier can differ by
+    one LSB between the two, so rules must pick the one the TFLite kernel uses.
+    """
+    if float32_product:
+        prod = float(np.float32(in_scale) * np.float32(weight_scale))
+    else:
+        prod = float(np.float32(in_scale)) * float(np.float32(weight_scale))
+    return prod / float(np.float32(out_scale))
