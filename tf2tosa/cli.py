@@ -96,6 +96,7 @@ def run(model: Path = typer.Argument(..., help="a .tosa file"),
         input: list[str] | None = typer.Option(None, "--input", help="NAME=x.npy (repeatable)"),
         output_dir: Path | None = typer.Option(None, "--output-dir", help="write each output as NAME.npy"),
         seed: int = typer.Option(0, help="seed for inputs not given with --input"),
+        profile_ops: bool = typer.Option(False, "--profile-ops", help="print the time spent in each op"),
         ) -> None:
     """Run a .tosa file in the embedded executor."""
     import numpy as np
@@ -110,7 +111,13 @@ def run(model: Path = typer.Argument(..., help="a .tosa file"),
         if k not in names:
             raise InputError(f"no model input named {k!r} (inputs: {', '.join(sorted(names))})", tensor=k)
     feed = {**random_inputs(m.graph, seed), **given}
-    outs = m.run(feed)
+    if profile_ops:
+        from .executor import run_with_profile
+
+        outs, prof = run_with_profile(m.graph, feed)
+        _print_profile(prof)
+    else:
+        outs = m.run(feed)
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
     for name, arr in outs.items():
@@ -118,6 +125,21 @@ def run(model: Path = typer.Argument(..., help="a .tosa file"),
                    f"min={arr.min() if arr.size else 0} max={arr.max() if arr.size else 0}")
         if output_dir is not None:
             np.save(output_dir / f"{name}.npy", arr)
+
+
+def _print_profile(prof: dict[str, float], top: int = 15) -> None:
+    total = sum(prof.values()) or 1e-12
+    by_kind: dict[str, tuple[int, float]] = {}
+    for key, t in prof.items():
+        kind = key.split("#")[0]
+        n, acc = by_kind.get(kind, (0, 0.0))
+        by_kind[kind] = (n + 1, acc + t)
+    typer.echo(f"time per op kind (total {total * 1e3:.1f} ms):")
+    for kind, (n, t) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
+        typer.echo(f"  {kind:28s} x{n:<4d} {t * 1e3:9.2f} ms {100 * t / total:5.1f}%")
+    typer.echo(f"slowest {min(top, len(prof))} ops:")
+    for key, t in sorted(prof.items(), key=lambda kv: -kv[1])[:top]:
+        typer.echo(f"  {key:40s} {t * 1e3:9.2f} ms")
 
 
 @app.command()
