@@ -160,7 +160,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     check_tosa(graph, file)
     profs, exts = profiles.requirements(graph)
     graph.meta.update(profiles=profs, extensions=exts, warnings=warnings)
-    graph.meta.pop("subgraphs", None) if not graph.meta.get("keep_subgraphs") else None
+    graph.meta.pop("subgraphs", None)  # the frontend's raw subgraphs; bodies that are used live in op.regions
     return graph
 
 
@@ -169,11 +169,7 @@ def convert_tflite(source: str | bytes, options: ConvertOptions | None = None) -
     from .tflite import load_tflite
 
     file = source if isinstance(source, str) else "<bytes>"
-    graph = load_tflite(source)
-    try:
-        return convert_graph(graph, options, file=str(file))
-    except ConversionError:
-        raise
+    return convert_graph(load_tflite(source), options, file=file)
 
 
 __all__ = ["ConvertOptions", "check_tosa", "convert_graph", "convert_tflite", "legalize_graph", "DType"]
