@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from tf2tosa.converter.pipeline import convert_graph, legalize_graph
-from tf2tosa.errors import UnsupportedOpsError
 from tf2tosa.executor import run
 from tf2tosa.ir import DType, Graph, QuantParams, TensorType, Value
 
@@ -232,18 +231,6 @@ def test_pool(case: tuple[Any, ...], kind: str) -> None:
     m.op(f"tfl.{'average' if kind == 'avg' else 'max'}_pool_2d", [m.input(x)], _t(ref.shape), padding=padding,
          stride_h=sh, stride_w=sw, filter_height=kh, filter_width=kw, fused_activation_function="RELU_N1_TO_1")
     close(m.run()[0], np.clip(ref, -1, 1))
-
-
-def test_quantized_conv_unsupported() -> None:
-    q = QuantParams((0.1,), (0,))
-    m = OneOp()
-    x = m.g.add_input("x", _t([1, 4, 4, 1], DType.INT8, q))
-    m.feeds.append(np.zeros([1, 4, 4, 1], np.int8))
-    w = m.g.add_const(np.ones([1, 1, 1, 1], np.int8), DType.INT8, op_name="tfl.const", quant=q)
-    m.op("tfl.conv_2d", [x, w, m.no_value()], _t([1, 4, 4, 1], DType.INT8, q), padding="VALID", stride_h=1,
-         stride_w=1, dilation_h_factor=1, dilation_w_factor=1, fused_activation_function="NONE")
-    with pytest.raises(UnsupportedOpsError, match="quantized"):
-        m.run()
 
 
 # ----------------------------------------------------------------------------------------------- elementwise

@@ -1,16 +1,26 @@
-"""Float rules for TFLite's neural-network ops: convolutions, fully connected, batch matmul, pools.
+"""Rules for TFLite's neural-network ops: convolutions, fully connected, batch matmul, pools — float and quantized.
 
 Lowering document sections: tfl.conv_2d L3082, tfl.depthwise_conv_2d L3157, tfl.fully_connected L3364,
 tfl.transpose_conv L4415, tfl.average_pool_2d L2991, tfl.max_pool_2d L3694 (pre-1.0 TOSA; translated per
-op_inventory §4 #3, #14, #21-23, #28).  Quantized inputs raise Unsupported (the integer path is separate).
+op_inventory §4 #3, #14, #21-23, #28).
+
+Quantized (int8, per-tensor or per-channel weights; int16x8 = i16 activations × i8 weights, EXT-INT16) follows
+LiteRT's reference kernels bit-exactly (see :mod:`.nn_quant`): CONV2D/DEPTHWISE/TRANSPOSE_CONV2D/MATMUL with the
+zero points as [1] tensors → i32 (i48) accumulator → RESCALE by ``s_x·s_w[c]/s_out`` (per_channel, S9905) →
+CLAMP of the fused activation in the output domain (L3125-3127, L3200-3202, L3425-3427 with op_inventory §6.1's
+fixes: the depthwise filter is reshaped, the fully-connected zero bias has OC elements, the RESCALEs carry both
+zero points, and the RELUN-on-i32 becomes a CLAMP on the output type).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..quant import fused_activation_q, requantize
 from ..tosa.builder import Builder
 from .common import (
     acc_type_for,
@@ -23,19 +33,63 @@ from .common import (
     window_padding,
 )
 from .nn_helpers import broadcast_shape, require_float, static_shape
+from .nn_quant import (
+    ACC,
+    acc_bound,
+    conv_output,
+    conv_scales,
+    fc_output,
+    is_quantized,
+    per_tensor,
+    qparams,
+    quant_bias,
+    requantize_acc,
+    require_act_type,
+    same_quant,
+    tfl_product_scale,
+    weight_zp,
+)
 from .registry import legalize
 
+_QTYPES = ("fp32", "i8", "i16")
 
-def _bias(b: Builder, op: Operation, k: int, channels: int, dt: DType) -> Value:
-    """Operand ``k`` when present, else a zero bias of ``channels`` elements (L3384 with shape[0] fixed)."""
+
+class _ConvTypes(NamedTuple):
+    """Zero-point operands, accumulator and element type of one conv-like op (float or quantized)."""
+
+    izp: Value
+    wzp: Value
+    acc_type: str
+    acc: DType  # bias / accumulator element type
+    dt: DType  # activation element type
+    quantized: bool
+
+
+def _conv_types(b: Builder, op: Operation, x: Value, w: Value) -> _ConvTypes:
+    if not is_quantized(x, w):
+        dt = require_float(op, x, w)
+        zp = float_zp(b, dt)
+        return _ConvTypes(zp, zp, acc_type_for(dt), dt, dt, False)
+    dt = require_act_type(op, x)
+    acc, acc_type = ACC[dt]
+    return _ConvTypes(b.zp(per_tensor(x, "input")[1], dt), b.zp(weight_zp(w), DType.INT8), acc_type, acc, dt, True)
+
+
+def _bias(b: Builder, op: Operation, k: int, channels: int, ct: _ConvTypes) -> tuple[Value, DType | None]:
+    """Operand ``k`` when present, else a zero bias of ``channels`` elements (L3384 with shape[0] fixed, §6.1).
+
+    Returns the bias and (quantized only) TFLite's accumulator type (see :func:`nn_quant.quant_bias`)."""
+    if ct.quantized:
+        return quant_bias(b, op, k, channels, ct.acc)
+    dt = ct.dt
     if len(op.operands) > k and has_value(op.operands[k]):
         bias = op.operands[k]
         if bias.type.is_quantized or bias.dtype is not dt:
             raise Unsupported(f"bias of type {bias.type} with {dt.value} input")
         if bias.type.rank != 1:
             bias = b.reshape(bias, [int(np.prod(static_shape(bias)))])
-        return bias
-    return b.const(np.zeros([channels]), dt, name="zero_bias")
+        return bias, None
+    return b.const(np.zeros([channels]), dt, name="zero_bias"), None
 
 
 def _stride_dilation(op: Operation) -> tuple[list[int], list[int]]:
@@ -45,26 +99,37 @@ def _stride_dilation(op: Operation) -> tuple[list[int], list[int]]:
     return stride, dil
 
 
-def _conv(b: Builder, x: Value, w: Value, bias: Value, dt: DType, pads: list[int], stride: list[int],
+def _conv(b: Builder, x: Value, w: Value, bias: Value, ct: _ConvTypes, pads: list[int], stride: list[int],
           dil: list[int]) -> Value:
-    return b.conv2d(x, w, bias, float_zp(b, dt), float_zp(b, dt), pad=pads, stride=stride, dilation=dil,
-                    acc_type=acc_type_for(dt))
+    return b.conv2d(x, w, bias, ct.izp, ct.wzp, pad=pads, stride=stride, dilation=dil, acc_type=ct.acc_type)
 
 
-@legalize("tfl.conv_2d")
+def _finish(b: Builder, op: Operation, acc: Value, ct: _ConvTypes, scales: list[float] | None,
+            tfl_acc: DType | None) -> Value:
+    """Float: the fused activation.  Quantized: RESCALE per channel, then the activation's CLAMP."""
+    if not ct.quantized:
+        return fused_activation(b, acc, op.attrs.get("fused_activation_function"))
+    assert scales is not None
+    return conv_output(b, op, acc, scales, tfl_acc)
+
+
+@legalize("tfl.conv_2d", dtypes=_QTYPES)
 def conv_2d(b: Builder, op: Operation) -> list[Value]:
-    """CONV2D (OHWI weights as in TOSA, S1414) + fused activation; grouped convs become a CONCAT of groups."""
+    """CONV2D (OHWI weights as in TOSA, S1414) + fused activation; grouped convs become a CONCAT of groups.
+
+    Quantized: acc = CONV2D(x, w, bias, x_zp, w_zp) (i32, or i48 for i16 × i8), RESCALE by s_x·s_w[c]/s_out
+    (L3115-3125, per channel instead of L3115's single scale), CLAMP of the activation (L3127)."""
     x, w = op.operands[0], op.operands[1]
-    dt = require_float(op, x, w)
+    ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
     oc, kh, kw, ic = static_shape(w)
     stride, dil = _stride_dilation(op)
-    bias = _bias(b, op, 2, oc, dt)
+    bias, tfl_acc = _bias(b, op, 2, oc, ct)
     pads = window_padding(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     x, pads = apply_window_padding(b, x, pads)
     n, h2, w2, _ = static_shape(x)
     if c == ic:
-        y = _conv(b, x, w, bias, dt, pads, stride, dil)
+        y = _conv(b, x, w, bias, ct, pads, stride, dil)
     else:
         # TFLite grouped convolution: filter IC = C / groups, OC split evenly between groups
         if c % ic or oc % (c // ic):
@@ -72,39 +137,44 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
         groups = c // ic
         ocg = oc // groups
         if bias.shape[0] == 1:
-            bias = b.const(np.zeros([oc]), dt, name="zero_bias")
+            bias = b.const(np.zeros([oc]), ct.acc, name="zero_bias")
         parts = []
         for g in range(groups):
             xg = b.slice(x, [0, 0, 0, g * ic], [n, h2, w2, ic])
             wg = b.slice(w, [g * ocg, 0, 0, 0], [ocg, kh, kw, ic])
             bg = b.slice(bias, [g * ocg], [ocg])
-            parts.append(_conv(b, xg, wg, bg, dt, pads, stride, dil))
+            parts.append(_conv(b, xg, wg, bg, ct, pads, stride, dil))
         y = b.concat(parts, 3)
-    return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+    scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
+    return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
-@legalize("tfl.depthwise_conv_2d")
+@legalize("tfl.depthwise_conv_2d", dtypes=_QTYPES)
 def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
-    """DEPTHWISE_CONV2D; TFLite's [1,KH,KW,C*M] filter is reshaped to TOSA's [KH,KW,C,M] (S2067, §6.1)."""
+    """DEPTHWISE_CONV2D; TFLite's [1,KH,KW,C*M] filter is reshaped to TOSA's [KH,KW,C,M] (S2067, §6.1).
+
+    Quantized: the per-channel scales follow TFLite's filter axis 3 (channel c*M + m), which is the output's last
+    dimension, so one per_channel RESCALE applies them (L3190-3200, of the depthwise result, not %conv2d)."""
     x, w = op.operands[0], op.operands[1]
-    dt = require_float(op, x, w)
+    ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
     one, kh, kw, cm = static_shape(w)
     if one != 1 or cm % c:
         raise Unsupported(f"depthwise filter shape {[one, kh, kw, cm]} for {c} input channels")
     m = cm // c
     stride, dil = _stride_dilation(op)
-    bias = _bias(b, op, 2, cm, dt)
+    bias, tfl_acc = _bias(b, op, 2, cm, ct)
     pads = window_padding(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     x, pads = apply_window_padding(b, x, pads)
     # output channel c*M + m of TFLite is [.., c, m] of TOSA: a plain row-major reshape
     w4 = b.reshape(w, [kh, kw, c, m])
-    y = b.depthwise_conv2d(x, w4, bias, float_zp(b, dt), float_zp(b, dt), pad=pads, stride=stride,
-                           dilation=dil, acc_type=acc_type_for(dt))
-    return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+    y = b.depthwise_conv2d(x, w4, bias, ct.izp, ct.wzp, pad=pads, stride=stride, dilation=dil,
+                           acc_type=ct.acc_type)
+    scales = conv_scales(x, w, op.results[0], cm) if ct.quantized else None
+    return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
-@legalize("tfl.transpose_conv")
+@legalize("tfl.transpose_conv", dtypes=_QTYPES)
 def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     """TRANSPOSE_CONV2D with out_pad from the declared output shape (op_inventory §4 #23, §6.2).
 
@@ -112,10 +182,11 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     TOSA places it at iy*s + out_pad_top + ky (S3266-3277), so out_pad_top = -pad and out_pad_bottom follows
     from OH = (IH-1)*s + out_pad_top + out_pad_bottom + KH (S3262).  The document's helper (L969-999) pushes
     only pad_before, uses +1 for +i, and clamps at 0: not copied.  Out-pads <= -K (ERROR_IF, S3259) are
-    computed wider and SLICEd.
+    computed wider and SLICEd.  Quantized: zero points as [1] tensors (L4446 omits them), per-channel RESCALE
+    (L4447), activation CLAMP.
     """
     w, x = op.operands[1], op.operands[2]
-    dt = require_float(op, x, w)
+    ct = _conv_types(b, op, x, w)
     n, ih, iw, ic = static_shape(x)
     oc, kh, kw, wic = static_shape(w)
     if wic != ic:
@@ -138,20 +209,24 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
             lim = 1 - k
             out_pad.append(max(p, lim))
             crop.append(max(p, lim) - p)
-    bias = _bias(b, op, 3, oc, dt)
-    y = b.transpose_conv2d(x, w, bias, float_zp(b, dt), float_zp(b, dt), out_pad=out_pad, stride=[sh, sw],
-                           acc_type=acc_type_for(dt))
+    bias, tfl_acc = _bias(b, op, 3, oc, ct)
+    y = b.transpose_conv2d(x, w, bias, ct.izp, ct.wzp, out_pad=out_pad, stride=[sh, sw], acc_type=ct.acc_type)
     if any(crop):
         full = static_shape(y)
         y = b.slice(y, [0, crop[0], crop[2], 0], [n, full[1] - crop[0] - crop[1], full[2] - crop[2] - crop[3], oc])
-    return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+    scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
+    return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
-@legalize("tfl.fully_connected")
+@legalize("tfl.fully_connected", dtypes=_QTYPES)
 def fully_connected(b: Builder, op: Operation) -> list[Value]:
-    """1x1 CONV2D (1.0 has no FULLY_CONNECTED, §4 #14): input [N,1,1,IC], weights [OC,1,1,IC], bias [OC]."""
+    """1x1 CONV2D (1.0 has no FULLY_CONNECTED, §4 #14): input [N,1,1,IC], weights [OC,1,1,IC], bias [OC].
+
+    Quantized: LiteRT's reference kernels requantize in double, round(acc · s_x·s_w[c]/s_out) (not MBQM, unlike
+    conv), reproduced exactly by :func:`nn_quant.fc_output`; L3413's zero bias of %filter.shape[3] is OC
+    elements (§6.1)."""
     x, w = op.operands[0], op.operands[1]
-    dt = require_float(op, x, w)
+    ct = _conv_types(b, op, x, w)
     if op.attrs.get("weights_format", "DEFAULT") != "DEFAULT":
         raise Unsupported(f"fully_connected weights_format {op.attrs['weights_format']}")
     xs = static_shape(x)
@@ -163,11 +238,15 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     if total % ic:
         raise Unsupported(f"fully_connected input {xs} not divisible into rows of {ic}")
     n = total // ic
-    bias = _bias(b, op, 2, oc, dt)
+    bias, tfl_acc = _bias(b, op, 2, oc, ct)
     x4 = b.reshape(x, [n, 1, 1, ic])
     w4 = b.reshape(w, [oc, 1, 1, ic])
-    y = _conv(b, x4, w4, bias, dt, [0, 0, 0, 0], [1, 1], [1, 1])
-    y = fused_activation(b, y, op.attrs.get("fused_activation_function"))
+    y = _conv(b, x4, w4, bias, ct, [0, 0, 0, 0], [1, 1], [1, 1])
+    if ct.quantized:
+        bound = acc_bound(x, w, bias, weight_zp(w))
+        y = fc_output(b, op, y, conv_scales(x, w, op.results[0], oc), tfl_acc, bound)
+    else:
+        y = fused_activation(b, y, op.attrs.get("fused_activation_function"))
     if op.attrs.get("keep_num_dims") and xs:
         out = xs[:-1] + [oc]
     else:
@@ -175,11 +254,23 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     return [b.reshape(y, out)]
 
 
-@legalize("tfl.batch_matmul")
+@legalize("tfl.batch_matmul", dtypes=_QTYPES)
 def batch_matmul(b: Builder, op: Operation) -> list[Value]:
-    """MATMUL on rank-3 views (§4 #28): batch dims broadcast (TILE) and flattened; adj_x/adj_y by TRANSPOSE."""
+    """MATMUL on rank-3 views (§4 #28): batch dims broadcast (TILE) and flattened; adj_x/adj_y by TRANSPOSE.
+
+    Quantized: MATMUL with both zero points (i8 → i32; i16 → i48, EXT-INT16), then RESCALE by
+    float32(s_x·s_y)/s_out (TFLite's GetQuantizedConvolutionMultipler; int16 uses the int64 MBQM)."""
     x, y = op.operands[0], op.operands[1]
-    dt = require_float(op, x, y)
+    quantized = is_quantized(x, y)
+    if quantized:
+        dt = require_act_type(op, x)
+        if y.dtype is not dt:
+            raise Unsupported(f"quantized batch_matmul of {x.dtype.value} and {y.dtype.value}")
+        require_act_type(op, y)
+        zx, zy = b.zp(per_tensor(x, "lhs")[1], dt), b.zp(per_tensor(y, "rhs")[1], dt)
+    else:
+        dt = require_float(op, x, y)
+        zx = zy = float_zp(b, dt)
     xs, ys = static_shape(x), static_shape(y)
     if len(xs) < 2 or len(ys) < 2:
         raise Unsupported("batch_matmul operands must have rank >= 2")
@@ -192,7 +283,6 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
     nb = int(np.prod(batch)) if batch else 1
     bx = int(np.prod(xs[:-2])) if len(xs) > 2 else 1
     by = int(np.prod(ys[:-2])) if len(ys) > 2 else 1
-    zp = float_zp(b, dt)
     if by == 1 and bx == nb:
         # a shared right operand (the usual constant weight): fold the batch into the rows, no TILE
         if adj_x:
@@ -201,20 +291,23 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
         y3 = b.reshape(y, [1, ys[-2], ys[-1]])
         if adj_y:
             y3 = b.transpose(y3, [0, 2, 1])
-        out = b.matmul(x3, y3, zp, zp)
-        return [b.reshape(out, batch + [m, nn])]
-    rank = len(batch) + 2
-    x = b.reshape(x, [1] * (rank - len(xs)) + xs)
-    y = b.reshape(y, [1] * (rank - len(ys)) + ys)
-    x = b.tile(x, [nb_d // xd for nb_d, xd in zip(batch, static_shape(x)[:-2])] + [1, 1])
-    y = b.tile(y, [nb_d // yd for nb_d, yd in zip(batch, static_shape(y)[:-2])] + [1, 1])
-    x3 = b.reshape(x, [nb, xs[-2], xs[-1]])
-    y3 = b.reshape(y, [nb, ys[-2], ys[-1]])
-    if adj_x:
-        x3 = b.transpose(x3, [0, 2, 1])
-    if adj_y:
-        y3 = b.transpose(y3, [0, 2, 1])
-    out = b.matmul(x3, y3, zp, zp)
+    else:
+        rank = len(batch) + 2
+        x = b.reshape(x, [1] * (rank - len(xs)) + xs)
+        y = b.reshape(y, [1] * (rank - len(ys)) + ys)
+        x = b.tile(x, [nb_d // xd for nb_d, xd in zip(batch, static_shape(x)[:-2])] + [1, 1])
+        y = b.tile(y, [nb_d // yd for nb_d, yd in zip(batch, static_shape(y)[:-2])] + [1, 1])
+        x3 = b.reshape(x, [nb, xs[-2], xs[-1]])
+        y3 = b.reshape(y, [nb, ys[-2], ys[-1]])
+        if adj_x:
+            x3 = b.transpose(x3, [0, 2, 1])
+        if adj_y:
+            y3 = b.transpose(y3, [0, 2, 1])
+    out = b.matmul(x3, y3, zx, zy)
+    if quantized:
+        res = op.results[0]
+        scale = tfl_product_scale(per_tensor(x)[0], per_tensor(y)[0]) / per_tensor(res, "output")[0]
+        out = requantize_acc(b, out, [scale], res, DType.INT64 if dt is DType.INT16 else DType.INT32)
     return [b.reshape(out, batch + [m, nn])]
 
 
@@ -227,31 +320,60 @@ def _pool_geometry(op: Operation, x: Value) -> tuple[list[int], list[int], list[
     return kernel, stride, pads
 
 
-@legalize("tfl.average_pool_2d")
+def _pool_activation(b: Builder, op: Operation, y: Value) -> Value:
+    act = op.attrs.get("fused_activation_function")
+    if y.type.is_quantized:
+        return fused_activation_q(b, y, act, qparams(op.results[0]))
+    return fused_activation(b, y, act)
+
+
+@legalize("tfl.average_pool_2d", dtypes=_QTYPES)
 def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
-    """AVG_POOL2D (S1324-1374): the count excludes padding, as TFLite's does; SAME pads are < kernel."""
+    """AVG_POOL2D (S1324-1374): the count excludes padding, as TFLite's does; SAME pads are < kernel.
+
+    Quantized: TFLite's reference kernel averages the *raw* stored values (input and output quantization must be
+    equal) as (sum ± count/2) / count, i.e. rounding half away from zero.  AVG_POOL2D with zero points 0 computes
+    round(sum / count) by reciprocal_scale (S11775-11783), whose multiplier over-estimates 1/count by less than
+    2^-30 relative: ties round away from zero and no other result moves while |sum| < 2^15·count (i16) and
+    count < 2^14.  With TFLite's zero points instead, ties would round around zp (op_inventory §5.5).
+    """
     x = op.operands[0]
-    dt = require_float(op, x)
+    if x.type.is_quantized:
+        dt = require_act_type(op, x)
+        if not same_quant(x, op.results[0]):
+            raise Unsupported("quantized average_pool_2d with different input/output quantization (TFLite "
+                              "requires them equal)")
+        zp, acc_type = b.zp(0, dt), "INT32"
+    else:
+        dt = require_float(op, x)
+        zp, acc_type = float_zp(b, dt), acc_type_for(dt)
     kernel, stride, pads = _pool_geometry(op, x)
     x, pads = apply_window_padding(b, x, pads)
     if pads[0] >= kernel[0] or pads[1] >= kernel[0] or pads[2] >= kernel[1] or pads[3] >= kernel[1]:
         raise Unsupported(f"pool padding {pads} not smaller than kernel {kernel} (S1341-1342)")
-    y = b.avg_pool2d(x, float_zp(b, dt), float_zp(b, dt), kernel=kernel, stride=stride, pad=pads,
-                     acc_type=acc_type_for(dt))
-    return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+    y = b.avg_pool2d(x, zp, zp, kernel=kernel, stride=stride, pad=pads, acc_type=acc_type, quant=x.type.quant)
+    return [_pool_activation(b, op, y)]
 
 
-@legalize("tfl.max_pool_2d")
+@legalize("tfl.max_pool_2d", dtypes=_QTYPES)
 def max_pool_2d(b: Builder, op: Operation) -> list[Value]:
-    """MAX_POOL2D (no zero points in 1.0, S2709-2781; nan_mode PROPAGATE)."""
+    """MAX_POOL2D (no zero points in 1.0, S2709-2781; nan_mode PROPAGATE; L3727's quantization_info dropped).
+
+    Quantized: the max of the stored values (a positive-scale affine map keeps the order); a different output
+    quantization is one RESCALE after the pool (TFLite itself requires them equal)."""
     x = op.operands[0]
-    require_float(op, x)
+    if x.type.is_quantized:
+        require_act_type(op, x)
+    else:
+        require_float(op, x)
     kernel, stride, pads = _pool_geometry(op, x)
     x, pads = apply_window_padding(b, x, pads)
     if pads[0] >= kernel[0] or pads[1] >= kernel[0] or pads[2] >= kernel[1] or pads[3] >= kernel[1]:
         raise Unsupported(f"pool padding {pads} not smaller than kernel {kernel} (S2844-2845)")
-    y = b.max_pool2d(x, kernel=kernel, stride=stride, pad=pads, nan_mode="PROPAGATE")
-    return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+    y = b.max_pool2d(x, kernel=kernel, stride=stride, pad=pads, nan_mode="PROPAGATE", quant=x.type.quant)
+    if x.type.is_quantized and not same_quant(x, op.results[0]):
+        y = requantize(b, y, qparams(op.results[0]))
+    return [_pool_activation(b, op, y)]
 
 
 @legalize("tfl.l2_pool_2d")
@@ -307,7 +429,9 @@ def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
     sq = b.reshape(b.mul(x, x), [n * h * w, 1, c, 1])
     ones = b.const(np.ones([1, 1, 2 * r + 1, 1]), dt)
     # stride 1, pad r each side of a 2r+1 window: the output width is C exactly (S1668-1669)
-    acc = _conv(b, sq, ones, b.const(np.zeros([1]), dt), dt, [0, 0, r, r], [1, 1], [1, 1])
+    zp = float_zp(b, dt)
+    ct = _ConvTypes(zp, zp, acc_type_for(dt), dt, dt, False)
+    acc = _conv(b, sq, ones, b.const(np.zeros([1]), dt), ct, [0, 0, r, r], [1, 1], [1, 1])
     acc = b.reshape(acc, shape)
     base = b.binary("ADD", b.mul(acc, b.const(np.full([1, 1, 1, 1], alpha), dt)),
                     b.const(np.full([1, 1, 1, 1], bias), dt))

@@ -1,20 +1,27 @@
-"""Float/bool/int32 rules for TFLite's reductions and arg_max / arg_min.
+"""Rules for TFLite's reductions and arg_max / arg_min: float, bool, int32 and quantized i8/i16.
 
 1.0 reductions take one axis and keep it as size 1 (S7663, §4 #19): one REDUCE_* per axis, then a RESHAPE when
-keep_dims is false (lower_reduce_op, L507-544).  Quantized inputs raise Unsupported except where the result
-does not depend on the scale (reduce_max/min, arg_max/arg_min).
+keep_dims is false (lower_reduce_op, L507-544).  REDUCE_SUM has only i32 and float modes (S7680-7700), so
+quantized sums go through an exact RESCALE to i32 first.  The quantized rules reproduce LiteRT's reference
+kernels (reduce.cc / reference_ops reduce.h); see each rule.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..quant import compute_scale_16, quantize_multiplier, rescale
 from ..tosa.builder import Builder
 from .common import const_operand, float_zp, positive_axis
 from .nn_helpers import FLOAT_TYPES, axes_operand, fconst, reduce_axes, require_not_quantized, static_shape
+from .nn_quant import per_tensor, qparams, require_act_type, rescale_raw, to_i32
 from .registry import legalize
+
+_QTYPES = ("fp32", "i8", "i16")
 
 
 def _x_axes(op: Operation) -> tuple[Value, list[int]]:
@@ -26,11 +33,48 @@ def _keep(op: Operation) -> bool:
     return bool(op.attrs.get("keep_dims", False))
 
 
-@legalize("tfl.mean")
+def _q_sum_i32(b: Builder, op: Operation, x: Value, axes: list[int]) -> tuple[Value, int]:
+    """sum(x - zp_x) over ``axes`` as i32 (keep_dims), and the element count N."""
+    require_act_type(op, x)
+    shape = static_shape(x)
+    count = int(np.prod([shape[a] for a in axes])) if axes else 1
+    _, zp = per_tensor(x, "input")
+    return reduce_axes(b, "REDUCE_SUM", to_i32(b, x, zp), axes, True), count
+
+
+def _keep_or_reshape(b: Builder, y: Value, x: Value, axes: list[int], keep: bool) -> Value:
+    return y if keep else b.reshape(y, [d for i, d in enumerate(static_shape(x)) if i not in set(axes)])
+
+
+def mean_multiplier(s_in: float, s_out: float, count: int) -> tuple[int, int]:
+    """TOSA (multiplier, shift) of LiteRT's quantized mean: QuantizeMultiplier(s_in/s_out) = (m, e), then 1/N is
+    folded in as ``sh = min(floor(log2 N), 32, 31 + e)``, ``m' = (m << sh) // N``, ``e' = e - sh``
+    (reference_ops::QuantizedMeanOrSum and reference_integer_ops::Mean); TOSA's right shift is ``31 - e'``."""
+    m, e = quantize_multiplier(s_in / s_out)
+    sh = min(count.bit_length() - 1, 32, 31 + e)
+    shift = 31 - (e - sh)
+    if not 2 <= shift <= 62:
+        raise Unsupported(f"mean rescale {s_in / s_out:.6g}/{count} outside RESCALE's shift range (S11745)")
+    return (m << sh) // count, shift
+
+
+@legalize("tfl.mean", dtypes=_QTYPES)
 def mean(b: Builder, op: Operation) -> list[Value]:
-    """REDUCE_SUM per axis, then MUL by 1/N (L3747-3771, float path)."""
+    """REDUCE_SUM per axis, then MUL by 1/N (L3747-3771, float path).
+
+    Quantized (L3777, with its undefined %op1_rescale_in/%input_zp fixed, op_inventory §6.1): RESCALE i8/i16
+    → i32 removing zp_in, REDUCE_SUM, one RESCALE to the output with LiteRT's folded multiplier
+    :func:`mean_multiplier` (DOUBLE_ROUND = MultiplyByQuantizedMultiplier) and zp_out.  L3777's
+    compute_scale_32(div_scale·s_in/s_out) gives a different multiplier than TFLite's integer ``(m << sh) // N``.
+    """
     x, axes = _x_axes(op)
-    require_not_quantized(op, x)
+    if x.type.is_quantized:
+        out = op.results[0]
+        acc, count = _q_sum_i32(b, op, x, axes)
+        mult, shift = mean_multiplier(per_tensor(x)[0], per_tensor(out, "output")[0], count)
+        zp_out = per_tensor(out)[1] if out.dtype is DType.INT8 else 0
+        y = rescale_raw(b, acc, [mult], [shift], out.dtype, out_zp=zp_out, out_quant=qparams(out))
+        return [_keep_or_reshape(b, y, x, axes, _keep(op))]
     if x.dtype not in FLOAT_TYPES:
         raise Unsupported(f"mean on {x.dtype.value} not supported")
     shape = static_shape(x)
@@ -41,11 +85,27 @@ def mean(b: Builder, op: Operation) -> list[Value]:
     return [b.mul(s, fconst(b, 1.0 / count, s))]
 
 
-@legalize("tfl.sum")
+@legalize("tfl.sum", dtypes=_QTYPES)
 def sum_(b: Builder, op: Operation) -> list[Value]:
-    """REDUCE_SUM per axis (L4347; float or i32, S7680-7700)."""
+    """REDUCE_SUM per axis (L4347; float or i32, S7680-7700).
+
+    Quantized (L4360-4370 with %input_zp defined): RESCALE → i32 (−zp_in), REDUCE_SUM, RESCALE by s_in/s_out
+    + zp_out, saturating.  LiteRT 2.3's BUILTIN_REF SUM is broken for quantized inputs: with a requantization
+    (int8) it reads the data as uint8 (a lone -1 sums as 255), and with equal quantization (and for int16) it
+    returns -1 everywhere.  We follow LiteRT's default (optimized) kernel instead, which rounds the exact value
+    (s - N·zp_in)·s_in/s_out + zp_out once, in float, ties to even.  A SINGLE_ROUND RESCALE rounds once too (not
+    DOUBLE_ROUND: MultiplyByQuantizedMultiplier rounds twice and is 1 LSB off about once per 2^(shift-31)); it
+    differs only at exact ties (half up vs half even; possible only when s_in/s_out has few significant bits, e.g.
+    0.5) and within ~2^-24 of a half-integer, where the kernel's own float32 rounding decides.
+    """
     x, axes = _x_axes(op)
-    require_not_quantized(op, x)
+    if x.type.is_quantized:
+        out = op.results[0]
+        acc, _ = _q_sum_i32(b, op, x, axes)
+        s_out, zp_out = per_tensor(out, "output")
+        y = rescale(b, acc, per_tensor(x)[0] / s_out, out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0,
+                    out_quant=qparams(out), double_round=False)
+        return [_keep_or_reshape(b, y, x, axes, _keep(op))]
     if x.dtype not in FLOAT_TYPES and x.dtype is not DType.INT32:
         raise Unsupported(f"sum on {x.dtype.value} not supported")
     return [reduce_axes(b, "REDUCE_SUM", x, axes, _keep(op))]
@@ -63,22 +123,62 @@ def _minmax(opcode: str) -> None:
             raise Unsupported(f"{op.name} on {x.dtype.value} not supported")
         return [reduce_axes(b, opcode, x, axes, _keep(op), quant=x.type.quant, nan_mode="PROPAGATE")]
 
-    rule.__doc__ = f"{opcode} per axis (L3951-3977; i8/i16/i32/float, S7336-7352)."
-    legalize(f"tfl.{opcode.lower()}")(rule)
+    rule.__doc__ = (f"{opcode} per axis (L3951-3977; i8/i16/i32/float, S7336-7352); quantized: equal input/output "
+                    f"quantization (TFLite requires it), the stored values reduce directly.")
+    legalize(f"tfl.{opcode.lower()}", dtypes=_QTYPES)(rule)
 
 
 _minmax("REDUCE_MAX")
 _minmax("REDUCE_MIN")
 
 
-@legalize("tfl.reduce_prod")
+#: longest quantized reduce_prod chain we unroll (one MUL and one RESCALE per element)
+MAX_PROD_CHAIN = 64
+
+
+@legalize("tfl.reduce_prod", dtypes=_QTYPES)
 def reduce_prod(b: Builder, op: Operation) -> list[Value]:
-    """REDUCE_PRODUCT (the 1.0 name of REDUCE_PROD, §4 #18); float only (S7578-7596)."""
+    """REDUCE_PRODUCT (the 1.0 name of REDUCE_PROD, §4 #18); float only (S7578-7596).
+
+    Quantized: LiteRT's QuantizedReduceProd rescales after every step to stay in int32: with N reduced elements
+    and ``g = s_in / s_out^(1/N)``, ``p = x0 - zp``, then ``p = MBQM64(p·(x_j - zp), g)`` in row-major order, and
+    ``out = MBQM64(p, g) + zp_out`` (MBQM64 = the int64 MultiplyByQuantizedMultiplier: RESCALE scale32=false with
+    compute_scale_16, S11758).  Unrolled as SLICE/MUL/RESCALE on a [kept, reduced] view; MUL i32 keeps only the
+    low 32 bits (S5067), so the rule raises Unsupported unless a static bound proves every product fits i32.
+    """
     x, axes = _x_axes(op)
-    require_not_quantized(op, x)
-    if x.dtype not in FLOAT_TYPES:
-        raise Unsupported(f"reduce_prod on {x.dtype.value} (REDUCE_PRODUCT is float only)")
-    return [reduce_axes(b, "REDUCE_PRODUCT", x, axes, _keep(op))]
+    if not x.type.is_quantized:
+        require_not_quantized(op, x)
+        if x.dtype not in FLOAT_TYPES:
+            raise Unsupported(f"reduce_prod on {x.dtype.value} (REDUCE_PRODUCT is float only)")
+        return [reduce_axes(b, "REDUCE_PRODUCT", x, axes, _keep(op))]
+    require_act_type(op, x)
+    out = op.results[0]
+    shape = static_shape(x)
+    kept = [a for a in range(len(shape)) if a not in axes]
+    n = int(np.prod([shape[a] for a in axes])) if axes else 1
+    k = int(np.prod([shape[a] for a in kept])) if kept else 1
+    if n > MAX_PROD_CHAIN:
+        raise Unsupported(f"quantized reduce_prod over {n} elements (> {MAX_PROD_CHAIN} unrolled steps)")
+    (s_in, zp), (s_out, zp_out) = per_tensor(x), per_tensor(out, "output")
+    g = s_in / s_out ** (1.0 / n)
+    m16, sh16 = compute_scale_16(g)
+    lo, hi = x.dtype.range()
+    dmax = max(abs(lo - zp), abs(hi - zp))
+    bound = dmax
+    for _ in range(n - 1):
+        if bound * dmax >= 1 << 31:
+            raise Unsupported("quantized reduce_prod whose running product may overflow i32 (TOSA MUL keeps the "
+                              "low 32 bits, S5067)")
+        bound = math.ceil(bound * dmax * m16 / 2.0**sh16) + 1
+    xt = b.reshape(b.transpose(to_i32(b, x, zp), kept + axes), [k, n])
+    acc = b.slice(xt, [0, 0], [k, 1])
+    for j in range(1, n):
+        acc = rescale_raw(b, b.mul(acc, b.slice(xt, [0, j], [k, 1])), [m16], [sh16], DType.INT32, scale32=False)
+    y = rescale_raw(b, acc, [m16], [sh16], out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0,
+                    out_quant=qparams(out), scale32=False)
+    keep_shape = [1 if a in axes else d for a, d in enumerate(shape)]
+    return [b.reshape(y, keep_shape if _keep(op) else [shape[a] for a in kept])]
 
 
 def _bool_reduce(name: str, opcode: str) -> None:
@@ -111,11 +211,11 @@ def _check_arg_input(op: Operation, x: Value) -> None:
         raise Unsupported(f"{op.name} of a rank-0 tensor")
 
 
-@legalize("tfl.arg_max", dtypes=("fp32", "i8"))
+@legalize("tfl.arg_max", dtypes=_QTYPES)
 def arg_max(b: Builder, op: Operation) -> list[Value]:
     """ARGMAX, i32 result (L2975-2985).  TFLite's i64 output is narrowed to i32 (§6.7; indices < 2^31).
 
-    Quantized i8 input is fine: a positive-scale affine map keeps the argmax.
+    Quantized i8 (PRO-INT) and i16 (EXT-INT16) inputs are fine: a positive-scale affine map keeps the argmax.
     """
     x = op.operands[0]
     _check_arg_input(op, x)
@@ -123,7 +223,7 @@ def arg_max(b: Builder, op: Operation) -> list[Value]:
     return [b.argmax(x, axis=axis, nan_mode="PROPAGATE", out_dtype=DType.INT32)]
 
 
-@legalize("tfl.arg_min", dtypes=("fp32", "i8"))
+@legalize("tfl.arg_min", dtypes=_QTYPES)
 def arg_min(b: Builder, op: Operation) -> list[Value]:
     """ARGMAX of an order-reversing map (1.0 has no ARGMIN): NEGATE for floats, BITWISE_NOT (-x-1, no overflow
     at -128 unlike NEGATE) for integers; the first minimum maps to the first maximum."""

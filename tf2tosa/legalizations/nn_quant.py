@@ -1,0 +1,264 @@
+"""Quantized helpers of the tfl_nn / tfl_reduce rules: conv-family requantization, biases, zero points.
+
+Everything reproduces LiteRT's reference kernels (BUILTIN_REF), whose fixed-point formulas are public:
+
+* The conv family (conv_2d, depthwise_conv_2d, transpose_conv, fully_connected) accumulates
+  ``sum((x - zp_x)·(w - zp_w)) + bias`` and requantizes with ``MultiplyByQuantizedMultiplier`` (MBQM) per output
+  channel, then adds the output zero point and clamps to the fused activation's range.  The 32-bit MBQM (int32
+  accumulators: int8 models, and int16 models with an int32 bias) is RESCALE with DOUBLE_ROUND (op_inventory §6.3);
+  the int64 MBQM (int16x8 models with an int64 bias) reduces the multiplier to 16 bits and rounds once, which is
+  RESCALE with ``scale32=false`` (S11758-11766) via :func:`tf2tosa.quant.compute_scale_16`.
+* Multipliers come from TFLite's QuantizeMultiplier of ``s_x·s_w[c]/s_out`` in double (per-channel weights, and all
+  int8/int16 conv and depthwise weights), or of ``float32(s_x·s_w)/s_out`` where TFLite calls
+  ``GetQuantizedConvolutionMultipler`` (per-tensor fully_connected, batch_matmul): :func:`tfl_product_scale`.
+* Zero points are ``[1]`` tensors of the data type (op_inventory §4 #3); weight zero points must be one value
+  (S1445-1455), so per-channel weights need all-zero zero points (TFLite's int8 weights are symmetric).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir import DType, Operation, QuantParams, Value
+from ..quant import fused_activation_q, rescale, rounding_mode
+from ..tosa.builder import Builder
+from .common import has_value
+
+#: quantized activation types of the conv family and their TOSA accumulators (S1629-1639)
+ACC = {DType.INT8: (DType.INT32, "INT32"), DType.INT16: (DType.INT48, "INT48")}
+
+
+def is_quantized(*values: Value) -> bool:
+    return any(v.type.is_quantized for v in values)
+
+
+def qparams(v: Value, what: str = "tensor") -> QuantParams:
+    """``v``'s quantization; Unsupported when it has none."""
+    q = v.type.quant
+    if q is None:
+        raise Unsupported(f"{what} {v.name} is not quantized")
+    return q
+
+
+def per_tensor(v: Value, what: str = "tensor") -> tuple[float, int]:
+    """(scale, zero point) of a per-tensor quantized value."""
+    q = qparams(v, what)
+    if q.per_channel:
+        raise Unsupported(f"{what} {v.name} must be quantized per tensor")
+    return float(q.s), int(q.zp)
+
+
+def require_act_type(op: Operation, x: Value) -> DType:
+    """i8 or i16 activations (int16 ones with zero point 0, as TFLite and TOSA both require)."""
+    if x.dtype not in ACC:
+        raise Unsupported(f"quantized {op.name} on {x.dtype.value}")
+    if x.dtype is DType.INT16 and per_tensor(x, "input")[1] != 0:
+        raise Unsupported(f"int16 {op.name} input with zero point {per_tensor(x)[1]} (must be 0, S1334)")
+    return x.dtype
+
+
+def weight_zp(w: Value) -> int:
+    """The single weight zero point (per-channel zero points must all be 0 or all equal)."""
+    q = qparams(w, "weights")
+    zps = set(int(z) for z in q.zero_point)
+    if len(zps) != 1:
+        raise Unsupported("per-channel weight zero points differ (TOSA weight_zp is one value, S1445)")
+    zp = zps.pop()
+    if w.dtype is not DType.INT8:
+        raise Unsupported(f"quantized weights of type {w.dtype.value} (i8 expected)")
+    return zp
+
+
+def tfl_product_scale(s_a: float, s_b: float) -> float:
+    """``static_cast<double>(s_a * s_b)`` with float32 operands: TFLite's GetQuantizedConvolutionMultipler."""
+    return float(np.float32(s_a) * np.float32(s_b))
+
+
+def conv_scales(x: Value, w: Value, out: Value, channels: int, *, float_product: bool = False) -> list[float]:
+    """Per-output-channel requantization factors ``s_x·s_w[c]/s_out`` (TFLite's PopulateConvolutionQuantizationParams:
+    double arithmetic; ``float_product`` for the float32 product of GetQuantizedConvolutionMultipler)."""
+    s_x, _ = per_tensor(x, "input")
+    s_out, _ = per_tensor(out, "output")
+    sw = [float(s) for s in qparams(w, "weights").scale]
+    if len(sw) == 1:
+        sw = sw * channels
+    if len(sw) != channels:
+        raise Unsupported(f"{len(sw)} weight scales for {channels} output channels")
+    if float_product:
+        return [tfl_product_scale(s_x, s) / s_out for s in sw]
+    return [s_x * s / s_out for s in sw]
+
+
+def quant_bias(b: Builder, op: Operation, k: int, channels: int, acc: DType) -> tuple[Value, DType | None]:
+    """Operand ``k`` as an ``acc``-typed bias of ``channels`` values (zeros when absent).
+
+    Returns the bias and the TFLite accumulator type it implies (int32 for an int32 bias, int64 for int64, None
+    when absent).  The int64 bias of int16x8 models must fit the 48-bit accumulator (op_inventory §6.3).
+    """
+    if len(op.operands) <= k or not has_value(op.operands[k]):
+        return b.const(np.zeros([channels], np.int64), acc, name="zero_bias"), None
+    v = op.operands[k]
+    arr = v.const()
+    if arr is None:
+        raise Unsupported(f"non-constant bias {v.name} of a quantized {op.name}")
+    if v.dtype not in (DType.INT32, DType.INT64):
+        raise Unsupported(f"bias of type {v.dtype.value} in a quantized {op.name}")
+    vals = np.asarray(arr, np.int64).reshape(-1)
+    if vals.size == 1 and channels > 1:
+        vals = np.repeat(vals, channels)
+    if vals.size != channels:
+        raise Unsupported(f"bias of {vals.size} values for {channels} output channels")
+    lo, hi = acc.range()
+    if vals.min(initial=0) < lo or vals.max(initial=0) > hi:
+        raise Unsupported(f"bias values do not fit the {acc.value} accumulator")
+    return b.const(vals, acc, name="bias"), v.dtype
+
+
+def requantize_acc(b: Builder, acc: Value, scales: Sequence[float], out: Value, tfl_acc: DType | None) -> Value:
+    """The conv-family output stage: MBQM per channel + output zero point (+ clip), as RESCALE.
+
+    ``tfl_acc`` is TFLite's accumulator: for an i48 TOSA accumulator an int64 (or absent) bias means TFLite's int64
+    MBQM — one 16-bit RESCALE — and an int32 bias means its int32 MBQM, reproduced by an exact i48→i32 RESCALE
+    (×1, multiplier 2^14, shift 14, S9786) and a DOUBLE_ROUND i32→i16 RESCALE.
+    """
+    s_out, zp_out = per_tensor(out, "output")
+    oq = qparams(out)
+    if acc.dtype is DType.INT48 and tfl_acc is DType.INT32:
+        acc = rescale(b, acc, 1.0, DType.INT32, scale32=False)
+    return rescale(b, acc, list(scales) if len(set(scales)) > 1 else scales[0], out.dtype,
+                   out_zp=zp_out if out.dtype is DType.INT8 else 0, out_quant=oq)
+
+
+def conv_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tfl_acc: DType | None) -> Value:
+    """requantize_acc then the fused activation as a CLAMP in the output domain (TFLite's activation range)."""
+    out = op.results[0]
+    y = requantize_acc(b, acc, scales, out, tfl_acc)
+    return fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(out))
+
+
+def exact_split(scales: Sequence[float]) -> tuple[list[int], list[int], int] | None:
+    """(M_hi, M_lo, L) with ``s_c·2^(L+32) = M_hi[c]·2^L + M_lo[c]`` (exact for ``L + 32 >= `` every scale's
+    binary denominator, else truncated below 2^-63), M_hi < 2^31 and M_lo < 2^L, L in [1, 31]; None when a scale
+    is >= 1/2 (M_hi would not fit i32)."""
+    from fractions import Fraction
+
+    if any(not 0.0 <= s < 0.5 for s in scales):
+        return None
+    k = max(33, *(Fraction(s).denominator.bit_length() - 1 for s in scales))
+    k = min(k, 63)
+    big = [int(Fraction(s) * (1 << k)) for s in scales]  # floor
+    lbits = k - 32
+    return [m >> lbits for m in big], [m & ((1 << lbits) - 1) for m in big], lbits
+
+
+def round_scale_exact(b: Builder, acc: Value, scales: Sequence[float], out: Value) -> Value | None:
+    """``clip(round_half_away(acc·s[c]) + zp_out)`` computed exactly from an i32 accumulator (last dim = channels).
+
+    LiteRT's reference fully_connected requantizes in double: ``(int32)round((double)acc · s)`` with
+    ``s = (double)s_x·s_w[c]/s_out`` (reference_integer_ops::FullyConnected/FullyConnectedPerChannel, the variant
+    taking float scales).  A 32-bit multiplier RESCALE (relative error 2^-31) misses it near half-integers, so
+    with ``s = M·2^-K`` (M split at bit L = K-32 into M_hi, M_lo) and ``a = |acc| < 2^31``:
+
+        u = a·M_hi = hi·2^32 + lo          lo = MUL(a, M_hi, shift 0) (the low 32 bits, S5067),
+                                           hi = MUL(a, M_hi, shift 32) - [lo >= 2^31] (S5060-5065)
+        t = floor(a·M_lo / 2^L)            = MUL(a, M_lo, shift L) - bit L-1 of MUL(a, M_lo, shift 0)
+        floor(a·s + 1/2) = hi + [lo + t >= 2^31]
+
+    (the carry is at most 1 because lo·2^L + a·M_lo + 2^(K-1) < 2^(K+1)).  The sign is restored with SELECT and a
+    RESCALE ×1 adds the output zero point and saturates.  Returns None when a scale is >= 1/2.
+    """
+    split = exact_split(scales)
+    if split is None:
+        return None
+    mh, ml, lbits = split
+    rank = acc.type.rank
+    i32 = DType.INT32
+
+    def vec(vals: Sequence[int]) -> Value:
+        return b.const(np.asarray(vals, np.int64).reshape((1,) * (rank - 1) + (len(vals),)), i32)
+
+    def scalar(v: int) -> Value:
+        return b.const(np.full((1,) * rank, v, np.int64), i32)
+
+    a = b.abs(acc)
+    lo = b.mul(a, vec(mh), 0)
+    hi = b.binary("ADD", b.mul(a, vec(mh), 32), b.binary("ARITHMETIC_RIGHT_SHIFT", lo, scalar(31), round=False))
+    low_l = b.mul(a, vec(ml), 0)
+    bit = b.binary("BITWISE_AND", b.binary("ARITHMETIC_RIGHT_SHIFT", low_l, scalar(lbits - 1), round=False),
+                   scalar(1))
+    t = b.binary("SUB", b.mul(a, vec(ml), lbits), bit)
+    room = b.binary("SUB", scalar((1 << 31) - 1), b.binary("MAXIMUM", lo, scalar(0), nan_mode="PROPAGATE"))
+    carry = b.binary("LOGICAL_OR", b.binary("GREATER", scalar(0), lo), b.binary("GREATER", t, room))
+    q = b.binary("ADD", hi, b.cast(carry, i32))
+    zero = b.zp(0, i32)
+    signed = b.emit("SELECT", [b.binary("GREATER", scalar(0), acc), b.negate(q, zero, zero), q]).result
+    # keep the RESCALE ×1 within apply_scale_32's value range (S11746); anything this big saturates anyway
+    lim = 1 << 24
+    signed = b.binary("MAXIMUM", b.binary("MINIMUM", signed, scalar(lim), nan_mode="PROPAGATE"), scalar(-lim),
+                      nan_mode="PROPAGATE")
+    zp_out = per_tensor(out, "output")[1]
+    return rescale(b, signed, 1.0, out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0,
+                   out_quant=qparams(out), double_round=False)
+
+
+def acc_bound(x: Value, w: Value, bias: Value | None, wzp: int) -> int:
+    """A static bound on |sum((x - zp_x)(w - zp_w)) + bias| over every input (constant weights and bias)."""
+    wc = w.const()
+    if wc is None:
+        return 1 << 62
+    lo, hi = x.dtype.range()
+    zx = per_tensor(x)[1] if x.dtype is DType.INT8 else 0
+    xmax = max(abs(lo - zx), abs(hi - zx))
+    wa = np.abs(np.asarray(wc, np.int64) - wzp)
+    per_c = wa.reshape(wa.shape[0], -1).sum(axis=1) * xmax
+    bc = bias.const() if bias is not None else None
+    if bc is not None:
+        per_c = per_c + np.abs(np.asarray(bc, np.int64).reshape(-1))
+    return int(per_c.max(initial=0))
+
+
+def fc_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tfl_acc: DType | None,
+              bound: int) -> Value:
+    """fully_connected's output stage: exact double-precision requantization (:func:`round_scale_exact`) when the
+    accumulator provably fits i32 (``bound``), else the MBQM RESCALE of :func:`requantize_acc` (within 1 LSB);
+    then the fused activation's CLAMP."""
+    out = op.results[0]
+    y = None
+    if bound < (1 << 31) - 1:
+        acc32 = acc if acc.dtype is DType.INT32 else rescale(b, acc, 1.0, DType.INT32, scale32=False)
+        y = round_scale_exact(b, acc32, scales, out)
+    if y is None:
+        y = requantize_acc(b, acc, scales, out, tfl_acc)
+    return fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(out))
+
+
+def rescale_raw(b: Builder, x: Value, multiplier: Sequence[int], shift: Sequence[int], out_dtype: DType, *,
+                in_zp: int = 0, out_zp: int = 0, out_quant: QuantParams | None = None, scale32: bool = True,
+                double_round: bool | None = None) -> Value:
+    """RESCALE with explicit (multiplier, shift) pairs (for multipliers TFLite derives arithmetically, e.g. the
+    folded 1/N of mean).  ``double_round`` None follows the conversion's rounding option (S10081)."""
+    mode = rounding_mode(b, scale32) if double_round is None else ("DOUBLE_ROUND" if double_round else "SINGLE_ROUND")
+    m = b.const(np.asarray(multiplier, np.int64), DType.INT32 if scale32 else DType.INT16, name="multiplier")
+    s = b.const(np.asarray(shift, np.int64), DType.INT8, name="shift")
+    attrs = {"scale32": scale32, "rounding_mode": mode, "per_channel": len(multiplier) > 1,
+             "input_unsigned": False, "output_unsigned": False}
+    return b.emit("RESCALE", [x, m, s, b.zp(in_zp, x.dtype), b.zp(out_zp, out_dtype)], attrs,
+                  out_dtype=out_dtype, quant=out_quant).result
+
+
+def to_i32(b: Builder, x: Value, zp: int = 0) -> Value:
+    """x - zp as i32 (RESCALE ×1: multiplier 2^30, shift 30, exact; S9786)."""
+    return rescale(b, x, 1.0, DType.INT32, in_zp=zp, double_round=False)
+
+
+def same_quant(a: Value, b_: Value) -> bool:
+    qa, qb = a.type.quant, b_.type.quant
+    return qa is not None and qb is not None and qa.scale == qb.scale and qa.zero_point == qb.zero_point
+
+
+__all__ = ["ACC", "acc_bound", "conv_output", "conv_scales", "exact_split", "fc_output", "is_quantized",
+           "per_tensor", "qparams", "quant_bias", "require_act_type", "requantize_acc", "rescale_raw",
+           "round_scale_exact", "same_quant", "tfl_product_scale", "to_i32", "weight_zp"]
