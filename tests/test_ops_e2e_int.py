@@ -14,6 +14,12 @@ from tests.modelgen import ONE_OP_MODELS, quant_unsupported_reason  # noqa: E402
 #: (op, quant) -> (max LSB difference, why exactness is impossible).  Keep this list short and explained.
 PINNED: dict[tuple[str, str], tuple[int, str]] = {}
 
+#: ops whose LiteRT reference kernel is itself wrong; the optimized default kernels are the oracle instead.
+#: SUM (LiteRT 2.3): with a different output scale the int8 reference kernel reads the data as uint8 (a lone -1
+#: sums as 255); with equal quantization, and for every int16 sum, it returns -1 everywhere.  The default kernels
+#: agree with dequantize -> sum -> requantize done by hand.
+DEFAULT_KERNEL_ORACLE = {"sum": "LiteRT's BUILTIN_REF SUM kernel is broken (see above)"}
+
 CASES = [(n, q) for q in ("int8", "int16x8") for n in sorted(ONE_OP_MODELS)]
 
 
@@ -23,4 +29,5 @@ def test_one_op_quantized(name: str, quant: str) -> None:
     if why:
         pytest.skip(why)
     bound, _ = PINNED.get((name, quant), (0, ""))
-    check_tflite(f"{name}/{quant}", ONE_OP_MODELS[name](quant=quant), reference_kernels=True, max_lsb=bound)
+    ref = name.split("/")[0] not in DEFAULT_KERNEL_ORACLE
+    check_tflite(f"{name}/{quant}", ONE_OP_MODELS[name](quant=quant), reference_kernels=ref, max_lsb=bound)
