@@ -6,14 +6,15 @@ Everything here works on values whose shapes are static (the pipeline rewrites o
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, Value
+from ..ir import DType, Operation, QuantParams, Value
 from ..tosa.builder import Builder
 from .common import const_operand
 
@@ -293,3 +294,33 @@ def pad_value(x: Value, value: float | int | None = None) -> float | int | bool:
     if x.type.quant is not None and not x.type.quant.per_channel:
         return int(x.type.quant.zp)
     return 0.0 if x.dtype.is_float else 0
+
+
+def retag(b: Builder, v: Value, quant: QuantParams | None, keep: Sequence[Value] = ()) -> Value:
+    """``v`` carrying ``quant`` (the source op's result quantization) instead of its own.
+
+    A value made by the current rule is retyped in place; a pre-existing one (a graph input, constant, or one of
+    ``keep``, e.g. the op's operands passed through) gets an IDENTITY with the new type instead.
+    """
+    if v.type.quant == quant or (quant is None and not v.dtype.is_int):
+        return v
+    if v.producer is None or v.is_const or any(v is k for k in keep):
+        return b.emit("IDENTITY", [v], quant=quant).result
+    v.type = v.type.with_dtype(v.dtype, quant)
+    return v
+
+
+Rule = Callable[[Builder, Operation], list[Value]]
+
+
+def keeps_values(rule: Rule) -> Rule:
+    """For data-movement rules: TFLite's kernel copies stored values whatever the quantization of its operands
+    and results (reshape, transpose, slice, gather, pad, … check none, or require them equal), so each result
+    takes the quantization of the op's result, which the consumers' rules then read."""
+
+    @functools.wraps(rule)
+    def wrapped(b: Builder, op: Operation) -> list[Value]:
+        outs = rule(b, op)
+        return [retag(b, v, r.type.quant, op.operands) for v, r in zip(outs, op.results)]
+
+    return wrapped

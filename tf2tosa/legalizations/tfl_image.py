@@ -15,8 +15,9 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..quant.rescale import rescale
 from ..tosa.builder import Builder
-from .layout_helpers import const_ints, data_operand, static_shape
+from .layout_helpers import const_ints, data_operand, keeps_values, static_shape
 from .registry import legalize
 
 #: enum name of nearest mode in TOSA 1.0 (text says NEAREST, the enum NEAREST_NEIGHBOR: S9095 vs S10948)
@@ -128,6 +129,8 @@ def _resize(b: Builder, op: Operation, nearest: bool) -> list[Value]:
         return [x]  # every mode is the identity at equal sizes
     if x.dtype is DType.INT8 and not nearest:
         return [_resize_bilinear_i8(b, x, ih, iw, oh, ow, align, half)]
+    if x.dtype is DType.INT16 and not nearest:
+        return [_resize_bilinear_i16(b, x, ih, iw, oh, ow, align, half)]
     if x.dtype not in (DType.FP32, DType.FP16, DType.BF16) and not (nearest and x.dtype in (DType.INT8, DType.INT16)):
         raise Unsupported(f"resize of {x.dtype}")
     if nearest:
@@ -202,13 +205,42 @@ def _resize_bilinear_i8(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: int
     return b.emit("CAST", [shifted], out_dtype=DType.INT8, quant=x.type.quant).result
 
 
-@legalize("tfl.resize_bilinear", dtypes=("fp32", "i8"))
+def _resize_bilinear_i16(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: int, align: bool,
+                         half: bool) -> Value:
+    """int16 bilinear, bit-exact with TFLite's ResizeBilinearInteger<int16_t> (same grid as int8, 64-bit sums).
+
+    RESIZE i16 → i48 gives v = Σ w·x (weights sum to 2^20, EXT-INT16); RESCALE i48 → i32 by 2^-20 (16-bit
+    multiplier 2^14, shift 34, S11758-11766) rounds half up: A = ⌊v/2^20 + ½⌋.  TFLite rounds half away from zero,
+    which differs only at negative ties.  RESIZE of NOT x = −x − 1 gives −v − 2^20, so B = ⌊−v/2^20 − ½⌋ and
+    NOT B = −B − 1 = ⌈v/2^20 − ½⌉ (half down).  The result is A where A > 0 (v > 0), else NOT B; the comparison and
+    SELECT run in i32 (GREATER has no i16 row), then CAST to i16 (in range).
+    """
+    py = tflite_int_axis_params(ih, oh, align, half)
+    px = tflite_int_axis_params(iw, ow, align, half)
+
+    def interpolate(v: Value) -> Value:
+        scale = b.shape([py.n, py.d, px.n, px.d], name="scale")
+        offset = b.shape([py.offset, px.offset], name="offset")
+        border = b.shape([py.border, px.border], name="border")
+        acc = b.emit("RESIZE", [v, scale, offset, border], {"mode": BILINEAR}, out_dtype=DType.INT48).result
+        return rescale(b, acc, 2.0 ** -20, DType.INT32, scale32=False)
+
+    up = interpolate(x)
+    down = b.emit("BITWISE_NOT", [interpolate(b.emit("BITWISE_NOT", [x]).result)]).result
+    pos = b.emit("GREATER", [up, b.const(np.zeros((1, 1, 1, 1), np.int32), DType.INT32)]).result
+    y = b.emit("SELECT", [pos, up, down]).result
+    return b.emit("CAST", [y], out_dtype=DType.INT16, quant=x.type.quant).result
+
+
+@legalize("tfl.resize_bilinear", dtypes=("fp32", "i8", "i16"))
+@keeps_values
 def resize_bilinear(b: Builder, op: Operation) -> list[Value]:
     """RESIZE BILINEAR with scale/offset/border from align_corners / half_pixel_centers (§4 #20)."""
     return _resize(b, op, nearest=False)
 
 
 @legalize("tfl.resize_nearest_neighbor", dtypes=("fp32", "i8", "i16"))
+@keeps_values
 def resize_nearest_neighbor(b: Builder, op: Operation) -> list[Value]:
     """RESIZE NEAREST_NEIGHBOR; the default (floor) mode uses offset −n/2 (§4 #20), GATHER fallback at float ties."""
     return _resize(b, op, nearest=True)

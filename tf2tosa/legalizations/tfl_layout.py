@@ -1,8 +1,10 @@
 """TFLite data-layout ops → TOSA 1.0: reshape/transpose/concat/pack/split/slice/pad/tile/gather/…
 
 All rules are type-agnostic data movement unless noted; shapes come from the (already static) operand types
-and constant operands, never from ``op.results`` (which may be symbolic).  Quantization parameters pass through
-unchanged (TFLite requires equal input/output quantization for these ops, except concatenation).
+and constant operands, never from ``op.results`` (which may be symbolic).  Quantized tensors: TFLite's kernels
+copy stored values unchanged, so the results simply take the op's output quantization (:func:`keeps_values`); pads
+use the output zero point; concatenation/pack RESCALE int8 inputs quantized unlike the output (int16
+concatenation copies, as TFLite does).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
+from ..quant.activation import fused_activation_q
+from ..quant.rescale import requantize
 from ..tosa.builder import Builder
 from .common import const_operand, fused_activation, has_value, positive_axis
 from .layout_helpers import (
@@ -21,11 +25,13 @@ from .layout_helpers import (
     check_rank,
     const_ints,
     data_operand,
+    keeps_values,
     narrow_array,
     pad_value,
     plan_strided_slice,
     prod,
     resolve_reshape,
+    retag,
     reverse,
     split_along,
     static_shape,
@@ -53,6 +59,7 @@ def _same_quant(a: QuantParams | None, c: QuantParams | None) -> bool:
 
 # ----------------------------------------------------------------------------------------------- reshaping
 @legalize("tfl.reshape", dtypes=_ANY)
+@keeps_values
 def reshape(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE with a CONST_SHAPE target (op_inventory §4 #6, S8025-8059); -1 resolved statically (S766)."""
     x = _x(b, op)
@@ -70,6 +77,7 @@ def reshape(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("tfl.squeeze", dtypes=_ANY)
+@keeps_values
 def squeeze(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE dropping size-1 dims (lower_squeeze_op L826-851, with its keep-condition L842 fixed)."""
     x = _x(b, op)
@@ -86,6 +94,7 @@ def squeeze(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("tfl.expand_dims", dtypes=_ANY)
+@keeps_values
 def expand_dims(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE inserting a 1; a negative axis means axis + rank + 1 (fixes lower_expand_dims L351-356)."""
     x = _x(b, op)
@@ -102,6 +111,7 @@ def expand_dims(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("tfl.transpose", dtypes=_ANY)
+@keeps_values
 def transpose(b: Builder, op: Operation) -> list[Value]:
     """TRANSPOSE with the perm constant as the ``perms`` attribute (§4 #10, S8561-8595)."""
     x = _x(b, op)
@@ -114,12 +124,25 @@ def transpose(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------ concatenation / pack
-def _concat(b: Builder, xs: Sequence[Value], axis: int, out_quant: QuantParams | None) -> Value:
+def _concat(b: Builder, xs: Sequence[Value], axis: int, out_quant: QuantParams | None, raw_i16: bool = False) -> Value:
+    """CONCAT after bringing every input to the output's quantization.
+
+    TFLite's kernels (outside the seeds): concatenation and pack require int8 inputs quantized like the output
+    (so a differing one can only come from our uint8 → int8 retyping): one RESCALE per input as in
+    lower_concatv2_op L278-284, but with that input's own zero point (L282 takes the first input's).  int16
+    concatenation copies the stored values whatever the scales (``raw_i16``), which we reproduce.
+    """
+    ys = []
     for v in xs:
-        if not _same_quant(v.type.quant, out_quant):
-            # needs a RESCALE per input (lower_concatv2_op L278-284, zp slip L282 noted); quantized path later
-            raise Unsupported("concatenation of inputs whose quantization differs from the output's")
-    return b.concat(list(xs), axis)
+        q = v.type.quant
+        if out_quant is None or _same_quant(q, out_quant) or (raw_i16 and v.dtype is DType.INT16):
+            ys.append(v)
+        elif q is None or v.dtype not in (DType.INT8, DType.INT16):
+            raise Unsupported(f"concatenation of a {v.dtype} input{'' if q else ' without quantization'} into a "
+                              "quantized output")
+        else:
+            ys.append(requantize(b, v, out_quant))
+    return b.concat(ys, axis)
 
 
 @legalize("tfl.concatenation", dtypes=_ANY)
@@ -130,8 +153,11 @@ def concatenation(b: Builder, op: Operation) -> list[Value]:
     if rank == 0:
         raise Unsupported("concatenation of rank-0 tensors")
     axis = positive_axis(int(op.attrs.get("axis", 0)), rank)
-    y = _concat(b, xs, axis, _out_quant(op))
-    return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+    y = _concat(b, xs, axis, _out_quant(op), raw_i16=True)
+    act = op.attrs.get("fused_activation_function")
+    q = _out_quant(op)
+    y = fused_activation_q(b, y, act, q) if q is not None and y.dtype.is_int else fused_activation(b, y, act)
+    return [retag(b, y, q, op.operands)]
 
 
 @legalize("tfl.pack", dtypes=_ANY)
@@ -146,10 +172,11 @@ def pack(b: Builder, op: Operation) -> list[Value]:
     axis = axis + r + 1 if axis < 0 else axis
     new = shape[:axis] + [1] + shape[axis:]
     check_rank(len(new), "pack result")
-    return [_concat(b, [b.reshape(v, new) for v in xs], axis, _out_quant(op))]
+    return [retag(b, _concat(b, [b.reshape(v, new) for v in xs], axis, _out_quant(op)), _out_quant(op), op.operands)]
 
 
 @legalize("tfl.unpack", dtypes=_ANY)
+@keeps_values
 def unpack(b: Builder, op: Operation) -> list[Value]:
     """SLICE per index along ``axis`` + RESHAPE dropping it (lower_unpack_op L921-967; loop bound L948 fixed)."""
     x = _x(b, op)
@@ -164,6 +191,7 @@ def unpack(b: Builder, op: Operation) -> list[Value]:
 
 # ------------------------------------------------------------------------------------------------ splitting
 @legalize("tfl.split", dtypes=_ANY)
+@keeps_values
 def split(b: Builder, op: Operation) -> list[Value]:
     """N equal SLICEs (lower_split_op L767-794, without IDENTITYN: §4 #15).  Inputs: axis, value."""
     x = data_operand(b, op.operands[1])
@@ -176,6 +204,7 @@ def split(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("tfl.split_v", dtypes=_ANY)
+@keeps_values
 def split_v(b: Builder, op: Operation) -> list[Value]:
     """SLICEs of the given sizes; one -1 takes the remainder (lower_splitv_op L796-824).  Inputs: value, sizes, axis."""
     x = _x(b, op)
@@ -191,6 +220,7 @@ def split_v(b: Builder, op: Operation) -> list[Value]:
 
 # ------------------------------------------------------------------------------------------------- slicing
 @legalize("tfl.slice", dtypes=_ANY)
+@keeps_values
 def slice_(b: Builder, op: Operation) -> list[Value]:
     """SLICE with start/size as CONST_SHAPE (§4 #7, S8273-8319); size -1 = to the end."""
     x = at_least_1d(b, _x(b, op))
@@ -207,6 +237,7 @@ def slice_(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("tfl.strided_slice", dtypes=_ANY)
+@keeps_values
 def strided_slice(b: Builder, op: Operation) -> list[Value]:
     """SLICE + per-axis stride selection + REVERSE + RESHAPE (lower_strided_slice_op L853-919 reworked:
     ellipsis, new_axis, negative strides and rank ≤ 6 handled, see layout_helpers.plan_strided_slice)."""
@@ -220,6 +251,7 @@ def strided_slice(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("tfl.reverse_v2", dtypes=_ANY)
+@keeps_values
 def reverse_v2(b: Builder, op: Operation) -> list[Value]:
     """One REVERSE per axis (lower_reversev2_op L601-617)."""
     x = _x(b, op)
@@ -241,15 +273,26 @@ def _paddings(op: Operation, k: int, rank: int) -> list[int]:
 
 
 @legalize("tfl.pad", dtypes=_ANY)
+@keeps_values
 def pad(b: Builder, op: Operation) -> list[Value]:
     """PAD with zero (the zero point for quantized tensors, S7871) (§4 #9, S7869-7915)."""
     x = _x(b, op)
     if x.type.rank == 0:
         return [x]
-    return [b.pad(x, _paddings(op, 1, x.type.rank), pad_value(x))]
+    return [b.pad(x, _paddings(op, 1, x.type.rank), _pad_const(op, x))]
+
+
+def _pad_const(op: Operation, x: Value, value: float | int | bool | None = None) -> float | int | bool:
+    """PAD's pad_const: ``value`` (stored units), else the *output's* zero point, as TFLite's pad and
+    space_to_batch_nd kernels use (they copy the input values unchanged)."""
+    q = _out_quant(op)
+    if value is None and q is not None and not q.per_channel and x.dtype.is_int:
+        return int(q.zp)
+    return pad_value(x, value)
 
 
 @legalize("tfl.padv2", dtypes=_ANY)
+@keeps_values
 def padv2(b: Builder, op: Operation) -> list[Value]:
     """PAD with the constant_values operand (in storage units for quantized tensors)."""
     x = _x(b, op)
@@ -258,15 +301,18 @@ def padv2(b: Builder, op: Operation) -> list[Value]:
     value: float | int | None = None
     if len(op.operands) > 2 and has_value(op.operands[2]):
         c = np.asarray(const_operand(op, 2, "constant_values")).reshape(-1)
+        if c.dtype.kind == "f" and x.dtype.is_int:
+            raise Unsupported("padv2 of an integer tensor with a float constant_values (TFLite rejects it)")
         value = c[0].item() if c.size else None
         if value is not None and x.dtype.is_int:
             value = int(value)
         elif value is not None and x.dtype is DType.BOOL:
             value = bool(value)
-    return [b.pad(x, _paddings(op, 1, x.type.rank), pad_value(x, value))]
+    return [b.pad(x, _paddings(op, 1, x.type.rank), _pad_const(op, x, value))]
 
 
 @legalize("tfl.mirror_pad", dtypes=_ANY)
+@keeps_values
 def mirror_pad(b: Builder, op: Operation) -> list[Value]:
     """Per axis: CONCAT(REVERSE(SLICE(head)), x, REVERSE(SLICE(tail))).  No lowering in L (L3783).
 
@@ -309,6 +355,7 @@ def _axis_slice(b: Builder, x: Value, axis: int, start: int, size: int) -> Value
 
 # ------------------------------------------------------------------------------------------------- tiling
 @legalize("tfl.tile", dtypes=_ANY)
+@keeps_values
 def tile(b: Builder, op: Operation) -> list[Value]:
     """TILE with multiples as CONST_SHAPE (§4 #8, S8430-8464)."""
     x = _x(b, op)
@@ -341,6 +388,7 @@ def _indices_i32(b: Builder, v: Value) -> Value:
 
 
 @legalize("tfl.gather", dtypes=_ANY)
+@keeps_values
 def gather(b: Builder, op: Operation) -> list[Value]:
     """params = B+P+[K]+S, indices = B+I → TRANSPOSE to B+[K]+P+S, RESHAPE [nB, K, nP·nS], GATHER with indices
     [nB, nI], RESHAPE to B+I+P+S, TRANSPOSE to B+P+I+S.  (lower_gather_op L1058-1105 with its result perm,
@@ -382,6 +430,7 @@ def gather(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("tfl.gather_nd", dtypes=_ANY)
+@keeps_values
 def gather_nd(b: Builder, op: Operation) -> list[Value]:
     """Flatten the first q params dims into K and the index tuples into one i32 index (host-side for constant
     indices, MUL + REDUCE_SUM otherwise), then one GATHER (lower_gather_nd_op L1107-1133 with its K/stride
@@ -419,6 +468,7 @@ def gather_nd(b: Builder, op: Operation) -> list[Value]:
 
 # --------------------------------------------------------------------------------------- space / depth / batch
 @legalize("tfl.depth_to_space", dtypes=_ANY)
+@keeps_values
 def depth_to_space(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE [N,H,W,bs,bs,C'] → TRANSPOSE {0,1,3,2,4,5} → RESHAPE [N,H·bs,W·bs,C'] (DCR, lower_depth_to_space_op
     L295-318)."""
@@ -434,6 +484,7 @@ def depth_to_space(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("tfl.space_to_depth", dtypes=_ANY)
+@keeps_values
 def space_to_depth(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE [N,H/bs,bs,W/bs,bs,C] → TRANSPOSE {0,1,3,2,4,5} → RESHAPE [N,H/bs,W/bs,bs·bs·C]
     (lower_space_to_depth_op L744-765; its ``perm=`` is the 1.0 ``perms`` attribute)."""
@@ -455,6 +506,7 @@ def _nhwc(x: Value) -> list[int]:
 
 
 @legalize("tfl.space_to_batch_nd", dtypes=_ANY)
+@keeps_values
 def space_to_batch_nd(b: Builder, op: Operation) -> list[Value]:
     """PAD → RESHAPE [B, d1/b1, b1, …, R] → TRANSPOSE [b1…, B, d1/b1…, R] → RESHAPE (lower_space_to_batch_nd_op
     L661-742; its step-3 RESHAPE is a TRANSPOSE, L719, and remaining dims get zero padding).  The remaining
@@ -469,7 +521,7 @@ def space_to_batch_nd(b: Builder, op: Operation) -> list[Value]:
     rest = shape[1 + m:]
     x = b.reshape(x, shape[:1 + m] + ([prod(rest)] if rest else []))
     full = [0, 0] + pads + ([0, 0] if rest else [])
-    x = b.pad(x, full, pad_value(x))
+    x = b.pad(x, full, _pad_const(op, x))
     padded = static_shape(x)
     spatial = padded[1:1 + m]
     if any(d % bl for d, bl in zip(spatial, block)):
@@ -487,6 +539,7 @@ def space_to_batch_nd(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("tfl.batch_to_space_nd", dtypes=_ANY)
+@keeps_values
 def batch_to_space_nd(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE [b1…bM, B', d1…dM, R] → TRANSPOSE [B', d1, b1, …, dM, bM, R] → RESHAPE → SLICE crops
     (lower_batch_to_space_nd_op L174-261 with its crop indexing L186-187/L251 and perm L217-223 fixed)."""

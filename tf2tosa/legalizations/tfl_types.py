@@ -1,14 +1,15 @@
-"""TFLite type-conversion ops → TOSA 1.0: cast, dequantize (fp16 / constant weights), identity-like ops."""
+"""TFLite type-conversion ops → TOSA 1.0: cast, quantize, dequantize, identity-like ops."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, Value
+from ..ir import DType, Operation, QuantParams, Value
+from ..quant.rescale import requantize
 from ..tosa.builder import Builder
 from .common import scalar_const
-from .layout_helpers import data_operand, tosa_dtype
+from .layout_helpers import data_operand, keeps_values, retag, tosa_dtype
 from .registry import legalize
 
 _INTS = (DType.INT8, DType.INT16, DType.INT32)
@@ -43,17 +44,108 @@ def convert(b: Builder, x: Value, out: DType) -> Value:
 
 @legalize("tfl.cast", dtypes=("fp32", "i32", "i8", "i16", "bool"))
 def cast(b: Builder, op: Operation) -> list[Value]:
-    """CAST (trivial in L3048, but: float→int truncates in TFLite, int64 narrows to i32, bool↔float via i32)."""
+    """CAST (trivial in L3048, but: float→int truncates in TFLite, int64 narrows to i32, bool↔float via i32).
+
+    TFLite's cast kernel converts stored values and ignores quantization, so quantized operands/results are
+    converted as plain integers (the result carries the output's quantization).
+    """
     src = op.operands[0]
-    if src.type.is_quantized or op.results[0].type.is_quantized:
-        raise Unsupported("cast of quantized tensors")
     if src.dtype in (DType.UINT8, DType.UINT16) or op.results[0].type.dtype in (DType.UINT8, DType.UINT16):
         raise Unsupported("cast to/from unsigned types")
     out = tosa_dtype(op.results[0].type.dtype)
     if src.dtype in (DType.INT64, DType.UINT32, DType.UINT64) and src.const() is None:
         raise Unsupported(f"cast from a non-constant {src.dtype} tensor")
     x = data_operand(b, src)
-    return [convert(b, x, out)]
+    return [retag(b, convert(b, x, out), op.results[0].type.quant, keep=[x])]
+
+
+# ------------------------------------------------------------------------------------------------ quantize
+def quantize_thresholds(scale: float, n: int) -> np.ndarray:
+    """``thr[k]`` for k < n: the least float32 ``a >= 0`` with ``fl32(a / scale) >= k + 0.5``.
+
+    TFLite's reference AffineQuantize stores ``round(x / scale) + zp`` with a float32 division and std::round (half
+    away from zero); ``a -> fl32(a / scale)`` is monotone, so ``|round(x / scale)| > k`` exactly when
+    ``|x| >= thr[k]``.  Found from ``fl32((k + ½)·scale)`` by stepping one ulp at a time with numpy's (IEEE) float32
+    division, the same operation the kernel performs.
+    """
+    s = np.float32(scale)
+    h = np.arange(n, dtype=np.float32) + np.float32(0.5)  # exact: n < 2^22
+    with np.errstate(over="ignore", under="ignore"):
+        c = (h.astype(np.float64) * float(s)).astype(np.float32)
+        if not (np.all(np.isfinite(c)) and float(s) > 0.0):
+            raise Unsupported(f"quantization scale {float(s):.6g} out of range")
+        up = np.float32(np.inf)
+        while np.any(low := c / s < h):
+            c = np.where(low, np.nextafter(c, up), c)
+        while np.any(ok := np.nextafter(c, np.float32(0)) / s >= h):
+            c = np.where(ok, np.nextafter(c, np.float32(0)), c)
+    return c
+
+
+def reciprocal_below(scale: float) -> np.float32:
+    """A float32 ``r < (1 − 2^-20)/scale``, so ``fl32(a·r) <= fl32(a/scale)`` for every a >= 0 and the two differ
+    by less than ½ while ``a/scale < 2^18``."""
+    want = (1.0 - 2.0 ** -20) / float(np.float32(scale))
+    r = np.float32(want)
+    if not np.isfinite(r) or r == 0:
+        raise Unsupported(f"quantization scale {scale:.6g} out of range")
+    return r if float(r) <= want else np.nextafter(r, np.float32(0))
+
+
+def quantize_value(b: Builder, x: Value, q: QuantParams, out: DType) -> Value:
+    """fp32 → i8/i16 bit-exact with TFLite's reference AffineQuantize: ``clamp(round(fl32(x / s)) + zp)``.
+
+    L3905-3920 passes zp and scale to lower_quantize_op (L417-426) in swapped order, and that multiplies by the
+    scale where 1/scale is meant; even fixed, CAST rounds half to even (S9728-9730) where std::round rounds half
+    away from zero, and x·(1/s) differs from x/s in the last bit next to rounding thresholds.  So, with a = |x|
+    clamped to where the result saturates anyway:
+
+    1. ``m0 = CAST(a · r)`` with r just below 1/s (:func:`reciprocal_below`): m0 <= m <= m0 + 1 for the wanted
+       magnitude m = round(fl32(a / s)).
+    2. ``m = m0 + (a >= thr[m0])`` with ``thr`` from :func:`quantize_thresholds`, looked up by one fp32 GATHER.
+    3. ``zp ± m`` by the sign of x, MAXIMUM/MINIMUM to the output range (1.0 has no i32 CLAMP), CAST.
+       (NaN quantizes to zp; TFLite's ``static_cast<int32>`` of NaN/inf is undefined behaviour.)
+
+    Needs PRO-FP (CAST fp32↔i32, fp32 GATHER) like every float → integer conversion.
+    """
+    if q.per_channel:
+        raise Unsupported("per-channel quantization of a float tensor")
+    lo, hi = out.range()
+    zp = int(q.zp)
+    j = max(hi - zp, zp - lo) + 1  # |round(x/s)| > j - 1 saturates on both sides
+    thr = quantize_thresholds(q.s, j + 2)
+    shape = [int(d) for d in x.shape]
+    size = int(np.prod(shape, dtype=np.int64))
+    a = b.clamp(b.emit("ABS", [x]).result, 0.0, float(thr[j]), nan_mode="IGNORE")
+    m0 = b.cast(b.mul(a, scalar_const(b, float(reciprocal_below(q.s)), x)), DType.INT32)
+    values = b.const(thr.reshape(1, j + 2, 1), DType.FP32, name="quantize_thresholds")
+    t = b.emit("GATHER", [values, b.reshape(m0, [1, size])]).result
+    up = b.emit("GREATER_EQUAL", [a, b.reshape(t, shape)]).result
+    m = b.binary("ADD", m0, b.cast(up, DType.INT32))
+    zero = scalar_const(b, 0, m)
+    neg = b.emit("GREATER", [scalar_const(b, 0.0, x), x]).result
+    signed = b.emit("SELECT", [neg, b.binary("SUB", zero, m), m]).result
+    y = b.binary("ADD", signed, scalar_const(b, zp, m))
+    y = b.binary("MINIMUM", b.binary("MAXIMUM", y, scalar_const(b, lo, m)), scalar_const(b, hi, m))  # no i32 CLAMP
+    return b.emit("CAST", [y], out_dtype=out, quant=q).result
+
+
+@legalize("tfl.quantize", dtypes=("i8", "i16"))
+def quantize(b: Builder, op: Operation) -> list[Value]:
+    """fp32 → i8/i16 (:func:`quantize_value`), or requantize i8/i16 → i8/i16 with one RESCALE by s_in/s_out
+    (TFLite's Requantize: MultiplyByQuantizedMultiplier, i.e. DOUBLE_ROUND).  uint8 tensors were already turned into
+    int8 with zp − 128 (quant.boundary), so uint8 ↔ int8 is an int8 requantize (the identity when only the zero
+    point moved by 128)."""
+    x = op.operands[0]
+    res = op.results[0].type
+    q, out = res.quant, res.dtype
+    if q is None or out not in (DType.INT8, DType.INT16):
+        raise Unsupported(f"quantize to {out}{'' if q is not None else ' without quantization parameters'}")
+    if x.dtype is DType.FP32 and not x.type.is_quantized:
+        return [quantize_value(b, data_operand(b, x), q, out)]
+    if x.dtype in (DType.INT8, DType.INT16) and x.type.quant is not None:
+        return [requantize(b, data_operand(b, x), q, out)]
+    raise Unsupported(f"quantize from {x.dtype}")
 
 
 @legalize("tfl.dequantize", dtypes=("fp32",))
@@ -106,6 +198,7 @@ def dequantize_value(b: Builder, x: Value, out: DType = DType.FP32) -> Value:
 
 
 @legalize("tfl.identity", dtypes=("fp32", "i8", "i16", "i32", "bool"))
+@keeps_values
 def identity(b: Builder, op: Operation) -> list[Value]:
     """Identity-like ops forward their operand (no IDENTITY op needed; outputs get one from the pipeline)."""
     return [data_operand(b, op.operands[0])]
