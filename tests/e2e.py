@@ -58,6 +58,16 @@ def inputs_for(graph: Graph, seed: int, lo: float = -1.0, hi: float = 1.0) -> di
             out[v.name] = rng.integers(0, 2, shape).astype(bool)
         elif v.dtype is DType.INT32 and (lo, hi) != (-1.0, 1.0):
             out[v.name] = rng.integers(int(lo), int(hi), shape).astype(np.int32)
+        elif v.type.quant is not None and not v.type.quant.per_channel and (lo, hi) != (-1.0, 1.0):
+            # a float input domain given for the model: quantize it with the input's parameters
+            q = v.type.quant
+            a, b = v.dtype.range()
+            if v.name in unsigned_io(graph):
+                a, b = 0, 255
+            x = np.round(rng.uniform(lo, hi, shape) / q.s) + q.zp
+            out[v.name] = np.clip(x, a, b).astype(np.uint8 if v.name in unsigned_io(graph) else v.dtype.np_dtype())
+            if v.name in unsigned_io(graph):
+                out[v.name] = out[v.name].view(np.int8)
         else:
             a, b = v.dtype.range() if v.dtype is not DType.INT32 else (-100, 100)
             out[v.name] = rng.integers(a, b + 1, shape).astype(v.dtype.np_dtype())

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from tests.e2e import check_tflite  # noqa: E402
-from tests.modelgen import ONE_OP_MODELS, quant_unsupported_reason  # noqa: E402
+from tests.modelgen import INPUT_RANGES, ONE_OP_MODELS, quant_unsupported_reason  # noqa: E402
 
 #: (op, quant) -> (max LSB difference, why exactness is impossible).  Keep this list short and explained.
 PINNED: dict[tuple[str, str], tuple[int, str]] = {}
@@ -30,4 +30,6 @@ def test_one_op_quantized(name: str, quant: str) -> None:
         pytest.skip(why)
     bound, _ = PINNED.get((name, quant), (0, ""))
     ref = name.split("/")[0] not in DEFAULT_KERNEL_ORACLE
-    check_tflite(f"{name}/{quant}", ONE_OP_MODELS[name](quant=quant), reference_kernels=ref, max_lsb=bound)
+    lo, hi = INPUT_RANGES.get(name, (-1.0, 1.0))  # float inputs of the model (int8 I/O models ignore it)
+    check_tflite(f"{name}/{quant}", ONE_OP_MODELS[name](quant=quant), reference_kernels=ref, max_lsb=bound,
+                 lo=lo, hi=hi)
