@@ -62,9 +62,10 @@ def inputs_for(graph: Graph, seed: int, lo: float = -1.0, hi: float = 1.0) -> di
             # a float input domain given for the model: quantize it with the input's parameters
             q = v.type.quant
             a, b = v.dtype.range()
-            if v.name in unsigned_io(graph):
-                a, b = 0, 255
-            x = np.round(rng.uniform(lo, hi, shape) / q.s) + q.zp
+            zp = q.zp
+            if v.name in unsigned_io(graph):  # the i8 input carries zp - 128 (tf2tosa.quant.boundary)
+                a, b, zp = 0, 255, zp + 128
+            x = np.round(rng.uniform(lo, hi, shape) / q.s) + zp
             out[v.name] = np.clip(x, a, b).astype(np.uint8 if v.name in unsigned_io(graph) else v.dtype.np_dtype())
             if v.name in unsigned_io(graph):
                 out[v.name] = out[v.name].view(np.int8)
