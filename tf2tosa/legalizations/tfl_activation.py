@@ -1,6 +1,10 @@
-"""Float rules for TFLite's activation ops (quantized inputs raise Unsupported; the TABLE path is separate).
+"""Rules for TFLite's activation ops: float, and quantized int8 / int16 bit-exact with TFLite's reference kernels.
 
-1.0 has no RELUN: every ReLU variant is CLAMP (op_inventory §4 #1).
+1.0 has no RELUN: every ReLU variant is CLAMP (op_inventory §4 #1), after a RESCALE when the quantization
+changes.  Other int8 activations are one TABLE (256 entries, PRO-INT, op_inventory §4 #12) built from TFLite's own
+kernel (:mod:`.tflite_ref`): LUTPopulate in float32 for LOGISTIC/TANH/GELU/ELU, the fixed-point HardSwish and
+LeakyRelu.  int16 LOGISTIC/TANH (a 256-entry uint16 sigmoid table with 9/8-bit interpolation) are one exact
+65536-entry GATHER; softmax and log_softmax are integer compositions of TFLite's algorithms.
 """
 
 from __future__ import annotations
@@ -11,8 +15,28 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..quant import apply_table_i16, fused_activation_q
 from ..tosa.builder import Builder
+from . import tflite_ref as R
 from .nn_helpers import expm1, fconst, float_divide, reduce_axes, require_float, select
+from .quant_helpers import (
+    Fx,
+    f32,
+    f32_div,
+    gather_table,
+    get_reciprocal,
+    is_quantized,
+    log_x_ge_1,
+    lut16,
+    out_quant,
+    qparams,
+    requant,
+    row_max_index,
+    saturate,
+    table8,
+    tag,
+    widen,
+)
 from .registry import legalize
 
 _BIG = float(np.finfo(np.float32).max)
@@ -21,13 +45,15 @@ _BIG = float(np.finfo(np.float32).max)
 def _clamp_rule(name: str, lo: float, hi: float) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
         x = op.operands[0]
+        if is_quantized(x):
+            return [_q_relu(b, op, name.split(".")[1].upper())]
         dt = require_float(op, x)
         # CLAMP bounds have the data type (S3341-3357): fp16's largest finite value is 65504
         top = min(hi, 65504.0) if dt is DType.FP16 else hi
         return [b.clamp(x, lo, top)]
 
-    rule.__doc__ = f"CLAMP [{lo}, {hi}] (RELUN → CLAMP, §4 #1; L3995-4045)."
-    legalize(name)(rule)
+    rule.__doc__ = f"CLAMP [{lo}, {hi}] (RELUN → CLAMP, §4 #1; L3995-4045); quantized: RESCALE if needed, CLAMP."
+    legalize(name, dtypes=("fp32", "i8", "i16"))(rule)
 
 
 _clamp_rule("tfl.relu", 0.0, _BIG)
@@ -36,54 +62,73 @@ _clamp_rule("tfl.relu_n1_to_1", -1.0, 1.0)
 _clamp_rule("tfl.relu_0_to_1", 0.0, 1.0)
 
 
-@legalize("tfl.logistic")
+@legalize("tfl.logistic", dtypes=("fp32", "i8", "i16"))
 def logistic(b: Builder, op: Operation) -> list[Value]:
-    """SIGMOID (L3649, float path)."""
+    """SIGMOID (L3649); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one GATHER."""
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_logistic_tanh(b, op, tanh=False)]
     require_float(op, x)
     return [b.sigmoid(x)]
 
 
-@legalize("tfl.tanh")
+@legalize("tfl.tanh", dtypes=("fp32", "i8", "i16"))
 def tanh(b: Builder, op: Operation) -> list[Value]:
-    """TANH (L4369, float path)."""
+    """TANH (L4369); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one GATHER."""
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_logistic_tanh(b, op, tanh=True)]
     require_float(op, x)
     return [b.tanh(x)]
 
 
-@legalize("tfl.leaky_relu")
+@legalize("tfl.leaky_relu", dtypes=("fp32", "i8", "i16"))
 def leaky_relu(b: Builder, op: Operation) -> list[Value]:
-    """x > 0 ? x : alpha*x via GREATER + SELECT (L3519-3535): valid for every alpha, unlike MAXIMUM(x, alpha*x)."""
+    """x > 0 ? x : alpha*x via GREATER + SELECT (L3519-3535), valid for every alpha; quantized: TFLite's two
+    multipliers (int8 TABLE, int16 two RESCALEs + SELECT)."""
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_leaky_relu(b, op)]
     require_float(op, x)
     alpha = float(op.attrs.get("alpha", 0.2))
     pos = b.binary("GREATER", x, fconst(b, 0.0, x))
     return [select(b, pos, x, b.mul(x, fconst(b, alpha, x)))]
 
 
-@legalize("tfl.prelu")
+@legalize("tfl.prelu", dtypes=("fp32", "i8"))
 def prelu(b: Builder, op: Operation) -> list[Value]:
-    """x >= 0 ? x : alpha*x with alpha broadcast (equal ranks, S809) — no lowering in the document (L3868)."""
+    """x >= 0 ? x : alpha*x with alpha broadcast (equal ranks, S809; no lowering in L3868); int8: TFLite's kernel."""
     x, alpha = op.operands[0], op.operands[1]
+    if is_quantized(x, alpha):
+        return [_q_prelu(b, op)]
     require_float(op, x, alpha)
     pos = b.binary("GREATER_EQUAL", x, fconst(b, 0.0, x))
     return [select(b, pos, x, b.mul(x, alpha))]
 
 
-@legalize("tfl.hard_swish")
+@legalize("tfl.hard_swish", dtypes=("fp32", "i8"))
 def hard_swish(b: Builder, op: Operation) -> list[Value]:
-    """x * relu6(x + 3) / 6 (L3465-3482 float path, RELUN → CLAMP)."""
+    """x * relu6(x + 3) / 6 (L3465-3482 float path, RELUN → CLAMP); int8: TABLE of TFLite's fixed-point kernel.
+
+    int8: a TABLE of TFLite's fixed-point reference HardSwish (not L3486-3509's saturating i16 table, §6.1).
+    """
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_table_act(b, op)]
     require_float(op, x)
     r6 = b.clamp(b.binary("ADD", x, fconst(b, 3.0, x)), 0.0, 6.0)
     return [b.mul(b.mul(x, r6), fconst(b, 1.0 / 6.0, x))]
 
 
-@legalize("tfl.gelu")
+@legalize("tfl.gelu", dtypes=("fp32", "i8", "i16"))
 def gelu(b: Builder, op: Operation) -> list[Value]:
-    """0.5*x*(1 + erf(x/sqrt(2))) with ERF (S3426); approximate: 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3)))."""
+    """0.5*x*(1 + erf(x/sqrt(2))) with ERF (S3426) or the tanh approximation; int8/int16: TFLite's LUTs as TABLE.
+
+    approximate: 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))).
+    """
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_table_act(b, op)]
     require_float(op, x)
     one = fconst(b, 1.0, x)
     if op.attrs.get("approximate"):
@@ -95,10 +140,12 @@ def gelu(b: Builder, op: Operation) -> list[Value]:
     return [b.mul(b.mul(x, fconst(b, 0.5, x)), b.binary("ADD", one, t))]
 
 
-@legalize("tfl.elu")
+@legalize("tfl.elu", dtypes=("fp32", "i8"))
 def elu(b: Builder, op: Operation) -> list[Value]:
-    """x < 0 ? expm1(x) : x (L320-343 with EXP-1 replaced by an accurate expm1 near 0)."""
+    """x < 0 ? expm1(x) : x (L320-343 with EXP-1 replaced by an accurate expm1 near 0); int8: TABLE."""
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_table_act(b, op)]
     require_float(op, x)
     neg = b.binary("GREATER", fconst(b, 0.0, x), x)
     return [select(b, neg, expm1(b, x), x)]
@@ -110,10 +157,12 @@ def _last_axis(op: Operation, x: Value) -> int:
     return x.type.rank - 1
 
 
-@legalize("tfl.softmax")
+@legalize("tfl.softmax", dtypes=("fp32", "i8", "i16"))
 def softmax(b: Builder, op: Operation) -> list[Value]:
-    """exp(beta*(x - max)) * RECIPROCAL(sum) over the last axis (L4147-4164 plus the max-subtraction it lacks)."""
+    """exp(beta*(x - max)) * RECIPROCAL(sum), last axis (L4147-4164 + max-subtraction); int: TFLite's kernels."""
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_softmax(b, op)]
     require_float(op, x)
     axis = _last_axis(op, x)
     beta = float(op.attrs.get("beta", 1.0))
@@ -125,12 +174,194 @@ def softmax(b: Builder, op: Operation) -> list[Value]:
     return [float_divide(b, e, s)]
 
 
-@legalize("tfl.log_softmax")
+@legalize("tfl.log_softmax", dtypes=("fp32", "i8"))
 def log_softmax(b: Builder, op: Operation) -> list[Value]:
-    """(x - max) - LOG(sum(EXP(x - max))) over the last axis (L439-450 has no max-subtraction, §6.1)."""
+    """(x - max) - LOG(sum(EXP(x - max))) over the last axis (L439-450 lacks the max, §6.1); int8: TFLite's kernel."""
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_log_softmax(b, op)]
     require_float(op, x)
     axis = _last_axis(op, x)
     shifted = b.binary("SUB", x, reduce_axes(b, "REDUCE_MAX", x, [axis], True, nan_mode="PROPAGATE"))
     s = reduce_axes(b, "REDUCE_SUM", b.exp(shifted), [axis], True)
     return [b.binary("SUB", shifted, b.log(s))]
+
+
+# ------------------------------------------------------------------------------------ quantized (int8 / int16)
+def _types(op: Operation) -> DType:
+    x, r = op.operands[0], op.results[0]
+    if x.dtype is not r.dtype:
+        raise Unsupported(f"{op.name} from {x.dtype.value} to {r.dtype.value}")
+    return x.dtype
+
+
+def _q_relu(b: Builder, op: Operation, act: str) -> Value:
+    """TFLite's QuantizedReluX: RESCALE by float32 ``s_in/s_out`` when the quantization changes (an identity
+    otherwise: TFLite's multiplier for 1.0 is exact), then CLAMP at ``zp + round(bound/s_out)`` (L4010-4050 with
+    op_inventory §4 #1 / §6.1: no i32 CLAMP, so rescale first and clamp the i8/i16 result)."""
+    x, r = op.operands[0], op.results[0]
+    dt = _types(op)
+    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    y = x if (f32(si), zi) == (f32(so), zo) else requant(b, x, f32_div(si, so), dt, in_zp=zi, out_zp=zo)
+    y = fused_activation_q(b, y, act, out_quant(op))
+    if y is x:  # nothing to do: keep the graph well-formed with an IDENTITY
+        y = b.identity(x)
+    return tag(y, r.type.quant)
+
+
+def _q_logistic_tanh(b: Builder, op: Operation, tanh: bool) -> Value:
+    """int8: TABLE of LUTPopulate<int8> (float32 sigmoid / tanh; L3670-3690, L4369-4406 use saturating i16
+    tables, EXT-INT16, op_inventory §4 #12 / §6.3);
+    int16: TFLite's reference sigmoid-table interpolation (output scale 2^-15), one 65536-entry GATHER."""
+    x, r = op.operands[0], op.results[0]
+    dt = _types(op)
+    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    if dt is DType.INT8:
+        return table8(b, x, R.lut_populate_i8(R.tanh32 if tanh else R.logistic32, si, zi, so, zo), out_quant(op))
+    if f32(so) != 2.0 ** -15:
+        raise Unsupported(f"{op.name}: int16 output scale {so:.6g} (TFLite requires 2^-15)")
+    return lut16(b, x, R.logistic_tanh_i16(R.codes(16), si, tanh), out_quant(op))
+
+
+def _q_table_act(b: Builder, op: Operation) -> Value:
+    """int8 HARD_SWISH / GELU / ELU as one TABLE of TFLite's kernel (L3470-3510, L3235-3248); int16 GELU as
+    TABLE i16 (LUTPopulate<int16>, S843-854) + RESCALE ×2^-7."""
+    x, r = op.operands[0], op.results[0]
+    dt = _types(op)
+    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    name = op.name.split(".")[1]
+    gelu = R.gelu_approx32 if op.attrs.get("approximate") else R.gelu32
+    if dt is DType.INT16:
+        if name != "gelu":
+            raise Unsupported(f"{op.name} on int16 (TFLite: int8 only)")
+        return apply_table_i16(b, x, R.lut_populate_i16(gelu, si, zi, so, zo).astype(np.int16), out_quant(op))
+    if name == "hard_swish":
+        table = R.hard_swish_i8(R.codes(8), si, zi, so, zo)
+    else:
+        table = R.lut_populate_i8(gelu if name == "gelu" else R.elu32, si, zi, so, zo)
+    return table8(b, x, table, out_quant(op))
+
+
+def _q_leaky_relu(b: Builder, op: Operation) -> Value:
+    """TFLite's QuantizeLeakyRelu: identity and alpha branches, each with its own float32 multiplier.
+
+    int8: one TABLE.  int16: both RESCALEs and a SELECT on ``x >= 0`` (L3530-3555 compares the raw input and a
+    GREATER_EQUAL on i16 does not exist, op_inventory §6.1; i16 has zero point 0 so ``x`` itself is compared in i32).
+    """
+    x, r = op.operands[0], op.results[0]
+    dt = _types(op)
+    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    alpha = float(op.attrs.get("alpha", 0.2))
+    if dt is DType.INT8:
+        return table8(b, x, R.leaky_relu_q(R.codes(8), si, zi, so, zo, alpha, 8), out_quant(op))
+    alpha_scale = f32_div(f32(si) * f32(alpha), so)
+    if alpha_scale < 0:
+        raise Unsupported(f"{op.name}: int16 with negative alpha {alpha} (RESCALE multipliers are >= 0, S11744)")
+    pos = requant(b, x, f32_div(si, so), dt)
+    neg = requant(b, x, alpha_scale, dt)
+    ge = b.binary("GREATER_EQUAL", b.cast(x, DType.INT32), b.const(np.zeros((1,) * x.type.rank, np.int32)))
+    return tag(select(b, ge, pos, neg), r.type.quant)
+
+
+def _q_prelu(b: Builder, op: Operation) -> Value:
+    """TFLite's int8 PRELU: ``x - zp >= 0`` ? MBQM(x - zp, s_in/s_out) : MBQM((x - zp)·(alpha - zp_a),
+    s_in·s_alpha/s_out), float32 scales, then + zp_out (no lowering in L3868)."""
+    x, alpha, r = op.operands[0], op.operands[1], op.results[0]
+    if x.dtype is not DType.INT8 or alpha.dtype is not DType.INT8 or r.dtype is not DType.INT8:
+        raise Unsupported(f"{op.name} on {x.dtype.value} (TFLite: int8 only)")
+    (si, zi), (sa, za), (so, zo) = qparams(op, x), qparams(op, alpha), qparams(op, r)
+    x32, a32 = widen(b, x, zi), widen(b, alpha, za)
+    pos = requant(b, x32, f32_div(si, so), DType.INT8, out_zp=zo)
+    neg = requant(b, b.mul(x32, a32), f32_div(f32(si) * f32(sa), so), DType.INT8, out_zp=zo)
+    ge = b.binary("GREATER_EQUAL", x32, b.const(np.zeros((1,) * x32.type.rank, np.int32)))
+    return tag(select(b, ge, pos, neg), r.type.quant)
+
+
+def _softmax_scaling(si: float, beta: float) -> tuple[int, int, int]:
+    """PreprocessSoftmaxScaling(beta, s_in, 5) and diff_min = -CalculateInputRadius(5, left_shift):
+    (multiplier, left_shift, diff_min)."""
+    real = min(beta * si * float(1 << 26), float((1 << 31) - 1))
+    q, ls = R.to_qmultiplier(real)
+    return q, ls, -int(np.floor(31.0 * float(1 << 26) / float(1 << ls)))
+
+
+def _q_softmax(b: Builder, op: Operation) -> Value:
+    """TFLite's reference quantized softmax over the last axis.
+
+    int8 (reference_ops::Softmax, gemmlowp fixed point): ``d = max - x`` in [0, 255] indexes two int32 tables
+    (GATHER) holding ``exp_on_negative_values`` of the rescaled difference in Q0.31 and its Q12.19 form; the
+    row sum (REDUCE_SUM i32) goes through GetReciprocal (CLZ + Newton-Raphson, :class:`Fx`); then
+    ``rdbpot(recip·exp, nbits + 23) - 128``.  Replaces L4160-4220's 16-bit tables (EXT-INT16, saturated, §6.1).
+    int16 (SoftmaxInt16): TFLite's exp and 1/(1+x) 513-entry LUTs are TABLE i16 (S843-854), the rest is i32
+    arithmetic.
+    """
+    x, r = op.operands[0], op.results[0]
+    dt = _types(op)
+    (si, _), (so, zo) = qparams(op, x), qparams(op, r)
+    axis = _last_axis(op, x)
+    beta = f32(float(op.attrs.get("beta", 1.0)))
+    d, m = row_max_index(b, x, axis)
+    fx = Fx(b, x.type.rank)
+    if dt is DType.INT16:
+        return _q_softmax16(b, op, fx, d, axis, f32(f32(si) * beta) / (10.0 / 65535.0))
+    if (zo, f32(so)) != (-128, 1.0 / 256):
+        raise Unsupported(f"{op.name}: int8 output quantization ({so:.6g}, {zo}) (TFLite requires (1/256, -128))")
+    q, ls, diff_min = _softmax_scaling(f32(si), beta)
+    k = np.arange(256)
+    valid = -k >= diff_min
+    exp_q0 = np.where(valid, R.exp_on_negative_values(R.srdhm(R.wrap32(-k << ls), q), 5), 0)
+    terms = gather_table(b, d, R.rdbpot(exp_q0, 12), DType.INT32)
+    total = b.emit("REDUCE_SUM", [terms], {"axis": axis}).result
+    recip, bits_over_unit = get_reciprocal(fx, total, 12)
+    prod = fx.mulhi(recip, gather_table(b, d, exp_q0, DType.INT32))
+    unsat = fx.rdbpot(prod, fx.add(bits_over_unit, 31 - 8), nonneg=True)
+    return saturate(b, unsat, DType.INT8, out_zp=-128, q=r.type.quant)
+
+
+def _q_softmax16(b: Builder, op: Operation, fx: Fx, d: Value, axis: int, scale: float) -> Value:
+    """SoftmaxInt16: exp LUT on ``MBQM(-d) + 32767`` (saturated to i16), row sum, 1/(1+x) LUT on the sum
+    normalised by CLZ, then ``(exp·recip + round) >> (31 - clz)`` clipped to [0, 32767]."""
+    rng = 65535.0
+    exp_lut = R.lut_populate_i16(np.exp, 10.0 / rng, 32767, 2.0 / rng, 0, dtype=np.float64)
+    inv_lut = R.lut_populate_i16(lambda v: 1.0 / (1.0 + v), 1.0 / rng, -32768, 2.0 / rng, 0, dtype=np.float64)
+
+    def lookup(v16: Value, lut: np.ndarray) -> Value:  # LUTLookup = TABLE i16 then >> 7 rounding half up
+        t = b.emit("TABLE", [v16, b.const(lut.astype(np.int16), DType.INT16, name="table")]).result
+        return fx.shr(t, 7, rnd=True)
+
+    scaled = requant(b, b.negate(d, b.zp(0, DType.INT32), b.zp(0, DType.INT32)), scale, DType.INT32)
+    exps = lookup(saturate(b, fx.add(scaled, 32767), DType.INT16), exp_lut)
+    total = b.emit("REDUCE_SUM", [exps], {"axis": axis}).result
+    hp1 = fx.clz(total)
+    shifted = fx.shr(b.binary("LOGICAL_LEFT_SHIFT", total, fx.sub(hp1, 1)), 14, rnd=True)
+    recip = lookup(saturate(b, fx.sub(shifted, (1 << 15) + (1 << 16)), DType.INT16), inv_lut)
+    out = fx.shr(b.mul(exps, recip), fx.sub(31, hp1), rnd=True)
+    return saturate(b, out, DType.INT16, q=op.results[0].type.quant)
+
+
+def _q_log_softmax(b: Builder, op: Operation) -> Value:
+    """TFLite's reference int8 log_softmax (L3619-3636 is float only): exp terms by table, the row sum's
+    log by gemmlowp's log_x_for_x_greater_than_or_equal_to_1 in i32 ops (:func:`log_x_ge_1`), output
+    ``rdbpot(diff_q5 - log_sum, 22) + 127`` where ``diff > adjusted_diff_min``, else -128 (output (16/256, 127))."""
+    x, r = op.operands[0], op.results[0]
+    if _types(op) is not DType.INT8:
+        raise Unsupported(f"{op.name} on {x.dtype.value} (TFLite: int8 only)")
+    (si, _), (so, zo) = qparams(op, x), qparams(op, r)
+    if (zo, f32(so)) != (127, 16.0 / 256):
+        raise Unsupported(f"{op.name}: output quantization ({so:.6g}, {zo}) (TFLite requires (1/16, 127))")
+    axis = _last_axis(op, x)
+    q, ls, diff_min = _softmax_scaling(f32(si), 1.0)
+    rq, rs = R.to_qmultiplier((1 << (31 - ls)) / float(q))  # PreprocessLogSoftmaxScalingExp's reverse scaling
+    k = np.arange(256)
+    diff_q5 = R.mbqm(-k, q, ls)
+    terms = np.where(-k >= diff_min, R.rdbpot(R.exp_on_negative_values(diff_q5, 5), 12), 0)
+    d, _ = row_max_index(b, x, axis)
+    fx = Fx(b, x.type.rank)
+    total = b.emit("REDUCE_SUM", [gather_table(b, d, terms, DType.INT32)], {"axis": axis}).result
+    log_sum = log_x_ge_1(fx, total, 5, 12)
+    reverse = requant(b, fx.add(log_sum, R.I32_MIN), rq * 2.0 ** (rs - 31), DType.INT32)
+    adjusted = b.binary("MAXIMUM", reverse, fx.c(diff_min - 1))
+    keep = fx.gt(b.negate(d, b.zp(0, DType.INT32), b.zp(0, DType.INT32)), adjusted)
+    val = fx.rdbpot(fx.sub(gather_table(b, d, diff_q5, DType.INT32), log_sum), 31 - 5 - 4)
+    out = saturate(b, val, DType.INT8, out_zp=127)
+    return tag(select(b, keep, out, b.const(np.full((1,) * x.type.rank, -128), DType.INT8)), r.type.quant)

@@ -1,9 +1,11 @@
-"""Float (and plain int32) rules for TFLite's elementwise math, comparison, logical and select ops.
+"""Rules for TFLite's elementwise math, comparison, logical and select ops: float, plain int32, and quantized
+int8 / int16 bit-exact with TFLite's reference kernels (LiteRT BUILTIN_REF).
 
 Binary ops broadcast numpy-style; TOSA 1.0 needs equal ranks (S809, op_inventory §4 #30), so every binary
 op goes through ``Builder.binary`` / ``Builder.mul`` which prepend 1-dims.  Integer ADD/SUB/MUL/MAXIMUM/
-MINIMUM/compare exist for i32 only (S3821-3825, S6831-6837): plain (non-quantized) i32 tensors are
-handled, quantized ones raise Unsupported (the integer path is separate).
+MINIMUM/compare exist for i32 only (S3821-3825, S6831-6837), so quantized operands are widened to i32 by an
+exact RESCALE first (op_inventory §6.1 "missing type gating").  Quantized elementwise functions of one int8
+operand are a TABLE built from TFLite's own integer kernel (:mod:`.tflite_ref`), exact by construction.
 """
 
 from __future__ import annotations
@@ -12,9 +14,24 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..quant import activation_bounds, apply_table_i16, fused_activation_q
 from ..tosa.builder import Builder
+from . import tflite_ref as R
 from .common import float_zp, fused_activation
 from .nn_helpers import FLOAT_TYPES, fconst, float_divide, require_float, require_not_quantized, select
+from .quant_helpers import (
+    f32,
+    f32_div,
+    is_quantized,
+    lut_pair8,
+    out_quant,
+    qparams,
+    requant,
+    saturate,
+    table8,
+    tag,
+    widen,
+)
 from .registry import legalize
 
 
@@ -40,11 +57,15 @@ def _act(b: Builder, op: Operation, y: Value) -> Value:
 def _binary_rule(opcode: str, **attrs: object) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
         x, y = op.operands[0], op.operands[1]
+        if is_quantized(x, y):
+            return [_q_add_sub(b, op, opcode) if opcode in ("ADD", "SUB") else _q_max_min(b, op, opcode)]
         _kind(op, x, y)
         return [_act(b, op, b.binary(opcode, x, y, **attrs))]
 
-    rule.__doc__ = f"{opcode} with rank broadcasting (+ fused activation)."
-    legalize(f"tfl.{opcode.lower()}")(rule)
+    q_doc = ("TFLite's exact 2^20/2^15 input stage and RESCALEs (L2950-2975, §6.3)." if opcode in ("ADD", "SUB")
+             else "the raw codes widened to i32.")
+    rule.__doc__ = f"{opcode} with rank broadcasting (+ fused activation); quantized: {q_doc}"
+    legalize(f"tfl.{opcode.lower()}", dtypes=("fp32", "i8", "i16"))(rule)
 
 
 _binary_rule("ADD")
@@ -53,28 +74,35 @@ _binary_rule("MAXIMUM", nan_mode="PROPAGATE")
 _binary_rule("MINIMUM", nan_mode="PROPAGATE")
 
 
-@legalize("tfl.mul")
+@legalize("tfl.mul", dtypes=("fp32", "i8", "i16"))
 def mul(b: Builder, op: Operation) -> list[Value]:
     """MUL with shift 0 (the 1.0 shift operand, S4962-4972, §4 #11)."""
     x, y = op.operands[0], op.operands[1]
+    if is_quantized(x, y):
+        return [_q_mul(b, op)]
     _kind(op, x, y)
     return [_act(b, op, b.mul(x, y))]
 
 
-@legalize("tfl.div")
+@legalize("tfl.div", dtypes=("fp32", "i8"))
 def div(b: Builder, op: Operation) -> list[Value]:
-    """float: x * RECIPROCAL(y) (L3220-3233, within ~1.5 ulp); i32: INTDIV (truncating, S4198-4268)."""
+    """float: x * RECIPROCAL(y) (L3220-3233, within ~1.5 ulp); i32: INTDIV (truncating, S4198-4268);
+    int8: TFLite's DivElementwise (reciprocal + headroom) tabulated over all 65536 code pairs (GATHER)."""
     x, y = op.operands[0], op.operands[1]
+    if is_quantized(x, y):
+        return [_q_div(b, op)]
     dt = _kind(op, x, y)
     if dt is DType.INT32:
         return [_act(b, op, b.binary("INTDIV", x, y))]
     return [_act(b, op, float_divide(b, x, y))]
 
 
-@legalize("tfl.squared_difference")
+@legalize("tfl.squared_difference", dtypes=("fp32", "i8"))
 def squared_difference(b: Builder, op: Operation) -> list[Value]:
-    """(x - y)^2 as SUB then MUL (L4304-4317)."""
+    """(x - y)^2 as SUB then MUL (L4304-4317); int8 as TFLite: inputs ×2^7 and rescaled, squared in i32."""
     x, y = op.operands[0], op.operands[1]
+    if is_quantized(x, y):
+        return [_q_squared_difference(b, op)]
     _kind(op, x, y)
     d = b.binary("SUB", x, y)
     return [b.mul(d, d)]
@@ -88,14 +116,21 @@ def square(b: Builder, op: Operation) -> list[Value]:
     return [b.mul(x, x)]
 
 
+_Q_UNARY_NAMES = frozenset({"tfl.exp", "tfl.log", "tfl.rsqrt", "tfl.abs"})
+
+
 def _unary_rule(name: str, opcode: str, ints: bool = False) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
         x = op.operands[0]
+        if is_quantized(x) and name in _Q_UNARY:
+            return [_Q_UNARY[name](b, op)]
         _kind(op, x, ints=ints)
         return [b.emit(opcode, [x]).result]
 
-    rule.__doc__ = f"{opcode} (trivial lowering)."
-    legalize(name)(rule)
+    quantized = name in _Q_UNARY_NAMES
+    rule.__doc__ = f"{opcode} (trivial lowering)" + ("; quantized: TFLite's kernel as TABLE (i8) / TABLE i16 or "
+                                                      "i32 ABS (i16)." if quantized else ".")
+    legalize(name, dtypes=("fp32", "i8", "i16") if quantized else ("fp32",))(rule)
 
 
 for _name, _opcode in (("exp", "EXP"), ("log", "LOG"), ("rsqrt", "RSQRT"), ("floor", "FLOOR"), ("ceil", "CEIL"),
@@ -104,21 +139,25 @@ for _name, _opcode in (("exp", "EXP"), ("log", "LOG"), ("rsqrt", "RSQRT"), ("flo
 _unary_rule("tfl.abs", "ABS", ints=True)
 
 
-@legalize("tfl.neg")
+@legalize("tfl.neg", dtypes=("fp32", "i8", "i16"))
 def neg(b: Builder, op: Operation) -> list[Value]:
-    """NEGATE with its 1.0 zero-point inputs (0 for float/i32, S6187-6209, §4 #26)."""
+    """NEGATE with its 1.0 zero-point inputs (0 for float/i32, S6187-6209, §4 #26; quantized: the tensors' zps)."""
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_neg(b, op)]
     dt = _kind(op, x)
     return [b.negate(x, float_zp(b, dt), float_zp(b, dt))]
 
 
-@legalize("tfl.sqrt")
+@legalize("tfl.sqrt", dtypes=("fp32", "i8"))
 def sqrt(b: Builder, op: Operation) -> list[Value]:
     """RECIPROCAL(RSQRT(x)): sqrt(0) = 1/inf = 0, sqrt(inf) = 1/0 = inf, sqrt(<0) = NaN (S6393-6520 tables).
 
     x * RSQRT(x) would give 0 * inf = NaN at 0; POW(x, 0.5) REQUIREs x >= 0 (S5178).
     """
     x = op.operands[0]
+    if is_quantized(x):
+        return [_q_unary(b, op)]
     require_float(op, x)
     return [b.reciprocal(b.rsqrt(x))]
 
@@ -220,6 +259,8 @@ def round_(b: Builder, op: Operation) -> list[Value]:
 # ---------------------------------------------------------------------------------------------- comparisons
 def _cmp_operands(b: Builder, op: Operation) -> tuple[Value, Value, DType]:
     x, y = op.operands[0], op.operands[1]
+    if is_quantized(x, y):
+        return _q_cmp_operands(b, op)
     require_not_quantized(op, x, y)
     if x.dtype != y.dtype:
         raise Unsupported(f"{op.name} with mixed element types {x.dtype.value}/{y.dtype.value}")
@@ -237,14 +278,14 @@ def _equal(b: Builder, x: Value, y: Value, dt: DType) -> Value:
     return b.binary("EQUAL", x, y)
 
 
-@legalize("tfl.equal")
+@legalize("tfl.equal", dtypes=("fp32", "i8"))
 def equal(b: Builder, op: Operation) -> list[Value]:
     """EQUAL (NaN compares unequal)."""
     x, y, dt = _cmp_operands(b, op)
     return [_equal(b, x, y, dt)]
 
 
-@legalize("tfl.not_equal")
+@legalize("tfl.not_equal", dtypes=("fp32", "i8"))
 def not_equal(b: Builder, op: Operation) -> list[Value]:
     """LOGICAL_NOT(EQUAL) (L3824-3850): true for NaN, as x != y is."""
     x, y, dt = _cmp_operands(b, op)
@@ -261,8 +302,8 @@ def _ordered(name: str, opcode: str, swap: bool) -> None:
         return [b.binary(opcode, y, x) if swap else b.binary(opcode, x, y)]
 
     rule.__doc__ = (f"{opcode} with swapped operands: NaN-correct, unlike the document's NOT({opcode}) "
-                    "(L3555-3610, S6880)." if swap else f"{opcode}.")
-    legalize(name)(rule)
+                    "(L3555-3610, S6880)." if swap else f"{opcode}.") + " int8: TFLite's scaled comparison."
+    legalize(name, dtypes=("fp32", "i8"))(rule)
 
 
 _ordered("tfl.greater", "GREATER", False)
@@ -296,7 +337,7 @@ def logical_not(b: Builder, op: Operation) -> list[Value]:
     return [b.logical_not(x)]
 
 
-@legalize("tfl.select", "tfl.select_v2")
+@legalize("tfl.select", "tfl.select_v2", dtypes=("fp32", "i8", "i16"))
 def select_op(b: Builder, op: Operation) -> list[Value]:
     """SELECT with all three ranks equalised (S6732; L630-649 fixes only the condition).
 
@@ -304,14 +345,16 @@ def select_op(b: Builder, op: Operation) -> list[Value]:
     [n, 1, ..., 1] so it broadcasts along dim 0 instead of the last dim.
     """
     c, x, y = op.operands[0], op.operands[1], op.operands[2]
-    require_not_quantized(op, x, y)
+    q = op.results[0].type.quant if is_quantized(x, y) else None  # TFLite selects raw codes (L4117-4124)
+    if q is None:
+        require_not_quantized(op, x, y)
     if c.dtype is not DType.BOOL:
         raise Unsupported(f"{op.name} condition of type {c.dtype.value}")
     if x.dtype != y.dtype:
         raise Unsupported(f"{op.name} with mixed element types {x.dtype.value}/{y.dtype.value}")
     if op.name == "tfl.select" and c.type.rank == 1 and x.type.rank > 1 and c.shape[0] == x.shape[0] != 1:
         c = b.reshape(c, [int(c.shape[0])] + [1] * (x.type.rank - 1))
-    return [select(b, c, x, y)]
+    return [tag(select(b, c, x, y), q)]
 
 
 @legalize("tfl.add_n")
@@ -340,3 +383,156 @@ def sign(b: Builder, op: Operation) -> list[Value]:
     pos = b.binary("GREATER", x, k(0))
     neg_ = b.binary("GREATER", k(0), x)
     return [select(b, pos, k(1), select(b, neg_, k(-1), k(0)))]
+
+
+# ------------------------------------------------------------------------------------ quantized (int8 / int16)
+def _same_types(op: Operation) -> DType:
+    dts = {v.dtype for v in (*op.operands[:2], op.results[0])}
+    if len(dts) != 1:
+        raise Unsupported(f"{op.name} with mixed types {sorted(d.value for d in dts)}")
+    return next(iter(dts))
+
+
+def _is_pot(scale: float) -> bool:
+    """TFLite CheckedLog2 (float32): the scale is a power of two within 1e-3 in log2."""
+    lg = float(np.float32(np.log(np.float32(scale))) * (np.float32(1.0) / np.float32(np.log(np.float32(2.0)))))
+    return abs(lg - float(np.sign(lg) * np.floor(abs(lg) + 0.5))) < 1e-3
+
+
+def _q_add_sub(b: Builder, op: Operation, opcode: str) -> Value:
+    """TFLite's quantized ADD/SUB (reference AddElementwise, L2950-2975 with op_inventory §6.1/§6.3's fixes).
+
+    ``left_shift`` = 20 (int8) / 15 (int16): ``(x - zp)·2^left_shift`` exactly in i32, then one RESCALE per
+    input by ``s_in / (2·max_s)``, ADD/SUB in i32, RESCALE by ``2·max_s / (2^left_shift·s_out)``, all with
+    TFLite's multipliers and DOUBLE_ROUND — folding 2^left_shift into the input RESCALE is not bit-exact.
+    """
+    x, y, r = op.operands[0], op.operands[1], op.results[0]
+    dt = _same_types(op)
+    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    if dt is DType.INT16 and op.attrs.get("pot_scale_int16", True) and all(map(_is_pot, (s1, s2, so))):
+        raise Unsupported(f"{op.name}: int16 power-of-two-scale kernel (pot_scale_int16)")
+    shift = 20 if dt is DType.INT8 else 15
+    twice = 2.0 * max(f32(s1), f32(s2))
+    a = requant(b, widen(b, x, z1, shift), f32(s1) / twice, DType.INT32)
+    c = requant(b, widen(b, y, z2, shift), f32(s2) / twice, DType.INT32)
+    out = requant(b, b.binary(opcode, a, c), twice / ((1 << shift) * f32(so)), dt, out_zp=zo, q=r.type.quant)
+    return tag(fused_activation_q(b, out, op.attrs.get("fused_activation_function"), out_quant(op)), r.type.quant)
+
+
+def _q_mul(b: Builder, op: Operation) -> Value:
+    """TFLite's quantized MUL as L3787-3811 (RESCALE to i32, MUL, RESCALE), with the scale ``s1·s2 / s_out``
+    computed in float32 as TFLite does and DOUBLE_ROUND; without zero points the i8/i16 MUL → i32 is used."""
+    x, y, r = op.operands[0], op.operands[1], op.results[0]
+    dt = _same_types(op)
+    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    if z1 == 0 and z2 == 0:  # MUL i8×i8 / i16×i16 → i32 has no zero points (S5016-5038)
+        prod = b.emit("MUL", [*b.broadcast_ranks(x, y), b.const(np.array([0]), DType.INT8, name="shift")],
+                      out_dtype=DType.INT32).result
+    else:
+        prod = b.mul(widen(b, x, z1), widen(b, y, z2))
+    out = requant(b, prod, f32_div(f32(s1) * f32(s2), so), dt, out_zp=zo, q=r.type.quant)
+    return tag(fused_activation_q(b, out, op.attrs.get("fused_activation_function"), out_quant(op)), r.type.quant)
+
+
+def _q_div(b: Builder, op: Operation) -> Value:
+    """int8 DIV (L3220-3234 is float only): TFLite's DivElementwise (GetReciprocal, headroom, two requantizations)
+    depends on the two codes only, so all 65536 results form one i8 GATHER table (64 KiB, PRO-INT)."""
+    x, y, r = op.operands[0], op.operands[1], op.results[0]
+    if _same_types(op) is not DType.INT8:
+        raise Unsupported(f"{op.name} on {x.dtype.value}: TFLite's int16 DIV is float-based, not reproduced")
+    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    act = activation_bounds(op.attrs.get("fused_activation_function"), out_quant(op), DType.INT8) or (-128, 127)
+    xs, ys = np.meshgrid(R.codes(8), R.codes(8), indexing="ij")
+    table = R.div_i8(xs.ravel(), ys.ravel(), s1, z1, s2, z2, so, zo, act)
+    return lut_pair8(b, x, y, table, out_quant(op))
+
+
+def _q_squared_difference(b: Builder, op: Operation) -> Value:
+    """TFLite's int8 SQUARED_DIFFERENCE (L4304-4318 is float only): ``(x - zp)·2^7`` rescaled by
+    ``s / (2·max_s)``, squared in i32 and rescaled by ``(2·max_s)^2 / (2^14·s_out)``."""
+    x, y, r = op.operands[0], op.operands[1], op.results[0]
+    if _same_types(op) is not DType.INT8:
+        raise Unsupported(f"{op.name} on {x.dtype.value} (TFLite: int8 only)")
+    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    twice = 2.0 * max(f32(s1), f32(s2))
+    a = requant(b, widen(b, x, z1, 7), f32(s1) / twice, DType.INT32)
+    c = requant(b, widen(b, y, z2, 7), f32(s2) / twice, DType.INT32)
+    d = b.binary("SUB", a, c)
+    return requant(b, b.mul(d, d), twice * twice / ((1 << 14) * f32(so)), DType.INT8, out_zp=zo, q=r.type.quant)
+
+
+def _q_max_min(b: Builder, op: Operation, opcode: str) -> Value:
+    """TFLite's quantized MAXIMUM/MINIMUM (L3743, L3779: trivial) compare the raw codes (the converter gives all
+    three tensors one quantization); the i32-only MAXIMUM/MINIMUM (S4758-4762) works on the widened codes."""
+    x, y = op.operands[0], op.operands[1]
+    dt = _same_types(op)
+    m = b.binary(opcode, b.cast(x, DType.INT32), b.cast(y, DType.INT32), nan_mode="PROPAGATE")
+    return b.emit("CAST", [m], out_dtype=dt, quant=op.results[0].type.quant).result
+
+
+def _q_neg(b: Builder, op: Operation) -> Value:
+    """Quantized NEG (L3812 trivial; TFLite has no such kernel): NEGATE with zero points when the scales agree
+    (S6315-6321), otherwise ``-(x - zp_in)`` in i32 requantized to the output."""
+    x, r = op.operands[0], op.results[0]
+    dt = _same_types(op)
+    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    if f32(si) == f32(so):
+        return b.emit("NEGATE", [x, b.zp(zi, dt), b.zp(zo, dt)], quant=r.type.quant).result
+    x32 = widen(b, x, zi)
+    neg = b.negate(x32, b.zp(0, DType.INT32), b.zp(0, DType.INT32))
+    return requant(b, neg, si / so, dt, out_zp=zo, q=r.type.quant)
+
+
+def _q_abs(b: Builder, op: Operation) -> Value:
+    """int8: TABLE of TFLite's AbsEvalQuantized (L2924's ABS has no i8 row, S5459-5463); int16: ABS in i32 then
+    RESCALE (float32 ``s_in/s_out``, or a saturating copy when the scales are equal: TFLite's ``needs_rescale``)."""
+    x, r = op.operands[0], op.results[0]
+    dt = _same_types(op)
+    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    if dt is DType.INT8:
+        return table8(b, x, R.abs_q(R.codes(8), si, zi, so, zo, 8), out_quant(op))
+    a = b.abs(widen(b, x, zi))
+    if f32(si) == f32(so):
+        return saturate(b, a, dt, out_zp=zo, q=r.type.quant)
+    return requant(b, a, f32_div(si, so), dt, out_zp=zo, q=r.type.quant)
+
+
+def _q_unary(b: Builder, op: Operation) -> Value:
+    """EXP / LOG / RSQRT / SQRT as TFLite computes them (L3261-3274's i16 exp table, L3615, L4105, L4276).
+
+    int8: one TABLE (256 entries, PRO-INT) from the kernel: LUTPopulate<int8> in float32 (EXP, LOG), the
+    fixed-point GetInvSqrtQuantizedMultiplierExp (RSQRT), truncating float SQRT.  int16: TFLite's 513-entry
+    LUTPopulate<int16> read by LUTLookup is exactly TABLE i16 (S843-854) + RESCALE ×2^-7 rounding half up
+    (EXT-INT16).
+    """
+    x, r = op.operands[0], op.results[0]
+    dt = _same_types(op)
+    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    name = op.name.split(".")[1]
+    if dt is DType.INT8:
+        c = R.codes(8)
+        tables = {"exp": lambda: R.lut_populate_i8(R.exp32, si, zi, so, zo),
+                  "log": lambda: R.lut_populate_i8(R.log_lut_fn(so, zo, 8), si, zi, so, zo),
+                  "rsqrt": lambda: R.rsqrt_i8(c, si, zi, so, zo),
+                  "sqrt": lambda: R.sqrt_i8(c, si, zi, so, zo)}
+        return table8(b, x, tables[name](), out_quant(op))
+    fns = {"exp": R.exp32, "log": R.log_lut_fn(so, zo, 16), "rsqrt": R.rsqrt16_lut_fn(so)}
+    if name not in fns:
+        raise Unsupported(f"{op.name} on int16 (no TFLite kernel)")
+    return apply_table_i16(b, x, R.lut_populate_i16(fns[name], si, zi, so, zo).astype(np.int16), out_quant(op))
+
+
+_Q_UNARY = {"tfl.exp": _q_unary, "tfl.log": _q_unary, "tfl.rsqrt": _q_unary, "tfl.abs": _q_abs}
+
+
+def _q_cmp_operands(b: Builder, op: Operation) -> tuple[Value, Value, DType]:
+    """TFLite's quantized comparisons (ComparisonWithScaling, int8 only): ``(x - zp)·2^8`` rescaled by the
+    input's own scale, compared in i32.  L3555-3610 / L3824-3851 assert equal quantizations and compare
+    ``x - zp``: not TFLite's result when two codes round to one scaled value, nor for different scales."""
+    x, y = op.operands[0], op.operands[1]
+    if x.dtype is not DType.INT8 or y.dtype is not DType.INT8:
+        raise Unsupported(f"{op.name} on quantized {x.dtype.value}/{y.dtype.value} (TFLite: int8 only)")
+    (s1, z1), (s2, z2) = qparams(op, x), qparams(op, y)
+    a = requant(b, widen(b, x, z1, 8), f32(s1), DType.INT32)
+    c = requant(b, widen(b, y, z2, 8), f32(s2), DType.INT32)
+    return a, c, DType.INT32

@@ -1,0 +1,245 @@
+"""TOSA building blocks for the quantized math and activation rules (bit-exact with TFLite's reference kernels).
+
+* Requantization is :func:`tf2tosa.quant.rescale` (RESCALE, DOUBLE_ROUND under ``rounding="double"``), which is
+  TFLite's ``MultiplyByQuantizedMultiplier`` when given the very scale TFLite quantizes (op_inventory §5.2, §7).
+  TFLite computes many of those scales in float32 (``input->params.scale / output->params.scale``): :func:`f32`.
+* :func:`widen` gives ``(x - zp)·2^k`` exactly in i32 (RESCALE by 2^k for i8, op_inventory §6.3; CAST + MUL for i16,
+  whose 2^15 scaling would break apply_scale_32's value-range REQUIRE, S11746).
+* Lookup tables: ``TABLE`` i8 (S5291-5397) for any int8 elementwise function, ``GATHER`` (S8700-8824, PRO-INT for
+  i8/i16/i32) for tables wider than 8 bits — 65536 int16 entries, 65536 int8 code pairs, 256 int32 entries.
+* :class:`Fx`: gemmlowp's int32 fixed-point primitives as TOSA ops, for the data-dependent parts of softmax and
+  log_softmax (reciprocal and log of a row sum) that no table can hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir import DType, Operation, QuantParams, Value
+from ..quant import apply_table_i8, rescale
+from ..tosa.builder import Builder
+from . import tflite_ref as R
+from .nn_helpers import select
+
+QDTYPES = (DType.INT8, DType.INT16)
+
+
+def f32(x: float) -> float:
+    """A value as TFLite's ``float`` holds it."""
+    return float(np.float32(x))
+
+
+def f32_div(a: float, b: float) -> float:
+    """``float / float`` in float32, as TFLite computes most requantization scales."""
+    return float(np.float32(np.float32(a) / np.float32(b)))
+
+
+def is_quantized(*vs: Value) -> bool:
+    return any(v.type.quant is not None and v.dtype in QDTYPES for v in vs)
+
+
+def qparams(op: Operation, v: Value) -> tuple[float, int]:
+    """(scale, zero point) of a per-tensor quantized i8/i16 value."""
+    q = v.type.quant
+    if q is None or v.dtype not in QDTYPES:
+        raise Unsupported(f"{op.name}: {v.name} is {v.dtype.value} without int8/int16 quantization")
+    if q.per_channel:
+        raise Unsupported(f"{op.name}: per-channel quantized {v.name}")
+    if v.dtype is DType.INT16 and q.zp != 0:
+        raise Unsupported(f"{op.name}: int16 {v.name} with zero point {q.zp} (TFLite int16 is symmetric)")
+    return float(q.s), int(q.zp)
+
+
+def out_quant(op: Operation) -> QuantParams:
+    q = op.results[0].type.quant
+    if q is None:
+        raise Unsupported(f"{op.name}: quantized inputs but an unquantized result")
+    return q
+
+
+def tag(v: Value, q: QuantParams | None) -> Value:
+    """Give a freshly built result the op's output quantization (downstream rules read it)."""
+    if q is not None and v.type.quant != q:
+        v.type = v.type.with_dtype(v.dtype, q)
+    return v
+
+
+def const(b: Builder, value: int, like: Value, dtype: DType = DType.INT32) -> Value:
+    """A constant broadcastable against ``like`` (all dims 1, equal rank, S809)."""
+    return b.const(np.full((1,) * like.type.rank, value), dtype)
+
+
+def requant(b: Builder, x: Value, scale: float, out_dtype: DType, *, in_zp: int = 0, out_zp: int = 0,
+            q: QuantParams | None = None) -> Value:
+    """``clip(MBQM(x - in_zp, QuantizeMultiplier(scale)) + out_zp)``: one RESCALE (rounding from the options)."""
+    return rescale(b, x, scale, out_dtype, in_zp=in_zp, out_zp=out_zp, out_quant=q)
+
+
+def saturate(b: Builder, x: Value, out_dtype: DType, *, out_zp: int = 0, q: QuantParams | None = None) -> Value:
+    """``clip(x + out_zp)`` to ``out_dtype`` (RESCALE by exactly 1.0: multiplier 2^30, shift 30, S9786)."""
+    return rescale(b, x, 1.0, out_dtype, out_zp=out_zp, out_quant=q, double_round=False)
+
+
+def widen(b: Builder, x: Value, zp: int = 0, left_shift: int = 0) -> Value:
+    """``(x - zp)·2^left_shift`` in i32, exactly (no rounding)."""
+    if x.dtype is DType.INT8:
+        return rescale(b, x, float(2 ** left_shift), DType.INT32, in_zp=zp, double_round=False)
+    if zp:
+        raise Unsupported(f"{x.dtype.value} with zero point {zp}")
+    x32 = b.cast(x, DType.INT32)
+    return b.mul(x32, const(b, 1 << left_shift, x32)) if left_shift else x32
+
+
+def table8(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:
+    """``TABLE`` i8 with entry ``v + 128`` for code ``v`` (S5392)."""
+    return apply_table_i8(b, x, np.asarray(table).astype(np.int8), q)
+
+
+def gather_table(b: Builder, index: Value, values: np.ndarray, dtype: DType, q: QuantParams | None = None) -> Value:
+    """``values[index]`` elementwise for an i32 ``index`` tensor: GATHER over a [1, K, 1] table (S8700-8824)."""
+    shape = [int(d) for d in index.shape]
+    n = int(np.prod(shape)) if shape else 1
+    table = b.const(np.asarray(values).reshape(1, -1, 1), dtype, name="lut")
+    g = b.emit("GATHER", [table, b.reshape(index, [1, n])]).result
+    return tag(b.reshape(g, shape), q)
+
+
+def lut16(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:
+    """An int16 elementwise function as one 65536-entry lookup: ``table[x + 32768]``."""
+    idx = b.binary("ADD", b.cast(x, DType.INT32), const(b, 32768, x))
+    return gather_table(b, idx, table, DType.INT16, q)
+
+
+def lut_pair8(b: Builder, x: Value, y: Value, table: np.ndarray, q: QuantParams) -> Value:
+    """An int8 binary function of (x, y) as one 65536-entry lookup ``table[(x + 128)·256 + y + 128]``."""
+    x32, y32 = b.cast(x, DType.INT32), b.cast(y, DType.INT32)
+    hi = b.binary("ADD", b.mul(x32, const(b, 256, x32)), const(b, 128 * 256 + 128, x32))
+    return gather_table(b, b.binary("ADD", hi, y32), table, DType.INT8, q)
+
+
+# --------------------------------------------------------------------------------- fixed-point in TOSA ops
+class Fx:
+    """gemmlowp int32 fixed-point primitives as TOSA ops; each mirrors the numpy one in :mod:`.tflite_ref`."""
+
+    def __init__(self, b: Builder, rank: int) -> None:
+        self.b = b
+        self.shape1 = (1,) * rank
+
+    def c(self, v: int) -> Value:
+        return self.b.const(np.full(self.shape1, v), DType.INT32)
+
+    def _v(self, v: Value | int) -> Value:
+        return v if isinstance(v, Value) else self.c(v)
+
+    def add(self, a: Value | int, c: Value | int) -> Value:
+        return self.b.binary("ADD", self._v(a), self._v(c))
+
+    def sub(self, a: Value | int, c: Value | int) -> Value:
+        return self.b.binary("SUB", self._v(a), self._v(c))
+
+    def mulhi(self, a: Value | int, c: Value | int) -> Value:
+        """srdhm: MUL with shift 31 rounds ``a·c / 2^31`` half up, as the nudge does (S5060-5065)."""
+        return self.b.mul(self._v(a), self._v(c), 31)
+
+    def shr(self, x: Value, k: Value | int, rnd: bool = False) -> Value:
+        """ARITHMETIC_RIGHT_SHIFT (``rnd``: half up, S3942-3945)."""
+        return self.b.binary("ARITHMETIC_RIGHT_SHIFT", x, self._v(k), round=rnd)
+
+    def rdbpot(self, x: Value, e: Value | int, nonneg: bool = False) -> Value:
+        """RoundingDivideByPOT (half away from zero) = ARS-with-round of ``x - (x < 0)``."""
+        if isinstance(e, int) and e == 0:
+            return x
+        if not nonneg:
+            x = self.add(x, self.shr(x, 31))
+        return self.shr(x, e, rnd=True)
+
+    def where(self, cond: Value, a: Value | int, c: Value | int) -> Value:
+        return select(self.b, cond, self._v(a), self._v(c))
+
+    def gt(self, a: Value | int, c: Value | int) -> Value:
+        return self.b.binary("GREATER", self._v(a), self._v(c))
+
+    def sat_shl(self, x: Value, k: Value | int) -> Value:
+        """SaturatingRoundingMultiplyByPOT(Param) for an exponent ``k >= 0``."""
+        if isinstance(k, int):
+            if k == 0:
+                return x
+            thr: Value = self.c((1 << (31 - k)) - 1)
+        else:
+            thr = self.shr(self.c(R.I32_MAX), k)  # (2^31 - 1) >> k == 2^(31-k) - 1
+        shifted = self.b.binary("LOGICAL_LEFT_SHIFT", x, self._v(k))
+        low = self.where(self.gt(self.sub(0, thr), x), R.I32_MIN, shifted)
+        return self.where(self.gt(x, thr), R.I32_MAX, low)
+
+    def clz(self, x: Value) -> Value:
+        return self.b.clz(x)
+
+    def rounding_half_sum(self, a: Value, c: Value | int) -> Value:
+        """(a + c + sign) / 2 without a 64-bit sum: halves, then the carry of the two low bits."""
+        c = self._v(c)
+        s = self.add(self.shr(a, 1), self.shr(c, 1))
+        la = self.b.binary("BITWISE_AND", a, self.c(1))
+        lc = self.b.binary("BITWISE_AND", c, self.c(1))
+        carry = self.where(self.gt(0, s), self.b.binary("BITWISE_AND", la, lc),
+                           self.b.binary("BITWISE_OR", la, lc))
+        return self.add(s, carry)
+
+
+def one_over_one_plus_x(fx: Fx, a: Value) -> Value:
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson, 3 iterations), see tflite_ref."""
+    half_den = fx.rounding_half_sum(a, R.I32_MAX)
+    x = fx.add(1515870810, fx.mulhi(half_den, -1010580540))
+    for _ in range(3):
+        one_minus = fx.sub(1 << 29, fx.mulhi(half_den, x))
+        x = fx.add(x, fx.sat_shl(fx.mulhi(x, one_minus), 2))
+    return fx.sat_shl(x, 1)
+
+
+def get_reciprocal(fx: Fx, x: Value, integer_digits: int) -> tuple[Value, Value]:
+    """TFLite GetReciprocal of a positive i32 ``x``: (Q0.31 reciprocal, num_bits_over_unit)."""
+    hp1 = fx.clz(x)
+    # (uint32)x << hp1 has its top bit set; minus 2^31 is the i32 pattern plus 2^31 (no overflow)
+    shifted_minus_one = fx.sub(fx.b.binary("LOGICAL_LEFT_SHIFT", x, hp1), R.I32_MIN)
+    return one_over_one_plus_x(fx, shifted_minus_one), fx.sub(integer_digits, hp1)
+
+
+def log_x_ge_1(fx: Fx, x: Value, out_bits: int, in_bits: int) -> Value:
+    """TFLite log_x_for_x_greater_than_or_equal_to_1_impl<out_bits, in_bits> (see tflite_ref)."""
+    log_2, sqrt_sqrt_half, sqrt_half, one_quarter = 1488522236, 1805811301, 1518500250, 536870912
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    accum = out_bits + 1
+    shifted_quarter = int(R.rdbpot(one_quarter, accum))
+    hp1 = fx.clz(x)
+    r_a = fx.sat_shl(fx.mulhi(fx.sat_shl(x, fx.sub(hp1, 1)), sqrt_half), 1)
+    # the saturating adds of z_a_adj / z_b_adj cannot saturate: |in_bits - clz| <= 32, shifted by 31 - accum
+    z_a_adj = fx.add(fx.sat_shl(fx.sub(in_bits, hp1), 31 - accum), shifted_quarter)
+    z_b_headroom = fx.sub(fx.clz(fx.mulhi(x, sqrt_half)), 1)
+    r_b = fx.sat_shl(x, z_b_headroom)
+    z_b_adj = fx.sub(fx.sat_shl(fx.sub(in_bits, z_b_headroom), 31 - accum), shifted_quarter)
+    r = fx.b.binary("MINIMUM", r_a, r_b)
+    z_adj = fx.b.binary("MAXIMUM", z_a_adj, z_b_adj)
+    p = fx.rounding_half_sum(r, sqrt_sqrt_half)
+    q = fx.sub(r, sqrt_sqrt_half)
+    q = fx.add(q, q)
+    common_sq = fx.mulhi(q, q)
+    num = fx.add(fx.mulhi(q, r), fx.mulhi(fx.mulhi(q, common_sq), alpha_n))
+    denom = fx.add(fx.mulhi(p, fx.add(fx.add(alpha_i, q), fx.mulhi(alpha_d, common_sq))), fx.mulhi(alpha_f, q))
+    recip = one_over_one_plus_x(fx, denom)
+    num_scaled = fx.rdbpot(num, accum)
+    return fx.sat_shl(fx.add(fx.mulhi(z_adj, log_2), fx.mulhi(num_scaled, recip)), 1)
+
+
+def row_max_index(b: Builder, x: Value, axis: int) -> tuple[Value, Value]:
+    """(``max - x`` in i32 in [0, 2^bits), the row max) for softmax-like kernels over ``axis``."""
+    m = b.emit("REDUCE_MAX", [x], {"axis": axis, "nan_mode": "PROPAGATE"}).result
+    return b.binary("SUB", b.cast(m, DType.INT32), b.cast(x, DType.INT32)), m
+
+
+def broadcast_to(b: Builder, v: Value, shape: Sequence[int]) -> Value:
+    """Materialise numpy broadcasting of ``v`` to ``shape`` (ADD of zeros keeps every type; used for i32)."""
+    if list(v.shape) == list(shape):
+        return v
+    return b.binary("ADD", v, b.const(np.zeros(shape, np.int32), DType.INT32))

@@ -1,0 +1,601 @@
+"""TFLite's reference integer kernels (LiteRT ``BUILTIN_REF``) re-implemented in numpy, written from their formulas.
+
+The quantized rules use these to build lookup tables that are exact by construction: an int8 elementwise op is a
+function of one of 256 codes (a ``TABLE`` i8, S5291-5397), an int8 binary op of one of 65536 code pairs (a
+``GATHER``), and TFLite's int16 LUT kernels are exactly TOSA's interpolating i16 ``TABLE`` (S843-854).  The same
+formulas serve as oracles in the tests.
+
+Integer arithmetic runs on int64 arrays holding int32 values; C's wrapping int32 arithmetic is reproduced with
+:func:`wrap32`.  Float arithmetic that TFLite does in ``float`` is done in float32 here.
+
+Primitives (gemmlowp ``fixedpoint.h`` and TFLite ``common.h``, outside the seeds):
+
+* ``srdhm`` — SaturatingRoundingDoublingHighMul: ``(a·b + nudge) / 2^31`` truncating, ``nudge = 2^30`` for
+  ``a·b >= 0`` else ``1 - 2^30``; that is round-half-up of ``a·b / 2^31`` for both signs, i.e. TOSA ``MUL`` with
+  ``shift = 31`` (S5060-5065) except for ``a = b = INT32_MIN`` (saturates to INT32_MAX).
+* ``rdbpot`` — RoundingDivideByPOT: ``x / 2^e`` rounded half away from zero.
+* ``mbqm`` — MultiplyByQuantizedMultiplier: ``rdbpot(srdhm(x·2^max(s,0), q), max(-s,0))``, which is RESCALE with
+  multiplier ``q`` and shift ``31 - s`` under DOUBLE_ROUND (S11743-11756, op_inventory §5.2, §7).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..quant.scale import quantize_multiplier
+
+I32_MIN = -(1 << 31)
+I32_MAX = (1 << 31) - 1
+I16_MIN, I16_MAX = -32768, 32767
+
+Arr = np.ndarray
+
+
+def i64(x: Any) -> Arr:
+    return np.asarray(x, dtype=np.int64)
+
+
+def wrap32(x: Any) -> Arr:
+    """Two's-complement wrap of int64 values to the int32 range (C's wrapping int32 arithmetic)."""
+    return ((i64(x) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def f32(x: Any) -> np.float32:
+    return np.float32(x)
+
+
+# ----------------------------------------------------------------------------------------- gemmlowp scalars
+def trunc_div(n: Arr, d: int) -> Arr:
+    """C integer division (truncation toward zero) by a positive ``d``."""
+    n = i64(n)
+    return np.sign(n) * (np.abs(n) // d)
+
+
+def srdhm(a: Any, b: Any) -> Arr:
+    """gemmlowp SaturatingRoundingDoublingHighMul on int32."""
+    a, b = i64(a), i64(b)
+    ab = a * b
+    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    r = trunc_div(ab + nudge, 1 << 31)
+    return np.where((a == b) & (a == I32_MIN), I32_MAX, r)
+
+
+def rdbpot(x: Any, e: Any) -> Arr:
+    """gemmlowp RoundingDivideByPOT: ``x / 2^e`` rounded half away from zero (``e >= 0``)."""
+    x, e = i64(x), i64(e)
+    mask = (np.int64(1) << e) - 1
+    rem = x & mask
+    thr = (mask >> 1) + (x < 0)
+    return (x >> e) + (rem > thr)
+
+
+def mbqm(x: Any, q: int, shift: int) -> Arr:
+    """TFLite MultiplyByQuantizedMultiplier (double rounding) for int32 ``x``; ``shift`` is TFLite's (left > 0)."""
+    left, right = max(shift, 0), max(-shift, 0)
+    return rdbpot(srdhm(wrap32(i64(x) * (1 << left)), q), right)
+
+
+def sat_shl(x: Any, k: Any) -> Arr:
+    """gemmlowp SaturatingRoundingMultiplyByPOT for a non-negative exponent (also the TFLite ``…Param`` form)."""
+    x, k = i64(x), i64(k)
+    thr = (np.int64(1) << (31 - k)) - 1
+    r = wrap32(x << k)
+    return np.where(x > thr, I32_MAX, np.where(x < -thr, I32_MIN, r))
+
+
+def rescale_pot(x: Any, exponent: int) -> Arr:
+    """gemmlowp SaturatingRoundingMultiplyByPOT<exponent> (``Rescale`` between fixed-point formats)."""
+    return sat_shl(x, exponent) if exponent > 0 else rdbpot(x, -exponent) if exponent < 0 else i64(x)
+
+
+def rounding_half_sum(a: Any, b: Any) -> Arr:
+    """gemmlowp RoundingHalfSum for int32: ``(a + b + sign) / 2`` in int64, truncating."""
+    s = i64(a) + i64(b)
+    return trunc_div(s + np.where(s >= 0, 1, -1), 2)
+
+
+def clz32(x: Any) -> Arr:
+    """Count leading zeros of the uint32 bit pattern (32 for 0), like TOSA CLZ (S5663)."""
+    u = (i64(x) & 0xFFFFFFFF).astype(np.float64)  # exact: < 2^53
+    _, e = np.frexp(u)  # u = m·2^e, m in [0.5, 1): e is the bit length (0 for u = 0)
+    return 32 - e.astype(np.int64)
+
+
+def clamp(x: Any, lo: int, hi: int) -> Arr:
+    return np.clip(i64(x), lo, hi)
+
+
+# ------------------------------------------------------------------------------- gemmlowp fixed-point functions
+def exp_on_interval_between_negative_one_quarter_and_0_excl(a: Any) -> Arr:
+    """exp(a) for a Q0.31 ``a`` in [-1/4, 0): Taylor series around -1/8."""
+    constant_term, constant_1_over_3 = 1895147668, 715827883
+    x = wrap32(i64(a) + (1 << 28))
+    x2 = srdhm(x, x)
+    x3 = srdhm(x2, x)
+    x4 = srdhm(x2, x2)
+    x4_over_4 = rdbpot(x4, 2)
+    t = rdbpot(wrap32(srdhm(wrap32(x4_over_4 + x3), constant_1_over_3) + x2), 1)
+    return wrap32(constant_term + srdhm(constant_term, wrap32(x + t)))
+
+
+#: (exponent, multiplier) pairs of gemmlowp's exp barrel shifter: multiplier = exp(-2^exponent) in Q0.31
+EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401),
+              (4, 242))
+
+
+def exp_on_negative_values(a: Any, integer_bits: int) -> Arr:
+    """exp(a) in Q0.31 for a Q``integer_bits`` input ``a <= 0``."""
+    a = i64(a)
+    frac = 31 - integer_bits
+    one_quarter = 1 << (frac - 2)
+    a_mod = wrap32((a & (one_quarter - 1)) - one_quarter)
+    result = exp_on_interval_between_negative_one_quarter_and_0_excl(rescale_pot(a_mod, integer_bits))
+    remainder = wrap32(a_mod - a)
+    for exponent, mult in EXP_BARREL:
+        if integer_bits > exponent:
+            bit = np.int64(1) << (frac + exponent)
+            result = np.where((remainder & bit) != 0, srdhm(result, mult), result)
+    if integer_bits > 5:
+        result = np.where(a < -(1 << (36 - integer_bits)), 0, result)
+    return np.where(a == 0, I32_MAX, result)
+
+
+def one_over_one_plus_x_for_x_in_0_1(a: Any) -> Arr:
+    """1 / (1 + a) for a Q0.31 ``a`` in [0, 1): Newton-Raphson with 3 iterations, Q2.29 inside."""
+    half_denominator = rounding_half_sum(a, I32_MAX)
+    x = wrap32(1515870810 + srdhm(half_denominator, -1010580540))
+    for _ in range(3):
+        one_minus = wrap32((1 << 29) - srdhm(half_denominator, x))
+        x = wrap32(x + sat_shl(srdhm(x, one_minus), 2))
+    return sat_shl(x, 1)
+
+
+def get_reciprocal(x: Any, x_integer_digits: int) -> tuple[Arr, Arr]:
+    """TFLite GetReciprocal: (Q0.31 reciprocal of the normalised ``x``, num_bits_over_unit)."""
+    x = i64(x)
+    hp1 = clz32(x)
+    shifted_minus_one = wrap32(((x & 0xFFFFFFFF) << hp1) - (1 << 31))
+    return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one), x_integer_digits - hp1
+
+
+def log_x_for_x_greater_than_or_equal_to_1(x: Any, out_bits: int, in_bits: int) -> Arr:
+    """TFLite log_x_for_x_greater_than_or_equal_to_1_impl<out_bits, in_bits> on raw int32 values."""
+    log_2, sqrt_sqrt_half, sqrt_half, one_quarter = 1488522236, 1805811301, 1518500250, 536870912
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    accum = out_bits + 1
+    shifted_quarter = rdbpot(one_quarter, accum)
+    z_a = i64(x)
+    hp1 = clz32(z_a)
+    r_a_tmp = sat_shl(z_a, hp1 - 1)
+    r_a = sat_shl(srdhm(r_a_tmp, sqrt_half), 1)
+    z_a_adj = clamp(sat_shl(in_bits - hp1, 31 - accum) + shifted_quarter, I32_MIN, I32_MAX)
+    z_b = srdhm(z_a, sqrt_half)
+    z_b_headroom = clz32(z_b) - 1
+    r_b = sat_shl(z_a, z_b_headroom)
+    z_b_adj = clamp(sat_shl(in_bits - z_b_headroom, 31 - accum) - shifted_quarter, I32_MIN, I32_MAX)
+    r = np.minimum(r_a, r_b)
+    z_adj = np.maximum(z_a_adj, z_b_adj)
+    p = rounding_half_sum(r, sqrt_sqrt_half)
+    q = wrap32(r - sqrt_sqrt_half)
+    q = wrap32(q + q)
+    common_sq = srdhm(q, q)
+    num = wrap32(srdhm(q, r) + srdhm(srdhm(q, common_sq), alpha_n))
+    denom_minus_one = wrap32(srdhm(p, wrap32(alpha_i + q + srdhm(alpha_d, common_sq))) + srdhm(alpha_f, q))
+    recip = one_over_one_plus_x_for_x_in_0_1(denom_minus_one)
+    num_scaled = rdbpot(num, accum)
+    return sat_shl(wrap32(srdhm(z_adj, log_2) + srdhm(num_scaled, recip)), 1)
+
+
+def inv_sqrt_quantized_multiplier_exp(value: int) -> tuple[int, int]:
+    """TFLite GetInvSqrtQuantizedMultiplierExp(value, kReverseShift): (multiplier, left shift)."""
+    if value <= 1:
+        return I32_MAX, 0
+    shift = 11
+    while value >= (1 << 29):
+        value //= 4
+        shift += 1
+    max_left_shift_bit_pairs = (int(clz32(value)) - 1) // 2
+    pairs = max_left_shift_bit_pairs - 1
+    shift -= pairs
+    value <<= 2 * pairs
+    fixed_input = value >> 1  # Q3.28
+    half_input = int(rdbpot(fixed_input, 1))
+    half_three = (1 << 28) + (1 << 27)
+    x = 1 << 28  # F3::One()
+    for _ in range(5):
+        x3 = int(sat_shl(srdhm(srdhm(x, x), x), 6))  # Rescale<3> from Q9 to Q3
+        x = int(sat_shl(wrap32(srdhm(half_three, x) - srdhm(half_input, x3)), 3))  # Rescale<3> from Q6 to Q3
+    x = int(srdhm(x, 1518500250))  # * sqrt(2)/2, Q3
+    if shift < 0:
+        x <<= -shift
+        shift = 0
+    return x, -shift
+
+
+# ------------------------------------------------------------------------------------------------ LUT kernels
+def tfl_round(x: Any) -> Arr:
+    """TfLiteRound / std::round: ties away from zero, exact in the input's precision (float32 or float64)."""
+    x = np.asarray(x)
+    t = np.trunc(x)
+    return t + np.sign(x) * (np.abs(x - t) >= x.dtype.type(0.5))
+
+
+def lut_populate_i8(fn: Callable[[Arr], Arr], s_in: float, zp_in: int, s_out: float, zp_out: int) -> Arr:
+    """TFLite LUTPopulateInt8 in float32; entry ``v + 128`` for input code ``v`` (TOSA TABLE order, S5392).
+
+    ``fn`` maps a float32 array to a float32 array (the C ``float`` transform).
+    """
+    v = np.arange(-128, 128, dtype=np.int64)
+    with np.errstate(all="ignore"):
+        deq = (f32(s_in) * (v - zp_in).astype(np.float32)).astype(np.float32)
+        y = np.asarray(fn(deq), dtype=np.float32)
+        r = tfl_round((y * (f32(1) / f32(s_out))).astype(np.float32)).astype(np.float32)
+        q = (r + np.float32(zp_out)).astype(np.float32)
+    q = np.nan_to_num(q.astype(np.float64), nan=0.0, posinf=1e9, neginf=-1e9)
+    return np.clip(q, -128, 127).astype(np.int64)
+
+
+def lut_populate_i16(fn: Callable[[Arr], Arr], s_in: float, zp_in: int, s_out: float, zp_out: int,
+                     dtype: Any = np.float32) -> Arr:
+    """TFLite LUTPopulateInt16: 513 entries with the midpoint-error bias correction, in ``dtype`` arithmetic."""
+    t: Any = dtype
+    in_min = t(t(s_in) * t(I16_MIN - zp_in))
+    in_max = t(t(s_in) * t(I16_MAX - zp_in))
+    out_min = t(t(s_out) * t(I16_MIN - zp_out))
+    out_max = t(t(s_out) * t(I16_MAX - zp_out))
+    step = t((in_max - in_min) / t(512))
+    half_step = t(step / t(2))
+    inv = t(t(65536) / t(out_max - out_min))
+    i: Arr = np.arange(512).astype(t)
+    with np.errstate(all="ignore"):
+        x0 = (in_min + i * step).astype(t)
+        val: Arr = np.asarray(fn(x0), dtype=t)
+        val_mid: Arr = np.asarray(fn((x0 + half_step).astype(t)), dtype=t)
+        val_next: Arr = np.asarray(fn((in_min + (i + t(1)) * step).astype(t)), dtype=t)
+        sample = tfl_round((val * inv).astype(t))
+        mid_interp = tfl_round(((val_next * inv + tfl_round((val * inv).astype(t))) / t(2)).astype(t))
+        mid_val = tfl_round((val_mid * inv).astype(t))
+        bias = tfl_round(((mid_interp - mid_val) / t(2)).astype(t))
+        body = np.clip((sample - bias).astype(np.float64), I16_MIN, I16_MAX)
+        last = np.clip(float(tfl_round(np.asarray(fn(np.asarray([in_max], dtype=t)), dtype=t) * inv)[0]),
+                       I16_MIN, I16_MAX)
+    return np.concatenate([np.trunc(body), [np.trunc(last)]]).astype(np.int64)
+
+
+def lut_lookup_i16(x: Any, lut: Arr) -> Arr:
+    """TFLite LUTLookup (int16): ``base + ((slope·(x & 0x7f) + 64) >> 7)``, index ``256 + (x >> 7)``."""
+    x = i64(x)
+    idx = 256 + (x >> 7)
+    base = lut[idx]
+    slope = wrap16(lut[idx + 1] - base)
+    return wrap16(base + ((slope * (x & 0x7F) + 64) >> 7))
+
+
+def wrap16(x: Any) -> Arr:
+    return ((i64(x) + 32768) & 0xFFFF) - 32768
+
+
+def codes(dtype_bits: int) -> Arr:
+    lo = -(1 << (dtype_bits - 1))
+    return np.arange(lo, -lo, dtype=np.int64)
+
+
+def to_qmultiplier(scale: float) -> tuple[int, int]:
+    """TFLite QuantizeMultiplier: (q, shift) with scale ≈ q·2^(shift-31)."""
+    return quantize_multiplier(scale)
+
+
+# ---------------------------------------------------------------------------------------- float transforms
+def _erfc32(x: Arr) -> Arr:
+    return np.asarray([math.erfc(float(v)) for v in np.asarray(x, np.float64).ravel()],
+                      dtype=np.float64).reshape(np.shape(x)).astype(np.float32)
+
+
+def _via64(fn: Callable[[Arr], Arr]) -> Callable[[Arr], Arr]:
+    """A float32 libm function evaluated in float64 and rounded once (glibc's float functions are ≤ 1 ulp)."""
+    def g(x: Arr) -> Arr:
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(np.asarray(x, np.float64)), np.float64).astype(np.float32)
+    return g
+
+
+exp32 = _via64(np.exp)
+tanh32 = _via64(np.tanh)
+log32 = _via64(np.log)
+sqrt32 = _via64(np.sqrt)
+expm1_32 = _via64(np.expm1)
+
+
+def logistic32(x: Arr) -> Arr:
+    """``1.0f / (1.0f + std::exp(-value))`` in float32 (SigmoidPrepare)."""
+    e = exp32(-np.asarray(x, np.float32))
+    return (np.float32(1) / (np.float32(1) + e)).astype(np.float32)
+
+
+def gelu32(x: Arr) -> Arr:
+    """GeluTransform: ``0.5f * x * erfc(x * -M_SQRT1_2)`` in float32."""
+    x = np.asarray(x, np.float32)
+    return (np.float32(0.5) * x * _erfc32((x * np.float32(-math.sqrt(0.5))).astype(np.float32))).astype(np.float32)
+
+
+def gelu_approx32(x: Arr) -> Arr:
+    """GeluTransformApproximate: ``0.5f*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715f*x^3)))`` in float32."""
+    x = np.asarray(x, np.float32)
+    k = np.float32(2.0 / math.sqrt(math.pi) * math.sqrt(0.5))
+    inner = (k * (x + np.float32(0.044715) * x * x * x)).astype(np.float32)
+    return (np.float32(0.5) * x * (np.float32(1) + tanh32(inner))).astype(np.float32)
+
+
+def elu32(x: Arr) -> Arr:
+    x = np.asarray(x, np.float32)
+    return np.where(x < 0, expm1_32(x), x).astype(np.float32)
+
+
+def log_lut_fn(s_out: float, zp_out: int, bits: int) -> Callable[[Arr], Arr]:
+    """LogLUTPrepare's transform: ``log(x)``, and the output minimum for ``x <= 0``."""
+    omin = np.float32(np.float32(-(1 << (bits - 1)) - zp_out) * np.float32(s_out))
+
+    def fn(v: Arr) -> Arr:
+        return np.where(v <= 0, omin, log32(v)).astype(np.float32)
+    return fn
+
+
+def rsqrt16_lut_fn(s_out: float) -> Callable[[Arr], Arr]:
+    """The int16 RSQRT LUT transform: ``1/sqrt(x)``, and ``32767·s_out`` (the top code) for ``x <= 0``."""
+    top = np.float32(np.float32(32767) * np.float32(s_out))
+
+    def fn(v: Arr) -> Arr:
+        return np.where(v <= 0, top, np.float32(1) / sqrt32(v)).astype(np.float32)
+    return fn
+
+
+# ------------------------------------------------------------------------------------- int8 element kernels
+def abs_q(v: Arr, s_in: float, zp_in: int, s_out: float, zp_out: int, bits: int) -> Arr:
+    """AbsEvalQuantized: ``|v - zp_in|``, MBQM by float32 ``s_in/s_out`` unless the scales are equal."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    a = np.abs(i64(v) - zp_in)
+    if f32(s_in) == f32(s_out):
+        return clamp(a + zp_out, lo, hi)
+    q, s = to_qmultiplier(float(f32(s_in) / f32(s_out)))
+    return clamp(mbqm(a, q, s) + zp_out, lo, hi)
+
+
+def rsqrt_i8(v: Arr, s_in: float, zp_in: int, s_out: float, zp_out: int) -> Arr:
+    """RsqrtEvalQuantizedInt8 (kShift 20, GetInvSqrtQuantizedMultiplierExp per value)."""
+    # SetRsqrtOutputMultiplier: std::sqrt(float) and the product are float; 1. / … is double
+    q, s = to_qmultiplier(1.0 / float(f32(np.sqrt(f32(s_in), dtype=np.float32)) * f32(s_out)))
+    out = []
+    for x in i64(v).ravel():
+        value = int(x) - zp_in
+        if value == 0:
+            out.append(127)
+            continue
+        if value < 0:  # TFLite rejects the input ("only defined for positive values"): any code will do
+            out.append(127)
+            continue
+        m, sh = inv_sqrt_quantized_multiplier_exp(value)
+        data = int(mbqm(1, m, sh + 20))
+        out.append(int(clamp(mbqm(data, q, s - 20) + zp_out, -128, 127)))
+    return np.asarray(out, dtype=np.int64).reshape(np.shape(v))
+
+
+def leaky_relu_q(v: Arr, s_in: float, zp_in: int, s_out: float, zp_out: int, alpha: float, bits: int) -> Arr:
+    """QuantizeLeakyRelu: identity and alpha branches with their own float32-derived multipliers."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    qa, sa = to_qmultiplier_signed(float(f32(f32(s_in) * f32(alpha)) / f32(s_out)))
+    qi, si = to_qmultiplier(float(f32(s_in) / f32(s_out)))
+    x = i64(v) - zp_in
+    return clamp(np.where(x >= 0, mbqm(x, qi, si), mbqm(x, qa, sa)) + zp_out, lo, hi)
+
+
+def to_qmultiplier_signed(scale: float) -> tuple[int, int]:
+    """QuantizeMultiplier for a possibly negative scale (frexp keeps the sign)."""
+    if scale < 0:
+        q, s = quantize_multiplier(-scale)
+        return -q, s
+    return quantize_multiplier(scale)
+
+
+def srdhm16(a: Any, b: Any) -> Arr:
+    """gemmlowp SaturatingRoundingDoublingHighMul on int16."""
+    a, b = i64(a), i64(b)
+    ab = a * b
+    nudge = np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    r = trunc_div(ab + nudge, 1 << 15)
+    return np.where((a == b) & (a == I16_MIN), I16_MAX, r)
+
+
+def hard_swish_i8(v: Arr, s_in: float, zp_in: int, s_out: float, zp_out: int) -> Arr:
+    """reference_ops::HardSwish (int8) with HardSwishPrepare's float32 multipliers."""
+    hires = f32(f32(1.0 / 128.0) * f32(s_in))
+    out_mult = float(f32(hires / f32(s_out)))
+    relu_mult = float(f32(hires / f32(3.0 / 32768.0)))
+
+    def down16(q: int) -> int:  # DownScaleInt32ToInt16Multiplier
+        return I16_MAX if q >= I32_MAX - (1 << 15) else (q + (1 << 15)) >> 16
+
+    oq, oe = quantize_multiplier(out_mult)
+    rq, re_ = quantize_multiplier(relu_mult)
+    om16, rm16 = down16(oq), down16(rq)
+    x = wrap16(i64(v) - zp_in)
+    hires_v = wrap16(x * 128)
+    preshift = srdhm16(hires_v, om16)
+    r = hires_v
+    if re_ > 0:
+        r = np.clip(r * (1 << (re_ - 1)), I16_MIN, I16_MAX)
+    r = srdhm16(r, rm16)
+    if re_ > 0:
+        r = np.clip(r * 2, I16_MIN, I16_MAX)
+    if re_ < 0:
+        r = rdbpot(r, -re_)
+    r = wrap16((r + (1 << 15)) >> 1)
+    ab = r * preshift  # SaturatingDoublingHighMul (truncating)
+    pre = np.where((r == preshift) & (r == I16_MIN), I16_MAX, wrap16(trunc_div(ab, 1 << 15)))
+    out = wrap16(rdbpot(pre, -oe) + zp_out)
+    return np.clip(out, -128, 127)
+
+
+#: TFLite's ``sigmoid_table_uint16`` (kernels/internal/common.h): sigmoid(i/24) in unsigned 0.16, i = 0..255.  Data,
+#: not a formula: the entries differ from round(65536·sigmoid(i/24)) by up to one unit (44 of 256), so the int16
+#: LOGISTIC/TANH reference kernels can only be reproduced bit-exactly with these very values.
+SIGMOID_TABLE_U16 = np.array([
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
+    43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
+    51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
+    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110,
+    61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186,
+    63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
+    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
+    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208,
+    65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
+    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449,
+    65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
+    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
+    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
+    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
+    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
+    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535,
+], dtype=np.int64)
+
+
+def sigmoid_table_u16() -> Arr:
+    """TFLite's 256-entry sigmoid table (see :data:`SIGMOID_TABLE_U16`)."""
+    return SIGMOID_TABLE_U16
+
+
+def int16_logistic_tanh_params(s_in: float, tanh: bool) -> tuple[int, int]:
+    """(input_multiplier, input_left_shift) of SigmoidPrepare/TanhPrepare for int16 (0 multiplier: POT case)."""
+    x = float(f32(s_in))
+    log2 = math.log(x) * (1.0 / math.log(2.0))
+    rounded = math.floor(abs(log2) + 0.5) * (1 if log2 >= 0 else -1)
+    pot = abs(log2 - rounded) < 1e-3
+    left = 12 + int(rounded)
+    pot = pot and (left in (0, 1) if tanh else left == 0)
+    if pot:
+        return 0, left
+    mult = x * 4096.0 * 3.0
+    left = 0
+    while mult <= 32767.0 / 2.0 and left <= 30:
+        left += 1
+        mult *= 2.0
+    return int(mult), left
+
+
+def logistic_tanh_i16(v: Arr, s_in: float, tanh: bool) -> Arr:
+    """reference_integer_ops::Logistic / Tanh (int16): sigmoid_table_uint16 with 9-bit (8-bit for tanh)
+    interpolation."""
+    mult, left = int16_logistic_tanh_params(s_in, tanh)
+    if mult == 0:
+        mult, left = 3 << left, 0
+    rnd = (1 << (left - 1)) if left > 0 else 0
+    x = (i64(v) * mult + rnd) >> left
+    ax = np.abs(x)
+    tab = sigmoid_table_u16()
+    fb = 8 if tanh else 9
+    uh = ax >> fb
+    sat = uh >= 255
+    uhc = np.minimum(uh, 254)
+    ua, ub = tab[uhc], tab[uhc + 1]
+    interp = (ua << fb) + (ax & ((1 << fb) - 1)) * (ub - ua)
+    if tanh:
+        res = np.where(sat, 0xFFFF << 8, interp)
+        res = np.where(x >= 0, res - (1 << 23) + (1 << 7), -res + (1 << 23) + (1 << 7) - 1)
+        return wrap16(res >> 8)
+    res = np.where(sat, 0x7FFF << 10, interp)
+    res = np.where(x >= 0, res + (1 << 9), (1 << 25) - res + (1 << 9) - 1)
+    return wrap16(res >> 10)
+
+
+def div_i8(x: Arr, y: Arr, s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int,
+           act: tuple[int, int] = (-128, 127)) -> Arr:
+    """reference_ops::DivElementwise (int8): reciprocal by GetReciprocal, headroom-normalised numerator."""
+    q, s = to_qmultiplier(float(f32(s1) / f32(f32(s2) * f32(s_out))))
+    a = i64(x) - zp1
+    d = i64(y) - zp2
+    neg = d < 0
+    a = np.where(neg, -a, a)
+    d = np.where(neg, -d, d)
+    dsafe = np.where(d == 0, 1, d)
+    inv, nbou = get_reciprocal(dsafe, 31)
+    recip_shift = nbou
+    headroom = clrsb32(a)
+    unscaled = srdhm(wrap32(a << headroom), inv)
+    total = s - recip_shift - headroom
+    res = rdbpot(srdhm(unscaled, q), -total)
+    out = np.clip(res + zp_out, act[0], act[1])
+    return np.where(d == 0, zp_out, out)
+
+
+def clrsb32(x: Any) -> Arr:
+    """CountLeadingSignBits for int32 (31 for 0)."""
+    x = i64(x)
+    return np.where(x >= 0, clz32(x) - 1, clz32(~x & 0xFFFFFFFF) - 1)
+
+
+def sqrt_i8(v: Arr, s_in: float, zp_in: int, s_out: float, zp_out: int) -> Arr:
+    """LiteRT's int8 SQRT: ``trunc(sqrtf(s_in·(v - zp_in)) / s_out) + zp_out`` in float32, clamped.
+
+    Inferred from LiteRT 2.3 (every int8 code of the test models matches; the kernel source is not in the
+    references): the quotient is truncated, not rounded.  Negative inputs (sqrt NaN) give ``zp_out``.
+    """
+    deq = (f32(s_in) * (i64(v) - zp_in).astype(np.float32)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        y = (sqrt32(deq) / f32(s_out)).astype(np.float32)
+    y = np.where(np.isnan(y), 0.0, np.trunc(y.astype(np.float64)))
+    return clamp(np.clip(y, -1e9, 1e9).astype(np.int64) + zp_out, -128, 127)
+
+
+# ------------------------------------------------------------------------------------------ softmax kernels
+def softmax_scaling(s_in: float, beta: float) -> tuple[int, int, int]:
+    """PreprocessSoftmaxScaling(beta, s_in, 5) → (multiplier, left_shift, diff_min = -CalculateInputRadius)."""
+    real = min(beta * s_in * float(1 << 26), float((1 << 31) - 1))
+    q, ls = quantize_multiplier(real)
+    return q, ls, -int(math.floor(31.0 * float(1 << 26) / float(1 << ls)))
+
+
+def softmax_i8(x: Any, s_in: float, beta: float = 1.0) -> Arr:
+    """reference_ops::Softmax for int8 in/out (output scale 1/256, zero point -128) over the last axis."""
+    x = i64(x)
+    q, ls, diff_min = softmax_scaling(float(f32(s_in)), float(f32(beta)))
+    diff = x - x.max(axis=-1, keepdims=True)
+    ok = diff >= diff_min
+    e = np.where(ok, exp_on_negative_values(srdhm(wrap32(diff << ls), q), 5), 0)
+    total = rdbpot(e, 12).sum(axis=-1, keepdims=True)
+    recip, nbou = get_reciprocal(total, 12)
+    out = rdbpot(srdhm(recip, e), nbou + 31 - 8) - 128
+    return np.where(ok, np.clip(out, -128, 127), -128)
+
+
+def softmax_i16(x: Any, s_in: float, beta: float = 1.0) -> Arr:
+    """reference_ops::SoftmaxInt16 (output scale 2^-15, zero point 0) over the last axis."""
+    x = i64(x)
+    rng = 65535.0
+    exp_lut = lut_populate_i16(np.exp, 10.0 / rng, 32767, 2.0 / rng, 0, dtype=np.float64)
+    inv_lut = lut_populate_i16(lambda v: 1.0 / (1.0 + v), 1.0 / rng, -32768, 2.0 / rng, 0, dtype=np.float64)
+    q, s = quantize_multiplier(float(f32(f32(s_in) * f32(beta))) / (10.0 / rng))
+    diff = x - x.max(axis=-1, keepdims=True)
+    e = lut_lookup_i16(clamp(mbqm(diff, q, s) + 32767, I16_MIN, I16_MAX), exp_lut)
+    total = e.sum(axis=-1, keepdims=True)
+    hp1 = clz32(total)
+    shifted = ((total << (hp1 - 1)) + (1 << 13)) >> 14
+    recip = lut_lookup_i16(clamp(shifted - (1 << 15) - (1 << 16), I16_MIN, I16_MAX), inv_lut)
+    rs = 31 - hp1
+    return np.clip((e * recip + (np.int64(1) << (rs - 1))) >> rs, 0, 32767)
+
+
+def log_softmax_i8(x: Any, s_in: float) -> Arr:
+    """reference_integer_ops::LogSoftmax (output scale 16/256, zero point 127) over the last axis."""
+    x = i64(x)
+    q, ls, diff_min = softmax_scaling(float(f32(s_in)), 1.0)
+    rq, rs = quantize_multiplier((1 << (31 - ls)) / float(q))
+    diff = x - x.max(axis=-1, keepdims=True)
+    diff_q5 = mbqm(diff, q, ls)
+    terms = np.where(diff >= diff_min, rdbpot(exp_on_negative_values(diff_q5, 5), 12), 0)
+    log_sum = log_x_for_x_greater_than_or_equal_to_1(terms.sum(axis=-1, keepdims=True), 5, 12)
+    adjusted = np.maximum(diff_min - 1, mbqm(wrap32(log_sum + I32_MIN), rq, rs))
+    out = np.clip(rdbpot(wrap32(diff_q5 - log_sum), 31 - 5 - 4) + 127, -128, 127)
+    return np.where(diff > adjusted, out, -128)
