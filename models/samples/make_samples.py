@@ -23,8 +23,9 @@ SAMPLES: dict[str, Callable[[], bytes]] = {
     "small_cnn_f32.tflite": lambda: modelgen.small_cnn(size=32, width=16),
     "mlp_f32.tflite": lambda: modelgen.mlp(),
     "depthwise_f32.tflite": lambda: modelgen.depthwise_net(),
+    "small_cnn_int8.tflite": lambda: modelgen.small_cnn(size=32, width=16, quant="int8"),
+    "mlp_uint8io.tflite": lambda: modelgen.mlp(quant="uint8io"),
 }
-# The int8 sample (modelgen.small_cnn(size=32, width=16, quant="int8")) joins `make demo` with the quantized path.
 
 
 def main() -> int:

@@ -101,7 +101,13 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     g = model.graph
     sets = [dict(s) for s in inputs] if inputs is not None else [random_inputs(g, seed + i) for i in range(num)]
     src_names = {v.name: (v.source or v.name) for v in g.inputs}
-    litert_sets = [{src_names.get(k, k): a for k, a in s.items()} for s in sets]
+    unsigned = set(g.meta.get("unsigned_io", ()))
+
+    def as_source(name: str, a: np.ndarray) -> np.ndarray:
+        """uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (tf2tosa.quant.boundary)."""
+        return a.view(np.uint8) if name in unsigned and a.dtype == np.int8 else a
+
+    litert_sets = [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in sets]
     assert model.source is not None
     refs = run_tflite_many(model.source, litert_sets, reference_kernels=reference_kernels)
     worst: dict[str, OutputReport] = {}
@@ -112,7 +118,7 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
             r = ref.get(v.source or "", ref_list[i] if i < len(ref_list) else None)
             if r is None:
                 continue
-            rep = compare(v.name, got[v.name], r, rtol)
+            rep = compare(v.name, as_source(v.name, got[v.name]), r, rtol)
             prev = worst.get(v.name)
             if prev is None or (not rep.ok and prev.ok) or rep.rel > prev.rel:
                 if prev is not None:
