@@ -23,3 +23,22 @@ def test_integer_model_bit_exact(name: str) -> None:
     res = check_tflite(name, MODELS[name](), num=5, reference_kernels=True)
     assert res.litert_mismatches == 0
     assert "PRO-INT" in res.profiles and "EXT-DOUBLEROUND" in res.extensions
+
+
+def test_single_rounding_stays_in_pro_int() -> None:
+    """--rounding single: no EXT-DOUBLEROUND; the graph validates as plain PRO-INT and still runs in the reference
+    model bit-exactly; it may differ from TFLite by 1 LSB (TFLite's requantization is double rounding)."""
+    import tf2tosa
+    from tf2tosa.verify import tosa_tools
+
+    data = small_cnn(quant="int8")
+    single = tf2tosa.convert(data, rounding="single")
+    double = tf2tosa.convert(data)
+    assert "EXT-DOUBLEROUND" not in single.extensions and "EXT-DOUBLEROUND" in double.extensions
+    modes = {op.attrs.get("rounding_mode") for op in single.graph.ops.values() if op.opcode == "RESCALE"}
+    assert modes == {"SINGLE_ROUND"}
+    if tosa_tools.available():
+        ok, msg = tosa_tools.validate(single.to_bytes(), single.profiles, single.extensions)
+        assert ok, msg
+    res = check_tflite("small_cnn/int8/single", data, num=5, reference_kernels=True, rounding="single", max_lsb=1)
+    assert res.max_lsb <= 1
