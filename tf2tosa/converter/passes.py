@@ -142,6 +142,26 @@ def remove_identities(graph: Graph) -> int:
     return n
 
 
+def refresh_shapes(graph: Graph) -> int:
+    """Re-infer the shapes of TOSA ops created before their operands became static (e.g. the uint8 output
+    RESCALE inserted ahead of legalization).  Element type and quantization are kept."""
+    from ..tosa import catalogue
+
+    n = 0
+    for op in graph.topological_order():
+        if not op.name.startswith("tosa.") or all(r.type.is_static for r in op.results):
+            continue
+        if not all(v.type.is_static for v in op.operands):
+            continue
+        types = catalogue.infer_result_types(op.opcode, [v.type for v in op.operands], op.attrs,
+                                             out_dtype=op.results[0].dtype,
+                                             operand_consts=[v.const() for v in op.operands])
+        for r, t in zip(op.results, types):
+            r.type = TensorType(t.shape, r.dtype, r.type.quant)
+        n += 1
+    return n
+
+
 def narrow_constant(arr: np.ndarray, dtype: DType) -> tuple[np.ndarray, DType]:
     """Narrow a 64-bit integer constant to i32 when its values fit (TOSA has no i64 tensors)."""
     if dtype in (DType.INT64, DType.UINT32, DType.UINT64):

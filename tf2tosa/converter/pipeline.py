@@ -152,6 +152,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
 
     legalize_unsigned_io(graph, options)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
     legalize_graph(graph, options, file=file)
+    passes.refresh_shapes(graph)
     if options.fold:
         passes.fold_constants(graph)
     passes.remove_identities(graph)
