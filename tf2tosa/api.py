@@ -16,10 +16,13 @@ from .ir import Graph
 class TosaModel:
     """A converted TOSA 1.0 program, with the source it came from (for verification)."""
 
-    def __init__(self, graph: Graph, source: bytes | None = None, source_path: str | None = None) -> None:
+    def __init__(self, graph: Graph, source: bytes | None = None, source_path: str | None = None,
+                 tf_source: Any = None) -> None:
         self.graph = graph
         self.source = source
         self.source_path = source_path
+        #: the opened TensorFlow model (converter.tensorflow.TFSource) when converted from TensorFlow
+        self.tf_source = tf_source
 
     # ----------------------------------------------------------------- facts
     @property
@@ -66,9 +69,13 @@ class TosaModel:
 
     def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
                reference_kernels: bool = False) -> Any:
-        """Compare with the source runtime on ``inputs`` (or ``num`` seeded random inputs)."""
+        """Compare with the source runtime (LiteRT or TensorFlow) on ``inputs`` (or ``num`` seeded random inputs)."""
         from .verify.compare import verify_tflite
 
+        if self.tf_source is not None:
+            from .verify.tf_verify import verify_tensorflow
+
+            return verify_tensorflow(self, self.tf_source, inputs, seed=seed, num=num)
         if self.source is None:
             raise ModelLoadError("this model has no source to verify against")
         return verify_tflite(self, inputs=inputs, seed=seed, num=num, reference_kernels=reference_kernels)
@@ -102,17 +109,26 @@ def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
         raise ModelLoadError(f"cannot read model: {e.strerror}", file=path) from None
 
 
-def convert(source: str | os.PathLike[str] | bytes, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-            rounding: str = "double", fold: bool = True, **extra: Any) -> TosaModel:
-    """Convert a ``.tflite`` model (path or bytes) to TOSA 1.0.
+def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
+            rounding: str = "double", fold: bool = True, signature: str = "serving_default",
+            **extra: Any) -> TosaModel:
+    """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), a TensorFlow SavedModel directory, a ``.keras`` /
+    ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
 
     ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``rounding`` is the
     requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
-    EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).
+    EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
     """
     from .converter.pipeline import ConvertOptions, convert_graph
+    from .converter.tensorflow import is_tensorflow_source
     from .converter.tflite import load_tflite
 
+    if is_tensorflow_source(source):
+        from .converter.tensorflow import convert_tensorflow
+
+        options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, extra=dict(extra))
+        graph, src = convert_tensorflow(source, options, signature=signature)
+        return TosaModel(graph, source_path=src.label, tf_source=src)
     data, path = _read_source(source)
     graph = load_tflite(data, name=Path(path).stem if path != "<bytes>" else None,
                         file=path if path != "<bytes>" else None)

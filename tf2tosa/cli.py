@@ -13,7 +13,8 @@ import typer
 from .errors import ConversionError, InputError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Convert TensorFlow Lite models to TOSA 1.0 and prove the conversion by running it.")
+                  help="Convert TensorFlow Lite and TensorFlow models to TOSA 1.0 and prove the conversion by running "
+                       "it.")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,11 +64,12 @@ def _load_inputs(items: list[str] | None) -> dict[str, Any]:
 
 @app.command()
 @_user_errors
-def convert(model: Path = typer.Argument(..., help="the .tflite model"),
+def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
             output: Path = typer.Option(..., "-o", "--output", help="the .tosa file to write"),
             mlir: Path | None = typer.Option(None, "--mlir", help="also write TOSA-dialect MLIR text here"),
             input_shape: list[str] | None = typer.Option(None, "--input-shape", help="NAME=1,224,224,3 (repeatable)"),
-            verify: bool = typer.Option(False, "--verify", help="compare with LiteRT on random inputs"),
+            verify: bool = typer.Option(False, "--verify", help="compare with LiteRT / TensorFlow on random inputs"),
+            signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature to convert"),
             rounding: str = typer.Option("double", "--rounding",
                                          help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
                                               "or single (PRO-INT only)"),
@@ -76,7 +78,7 @@ def convert(model: Path = typer.Argument(..., help="the .tflite model"),
     from .api import convert as do_convert
 
     t0 = time.perf_counter()
-    m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding)
+    m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature)
     m.save(output, mlir=mlir)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
     typer.echo(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
@@ -144,12 +146,17 @@ def _print_profile(prof: dict[str, float], top: int = 15) -> None:
 
 @app.command()
 @_user_errors
-def inspect(file: Path = typer.Argument(..., help="a .tosa or .tflite file")) -> None:
+def inspect(file: Path = typer.Argument(..., help="a .tosa file, or a model to convert first"),
+            signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature")) -> None:
     """Show the ops, tensors and the profiles/extensions a TOSA program needs."""
     from .api import convert as do_convert
     from .api import load
+    from .converter.tensorflow import is_tensorflow_source
 
-    m = load(str(file)) if file.suffix != ".tflite" else do_convert(str(file))
+    if file.suffix == ".tflite" or is_tensorflow_source(str(file)):
+        m = do_convert(str(file), signature=signature)
+    else:
+        m = load(str(file))
     g = m.graph
     typer.echo(f"{file}: TOSA 1.0")
     typer.echo(f"profiles:   {', '.join(m.profiles) or '-'}")
@@ -167,18 +174,20 @@ def inspect(file: Path = typer.Argument(..., help="a .tosa or .tflite file")) ->
 
 @app.command()
 @_user_errors
-def verify(model: Path = typer.Argument(..., help="the .tflite model"),
+def verify(model: Path = typer.Argument(..., help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
            input_shape: list[str] | None = typer.Option(None, "--input-shape", help="NAME=1,224,224,3"),
            input: list[str] | None = typer.Option(None, "--input", help="NAME=x.npy (repeatable)"),
            num: int = typer.Option(3, help="number of random input sets"),
            seed: int = typer.Option(0, help="seed of the random inputs"),
            reference: bool = typer.Option(False, "--reference-kernels", help="LiteRT BUILTIN_REF kernels"),
            rounding: str = typer.Option("double", "--rounding", help="double or single"),
+           signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
            ) -> None:
-    """Convert MODEL and compare the executor with LiteRT, reporting each output's error."""
+    """Convert MODEL and compare the executor with its source runtime (LiteRT for .tflite, TensorFlow for
+    SavedModel/Keras/GraphDef), reporting each output's error."""
     from .api import convert as do_convert
 
-    m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding)
+    m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature)
     given = _load_inputs(input)
     sets = None
     if given:

@@ -1,0 +1,293 @@
+"""The TensorFlow frontend: loading every source kind, signature naming, the IR it produces, and bad input ending
+in one-line ConversionError subclasses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+import tensorflow as tf  # noqa: E402
+
+from tf2tosa.converter.pipeline import convert_graph  # noqa: E402
+from tf2tosa.converter.tensorflow import load_source, load_tensorflow  # noqa: E402
+from tf2tosa.errors import ConversionError, ModelLoadError, UnsupportedOpsError  # noqa: E402
+from tf2tosa.executor import run  # noqa: E402
+
+
+class TwoInOut(tf.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = tf.Variable(np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0, name="dense_w")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="features"),
+                                  tf.TensorSpec([None, 3], tf.float32, name="bias")])
+    def serve(self, features: Any, bias: Any) -> dict[str, Any]:
+        y = tf.matmul(features, self.w) + bias
+        return {"logits": y, "probs": tf.nn.softmax(y)}
+
+
+class Writer(tf.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counter = tf.Variable(0.0, name="call_counter")
+        self.scale = tf.Variable(2.0, name="scale")
+
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
+    def serve(self, x: Any) -> Any:
+        self.counter.assign_add(1.0)
+        return x * self.scale
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("sm") / "two"
+    m = TwoInOut()
+    tf.saved_model.save(m, str(d), signatures={"serving_default": m.serve, "second": m.serve})
+    return d
+
+
+def _one_line(e: BaseException) -> str:
+    msg = str(e)
+    assert "\n" not in msg, msg
+    return msg
+
+
+# ------------------------------------------------------------------------------------------------ loading
+def test_saved_model_signature_names_and_order(saved: Path) -> None:
+    g = load_tensorflow(saved)
+    assert [v.name for v in g.inputs] == ["bias", "features"]  # TF flattens signature keys sorted
+    assert [v.name for v in g.outputs] == ["logits", "probs"]
+    assert g.meta["signature"] == "serving_default" and g.meta["signatures"] == ["second", "serving_default"]
+    assert g.meta["source_kind"] == "saved_model"
+    names = {op.name for op in g.ops.values()}
+    assert "tf.MatMul" in names and "tf.Softmax" in names
+    assert not names & {"tf.Identity", "tf.IdentityN", "tf.NoOp", "tf.ReadVariableOp", "tf.VarHandleOp"}
+    convert_graph(g, None)
+    feats = np.random.default_rng(0).uniform(-1, 1, (1, 4)).astype(np.float32)
+    bias = np.ones((1, 3), np.float32)
+    out = run(g, {"features": feats, "bias": bias})
+    ref = feats @ (np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0) + bias
+    np.testing.assert_allclose(out["logits"], ref, rtol=1e-6)
+    e = np.exp(ref - ref.max())
+    np.testing.assert_allclose(out["probs"], e / e.sum(), rtol=1e-6)
+
+
+def test_other_signature(saved: Path) -> None:
+    g = load_tensorflow(saved, signature="second")
+    assert g.meta["signature"] == "second"
+
+
+def test_missing_signature_lists_available(saved: Path) -> None:
+    with pytest.raises(ModelLoadError) as ei:
+        load_tensorflow(saved, signature="predict")
+    msg = _one_line(ei.value)
+    assert "no signature 'predict'" in msg and "second, serving_default" in msg and str(saved) in msg
+
+
+def test_directory_that_is_not_a_saved_model(tmp_path: Path) -> None:
+    (tmp_path / "readme.txt").write_text("hello")
+    with pytest.raises(ModelLoadError) as ei:
+        load_tensorflow(tmp_path)
+    assert "not a SavedModel directory" in _one_line(ei.value)
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="no such file"):
+        load_tensorflow(tmp_path / "nope.keras")
+
+
+def test_corrupt_saved_model(tmp_path: Path) -> None:
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "saved_model.pb").write_bytes(b"\x08\x01garbage that is not a SavedModel proto \xff\xfe")
+    with pytest.raises(ModelLoadError) as ei:
+        load_tensorflow(d)
+    assert "cannot load SavedModel" in _one_line(ei.value)
+
+
+def test_corrupt_graphdef_and_keras(tmp_path: Path) -> None:
+    pb = tmp_path / "bad.pb"
+    pb.write_bytes(b"\xff\xff\xff\xff not a protobuf")
+    with pytest.raises(ModelLoadError) as ei:
+        load_tensorflow(pb)
+    _one_line(ei.value)
+    k = tmp_path / "bad.keras"
+    k.write_bytes(b"PK not really a zip")
+    with pytest.raises(ModelLoadError) as ei:
+        load_tensorflow(k)
+    assert "cannot load Keras model" in _one_line(ei.value)
+
+
+def test_unknown_suffix(tmp_path: Path) -> None:
+    f = tmp_path / "model.onnx"
+    f.write_bytes(b"x")
+    with pytest.raises(ModelLoadError, match="unknown TensorFlow model format"):
+        load_tensorflow(f)
+
+
+def test_tf_function_needs_signature() -> None:
+    @tf.function
+    def f(x: Any) -> Any:
+        return x + 1.0
+
+    with pytest.raises(ModelLoadError, match="input_signature"):
+        load_tensorflow(f)
+    g = load_tensorflow(f.get_concrete_function(tf.TensorSpec([2], tf.float32, name="x")))
+    assert [v.name for v in g.inputs] == ["x"]
+
+
+def test_tf_function_with_signature_and_identities() -> None:
+    @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32, name="a")])
+    def f(a: Any) -> Any:
+        return tf.identity(tf.stop_gradient(a)) * 3.0, tf.identity(a)
+
+    g = load_tensorflow(f)
+    assert [op.name for op in g.ops.values() if not op.name.endswith("Const")] == ["tf.Mul"]
+    assert g.outputs[1] is g.inputs[0]  # an output that is an input keeps the input
+    convert_graph(g)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    outs = list(run(g, {"a": x}).values())
+    np.testing.assert_array_equal(outs[0], x * 3)
+    np.testing.assert_array_equal(outs[1], x)
+
+
+def test_variables_written_cannot_be_frozen(tmp_path: Path) -> None:
+    m = Writer()
+    with pytest.raises(ModelLoadError) as ei:
+        load_tensorflow(m.serve)
+    msg = _one_line(ei.value)
+    assert "cannot be frozen" in msg and "call_counter" in msg and "scale" not in msg.split("writes them:")[1]
+    d = tmp_path / "writer"
+    tf.saved_model.save(m, str(d), signatures=m.serve)
+    with pytest.raises(ModelLoadError) as ei:
+        load_tensorflow(d)
+    assert "cannot be frozen" in _one_line(ei.value)
+
+
+def test_unsupported_ops_listed_with_counts() -> None:
+    @tf.function(input_signature=[tf.TensorSpec([4, 6], tf.float32, name="x")])
+    def f(x: Any) -> Any:
+        a = tf.math.cumsum(x, axis=1) + tf.math.cumsum(x, axis=0)
+        v, _ = tf.math.top_k(x, 2)
+        return a, tf.linalg.matrix_transpose(v) * 2.0, tf.math.bessel_i0e(x)
+
+    g = load_tensorflow(f)
+    with pytest.raises(UnsupportedOpsError) as ei:
+        convert_graph(g)
+    msg = _one_line(ei.value)
+    assert "tf.Cumsum x2: no legalization rule" in msg
+    assert "tf.TopKV2 x1" in msg and "tf.BesselI0e x1" in msg
+    assert set(ei.value.reasons) == {"tf.Cumsum", "tf.TopKV2", "tf.BesselI0e"}
+
+
+def test_rule_reasons_are_gathered() -> None:
+    """A rule that cannot handle a case reports why, under the tf op's name."""
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 4, 4, 2], tf.float32, name="x"),
+                                  tf.TensorSpec([2], tf.int32, name="size")])
+    def f(x: Any, size: Any) -> Any:
+        return tf.compat.v1.image.resize_bilinear(x, size), tf.reduce_sum(x, tf.constant(1)) * 2.0
+
+    with pytest.raises(UnsupportedOpsError) as ei:
+        convert_graph(load_tensorflow(f))
+    msg = _one_line(ei.value)
+    assert "tf.ResizeBilinear x1: size" in msg and "compile-time constant" in msg
+
+
+def test_control_flow_is_reported() -> None:
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float32, name="x")])
+    def f(x: Any) -> Any:
+        return tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - 1.0)
+
+    with pytest.raises(UnsupportedOpsError) as ei:
+        convert_graph(load_tensorflow(f))
+    assert "tf.StatelessIf x1" in _one_line(ei.value) or "tf.If x1" in str(ei.value)
+
+
+def test_frozen_graphdef_pb(tmp_path: Path) -> None:
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    m = TwoInOut()
+    gd = convert_variables_to_constants_v2(m.serve.get_concrete_function()).graph.as_graph_def()
+    pb = tmp_path / "frozen.pb"
+    pb.write_bytes(gd.SerializeToString())
+    g = load_tensorflow(pb)
+    assert g.meta["source_kind"] == "graphdef"
+    assert [v.name for v in g.inputs] == ["features", "bias"]  # Placeholder nodes in node order
+    assert len(g.outputs) == 2
+    convert_graph(g)
+    src = load_source(pb)
+    feeds = [np.ones((1, 4), np.float32), np.zeros((1, 3), np.float32)]
+    got = run(g, {"features": feeds[0], "bias": feeds[1]})
+    refs = src.run(feeds)
+    for o, r in zip(got.values(), refs):
+        np.testing.assert_allclose(o, r, rtol=1e-6)
+    with pytest.raises(ModelLoadError, match="no node"):
+        load_tensorflow(pb, outputs=["missing_node"])
+
+
+def test_keras_in_memory_names() -> None:
+    import keras
+
+    inp = keras.Input((5,), name="pixels")
+    out = keras.layers.Dense(3, name="head")(inp)
+    g = load_tensorflow(keras.Model(inp, out))
+    assert [v.name for v in g.inputs] == ["pixels"] and [v.name for v in g.outputs] == ["head"]
+    assert g.meta["source_kind"] == "keras"
+
+
+def test_int64_constants_and_outputs_narrowed() -> None:
+    @tf.function(input_signature=[tf.TensorSpec([3, 5], tf.float32, name="x")])
+    def f(x: Any) -> Any:
+        i = tf.argmax(x, axis=1)  # int64
+        return i + tf.constant([1, 2, 3], tf.int64)
+
+    g = convert_graph(load_tensorflow(f))
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 5)).astype(np.float32)
+    (out,) = run(g, {"x": x}).values()
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, np.argmax(x, 1) + [1, 2, 3])
+
+
+def test_non_tosa_input_type_is_one_line_error() -> None:
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.float64, name="x")])
+    def f(x: Any) -> Any:
+        return x * 2.0
+
+    with pytest.raises(ConversionError) as ei:
+        convert_graph(load_tensorflow(f))
+    _one_line(ei.value)
+
+
+def test_tensorflow_not_imported_on_tflite_path() -> None:
+    code = ("import sys, tf2tosa, tf2tosa.converter.tensorflow, tf2tosa.legalizations.registry as r; "
+            "r.all_rules(); print('tensorflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
+
+
+def test_tf_rule_count_against_the_document() -> None:
+    """Every tf op the lowering document gives a lowering (op_inventory §1.2: 96) has a rule."""
+    from tf2tosa.legalizations.registry import all_rules
+
+    documented = ("Abs AddN Add AddV2 All Any ArgMax AvgPool BatchToSpaceND BiasAdd BitwiseAnd BitwiseOr Cast Ceil "
+                  "ConcatV2 Const Conv2DBackpropInput Conv2D DepthToSpace DepthwiseConv2dNative Elu Equal Exp "
+                  "ExpandDims FakeQuantWithMinMaxArgs FakeQuantWithMinMaxVars Fill FloorDiv FloorMod Floor "
+                  "FusedBatchNorm FusedBatchNormV3 GatherNd Gather GatherV2 GreaterEqual Greater IdentityN Identity "
+                  "Invert LeakyRelu LeftShift LessEqual Less Log LogSoftmax LogicalAnd LogicalNot LogicalOr MatMul "
+                  "Max MaxPool Maximum Mean Min Minimum Mul Neg NotEqual OneHot Pack Pad Pow Prod Rank RealDiv "
+                  "Reciprocal Relu6 Relu Reshape ResizeBilinear ResizeNearestNeighbor ReverseV2 RightShift Round "
+                  "Rsqrt SelectV2 Shape Sigmoid Slice Softmax SpaceToBatchND SpaceToDepth Split SplitV Square "
+                  "SquaredDifference Squeeze StridedSlice Sub Sum Tanh Tile Transpose Unpack ZerosLike").split()
+    assert len(documented) == 96
+    rules = all_rules()
+    assert [n for n in documented if f"tf.{n}" not in rules] == []
+    assert sum(1 for n in rules if n.startswith("tf.")) > 96

@@ -1,0 +1,590 @@
+"""The TensorFlow frontend: SavedModel / Keras / tf.function / frozen GraphDef → the IR (``tf.*`` ops).
+
+TensorFlow is imported only inside the functions of this module (converting a ``.tflite`` never needs it).
+Entry points: :func:`load_tensorflow` (the IR graph) and :func:`load_source` (the frozen function together
+with a callable that runs the *original* model in TensorFlow, for verification).
+
+Sources
+-------
+* a SavedModel directory: the signature ``signature`` (default ``serving_default``); a missing signature
+  raises :class:`ModelLoadError` listing the available ones, a directory without ``saved_model.pb`` is not a
+  SavedModel;
+* a ``.keras`` / ``.h5`` file, or an in-memory ``keras.Model``: the model's call in inference mode, inputs
+  named after the Keras inputs, outputs after the output layers;
+* a ``tf.function`` with an ``input_signature``, or a ``ConcreteFunction``;
+* a frozen GraphDef (``.pb`` file or its bytes): inputs are the ``Placeholder`` nodes in node order, outputs
+  the nodes nobody consumes (or ``outputs=[...]`` tensor names).
+
+Variables are frozen with ``convert_variables_to_constants_v2`` (functions inlined, control flow kept as
+``If``/``While`` ops); a variable that is written by the function cannot be frozen and raises
+:class:`ModelLoadError` naming it.
+
+IR produced
+-----------
+* every reachable op of the frozen graph becomes ``tf.<OpType>`` (``tf.Conv2D``, ``tf.AddV2`` …); the op's
+  ``location`` is the node name;
+* attributes keep the NodeDef names (``strides``, ``padding``, ``explicit_paddings``, ``data_format``,
+  ``dilations``, ``T``, ``transpose_a`` …), decoded: strings → ``str``, types → :class:`DType` (or the TF type
+  name when the IR has none), shapes → ``list[int | None]`` (``None`` for an unknown rank), tensors →
+  ``numpy`` arrays, lists → lists, functions → the function name; ``_``-prefixed (internal) attributes dropped;
+* ``Const`` → ``tf.Const`` with ``values`` (a numpy array) and ``dtype``;
+* ``Identity``, ``IdentityN``, ``StopGradient``, ``Snapshot``, ``PreventGradient``, ``EnsureShape`` and
+  ``PlaceholderWithDefault`` are forwarded (their results alias their inputs) and ``NoOp`` / control edges are
+  dropped, so none of them reaches legalization;
+* values: name = node name with characters outside ``[A-Za-z0-9_]`` replaced (``_<k>`` appended for output
+  k > 0); ``Value.source`` = the TF tensor name (``node`` or ``node:k``); unknown dims are the symbols
+  ``"batch"`` (dim 0) and ``"d<k>"``;
+* graph inputs/outputs: in signature order (signature keys sorted, as TensorFlow flattens them), the IR
+  values named (and ``source``) after the signature keys.
+
+``graph.meta``: ``source_format`` ("tensorflow"), ``source_kind`` ("saved_model" / "keras" / "function" /
+"graphdef"), ``file``, ``signature`` (key), ``signature_names`` (value name → signature key),
+``input_tensors`` / ``output_tensors`` (signature key → TF tensor name), ``signatures`` (SavedModel: all keys).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelLoadError
+from ..ir.graph import Graph, Value
+from ..ir.types import DType, TensorType
+
+__all__ = ["TF_DTYPES", "TFSource", "convert_tensorflow", "graph_from_source", "graph_from_tf", "is_tensorflow_source",
+           "load_source", "load_tensorflow"]
+
+#: TensorFlow DataType enum → IR dtype (types the IR cannot describe are left out)
+TF_DTYPES: dict[int, DType] = {
+    1: DType.FP32, 2: DType.FP64, 3: DType.INT32, 4: DType.UINT8, 5: DType.INT16, 6: DType.INT8,
+    7: DType.STRING, 8: DType.COMPLEX64, 9: DType.INT64, 10: DType.BOOL, 14: DType.BF16, 17: DType.UINT16,
+    18: DType.COMPLEX128, 19: DType.FP16, 20: DType.RESOURCE, 21: DType.VARIANT, 22: DType.UINT32,
+    23: DType.UINT64, 24: DType.FP8E5M2, 25: DType.FP8E4M3, 29: DType.INT4,
+}
+
+#: ops whose results are their inputs (forwarded by the frontend)
+FORWARDED = frozenset({"Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient", "EnsureShape",
+                       "PlaceholderWithDefault", "CheckNumerics"})
+#: op types that write a resource variable (they keep a variable from being frozen)
+_WRITES = ("Assign", "ResourceApply", "ResourceScatter", "ResourceSparseApply", "ResourceStridedSliceAssign",
+           "StatefulPartitionedCall", "DestroyResourceOp")
+
+
+def _tf() -> Any:
+    try:
+        import tensorflow as tf
+    except ModuleNotFoundError as e:  # pragma: no cover - depends on the environment
+        raise ModelLoadError("TensorFlow models need the 'tensorflow' package (pip install 'tf2tosa[tf]')") from e
+    return tf
+
+
+def _clean(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return s or "t"
+
+
+def _first_line(e: BaseException, limit: int = 300) -> str:
+    text = str(e).strip().splitlines()
+    msg = text[0] if text else type(e).__name__
+    return msg if len(msg) <= limit else msg[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------------------------------------ the source
+@dataclass
+class TFSource:
+    """A loaded TensorFlow model: the frozen function to convert and the original to run."""
+
+    kind: str  # saved_model | keras | function | graphdef
+    label: str  # the file, or a description of the in-memory object
+    #: the function whose frozen graph is converted (a ConcreteFunction), None for a GraphDef
+    function: Any
+    #: signature keys of the flat inputs / outputs, in order
+    input_names: list[str]
+    output_names: list[str]
+    #: runs the original model: flat list of arrays (input order) → flat list of arrays (output order)
+    run: Callable[[Sequence[np.ndarray]], list[np.ndarray]]
+    #: for a GraphDef: the graph_def and the tensor names of the inputs / outputs
+    graph_def: Any = None
+    input_tensors: list[str] = field(default_factory=list)
+    output_tensors: list[str] = field(default_factory=list)
+    signature: str | None = None
+    signatures: list[str] = field(default_factory=list)
+
+
+def _is_keras_model(obj: Any) -> bool:
+    mod = type(obj).__module__ or ""
+    return (mod.startswith("keras") or mod.startswith("tf_keras") or mod.startswith("tensorflow.python.keras")
+            ) and hasattr(obj, "inputs") and hasattr(obj, "outputs") and callable(obj)
+
+
+def load_source(source: Any, signature: str = "serving_default", outputs: Sequence[str] | None = None) -> TFSource:
+    """Open ``source`` (see the module docstring) without converting it."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _graphdef_source(bytes(source), "<bytes>", outputs)
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        p = Path(path)
+        if p.is_dir():
+            if not (p / "saved_model.pb").exists() and not (p / "saved_model.pbtxt").exists():
+                raise ModelLoadError("not a SavedModel directory (no saved_model.pb inside)", file=path)
+            return _saved_model_source(path, signature)
+        if not p.exists():
+            raise ModelLoadError("no such file or directory", file=path)
+        suffix = p.suffix.lower()
+        if suffix in (".keras", ".h5", ".hdf5"):
+            return _keras_source(_load_keras_file(path), path)
+        if p.name == "saved_model.pb":
+            return _saved_model_source(str(p.parent), signature)
+        if suffix in (".pb", ".graphdef"):
+            try:
+                data = p.read_bytes()
+            except OSError as e:
+                raise ModelLoadError(f"cannot read GraphDef: {e.strerror or e}", file=path) from None
+            return _graphdef_source(data, path, outputs)
+        raise ModelLoadError(f"unknown TensorFlow model format {suffix or '(no suffix)'!r}; expected a SavedModel "
+                             "directory, .keras, .h5 or a frozen GraphDef .pb", file=path)
+    if _is_keras_model(source):
+        return _keras_source(source, f"<keras.Model {getattr(source, 'name', '')}>")
+    tf = _tf()
+    if isinstance(source, tf.types.experimental.ConcreteFunction):
+        return _function_source(source, f"<ConcreteFunction {getattr(source, 'name', '')}>")
+    if isinstance(source, tf.types.experimental.PolymorphicFunction):
+        label = f"<tf.function {getattr(source, '__name__', '')}>"
+        if getattr(source, "input_signature", None) is None:
+            raise ModelLoadError("a tf.function needs an input_signature (or pass fn.get_concrete_function(...))",
+                                 file=label)
+        try:
+            cf = source.get_concrete_function()
+        except Exception as e:
+            raise ModelLoadError(f"cannot trace the tf.function: {_first_line(e)}", file=label) from None
+        return _function_source(cf, label)
+    raise ModelLoadError(f"cannot load a TensorFlow model from a {type(source).__name__}")
+
+
+def _flat_names(structure: Any, default: str, specs_only: bool = False) -> list[str]:
+    """Names of the flattened leaves of a signature structure: dict keys (joined paths), TensorSpec names or
+    ``default_<i>``.  With ``specs_only`` only TensorSpec leaves count (python values bound at trace time are
+    not inputs)."""
+    tf = _tf()
+    from tensorflow.python.util import nest
+
+    pairs = list(nest.flatten_with_joined_string_paths(structure))
+    if specs_only:
+        pairs = [(p, leaf) for p, leaf in pairs if isinstance(leaf, tf.TensorSpec)]
+    names: list[str] = []
+    for i, (path, leaf) in enumerate(pairs):
+        nm = getattr(leaf, "name", None) if isinstance(leaf, tf.TensorSpec) else None
+        if nm:
+            names.append(str(nm).split(":")[0])
+        elif path and not re.fullmatch(r"[0-9/]*", path):
+            names.append(path)
+        else:
+            names.append(f"{default}_{i}" if len(pairs) > 1 else default)
+    return _dedupe(names)
+
+
+def _dedupe(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        out.append(n if k == 0 else f"{n}_{k}")
+        seen[n] = k + 1
+    return out
+
+
+def _saved_model_source(path: str, signature: str) -> TFSource:
+    tf = _tf()
+    try:
+        loaded = tf.saved_model.load(path)
+    except Exception as e:
+        raise ModelLoadError(f"cannot load SavedModel: {_first_line(e)}", file=path) from None
+    keys = sorted(loaded.signatures.keys())
+    if signature not in loaded.signatures:
+        avail = ", ".join(keys) if keys else "none"
+        raise ModelLoadError(f"SavedModel has no signature {signature!r} (available: {avail})", file=path)
+    fn = loaded.signatures[signature]
+    args, kwargs = fn.structured_input_signature
+    specs = dict(kwargs)
+    in_names = sorted(specs)
+    out_struct = fn.structured_outputs
+    out_names = sorted(out_struct) if isinstance(out_struct, dict) else _flat_names(out_struct, "output")
+
+    def run(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        res = fn(**{k: tf.constant(a) for k, a in zip(in_names, arrays)})
+        if isinstance(res, dict):
+            return [np.asarray(res[k]) for k in out_names]
+        return [np.asarray(t) for t in tf.nest.flatten(res)]
+
+    src = TFSource("saved_model", path, fn, in_names, out_names, run, signature=signature, signatures=keys)
+    src._loaded = loaded  # type: ignore[attr-defined]  # keeps the variables alive
+    return src
+
+
+def _load_keras_file(path: str) -> Any:
+    _tf()
+    import keras
+
+    try:
+        return keras.models.load_model(path, compile=False)
+    except Exception as e:
+        raise ModelLoadError(f"cannot load Keras model: {_first_line(e)}", file=path) from None
+
+
+def _keras_source(model: Any, label: str) -> TFSource:
+    tf = _tf()
+    inputs = list(getattr(model, "inputs", None) or [])
+    if not inputs:
+        raise ModelLoadError("Keras model has no defined inputs (build it or give it an Input layer)", file=label)
+    in_names = _dedupe([_keras_name(t, f"input_{i}") for i, t in enumerate(inputs)])
+    specs = [tf.TensorSpec(tuple(t.shape), tf.as_dtype(_keras_dtype(t)), name=_clean(n))
+             for t, n in zip(inputs, in_names)]
+    outs = list(getattr(model, "outputs", None) or [])
+    out_names = _dedupe([_keras_name(t, f"output_{i}") for i, t in enumerate(outs)]) if outs else []
+
+    def call(*xs: Any) -> Any:
+        arg = xs[0] if len(xs) == 1 else list(xs)
+        return model(arg, training=False)
+
+    try:
+        cf = tf.function(call).get_concrete_function(*specs)
+    except Exception as e:
+        raise ModelLoadError(f"cannot trace the Keras model: {_first_line(e)}", file=label) from None
+    flat_out = tf.nest.flatten(cf.structured_outputs)
+    if len(out_names) != len(flat_out):
+        out_names = _flat_names(cf.structured_outputs, "output")
+
+    def run(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        res = model([tf.constant(a) for a in arrays] if len(arrays) > 1 else tf.constant(arrays[0]),
+                    training=False)
+        return [np.asarray(t) for t in tf.nest.flatten(res)]
+
+    return TFSource("keras", label, cf, in_names, out_names, run)
+
+
+def _keras_name(t: Any, default: str) -> str:
+    hist = getattr(t, "_keras_history", None)
+    op = getattr(hist, "operation", None) if hist is not None else None
+    name = getattr(op, "name", None) or getattr(t, "name", None) or default
+    return str(name).split(":")[0]
+
+
+def _keras_dtype(t: Any) -> str:
+    dt = getattr(t, "dtype", "float32")
+    return getattr(dt, "name", None) or str(dt)
+
+
+def _function_source(cf: Any, label: str) -> TFSource:
+    tf = _tf()
+    args, kwargs = cf.structured_input_signature
+    in_names = _flat_names((args, kwargs), "input", specs_only=True)
+    out_names = _flat_names(cf.structured_outputs, "output")
+    kw_specs = [k for k, v in sorted(kwargs.items()) if isinstance(v, tf.TensorSpec)]
+    n_pos = sum(isinstance(a, tf.TensorSpec) for a in tf.nest.flatten(args))
+
+    def run(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        ts = [tf.constant(a) for a in arrays]
+        res = cf(*ts[:n_pos], **dict(zip(kw_specs, ts[n_pos:])))
+        return [np.asarray(t) for t in tf.nest.flatten(res)]
+
+    return TFSource("function", label, cf, in_names, out_names, run)
+
+
+def _graphdef_source(data: bytes, label: str, outputs: Sequence[str] | None) -> TFSource:
+    tf = _tf()
+    gd = tf.compat.v1.GraphDef()
+    try:
+        gd.ParseFromString(data)
+    except Exception as e:
+        raise ModelLoadError(f"not a GraphDef protobuf: {_first_line(e)}", file=label) from None
+    if not gd.node:
+        raise ModelLoadError("GraphDef has no nodes", file=label)
+    consumed: set[str] = set()
+    for n in gd.node:
+        for i in n.input:
+            consumed.add(i.lstrip("^").split(":")[0])
+    in_t = [f"{n.name}:0" for n in gd.node if n.op == "Placeholder"]
+    if outputs:
+        names = {n.name for n in gd.node}
+        out_t = [o if ":" in o else f"{o}:0" for o in outputs]
+        for o in out_t:
+            if o.split(":")[0] not in names:
+                raise ModelLoadError(f"GraphDef has no node {o.split(':')[0]!r}", file=label, tensor=o)
+    else:
+        skip = {"Const", "NoOp", "Placeholder", "Assert", "SaveV2", "RestoreV2", "VarHandleOp"}
+        out_t = [f"{n.name}:0" for n in gd.node if n.name not in consumed and n.op not in skip]
+    if not out_t:
+        raise ModelLoadError("GraphDef has no output nodes", file=label)
+    in_names = _dedupe([t.split(":")[0] for t in in_t])
+    out_names = _dedupe([t[:-2] if t.endswith(":0") else t for t in out_t])
+
+    def run(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        def imp() -> None:
+            tf.compat.v1.import_graph_def(gd, name="")
+
+        wrapped = tf.compat.v1.wrap_function(imp, [])
+        pruned = wrapped.prune([wrapped.graph.get_tensor_by_name(t) for t in in_t],
+                               [wrapped.graph.get_tensor_by_name(t) for t in out_t])
+        return [np.asarray(t) for t in pruned(*[tf.constant(a) for a in arrays])]
+
+    return TFSource("graphdef", label, None, in_names, out_names, run, graph_def=gd, input_tensors=in_t,
+                    output_tensors=out_t)
+
+
+# ---------------------------------------------------------------------------------------------- freezing
+def _freeze(src: TFSource) -> tuple[Any, list[Any], list[Any]]:
+    """The frozen tf.Graph and its flat input / output tensors."""
+    tf = _tf()
+    if src.kind == "graphdef":
+        g = tf.Graph()
+        try:
+            with g.as_default():
+                tf.compat.v1.import_graph_def(src.graph_def, name="")
+        except Exception as e:
+            raise ModelLoadError(f"invalid GraphDef: {_first_line(e)}", file=src.label) from None
+        return g, [g.get_tensor_by_name(t) for t in src.input_tensors], [g.get_tensor_by_name(t)
+                                                                         for t in src.output_tensors]
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    cf = src.function
+    written = _written_variables(cf)
+    if written:
+        raise ModelLoadError(f"variable(s) cannot be frozen because the function writes them: {', '.join(written)}",
+                             file=src.label)
+    try:
+        frozen = convert_variables_to_constants_v2(cf, lower_control_flow=False, aggressive_inlining=True)
+    except Exception as e:
+        raise ModelLoadError(f"variables cannot be frozen: {_first_line(e)}", file=src.label) from None
+    n_in = len(src.input_names)
+    ins = [t for t in frozen.inputs if t.dtype != tf.resource][:n_in]
+    if len(ins) != n_in:
+        raise ModelLoadError(f"frozen function has {len(ins)} inputs for a signature of {n_in}", file=src.label)
+    return frozen.graph, ins, list(frozen.outputs)
+
+
+def _written_variables(cf: Any) -> list[str]:
+    """Names of the captured variables that an op of ``cf`` (functions inlined) writes."""
+    try:
+        from tensorflow.python.framework import convert_to_constants as c2c
+
+        gd = c2c._run_inline_graph_optimization(cf, lower_control_flow=False, aggressive_inlining=True)
+    except Exception:
+        return []
+    captures = [t.name.split(":")[0] for t in cf.graph.internal_captures]
+    var_by_handle = {id(v.handle): v for v in getattr(cf, "variables", ())}
+    cap_names: dict[str, str] = {}
+    for cap_node, ext in zip(captures, cf.captured_inputs):
+        v = var_by_handle.get(id(ext))
+        if v is not None:
+            cap_names[cap_node] = f"{v.name.split(':')[0]} ({v.dtype.name}{list(v.shape)})"
+    if not cap_names:
+        return []
+    nodes = {n.name: n for n in gd.node}
+
+    def origin(name: str) -> str | None:
+        seen = 0
+        while seen < 1000:
+            seen += 1
+            base = name.lstrip("^").split(":")[0]
+            if base in cap_names:
+                return base
+            n = nodes.get(base)
+            if n is None or n.op not in ("Identity", "IdentityN") or not n.input:
+                return None
+            name = n.input[0]
+        return None
+
+    out: list[str] = []
+    for n in gd.node:
+        if not n.op.startswith(_WRITES):
+            continue
+        for i in n.input:
+            o = origin(i)
+            if o is not None and cap_names[o] not in out:
+                out.append(cap_names[o])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ mapping
+def _dtype(tf_dtype: Any, where: str, file: str) -> DType:
+    enum = int(getattr(tf_dtype, "as_datatype_enum", tf_dtype))
+    if enum > 100:  # reference types (DT_FLOAT_REF …)
+        enum -= 100
+    dt = TF_DTYPES.get(enum)
+    if dt is None:
+        name = getattr(tf_dtype, "name", str(enum))
+        raise ModelLoadError(f"tensor type {name} is not supported", file=file, tensor=where)
+    return dt
+
+
+def _shape(tf_shape: Any) -> tuple[int | str, ...]:
+    if tf_shape.rank is None:
+        return ("?",)
+    dims: list[int | str] = []
+    for k, d in enumerate(tf_shape.as_list()):
+        dims.append(int(d) if d is not None else ("batch" if k == 0 else f"d{k}"))
+    return tuple(dims)
+
+
+def _decode_attr(a: Any) -> Any:
+    """Decode one AttrValue protobuf into Python / numpy values."""
+    kind = a.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "s":
+        try:
+            return a.s.decode()
+        except UnicodeDecodeError:
+            return bytes(a.s)
+    if kind in ("i", "f", "b"):
+        return getattr(a, kind)
+    if kind == "type":
+        return TF_DTYPES.get(int(a.type), _tf().dtypes.as_dtype(a.type).name)
+    if kind == "shape":
+        return None if a.shape.unknown_rank else [int(d.size) if d.size >= 0 else None for d in a.shape.dim]
+    if kind == "tensor":
+        return _tf().make_ndarray(a.tensor)
+    if kind == "func":
+        return a.func.name
+    if kind == "placeholder":
+        return a.placeholder
+    lst = a.list
+    for fld in ("s", "i", "f", "b"):
+        vals = list(getattr(lst, fld))
+        if vals:
+            return [v.decode(errors="replace") if isinstance(v, bytes) else v for v in vals]
+    if lst.type:
+        return [TF_DTYPES.get(int(t), _tf().dtypes.as_dtype(t).name) for t in lst.type]
+    if lst.shape:
+        return [None if s.unknown_rank else [int(d.size) if d.size >= 0 else None for d in s.dim] for s in lst.shape]
+    if lst.tensor:
+        return [_tf().make_ndarray(t) for t in lst.tensor]
+    if lst.func:
+        return [f.name for f in lst.func]
+    return []
+
+
+def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], input_names: Sequence[str],
+                  output_names: Sequence[str], name: str = "main", file: str = "<tensorflow>") -> Graph:
+    """Map a (frozen) tf.Graph into the IR: reachable ops only, forwarded ops removed."""
+    graph = Graph(name)
+    values: dict[str, Value] = {}  # TF tensor name -> IR value
+    in_tensors = {t.name: (k, n) for k, (t, n) in enumerate(zip(inputs, input_names))}
+    for t, nm in zip(inputs, input_names):
+        v = graph.add_input(_clean(nm), TensorType(_shape(t.shape), _dtype(t.dtype, t.name, file)))
+        v.source = nm
+        values[t.name] = v
+    # reachable ops (data edges only), in the graph's (topological) creation order
+    live: set[str] = set()
+    stack = [t.op for t in outputs]
+    while stack:
+        op = stack.pop()
+        if op.name in live:
+            continue
+        live.add(op.name)
+        for t in op.inputs:
+            if t.name not in in_tensors:
+                stack.append(t.op)
+    for op in tf_graph.get_operations():
+        if op.name not in live:
+            continue
+        if op.type == "Placeholder" and all(t.name in in_tensors for t in op.outputs):
+            continue
+        operands = []
+        for t in op.inputs:
+            arg = values.get(t.name)
+            if arg is None:
+                raise ModelLoadError(f"op {op.name} reads {t.name}, which is not defined before it", file=file,
+                                     op=op.name)
+            operands.append(arg)
+        if op.type in FORWARDED:
+            fwd = operands[: len(op.outputs)] if op.type == "IdentityN" else operands[:1]
+            for t, fv in zip(op.outputs, fwd):
+                values[t.name] = fv
+            continue
+        attrs = {k: _decode_attr(a) for k, a in sorted(op.node_def.attr.items()) if not k.startswith("_")}
+        if op.type == "Const":
+            attrs = {"values": np.asarray(attrs.get("value")), "dtype": attrs.get("dtype")}
+        types = [TensorType(_shape(t.shape), _dtype(t.dtype, t.name, file)) for t in op.outputs]
+        base = _clean(op.name)
+        names = [base if k == 0 else f"{base}_{k}" for k in range(len(types))]
+        new = graph.add_op(f"tf.{op.type}", operands, types, attrs, names, location=op.name)
+        for t, r in zip(op.outputs, new.results):
+            r.source = t.name[:-2] if t.name.endswith(":0") else t.name
+            values[t.name] = r
+    outs: list[Value] = []
+    for t, nm in zip(outputs, output_names):
+        out_v = values.get(t.name)
+        if out_v is None:
+            raise ModelLoadError(f"output {nm!r} ({t.name}) is not produced by the graph", file=file, tensor=nm)
+        outs.append(out_v)
+    graph.outputs = outs
+    _name_io(graph, output_names)
+    return graph
+
+
+def _name_io(graph: Graph, output_names: Sequence[str]) -> None:
+    """Signature names on the output values (an input or a value used twice keeps its own name)."""
+    seen: set[int] = set()
+    for v, nm in zip(graph.outputs, output_names):
+        if v.id in seen or v in graph.inputs or v.producer is None or v.is_const:
+            seen.add(v.id)
+            continue
+        seen.add(v.id)
+        v.source = nm
+        graph._names.discard(v.name)
+        v.name = graph.unique_name(_clean(nm))
+
+
+def load_tensorflow(source: Any, signature: str = "serving_default", name: str | None = None, *,
+                    outputs: Sequence[str] | None = None) -> Graph:
+    """Load a TensorFlow model (SavedModel dir, .keras/.h5, keras.Model, tf.function, frozen GraphDef .pb)
+    into the IR of ``tf.*`` ops.  Raises :class:`ModelLoadError` for anything that cannot be loaded."""
+    return graph_from_source(load_source(source, signature, outputs), name)
+
+
+def graph_from_source(src: TFSource, name: str | None = None) -> Graph:
+    """The IR graph of an opened source (see :func:`load_source`)."""
+    tf_graph, ins, outs = _freeze(src)
+    if len(outs) != len(src.output_names):
+        raise ModelLoadError(f"function has {len(outs)} outputs, signature names {len(src.output_names)}",
+                             file=src.label)
+    label = src.label
+    gname = name or (_clean(Path(label).stem) if not label.startswith("<") else "main")
+    graph = graph_from_tf(tf_graph, ins, outs, src.input_names, src.output_names, name=gname, file=label)
+    graph.meta.update(
+        source_format="tensorflow", source_kind=src.kind, file=None if label.startswith("<") else label,
+        signature=src.signature, signatures=list(src.signatures),
+        signature_names={**{v.name: n for v, n in zip(graph.inputs, src.input_names)},
+                         **{v.name: n for v, n in zip(graph.outputs, src.output_names)}},
+        input_tensors={n: t.name for n, t in zip(src.input_names, ins)},
+        output_tensors={n: t.name for n, t in zip(src.output_names, outs)},
+    )
+    return graph
+
+
+def is_tensorflow_source(source: Any) -> bool:
+    """True for what :func:`load_tensorflow` loads (checked without importing TensorFlow): a directory, a
+    ``.keras``/``.h5``/``.hdf5``/``.pb`` path, a Keras model or a TensorFlow function object."""
+    if isinstance(source, (str, os.PathLike)):
+        p = Path(os.fspath(source))
+        return p.is_dir() or p.suffix.lower() in (".keras", ".h5", ".hdf5", ".pb", ".graphdef")
+    mod = type(source).__module__ or ""
+    return mod.startswith(("keras", "tf_keras", "tensorflow"))
+
+
+def convert_tensorflow(source: Any, options: Any = None, signature: str = "serving_default",
+                       name: str | None = None, outputs: Sequence[str] | None = None) -> tuple[Graph, TFSource]:
+    """Load and convert a TensorFlow model; returns the TOSA graph and the opened source (for verification)."""
+    from .pipeline import convert_graph
+
+    src = load_source(source, signature, outputs)
+    graph = graph_from_source(src, name)
+    convert_graph(graph, options, file=src.label)
+    return graph, src
