@@ -359,3 +359,199 @@ def qat_net(seed: int = 8) -> Any:
     x = L.Dense(10)(x)
     out = layers["FakeQuant"](-4.0, 4.0)(x)
     return keras.Model(inp, out, name="qat_net")
+
+
+# ------------------------------------------------------------------------------------ QAT (FakeQuant) networks
+def _qat_layers() -> dict[str, Any]:
+    """Keras layers of hand-built quantization-aware-trained models (tfmot needs Keras 2): fake-quantized
+    weights (symmetric, narrow range, per output channel for Conv2D, per tensor for depthwise and dense, as tfmot's
+    default 8-bit scheme) and FakeQuantWithMinMaxVars activation layers whose ranges are calibrated on data."""
+    if _QAT:
+        return _QAT
+    import keras
+
+    t = tf()
+    pkg = "tf2tosa_qat"
+
+    def qweights(w: Any, per_channel: bool) -> Any:
+        if per_channel:
+            r = t.reduce_max(t.abs(w), axis=list(range(len(w.shape) - 1)))
+            return t.quantization.fake_quant_with_min_max_vars_per_channel(w, -r, r, num_bits=8, narrow_range=True)
+        r = t.reduce_max(t.abs(w))
+        return t.quantization.fake_quant_with_min_max_vars(w, -r, r, num_bits=8, narrow_range=True)
+
+    def activate(y: Any, act: str | None) -> Any:
+        return {"relu": t.nn.relu, "relu6": t.nn.relu6}[act](y) if act else y
+
+    @keras.saving.register_keras_serializable(package=pkg)
+    class QATFakeQuant(keras.layers.Layer):  # type: ignore[misc]
+        """FakeQuantWithMinMaxVars with learned-style range variables; ``observe`` (not saved) passes values
+        through and widens the range to what it sees (calibration); ``fixed`` ranges are never widened."""
+
+        def __init__(self, lo: float = 0.0, hi: float = 0.0, fixed: bool = False, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.lo, self.hi, self.fixed, self.observe = lo, hi, fixed, False
+
+        def build(self, shape: Any) -> None:
+            init = keras.initializers.Constant
+            self.min_var = self.add_weight(shape=(), initializer=init(self.lo), name="min", trainable=False)
+            self.max_var = self.add_weight(shape=(), initializer=init(self.hi), name="max", trainable=False)
+
+        def call(self, x: Any) -> Any:
+            if self.observe:
+                if not self.fixed:
+                    self.min_var.assign(t.minimum(self.min_var, t.reduce_min(x)))
+                    self.max_var.assign(t.maximum(self.max_var, t.reduce_max(x)))
+                return x
+            return t.quantization.fake_quant_with_min_max_vars(x, self.min_var, self.max_var, num_bits=8)
+
+        def get_config(self) -> dict[str, Any]:
+            return {**super().get_config(), "lo": self.lo, "hi": self.hi, "fixed": self.fixed}
+
+    @keras.saving.register_keras_serializable(package=pkg)
+    class QATConv2D(keras.layers.Layer):  # type: ignore[misc]
+        def __init__(self, filters: int = 8, kernel: int = 3, strides: int = 1, padding: str = "SAME",
+                     act: str | None = None, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.filters, self.kernel, self.strides, self.padding, self.act = filters, kernel, strides, padding, act
+
+        def build(self, shape: Any) -> None:
+            k, c = self.kernel, int(shape[-1])
+            self.w = self.add_weight(shape=(k, k, c, self.filters), initializer="he_normal", name="kernel")
+            self.b = self.add_weight(shape=(self.filters,), initializer="random_normal", name="bias")
+
+        def call(self, x: Any) -> Any:
+            y = t.nn.conv2d(x, qweights(self.w, True), self.strides, self.padding)
+            return activate(t.nn.bias_add(y, self.b), self.act)
+
+        def get_config(self) -> dict[str, Any]:
+            return {**super().get_config(), "filters": self.filters, "kernel": self.kernel, "strides": self.strides,
+                    "padding": self.padding, "act": self.act}
+
+    @keras.saving.register_keras_serializable(package=pkg)
+    class QATDepthwiseConv2D(keras.layers.Layer):  # type: ignore[misc]
+        def __init__(self, kernel: int = 3, strides: int = 1, padding: str = "SAME", act: str | None = None,
+                     **kw: Any) -> None:
+            super().__init__(**kw)
+            self.kernel, self.strides, self.padding, self.act = kernel, strides, padding, act
+
+        def build(self, shape: Any) -> None:
+            k, c = self.kernel, int(shape[-1])
+            self.w = self.add_weight(shape=(k, k, c, 1), initializer="he_normal", name="depthwise_kernel")
+            self.b = self.add_weight(shape=(c,), initializer="random_normal", name="bias")
+
+        def call(self, x: Any) -> Any:
+            s = [1, self.strides, self.strides, 1]
+            y = t.nn.depthwise_conv2d(x, qweights(self.w, False), s, self.padding)
+            return activate(t.nn.bias_add(y, self.b), self.act)
+
+        def get_config(self) -> dict[str, Any]:
+            return {**super().get_config(), "kernel": self.kernel, "strides": self.strides, "padding": self.padding,
+                    "act": self.act}
+
+    @keras.saving.register_keras_serializable(package=pkg)
+    class QATDense(keras.layers.Layer):  # type: ignore[misc]
+        def __init__(self, units: int = 10, act: str | None = None, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.units, self.act = units, act
+
+        def build(self, shape: Any) -> None:
+            self.w = self.add_weight(shape=(int(shape[-1]), self.units), initializer="he_normal", name="kernel")
+            self.b = self.add_weight(shape=(self.units,), initializer="random_normal", name="bias")
+
+        def call(self, x: Any) -> Any:
+            return activate(t.nn.bias_add(t.matmul(x, qweights(self.w, False)), self.b), self.act)
+
+        def get_config(self) -> dict[str, Any]:
+            return {**super().get_config(), "units": self.units, "act": self.act}
+
+    _QAT.update(FQ=QATFakeQuant, Conv2D=QATConv2D, DepthwiseConv2D=QATDepthwiseConv2D, Dense=QATDense)
+    return _QAT
+
+
+_QAT: dict[str, Any] = {}
+
+
+def calibrate_qat(model: Any, shape: Sequence[int], seed: int, num: int = 8) -> None:
+    """Set every QATFakeQuant range (except fixed ones) to [min(0, seen min), max(0, seen max)] of the float model
+    on ``num`` uniform [-1, 1) inputs."""
+    fqs = [layer for layer in model.layers if type(layer).__name__ == "QATFakeQuant"]
+    for layer in fqs:
+        layer.observe = True
+    rng = np.random.default_rng(seed)
+    for _ in range(num):
+        model(rng.uniform(-1, 1, tuple(shape)).astype(np.float32), training=False)
+    for layer in fqs:
+        layer.observe = False
+
+
+def qat_cnn(seed: int = 11) -> Any:
+    """QAT CNN: conv+relu, depthwise+relu6, max pool, strided conv+relu, average pool, flatten, dense; every
+    activation fake-quantized."""
+    keras = seeded_keras(seed)
+    q = _qat_layers()
+    inp = keras.Input((16, 16, 3), batch_size=1, name="image")
+    x = q["FQ"](-1.0, 1.0, fixed=True)(inp)
+    x = q["FQ"]()(q["Conv2D"](8, 3, act="relu")(x))
+    x = q["FQ"]()(q["DepthwiseConv2D"](3, act="relu6")(x))
+    x = keras.layers.MaxPooling2D(2)(x)
+    x = q["FQ"]()(q["Conv2D"](16, 3, strides=2, act="relu")(x))
+    x = keras.layers.AveragePooling2D(2)(x)
+    x = keras.layers.Flatten()(x)
+    out = q["FQ"]()(q["Dense"](10)(x))
+    model = keras.Model(inp, out, name="qat_cnn")
+    calibrate_qat(model, (1, 16, 16, 3), seed)
+    return model
+
+
+def qat_mlp(seed: int = 12) -> Any:
+    """QAT MLP: three fake-quantized dense layers (relu, relu6, none), softmax with a [0, 1] FakeQuant."""
+    keras = seeded_keras(seed)
+    q = _qat_layers()
+    inp = keras.Input((64,), batch_size=1, name="features")
+    x = q["FQ"](-1.0, 1.0, fixed=True)(inp)
+    x = q["FQ"]()(q["Dense"](32, act="relu")(x))
+    x = q["FQ"]()(q["Dense"](32, act="relu6")(x))
+    x = q["FQ"]()(q["Dense"](10)(x))
+    out = q["FQ"](0.0, 1.0, fixed=True)(keras.layers.Softmax()(x))
+    model = keras.Model(inp, out, name="qat_mlp")
+    calibrate_qat(model, (1, 64), seed)
+    return model
+
+
+def qat_branches(seed: int = 13) -> Any:
+    """QAT residual/branching net: conv → FQ, 1x1 conv → FQ, Add → ReLU → FQ, Concatenate → FQ,
+    GlobalAveragePooling2D (Mean) → FQ, dense → FQ."""
+    keras = seeded_keras(seed)
+    q = _qat_layers()
+    L = keras.layers
+    inp = keras.Input((8, 8, 3), batch_size=1, name="image")
+    x = q["FQ"](-1.0, 1.0, fixed=True)(inp)
+    a = q["FQ"]()(q["Conv2D"](8, 3, act="relu")(x))
+    b = q["FQ"]()(q["Conv2D"](8, 1)(a))
+    c = q["FQ"]()(L.ReLU()(L.Add()([a, b])))
+    d = q["FQ"]()(L.Concatenate()([c, a]))
+    m = q["FQ"]()(L.GlobalAveragePooling2D()(d))
+    out = q["FQ"]()(q["Dense"](6)(m))
+    model = keras.Model(inp, out, name="qat_branches")
+    calibrate_qat(model, (1, 8, 8, 3), seed)
+    return model
+
+
+def tflite_int8(smdir: Path, int8_io: bool) -> Path:
+    """TFLiteConverter's integer conversion of a QAT SavedModel (Optimize.DEFAULT, no representative data: the
+    FakeQuant ranges are the quantization), float or int8 inputs/outputs; cached beside the SavedModel."""
+    out = smdir.with_name(smdir.name.replace("_savedmodel", "") + ("_int8io" if int8_io else "_floatio") + ".tflite")
+    if out.exists():
+        return out
+    t = tf()
+    conv = t.lite.TFLiteConverter.from_saved_model(str(smdir))
+    conv.optimizations = [t.lite.Optimize.DEFAULT]
+    if int8_io:
+        conv.inference_input_type = t.int8
+        conv.inference_output_type = t.int8
+    data = conv.convert()
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, out)
+    return out

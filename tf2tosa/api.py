@@ -73,6 +73,13 @@ class TosaModel:
         from .verify.compare import verify_tflite
 
         if self.tf_source is not None:
+            qat = self.graph.meta.get("qat") or {}
+            if qat.get("mode") == "int8":
+                # an integer QAT graph is checked against TFLite's int8 conversion of the same model, bit for bit
+                from .converter.tensorflow import tflite_qat_reference
+
+                ref = tflite_qat_reference(self.tf_source, qat.get("io") == "int8")
+                return verify_tflite(self, inputs=inputs, seed=seed, num=num, reference_kernels=True, tflite=ref)
             from .verify.tf_verify import verify_tensorflow
 
             return verify_tensorflow(self, self.tf_source, inputs, seed=seed, num=num)

@@ -70,6 +70,12 @@ def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedMod
             input_shape: list[str] | None = typer.Option(None, "--input-shape", help="NAME=1,224,224,3 (repeatable)"),
             verify: bool = typer.Option(False, "--verify", help="compare with LiteRT / TensorFlow on random inputs"),
             signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature to convert"),
+            qat: str = typer.Option("auto", "--qat", help="FakeQuant (QAT) models: auto (integer when FakeQuants "
+                                    "cover the graph), int8, or float (float emulation)"),
+            qat_io: str = typer.Option("float", "--qat-io", help="integer QAT graphs: float inputs/outputs "
+                                       "(QUANTIZE/DEQUANTIZE) or int8"),
+            custom_ops: bool = typer.Option(False, "--custom-ops", help="emit ops that cannot be lowered as TOSA "
+                                            "CUSTOM operators instead of failing"),
             rounding: str = typer.Option("double", "--rounding",
                                          help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
                                               "or single (PRO-INT only)"),
@@ -78,7 +84,8 @@ def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedMod
     from .api import convert as do_convert
 
     t0 = time.perf_counter()
-    m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature)
+    m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
+                   qat=qat, qat_io=qat_io, custom_ops=custom_ops)
     m.save(output, mlir=mlir)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
     typer.echo(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "

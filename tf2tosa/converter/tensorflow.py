@@ -58,7 +58,7 @@ from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
 
 __all__ = ["TF_DTYPES", "TFSource", "convert_tensorflow", "graph_from_source", "graph_from_tf", "is_tensorflow_source",
-           "load_source", "load_tensorflow"]
+           "load_source", "load_tensorflow", "tflite_qat_reference"]
 
 #: TensorFlow DataType enum → IR dtype (types the IR cannot describe are left out)
 TF_DTYPES: dict[int, DType] = {
@@ -581,10 +581,43 @@ def is_tensorflow_source(source: Any) -> bool:
 
 def convert_tensorflow(source: Any, options: Any = None, signature: str = "serving_default",
                        name: str | None = None, outputs: Sequence[str] | None = None) -> tuple[Graph, TFSource]:
-    """Load and convert a TensorFlow model; returns the TOSA graph and the opened source (for verification)."""
-    from .pipeline import convert_graph
+    """Load and convert a TensorFlow model; returns the TOSA graph and the opened source (for verification).
 
+    ``options.extra["qat"]`` ("auto" default, "int8", "float") and ``options.extra["qat_io"]`` ("float" default,
+    "int8") choose how FakeQuant ops are converted (:mod:`.qat`); ``graph.meta["qat"]`` reports what was done."""
+    from .pipeline import convert_graph
+    from .qat import apply_qat, options_of
+
+    mode, io = options_of(options)
     src = load_source(source, signature, outputs)
     graph = graph_from_source(src, name)
+    apply_qat(graph, mode, io)
     convert_graph(graph, options, file=src.label)
     return graph, src
+
+
+def tflite_qat_reference(source: Any, int8_io: bool = False, signature: str = "serving_default") -> bytes:
+    """TFLite's integer conversion of a QAT model (``TFLiteConverter`` with ``Optimize.DEFAULT`` and no
+    representative dataset: the FakeQuant ranges are the quantization), float or int8 inputs/outputs.
+
+    The oracle of an integer QAT conversion (``qat="int8"``): the ``.tflite`` run with LiteRT's reference kernels
+    (BUILTIN_REF) gives the same outputs bit for bit.  ``source`` is anything :func:`load_source` opens except a
+    frozen GraphDef, or an opened :class:`TFSource`.
+    """
+    tf = _tf()
+    src = source if isinstance(source, TFSource) else load_source(source, signature)
+    if src.kind == "graphdef" or src.function is None:
+        raise ModelLoadError("the TFLite reference of a frozen GraphDef is not supported; use the SavedModel",
+                             file=src.label)
+    try:
+        if src.kind == "saved_model":
+            conv = tf.lite.TFLiteConverter.from_saved_model(src.label, signature_keys=[src.signature or signature])
+        else:
+            conv = tf.lite.TFLiteConverter.from_concrete_functions([src.function])
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        if int8_io:
+            conv.inference_input_type = tf.int8
+            conv.inference_output_type = tf.int8
+        return bytes(conv.convert())
+    except Exception as e:
+        raise ModelLoadError(f"TFLite conversion failed: {_first_line(e)}", file=src.label) from None

@@ -551,6 +551,30 @@ def fake_quant(b: Builder, x: Value, nmin: np.ndarray, nmax: np.ndarray, scale: 
     return b.mul(q, k(sc))
 
 
+def fake_quant_array(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, num_bits: int = 8,
+                     narrow_range: bool = False) -> np.ndarray:
+    """TF's FakeQuantWithMinMax* kernel on a host array (the numpy twin of :func:`fake_quant`, same fp32 operation
+    order): what TF's constant folding makes of a fake-quantized weight.  ``lo``/``hi`` are scalars or per-channel
+    vectors along the last axis; a channel with min = max = 0 gives zeros, as in TF's kernel."""
+    f32 = np.float32
+    xs = np.asarray(x, f32)
+    lo_v, hi_v = np.asarray(lo, f32).reshape(-1), np.asarray(hi, f32).reshape(-1)
+    out = np.zeros(xs.shape, f32)
+    n = lo_v.size
+    for c in range(n):
+        sel = (..., c) if n > 1 else (...,)
+        if lo_v[c] == 0 and hi_v[c] == 0:
+            continue
+        nmin, nmax, sc = (f32(v) for v in fake_quant_params(float(lo_v[c]), float(hi_v[c]), num_bits, narrow_range))
+        inv = f32(1.0) / sc
+        qz = np.floor(-nmin * inv + f32(0.5))
+        clamped = np.maximum(np.minimum(xs[sel], nmax), nmin)
+        q = np.floor((clamped - nmin) * inv - qz + f32(0.5))
+        out[sel] = q * sc
+    return out
+
+
 __all__ = ["batch_norm", "bias_add", "broadcast_to", "conv2d", "depthwise_conv2d", "dilate_kernel", "einsum",
-           "explicit_spatial", "fake_quant", "fake_quant_params", "fold_into_conv", "log1p", "one_hot", "softplus",
-           "spatial", "through_transpose", "to_nchw", "to_nhwc", "transpose_conv2d", "via", "window_pads"]
+           "explicit_spatial", "fake_quant", "fake_quant_array", "fake_quant_params", "fold_into_conv", "log1p",
+           "one_hot", "softplus", "spatial", "through_transpose", "to_nchw", "to_nhwc", "transpose_conv2d", "via",
+           "window_pads"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -93,8 +93,13 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray, rtol: float = FLOAT_RTO
 
 
 def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
-                  num: int = 1, reference_kernels: bool = False, rtol: float = FLOAT_RTOL) -> VerifyReport:
-    """Run ``model.source`` (a .tflite) in LiteRT and ``model`` in the executor; compare every output."""
+                  num: int = 1, reference_kernels: bool = False, rtol: float = FLOAT_RTOL,
+                  tflite: bytes | None = None) -> VerifyReport:
+    """Run ``model.source`` (a .tflite) in LiteRT and ``model`` in the executor; compare every output.
+
+    ``tflite`` overrides the model to run in LiteRT (e.g. TFLite's own int8 conversion of a QAT model); its inputs
+    and outputs are then matched by position.
+    """
     from ..executor import run
     from .litert import run_tflite_many
 
@@ -107,15 +112,19 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
         """uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (tf2tosa.quant.boundary)."""
         return a.view(np.uint8) if name in unsigned and a.dtype == np.int8 else a
 
-    litert_sets = [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in sets]
-    assert model.source is not None
-    refs = run_tflite_many(model.source, litert_sets, reference_kernels=reference_kernels)
+    positional = tflite is not None
+    source = tflite if tflite is not None else model.source
+    assert source is not None
+    litert_sets: list[Any] = (
+        [[as_source(v.name, s[v.name]) for v in g.inputs] for s in sets] if positional
+        else [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in sets])
+    refs = run_tflite_many(source, litert_sets, reference_kernels=reference_kernels)
     worst: dict[str, OutputReport] = {}
     for s, ref in zip(sets, refs):
         got = run(g, s)
         ref_list = list(ref.values())
         for i, v in enumerate(g.outputs):
-            r = ref.get(v.source or "", ref_list[i] if i < len(ref_list) else None)
+            r = ref_list[i] if positional else ref.get(v.source or "", ref_list[i] if i < len(ref_list) else None)
             if r is None:
                 continue
             rep = compare(v.name, as_source(v.name, got[v.name]), r, rtol)
