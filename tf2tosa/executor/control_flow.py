@@ -8,14 +8,14 @@ from ..ir.graph import Operation
 from .registry import error_if, kernel, to_out
 from .runner import current_state, run_graph
 
-MAX_NESTING = 256
+MAX_NESTING = 256  # level none (Table 4); run_checked(level="8K") lowers it to 6 via ExecState.max_nesting
 MAX_ITERATIONS = 10_000_000
 
 
 def _run_region(op: Operation, idx: int, args: list[np.ndarray]) -> list[np.ndarray]:
     error_if(len(op.regions) <= idx, op, f"missing region {idx}")
     st = current_state()
-    error_if(st.depth >= MAX_NESTING, op, "control-flow nesting too deep")
+    error_if(st.depth >= st.max_nesting, op, f"control-flow nesting depth {st.depth} >= MAX_NESTING {st.max_nesting}")
     st.depth += 1
     try:
         return run_graph(op.regions[idx], args, st)

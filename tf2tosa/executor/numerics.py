@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 
 from ..ir.types import DType
-from .registry import ExecutionError
+from .registry import UnpredictableError
 
 I64 = np.int64
 
 
 def _req(ok: Any, msg: str) -> None:
-    if not bool(np.all(ok)):
-        raise ExecutionError(f"REQUIRE violated (result unpredictable): {msg}")
+    if not (ok if isinstance(ok, bool) else bool(np.all(ok))):
+        raise UnpredictableError(f"REQUIRE violated (result unpredictable): {msg}")
 
 
 def as_i64(x: Any) -> np.ndarray:
@@ -37,7 +37,7 @@ def check_fits(x: np.ndarray, dt: DType, what: str) -> None:
     """REQUIRE(c >= minimum_s<dt> && c <= maximum_s<dt>) of apply_add_s / apply_sub_s (S11290-11295)."""
     lo, hi = dt.range()
     if x.size:
-        _req((x.min() >= lo) & (x.max() <= hi), f"{what} overflows {dt.value}")
+        _req(bool(x.min() >= lo) and bool(x.max() <= hi), f"{what} overflows {dt.value}")
 
 
 def apply_add_s(a: Any, b: Any, dt: DType) -> np.ndarray:
@@ -77,23 +77,113 @@ def shift_round_half_up(x: np.ndarray, shift: Any) -> np.ndarray:
     return (x >> s) + ((x >> (s - 1)) & 1)
 
 
+#: elements per block of the blocked integer pipelines (their temporaries stay in cache)
+BLOCK = 1 << 15
+
+
+def _scale_32_block(v: np.ndarray, m: np.ndarray, s: np.ndarray, double: bool, out: np.ndarray) -> None:
+    """``out = (v * m + round) >> s`` for one block (``v`` any integer type, ``out`` int64)."""
+    out[...] = v
+    if double:
+        # double round: +2^30 extra for values >= 0, -2^30 for negative ones where shift > 31 (S11750-11753)
+        sign = out >> 63  # -1 / 0, taken before the multiply
+        sign <<= 31
+        sign += I64(1) << 30
+        if s.ndim:
+            sign *= s > 31
+    np.multiply(out, m, out=out)
+    out += I64(1) << (s - 1)
+    if double:
+        out += sign
+    out >>= s
+
+
 def apply_scale_32(value: Any, multiplier: Any, shift: Any, double_round: bool = False) -> np.ndarray:
-    """S11743-11756 (op_inventory §5.2).  Returns int64 (the caller static_casts / clips)."""
-    v = as_i64(value)
-    m = as_i64(multiplier)
-    s = as_i64(shift)
+    """S11743-11756 (op_inventory §5.2).  Returns int64 (the caller static_casts / clips).
+
+    The REQUIREs are checked on the extremes of ``value`` (and on the scalar or per-channel multiplier and
+    shift), then ``(value * multiplier + round) >> shift`` is formed in int64 blocks of :data:`BLOCK` elements
+    (fresh multi-megabyte temporaries cost more in page faults than the arithmetic).  Under the value REQUIRE
+    ``|value| < 2^(shift-1)`` the result lies in ``(-2^30, 2^30]``: it always fits i32.  ``multiplier`` and
+    ``shift`` are scalars or broadcast along the last axis of ``value`` (per channel).
+    """
+    v = np.asarray(value)
+    m = np.asarray(multiplier, dtype=I64)
+    s = np.asarray(shift, dtype=I64)
     _req(m >= 0, "apply_scale_32 multiplier >= 0")
     _req((s >= 2) & (s <= 62), "apply_scale_32 2 <= shift <= 62")
+    if v.size:
+        half = I64(1) << (s - 1)
+        if s.ndim == 0:
+            vmin, vmax = int(v.min()), int(v.max())
+            _req(vmin >= -int(half) and vmax < int(half), "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
+        else:
+            _req((v >= -half) & (v < half), "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
+    # |v*m| <= 2^31 * (2^31-1) < 2^62 and the rounding term <= 2^61 + 2^30: the sum fits int64
+    double = double_round and bool(np.any(s > 31))
+    shape = np.broadcast_shapes(v.shape, m.shape, s.shape)
+    out = np.empty(shape, I64)
+    if v.shape != shape or m.ndim > 1 or s.ndim > 1 or (m.ndim == 1 and s.ndim == 1 and m.shape != s.shape):
+        _scale_32_block(np.broadcast_to(v, shape), np.broadcast_to(m, shape), np.broadcast_to(s, shape), double, out)
+        return out
+    c = max(m.size if m.ndim else 1, s.size if s.ndim else 1)
+    v2, o2 = v.reshape(-1, c), out.reshape(-1, c)
+    rows = max(1, BLOCK // c)
+    for i in range(0, v2.shape[0], rows):
+        _scale_32_block(v2[i:i + rows], m, s, double, o2[i:i + rows])
+    return out
+
+
+def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round: bool, zp_add: int,
+                    lo: int, hi: int, out: np.ndarray) -> None:
+    """``out = clip(apply_scale_32(value, multiplier, shift) + zp_add, lo, hi)`` (RESCALE with scale32, S10098-10120)
+    fused and blocked: ``value`` is ``[rows, C]`` with ``multiplier``/``shift`` scalars or ``[C]`` (per channel),
+    ``out`` the ``[rows, C]`` result of any integer type.  Same REQUIREs as :func:`apply_scale_32` (the value range
+    is checked per block, which fails iff it fails overall); ``|zp_add| < 2^30`` so the i32 add cannot overflow.
+    """
+    m = np.asarray(multiplier, dtype=I64)
+    s = np.asarray(shift, dtype=I64)
+    _req(m >= 0, "apply_scale_32 multiplier >= 0")
+    _req((s >= 2) & (s <= 62), "apply_scale_32 2 <= shift <= 62")
+    if abs(zp_add) >= 1 << 30:
+        raise ValueError("zero point out of range")
     half = I64(1) << (s - 1)
-    _req((v >= -half) & (v < half), "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
-    rnd = np.broadcast_to(half, np.broadcast(v, s).shape).copy()
-    if double_round:
-        big = np.broadcast_to(s > 31, rnd.shape)
-        pos = np.broadcast_to(v >= 0, rnd.shape)
-        rnd = rnd + np.where(big, np.where(pos, I64(1) << 30, -(I64(1) << 30)), I64(0))
-    # |v*m| <= 2^31 * (2^31-1) < 2^62 and rnd <= 2^61 + 2^30: the sum fits int64
-    result: np.ndarray = (v * m + rnd) >> s
-    return result
+    big = s > 31
+    double = double_round and bool(np.any(big))
+    mixed = double and s.ndim > 0 and not bool(np.all(big))
+    # rounding constant: 2^(s-1), plus 2^30 when double rounding (negative values then subtract 2^31 below)
+    const = half + (np.where(big, I64(1) << 30, I64(0)) if double else I64(0))
+    lo_v, hi_v = -half, half
+    rows = max(1, BLOCK // max(1, value.shape[-1]))
+    n = value.shape[0]
+    buf = np.empty((min(rows, n), value.shape[-1]), I64)
+    sbuf = np.empty_like(buf) if double else None
+    scalar = s.ndim == 0
+    for i in range(0, n, rows):
+        v = value[i:i + rows]
+        b = buf[:v.shape[0]]
+        if scalar:
+            _req(bool(v.min() >= lo_v) and bool(v.max() < hi_v),
+                 "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
+        else:
+            _req((v >= lo_v) & (v < hi_v), "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
+        np.copyto(b, v, casting="unsafe")
+        if double:
+            sb = sbuf[:v.shape[0]]  # type: ignore[index]
+            np.right_shift(b, 63, out=sb)  # -1 for negative values, 0 otherwise
+            np.left_shift(sb, 31, out=sb)
+            if mixed:
+                sb *= big
+        np.multiply(b, m, out=b)
+        b += const
+        if double:
+            b += sb
+        b >>= s
+        if zp_add:
+            b += zp_add
+        np.minimum(b, hi, out=b)
+        np.maximum(b, lo, out=b)
+        np.copyto(out[i:i + rows], b, casting="unsafe")
 
 
 def apply_scale_16(value: Any, multiplier: Any, shift: Any) -> np.ndarray:

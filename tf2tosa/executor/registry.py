@@ -24,8 +24,40 @@ Kernel = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
 KERNELS: dict[str, Kernel] = {}
 
 
+#: graph result states of the specification (S585-595)
+VALID, ERROR, UNPREDICTABLE = "VALID", "ERROR", "UNPREDICTABLE"
+
+
 class ExecutionError(ConversionError):
-    """An ERROR_IF or REQUIRE of the specification failed while running an op."""
+    """A graph could not be run: an ERROR_IF or REQUIRE of the specification failed, or a kernel failed.
+
+    ``status`` is the spec's graph result the failure stands for: ``"ERROR"`` (tosa_error: an ERROR_IF,
+    or a graph/attribute/input that does not meet the operator's requirements) or ``"UNPREDICTABLE"``
+    (tosa_unpredictable: a REQUIRE or LEVEL_CHECK failed).  ``message`` is the text without the location.
+    """
+
+    status: str = ERROR
+
+    def __init__(self, message: str, *, op: str | None = None, tensor: str | None = None,
+                 file: str | None = None) -> None:
+        self.message = message
+        super().__init__(message, op=op, tensor=tensor, file=file)
+
+    def at(self, op: str) -> ExecutionError:
+        """The same error (same class) located at ``op``."""
+        return type(self)(self.message, op=op, tensor=self.tensor, file=self.file)
+
+
+class ErrorIfError(ExecutionError):
+    """An ERROR_IF of the specification held: the graph is illegal (tosa_error)."""
+
+    status = ERROR
+
+
+class UnpredictableError(ExecutionError):
+    """A REQUIRE (or LEVEL_CHECK) of the specification failed: the result is unpredictable."""
+
+    status = UNPREDICTABLE
 
 
 def kernel(*names: str) -> Callable[[Kernel], Kernel]:
@@ -48,14 +80,14 @@ def op_label(op: Operation) -> str:
 
 def error_if(cond: Any, op: Operation, msg: str) -> None:
     """Spec ERROR_IF: raise when ``cond`` holds (``cond`` may be an array: any element)."""
-    if bool(np.any(cond)):
-        raise ExecutionError(f"ERROR_IF violated: {msg}", op=op_label(op))
+    if cond if isinstance(cond, bool) else bool(np.any(cond)):
+        raise ErrorIfError(f"ERROR_IF violated: {msg}", op=op_label(op))
 
 
 def require(cond: Any, op: Operation, msg: str) -> None:
     """Spec REQUIRE: raise unless ``cond`` holds for every element."""
-    if not bool(np.all(cond)):
-        raise ExecutionError(f"REQUIRE violated (result unpredictable): {msg}", op=op_label(op))
+    if not (cond if isinstance(cond, bool) else bool(np.all(cond))):
+        raise UnpredictableError(f"REQUIRE violated (result unpredictable): {msg}", op=op_label(op))
 
 
 def out_dtype(op: Operation, i: int = 0) -> DType:
@@ -74,7 +106,7 @@ def attr(op: Operation, name: str, default: Any = None) -> Any:
     if name in op.attrs:
         return op.attrs[name]
     if default is None:
-        raise ExecutionError(f"missing attribute {name!r}", op=op_label(op))
+        raise ErrorIfError(f"missing attribute {name!r}", op=op_label(op))
     return default
 
 
@@ -92,8 +124,8 @@ def check_range(values: np.ndarray, dt: DType, op: Operation, what: str) -> None
     """REQUIRE that integer ``values`` fit ``dt`` (the apply_add_s/apply_sub_s overflow checks)."""
     lo, hi = dt.range()
     if values.size and (values.min() < lo or values.max() > hi):
-        raise ExecutionError(f"REQUIRE violated (result unpredictable): {what} overflows {dt.value}",
-                             op=op_label(op))
+        raise UnpredictableError(f"REQUIRE violated (result unpredictable): {what} overflows {dt.value}",
+                                 op=op_label(op))
 
 
 def is_float(dt: DType) -> bool:

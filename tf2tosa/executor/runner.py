@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,7 @@ import numpy as np
 from ..errors import InputError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
-from .registry import KERNELS, PRECISE, ExecutionError, op_label
+from .registry import ERROR, KERNELS, PRECISE, UNPREDICTABLE, VALID, ExecutionError, UnpredictableError, op_label
 
 
 @dataclass
@@ -23,6 +24,8 @@ class ExecState:
     variables: dict[str, np.ndarray] = field(default_factory=dict)
     declared: set[str] = field(default_factory=set)
     depth: int = 0
+    #: MAX_NESTING of the level in force (COND_IF / WHILE_LOOP ERROR_IF, S10518, S10595)
+    max_nesting: int = 256
     profile: dict[str, float] | None = None
     trace: dict[str, np.ndarray] | None = None
 
@@ -73,7 +76,7 @@ def evaluate_op(op: Operation, inputs: Sequence[np.ndarray]) -> list[np.ndarray]
         outs = fn(op, args)
     except ExecutionError as e:
         if e.op is None:
-            raise ExecutionError(str(e), op=op_label(op)) from None
+            raise e.at(op_label(op)) from None
         raise
     except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError, OverflowError) as e:
         raise ExecutionError(f"kernel failed: {type(e).__name__}: {e}", op=op_label(op)) from e
@@ -106,6 +109,8 @@ def _check_input(v: Value, a: Any) -> np.ndarray:
     arr = np.asarray(a)
     t = v.type
     want = t.dtype.np_dtype()
+    if arr.dtype == np.float64 and t.dtype.is_float and PRECISE.get():
+        want = arr.dtype  # precise mode: COND_IF / WHILE_LOOP regions receive the fp64 values of the caller
     if arr.dtype != want:
         raise InputError(f"input {v.name!r} has dtype {arr.dtype}, expected {want} ({t.dtype.value})", tensor=v.name)
     shape = tuple(arr.shape)
@@ -118,6 +123,31 @@ def _check_input(v: Value, a: Any) -> np.ndarray:
     return arr
 
 
+_PLANS: weakref.WeakKeyDictionary[Graph, tuple[Any, list[Operation], list[list[int]]]] = weakref.WeakKeyDictionary()
+
+
+def _plan(graph: Graph) -> tuple[list[Operation], list[list[int]]]:
+    """``graph.topological_order()`` and, per op, the values no later op reads (freed after it runs, so peak
+    memory follows the live set, not the whole graph); cached while the graph's ops and edges are unchanged."""
+    key = (tuple(graph.ops), tuple(graph.nx.edges(keys=True)) if graph.nx.is_multigraph() else
+           tuple(graph.nx.edges()))
+    hit = _PLANS.get(graph)
+    if hit is not None and hit[0] == key:
+        return hit[1], hit[2]
+    order = graph.topological_order()
+    last: dict[int, int] = {}
+    for i, op in enumerate(order):
+        for v in op.operands:
+            last[v.id] = i
+    keep = {v.id for v in graph.outputs}
+    frees: list[list[int]] = [[] for _ in order]
+    for vid, i in last.items():
+        if vid not in keep:
+            frees[i].append(vid)
+    _PLANS[graph] = (key, order, frees)
+    return order, frees
+
+
 def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], state: ExecState) -> list[np.ndarray]:
     """Run ``graph`` (also used for COND_IF / WHILE_LOOP regions); returns the outputs in order."""
     env = _bind_inputs(graph, args)
@@ -126,7 +156,23 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
         for v in graph.inputs:
             trace[v.name] = env[v.id]
     prof = state.profile if state.depth == 0 else None
-    for op in graph.topological_order():
+    precise = PRECISE.get()
+    order, frees = _plan(graph)
+    for i, op in enumerate(order):
+        if i and trace is None:
+            for vid in frees[i - 1]:
+                env.pop(vid, None)
+        if op.opcode == "CONST" and prof is None and op.dialect == "tosa" and len(op.results) == 1:
+            # fast path: a constant already in its storage type and shape is its own value
+            vals = op.attrs.get("values")
+            r0 = op.results[0]
+            t = r0.type
+            if (isinstance(vals, np.ndarray) and vals.shape == t.shape and vals.dtype == t.dtype.np_dtype()
+                    and not (precise and t.dtype.is_float)):
+                env[r0.id] = vals
+                if trace is not None:
+                    trace[r0.name] = vals
+                continue
         ins = []
         for v in op.operands:
             if v.id not in env:
@@ -191,3 +237,143 @@ def _run(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any], *, trace: bool
         assert state.trace is not None
         return state.trace, state.profile
     return {v.name: a for v, a in zip(graph.outputs, outs)}, state.profile
+
+
+# ------------------------------------------------------------------------------------ checked runs
+#: levels by name (Table 4, S304-358)
+def _level_table(level: str | None) -> dict[str, int] | None:
+    from ..tosa import profiles
+
+    if level is None:
+        return None
+    key = str(level).strip().upper().replace("_", "").replace("LEVEL", "")
+    if key in ("8K", "EIGHTK"):
+        return profiles.LEVEL_8K
+    if key == "NONE":
+        return profiles.LEVEL_NONE
+    raise ValueError(f"unknown TOSA level {level!r} (use '8K', 'NONE' or None)")
+
+
+@dataclass
+class RunResult:
+    """The outcome of :func:`run_checked`: the spec's graph result (S585-595) and the outputs.
+
+    ``status`` is ``"VALID"`` (``outputs`` holds every graph output), ``"ERROR"`` (an ERROR_IF held, or the graph,
+    an attribute or an input does not meet an operator's requirements) or ``"UNPREDICTABLE"`` (a REQUIRE or a
+    LEVEL_CHECK failed).  For the last two ``message`` says which condition failed and ``op`` names the operator
+    (``tosa.CONV2D#12 (location) -> result``) when one is to blame; ``tensor`` names an input when one is.
+    """
+
+    status: str
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    message: str = ""
+    op: str | None = None
+    tensor: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == VALID
+
+    def __str__(self) -> str:
+        where = "".join(f" [{k} {v}]" for k, v in (("op", self.op), ("tensor", self.tensor)) if v)
+        return self.status + (f": {self.message}{where}" if self.message else "")
+
+
+#: catalogue checks that stand for a REQUIRE of the spec (unpredictable, not an error)
+_REQUIRE_CHECKS = ("shift values must be in [2, 62]", "multiplier values must be >= 0")
+
+
+def plain_message(e: Exception) -> str:
+    """The message of a ConversionError without the ``[file …; op …; tensor …]`` suffix it appends."""
+    text = str(e)
+    where = [f"{k} {v}" for k, v in (("file", getattr(e, "file", None)), ("op", getattr(e, "op", None)),
+                                       ("tensor", getattr(e, "tensor", None))) if v]
+    return text.removesuffix(f" [{'; '.join(where)}]") if where else text
+
+
+def _walk_ops(graph: Graph) -> list[Operation]:
+    ops: list[Operation] = []
+    for op in graph.topological_order():
+        ops.append(op)
+        for region in op.regions:
+            ops.extend(_walk_ops(region))
+    return ops
+
+
+def static_check(graph: Graph, level: str | None = "8K", dynamic: bool = True) -> RunResult | None:
+    """The checks that need no input data: every op against the catalogue (operand/result counts, ranks, type
+    rows, attributes, zero points, shape rules: ERROR_IFs of tosa_execute_graph, S933-951) and, when ``level``
+    is given, the LEVEL_CHECKs of its limits.  Returns None when the graph passes, else the failing result.
+
+    ``dynamic`` accepts run-time values for compile-time-constant operands (EXT-DYNAMIC).
+    """
+    from ..errors import InvalidGraphError
+    from ..tosa import catalogue, profiles
+
+    for op in _walk_ops(graph):
+        if op.dialect != "tosa":
+            return RunResult(ERROR, message=f"{op.name} is not a TOSA operator", op=op_label(op))
+        try:
+            catalogue.validate_op(op, dynamic=dynamic)
+        except InvalidGraphError as e:
+            msg = plain_message(e)
+            status = UNPREDICTABLE if any(k in msg for k in _REQUIRE_CHECKS) else ERROR
+            return RunResult(status, message=msg, op=op_label(op), tensor=e.tensor)
+    table = _level_table(level)
+    if table is not None:
+        # nesting depth is an ERROR_IF checked while running (ExecState.max_nesting), not a LEVEL_CHECK
+        msgs = [m for m in profiles.level_violations(graph, table) if "MAX_NESTING" not in m]
+        # a rank above MAX_RANK also breaks the operator's argument table ("rank 0 to MAX_RANK"), an ERROR_IF
+        # of tosa_execute_graph (S947) met before the operator's LEVEL_CHECK: stop there, as Arm's model does
+        ranks = [m for m in msgs if "MAX_RANK" in m]
+        if ranks or msgs:
+            first = ranks[0] if ranks else msgs[0]
+            where, _, what = first.partition(": ")
+            more = f" (and {len(msgs) - 1} more)" if len(msgs) > 1 else ""
+            if ranks:
+                return RunResult(ERROR, message=f"rank above MAX_RANK of level {level}: {what}{more}", op=where)
+            return RunResult(UNPREDICTABLE, message=f"LEVEL_CHECK failed at level {level}: {what}{more}", op=where)
+    return None
+
+
+def run_checked(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any], level: str | None = "8K", *,
+                precise: bool = False, variables: dict[str, np.ndarray] | None = None,
+                validate: bool = True, dynamic: bool = True, trace: bool = False) -> RunResult:
+    """Run ``graph`` like the spec's ``tosa_execute_graph`` and return its graph result instead of raising.
+
+    ``level``: ``"8K"`` (the default), ``"NONE"`` (the level-none maxima) or None (no LEVEL_CHECKs).  With
+    ``validate`` every op is first checked against the catalogue (:func:`static_check`).  Execution stops at the
+    first failed ERROR_IF (status ERROR, which the spec accepts even for a graph that is also unpredictable,
+    S11130) or REQUIRE (status UNPREDICTABLE).  Inputs of the wrong name, dtype or shape are an ERROR naming the
+    tensor (S934).  With ``trace`` the outputs hold every value of the top-level graph by name (as
+    :func:`run` with ``trace=True``).  :func:`run` keeps raising :class:`ExecutionError` instead.
+    """
+    from ..errors import ConversionError, InputError
+
+    table = _level_table(level)
+    if validate:
+        bad = static_check(graph, level, dynamic=dynamic)
+        if bad is not None:
+            return bad
+    state = ExecState(variables=variables if variables is not None else {})
+    state.trace = {} if trace else None
+    if table is not None:
+        state.max_nesting = table["MAX_NESTING"]
+    p_token = PRECISE.set(precise)
+    s_token = _STATE.set(state)
+    try:
+        outs = run_graph(graph, inputs, state)
+    except UnpredictableError as e:
+        return RunResult(UNPREDICTABLE, message=e.message, op=e.op, tensor=e.tensor)
+    except ExecutionError as e:
+        return RunResult(e.status, message=e.message, op=e.op, tensor=e.tensor)
+    except InputError as e:
+        return RunResult(ERROR, message=plain_message(e), tensor=e.tensor)
+    except ConversionError as e:
+        return RunResult(ERROR, message=plain_message(e), op=e.op, tensor=e.tensor)
+    finally:
+        _STATE.reset(s_token)
+        PRECISE.reset(p_token)
+    if state.trace is not None:
+        return RunResult(VALID, state.trace)
+    return RunResult(VALID, {v.name: a for v, a in zip(graph.outputs, outs)})

@@ -10,6 +10,8 @@ overflow) is checked on the final sum.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -19,6 +21,7 @@ from . import numerics as nm
 from .registry import PRECISE, attr, error_if, fdt, in_dtype, int_list, kernel, out_dtype, require, scalar, to_out
 
 _EXACT = float(2 ** 53)
+_EXACT32 = float(2 ** 24)
 
 
 def _idiv_check(op: Operation, a: int, b: int, what: str) -> int:
@@ -36,27 +39,106 @@ def windows(xp: np.ndarray, kernel_: list[int], stride: list[int], dilation: lis
     return as_strided(xp, shape=shape, strides=strides, writeable=False)
 
 
+def _tap(k_off: int, pad: int, stride: int, in_size: int, out_size: int) -> tuple[int, int, int] | None:
+    """For the kernel tap at offset ``k_off`` (already times the dilation): the outputs ``[o0, o1)`` whose input
+    position ``o * stride + k_off - pad`` lies inside ``[0, in_size)``, and the first such input position."""
+    o0 = max(0, -((k_off - pad) // stride))  # ceil((pad - k_off) / stride)
+    o1 = min(out_size, (in_size - 1 + pad - k_off) // stride + 1)
+    if o1 <= o0:
+        return None
+    return o0, o1, o0 * stride + k_off - pad
+
+
+def _conv_by_taps(xc: np.ndarray, w: np.ndarray, pad: list[int], stride: list[int], dil: list[int],
+                  outs: list[int]) -> np.ndarray:
+    """Float convolution summed tap by tap over the in-bounds positions only: padding contributes nothing
+    (im2col's zero padding would turn an infinite weight into NaN)."""
+    import itertools
+
+    nd = len(outs)
+    n_, oc = xc.shape[0], w.shape[0]
+    acc = np.zeros((n_, *outs, oc), xc.dtype)
+    for tap in itertools.product(*(range(k) for k in w.shape[1:1 + nd])):
+        found = [_tap(tap[i] * dil[i], pad[2 * i], stride[i], xc.shape[1 + i], outs[i]) for i in range(nd)]
+        rng = [r for r in found if r is not None]
+        if len(rng) != nd:
+            continue
+        all_: list[Any] = [slice(None)]
+        src = tuple(all_ + [slice(i0, i0 + (o1 - o0 - 1) * st + 1, st) for (o0, o1, i0), st in zip(rng, stride)] + all_)
+        dst = tuple(all_ + [slice(o0, o1) for o0, o1, _ in rng] + all_)
+        wsel = tuple(all_ + list(tap) + all_)
+        acc[dst] += xc[src] @ w[wsel].T
+    return acc
+
+
 def _zp_check(op: Operation, dt: DType, zp: int, what: str) -> None:
     error_if(dt is not DType.INT8 and zp != 0, op, f"{what} must be 0 for {dt.value} (zero point only for i8)")
 
 
-def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Exact integer a @ b (int64 result) using float64 BLAS when every partial sum is exact."""
+def _zp_bound(dt: DType, zp: int) -> float:
+    """Largest |value - zp| a tensor of ``dt`` can hold (bounds exact float accumulation without a data pass)."""
+    lo, hi = dt.range()
+    return float(max(abs(lo - zp), abs(hi - zp)))
+
+
+def _abs_max(a: np.ndarray, zp: int = 0) -> float:
+    """max|a - zp| from the extremes of ``a`` (no int64 copy of a large weight tensor)."""
+    if not a.size:
+        return 0.0
+    return float(max(abs(int(a.min()) - zp), abs(int(a.max()) - zp)))
+
+
+def _exact_float(bound: float) -> type[np.floating] | None:
+    """A float type in which every partial sum bounded by ``bound`` is an exactly represented integer."""
+    if bound < _EXACT32:
+        return np.float32
+    if bound < _EXACT:
+        return np.float64
+    return None
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray, a_bound: float | None = None, b_bound: float | None = None
+                 ) -> np.ndarray:
+    """Exact integer a @ b (int64 result) using float64 BLAS when every partial sum is exact.
+
+    ``a_bound``/``b_bound`` bound max|a| / max|b| (computed from the data when not given)."""
     k = a.shape[-1]
-    amax = float(np.abs(a).max()) if a.size else 0.0
-    bmax = float(np.abs(b).max()) if b.size else 0.0
+    amax = a_bound if a_bound is not None else _abs_max(a)
+    bmax = b_bound if b_bound is not None else _abs_max(b)
     if amax * bmax * max(k, 1) < _EXACT:
         return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
     return np.matmul(a.astype(np.int64), b.astype(np.int64))
 
 
 def _finish_int(op: Operation, acc: np.ndarray, bias: np.ndarray, bias_index: np.ndarray | None) -> np.ndarray:
-    """static_cast<out_t>(acc) + bias with the accumulator/bias REQUIREs."""
+    """static_cast<out_t>(acc) + bias with the accumulator/bias REQUIREs (``acc`` int64, or float64 holding
+    exact integers below 2^53, which is updated in place)."""
     ot = out_dtype(op)
-    nm.check_fits(acc, ot, "accumulator")
-    b = bias.astype(np.int64).reshape(-1)
+    if acc.dtype.kind != "f":
+        nm.check_fits(acc, ot, "accumulator")
+    b = bias.reshape(-1)
+    b = b.astype(acc.dtype) if acc.dtype.kind == "f" else b.astype(np.int64)
     bb = b[0] if b.size == 1 else (b if bias_index is None else b[bias_index])
+    if acc.dtype.kind == "f":
+        lo, hi = ot.range()
+        bmin, bmax = float(np.min(bb)), float(np.max(bb))
+        if max(abs(bmin), abs(bmax)) + max(abs(lo), abs(hi)) >= _EXACT:  # pragma: no cover - i48 extremes
+            return nm.apply_add_s(acc.astype(np.int64), bb.astype(np.int64), ot)
+        amin, amax = (float(acc.min()), float(acc.max())) if acc.size else (0.0, 0.0)
+        require(amin >= lo and amax <= hi, op, f"accumulator overflows {ot.value}")
+        acc += bb  # acc is this kernel's own fresh accumulator
+        if acc.size and (amin + bmin < lo or amax + bmax > hi):  # only then can the add overflow: check exactly
+            nm.check_fits(acc, ot, "add")
+        return acc
     return nm.apply_add_s(acc, bb, ot)
+
+
+def _int_operand(a: np.ndarray, zp: int, ft: type[np.floating] | None) -> np.ndarray:
+    """``a - zp`` in the exact accumulation type (``ft``, or int64)."""
+    out = a.astype(ft if ft is not None else np.int64)
+    if zp:
+        out -= zp
+    return out
 
 
 def _float_bias(op: Operation, acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -64,7 +146,10 @@ def _float_bias(op: Operation, acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
     ot = out_dtype(op).np_dtype()
     if ot != acc.dtype and not PRECISE.get():
         acc = acc.astype(ot).astype(fdt())
-    return acc + bias.astype(fdt()).reshape(-1)
+    if acc.dtype != fdt():
+        return acc + bias.astype(fdt()).reshape(-1)
+    acc += bias.astype(fdt()).reshape(-1)  # acc is the kernel's own fresh accumulator
+    return acc
 
 
 def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
@@ -93,19 +178,26 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
     kk = int(np.prod(ks)) * ic
     m = n_ * int(np.prod(outs))
     if out_dtype(op).is_float:
-        xp = np.pad(x.astype(fdt()), pads)
+        if any(pad) and not np.isfinite(w).all():
+            acc = _conv_by_taps(x.astype(fdt()), w.astype(fdt()), pad, stride, dil, outs)
+            return to_out(_float_bias(op, acc, bias), op)
         wm = w.astype(fdt()).reshape(oc, kk).T
         if all(k == 1 for k in ks) and all(s == 1 for s in stride) and not any(pad):
-            cols = xp.reshape(m, ic)
+            cols = x.astype(fdt()).reshape(m, ic)
         else:
+            xp = np.pad(x.astype(fdt()), pads)
             cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
         acc = cols @ wm
         return to_out(_float_bias(op, acc.reshape(n_, *outs, oc), bias), op)
-    xi = x.astype(np.int64) - izp
-    wi = (w.astype(np.int64) - wzp).reshape(oc, kk).T
-    xp = np.pad(xi, pads)
-    cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
-    acc = exact_matmul(cols, wi).reshape(n_, *outs, oc)
+    bound = _zp_bound(in_dtype(op, 0), izp) * _abs_max(w, wzp) * max(kk, 1)
+    ft = np.float64 if bound < _EXACT else None  # float64 BLAS is exact below 2^53 (float32 only to 2^24)
+    wm = _int_operand(w, wzp, ft).reshape(oc, kk).T
+    if all(k == 1 for k in ks) and all(s_ == 1 for s_ in stride) and not any(pad):
+        cols = _int_operand(x, izp, ft).reshape(m, ic)
+    else:
+        xp = np.pad(_int_operand(x, izp, ft), pads)
+        cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
+    acc = np.matmul(cols, wm).reshape(n_, *outs, oc)
     return to_out(_finish_int(op, acc, bias, None), op)
 
 
@@ -142,21 +234,37 @@ def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     error_if(bias.size != c * mm and bias.size != 1, op, "bias size is neither C*M nor 1")
     is_float = out_dtype(op).is_float
     if is_float:
-        xp = np.pad(x.astype(fdt()), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-        wf = w.astype(fdt())
-        acc = np.zeros((n_, oh, ow, c, mm), fdt())
+        ft: type[np.floating] | None = fdt()
+        xc, wf = x.astype(fdt()), w.astype(fdt())
     else:
-        xp = np.pad(x.astype(np.int64) - izp, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-        wf = w.astype(np.int64) - wzp
-        acc = np.zeros((n_, oh, ow, c, mm), np.int64)
+        ft = _exact_float(_zp_bound(in_dtype(op, 0), izp) * _abs_max(w, wzp) * kh * kw)
+        xc, wf = _int_operand(x, izp, ft), _int_operand(w, wzp, ft)
+    shape = (n_, oh, ow, c) if mm == 1 else (n_, oh, ow, c, mm)
+    acc = np.zeros(shape, xc.dtype)
+    tmp = np.empty(shape, xc.dtype)
+    # no padded copy: each tap adds into the outputs whose input position is inside the tensor (padding
+    # contributes nothing, as in the pseudo-code, even for an infinite weight)
     for ky in range(kh):
+        ys = _tap(ky * dy, pt, sy, ih, oh)
+        if ys is None:
+            continue
         for kx in range(kw):
-            y0, x0 = ky * dy, kx * dx
-            xs = xp[:, y0:y0 + (oh - 1) * sy + 1:sy, x0:x0 + (ow - 1) * sx + 1:sx, :]
-            acc += xs[..., None] * wf[ky, kx]
+            xs_ = _tap(kx * dx, pl, sx, iw, ow)
+            if xs_ is None:
+                continue
+            (oy0, oy1, iy), (ox0, ox1, ix) = ys, xs_
+            xs = xc[:, iy:iy + (oy1 - oy0 - 1) * sy + 1:sy, ix:ix + (ox1 - ox0 - 1) * sx + 1:sx, :]
+            t = tmp[:, oy0:oy1, ox0:ox1]
+            if mm == 1:
+                np.multiply(xs, wf[ky, kx, :, 0], out=t)
+            else:
+                np.multiply(xs[..., None], wf[ky, kx], out=t)
+            acc[:, oy0:oy1, ox0:ox1] += t
     acc2 = acc.reshape(n_, oh, ow, c * mm)
     if is_float:
         return [to_out(_float_bias(op, acc2, bias), op)]
+    if acc2.dtype == np.float32:
+        acc2 = acc2.astype(np.float64)
     return [to_out(_finish_int(op, acc2, bias, None), op)]
 
 
@@ -184,9 +292,11 @@ def transpose_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
         contrib = (xm @ wm).reshape(n_, ih, iw, kh, kw, oc)
         out = np.zeros((n_, oh, ow, oc), fdt())
     else:
-        xm = (x.astype(np.int64) - izp).reshape(-1, ic)
+        xm = _int_operand(x, izp, np.float64).reshape(-1, ic)
         wm = (w.astype(np.int64) - wzp).transpose(3, 1, 2, 0).reshape(ic, kh * kw * oc)
-        contrib = exact_matmul(xm, wm).reshape(n_, ih, iw, kh, kw, oc)
+        # partial sums of the scatter-add stay below max|x| * max|w| * KH*KW*IC as well
+        contrib = exact_matmul(xm, wm, _zp_bound(in_dtype(op, 0), izp) * kh * kw,
+                               _abs_max(wm)).reshape(n_, ih, iw, kh, kw, oc)
         out = np.zeros((n_, oh, ow, oc), np.int64)
     for ky in range(kh):
         y0 = ky + pt
@@ -216,7 +326,8 @@ def matmul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     _zp_check(op, in_dtype(op, 1), bzp, "B_zp")
     if out_dtype(op).is_float:
         return [to_out(np.matmul(a.astype(fdt()), b.astype(fdt())), op)]
-    acc = exact_matmul(a.astype(np.int64) - azp, b.astype(np.int64) - bzp)
+    acc = exact_matmul(_int_operand(a, azp, np.float64), _int_operand(b, bzp, np.float64),
+                       _zp_bound(in_dtype(op, 0), azp), _abs_max(b, bzp))
     nm.check_fits(acc, out_dtype(op), "accumulator")
     return [to_out(acc, op)]
 

@@ -1,0 +1,223 @@
+"""The executor's fast paths compute exactly what the spec's pseudo-code does.
+
+* exact integer accumulation: float BLAS while every partial sum is below 2^53 (float64) or 2^24 (float32,
+  depthwise), int64 otherwise - checked against Python integers, and checked to be the path actually taken;
+* blocked RESCALE / apply_scale_32 against a scalar transcription of S11743-11756 and S10067-10122;
+* vectorised TABLE against the scalar lookup (S843-854, S5383-5397).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tf2tosa.executor import numerics as nm
+from tf2tosa.executor import run, tensor_ops
+from tf2tosa.executor.testing import Const, In, run_single
+from tf2tosa.ir.types import DType as D
+
+
+def test_exact_matmul_float_and_int64_paths() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.integers(-(1 << 20), 1 << 20, (7, 33))
+    b = rng.integers(-(1 << 20), 1 << 20, (33, 5))
+    want = [[sum(int(a[i, k]) * int(b[k, j]) for k in range(33)) for j in range(5)] for i in range(7)]
+    assert tensor_ops.exact_matmul(a, b).tolist() == want  # 2^40 * 33 < 2^53: float64 BLAS
+    big_a = a * 4099 + 1  # products ~2^52: partial sums beyond 2^53 need int64
+    want_big = [[sum(int(big_a[i, k]) * int(b[k, j]) for k in range(33)) for j in range(5)] for i in range(7)]
+    assert tensor_ops.exact_matmul(big_a, b).tolist() == want_big
+    # the float path would be wrong here, so the fallback is really needed
+    approx = np.matmul(big_a.astype(np.float64), b.astype(np.float64)).astype(np.int64)
+    assert approx.tolist() != want_big
+
+
+class _Spy:
+    def __init__(self) -> None:
+        self.dtypes: list[tuple[str, str]] = []
+        self._orig = np.matmul
+
+    def __call__(self, a: Any, b: Any, *args: Any, **kw: Any) -> Any:
+        self.dtypes.append((np.asarray(a).dtype.name, np.asarray(b).dtype.name))
+        return self._orig(a, b, *args, **kw)
+
+
+def _conv_i8(rng: np.random.Generator, k: int) -> tuple[list[Any], dict[str, Any]]:
+    x = rng.integers(-128, 128, (1, 6, 6, 4)).astype(np.int8)
+    w = rng.integers(-128, 128, (3, k, k, 4)).astype(np.int8)
+    bias = rng.integers(-1000, 1000, (3,)).astype(np.int32)
+    args = [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32), Const(np.array([-7]), D.INT8),
+            Const(np.array([3]), D.INT8)]
+    return args, {"pad": [1, 1, 1, 1] if k == 3 else [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1],
+                  "acc_type": "INT32"}
+
+
+def _conv_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int, wzp: int, pad: int) -> np.ndarray:
+    """CONV2D (S1653-1697) with Python integers, one output at a time."""
+    n, ih, iw, ic = x.shape
+    oc, kh, kw, _ = w.shape
+    oh, ow = ih + 2 * pad - kh + 1, iw + 2 * pad - kw + 1
+    out = np.zeros((n, oh, ow, oc), np.int64)
+    for b in range(n):
+        for y in range(oh):
+            for xx in range(ow):
+                for o in range(oc):
+                    acc = 0
+                    for ky in range(kh):
+                        for kx in range(kw):
+                            iy, ix = y + ky - pad, xx + kx - pad
+                            if 0 <= iy < ih and 0 <= ix < iw:
+                                for c in range(ic):
+                                    acc += (int(x[b, iy, ix, c]) - izp) * (int(w[o, ky, kx, c]) - wzp)
+                    out[b, y, xx, o] = acc + int(bias[o])
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_int8_conv_uses_float64_blas_and_is_exact(monkeypatch: pytest.MonkeyPatch, k: int) -> None:
+    rng = np.random.default_rng(k)
+    args, attrs = _conv_i8(rng, k)
+    spy = _Spy()
+    monkeypatch.setattr(tensor_ops.np, "matmul", spy)
+    (got,) = run_single("CONV2D", args, D.INT32, attrs)
+    monkeypatch.undo()
+    assert spy.dtypes and set(spy.dtypes) == {("float64", "float64")}
+    want = _conv_reference(args[0].arr, args[1].arr, args[2].arr, -7, 3, 1 if k == 3 else 0)
+    assert got.tolist() == want.tolist()
+
+
+def test_int8_depthwise_accumulates_exactly_in_float32() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.integers(-128, 128, (1, 7, 7, 3)).astype(np.int8)
+    w = rng.integers(-128, 128, (3, 3, 3, 2)).astype(np.int8)
+    bias = rng.integers(-99, 99, (6,)).astype(np.int32)
+    (got,) = run_single("DEPTHWISE_CONV2D", [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32),
+                                             Const(np.array([5]), D.INT8), Const(np.array([-2]), D.INT8)],
+                        D.INT32, {"pad": [1, 0, 0, 0], "stride": [1, 2], "dilation": [1, 1], "acc_type": "INT32"})
+    oh, ow = 6, 3
+    want = np.zeros((1, oh, ow, 6), np.int64)
+    xp = np.pad(x.astype(np.int64) - 5, ((0, 0), (1, 0), (0, 0), (0, 0)))
+    for y in range(oh):
+        for xx in range(ow):
+            for c in range(3):
+                for m in range(2):
+                    win = xp[0, y:y + 3, xx * 2:xx * 2 + 3, c]
+                    dot = int(np.sum(win * (w[:, :, c, m].astype(np.int64) + 2)))
+                    want[0, y, xx, c * 2 + m] = dot + bias[c * 2 + m]
+    assert got.tolist() == want.tolist()
+    # i16 x i8 (acc i48): partial sums beyond 2^24 take float64, still exact
+    x16 = rng.integers(-32768, 32768, (1, 4, 4, 2)).astype(np.int16)
+    w8 = rng.integers(-128, 128, (2, 2, 2, 1)).astype(np.int8)
+    (g16,) = run_single("DEPTHWISE_CONV2D", [In(x16, D.INT16), Const(w8, D.INT8), Const(np.zeros(2), D.INT48),
+                                             Const(np.array([0]), D.INT16), Const(np.array([0]), D.INT8)],
+                        D.INT48, {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT48"})
+    ref = np.zeros((1, 3, 3, 2), np.int64)
+    for y in range(3):
+        for xx in range(3):
+            for c in range(2):
+                ref[0, y, xx, c] = sum(int(x16[0, y + a, xx + b, c]) * int(w8[a, b, c, 0]) for a in range(2)
+                                       for b in range(2))
+    assert g16.tolist() == ref.tolist()
+
+
+def _scale_32_scalar(v: int, m: int, s: int, double: bool) -> int:
+    """apply_scale_32 (S11743-11756) on Python integers."""
+    rnd = 1 << (s - 1)
+    if double and s > 31:
+        rnd += (1 << 30) if v >= 0 else -(1 << 30)
+    return (v * m + rnd) >> s
+
+
+@pytest.mark.parametrize("double", [False, True])
+def test_blocked_apply_scale_32_matches_the_pseudo_code(double: bool) -> None:
+    rng = np.random.default_rng(int(double))
+    n = nm.BLOCK * 2 + 123  # several blocks and a ragged tail
+    s = rng.integers(20, 40, 16)
+    m = rng.integers(0, 1 << 31, 16)
+    lim = [1 << min(int(sh) - 1, 31) for sh in s]  # value is int32 (S11743) and within the shift's range
+    v = np.stack([rng.integers(-b, b, n // 16) for b in lim], axis=-1)
+    got = nm.apply_scale_32(v, m, s, double)
+    flat_v, flat_g = v.reshape(-1, 16), got.reshape(-1, 16)
+    rows = rng.integers(0, flat_v.shape[0], 300)
+    for r in rows:
+        for c in range(16):
+            assert flat_g[r, c] == _scale_32_scalar(int(flat_v[r, c]), int(m[c]), int(s[c]), double)
+    # per-tensor (scalar multiplier / shift) over a big tensor
+    vv = rng.integers(-(1 << 30), 1 << 30, (3, nm.BLOCK + 7))
+    g2 = nm.apply_scale_32(vv, np.int64(1518500250), np.int64(38), double)
+    idx = rng.integers(0, vv.size, 500)
+    assert all(g2.reshape(-1)[i] == _scale_32_scalar(int(vv.reshape(-1)[i]), 1518500250, 38, double) for i in idx)
+
+
+def _rescale_scalar(x: int, m: int, s: int, izp: int, ozp: int, lo: int, hi: int, double: bool) -> int:
+    r = _scale_32_scalar(x - izp, m, s, double) + ozp
+    return min(max(r, lo), hi)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_rescale_kernel_matches_the_pseudo_code(per_channel: bool) -> None:
+    rng = np.random.default_rng(9)
+    c = 24
+    x = rng.integers(-(1 << 20), 1 << 20, (2, 40, 37, c)).astype(np.int32)
+    mult = rng.integers(1 << 29, 1 << 31, c if per_channel else 1)
+    shift = rng.integers(33, 40, c if per_channel else 1)
+    (got,) = run_single("RESCALE", [In(x, D.INT32), Const(mult, D.INT32), Const(shift, D.INT8),
+                                    Const(np.array([0]), D.INT32), Const(np.array([-3]), D.INT8)], D.INT8,
+                        {"scale32": True, "rounding_mode": "DOUBLE_ROUND", "per_channel": per_channel,
+                         "input_unsigned": False, "output_unsigned": False})
+    flat_x, flat_g = x.reshape(-1, c), got.reshape(-1, c)
+    for r in rng.integers(0, flat_x.shape[0], 200):
+        for ch in range(c):
+            k = ch if per_channel else 0
+            assert flat_g[r, ch] == _rescale_scalar(int(flat_x[r, ch]), int(mult[k]), int(shift[k]), 0, -3, -128, 127,
+                                                    True)
+
+
+def test_table_lookups_match_the_pseudo_code() -> None:
+    rng = np.random.default_rng(2)
+    t8 = rng.integers(-128, 128, 256).astype(np.int8)
+    x8 = np.arange(-128, 128, dtype=np.int8)
+    (g8,) = run_single("TABLE", [In(x8, D.INT8), Const(t8, D.INT8)], D.INT8)
+    assert g8.tolist() == [int(t8[v + 128]) for v in range(-128, 128)]
+    t16 = np.clip(np.cumsum(rng.integers(-200, 200, 513)), -32768, 32767).astype(np.int16)
+    x16 = np.arange(-32768, 32768, dtype=np.int16)
+    (g16,) = run_single("TABLE", [In(x16, D.INT16), Const(t16, D.INT16)], D.INT32)
+
+    def lookup(v: int) -> int:  # apply_lookup_s (S843-854)
+        index = (v + 32768) >> 7
+        frac = v & 0x7F
+        base, nxt = int(t16[index]), int(t16[min(index + 1, 512)])
+        return (base << 7) + (nxt - base) * frac
+
+    assert g16.tolist() == [lookup(v) for v in range(-32768, 32768)]
+
+
+def test_repeated_runs_reuse_the_cached_order() -> None:
+    from tf2tosa.executor.testing import GraphBuilder
+
+    b = GraphBuilder("order")
+    (a,) = b.add("ADD", [In(np.ones(3, np.float32)), In(np.ones(3, np.float32))], D.FP32, output=False)
+    b.add("ABS", [a], D.FP32)
+    first = run(b.graph, b.feed)
+    assert run(b.graph, b.feed)[b.graph.outputs[0].name].tolist() == first[b.graph.outputs[0].name].tolist()
+    # changing the graph invalidates the cache
+    b.add("NEGATE", [a, Const(np.array([0.0], np.float32)), Const(np.array([0.0], np.float32))], D.FP32)
+    out = run(b.graph, b.feed)
+    assert out[b.graph.outputs[-1].name].tolist() == [-2.0] * 3
+
+
+@pytest.mark.parametrize("op", ["CONV2D", "DEPTHWISE_CONV2D"])
+def test_padding_contributes_nothing_even_with_infinite_weights(op: str) -> None:
+    """Padded positions are skipped by the pseudo-code (not multiplied by zero): an infinite weight must not turn
+    the border outputs into NaN (0 * inf)."""
+    x = np.ones((1, 3, 3, 1), np.float32)
+    w = np.ones((1, 3, 3, 1) if op == "CONV2D" else (3, 3, 1, 1), np.float32)
+    w[(0, 0, 0, 0)] = np.inf  # the top-left tap: only used where the input row/column -1 would be
+    z = Const(np.array([0.0], np.float32))
+    (got,) = run_single(op, [In(x), Const(w), Const(np.zeros(1, np.float32)), z, z], D.FP32,
+                        {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1], "acc_type": "FP32"})
+    got = got.reshape(3, 3)
+    assert not np.isnan(got).any()
+    assert got[0, 0] == 4.0 and got[0, 1] == 6.0 and got[1, 0] == 6.0  # the inf tap falls on padding
+    assert np.isinf(got[1, 1]) and np.isinf(got[2, 2])  # ... and on real inputs elsewhere
