@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import ConversionError, InvalidGraphError, Unsupported, UnsupportedOpsError
 from ..ir import DType, Graph, Value
 from ..legalizations.registry import get_rule
+from ..legalizations.tfl_custom import emit_custom, unsupported_reason
 from ..tosa.builder import Builder
 from . import passes
 
@@ -49,23 +50,34 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
 
     for problem in densify_constants(graph):  # sparse weights (TFLite sparsity) become dense constants first
         failures.setdefault("tfl.const (sparse)", []).append(problem)
+    custom_ops = bool(options.extra.get("custom_ops"))
+    blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
     for op in graph.topological_order():
         if op.name in _PASSIVE or op.name.startswith("tosa."):
             continue
         info = get_rule(op.name)
-        if info is None:
-            failures.setdefault(op.name, []).append("no legalization rule")
+        if info is not None and any(v.id in blocked for v in op.operands):
+            blocked.update(r.id for r in op.results)
             continue
         b = Builder(graph, location=op.location or op.name, fold=options.fold)
         b.name_hint = _clean(op.results[0].source) if op.results and op.results[0].source else None
         b.options = options  # type: ignore[attr-defined]
         try:
-            new = info.fn(b, op)
+            try:
+                if info is None:
+                    raise Unsupported(unsupported_reason(op))
+                new = info.fn(b, op)
+            except Unsupported as e:
+                if not custom_ops:
+                    raise
+                new = emit_custom(b, op, e.reason)  # kept as a TOSA CUSTOM operator (--custom-ops)
         except Unsupported as e:
             failures.setdefault(op.name, []).append(e.reason)
+            blocked.update(r.id for r in op.results)
             continue
         except InvalidGraphError as e:
             failures.setdefault(op.name, []).append(f"spec forbids the result: {e}")
+            blocked.update(r.id for r in op.results)
             continue
         if len(new) != len(op.results):
             raise AssertionError(f"rule for {op.name} returned {len(new)} values for {len(op.results)} results")

@@ -248,6 +248,24 @@ def apply_strided_slice(b: Builder, x: Value, plan: StridedSlicePlan) -> Value:
     return b.reshape(x, plan.out_shape)
 
 
+def dilate_axis(b: Builder, x: Value, axis: int, d: int, fill: float | int | bool) -> Value:
+    """``d - 1`` copies of ``fill`` between neighbours along ``axis``: RESHAPE [.., n, 1, ..], PAD to d, RESHAPE
+    [.., n·d, ..], SLICE to (n - 1)·d + 1."""
+    if d == 1:
+        return x
+    shape = static_shape(x)
+    n = shape[axis]
+    inner = shape[:axis + 1] + [1] + shape[axis + 1:]
+    check_rank(len(inner), "dilation intermediate")
+    pads = [0] * (2 * len(inner))
+    pads[2 * (axis + 1) + 1] = d - 1
+    y = b.pad(b.reshape(x, inner), pads, fill)
+    flat = shape[:axis] + [n * d] + shape[axis + 1:]
+    size = list(flat)
+    size[axis] = (n - 1) * d + 1
+    return b.slice(b.reshape(y, flat), [0] * len(flat), size)
+
+
 def resolve_reshape(in_size: int, new_shape: Sequence[int]) -> list[int]:
     """Resolve one -1 in a reshape target (S766: 1.0 shapes are fully static)."""
     shape = [int(d) for d in new_shape]

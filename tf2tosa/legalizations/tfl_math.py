@@ -209,24 +209,36 @@ def _floor_div_int(b: Builder, x: Value, y: Value) -> tuple[Value, Value]:
     return q, r
 
 
-@legalize("tfl.floor_div")
+def _narrow_ints(b: Builder, op: Operation, x: Value, y: Value) -> tuple[Value, Value, DType]:
+    """Operands of an integer-or-float binary op: float, or i8/i16/i32 widened to i32 (exact); returns the
+    source type so the i32 result can be CAST back (wrapping like the C kernels' static_cast)."""
+    require_not_quantized(op, x, y)
+    if x.dtype != y.dtype:
+        raise Unsupported(f"{op.name} with mixed element types {x.dtype.value}/{y.dtype.value}")
+    dt = x.dtype
+    if dt in (DType.INT8, DType.INT16):
+        return b.cast(x, DType.INT32), b.cast(y, DType.INT32), dt
+    return x, y, _kind(op, x, y)
+
+
+@legalize("tfl.floor_div", dtypes=("fp32", "i8", "i16", "i32"))
 def floor_div(b: Builder, op: Operation) -> list[Value]:
-    """float: FLOOR(x * RECIPROCAL(y)) (L395-404; can be off by one within 1.5 ulp of an integer quotient);
-    i32: INTDIV corrected toward -inf (1.0 INTDIV truncates, S4256-4268)."""
-    x, y = op.operands[0], op.operands[1]
-    dt = _kind(op, x, y)
-    if dt is DType.INT32:
-        return [_floor_div_int(b, x, y)[0]]
+    """float: FLOOR(x * RECIPROCAL(y)) (L395-404); int8/int16/int32: INTDIV corrected toward -inf.
+
+    The float form can be off by one within 1.5 ulp of an integer quotient; 1.0 INTDIV truncates (S4256-4268),
+    so the integer quotient is decremented where the remainder is non-zero and its sign differs from y's."""
+    x, y, dt = _narrow_ints(b, op, op.operands[0], op.operands[1])
+    if not dt.is_float:
+        return [b.cast(_floor_div_int(b, x, y)[0], dt)]
     return [b.floor(float_divide(b, x, y))]
 
 
-@legalize("tfl.floor_mod")
+@legalize("tfl.floor_mod", dtypes=("fp32", "i8", "i16", "i32"))
 def floor_mod(b: Builder, op: Operation) -> list[Value]:
-    """x - floor(x / y) * y (the document's L406-415 returns frac(x/y): wrong, §6.1); i32 via INTDIV."""
-    x, y = op.operands[0], op.operands[1]
-    dt = _kind(op, x, y)
-    if dt is DType.INT32:
-        return [_floor_div_int(b, x, y)[1]]
+    """x - floor(x / y) * y (the document's L406-415 returns frac(x/y): wrong, §6.1); integers via INTDIV in i32."""
+    x, y, dt = _narrow_ints(b, op, op.operands[0], op.operands[1])
+    if not dt.is_float:
+        return [b.cast(_floor_div_int(b, x, y)[1], dt)]
     q = b.floor(float_divide(b, x, y))
     r = b.binary("SUB", x, b.mul(q, y))
     # rounding of x*(1/y) can leave r one |y| outside [0, y): fold it back (sign must follow y)
@@ -278,7 +290,7 @@ def _equal(b: Builder, x: Value, y: Value, dt: DType) -> Value:
     return b.binary("EQUAL", x, y)
 
 
-@legalize("tfl.equal", dtypes=("fp32", "i8"))
+@legalize("tfl.equal", dtypes=("fp32", "i8", "i32"))
 def equal(b: Builder, op: Operation) -> list[Value]:
     """EQUAL (NaN compares unequal)."""
     x, y, dt = _cmp_operands(b, op)
@@ -303,7 +315,7 @@ def _ordered(name: str, opcode: str, swap: bool) -> None:
 
     rule.__doc__ = (f"{opcode} with swapped operands: NaN-correct, unlike the document's NOT({opcode}) "
                     "(L3555-3610, S6880)." if swap else f"{opcode}.") + " int8: TFLite's scaled comparison."
-    legalize(name, dtypes=("fp32", "i8"))(rule)
+    legalize(name, dtypes=("fp32", "i8", "i32"))(rule)
 
 
 _ordered("tfl.greater", "GREATER", False)
@@ -321,14 +333,14 @@ def _logical(name: str, opcode: str) -> None:
         return [b.binary(opcode, xs[0], xs[1])]
 
     rule.__doc__ = f"{opcode} (bool)."
-    legalize(name)(rule)
+    legalize(name, dtypes=("fp32", "bool"))(rule)
 
 
 _logical("tfl.logical_and", "LOGICAL_AND")
 _logical("tfl.logical_or", "LOGICAL_OR")
 
 
-@legalize("tfl.logical_not")
+@legalize("tfl.logical_not", dtypes=("fp32", "bool"))
 def logical_not(b: Builder, op: Operation) -> list[Value]:
     """LOGICAL_NOT (bool)."""
     x = op.operands[0]
@@ -357,7 +369,7 @@ def select_op(b: Builder, op: Operation) -> list[Value]:
     return [tag(select(b, c, x, y), q)]
 
 
-@legalize("tfl.add_n")
+@legalize("tfl.add_n", dtypes=("fp32", "i32"))
 def add_n(b: Builder, op: Operation) -> list[Value]:
     """A chain of ADDs (L2928-2941); float or i32."""
     xs = list(op.operands)
@@ -370,7 +382,7 @@ def add_n(b: Builder, op: Operation) -> list[Value]:
     return [acc]
 
 
-@legalize("tfl.sign")
+@legalize("tfl.sign", dtypes=("fp32", "i32"))
 def sign(b: Builder, op: Operation) -> list[Value]:
     """(x > 0) - (x < 0) as two SELECTs: 0 for 0 and NaN, like TFLite's float kernel; float or i32."""
     x = op.operands[0]
@@ -383,6 +395,81 @@ def sign(b: Builder, op: Operation) -> list[Value]:
     pos = b.binary("GREATER", x, k(0))
     neg_ = b.binary("GREATER", k(0), x)
     return [select(b, pos, k(1), select(b, neg_, k(-1), k(0)))]
+
+
+# ------------------------------------------------------------------------------------------------ bitwise
+def _int_operands(op: Operation) -> tuple[Value, Value]:
+    x, y = op.operands[0], op.operands[1]
+    require_not_quantized(op, x, y)
+    if x.dtype != y.dtype or x.dtype not in (DType.INT8, DType.INT16, DType.INT32):
+        raise Unsupported(f"{op.name} on {x.dtype.value}/{y.dtype.value} (TOSA bitwise ops: i8/i16/i32)")
+    return x, y
+
+
+@legalize("tfl.bitwise_xor", dtypes=("i8", "i16", "i32"))
+def bitwise_xor(b: Builder, op: Operation) -> list[Value]:
+    """BITWISE_XOR with rank broadcasting (signed types; TOSA has no unsigned tensors)."""
+    x, y = _int_operands(op)
+    return [b.binary("BITWISE_XOR", x, y)]
+
+
+@legalize("tfl.right_shift", dtypes=("i8", "i16", "i32"))
+def right_shift(b: Builder, op: Operation) -> list[Value]:
+    """ARITHMETIC_RIGHT_SHIFT (round=false), the shift clamped to [0, bits-1] as TFLite's kernel does.
+
+    Signed values only (TOSA has no unsigned tensors); the clamp also keeps to the range TOSA REQUIREs
+    (S3926-3947)."""
+    x, y = _int_operands(op)
+    hi = x.dtype.bits - 1
+    c = y.const()
+    if c is not None:
+        y = b.const(np.clip(np.asarray(c), 0, hi), x.dtype)
+    elif x.dtype is DType.INT32:
+        rank1 = (1,) * y.type.rank
+        y = b.binary("MINIMUM", b.binary("MAXIMUM", y, b.const(np.zeros(rank1), DType.INT32), nan_mode="PROPAGATE"),
+                     b.const(np.full(rank1, hi), DType.INT32), nan_mode="PROPAGATE")
+    else:
+        y = b.clamp(y, 0, hi)
+    return [b.binary("ARITHMETIC_RIGHT_SHIFT", x, y, round=False)]
+
+
+# ------------------------------------------------------------------------------------------------- atan2
+#: atan(z)/z ≈ Σ c_k z^(2k) on |z| <= tan(π/8): least squares on Chebyshev nodes, |error| < 3e-10 rad
+_ATAN_COEFFS = (0.9999999993919576, -0.3333330748848136, 0.19998210528382793, -0.14239977898209727,
+                0.10572776853314421, -0.06033144244005776)
+
+
+@legalize("tfl.atan2")
+def atan2(b: Builder, op: Operation) -> list[Value]:
+    """Octant reduction + odd polynomial for atan (TOSA 1.0 has no ATAN), within a few ulp of std::atan2.
+
+    atan2(y, x) without an ATAN operator (none in TOSA 1.0): a = min(|x|,|y|)/max(|x|,|y|) in [0, 1], folded
+    to |z| <= tan(π/8) by atan(a) = π/4 + atan((a-1)/(a+1)), an odd polynomial (error < 3e-10 rad), then the
+    octant fixes π/2 - r (|y| > |x|), π - r (x < 0) and the sign of y.  Within a few ulp of std::atan2 (the
+    divisions are RECIPROCAL·MUL, S6341); atan2(0, 0) = 0."""
+    y, x = op.operands[0], op.operands[1]
+    require_float(op, x, y)
+
+    def k(v: float, like: Value) -> Value:
+        return fconst(b, v, like)
+
+    ax, ay = b.abs(x), b.abs(y)
+    mx = b.binary("MAXIMUM", ax, ay, nan_mode="PROPAGATE")
+    mn = b.binary("MINIMUM", ax, ay, nan_mode="PROPAGATE")
+    zero_den = b.binary("EQUAL", mx, k(0.0, mx))
+    a = select(b, zero_den, k(0.0, mx), float_divide(b, mn, mx))
+    far = b.binary("GREATER", a, k(float(np.tan(np.pi / 8)), a))
+    z = select(b, far, float_divide(b, b.binary("SUB", a, k(1.0, a)), b.binary("ADD", a, k(1.0, a))), a)
+    z2 = b.mul(z, z)
+    p = k(_ATAN_COEFFS[-1], z)
+    for c in reversed(_ATAN_COEFFS[:-1]):
+        p = b.binary("ADD", b.mul(p, z2), k(c, z))
+    r = b.mul(p, z)
+    r = select(b, far, b.binary("ADD", r, k(np.pi / 4, r)), r)
+    r = select(b, b.binary("GREATER", ay, ax), b.binary("SUB", k(np.pi / 2, r), r), r)
+    r = select(b, b.binary("GREATER", k(0.0, x), x), b.binary("SUB", k(np.pi, r), r), r)
+    neg = b.binary("GREATER", k(0.0, y), y)
+    return [select(b, neg, b.negate(r, float_zp(b, r.dtype), float_zp(b, r.dtype)), r)]
 
 
 # ------------------------------------------------------------------------------------ quantized (int8 / int16)

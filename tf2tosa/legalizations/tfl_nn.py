@@ -22,6 +22,7 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..quant import fused_activation_q, requantize
 from ..tosa.builder import Builder
+from . import tflite_ref as R
 from .common import (
     acc_type_for,
     apply_window_padding,
@@ -32,6 +33,7 @@ from .common import (
     same_padding,
     window_padding,
 )
+from .layout_helpers import dilate_axis, reverse
 from .nn_helpers import broadcast_shape, require_float, static_shape
 from .nn_quant import (
     ACC,
@@ -49,6 +51,7 @@ from .nn_quant import (
     tfl_product_scale,
     weight_zp,
 )
+from .quant_helpers import Fx
 from .registry import legalize
 
 _QTYPES = ("fp32", "i8", "i16")
@@ -391,20 +394,81 @@ def l2_pool_2d(b: Builder, op: Operation) -> list[Value]:
     return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
 
 
-@legalize("tfl.l2_normalization")
+@legalize("tfl.l2_normalization", dtypes=("fp32", "i8"))
 def l2_normalization(b: Builder, op: Operation) -> list[Value]:
-    """x / max(sqrt(sum(x^2, last axis)), 1e-6) as x * MINIMUM(RSQRT(sum), 1e6) (TFLite's epsilon; no lowering
-    in the document, L3511).  RSQRT(0) = inf, so an all-zero row gives 0 like TFLite."""
+    """float: x * MINIMUM(RSQRT(sum x^2), 1e6); int8: TFLite's integer kernel (fixed-point inverse sqrt).
+
+    x / max(sqrt(sum(x^2, last axis)), 1e-6) as x * MINIMUM(RSQRT(sum), 1e6) (TFLite's epsilon; no lowering
+    in the document, L3511).  RSQRT(0) = inf, so an all-zero row gives 0 like TFLite.
+
+    int8: TFLite's integer kernel (:func:`_q_l2_normalization`), output scale 1/128 and zero point 0."""
     x = op.operands[0]
-    require_float(op, x)
     if x.type.rank == 0:
         raise Unsupported("l2_normalization of a rank-0 tensor")
+    if x.type.is_quantized:
+        return [_q_l2_normalization(b, op)]
+    require_float(op, x)
     axis = x.type.rank - 1
     s = b.emit("REDUCE_SUM", [b.mul(x, x)], {"axis": axis}).result
     big = b.const(np.full((1,) * x.type.rank, 1e6), x.dtype)
     inv = b.binary("MINIMUM", b.rsqrt(s), big, nan_mode="PROPAGATE")
     y = b.mul(x, inv)
     return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+
+
+def _inv_sqrt_multiplier(fx: Fx, acc: Value) -> tuple[Value, Value]:
+    """TFLite GetInvSqrtQuantizedMultiplierExp(acc, kReverseShift) per element of ``acc`` (i32 >= 0), as TOSA ops:
+    (multiplier, left shift); mirrors :func:`.tflite_ref.inv_sqrt_quantized_multiplier_exp` step by step."""
+    b = fx.b
+    big = fx.gt(acc, (1 << 29) - 1)  # one /4 step brings any i32 below 2^29
+    value = fx.where(big, fx.shr(acc, 2), acc)
+    shift = fx.where(big, 12, 11)
+    pairs = fx.sub(fx.shr(fx.sub(fx.clz(value), 1), 1), 1)
+    shift = fx.sub(shift, pairs)
+    value = b.binary("LOGICAL_LEFT_SHIFT", value, fx.add(pairs, pairs))
+    half_input = fx.rdbpot(fx.shr(value, 1), 1, nonneg=True)
+    half_three = (1 << 28) + (1 << 27)
+    xv: Value = fx.c(1 << 28)
+    for _ in range(5):
+        x3 = fx.sat_shl(fx.mulhi(fx.mulhi(xv, xv), xv), 6)
+        xv = fx.sat_shl(fx.sub(fx.mulhi(half_three, xv), fx.mulhi(half_input, x3)), 3)
+    xv = fx.mulhi(xv, 1518500250)
+    neg = fx.gt(0, shift)
+    up = b.binary("MAXIMUM", fx.sub(0, shift), fx.c(0), nan_mode="PROPAGATE")  # in range on both branches
+    xv = fx.where(neg, b.binary("LOGICAL_LEFT_SHIFT", xv, up), xv)
+    shift = fx.where(neg, 0, shift)
+    small = fx.gt(2, acc)  # acc <= 1
+    return fx.where(small, R.I32_MAX, xv), fx.where(small, 0, fx.sub(0, shift))
+
+
+def _q_l2_normalization(b: Builder, op: Operation) -> Value:
+    """TFLite's reference_integer_ops::L2Normalization (int8): acc = Σ (x - zp)^2 per row (i32), the per-row
+    inverse square root as a (multiplier, shift) pair from GetInvSqrtQuantizedMultiplierExp, then
+    MultiplyByQuantizedMultiplier(x - zp, m, shift + 7) (RESCALE cannot take per-row multipliers: done with MUL
+    shift 31 and rounding shifts) and a clamp to [-128, 127]; the output scale is fixed at 1/128, zero point 0."""
+    x, res = op.operands[0], op.results[0]
+    if x.dtype is not DType.INT8:
+        raise Unsupported(f"quantized l2_normalization on {x.dtype.value} (TFLite: int8 only)")
+    _, zp = per_tensor(x, "input")
+    s_out, zp_out = per_tensor(res, "output")
+    if zp_out != 0 or abs(s_out - 1.0 / 128) > 1e-9:
+        raise Unsupported(f"l2_normalization output quantization ({s_out}, {zp_out}) is not TFLite's (1/128, 0)")
+    if op.attrs.get("fused_activation_function") not in (None, "NONE"):
+        raise Unsupported("quantized l2_normalization with a fused activation")
+    rank = x.type.rank
+    fx = Fx(b, rank)
+    d = fx.sub(b.cast(x, DType.INT32), zp)
+    acc = b.emit("REDUCE_SUM", [b.mul(d, d)], {"axis": rank - 1}).result
+    m, sh = _inv_sqrt_multiplier(fx, acc)
+    total = fx.add(sh, 7)
+    left = b.binary("MAXIMUM", total, fx.c(0), nan_mode="PROPAGATE")
+    right = b.binary("MAXIMUM", fx.sub(0, total), fx.c(0), nan_mode="PROPAGATE")
+    v = fx.mulhi(b.binary("LOGICAL_LEFT_SHIFT", d, left), m)
+    # RoundingDivideByPOT with a per-row exponent that may be 0 (Fx.rdbpot's x - 1 for x < 0 needs e > 0)
+    v = fx.where(fx.gt(right, 0), fx.shr(fx.add(v, fx.shr(v, 31)), right, rnd=True), v)
+    v = b.binary("MINIMUM", b.binary("MAXIMUM", v, fx.c(-128), nan_mode="PROPAGATE"), fx.c(127),
+                 nan_mode="PROPAGATE")
+    return b.emit("CAST", [v], out_dtype=DType.INT8, quant=res.type.quant).result
 
 
 @legalize("tfl.local_response_normalization")
@@ -437,3 +501,105 @@ def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
                     b.const(np.full([1, 1, 1, 1], bias), dt))
     scale = b.binary("POW", base, b.const(np.full([1, 1, 1, 1], -beta), dt))
     return [b.mul(x, scale)]
+
+
+# ------------------------------------------------------------------------------------------------------ 3-D
+def _conv3d_geometry(op: Operation) -> tuple[list[int], list[int]]:
+    a = op.attrs
+    stride = [int(a.get("stride_d", 1)), int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
+    dil = [int(a.get("dilation_d_factor", 1)), int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))]
+    if min(stride + dil) < 1:
+        raise Unsupported(f"conv_3d stride {stride} / dilation {dil}")
+    return stride, dil
+
+
+def _conv3d_bias(b: Builder, op: Operation, k: int, oc: int, dt: DType) -> Value:
+    if len(op.operands) > k and has_value(op.operands[k]):
+        bias = op.operands[k]
+        if bias.type.is_quantized or bias.dtype is not dt:
+            raise Unsupported(f"bias of type {bias.type} with {dt.value} input")
+        return b.reshape(bias, [int(np.prod(static_shape(bias)))])
+    return b.const(np.zeros([oc]), dt, name="zero_bias")
+
+
+def _conv3d_stride1(b: Builder, x: Value, w: Value, bias: Value, pads: list[int], stride: list[int], dil: list[int],
+                    dt: DType) -> Value:
+    """CONV3D (S1699-1846) after SLICEing away input planes that negative pads stand for."""
+    shape = static_shape(x)
+    start, size = [0] * 5, list(shape)
+    for i in range(3):
+        before, after = pads[2 * i], pads[2 * i + 1]
+        if before < 0:
+            start[1 + i] = -before
+            size[1 + i] += before
+        if after < 0:
+            size[1 + i] += after
+    x = b.slice(x, start, size)
+    pads = [max(0, p) for p in pads]
+    zp = float_zp(b, dt)
+    return b.conv3d(x, w, bias, zp, zp, pad=pads, stride=stride, dilation=dil, acc_type=acc_type_for(dt))
+
+
+@legalize("tfl.conv_3d")
+def conv_3d(b: Builder, op: Operation) -> list[Value]:
+    """CONV3D with the filter TRANSPOSEd to TOSA's [OC,KD,KH,KW,IC] + fused activation (float).
+
+    CONV3D with TFLite's [KD,KH,KW,IC,OC] filter TRANSPOSEd to TOSA's [OC,KD,KH,KW,IC] (S1719); SAME/VALID pads
+    trimmed so the exact output division holds (op_inventory §6.2); fused activation.  Float (TFLite's kernel is
+    float only); no lowering in the document."""
+    x, w = op.operands[0], op.operands[1]
+    dt = require_float(op, x, w)
+    n, idp, ih, iw, c = static_shape(x)
+    kd, kh, kw, ic, oc = static_shape(w)
+    if ic != c:
+        raise Unsupported(f"conv_3d filter channels {ic} vs input channels {c}")
+    stride, dil = _conv3d_geometry(op)
+    padding = op.attrs.get("padding", "VALID")
+    pads: list[int] = []
+    for size, k, s, d in ((idp, kd, stride[0], dil[0]), (ih, kh, stride[1], dil[1]), (iw, kw, stride[2], dil[2])):
+        before, after = same_padding(size, k, s, d) if padding == "SAME" else (0, 0)
+        if padding not in ("SAME", "VALID"):
+            raise Unsupported(f"padding {padding!r}")
+        span = size + before + after - ((k - 1) * d + 1)
+        if span < 0:
+            raise Unsupported(f"conv_3d window larger than the padded input ({size})")
+        pads += [before, after - span % s]
+    wt = b.transpose(w, [4, 0, 1, 2, 3])
+    y = _conv3d_stride1(b, x, wt, _conv3d_bias(b, op, 2, oc, dt), pads, stride, dil, dt)
+    return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+
+
+@legalize("tfl.conv_3d_transpose")
+def conv_3d_transpose(b: Builder, op: Operation) -> list[Value]:
+    """Stride-1 CONV3D over the zero-dilated input with the filter flipped (TOSA has no TRANSPOSE_CONV3D).
+
+    Transposed 3-D convolution (TOSA 1.0 has TRANSPOSE_CONV2D only) as a stride-1 CONV3D over the input with
+    s-1 zeros inserted between samples, with the filter flipped in space and TRANSPOSEd [KD,KH,KW,OC,IC] →
+    [OC,KD,KH,KW,IC] (folded for a constant filter): output o = Σ_i,k x[i]·f[k] at o = i·s - p + k·d equals a
+    correlation of the dilated input padded by (K-1)·d - p in front.  p = TFLite's SAME pad (total // 2) or 0."""
+    w, x = op.operands[1], op.operands[2]
+    dt = require_float(op, x, w)
+    n, idp, ih, iw, c = static_shape(x)
+    kd, kh, kw, oc, ic = static_shape(w)
+    if ic != c:
+        raise Unsupported(f"conv_3d_transpose filter channels {ic} vs input channels {c}")
+    out = [int(v) for v in np.asarray(const_operand(op, 0, "output_shape")).reshape(-1)]
+    if len(out) != 5 or out[0] != n or out[4] != oc:
+        raise Unsupported(f"conv_3d_transpose output_shape {out} inconsistent with its operands")
+    stride, dil = _conv3d_geometry(op)
+    padding = op.attrs.get("padding", "VALID")
+    if padding not in ("SAME", "VALID"):
+        raise Unsupported(f"padding {padding!r}")
+    xd = x
+    pads: list[int] = []
+    for i, (size, k, s, d, o) in enumerate(zip((idp, ih, iw), (kd, kh, kw), stride, dil, out[1:4])):
+        eff = (k - 1) * d + 1
+        p = max(0, (size - 1) * s + eff - o) // 2 if padding == "SAME" else 0
+        xd = dilate_axis(b, xd, 1 + i, s, 0.0)
+        dsize = (size - 1) * s + 1
+        before = eff - 1 - p
+        pads += [before, o - dsize + eff - 1 - before]
+    wt = reverse(b, b.transpose(w, [3, 0, 1, 2, 4]), [1, 2, 3])
+    y = _conv3d_stride1(b, xd, wt, _conv3d_bias(b, op, 3, oc, dt), pads, [1, 1, 1], dil, dt)
+    return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
+

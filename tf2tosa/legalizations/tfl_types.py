@@ -11,6 +11,7 @@ from ..tosa.builder import Builder
 from .common import scalar_const
 from .layout_helpers import data_operand, keeps_values, retag, tosa_dtype
 from .registry import legalize
+from .shared import fake_quant_params
 
 _INTS = (DType.INT8, DType.INT16, DType.INT32)
 _FLOATS = (DType.FP16, DType.BF16, DType.FP32)
@@ -148,9 +149,9 @@ def quantize(b: Builder, op: Operation) -> list[Value]:
     raise Unsupported(f"quantize from {x.dtype}")
 
 
-@legalize("tfl.dequantize", dtypes=("fp32",))
+@legalize("tfl.dequantize", dtypes=("fp32", "i8", "i16"))
 def dequantize(b: Builder, op: Operation) -> list[Value]:
-    """fp16 → fp32 CAST (folded for constant weights); constant int8 weights dequantized on the host.
+    """fp16 → fp32 CAST; constant int8 weights dequantized on the host; int8/int16 tensors by CAST/SUB/MUL.
 
     A non-constant quantized int8/int16 input becomes CAST/SUB/MUL in PRO-FP (:func:`dequantize_value`).
     """
@@ -202,3 +203,37 @@ def dequantize_value(b: Builder, x: Value, out: DType = DType.FP32) -> Value:
 def identity(b: Builder, op: Operation) -> list[Value]:
     """Identity-like ops forward their operand (no IDENTITY op needed; outputs get one from the pipeline)."""
     return [data_operand(b, op.operands[0])]
+
+
+@legalize("tfl.fake_quant")
+def fake_quant(b: Builder, op: Operation) -> list[Value]:
+    """Nudged min/max, then round((clamp(x) - nmin)/scale)·scale + nmin in fp32 as TFLite's kernel (bit-exact).
+
+    TFLite's FAKE_QUANT (reference_ops::FakeQuant; L3291 via lower_fake_quant_op L370-393, which has no
+    nudging and whose %quantized_op is undefined, op_inventory §6.1): min/max nudged so 0 is exact (quant range
+    [0, 2^num_bits - 1]; TFLite refuses narrow_range), then in fp32 and the kernel's order
+    ``round((clamp(x) - nmin) · (1/scale)) · scale + nmin`` with round half away from zero (the shifted value is
+    >= 0, so FLOOR plus a >= 0.5 test is exact).  No CAST is involved, so no PRO-INT op appears."""
+    x = op.operands[0]
+    if x.dtype is not DType.FP32 or x.type.is_quantized:
+        raise Unsupported(f"fake_quant on {x.type}")
+    lo, hi = float(op.attrs.get("min", 0.0)), float(op.attrs.get("max", 0.0))
+    bits = int(op.attrs.get("num_bits", 8))
+    if not lo <= 0.0 <= hi or not lo < hi or not 2 <= bits <= 16:
+        raise Unsupported(f"fake_quant range [{lo}, {hi}] with {bits} bits (TFLite requires min <= 0 <= max)")
+    if op.attrs.get("narrow_range"):
+        raise Unsupported("fake_quant with narrow_range (TFLite's kernel refuses it at runtime: \"narrow_range "
+                          "FakeQuant is not currently supported\")")
+    nmin, nmax, scale = fake_quant_params(lo, hi, bits, False)
+    f32 = np.float32
+    inv = f32(1.0) / f32(scale)
+
+    def k(v: float) -> Value:
+        return scalar_const(b, float(f32(v)), x)
+
+    clamped = b.binary("MINIMUM", b.binary("MAXIMUM", x, k(nmin), nan_mode="IGNORE"), k(nmax), nan_mode="IGNORE")
+    v = b.mul(b.binary("SUB", clamped, k(nmin)), k(float(inv)))
+    fl = b.floor(v)
+    up = b.emit("GREATER_EQUAL", [b.binary("SUB", v, fl), k(0.5)]).result
+    r = b.emit("SELECT", [up, b.binary("ADD", fl, k(1.0)), fl]).result
+    return [b.binary("ADD", b.mul(r, k(scale)), k(nmin))]
