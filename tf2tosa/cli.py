@@ -92,6 +92,13 @@ def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedMod
                f"extensions {', '.join(m.extensions) or '-'}) in {time.perf_counter() - t0:.2f}s")
     for w in m.graph.meta.get("warnings", []):
         typer.echo(f"warning: {w}", err=True)
+    custom = _custom_ops(m.graph)
+    if custom:
+        typer.echo(f"warning: {len(custom)} op(s) kept as TOSA CUSTOM operators (not runnable): "
+                   f"{', '.join(sorted(set(custom)))}", err=True)
+        if verify:
+            typer.echo("verify skipped: the graph contains CUSTOM operators", err=True)
+            return
     if verify:
         report = m.verify()
         typer.echo(str(report))
@@ -136,6 +143,11 @@ def run(model: Path = typer.Argument(..., help="a .tosa file"),
             np.save(output_dir / f"{name}.npy", arr)
 
 
+def _custom_ops(graph: Any) -> list[str]:
+    """operator_name of every CUSTOM op (ops kept unlowered with --custom-ops)."""
+    return [str(op.attrs.get("operator_name", "?")) for op in graph.topological_order() if op.opcode == "CUSTOM"]
+
+
 def _print_profile(prof: dict[str, float], top: int = 15) -> None:
     total = sum(prof.values()) or 1e-12
     by_kind: dict[str, tuple[int, float]] = {}
@@ -177,6 +189,12 @@ def inspect(file: Path = typer.Argument(..., help="a .tosa file, or a model to c
     typer.echo("ops:")
     for name, n in g.op_counts().items():
         typer.echo(f"  {name:28s} {n}")
+    custom = _custom_ops(g)
+    if custom:
+        typer.echo(f"partial graph: {len(custom)} CUSTOM operator(s) stand for ops that could not be lowered "
+                   f"(the executor and the reference model cannot run them):")
+        for name in custom:
+            typer.echo(f"  {name}")
 
 
 @app.command()
