@@ -125,3 +125,8 @@ def test_unsupported_ops_listed_at_once(tmp_path: Path) -> None:
     proc = cli("convert", path, "-o", out)
     assert_user_error(proc, "tfl.unique x2", "tfl.where x1", str(path))
     assert not out.exists()
+    # with --custom-ops the same model converts; the unlowerable ops stay as CUSTOM operators and inspect says so
+    proc = cli("convert", path, "-o", out, "--custom-ops")
+    assert proc.returncode == 0 and "CUSTOM" in proc.stderr, proc.stderr
+    proc = cli("inspect", out)
+    assert proc.returncode == 0 and "partial graph: 3 CUSTOM" in proc.stdout, proc.stdout
