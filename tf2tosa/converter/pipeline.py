@@ -178,6 +178,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     profs, exts = profiles.requirements(graph)
     graph.meta.update(profiles=profs, extensions=exts, warnings=warnings)
     graph.meta.pop("subgraphs", None)  # the frontend's raw subgraphs; bodies that are used live in op.regions
+    graph.meta.pop("tfl_resource_variables", None)
     return graph
 
 

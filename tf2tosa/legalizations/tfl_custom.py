@@ -61,7 +61,6 @@ UNLOWERABLE: dict[str, str] = {
     "tfl.bitcast": "bit reinterpretation between types: TOSA 1.0 has no bitcast operator",
     "tfl.delegate": "a delegate placeholder, not an op",
     "tfl.placeholder_for_greater_op_codes": "a schema placeholder, not an op",
-    "tfl.call_once": "one-time variable initialisation subgraph: no TOSA 1.0 equivalent",
     "tfl.stablehlo_rng_bit_generator": "random number generation: TOSA 1.0 has no RNG operator",
     "tfl.stablehlo_custom_call": "an opaque StableHLO custom call",
     "tfl.max_pooling_with_argmax_2d": "the document's name for MediaPipe's MaxPoolingWithArgmax2D custom op, "
@@ -76,9 +75,6 @@ UNLOWERABLE: dict[str, str] = {
     "tfl.while": "control flow is not lowered (TOSA WHILE_LOOP needs EXT-CONTROLFLOW)",
     "tfl.if": "control flow is not lowered (TOSA COND_IF needs EXT-CONTROLFLOW)",
     "tfl.call": "subgraph calls are not inlined",
-    "tfl.var_handle": "resource variables are not lowered (TOSA VARIABLE needs EXT-VARIABLE)",
-    "tfl.read_variable": "resource variables are not lowered (TOSA VARIABLE_READ needs EXT-VARIABLE)",
-    "tfl.assign_variable": "resource variables are not lowered (TOSA VARIABLE_WRITE needs EXT-VARIABLE)",
     "tfl.reduce_window": "StableHLO-style generic windowed reduction (a reduction body subgraph) is not lowered",
     "tfl.svdf": "SVDF (stateful rank-decomposed filter) is not lowered",
     "tfl.external_const": "constants in an external file are not loaded",
