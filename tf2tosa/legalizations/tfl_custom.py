@@ -72,9 +72,6 @@ UNLOWERABLE: dict[str, str] = {
     "tfl.embedding_lookup_sparse": "sparse ids and weights with a data-dependent number of entries per row; TOSA 1.0 "
                                    "graphs have static shapes",
     # ops a rule may cover later; the reason is only reported while none exists
-    "tfl.while": "control flow is not lowered (TOSA WHILE_LOOP needs EXT-CONTROLFLOW)",
-    "tfl.if": "control flow is not lowered (TOSA COND_IF needs EXT-CONTROLFLOW)",
-    "tfl.call": "subgraph calls are not inlined",
     "tfl.reduce_window": "StableHLO-style generic windowed reduction (a reduction body subgraph) is not lowered",
     "tfl.svdf": "SVDF (stateful rank-decomposed filter) is not lowered",
     "tfl.external_const": "constants in an external file are not loaded",
