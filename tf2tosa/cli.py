@@ -76,6 +76,8 @@ def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedMod
                                        "(QUANTIZE/DEQUANTIZE) or int8"),
             custom_ops: bool = typer.Option(False, "--custom-ops", help="emit ops that cannot be lowered as TOSA "
                                             "CUSTOM operators instead of failing"),
+            max_unroll: int = typer.Option(1024, "--max-unroll", help="unroll WHILE loops with a static trip count "
+                                           "up to this many iterations (0: emit WHILE_LOOP)"),
             rounding: str = typer.Option("double", "--rounding",
                                          help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
                                               "or single (PRO-INT only)"),
@@ -85,7 +87,7 @@ def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedMod
 
     t0 = time.perf_counter()
     m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
-                   qat=qat, qat_io=qat_io, custom_ops=custom_ops)
+                   qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll)
     m.save(output, mlir=mlir)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
     typer.echo(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
