@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 TOSA_STAMP := $(TOSA_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all env demo test lint typecheck pytest docs bench clean
+.PHONY: all env demo test lint typecheck pytest docs bench zoo zoo-shot chromium clean
 
 all: test
 
@@ -30,7 +30,7 @@ demo: env
 	$(BIN)/tf2tosa demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check tf2tosa tests benchmarks models
+	$(BIN)/ruff check tf2tosa tests benchmarks models tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -45,6 +45,18 @@ docs: $(STAMP)
 
 bench: env
 	$(BIN)/python benchmarks/bench_convert.py
+	$(BIN)/python benchmarks/bench_executor.py
+
+# The full model zoo (build, convert, validate, run, compare; reports in out/zoo), and a screenshot of its page.
+zoo: env
+	$(BIN)/tf2tosa zoo --jobs 2 --report out/zoo
+
+zoo-shot: $(STAMP)
+	$(BIN)/python tools/zoo_screenshot.py out/zoo
+
+# Debian's Chromium, for the report-rendering test (skipped when absent).
+chromium:
+	command -v chromium >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q chromium)
 
 clean:
 	rm -rf $(VENV) $(TOSA_VENV) .cache out

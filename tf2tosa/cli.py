@@ -209,9 +209,23 @@ def verify(model: Path = typer.Argument(..., help="the model: .tflite, SavedMode
            reference: bool = typer.Option(False, "--reference-kernels", help="LiteRT BUILTIN_REF kernels"),
            rounding: str = typer.Option("double", "--rounding", help="double or single"),
            signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
+           layers: bool = typer.Option(False, "--layers", help="compare every layer with LiteRT and name the first "
+                                       "diverging one (.tflite only)"),
+           layers_html: Path | None = typer.Option(None, "--layers-html", help="write the per-layer error plot here"),
+           layers_png: Path | None = typer.Option(None, "--layers-png", help="also a PNG of it (headless Chromium)"),
            ) -> None:
     """Convert MODEL and compare the executor with its source runtime (LiteRT for .tflite, TensorFlow for
     SavedModel/Keras/GraphDef), reporting each output's error."""
+    if layers:
+        from .verify.layers import layers_command
+
+        text, code = layers_command(str(model), seed=seed, out_html=str(layers_html) if layers_html else None,
+                                    out_png=str(layers_png) if layers_png else None,
+                                    input_shapes=parse_shapes(input_shape), rounding=rounding)
+        typer.echo(text)
+        if code:
+            raise typer.Exit(code)
+        return
     from .api import convert as do_convert
 
     m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature)
@@ -225,6 +239,24 @@ def verify(model: Path = typer.Argument(..., help="the model: .tflite, SavedMode
     typer.echo(str(report))
     if not report.ok:
         raise typer.Exit(2)
+
+
+@app.command()
+@_user_errors
+def zoo(list_: bool = typer.Option(False, "--list", help="list the selected model variants; build nothing"),
+        filter: str | None = typer.Option(None, "--filter", help="comma-separated patterns: model, model/variant, "
+                                          "/variant, family, shell wildcards; !pattern excludes"),
+        jobs: int = typer.Option(1, "--jobs", "-j", help="parallel worker processes"),
+        report: Path | None = typer.Option(None, "--report", help="folder for zoo.json/zoo.md/zoo.html "
+                                           "(default out/zoo)"),
+        ) -> None:
+    """Run the model-zoo regression suite: build, convert, validate, run and compare every model variant."""
+    from .zoo import zoo_command
+
+    code = zoo_command(list_only=list_, filter=filter, jobs=jobs, report=str(report) if report else None,
+                       echo=typer.echo)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

@@ -143,6 +143,22 @@ def _name_outputs(graph: Graph) -> None:
                 v.name = graph.unique_name(want)
 
 
+def _rebuild_tensor_map(graph: Graph) -> None:
+    """Source tensor -> TOSA value name, for the values that survived folding, merging and renaming.
+
+    Source tensors whose value was folded or merged away are listed in ``meta["tensor_map_dropped"]``.
+    """
+    values = graph.values()
+    alive = {v.name for v in values}
+    old: dict[str, str] = graph.meta.get("tensor_map", {})
+    tm = {k: n for k, n in old.items() if n in alive}
+    for v in values:
+        if v.source:
+            tm[v.source] = v.name
+    graph.meta["tensor_map"] = tm
+    graph.meta["tensor_map_dropped"] = sorted(set(old) - set(tm))
+
+
 def check_tosa(graph: Graph, file: str | None = None) -> None:
     """Every op is a TOSA op and every value has a TOSA type with a static shape."""
     for v in graph.inputs:
@@ -174,6 +190,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     passes.remove_identities(graph)
     graph.remove_dead_ops()
     _name_outputs(graph)
+    _rebuild_tensor_map(graph)
     check_tosa(graph, file)
     profs, exts = profiles.requirements(graph)
     graph.meta.update(profiles=profs, extensions=exts, warnings=warnings)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ir.graph import Operation
 from . import numerics as nm
-from .common import F32, fcompute
+from .common import fcompute
 from .registry import attr, error_if, in_dtype, kernel, to_out
 
 
@@ -67,7 +67,8 @@ def reduce_sum(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     dt = in_dtype(op)
     if dt.is_float:
         with np.errstate(all="ignore"):
-            return [to_out(np.asarray(np.sum(fcompute(x, dt), axis=axis, keepdims=True, dtype=F32)), op)]
+            xf = fcompute(x, dt)  # fp32, or fp64 in precise mode
+            return [to_out(np.asarray(np.sum(xf, axis=axis, keepdims=True, dtype=xf.dtype)), op)]
     s = np.sum(x.astype(np.int64), axis=axis, keepdims=True)
     # the partial sums are monotone only for same-sign inputs; the final-sum check covers the common case
     nm.check_fits(s, dt, "REDUCE_SUM accumulator")
