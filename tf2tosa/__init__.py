@@ -6,19 +6,24 @@
 >>> model.verify()                                     # doctest: +SKIP
 """
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
 from .api import TosaModel, convert, load
 from .errors import ConversionError, InputError, InvalidGraphError, ModelLoadError, UnsupportedOpsError
 
 __version__ = "0.1.0"
 
 
-def run(model: TosaModel, inputs):  # type: ignore[no-untyped-def]
+def run(model: TosaModel, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """Run a converted model in the embedded executor."""
     return model.run(inputs)
 
 
-def verify(source, **kwargs):  # type: ignore[no-untyped-def]
-    """Convert ``source`` and compare it with LiteRT; returns the verification report."""
+def verify(source: Any, **kwargs: Any) -> Any:
+    """Convert ``source`` and compare it with its source runtime (LiteRT or TensorFlow); returns the report."""
     return convert(source).verify(**kwargs)
 
 
