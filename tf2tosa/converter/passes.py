@@ -67,26 +67,9 @@ def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]]
 
 def fold_constants(graph: Graph) -> int:
     """Evaluate TOSA ops whose operands are all constant; returns the number folded."""
-    from ..executor import evaluate_op
-    from ..tosa.builder import _NO_FOLD, FOLD_LIMIT
+    from ..tosa.builder import fold_op
 
-    n = 0
-    for op in graph.topological_order():
-        if not op.name.startswith("tosa.") or op.opcode in _NO_FOLD or not op.operands:
-            continue
-        if len(op.results) != 1 or not all(v.is_const for v in op.operands):
-            continue
-        r = op.result
-        if not r.type.is_static or r.type.size > FOLD_LIMIT:
-            continue
-        (arr,) = evaluate_op(op, [np.asarray(v.const()) for v in op.operands])
-        name = "tosa.CONST_SHAPE" if r.dtype is DType.SHAPE else "tosa.CONST"
-        c = graph.add_op(name, [], [r.type], {"values": np.asarray(arr)}, [r.name + "_c"], location=op.location)
-        c.result.source = r.source
-        graph.replace_all_uses(r, c.result)
-        graph.remove_op(op)
-        n += 1
-    return n
+    return sum(1 for op in graph.topological_order() if op.name.startswith("tosa.") and fold_op(graph, op))
 
 
 def _forward(graph: Graph, op: Operation, new: object) -> None:

@@ -31,6 +31,25 @@ _NO_FOLD = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARI
 FOLD_LIMIT = 1 << 24
 
 
+def fold_op(graph: Graph, op: Operation) -> Operation | None:
+    """Evaluate ``op`` (a TOSA op whose operands are all constant) with the executor's kernel and replace it by a
+    CONST / CONST_SHAPE op holding the value; returns the constant op, or None when ``op`` is not foldable."""
+    if op.opcode in _NO_FOLD or not op.operands or not all(v.is_const for v in op.operands):
+        return None
+    if len(op.results) != 1 or not op.result.type.is_static or op.result.type.size > FOLD_LIMIT:
+        return None
+    from ..executor import evaluate_op
+
+    r = op.result
+    (arr,) = evaluate_op(op, [np.asarray(v.const()) for v in op.operands])
+    name = "tosa.CONST_SHAPE" if r.dtype is DType.SHAPE else "tosa.CONST"
+    c = graph.add_op(name, [], [r.type], {"values": np.asarray(arr)}, [r.name + "_c"], location=op.location)
+    c.result.source = r.source
+    graph.replace_all_uses(r, c.result)
+    graph.remove_op(op)
+    return c
+
+
 class Builder:
     """Emits TOSA ops into ``graph``; ``location`` tags every op for error messages and per-layer maps."""
 
@@ -78,15 +97,7 @@ class Builder:
 
     def _fold(self, op: Operation) -> Operation:
         """Replace ``op`` (all operands constant) by a CONST / CONST_SHAPE op holding its value."""
-        if len(op.results) != 1 or not op.result.type.is_static or op.result.type.size > FOLD_LIMIT:
-            return op
-        from ..executor import evaluate_op
-
-        r = op.result
-        (arr,) = evaluate_op(op, [np.asarray(v.const()) for v in op.operands])
-        self.graph.remove_op(op)
-        name = "tosa.CONST_SHAPE" if r.dtype is DType.SHAPE else "tosa.CONST"
-        return self.graph.add_op(name, [], [r.type], {"values": np.asarray(arr)}, [r.name], location=self.location)
+        return fold_op(self.graph, op) or op
 
     def __getattr__(self, name: str) -> Any:
         """``b.conv2d(x, w, bias, izp, wzp, pad=…)`` → emit("CONV2D", …).result (single-result ops)."""
