@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..ir import DType, Graph
+from .spec_check import ComplianceReport, check_graph
 
 if TYPE_CHECKING:
     from ..api import TosaModel
@@ -38,16 +39,20 @@ class VerifyReport:
     model: str
     runs: int
     outputs: list[OutputReport] = field(default_factory=list)
+    #: every float op judged by the spec's accuracy rules (None for graphs without float ops)
+    spec: ComplianceReport | None = None
 
     @property
     def ok(self) -> bool:
-        return all(o.ok for o in self.outputs)
+        return all(o.ok for o in self.outputs) and (self.spec is None or self.spec.ok)
 
     def __str__(self) -> str:
         lines = [f"verify {self.model}: {self.runs} input set(s), {'PASS' if self.ok else 'FAIL'}"]
         for o in self.outputs:
             lines.append(f"  {o.name} {list(o.shape)} {o.dtype}: max_abs={o.max_abs:.3g} max|ref|={o.max_ref:.3g} "
                          f"rel={o.rel:.3g} mismatches={o.mismatches} {'ok' if o.ok else 'FAIL'}")
+        if self.spec is not None:
+            lines.append("  " + str(self.spec).replace("\n", "\n  "))
         return "\n".join(lines)
 
 
@@ -136,4 +141,13 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
             else:
                 prev.mismatches += rep.mismatches
     report = VerifyReport(model.source_path or g.name, len(sets), [worst[v.name] for v in g.outputs if v.name in worst])
+    report.spec = spec_check(g, sets[0])
     return report
+
+
+def spec_check(graph: Graph, inputs: Mapping[str, np.ndarray]) -> ComplianceReport | None:
+    """The spec-accuracy verdict of one run (None when the graph has no float op results)."""
+    if not any(r.dtype.is_float for op in graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE")
+               for r in op.results):
+        return None
+    return check_graph(graph, inputs)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import ConversionError, InputError
 from ..ir import Graph
-from .compare import FLOAT_RTOL, OutputReport, VerifyReport, compare, random_inputs
+from .compare import FLOAT_RTOL, OutputReport, VerifyReport, compare, random_inputs, spec_check
 
 if TYPE_CHECKING:
     from ..converter.tensorflow import TFSource
@@ -56,7 +56,8 @@ def verify_tensorflow(model: Any, source: Any = None, inputs: Sequence[Mapping[s
                 worst[v.name] = rep
             else:
                 prev.mismatches += rep.mismatches
-    return VerifyReport(src.label, len(sets), [worst[v.name] for v in graph.outputs if v.name in worst])
+    return VerifyReport(src.label, len(sets), [worst[v.name] for v in graph.outputs if v.name in worst],
+                        spec=spec_check(graph, sets[0]))
 
 
 def _run_source(src: TFSource, arrays: list[np.ndarray]) -> list[np.ndarray]:
