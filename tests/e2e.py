@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,20 @@ def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
     return float(diff.max() / scale) if scale else float(diff.max() if diff.size else 0.0)
 
 
+def paired_outputs(graph: Graph, refs: list[dict[str, np.ndarray]], ours: list[dict[str, np.ndarray]],
+                   defaults: list[dict[str, np.ndarray]] | None = None
+                   ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """(ours, LiteRT, LiteRT default kernels or None) for every output of every input set, ours viewed and shaped
+    as the source framework sees it; LiteRT outputs are matched by source tensor name, else by position."""
+    for k, (s_ref, s_ours) in enumerate(zip(refs, ours)):
+        ref_list = list(s_ref.values())
+        for i, v in enumerate(graph.outputs):
+            r = s_ref.get(v.source or "", ref_list[i])
+            o = to_source(graph, v.name, s_ours[v.name]).reshape(r.shape)
+            d = list(defaults[k].values())[i].reshape(r.shape) if defaults is not None else None
+            yield o, r, d
+
+
 def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi: float = 1.0,
                  reference_model: bool = True, rtol: float = LITERT_RTOL, reference_kernels: bool = False,
                  max_lsb: int = 0, rounding: str = "double") -> E2EResult:
@@ -107,20 +122,15 @@ def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi
     defaults = run_tflite_many(tflite, src_sets) if reference_kernels and is_int else None
     if defaults is not None:
         res.default_kernel_mismatches = 0
-    for k, (s_ref, s_ours) in enumerate(zip(refs, ours)):
-        ref_list = list(s_ref.values())
-        for i, v in enumerate(g.outputs):
-            r = s_ref.get(v.source or "", ref_list[i])
-            o = to_source(g, v.name, s_ours[v.name]).reshape(r.shape)
-            if np.issubdtype(r.dtype, np.floating):
-                res.litert_rel = max(res.litert_rel, rel_err(o, r))
-            else:
-                diff = np.abs(o.astype(np.int64) - r.astype(np.int64))
-                res.litert_mismatches += int(np.count_nonzero(diff))
-                res.max_lsb = max(res.max_lsb, int(diff.max()) if diff.size else 0)
-                if defaults is not None:
-                    d = list(defaults[k].values())[i].reshape(r.shape)
-                    res.default_kernel_mismatches += int(np.count_nonzero(o != d))
+    for o, r, d in paired_outputs(g, refs, ours, defaults):
+        if np.issubdtype(r.dtype, np.floating):
+            res.litert_rel = max(res.litert_rel, rel_err(o, r))
+        else:
+            diff = np.abs(o.astype(np.int64) - r.astype(np.int64))
+            res.litert_mismatches += int(np.count_nonzero(diff))
+            res.max_lsb = max(res.max_lsb, int(diff.max()) if diff.size else 0)
+            if d is not None:
+                res.default_kernel_mismatches += int(np.count_nonzero(o != d))
     data = model.to_bytes()
     if tosa_tools.available():
         ok, msg = tosa_tools.validate(data, model.profiles, model.extensions)

@@ -60,7 +60,7 @@ class RealResult:
 def evaluate(path: Path, num: int = NUM_INPUTS) -> RealResult:
     """Convert one model and compare it with LiteRT; never raises (failures land in the result)."""
     import tf2tosa
-    from tests.e2e import inputs_for, rel_err, to_source
+    from tests.e2e import inputs_for, paired_outputs, rel_err, to_source
     from tf2tosa.verify.litert import model_op_names, run_tflite_many
 
     data = path.read_bytes()
@@ -104,24 +104,16 @@ def evaluate(path: Path, num: int = NUM_INPUTS) -> RealResult:
         defaults = run_tflite_many(data, src_sets) if quantized else None
         if defaults is not None:
             res.default_kernel_mismatches = 0
-        for k, (s_ref, s_ours) in enumerate(zip(refs, ours)):
-            ref_list = list(s_ref.values())
-            for i, v in enumerate(g.outputs):
-                r = s_ref.get(v.source or "", ref_list[i])
-                o = to_source(g, v.name, s_ours[v.name]).reshape(r.shape)
-                if np.issubdtype(r.dtype, np.floating):
-                    res.float_rel = max(res.float_rel, rel_err(o, r))
-                    if defaults is not None:
-                        d = list(defaults[k].values())[i].reshape(r.shape)
-                        res.default_kernel_mismatches += int(np.count_nonzero(o != d))
-                else:
-                    diff = np.abs(o.astype(np.int64) - r.astype(np.int64))
-                    res.int_mismatches += int(np.count_nonzero(diff))
-                    res.int_elements += int(diff.size)
-                    res.max_lsb = max(res.max_lsb, int(diff.max()) if diff.size else 0)
-                    if defaults is not None:
-                        d = list(defaults[k].values())[i].reshape(r.shape)
-                        res.default_kernel_mismatches += int(np.count_nonzero(o != d))
+        for o, r, d in paired_outputs(g, refs, ours, defaults):
+            if d is not None:
+                res.default_kernel_mismatches += int(np.count_nonzero(o != d))
+            if np.issubdtype(r.dtype, np.floating):
+                res.float_rel = max(res.float_rel, rel_err(o, r))
+            else:
+                diff = np.abs(o.astype(np.int64) - r.astype(np.int64))
+                res.int_mismatches += int(np.count_nonzero(diff))
+                res.int_elements += int(diff.size)
+                res.max_lsb = max(res.max_lsb, int(diff.max()) if diff.size else 0)
     except Exception as e:  # noqa: BLE001
         res.error = f"run: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         return res
