@@ -17,7 +17,7 @@ Everything reproduces LiteRT's reference kernels (BUILTIN_REF), whose fixed-poin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -221,18 +221,55 @@ def acc_bound(x: Value, w: Value, bias: Value | None, wzp: int) -> int:
 
 
 def fc_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tfl_acc: DType | None,
-              bound: int) -> Value:
-    """fully_connected's output stage: exact double-precision requantization (:func:`round_scale_exact`) when the
-    accumulator provably fits i32 (``bound``), else the MBQM RESCALE of :func:`requantize_acc` (within 1 LSB);
-    then the fused activation's CLAMP."""
+              bound: int, low_acc: Callable[[], Value] | None = None, bias: Sequence[int] = (0,)) -> Value:
+    """fully_connected's output stage, then the fused activation's CLAMP.
+
+    LiteRT requantizes fully_connected in double, ``round(acc · s)`` (see :func:`round_scale_exact`), reproduced
+    exactly by: :func:`round_scale_exact` when the accumulator provably fits i32 (``bound``) and the scales are
+    below 1/2; the multi-limb :mod:`.exact_round` otherwise — for an i48 accumulator (16x8) of up to 2^39 it needs
+    ``low_acc`` (the low-byte int8 convolution, see :func:`exact_round.wide_acc`) and the int64 ``bias`` values.
+    Only beyond that does it fall back to the MBQM RESCALE of :func:`requantize_acc` (within 1 LSB), recorded
+    with :func:`note_inexact`."""
+    from . import exact_round as X
+
     out = op.results[0]
     y = None
     if bound < (1 << 31) - 1:
         acc32 = acc if acc.dtype is DType.INT32 else rescale(b, acc, 1.0, DType.INT32, scale32=False)
         y = round_scale_exact(b, acc32, scales, out)
+        if y is None:
+            neg, limbs = X.limbs_of_i32(b, acc32)
+            y = _saturate_out(b, X.round_scaled(b, neg, limbs, scales), out)
+    elif acc.dtype is DType.INT48 and low_acc is not None and bound < X.WIDE_LIMIT:
+        r, e = X.wide_acc(b, acc, low_acc, bias)
+        neg, limbs = X.limbs_of_wide(b, r, e)
+        y = _saturate_out(b, X.round_scaled(b, neg, limbs, scales), out)
     if y is None:
+        note_inexact(b, op, f"accumulator bound {bound} too wide for the exact double-precision requantization; "
+                            "a 32/16-bit multiplier RESCALE is used (may differ by 1 LSB)")
         y = requantize_acc(b, acc, scales, out, tfl_acc)
     return fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(out))
+
+
+def _saturate_out(b: Builder, q: Value, out: Value) -> Value:
+    """``clip(q + zp_out)`` to the output type (RESCALE ×1; |q| <= 2^16 keeps S11746's range)."""
+    zp_out = per_tensor(out, "output")[1]
+    return rescale(b, q, 1.0, out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0,
+                   out_quant=qparams(out), double_round=False)
+
+
+def note_inexact(b: Builder, op: Operation, reason: str) -> None:
+    """Record that ``op`` is lowered by a path that is not bit-exact with TFLite (``graph.meta["inexact"]``, shown by
+    ``convert``, ``inspect`` and the verify report) and log a warning naming the op."""
+    import logging
+
+    label = op.name.removeprefix("tfl.").upper()
+    src = next((r.source or r.name for r in op.results), "")
+    entry = {"op": label, "tensor": src, "reason": reason}
+    lst = b.graph.meta.setdefault("inexact", [])
+    if entry not in lst:
+        lst.append(entry)
+        logging.getLogger("tf2tosa").warning("%s (%s): not bit-exact with TFLite: %s", label, src, reason)
 
 
 def rescale_raw(b: Builder, x: Value, multiplier: Sequence[int], shift: Sequence[int], out_dtype: DType, *,
@@ -259,6 +296,6 @@ def same_quant(a: Value, b_: Value) -> bool:
     return qa is not None and qb is not None and qa.scale == qb.scale and qa.zero_point == qb.zero_point
 
 
-__all__ = ["ACC", "acc_bound", "conv_output", "conv_scales", "exact_split", "fc_output", "is_quantized",
+__all__ = ["ACC", "acc_bound", "conv_output", "conv_scales", "exact_split", "fc_output", "is_quantized", "note_inexact",
            "per_tensor", "qparams", "quant_bias", "require_act_type", "requantize_acc", "rescale_raw",
            "round_scale_exact", "same_quant", "tfl_product_scale", "to_i32", "weight_zp"]

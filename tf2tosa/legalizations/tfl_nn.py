@@ -33,6 +33,7 @@ from .common import (
     same_padding,
     window_padding,
 )
+from .exact_round import low_byte_input
 from .layout_helpers import dilate_axis, reverse
 from .nn_helpers import broadcast_shape, require_float, static_shape
 from .nn_quant import (
@@ -246,8 +247,19 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     w4 = b.reshape(w, [oc, 1, 1, ic])
     y = _conv(b, x4, w4, bias, ct, [0, 0, 0, 0], [1, 1], [1, 1])
     if ct.quantized:
-        bound = acc_bound(x, w, bias, weight_zp(w))
-        y = fc_output(b, op, y, conv_scales(x, w, op.results[0], oc), tfl_acc, bound)
+        wzp = weight_zp(w)
+        bound = acc_bound(x, w, bias, wzp)
+
+        def low_acc() -> Value:
+            # the i16 input's low bytes times the weights: acc modulo 256 (exact_round.wide_acc)
+            xl = low_byte_input(b, x4)
+            zero = b.const(np.zeros([oc], np.int64), DType.INT32, name="zero_bias")
+            return b.conv2d(xl, w4, zero, b.zp(-128, DType.INT8), b.zp(wzp, DType.INT8), pad=[0, 0, 0, 0],
+                            stride=[1, 1], dilation=[1, 1], acc_type="INT32")
+
+        bvals = [int(v) for v in np.asarray(bias.const(), np.int64).reshape(-1)]
+        y = fc_output(b, op, y, conv_scales(x, w, op.results[0], oc), tfl_acc, bound,
+                      low_acc if x.dtype is DType.INT16 else None, bvals)
     else:
         y = fused_activation(b, y, op.attrs.get("fused_activation_function"))
     if op.attrs.get("keep_num_dims") and xs:

@@ -1,0 +1,84 @@
+"""Test models for exact integer arithmetic at realistic sizes (issue 17): int16x8 models with int16 inputs and
+outputs (so results compare as integers), deep fully-connected layers, long reductions, int32 reduce_prod, and
+SPLIT_V with an empty piece.  Built with TFLiteConverter and cached like :mod:`tests.modelgen`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tests.modelgen import _tf, cached
+
+
+def _convert(fn: Callable[..., Any], shapes: list[tuple[tuple[int, ...], str]], quant: str | None,
+             seed: int = 0, lo: float = -1.0, hi: float = 1.0) -> bytes:
+    """``quant``: None (float / integer model as traced), "int8" (int8 I/O) or "int16io" (16x8, int16 I/O)."""
+    tf = _tf()
+    sigs = [tf.TensorSpec(s, getattr(tf, dt), name=f"x{i}") for i, (s, dt) in enumerate(shapes)]
+    tfn = tf.function(fn, input_signature=sigs, autograph=False)
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([tfn.get_concrete_function()], tfn)
+    if quant is not None:
+        rng = np.random.default_rng(seed + 11)
+        data = [[rng.uniform(lo, hi, s).astype(np.float32) for s, _ in shapes] for _ in range(16)]
+
+        def rep() -> Any:
+            yield from data
+
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.representative_dataset = rep
+        if quant == "int8":
+            conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            conv.inference_input_type = conv.inference_output_type = tf.int8
+        elif quant == "int16io":
+            conv.target_spec.supported_ops = [
+                tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+            conv.inference_input_type = conv.inference_output_type = tf.int16
+        else:
+            raise ValueError(quant)
+    return bytes(conv.convert())
+
+
+def _fc(ic: int, oc: int, quant: str | None) -> bytes:
+    tf = _tf()
+    rng = np.random.default_rng(ic)
+    w = (rng.standard_normal((ic, oc)) * 0.05).astype(np.float32)
+    bias = (rng.standard_normal(oc) * 0.1).astype(np.float32)
+    return _convert(lambda x: tf.matmul(x, w) + bias, [((1, ic), "float32")], quant)
+
+
+def fully_connected(ic: int, oc: int = 64, quant: str = "int16io") -> bytes:
+    """x[1, ic] @ W + b, per-channel int8 weights; for "int16io" the bias is int64 and the accumulator 48-bit."""
+    return cached(f"exact_fc{ic}x{oc}_{quant}", _fc, {"ic": ic, "oc": oc, "quant": quant}, extra=(_convert,))
+
+
+def _reduce_prod(shape: tuple[int, ...], axis: int, dtype: str, keepdims: bool) -> bytes:
+    tf = _tf()
+    return _convert(lambda x: tf.reduce_prod(x, axis=axis, keepdims=keepdims), [(shape, dtype)], None)
+
+
+def reduce_prod_int(shape: tuple[int, ...] = (2, 7, 5), axis: int = 1, keepdims: bool = False) -> bytes:
+    """An int32 REDUCE_PROD (a wake-word model's shape computation does this on data)."""
+    return cached("exact_reduce_prod_i32", _reduce_prod,
+                  {"shape": shape, "axis": axis, "dtype": "int32", "keepdims": keepdims}, extra=(_convert,))
+
+
+def _split_v(sizes: tuple[int, ...], concat: bool) -> bytes:
+    tf = _tf()
+
+    def f(x: Any) -> Any:
+        parts = tf.split(x, list(sizes), axis=2)
+        if concat:
+            return tf.concat([p * 2.0 for p in parts if True], axis=2) + 1.0
+        return [p + 1.0 for p in parts if p.shape[2]]
+
+    return _convert(f, [((1, 4, sum(sizes)), "float32")], None)
+
+
+def split_v_empty(sizes: tuple[int, ...] = (3, 0, 5), concat: bool = False) -> bytes:
+    """SPLIT_V with a zero-size piece, its pieces used (all but the empty one) or concatenated again."""
+    return cached("exact_split_v_empty", _split_v, {"sizes": sizes, "concat": concat}, extra=(_convert,))
+
+
+__all__ = ["fully_connected", "reduce_prod_int", "split_v_empty"]

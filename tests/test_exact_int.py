@@ -1,0 +1,55 @@
+"""Exact integer results at realistic sizes (issue 17), always against LiteRT's BUILTIN_REF kernels, with
+tosa-opt validation and the Arm reference model (tests.e2e.check_tflite); integer outputs compare exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+import tf2tosa  # noqa: E402
+from tests import modelgen_exact as M  # noqa: E402
+from tests.e2e import check_tflite  # noqa: E402
+
+
+def _ref_run(data: bytes, xs: list[np.ndarray]) -> list[np.ndarray]:
+    from tf2tosa.verify.litert import run_tflite_many
+
+    model = tf2tosa.convert(data)
+    name = model.graph.inputs[0].source or model.graph.inputs[0].name
+    return [list(r.values())[0] for r in run_tflite_many(data, [{name: x} for x in xs], reference_kernels=True)]
+
+
+@pytest.mark.parametrize("ic", [2048, 4096])
+def test_fully_connected_16x8_deep(ic: int) -> None:
+    """A 16x8 FULLY_CONNECTED whose 48-bit accumulator exceeds i32: 0 mismatches, no inexact path."""
+    data = M.fully_connected(ic)
+    res = check_tflite(f"exact_fc{ic}", data, num=5, reference_kernels=True)
+    assert res.litert_mismatches == 0
+    model = tf2tosa.convert(data)
+    assert not model.graph.meta.get("inexact")
+    # inputs built to reach the accumulator's extremes (saturating outputs) and sparse large values
+    rng = np.random.default_rng(ic)
+    g = model.graph
+    w_sign = np.sign(rng.standard_normal((1, ic)))
+    xs = [np.where(w_sign > 0, 32767, -32768).astype(np.int16),
+          (rng.integers(-32768, 32768, (1, ic)) * (rng.random((1, ic)) < 0.05)).astype(np.int16),
+          rng.integers(-2000, 2000, (1, ic)).astype(np.int16)]
+    refs = _ref_run(data, xs)
+    for x, r in zip(xs, refs):
+        got = model.run({g.inputs[0].name: x})[g.outputs[0].name].reshape(r.shape)
+        assert np.array_equal(got, r)
+
+
+def test_reduce_prod_int32_wraps() -> None:
+    """int32 REDUCE_PROD wraps like TFLite's C multiplication (TOSA MUL with shift 0 keeps the low 32 bits)."""
+    data = M.reduce_prod_int()
+    res = check_tflite("exact_reduce_prod_i32", data, num=5, lo=-70000, hi=70000)
+    assert res.litert_mismatches == 0
+
+
+@pytest.mark.parametrize("concat", [False, True])
+def test_split_v_empty_piece(concat: bool) -> None:
+    data = M.split_v_empty(concat=concat)
+    check_tflite(f"exact_split_v_empty_{concat}", data, num=2)

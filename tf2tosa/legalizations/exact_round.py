@@ -1,0 +1,179 @@
+"""Exact ``round(acc · s)`` for wide integer accumulators, in i32 TOSA ops (multi-limb arithmetic).
+
+LiteRT's reference fully_connected (and the 16x8 one in every kernel mode, since its bias is int64) requantizes
+in double precision: ``(int32)round((double)acc · s)`` with ``s = (double)s_x·(double)s_w[c]/(double)s_out``,
+rounding half away from zero.  For an int8 model the accumulator fits i32 and :func:`nn_quant.round_scale_exact`
+reproduces it with a few MULs.  A 16x8 model accumulates in 64 bits (i48 in TOSA, S1629-1639); with a deep input
+(1,280 features and more) ``|acc|`` exceeds 2^31, and the only way out of i48 — RESCALE with a 16-bit multiplier
+(S11758-11766) — cannot carry a 53-bit scale.  So:
+
+1. **The accumulator, exactly, in i32 pieces.**  ``R = RESCALE(acc, multiplier 1, shift 8)`` is
+   ``floor((acc + 128) / 256)`` (exact, no information lost but the low byte).  The low byte comes from a second,
+   int8 convolution of the input's low bytes: with ``x = 256·x_h + x_l`` (``x_l`` in [0, 255], stored as the i8
+   ``x_l - 128`` with input zero point -128), ``A_l = Σ x_l·(w - zp_w)`` is congruent to ``acc - bias`` modulo 256,
+   so ``e = acc - 256·R = ((A_l + (bias + 128) mod 256) mod 256) - 128`` and ``acc = 256·R + e``.
+2. **|acc| in base 2^15 limbs** (each in [0, 2^15), held in i32), and the sign.
+3. **Schoolbook multiplication by the scale.**  ``s = M·2^-K`` exactly (a double is a dyadic rational); with
+   ``K' = 15·k >= K`` and ``M' = M·2^(K'-K)`` split into base-2^15 limbs (per channel), every partial product of
+   two limbs is below 2^30 and splits into a low and a high limb; column sums with carries never exceed i32.
+   ``q = floor((|acc|·M' + 2^(K'-1)) / 2^K')`` is read off limbs k and k+1 (anything above saturates).
+4. ``round(-y) = -round(y)``: the sign is restored with SELECT.
+
+This is the exact rational rounding of ``acc·s``.  The kernel rounds ``acc·s`` to a double first; the two differ
+only when ``acc·s`` lies within ``|acc·s|·2^-53`` of a half-integer without being one (a probability of about
+2^-36 per output), which is noted in the docstring of the caller, not worked around.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+
+import numpy as np
+
+from ..ir import DType, Value
+from ..tosa.builder import Builder
+
+LIMB = 15
+MASK = (1 << LIMB) - 1
+#: RESCALE(acc, 1, 8) must fit i32 (apply_scale_16's REQUIRE, S11764): |acc| < 2^39 - 256
+WIDE_LIMIT = (1 << 39) - 256
+
+
+class _Ops:
+    """Elementwise i32 helpers with constants broadcast to the accumulator's rank."""
+
+    def __init__(self, b: Builder, rank: int) -> None:
+        self.b = b
+        self.rank = rank
+
+    def c(self, v: int | Sequence[int]) -> Value:
+        arr = np.asarray(v, np.int64)
+        if arr.ndim == 0:
+            return self.b.const(np.full((1,) * self.rank, int(arr)), DType.INT32)
+        return self.b.const(arr.reshape((1,) * (self.rank - 1) + (arr.size,)), DType.INT32)
+
+    def _v(self, x: Value | int) -> Value:
+        return x if isinstance(x, Value) else self.c(x)
+
+    def add(self, x: Value | int, y: Value | int) -> Value:
+        return self.b.binary("ADD", self._v(x), self._v(y))
+
+    def sub(self, x: Value | int, y: Value | int) -> Value:
+        return self.b.binary("SUB", self._v(x), self._v(y))
+
+    def shr(self, x: Value, k: int) -> Value:
+        return self.b.binary("ARITHMETIC_RIGHT_SHIFT", x, self.c(k), round=False)
+
+    def band(self, x: Value, m: int) -> Value:
+        return self.b.binary("BITWISE_AND", x, self.c(m))
+
+    def mul(self, x: Value, y: Value | int) -> Value:
+        return self.b.mul(x, self._v(y), 0)
+
+    def lt0(self, x: Value) -> Value:
+        return self.b.binary("GREATER", self.c(0), x)
+
+    def select(self, cond: Value, x: Value | int, y: Value | int) -> Value:
+        return self.b.emit("SELECT", [cond, self._v(x), self._v(y)]).result
+
+
+def wide_acc(b: Builder, acc48: Value, low_acc: Callable[[], Value], bias: Sequence[int]) -> tuple[Value, Value]:
+    """(R, e) with ``acc = 256·R + e`` exactly, R i32 and e in [-128, 128) (step 1 of the module docstring).
+
+    ``low_acc()`` builds ``Σ x_l·(w - zp_w)`` (i32, same shape as ``acc48``); ``bias`` holds the per-channel (or
+    one) int64 bias values already inside ``acc48``.
+    """
+    from .nn_quant import rescale_raw
+
+    o = _Ops(b, acc48.type.rank)
+    r = rescale_raw(b, acc48, [1], [8], DType.INT32, scale32=False, double_round=False)
+    c = [(int(v) + 128) % 256 for v in bias]
+    e = o.sub(o.band(o.add(low_acc(), o.c(c if len(set(c)) > 1 else c[0])), 255), 128)
+    return r, e
+
+
+def low_byte_input(b: Builder, x: Value) -> Value:
+    """The i16 input's low bytes as i8 ``x_l - 128`` (to be read with input zero point -128)."""
+    o = _Ops(b, x.type.rank)
+    lo = o.sub(o.band(b.cast(x, DType.INT32), 255), 128)
+    return b.cast(lo, DType.INT8)
+
+
+def limbs_of_wide(b: Builder, r: Value, e: Value) -> tuple[Value, list[Value]]:
+    """(negative?, base-2^15 limbs of |256·r + e|) for |r| < 2^31."""
+    o = _Ops(b, r.type.rank)
+    u = o.add(o.mul(o.band(r, 127), 256), e)  # in [-128, 2^15 - 128)
+    d0 = o.band(u, MASK)
+    h = o.add(o.shr(r, 7), o.shr(u, LIMB))  # acc = 2^15·h + d0
+    neg = o.lt0(h)
+    nz = o.shr(o.add(d0, MASK), LIMB)  # d0 != 0
+    habs = o.select(neg, o.sub(o.sub(0, h), nz), h)
+    d0abs = o.select(neg, o.band(o.sub(1 << LIMB, d0), MASK), d0)
+    return neg, [d0abs, o.band(habs, MASK), o.shr(habs, LIMB)]
+
+
+def limbs_of_i32(b: Builder, acc: Value) -> tuple[Value, list[Value]]:
+    """(negative?, base-2^15 limbs of |acc|) for an i32 ``acc`` > -2^31."""
+    o = _Ops(b, acc.type.rank)
+    neg = o.lt0(acc)
+    a = b.abs(acc)
+    return neg, [o.band(a, MASK), o.band(o.shr(a, LIMB), MASK), o.shr(a, 2 * LIMB)]
+
+
+def scale_limbs(scales: Sequence[float]) -> tuple[list[list[int]], int]:
+    """Per-channel base-2^15 limbs of ``M'_c`` and the common ``k`` with ``s_c = M'_c · 2^(-15k)`` exactly."""
+    fr = [Fraction(float(s)) for s in scales]
+    if any(f < 0 for f in fr):
+        raise ValueError("negative scale")
+    kbits = max(f.denominator.bit_length() - 1 for f in fr)
+    k = max(1, -(-kbits // LIMB))
+    ms = [int(f * (1 << (LIMB * k))) for f in fr]  # exact: every denominator divides 2^(15k)
+    n = max(1, -(-max(m.bit_length() for m in ms) // LIMB))
+    return [[(m >> (LIMB * j)) & MASK for m in ms] for j in range(n)], k
+
+
+def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequence[float], cap: int = 1 << 16
+                 ) -> Value:
+    """``sign · min(floor(|a|·s_c + 1/2), cap)`` as i32 (round half away from zero), channels on the last axis."""
+    o = _Ops(b, neg.type.rank)
+    mlimbs, k = scale_limbs(scales)
+    ncol = max(len(limbs) + len(mlimbs), k + 1)
+    cols: list[list[Value]] = [[] for _ in range(ncol)]
+    for i, a in enumerate(limbs):
+        for j, mv in enumerate(mlimbs):
+            if not any(mv):
+                continue
+            p = o.mul(a, o.c(mv if len(set(mv)) > 1 else mv[0]))
+            cols[i + j].append(o.band(p, MASK))
+            cols[i + j + 1].append(o.shr(p, LIMB))
+    cols[k - 1].append(o.c(1 << (LIMB - 1)))  # + 1/2
+    digits: list[Value | None] = []
+    carry: Value | None = None
+    for col in cols:
+        terms = col + ([carry] if carry is not None else [])
+        if not terms:
+            digits.append(None)
+            carry = None
+            continue
+        s = terms[0]
+        for t in terms[1:]:
+            s = o.add(s, t)
+        digits.append(o.band(s, MASK))
+        carry = o.shr(s, LIMB)
+    zero = o.c(0)
+    dig = [d if d is not None else zero for d in digits] + [carry if carry is not None else zero]
+    q = dig[k] if k < len(dig) else zero
+    if k + 1 < len(dig):
+        q = o.add(q, o.mul(dig[k + 1], 1 << LIMB))
+    above: Value | None = None
+    for d in dig[k + 2:]:
+        above = d if above is None else o.add(above, d)
+    q = b.binary("MINIMUM", q, o.c(cap), nan_mode="PROPAGATE")
+    if above is not None:
+        q = o.select(b.binary("GREATER", above, o.c(0)), cap, q)
+    return o.select(neg, o.sub(0, q), q)
+
+
+__all__ = ["LIMB", "WIDE_LIMIT", "limbs_of_i32", "limbs_of_wide", "low_byte_input", "round_scaled", "scale_limbs",
+           "wide_acc"]
