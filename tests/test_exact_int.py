@@ -45,8 +45,15 @@ def test_fully_connected_16x8_deep(ic: int) -> None:
 def test_reduce_prod_int32_wraps() -> None:
     """int32 REDUCE_PROD wraps like TFLite's C multiplication (TOSA MUL with shift 0 keeps the low 32 bits)."""
     data = M.reduce_prod_int()
-    res = check_tflite("exact_reduce_prod_i32", data, num=5, lo=-70000, hi=70000)
-    assert res.litert_mismatches == 0
+    res = check_tflite("exact_reduce_prod_i32", data, num=5, lo=-70000, hi=70000, reference_kernels=True)
+    assert res.litert_mismatches == 0 and res.ops.get("tosa.MUL")
+    # the products wrap: the test would fail with a saturating or 64-bit product
+    from tf2tosa.verify.litert import run_tflite_many
+
+    x = np.random.default_rng(0).integers(-70000, 70000, (2, 7, 5)).astype(np.int32)
+    ref = list(run_tflite_many(data, [{"x0": x}], reference_kernels=True)[0].values())[0]
+    assert not np.array_equal(ref.astype(np.int64), np.prod(x.astype(object), axis=1).astype(float))
+    assert np.array_equal(ref, np.prod(x, axis=1, dtype=np.int32))
 
 
 @pytest.mark.parametrize("concat", [False, True])

@@ -136,7 +136,26 @@ _minmax("REDUCE_MIN")
 MAX_PROD_CHAIN = 64
 
 
-@legalize("tfl.reduce_prod", dtypes=_QTYPES)
+def _int32_prod(b: Builder, x: Value, axes: list[int], keep: bool) -> Value:
+    """int32 reduce_prod: TFLite multiplies in C int32, which wraps modulo 2^32; MUL i32 with shift 0 keeps exactly
+    the low 32 bits (S5067) and multiplication modulo 2^32 is associative and commutative, so a pairwise tree of
+    MULs over a [kept, reduced] view (ceil(log2 N) levels) gives TFLite's result bit for bit.  REDUCE_PRODUCT itself
+    is float only (S7578-7596)."""
+    shape = static_shape(x)
+    kept = [a for a in range(len(shape)) if a not in axes]
+    n = int(np.prod([shape[a] for a in axes])) if axes else 1
+    k = int(np.prod([shape[a] for a in kept])) if kept else 1
+    y = b.reshape(b.transpose(x, kept + axes), [k, n])
+    while n > 1:
+        h = n // 2
+        p = b.mul(b.slice(y, [0, 0], [k, h]), b.slice(y, [0, h], [k, h]))
+        y = b.concat([p, b.slice(y, [0, 2 * h], [k, 1])], 1) if n % 2 else p
+        n = h + n % 2
+    keep_shape = [1 if a in axes else d for a, d in enumerate(shape)]
+    return b.reshape(y, keep_shape if keep else [shape[a] for a in kept])
+
+
+@legalize("tfl.reduce_prod", dtypes=("fp32", "i8", "i16", "i32"))
 def reduce_prod(b: Builder, op: Operation) -> list[Value]:
     """REDUCE_PRODUCT (the 1.0 name of REDUCE_PROD, §4 #18); float only (S7578-7596).
 
@@ -149,6 +168,8 @@ def reduce_prod(b: Builder, op: Operation) -> list[Value]:
     x, axes = _x_axes(op)
     if not x.type.is_quantized:
         require_not_quantized(op, x)
+        if x.dtype is DType.INT32:
+            return [_int32_prod(b, x, axes, _keep(op))]
         if x.dtype not in FLOAT_TYPES:
             raise Unsupported(f"reduce_prod on {x.dtype.value} (REDUCE_PRODUCT is float only)")
         return [reduce_axes(b, "REDUCE_PRODUCT", x, axes, _keep(op))]
