@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
+from ..ir.graph import INPUT
 from ..quant.activation import fused_activation_q
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
@@ -215,7 +216,36 @@ def split_v(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported("split_v with more than one -1 size")
     if -1 in sizes:
         sizes[sizes.index(-1)] = shape[axis] - sum(s for s in sizes if s != -1)
-    return split_along(b, x, axis, sizes)
+    if len(sizes) != len(op.results) or any(s < 0 for s in sizes):
+        raise Unsupported(f"split_v sizes {sizes} for {len(op.results)} results")
+    empty = [k for k, s in enumerate(sizes) if s == 0]
+    for k in empty:
+        _drop_empty(b, op, op.results[k])
+    pieces = iter(split_along(b, x, axis, [s for s in sizes if s]) if len(empty) < len(sizes) else [])
+    return [op.results[k] if k in empty else next(pieces) for k in range(len(sizes))]
+
+
+def _drop_empty(b: Builder, op: Operation, v: Value) -> None:
+    """A zero-size piece (TOSA has no empty tensors, S760) disappears: it may be unused, or feed concatenations,
+    which then simply lose that operand; anything else reading it (or a graph output) is refused."""
+    g = b.graph
+    if v in g.outputs:
+        raise Unsupported(f"{op.name} piece {v.source or v.name} of size 0 is a model output (TOSA has no empty "
+                          "tensors, S760)")
+    for user in {u.id: u for u, _ in g.uses(v)}.values():
+        if user.name != "tfl.concatenation":
+            raise Unsupported(f"{op.name} piece of size 0 read by {user.name} (TOSA has no empty tensors, S760)")
+        keep = [w for w in user.operands if w is not v]
+        if not keep:
+            raise Unsupported("concatenation of empty split_v pieces only (TOSA has no empty tensors, S760)")
+        for k in range(len(user.operands)):
+            g.set_operand(user, k, keep[0])  # detach v everywhere, then shrink the operand list
+        for k in range(len(user.operands) - 1, len(keep) - 1, -1):
+            w = user.operands[k]
+            g.nx.remove_edge(w.producer.id if w.producer is not None else INPUT, user.id, key=(w.id, k))
+            user.operands.pop()
+        for k, w in enumerate(keep):
+            g.set_operand(user, k, w)
 
 
 # ------------------------------------------------------------------------------------------------- slicing
