@@ -81,4 +81,15 @@ def split_v_empty(sizes: tuple[int, ...] = (3, 0, 5), concat: bool = False) -> b
     return cached("exact_split_v_empty", _split_v, {"sizes": sizes, "concat": concat}, extra=(_convert,))
 
 
-__all__ = ["fully_connected", "reduce_prod_int", "split_v_empty"]
+def _div(lo: float, hi: float) -> bytes:
+    tf = _tf()
+    return _convert(lambda a, b: tf.divide(a, b), [((65536,), "float32"), ((65536,), "float32")], "int8",
+                    lo=lo, hi=hi)
+
+
+def div_int8(lo: float, hi: float) -> bytes:
+    """int8 DIV of two 65536-element vectors (room for every code pair), calibrated on [lo, hi)."""
+    return cached("exact_div_i8", _div, {"lo": lo, "hi": hi}, extra=(_convert,))
+
+
+__all__ = ["div_int8", "fully_connected", "reduce_prod_int", "split_v_empty"]

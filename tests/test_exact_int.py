@@ -60,3 +60,23 @@ def test_reduce_prod_int32_wraps() -> None:
 def test_split_v_empty_piece(concat: bool) -> None:
     data = M.split_v_empty(concat=concat)
     check_tflite(f"exact_split_v_empty_{concat}", data, num=2)
+
+
+@pytest.mark.parametrize("lo,hi", [(0.5, 2.0), (-2.0, 2.0)])
+def test_div_int8_every_code_pair(lo: float, hi: float) -> None:
+    """int8 DIV over all 65,536 code pairs (divisor zero point excluded: LiteRT refuses it), including the
+    numerators 0 and -1 whose 31 sign bits push RoundingDivideByPOT's exponent past 31."""
+    from tf2tosa.verify.litert import run_tflite_many
+
+    data = M.div_int8(lo, hi)
+    model = tf2tosa.convert(data)
+    g = model.graph
+    zp2 = g.inputs[1].type.quant.zp
+    xs = np.repeat(np.arange(-128, 128), 256).astype(np.int8)
+    ys = np.tile(np.arange(-128, 128), 256)
+    ys = np.where(ys == zp2, zp2 + 1 if zp2 < 127 else zp2 - 1, ys).astype(np.int8)
+    ref = list(run_tflite_many(data, [{"x0": xs, "x1": ys}], reference_kernels=True)[0].values())[0]
+    got = model.run({g.inputs[0].name: xs, g.inputs[1].name: ys})[g.outputs[0].name]
+    assert np.array_equal(got, ref)
+    if lo > 0:
+        check_tflite("exact_div_i8", data, num=5, lo=lo, hi=hi, reference_kernels=True)
