@@ -92,4 +92,16 @@ def div_int8(lo: float, hi: float) -> bytes:
     return cached("exact_div_i8", _div, {"lo": lo, "hi": hi}, extra=(_convert,))
 
 
-__all__ = ["div_int8", "fully_connected", "reduce_prod_int", "split_v_empty"]
+def quantized_sum(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int,
+                  shape: tuple[int, int] = (3, 8)) -> bytes:
+    """A hand-written SUM over axis 1 with chosen quantization (a ratio like 0.5 makes exact ties reachable)."""
+    from tests.modelgen_more import Op, T, _opts, tflite_model
+
+    sum_op = 74
+    return tflite_model([T("x", shape, dtype, quant=([s_in], [zp_in], 0)),
+                         T("axis", (1,), "int32", data=np.array([1], np.int32)),
+                         T("y", (shape[0],), dtype, quant=([s_out], [zp_out], 0))],
+                        [Op(sum_op, [0, 1], [2], options=_opts("ReducerOptions", KeepDims=False))], [0], [2])
+
+
+__all__ = ["div_int8", "quantized_sum", "fully_connected", "reduce_prod_int", "split_v_empty"]

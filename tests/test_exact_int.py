@@ -80,3 +80,34 @@ def test_div_int8_every_code_pair(lo: float, hi: float) -> None:
     assert np.array_equal(got, ref)
     if lo > 0:
         check_tflite("exact_div_i8", data, num=5, lo=lo, hi=hi, reference_kernels=True)
+
+
+SUM_CASES = [("int8", 0.25, 3, 0.5, -1), ("int8", 0.25, -5, 0.5, 7), ("int8", 0.1, 3, 0.2, 0), ("int8", 0.1, 0, 0.3, 0),
+             ("int16", 0.25, 0, 0.5, 0), ("int16", 0.1, 0, 0.2, 0), ("int16", 0.25, 0, 1.0, 0)]
+
+
+@pytest.mark.parametrize("case", SUM_CASES, ids=[f"{c[0]}-{c[1]}-{c[3]}" for c in SUM_CASES])
+def test_quantized_sum_ties(case: tuple[str, float, int, float, int]) -> None:
+    """Quantized SUM with ratios that make exact ties common: the default kernels' tie rules (int8: v + zp_out
+    half to even, int16: half away from zero) over 120 inputs; BUILTIN_REF's SUM is broken (test_ops_e2e_int)."""
+    from tf2tosa.verify.litert import run_tflite_many
+
+    dt, s_in, zp_in, s_out, zp_out = case
+    data = M.quantized_sum(dt, s_in, zp_in, s_out, zp_out)
+    model = tf2tosa.convert(data)
+    g = model.graph
+    npdt = np.dtype(dt)
+    info = np.iinfo(npdt)
+    rng = np.random.default_rng(7)
+    xs = [rng.integers(-12, 12, (3, 8)).astype(npdt) for _ in range(100)]
+    xs += [rng.integers(info.min, info.max + 1, (3, 8)).astype(npdt) for _ in range(20)]
+    refs = run_tflite_many(data, [{"x": x} for x in xs])
+    ties = 0
+    for x, r in zip(xs, refs):
+        ref = list(r.values())[0]
+        v = (x.astype(np.int64).sum(1) - 8 * zp_in) * (s_in / s_out)
+        ties += int(np.count_nonzero(v - np.floor(v) == 0.5))
+        got = model.run({g.inputs[0].name: x})[g.outputs[0].name].reshape(ref.shape)
+        assert np.array_equal(got, ref), (x, got, ref)
+    assert ties > 20 or s_in / s_out not in (0.5,)
+    check_tflite(f"exact_sum_{dt}", data, num=2)

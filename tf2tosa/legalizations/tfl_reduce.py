@@ -19,6 +19,7 @@ from ..tosa.builder import Builder
 from .common import const_operand, float_zp, positive_axis
 from .nn_helpers import FLOAT_TYPES, axes_operand, fconst, reduce_axes, require_not_quantized, static_shape
 from .nn_quant import per_tensor, qparams, require_act_type, rescale_raw, to_i32
+from .quant_helpers import f32_div
 from .registry import legalize
 
 _QTYPES = ("fp32", "i8", "i16")
@@ -89,22 +90,37 @@ def mean(b: Builder, op: Operation) -> list[Value]:
 def sum_(b: Builder, op: Operation) -> list[Value]:
     """REDUCE_SUM per axis (L4347; float or i32, S7680-7700).
 
-    Quantized (L4360-4370 with %input_zp defined): RESCALE → i32 (−zp_in), REDUCE_SUM, RESCALE by s_in/s_out
-    + zp_out, saturating.  LiteRT 2.3's BUILTIN_REF SUM is broken for quantized inputs: with a requantization
-    (int8) it reads the data as uint8 (a lone -1 sums as 255), and with equal quantization (and for int16) it
-    returns -1 everywhere.  We follow LiteRT's default (optimized) kernel instead, which rounds the exact value
-    (s - N·zp_in)·s_in/s_out + zp_out once, in float, ties to even.  A SINGLE_ROUND RESCALE rounds once too (not
-    DOUBLE_ROUND: MultiplyByQuantizedMultiplier rounds twice and is 1 LSB off about once per 2^(shift-31)); it
-    differs only at exact ties (half up vs half even; possible only when s_in/s_out has few significant bits, e.g.
-    0.5) and within ~2^-24 of a half-integer, where the kernel's own float32 rounding decides.
+    Quantized (L4360-4370 with %input_zp defined): RESCALE → i32 (−zp_in), REDUCE_SUM, then the rounding of
+    LiteRT's default kernel.  LiteRT 2.3's BUILTIN_REF SUM is broken for quantized inputs (with a requantization
+    the int8 kernel reads the data as uint8, a lone -1 summing as 255; with equal quantization, and for int16, it
+    returns -1 everywhere), so the default kernel is the oracle: it scales the sum by the float32 ratio
+    ``r = s_in/s_out`` and rounds ``v = (s - N·zp_in)·r`` half away from zero (int16), or rounds ``v + zp_out``
+    half to even (int8), saturating.  ``r`` has 24 significant bits, so a 32-bit RESCALE multiplier holds it
+    exactly: SINGLE_ROUND RESCALEs of ``acc`` and ``-acc`` give ``floor(v + 1/2)`` and ``ceil(v - 1/2)``, which
+    differ exactly at ties, and SELECTs pick the kernel's side.  Exact ties need a ratio with few significant bits
+    (0.5, 0.25, ...); beyond them only the kernel's own float32 rounding within ~2^-24 of a half-integer remains.
     """
     x, axes = _x_axes(op)
     if x.type.is_quantized:
         out = op.results[0]
         acc, _ = _q_sum_i32(b, op, x, axes)
         s_out, zp_out = per_tensor(out, "output")
-        y = rescale(b, acc, per_tensor(x)[0] / s_out, out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0,
-                    out_quant=qparams(out), double_round=False)
+        zp_out = zp_out if out.dtype is DType.INT8 else 0
+        r = f32_div(per_tensor(x)[0], s_out)
+        rank = acc.type.rank
+
+        def c(v: int) -> Value:
+            return b.const(np.full((1,) * rank, v), DType.INT32)
+
+        up = rescale(b, acc, r, DType.INT32, double_round=False)
+        down = b.binary("SUB", c(0), rescale(b, b.binary("SUB", c(0), acc), r, DType.INT32, double_round=False))
+        if out.dtype is DType.INT8:
+            odd = b.binary("EQUAL", b.binary("BITWISE_AND", b.binary("ADD", up, c(zp_out)), c(1)), c(1))
+            use_down = b.binary("LOGICAL_AND", b.binary("GREATER", up, down), odd)
+        else:
+            use_down = b.binary("GREATER", c(1), acc)  # v <= 0: a tie rounds away from zero, i.e. down
+        y = b.emit("SELECT", [use_down, down, up]).result
+        y = rescale(b, y, 1.0, out.dtype, out_zp=zp_out, out_quant=qparams(out), double_round=False)
         return [_keep_or_reshape(b, y, x, axes, _keep(op))]
     if x.dtype not in FLOAT_TYPES and x.dtype is not DType.INT32:
         raise Unsupported(f"sum on {x.dtype.value} not supported")
