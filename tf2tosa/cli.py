@@ -191,6 +191,8 @@ def inspect(file: Path = typer.Argument(..., help="a .tosa file, or a model to c
     typer.echo("ops:")
     for name, n in g.op_counts().items():
         typer.echo(f"  {name:28s} {n}")
+    for e in g.meta.get("inexact", []):
+        typer.echo(f"inexact lowering: {e['op']} ({e['tensor']}): {e['reason']}")
     custom = _custom_ops(g)
     if custom:
         typer.echo(f"partial graph: {len(custom)} CUSTOM operator(s) stand for ops that could not be lowered "

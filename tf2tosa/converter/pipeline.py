@@ -193,6 +193,8 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     _rebuild_tensor_map(graph)
     check_tosa(graph, file)
     profs, exts = profiles.requirements(graph)
+    warnings += [f"{e['op']} ({e['tensor']}) is not bit-exact with TFLite: {e['reason']}"
+                 for e in graph.meta.get("inexact", [])]
     graph.meta.update(profiles=profs, extensions=exts, warnings=warnings)
     graph.meta.pop("subgraphs", None)  # the frontend's raw subgraphs; bodies that are used live in op.regions
     graph.meta.pop("tfl_resource_variables", None)

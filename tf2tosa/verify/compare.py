@@ -41,6 +41,8 @@ class VerifyReport:
     outputs: list[OutputReport] = field(default_factory=list)
     #: every float op judged by the spec's accuracy rules (None for graphs without float ops)
     spec: ComplianceReport | None = None
+    #: ops lowered by a path that is not bit-exact with TFLite (graph.meta["inexact"], see nn_quant.note_inexact)
+    inexact: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -53,6 +55,8 @@ class VerifyReport:
                          f"rel={o.rel:.3g} mismatches={o.mismatches} {'ok' if o.ok else 'FAIL'}")
         if self.spec is not None:
             lines.append("  " + str(self.spec).replace("\n", "\n  "))
+        for e in self.inexact:
+            lines.append(f"  inexact lowering: {e['op']} ({e['tensor']}): {e['reason']}")
         return "\n".join(lines)
 
 
@@ -142,6 +146,7 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
                 prev.mismatches += rep.mismatches
     report = VerifyReport(model.source_path or g.name, len(sets), [worst[v.name] for v in g.outputs if v.name in worst])
     report.spec = spec_check(g, sets[0])
+    report.inexact = list(g.meta.get("inexact") or [])
     return report
 
 
