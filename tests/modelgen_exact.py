@@ -92,6 +92,46 @@ def div_int8(lo: float, hi: float) -> bytes:
     return cached("exact_div_i8", _div, {"lo": lo, "hi": hi}, extra=(_convert,))
 
 
+def _op16(kind: str) -> bytes:
+    tf = _tf()
+    rng = np.random.default_rng(5)
+    if kind == "conv_deep":  # 3x3 conv over 512 channels: 4,608-term accumulations
+        w = (rng.standard_normal((3, 3, 512, 16)) * 0.05).astype(np.float32)
+        return _convert(lambda x: tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME") + 0.1), [((1, 6, 6, 512), "float32")],
+                        "int16io")
+    if kind == "depthwise_big":  # 7x7 depthwise, multiplier 2
+        w = (rng.standard_normal((7, 7, 32, 2)) * 0.2).astype(np.float32)
+        return _convert(lambda x: tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME"), [((1, 12, 12, 32), "float32")],
+                        "int16io")
+    if kind == "mean_long":  # global mean over 64x64 positions
+        return _convert(lambda x: tf.reduce_mean(x, axis=[1, 2], keepdims=True), [((1, 64, 64, 8), "float32")],
+                        "int16io")
+    if kind == "sum_long":
+        return _convert(lambda x: tf.reduce_sum(x, axis=[1, 2]), [((1, 32, 32, 4), "float32")], "int16io")
+    if kind == "avgpool_big":  # 16x16 window (count 256)
+        return _convert(lambda x: tf.nn.avg_pool2d(x, 16, 16, "VALID"), [((1, 32, 32, 8), "float32")], "int16io")
+    if kind == "add":
+        return _convert(lambda x, y: x + y * 1.7, [((1, 16, 16, 64), "float32")] * 2, "int16io")
+    if kind == "mul":
+        return _convert(lambda x, y: x * y, [((1, 16, 16, 64), "float32")] * 2, "int16io")
+    if kind == "softmax_long":
+        return _convert(lambda x: tf.nn.softmax(x * 4.0), [((2, 1000), "float32")], "int16io")
+    if kind == "batch_matmul_deep":
+        w = (rng.standard_normal((1, 1024, 32)) * 0.05).astype(np.float32)
+        return _convert(lambda x: tf.matmul(x, tf.constant(w)), [((1, 4, 1024), "float32")], "int16io")
+    raise ValueError(kind)
+
+
+#: 16x8 ops at realistic sizes (deep channels, long reductions, big windows)
+OPS16 = ("conv_deep", "depthwise_big", "mean_long", "sum_long", "avgpool_big", "add", "mul", "softmax_long",
+         "batch_matmul_deep")
+
+
+def op16(kind: str) -> bytes:
+    """One 16x8 model (int16 inputs and outputs) of :data:`OPS16`."""
+    return cached(f"exact_op16_{kind}", _op16, {"kind": kind}, extra=(_convert,))
+
+
 def quantized_sum(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int,
                   shape: tuple[int, int] = (3, 8)) -> bytes:
     """A hand-written SUM over axis 1 with chosen quantization (a ratio like 0.5 makes exact ties reachable)."""
@@ -104,4 +144,4 @@ def quantized_sum(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int
                         [Op(sum_op, [0, 1], [2], options=_opts("ReducerOptions", KeepDims=False))], [0], [2])
 
 
-__all__ = ["div_int8", "quantized_sum", "fully_connected", "reduce_prod_int", "split_v_empty"]
+__all__ = ["OPS16", "div_int8", "op16", "quantized_sum", "fully_connected", "reduce_prod_int", "split_v_empty"]

@@ -111,3 +111,13 @@ def test_quantized_sum_ties(case: tuple[str, float, int, float, int]) -> None:
         assert np.array_equal(got, ref), (x, got, ref)
     assert ties > 20 or s_in / s_out not in (0.5,)
     check_tflite(f"exact_sum_{dt}", data, num=2)
+
+
+@pytest.mark.parametrize("kind", M.OPS16)
+def test_16x8_ops_realistic_sizes(kind: str) -> None:
+    """16x8 ops with deep channels, long reductions and big windows: bit-exact vs BUILTIN_REF (SUM: the default
+    kernels), no inexact lowering recorded."""
+    data = M.op16(kind)
+    res = check_tflite(f"exact_op16_{kind}", data, num=5, reference_kernels=kind != "sum_long")
+    assert res.litert_mismatches == 0
+    assert not tf2tosa.convert(data).graph.meta.get("inexact")
