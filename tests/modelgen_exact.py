@@ -110,6 +110,8 @@ def _op16(kind: str) -> bytes:
         return _convert(lambda x: tf.reduce_sum(x, axis=[1, 2]), [((1, 32, 32, 4), "float32")], "int16io")
     if kind == "avgpool_big":  # 16x16 window (count 256)
         return _convert(lambda x: tf.nn.avg_pool2d(x, 16, 16, "VALID"), [((1, 32, 32, 8), "float32")], "int16io")
+    if kind == "avgpool_huge":  # a 129x129 window: beyond AVG_POOL2D's exact range for int16
+        return _convert(lambda x: tf.nn.avg_pool2d(x, 129, 1, "VALID"), [((1, 129, 129, 2), "float32")], "int16io")
     if kind == "add":
         return _convert(lambda x, y: x + y * 1.7, [((1, 16, 16, 64), "float32")] * 2, "int16io")
     if kind == "mul":

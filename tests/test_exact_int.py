@@ -121,3 +121,14 @@ def test_16x8_ops_realistic_sizes(kind: str) -> None:
     res = check_tflite(f"exact_op16_{kind}", data, num=5, reference_kernels=kind != "sum_long")
     assert res.litert_mismatches == 0
     assert not tf2tosa.convert(data).graph.meta.get("inexact")
+
+
+def test_inexact_lowering_is_reported() -> None:
+    """A path that cannot be exact is named at conversion (warning), in graph meta (inspect) and in verify."""
+    data = M.op16("avgpool_huge")
+    model = tf2tosa.convert(data)
+    inexact = model.graph.meta.get("inexact")
+    assert inexact and inexact[0]["op"] == "AVERAGE_POOL_2D"
+    assert any("AVERAGE_POOL_2D" in w and "not bit-exact" in w for w in model.graph.meta["warnings"])
+    report = model.verify(reference_kernels=True)
+    assert "inexact lowering: AVERAGE_POOL_2D" in str(report)

@@ -43,6 +43,7 @@ from .nn_quant import (
     conv_scales,
     fc_output,
     is_quantized,
+    note_inexact,
     per_tensor,
     qparams,
     quant_bias,
@@ -366,6 +367,9 @@ def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
     x, pads = apply_window_padding(b, x, pads)
     if pads[0] >= kernel[0] or pads[1] >= kernel[0] or pads[2] >= kernel[1] or pads[3] >= kernel[1]:
         raise Unsupported(f"pool padding {pads} not smaller than kernel {kernel} (S1341-1342)")
+    if x.type.is_quantized and kernel[0] * kernel[1] > (1 << 29) // (1 << (x.dtype.bits - 1)):
+        note_inexact(b, op, f"a {kernel[0]}x{kernel[1]} window: AVG_POOL2D's reciprocal multiplier may move a result "
+                            "by 1 LSB once |sum| reaches 2^29")
     y = b.avg_pool2d(x, zp, zp, kernel=kernel, stride=stride, pad=pads, acc_type=acc_type, quant=x.type.quant)
     return [_pool_activation(b, op, y)]
 
