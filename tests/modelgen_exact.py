@@ -53,6 +53,17 @@ def fully_connected(ic: int, oc: int = 64, quant: str = "int16io") -> bytes:
     return cached(f"exact_fc{ic}x{oc}_{quant}", _fc, {"ic": ic, "oc": oc, "quant": quant}, extra=(_convert,))
 
 
+def _reduce_prod_q(shape: tuple[int, ...], axis: int, quant: str) -> bytes:
+    tf = _tf()
+    return _convert(lambda x: tf.reduce_prod(x, axis=axis), [(shape, "float32")], quant, lo=-1.5, hi=1.5)
+
+
+def reduce_prod_quant(shape: tuple[int, ...] = (4, 6), axis: int = 1, quant: str = "int16io") -> bytes:
+    """A quantized REDUCE_PROD (int16x8 with int16 I/O, or int8) over ``axis``."""
+    return cached("exact_reduce_prod_q", _reduce_prod_q, {"shape": shape, "axis": axis, "quant": quant},
+                  extra=(_convert,))
+
+
 def _reduce_prod(shape: tuple[int, ...], axis: int, dtype: str, keepdims: bool) -> bytes:
     tf = _tf()
     return _convert(lambda x: tf.reduce_prod(x, axis=axis, keepdims=keepdims), [(shape, dtype)], None)
@@ -146,4 +157,5 @@ def quantized_sum(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int
                         [Op(sum_op, [0, 1], [2], options=_opts("ReducerOptions", KeepDims=False))], [0], [2])
 
 
-__all__ = ["OPS16", "div_int8", "op16", "quantized_sum", "fully_connected", "reduce_prod_int", "split_v_empty"]
+__all__ = ["OPS16", "div_int8", "fully_connected", "op16", "quantized_sum", "reduce_prod_int",
+           "reduce_prod_quant", "split_v_empty"]

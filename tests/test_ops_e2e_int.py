@@ -21,11 +21,7 @@ PINNED: dict[tuple[str, str], tuple[int, str]] = {}
 DEFAULT_KERNEL_ORACLE = {"sum": "LiteRT's BUILTIN_REF SUM kernel is broken (see above)"}
 
 #: (op, quant) that tf2tosa refuses with a clear reason instead of emitting a graph that could differ from TFLite.
-EXPECTED_UNSUPPORTED = {
-    # TFLite keeps the running int16 product in 64 bits; TOSA MUL keeps the low 32 bits (S5067), so the rule only
-    # accepts products it can bound statically.
-    ("reduce_prod", "int16x8"): "may overflow i32",
-}
+EXPECTED_UNSUPPORTED: dict[tuple[str, str], str] = {}
 
 CASES = [(n, q) for q in ("int8", "int16x8") for n in sorted(ONE_OP_MODELS)]
 

@@ -113,6 +113,39 @@ def limbs_of_wide(b: Builder, r: Value, e: Value) -> tuple[Value, list[Value]]:
     return neg, [d0abs, o.band(habs, MASK), o.shr(habs, LIMB)]
 
 
+def limbs_of_signed(b: Builder, x: Value) -> tuple[Value, list[Value]]:
+    """(negative?, base-2^15 limbs of |x|) for any i32 ``x`` (also -2^31: no ABS, no overflow)."""
+    o = _Ops(b, x.type.rank)
+    d0 = o.band(x, MASK)
+    h = o.shr(x, LIMB)  # x = 2^15·h + d0, |h| <= 2^16
+    neg = o.lt0(h)
+    nz = o.shr(o.add(d0, MASK), LIMB)
+    habs = o.select(neg, o.sub(o.sub(0, h), nz), h)
+    d0abs = o.select(neg, o.band(o.sub(1 << LIMB, d0), MASK), d0)
+    return neg, [d0abs, o.band(habs, MASK), o.shr(habs, LIMB)]
+
+
+def mul_limbs(b: Builder, xs: Sequence[Value], ys: Sequence[Value]) -> list[Value]:
+    """The base-2^15 limbs of the product of two limb vectors (schoolbook, carries propagated)."""
+    o = _Ops(b, xs[0].type.rank)
+    cols: list[list[Value]] = [[] for _ in range(len(xs) + len(ys))]
+    for i, x in enumerate(xs):
+        for j, y in enumerate(ys):
+            p = o.mul(x, y)
+            cols[i + j].append(o.band(p, MASK))
+            cols[i + j + 1].append(o.shr(p, LIMB))
+    out: list[Value] = []
+    carry: Value | None = None
+    for col in cols:
+        terms = col + ([carry] if carry is not None else [])
+        acc = terms[0]
+        for t in terms[1:]:
+            acc = o.add(acc, t)
+        out.append(o.band(acc, MASK))
+        carry = o.shr(acc, LIMB)
+    return out
+
+
 def limbs_of_i32(b: Builder, acc: Value) -> tuple[Value, list[Value]]:
     """(negative?, base-2^15 limbs of |acc|) for an i32 ``acc`` > -2^31."""
     o = _Ops(b, acc.type.rank)
@@ -133,9 +166,12 @@ def scale_limbs(scales: Sequence[float]) -> tuple[list[list[int]], int]:
     return [[(m >> (LIMB * j)) & MASK for m in ms] for j in range(n)], k
 
 
-def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequence[float], cap: int = 1 << 16
-                 ) -> Value:
-    """``sign · min(floor(|a|·s_c + 1/2), cap)`` as i32 (round half away from zero), channels on the last axis."""
+def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequence[float], cap: int = 1 << 16,
+                 *, half_up: bool = False, wrap32: bool = False) -> Value:
+    """``sign · min(floor(|a|·s_c + 1/2), cap)`` as i32 (round half away from zero), channels on the last axis.
+
+    ``half_up``: ``floor(a·s + 1/2)`` for negative ``a`` too (apply_scale_16 / TFLite's int64 MBQM); ``wrap32``:
+    the low 32 bits of the (signed) result instead of a saturated one (C's int64 → int32 cast)."""
     o = _Ops(b, neg.type.rank)
     mlimbs, k = scale_limbs(scales)
     ncol = max(len(limbs) + len(mlimbs), k + 1)
@@ -148,6 +184,8 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
             cols[i + j].append(o.band(p, MASK))
             cols[i + j + 1].append(o.shr(p, LIMB))
     cols[k - 1].append(o.c(1 << (LIMB - 1)))  # + 1/2
+    if half_up:  # negative a: -floor(|a|·s + 1/2 - 2^-K') = floor(a·s + 1/2)
+        cols[0].append(o.select(neg, -1, 0))
     digits: list[Value | None] = []
     carry: Value | None = None
     for col in cols:
@@ -163,6 +201,11 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
         carry = o.shr(s, LIMB)
     zero = o.c(0)
     dig = [d if d is not None else zero for d in digits] + [carry if carry is not None else zero]
+    if wrap32:
+        dig += [zero, zero]
+        low = b.binary("BITWISE_OR", dig[k], o.mul(dig[k + 1], 1 << LIMB))
+        low = b.binary("BITWISE_OR", low, o.mul(o.band(dig[k + 2], 3), 1 << (2 * LIMB)))
+        return o.select(neg, o.mul(low, -1), low)  # MUL keeps the low 32 bits (S5067): a wrapping negation
     q = dig[k] if k < len(dig) else zero
     if k + 1 < len(dig):
         q = o.add(q, o.mul(dig[k + 1], 1 << LIMB))
@@ -175,5 +218,5 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
     return o.select(neg, o.sub(0, q), q)
 
 
-__all__ = ["LIMB", "WIDE_LIMIT", "limbs_of_i32", "limbs_of_wide", "low_byte_input", "round_scaled", "scale_limbs",
-           "wide_acc"]
+__all__ = ["LIMB", "WIDE_LIMIT", "limbs_of_i32", "limbs_of_signed", "limbs_of_wide", "low_byte_input", "mul_limbs",
+           "round_scaled", "scale_limbs", "wide_acc"]

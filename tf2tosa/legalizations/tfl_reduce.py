@@ -202,20 +202,45 @@ def reduce_prod(b: Builder, op: Operation) -> list[Value]:
     m16, sh16 = compute_scale_16(g)
     lo, hi = x.dtype.range()
     dmax = max(abs(lo - zp), abs(hi - zp))
-    bound = dmax
+    bound, fits = dmax, True
     for _ in range(n - 1):
         if bound * dmax >= 1 << 31:
-            raise Unsupported("quantized reduce_prod whose running product may overflow i32 (TOSA MUL keeps the "
-                              "low 32 bits, S5067)")
+            fits = False
+            break
         bound = math.ceil(bound * dmax * m16 / 2.0**sh16) + 1
     xt = b.reshape(b.transpose(to_i32(b, x, zp), kept + axes), [k, n])
     acc = b.slice(xt, [0, 0], [k, 1])
-    for j in range(1, n):
-        acc = rescale_raw(b, b.mul(acc, b.slice(xt, [0, j], [k, 1])), [m16], [sh16], DType.INT32, scale32=False)
-    y = rescale_raw(b, acc, [m16], [sh16], out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0,
-                    out_quant=qparams(out), scale32=False)
+    zp_o = zp_out if out.dtype is DType.INT8 else 0
+    if fits:
+        for j in range(1, n):
+            acc = rescale_raw(b, b.mul(acc, b.slice(xt, [0, j], [k, 1])), [m16], [sh16], DType.INT32, scale32=False)
+        y = rescale_raw(b, acc, [m16], [sh16], out.dtype, out_zp=zp_o, out_quant=qparams(out), scale32=False)
+    else:
+        y = _exact_prod_chain(b, xt, acc, n, m16, sh16, out, zp_o)
     keep_shape = [1 if a in axes else d for a, d in enumerate(shape)]
     return [b.reshape(y, keep_shape if _keep(op) else [shape[a] for a in kept])]
+
+
+def _exact_prod_chain(b: Builder, xt: Value, acc: Value, n: int, m16: int, sh16: int, out: Value, zp_out: int
+                      ) -> Value:
+    """The chain of QuantizedReduceProd when a running product may leave i32: each step's 64-bit product
+    ``p·(x_j - zp)`` is formed exactly in base-2^15 limbs (:mod:`.exact_round`), scaled by TFLite's int64 MBQM
+    (16-bit multiplier, ``floor(v·m/2^s + 1/2)``) and cast to int32 keeping the low 32 bits, as C does."""
+    from . import exact_round as X
+
+    g = m16 * 2.0 ** -sh16
+    k = static_shape(acc)[0]
+    for j in range(1, n):
+        neg_c, lc = X.limbs_of_signed(b, acc)
+        neg_d, ld = X.limbs_of_signed(b, b.slice(xt, [0, j], [k, 1]))
+        prod = X.mul_limbs(b, lc, ld[:2])  # |x - zp| <= 2^16
+        acc = X.round_scaled(b, b.binary("LOGICAL_XOR", neg_c, neg_d), prod, [g], half_up=True, wrap32=True)
+    neg, limbs = X.limbs_of_signed(b, acc)
+    y = X.round_scaled(b, neg, limbs, [g], half_up=True, wrap32=True)
+    lim = 1 << 24  # saturates anyway; keeps the RESCALE ×1 within S11746's value range
+    y = b.binary("MINIMUM", y, b.const(np.full((1, 1), lim), DType.INT32), nan_mode="PROPAGATE")
+    y = b.binary("MAXIMUM", y, b.const(np.full((1, 1), -lim), DType.INT32), nan_mode="PROPAGATE")
+    return rescale(b, y, 1.0, out.dtype, out_zp=zp_out, out_quant=qparams(out), double_round=False)
 
 
 def _bool_reduce(name: str, opcode: str) -> None:
