@@ -31,9 +31,11 @@ def _convert(fn: Callable[..., Any], shapes: list[tuple[tuple[int, ...], str]], 
         if quant == "int8":
             conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
             conv.inference_input_type = conv.inference_output_type = tf.int8
-        elif quant == "int16io":
+        elif quant in ("int16io", "int16mixed"):  # int16mixed: ops TFLite cannot quantize to 16x8 stay float
             conv.target_spec.supported_ops = [
                 tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+            if quant == "int16mixed":
+                conv.target_spec.supported_ops.append(tf.lite.OpsSet.TFLITE_BUILTINS)
             conv.inference_input_type = conv.inference_output_type = tf.int16
         else:
             raise ValueError(quant)
@@ -145,6 +147,30 @@ def op16(kind: str) -> bytes:
     return cached(f"exact_op16_{kind}", _op16, {"kind": kind}, extra=(_convert,))
 
 
+def _mixed16(kind: str) -> bytes:
+    tf = _tf()
+    rng = np.random.default_rng(9)
+    w1 = (rng.standard_normal((1, 1, 8, 8)) * 0.4).astype(np.float32)
+    w2 = (rng.standard_normal((1, 1, 8, 8)) * 0.4).astype(np.float32)
+    if kind == "hard_swish_alone":  # every int16 code can be fed: (1, 256, 256, 1)
+        def hs(x: Any) -> Any:
+            t = tf.nn.max_pool2d(x, 1, 1, "VALID")  # an int16 op first: the model input stays int16
+            return tf.nn.max_pool2d(t * tf.nn.relu6(t + 3.0) / 6.0, 1, 1, "VALID")
+
+        return _convert(hs,
+                        [((1, 256, 256, 1), "float32")], "int16mixed", lo=-7.0, hi=7.0)
+    mid = {"hard_swish": lambda t: t * tf.nn.relu6(t + 3.0) / 6.0, "neg": lambda t: -t}[kind]
+    return _convert(lambda x: [tf.nn.max_pool2d(mid(tf.nn.conv2d(x, w1, 1, "SAME")), 1, 1, "VALID"),
+                               tf.nn.conv2d(mid(tf.nn.conv2d(x, w2, 1, "SAME")), w1, 1, "SAME")],
+                    [((1, 64, 64, 8), "float32")], "int16mixed", lo=-3.0, hi=3.0)
+
+
+def mixed16(kind: str) -> bytes:
+    """TFLite's mixed 16x8 mode for ops it cannot quantize to 16x8 (HARD_SWISH, NEG): the op stays float between
+    DEQUANTIZE and QUANTIZE.  Outputs conv → op and conv → op → conv; "hard_swish_alone" takes every int16 code."""
+    return cached(f"exact_mixed16_{kind}", _mixed16, {"kind": kind}, extra=(_convert,))
+
+
 def quantized_sum(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int,
                   shape: tuple[int, int] = (3, 8)) -> bytes:
     """A hand-written SUM over axis 1 with chosen quantization (a ratio like 0.5 makes exact ties reachable)."""
@@ -157,5 +183,5 @@ def quantized_sum(dtype: str, s_in: float, zp_in: int, s_out: float, zp_out: int
                         [Op(sum_op, [0, 1], [2], options=_opts("ReducerOptions", KeepDims=False))], [0], [2])
 
 
-__all__ = ["OPS16", "div_int8", "fully_connected", "op16", "quantized_sum", "reduce_prod_int",
+__all__ = ["OPS16", "div_int8", "fully_connected", "mixed16", "op16", "quantized_sum", "reduce_prod_int",
            "reduce_prod_quant", "split_v_empty"]

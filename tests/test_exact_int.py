@@ -152,3 +152,30 @@ def test_reduce_prod_16x8(shape: tuple[int, int]) -> None:
         ref = list(r.values())[0]
         assert np.array_equal(model.run({g.inputs[0].name: x})[g.outputs[0].name].reshape(ref.shape), ref)
     check_tflite(f"exact_reduce_prod_16x8_{shape}", data, num=5, reference_kernels=True)
+
+
+@pytest.mark.parametrize("kind", ["hard_swish", "neg"])
+def test_16x8_float_fallback_ops(kind: str) -> None:
+    """Ops TFLite cannot quantize to 16x8 (HARD_SWISH, NEG) in its mixed mode: float islands between DEQUANTIZE
+    and QUANTIZE.  HARD_SWISH's island becomes one exact lookup table; results bit-exact vs BUILTIN_REF."""
+    from tf2tosa.converter.tflite import load_tflite
+
+    data = M.mixed16(kind)
+    names = [op.name for op in load_tflite(data).topological_order()]
+    assert f"tfl.{kind}" in names and "tfl.dequantize" in names  # the op really is a float island
+    res = check_tflite(f"exact_mixed16_{kind}", data, num=5, reference_kernels=True, lo=-3.0, hi=3.0)
+    assert res.litert_mismatches == 0
+
+
+def test_16x8_hard_swish_island_every_code() -> None:
+    """DEQUANTIZE → float HARD_SWISH → QUANTIZE over all 65,536 int16 codes: the fused table equals BUILTIN_REF
+    (computing x·relu6(x+3)·(1/6) in float instead of the kernel's /6 moves a few codes by 1 LSB)."""
+    from tf2tosa.verify.litert import run_tflite_many
+
+    data = M.mixed16("hard_swish_alone")
+    model = tf2tosa.convert(data)
+    g = model.graph
+    x = np.arange(-32768, 32768, dtype=np.int64).astype(np.int16).reshape(1, 256, 256, 1)
+    ref = list(run_tflite_many(data, [{"x0": x}], reference_kernels=True)[0].values())[0]
+    got = model.run({g.inputs[0].name: x})[g.outputs[0].name].reshape(ref.shape)
+    assert np.array_equal(got, ref)

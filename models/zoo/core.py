@@ -278,6 +278,29 @@ def to_tflite(model: Any, mdef: ModelDef, variant: str, n_rep: int = 16) -> byte
     return bytes(conv.convert())
 
 
+def _to_tflite_16x8_float_fallback(model: Any, mdef: ModelDef, n_rep: int = 16) -> bytes:
+    """int16x8 with ``TFLITE_BUILTINS`` allowed as well: the ops TFLite cannot quantize to 16x8 stay float, fed by
+    DEQUANTIZE and followed by QUANTIZE (TFLite's documented mixed 16x8 mode); everything else is as
+    :func:`to_tflite` builds it."""
+    tf = tf_module()
+    keras = tf.keras
+    inputs = [keras.Input(s.shape[1:], batch_size=s.shape[0], dtype=s.dtype, name=s.name) for s in mdef.inputs]
+    wrapper = keras.Model(inputs, _call(model, inputs), name="zoo")
+    conv = tf.lite.TFLiteConverter.from_keras_model(wrapper)
+    data: list[Any] = sample_inputs(mdef.inputs, mdef.seed + 7919, n_rep)
+    if len(mdef.inputs) > 1:
+        data = [{s.name: a for s, a in zip(mdef.inputs, sample)} for sample in data]
+
+    def rep() -> Any:
+        yield from data
+
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = rep
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8,
+                                      tf.lite.OpsSet.TFLITE_BUILTINS]
+    return bytes(conv.convert())
+
+
 # ------------------------------------------------------------------------------------------------ hashing
 def _fingerprint(obj: Any) -> str:
     """A text fingerprint of a function's code: bytecode, names, constants and nested code, defaults; no line
@@ -421,9 +444,18 @@ def build_tflite(mdef: ModelDef, variant: str, *, use_cache: bool = True) -> Bui
     t0 = time.perf_counter()
     with _quiet():
         model, report, _ = keras_model(mdef)
+    fallback: list[str] = []
     try:
         with _quiet():
-            data = to_tflite(model, mdef, variant)
+            try:
+                data = to_tflite(model, mdef, variant)
+            except Exception as e:
+                if variant != "int16x8" or "not yet supported for op" not in str(e):
+                    raise
+                # TFLite cannot quantize some ops to 16x8 (HARD_SWISH, NEG, DEPTH_TO_SPACE ...); its own other
+                # path keeps exactly those ops in float between DEQUANTIZE and QUANTIZE
+                fallback = sorted(set(re.findall(r"not yet supported for op: '(\w+)'", str(e))))
+                data = _to_tflite_16x8_float_fallback(model, mdef)
     except Exception as e:  # the TFLite converter refuses this variant: remember it, it is deterministic
         reason = _refusal(e)
         refused_path.parent.mkdir(parents=True, exist_ok=True)
@@ -431,6 +463,8 @@ def build_tflite(mdef: ModelDef, variant: str, *, use_cache: bool = True) -> Bui
         raise TFLiteRefused(reason) from e
     seconds = time.perf_counter() - t0
     meta = {**report, "build_s": seconds, "variant": variant}
+    if fallback:
+        meta["float_fallback_ops"] = fallback
     path.parent.mkdir(parents=True, exist_ok=True)
     for p, blob in ((path, data), (meta_path, json.dumps(meta, indent=1).encode())):
         tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..errors import Unsupported
@@ -10,6 +12,7 @@ from ..quant.rescale import requantize
 from ..tosa.builder import Builder
 from .common import scalar_const
 from .layout_helpers import data_operand, keeps_values, retag, tosa_dtype
+from .quant_helpers import lut16, table8
 from .registry import legalize
 from .shared import fake_quant_params
 
@@ -173,7 +176,52 @@ def dequantize(b: Builder, op: Operation) -> list[Value]:
         return [b.const(real.astype(out.np_dtype()), out)]
     if q is None or x.dtype not in (DType.INT8, DType.INT16):
         raise Unsupported(f"dequantize of {x.dtype}{' (no quantization)' if q is None else ''}")
+    _fuse_float_island(b, op, x)
     return [dequantize_value(b, x, out)]
+
+
+#: float kernels of ops TFLite cannot quantize to 16x8, emulated in float32 exactly as LiteRT's reference kernels
+#: compute them (numpy float32 arithmetic rounds each operation as the C++ kernel does)
+_FLOAT_KERNELS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    # reference_ops::HardSwish<float>: in * min(6, max(0, in + 3)) / 6
+    "tfl.hard_swish": lambda v: (v * np.minimum(np.float32(6), np.maximum(np.float32(0), v + np.float32(3))))
+    / np.float32(6),
+}
+
+
+def _fuse_float_island(b: Builder, op: Operation, x: Value) -> None:
+    """DEQUANTIZE → float op → QUANTIZE, as TFLite's mixed 16x8 mode builds ops it cannot quantize (HARD_SWISH),
+    becomes one lookup table over every input code: the float op's 1-ulp differences (e.g. our x·(1/6) against the
+    kernel's x/6) would otherwise move results across a quantization threshold.  The table is the reference
+    kernels' own float32 arithmetic: float(double(s_in)·(q - zp)), the float kernel, round(fl32(y / s_out)) + zp
+    (half away from zero), clamped.  The intermediate float tensors are left unused and disappear."""
+    g = b.graph
+    q = x.type.quant
+    if q is None or q.per_channel or x.is_const or op.results[0] in g.outputs:
+        return
+    uses = g.uses(op.results[0])
+    if len(uses) != 1 or uses[0][0].name not in _FLOAT_KERNELS:
+        return
+    fop = uses[0][0]
+    fuses = g.uses(fop.results[0])
+    if len(fuses) != 1 or fop.results[0] in g.outputs or fuses[0][0].name != "tfl.quantize":
+        return
+    qop = fuses[0][0]
+    oq = qop.results[0].type.quant
+    if oq is None or oq.per_channel or qop.results[0].dtype is not x.dtype:
+        return
+    lo, hi = x.dtype.range()
+    codes = np.arange(lo, hi + 1, dtype=np.int64)
+    f = (float(np.float32(q.s)) * (codes - int(q.zp)).astype(np.float64)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        y = _FLOAT_KERNELS[fop.name](f).astype(np.float32)
+        r = (y / np.float32(oq.s)).astype(np.float32).astype(np.float64)
+    table = np.clip(np.sign(r) * np.floor(np.abs(r) + 0.5) + int(oq.zp), lo, hi).astype(np.int64)
+    xv = data_operand(b, x)
+    lut = table8(b, xv, table, oq) if x.dtype is DType.INT8 else lut16(b, xv, table, oq)
+    old = qop.results[0]
+    lut.source = old.source
+    g.replace_all_uses(old, lut)
 
 
 def dequantize_value(b: Builder, x: Value, out: DType = DType.FP32) -> Value:
