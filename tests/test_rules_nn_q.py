@@ -568,13 +568,21 @@ def test_reduce_prod_quantized(axes: tuple[int, ...]) -> None:
     exact(m.run(), ref)
 
 
-def test_reduce_prod_int16_overflow_is_unsupported() -> None:
+def test_reduce_prod_int16_wide_products() -> None:
+    """int16 running products leave i32 (TFLite forms them in 64 bits); the multi-limb chain reproduces every step,
+    including the int64 → int32 casts that wrap for full-range inputs."""
+    x = rand_q((1, 4, 3), DType.INT16)
+    si, so = 3e-5, 2.7e-5
+    n = 3
+    q, e = quantize_multiplier(si / so ** (1.0 / n))
+    p = x.astype(np.int64)[..., 0]
+    for j in range(1, n):
+        p = (mbqm64(p * x.astype(np.int64)[..., j], q, e) + (1 << 31)) % (1 << 32) - (1 << 31)  # C's int32 cast
+    ref = np.clip((mbqm64(p, q, e) + (1 << 31)) % (1 << 32) - (1 << 31), -32768, 32767).reshape(1, 4, 1)
     m = QOp()
-    m.op("tfl.reduce_prod", [m.input(rand_q((1, 4, 3), DType.INT16), DType.INT16, qp(3e-5, 0)),
-                             m.const(np.array([2], np.int32), DType.INT32)], (1, 4, 1), DType.INT16, qp(2.7e-5, 0),
-         keep_dims=True)
-    with pytest.raises(UnsupportedOpsError, match="overflow"):
-        m.run()
+    m.op("tfl.reduce_prod", [m.input(x, DType.INT16, qp(si, 0)), m.const(np.array([2], np.int32), DType.INT32)],
+         (1, 4, 1), DType.INT16, qp(so, 0), keep_dims=True)
+    exact(m.run(), ref)
 
 
 def test_conv_weight_zero_points_must_agree() -> None:
