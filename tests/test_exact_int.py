@@ -179,3 +179,17 @@ def test_16x8_hard_swish_island_every_code() -> None:
     ref = list(run_tflite_many(data, [{"x0": x}], reference_kernels=True)[0].values())[0]
     got = model.run({g.inputs[0].name: x})[g.outputs[0].name].reshape(ref.shape)
     assert np.array_equal(got, ref)
+
+
+def test_split_v_empty_piece_tensorflow() -> None:
+    """tf.SplitV with a zero-size piece feeding tf.ConcatV2 (TensorFlow frontend), against TF eager."""
+    from tests.tfgen import Case, In, run_case, tf
+
+    t = tf()
+
+    def f(x: object) -> object:
+        a, b, c = t.split(x, [3, 0, 5], axis=2)
+        return t.concat([a * 2.0, b, c], axis=2), a + 1.0
+
+    r = run_case(Case("split_v_empty_tf", f, [In((1, 4, 8))], "SplitV"))
+    assert r.rel == 0.0 and r.mismatches == 0

@@ -233,10 +233,10 @@ def _drop_empty(b: Builder, op: Operation, v: Value) -> None:
         raise Unsupported(f"{op.name} piece {v.source or v.name} of size 0 is a model output (TOSA has no empty "
                           "tensors, S760)")
     for user in {u.id: u for u, _ in g.uses(v)}.values():
-        if user.name != "tfl.concatenation":
+        if user.name not in ("tfl.concatenation", "tf.ConcatV2"):
             raise Unsupported(f"{op.name} piece of size 0 read by {user.name} (TOSA has no empty tensors, S760)")
         keep = [w for w in user.operands if w is not v]
-        if not keep:
+        if len(keep) < (2 if user.name == "tf.ConcatV2" else 1):  # ConcatV2's last operand is the axis
             raise Unsupported("concatenation of empty split_v pieces only (TOSA has no empty tensors, S760)")
         for k in range(len(user.operands)):
             g.set_operand(user, k, keep[0])  # detach v everywhere, then shrink the operand list
