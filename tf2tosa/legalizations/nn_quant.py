@@ -135,8 +135,30 @@ def requantize_acc(b: Builder, acc: Value, scales: Sequence[float], out: Value, 
 def conv_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tfl_acc: DType | None) -> Value:
     """requantize_acc then the fused activation as a CLAMP in the output domain (TFLite's activation range)."""
     out = op.results[0]
+    if acc.dtype is DType.INT48 and tfl_acc is DType.INT32 and _conv_bound(op) >= 1 << 31:
+        note_inexact(b, op, "a 16x8 convolution with an int32 bias whose accumulator may exceed int32: TFLite wraps "
+                            "it, TOSA's exact i48 → i32 RESCALE requires it to fit (S11764)")
     y = requantize_acc(b, acc, scales, out, tfl_acc)
     return fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(out))
+
+
+def _conv_bound(op: Operation) -> int:
+    """A static bound on a conv-family accumulator: every weight of the layer times the largest |x - zp_x|, plus
+    the largest |bias| (conservative: one output channel sums fewer weights)."""
+    x_idx, w_idx = (2, 1) if op.name == "tfl.transpose_conv" else (0, 1)
+    x, w = op.operands[x_idx], op.operands[w_idx]
+    wc = w.const()
+    if wc is None or w.type.quant is None:
+        return 1 << 62
+    lo, hi = x.dtype.range()
+    zx = per_tensor(x)[1] if x.dtype is DType.INT8 else 0
+    wsum = int(np.abs(np.asarray(wc, np.int64) - weight_zp(w)).sum())
+    bmax = 0
+    for v in op.operands[x_idx + 1 if op.name == "tfl.transpose_conv" else 2:]:
+        c = v.const() if has_value(v) and v.dtype in (DType.INT32, DType.INT64) else None
+        if c is not None:
+            bmax = max(bmax, int(np.abs(np.asarray(c, np.int64)).max(initial=0)))
+    return wsum * max(abs(lo - zx), abs(hi - zx)) + bmax
 
 
 def exact_split(scales: Sequence[float]) -> tuple[list[int], list[int], int] | None:
