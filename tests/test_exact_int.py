@@ -3,6 +3,8 @@ tosa-opt validation and the Arm reference model (tests.e2e.check_tflite); intege
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -193,3 +195,47 @@ def test_split_v_empty_piece_tensorflow() -> None:
 
     r = run_case(Case("split_v_empty_tf", f, [In((1, 4, 8))], "SplitV"))
     assert r.rel == 0.0 and r.mismatches == 0
+
+
+def _c_round(x: float) -> int:
+    """C's round() of a double (half away from zero, exact)."""
+    f = abs(x)
+    n = math.floor(f)
+    q = n + (1 if f - n >= 0.5 else 0)
+    return q if x >= 0 else -q
+
+
+def test_double_rounding_of_the_product() -> None:
+    """round((double)acc · s): when fl64(acc·s) lands on n + 1/2 although acc·s is below it, LiteRT rounds up;
+    the limb arithmetic reproduces it (found by lattice search: acc ~ 2^38, s ~ 2^-24), and stays exact elsewhere."""
+    import random
+
+    from tests.near_half import find_near_half
+    from tf2tosa.executor import run
+    from tf2tosa.ir import DType, Graph, TensorType
+    from tf2tosa.legalizations import exact_round as X
+    from tf2tosa.tosa.builder import Builder
+
+    random.seed(3)
+    cases: list[tuple[float, int]] = []
+    while len(cases) < 6:
+        s = random.uniform(2.0**-24, 2.0**-23)
+        cases += [(s, a) for a in find_near_half(s, 16384, 32767, 14)]
+    for s, special in cases:
+        rng = np.random.default_rng(special % 1000)
+        accs = [special, -special, special + 1, 0, 1, -1] + [int(v) for v in rng.integers(-(1 << 38), 1 << 38, 40)]
+        for double_product in (True, False):
+            g = Graph()
+            r = g.add_input("r", TensorType((len(accs), 1), DType.INT32))
+            e = g.add_input("e", TensorType((len(accs), 1), DType.INT32))
+            b = Builder(g)
+            neg, limbs = X.limbs_of_wide(b, r, e)
+            g.outputs = [X.round_scaled(b, neg, limbs, [s], cap=1 << 20, double_product=double_product)]
+            rr = np.array([[(a + 128) >> 8] for a in accs], np.int64)
+            ee = np.array([[a - 256 * ((a + 128) >> 8)] for a in accs], np.int64)
+            got = np.asarray(next(iter(run(g, [rr.astype(np.int32), ee.astype(np.int32)]).values()))).reshape(-1)
+            want = np.array([_c_round(float(a) * s) for a in accs])
+            if double_product:
+                assert np.array_equal(got, want), (s, accs[:3], got[:3], want[:3])
+            else:  # the exact rational rounding differs exactly at the lattice-found inputs
+                assert got[0] == want[0] - 1 and got[1] == want[1] + 1

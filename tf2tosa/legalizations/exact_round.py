@@ -167,8 +167,14 @@ def scale_limbs(scales: Sequence[float]) -> tuple[list[list[int]], int]:
 
 
 def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequence[float], cap: int = 1 << 16,
-                 *, half_up: bool = False, wrap32: bool = False) -> Value:
+                 *, half_up: bool = False, wrap32: bool = False, double_product: bool = False) -> Value:
     """``sign · min(floor(|a|·s_c + 1/2), cap)`` as i32 (round half away from zero), channels on the last axis.
+
+    ``double_product``: round ``fl64(|a|·s)`` instead of the exact product, as ``round((double)acc · s)`` does.
+    The two differ only when ``y = |a|·s`` lies just below a half-integer ``n + 1/2`` within half an ulp of ``y``
+    (``fl64`` then returns ``n + 1/2``, which rounds up): with ``R`` the fraction bits of ``y + 1/2`` (the low
+    ``K'`` bits of the limb sum) that is ``R >= 2^K' - 2^p``, ``p = K' + e - 53``, ``e = floor(log2 y)`` =
+    ``bitlen(n) - 1`` (``-2`` for n = 0) — the top ``K' - p = 22 + clz(n) (+1 for n = 0)`` bits of ``R`` all ones.
 
     ``half_up``: ``floor(a·s + 1/2)`` for negative ``a`` too (apply_scale_16 / TFLite's int64 MBQM); ``wrap32``:
     the low 32 bits of the (signed) result instead of a saturated one (C's int64 → int32 cast)."""
@@ -209,6 +215,8 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
     q = dig[k] if k < len(dig) else zero
     if k + 1 < len(dig):
         q = o.add(q, o.mul(dig[k + 1], 1 << LIMB))
+    if double_product:
+        q = _double_rounding_step(b, o, q, dig, k)
     above: Value | None = None
     for d in dig[k + 2:]:
         above = d if above is None else o.add(above, d)
@@ -216,6 +224,22 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
     if above is not None:
         q = o.select(b.binary("GREATER", above, o.c(0)), cap, q)
     return o.select(neg, o.sub(0, q), q)
+
+
+def _double_rounding_step(b: Builder, o: _Ops, q: Value, dig: Sequence[Value], k: int) -> Value:
+    """``q + 1`` where fl64 rounds ``|a|·s`` up onto ``q + 1/2`` (see :func:`round_scaled`), else ``q``."""
+    clz = b.clz(q)
+    ones = o.add(o.add(clz, 22), b.cast(b.binary("EQUAL", q, o.c(0)), DType.INT32))  # top bits of R that must be 1
+    cond: Value | None = None
+    for i in range(4):  # j <= 55 < 60: the four digits below K'
+        d = dig[k - 1 - i] if k - 1 - i >= 0 else o.c(0)
+        need = b.binary("MAXIMUM", b.binary("MINIMUM", o.sub(ones, 15 * i), o.c(LIMB), nan_mode="PROPAGATE"),
+                        o.c(0), nan_mode="PROPAGATE")
+        mask = o.sub(b.binary("LOGICAL_LEFT_SHIFT", o.c(1), o.sub(LIMB, need)), 1)
+        ok = b.binary("EQUAL", b.binary("BITWISE_OR", d, mask), o.c(MASK))
+        cond = ok if cond is None else b.binary("LOGICAL_AND", cond, ok)
+    assert cond is not None
+    return o.select(cond, o.add(q, 1), q)
 
 
 __all__ = ["LIMB", "WIDE_LIMIT", "limbs_of_i32", "limbs_of_signed", "limbs_of_wide", "low_byte_input", "mul_limbs",

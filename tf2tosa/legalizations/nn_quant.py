@@ -258,14 +258,15 @@ def fc_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tf
     y = None
     if bound < (1 << 31) - 1:
         acc32 = acc if acc.dtype is DType.INT32 else rescale(b, acc, 1.0, DType.INT32, scale32=False)
-        y = round_scale_exact(b, acc32, scales, out)
+        # int8 outputs: the double product's rounding can only matter once in ~2^27 channels (see exact_round)
+        y = round_scale_exact(b, acc32, scales, out) if acc.dtype is DType.INT32 else None
         if y is None:
             neg, limbs = X.limbs_of_i32(b, acc32)
-            y = _saturate_out(b, X.round_scaled(b, neg, limbs, scales), out)
+            y = _saturate_out(b, X.round_scaled(b, neg, limbs, scales, double_product=True), out)
     elif acc.dtype is DType.INT48 and low_acc is not None and bound < X.WIDE_LIMIT:
         r, e = X.wide_acc(b, acc, low_acc, bias)
         neg, limbs = X.limbs_of_wide(b, r, e)
-        y = _saturate_out(b, X.round_scaled(b, neg, limbs, scales), out)
+        y = _saturate_out(b, X.round_scaled(b, neg, limbs, scales, double_product=True), out)
     if y is None:
         note_inexact(b, op, f"accumulator bound {bound} too wide for the exact double-precision requantization; "
                             "a 32/16-bit multiplier RESCALE is used (may differ by 1 LSB)")
