@@ -19,9 +19,9 @@ reproduces it with a few MULs.  A 16x8 model accumulates in 64 bits (i48 in TOSA
    ``q = floor((|acc|·M' + 2^(K'-1)) / 2^K')`` is read off limbs k and k+1 (anything above saturates).
 4. ``round(-y) = -round(y)``: the sign is restored with SELECT.
 
-This is the exact rational rounding of ``acc·s``.  The kernel rounds ``acc·s`` to a double first; the two differ
-only when ``acc·s`` lies within ``|acc·s|·2^-53`` of a half-integer without being one (a probability of about
-2^-36 per output), which is noted in the docstring of the caller, not worked around.
+That is the exact rational rounding of ``acc·s``.  The kernel rounds ``acc·s`` to a double first, which can land
+on ``n + 1/2`` from just below; ``round_scaled(..., double_product=True)`` reads that case off the fraction limbs
+and rounds up as the kernel does (tests/near_half.py finds such accumulators by lattice reduction).
 """
 
 from __future__ import annotations
