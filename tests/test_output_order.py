@@ -120,3 +120,33 @@ def test_tosa_opt_keeps_the_order(models: dict[str, bytes]) -> None:
     assert sig is not None
     assert re.findall(r'tosa.tensor_name = "([^"]+)"', sig.group(2)) == model.output_names
     tosa_tools.validate(model.to_bytes(), model.profiles, model.extensions)
+
+
+def test_verify_against_another_tflite_pairs_by_signature_key(tmp_path: Path) -> None:
+    """A TensorFlow model verified against TFLite's own conversion of it (the QAT oracle's path): that .tflite lists
+    its inputs and outputs in its own order, so they are paired through the SignatureDef keys."""
+    import tensorflow as tf
+
+    from tf2tosa.verify.compare import verify_tflite
+
+    class Three(tf.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            r = np.random.default_rng(5)
+            self.w = tf.Variable(r.standard_normal((4, 3)).astype(np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32, name="zeta"),
+                                      tf.TensorSpec([1, 4], tf.float32, name="alpha")])
+        def __call__(self, z: Any, a: Any) -> Any:
+            return {"c": tf.matmul(z, self.w), "b": tf.matmul(a, self.w) * 2.0, "a": tf.matmul(z - a, self.w)}
+
+    m = Three()
+    path = tmp_path / "three"
+    tf.saved_model.save(m, str(path), signatures=m.__call__.get_concrete_function())
+    ref = tf.lite.TFLiteConverter.from_saved_model(str(path)).convert()
+    model = tf2tosa.convert(str(path))
+    ins, outs, _ = _details(ref)
+    keys = model.graph.meta["signature_names"]
+    assert [keys[v.name] for v in model.graph.outputs] == ["a", "b", "c"]
+    rep = verify_tflite(model, num=2, tflite=ref)
+    assert rep.ok, str(rep)
+    assert [o.name for o in rep.outputs] == model.output_names

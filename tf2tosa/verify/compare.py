@@ -103,7 +103,8 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     """Run ``model.source`` (a .tflite) in LiteRT and ``model`` in the executor; compare every output.
 
     ``tflite`` overrides the model to run in LiteRT (e.g. TFLite's own int8 conversion of a QAT model); its inputs
-    and outputs are then matched by position.
+    and outputs are then matched through its SignatureDef keys (our graph's ``signature_names``), by position when
+    those do not cover them.  Otherwise outputs are matched by source tensor name, in the source model's order.
     """
     from ..executor import run
     from .litert import run_tflite_many
@@ -120,16 +121,25 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     positional = tflite is not None
     source = tflite if tflite is not None else model.source
     assert source is not None
+    # another .tflite (TFLite's own conversion of a TF model): pair inputs and outputs through its SignatureDef keys,
+    # which our graph records as signature_names; by position only when the keys do not cover them
+    sig_in, sig_out = _signature_tensors(tflite) if tflite is not None else ({}, {})
+    keys: dict[str, str] = dict(g.meta.get("signature_names") or {})
+    by_key_in = positional and bool(g.inputs) and all(keys.get(v.name) in sig_in for v in g.inputs)
     litert_sets: list[Any] = (
-        [[as_source(v.name, s[v.name]) for v in g.inputs] for s in sets] if positional
+        [{sig_in[keys[v.name]]: as_source(v.name, s[v.name]) for v in g.inputs} for s in sets] if by_key_in
+        else [[as_source(v.name, s[v.name]) for v in g.inputs] for s in sets] if positional
         else [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in sets])
+    out_tensor = {v.name: sig_out[keys[v.name]] for v in g.outputs if keys.get(v.name) in sig_out}
     refs = run_tflite_many(source, litert_sets, reference_kernels=reference_kernels)
     worst: dict[str, OutputReport] = {}
     for s, ref in zip(sets, refs):
         got = run(g, s)
         ref_list = list(ref.values())
         for i, v in enumerate(g.outputs):
-            r = ref_list[i] if positional else ref.get(v.source or "", ref_list[i] if i < len(ref_list) else None)
+            fallback = ref_list[i] if i < len(ref_list) else None
+            r = (ref.get(out_tensor.get(v.name, ""), fallback) if positional
+                 else ref.get(v.source or "", fallback))
             if r is None:
                 continue
             rep = compare(v.name, as_source(v.name, got[v.name]), r, rtol)
@@ -143,6 +153,16 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     report = VerifyReport(model.source_path or g.name, len(sets), [worst[v.name] for v in g.outputs if v.name in worst])
     report.spec = spec_check(g, sets[0])
     return report
+
+
+def _signature_tensors(tflite: bytes) -> tuple[dict[str, str], dict[str, str]]:
+    """SignatureDef key -> tensor name for the inputs and outputs of the first signature of ``tflite``."""
+    from ..converter.tflite import load_tflite
+
+    sigs = load_tflite(tflite).meta.get("signatures") or []
+    if not sigs:
+        return {}, {}
+    return dict(sigs[0]["inputs"]), dict(sigs[0]["outputs"])
 
 
 def spec_check(graph: Graph, inputs: Mapping[str, np.ndarray]) -> ComplianceReport | None:
