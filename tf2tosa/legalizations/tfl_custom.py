@@ -122,7 +122,8 @@ def custom_rule(*codes: str) -> Callable[[Rule], Rule]:
 
 @legalize("tfl.custom")
 def custom(b: Builder, op: Operation) -> list[Value]:
-    """Dispatch on custom_code (the MediaPipe ops of :data:`CUSTOM_RULES`)."""
+    """Dispatch on custom_code (MediaPipe's Convolution2DTransposeBias, MaxPoolingWithArgmax2D, MaxUnpooling2D,
+    Landmarks2TransformMatrix, TransformLandmarks, TransformTensorBilinear)."""
     code = str(op.attrs.get("custom_code", ""))
     fn = CUSTOM_RULES.get(code)
     if fn is None:
