@@ -122,8 +122,10 @@ def custom_rule(*codes: str) -> Callable[[Rule], Rule]:
 
 @legalize("tfl.custom")
 def custom(b: Builder, op: Operation) -> list[Value]:
-    """Dispatch on custom_code (MediaPipe's Convolution2DTransposeBias, MaxPoolingWithArgmax2D, MaxUnpooling2D,
-    Landmarks2TransformMatrix, TransformLandmarks, TransformTensorBilinear)."""
+    """MediaPipe's custom ops by custom_code: transposed conv, argmax pooling/unpooling, landmark transforms.
+
+    Convolution2DTransposeBias, MaxPoolingWithArgmax2D, MaxUnpooling2D, Landmarks2TransformMatrix, TransformLandmarks,
+    TransformTensorBilinear (:data:`CUSTOM_RULES`)."""
     code = str(op.attrs.get("custom_code", ""))
     fn = CUSTOM_RULES.get(code)
     if fn is None:
