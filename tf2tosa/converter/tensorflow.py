@@ -730,7 +730,7 @@ def tflite_qat_reference(source: Any, int8_io: bool = False, signature: str = "s
         raise ModelLoadError("the TFLite reference of a frozen GraphDef is not supported; use the SavedModel",
                              file=src.label)
     try:
-        if src.kind == "saved_model":
+        if src.kind == "saved_model" and not src.loader:
             conv = tf.lite.TFLiteConverter.from_saved_model(src.label, signature_keys=[src.signature or signature])
         else:
             conv = tf.lite.TFLiteConverter.from_concrete_functions([src.function])

@@ -339,6 +339,8 @@ def transform_tensor_bilinear(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported(f"{code} output {res.type} for input {x.type} (needs a static [1, OH, OW, {c}])")
     if n != 1:
         raise Unsupported(f"{code} with batch {n} (the kernel samples batch 0 only)")
+    if h * w >= 1 << 24:
+        raise Unsupported(f"{code} on a {h}x{w} input (pixel indices are computed exactly in fp32 up to 2^24)")
     _, oh, ow, _ = out
     m = _flat_elements(b, mat, 8, 4, code)
 
