@@ -332,6 +332,9 @@ def transform_tensor_bilinear(b: Builder, op: Operation) -> list[Value]:
     dt = require_float(op, x, mat)
     code = str(op.attrs.get("custom_code", ""))
     align = code == "TransformTensorBilinear" and int(op.attrs.get("op_version", 2) or 2) >= 2
+    mode = _flex_options(op, code).get("mode", "bilinear") if code == "TransformTensor" else "bilinear"
+    if mode != "bilinear":
+        raise Unsupported(f"{code} with mode {mode!r} (the kernel supports only bilinear interpolation)")
     n, h, w, c = static_shape(x)
     res = op.results[0]
     out = [int(d) for d in res.shape] if res.type.is_static else []
