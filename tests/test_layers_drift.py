@@ -113,3 +113,27 @@ def test_another_summation_order_stays_within() -> None:
     assert e.drift in ("within", "exact"), (e.drift, e.bound_ratio)  # type: ignore[attr-defined]
     assert e.local_error is not None  # type: ignore[attr-defined]
     assert "beyond" not in rep.drift_counts
+
+
+DEPTHWISE = SAMPLE.with_name("depthwise_f32.tflite")  # depthwise convs, bilinear / nearest resize, concat, add
+
+
+def test_one_op_layers_use_their_own_bound() -> None:
+    """ULP, RESIZE and exact-op layers of the converted model are within their bounds; a bfloat16 rounding of the
+    ADD's input inside the ADD layer puts that layer beyond its 0.5 ulp bound."""
+    rep = verify_layers(DEPTHWISE)
+    layers = _by_op(rep)
+    assert layers["ADD#7"].bound == "0.5 ulp"  # type: ignore[attr-defined]
+    assert layers["RESIZE_BILINEAR#1"].bound == "RESIZE"  # type: ignore[attr-defined]
+    assert layers["CONCATENATION#3"].bound == "exact ops"  # type: ignore[attr-defined]
+    assert all(e.drift in ("exact", "within") for e in rep.layers), [(e.op, e.drift) for e in rep.layers]
+
+    graph = tf2tosa.convert(DEPTHWISE.read_bytes()).graph
+    add = _layer(graph, "ADD", "ADD#7")
+    x = add.operands[0]
+    down = graph.add_op("tosa.CAST", [x], [TensorType(x.type.shape, DType.BF16)], location="ADD#7")
+    up = graph.add_op("tosa.CAST", [down.results[0]], [TensorType(x.type.shape, DType.FP32)], location="ADD#7")
+    graph.set_operand(add, 0, up.results[0])
+    e = _by_op(verify_layers(DEPTHWISE, graph=graph))["ADD#7"]
+    assert e.drift == "beyond" and e.bound == "0.5 ulp" and e.bound_ratio > 100  # type: ignore[attr-defined]
+    assert e.litert_bound_ratio <= 1  # type: ignore[attr-defined]

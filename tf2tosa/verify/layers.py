@@ -370,14 +370,30 @@ def _eval_chain(ops: list[Operation], ext: Mapping[str, np.ndarray], precise: bo
 def _single_op_bound(op: Operation, ins: list[np.ndarray], ref64: np.ndarray) -> tuple[np.ndarray, str] | None:
     """The spec's elementwise error bound of ``op``'s result (an ULP or absolute bound; fp64 reference ``ref64``),
     and its name."""
-    from ..executor.compliance import abs_bound, op_accuracy, ulp_error_bound
+    from ..executor.compliance import (
+        abs_bound,
+        calc_abs_error_bound,
+        normal_frac,
+        normal_min,
+        op_accuracy,
+        ulp_error_bound,
+    )
 
     acc = op_accuracy(op)
     dt = op.results[0].type.dtype
+    ref = np.asarray(ref64, np.float64)
     if acc.mode == "ulp":
-        return ulp_error_bound(ref64, dt, float(acc.ulp or 0)), f"{acc.ulp:g} ulp"
+        return ulp_error_bound(ref, dt, float(acc.ulp or 0)), f"{acc.ulp:g} ulp"
     if acc.mode == "abs":
-        return abs_bound(op.opcode, dt, ref64, ins[0], ins[1] if len(ins) > 1 else None), f"{op.opcode} abs"
+        return abs_bound(op.opcode, dt, ref, ins[0], ins[1] if len(ins) > 1 else None), f"{op.opcode} abs"
+    if acc.mode == "resize":  # S9027-9031
+        m = float(np.max(np.abs(np.asarray(ins[0], np.float64)))) if np.size(ins[0]) else 0.0
+        b = max(float(calc_abs_error_bound(dt, m, 20.0, 0, 1)), m * 0.006)
+        return np.full(ref.shape, b), "RESIZE"
+    if acc.mode == "reduce_product":  # S7534
+        n = int(np.shape(ins[0])[int(op.attrs["axis"])])
+        b = np.maximum(np.abs(ref), normal_min(dt)) * ((1 + 2.0 ** (-normal_frac(dt) - 1)) ** n - 1)
+        return b, f"REDUCE_PRODUCT n={n}"
     return None
 
 
