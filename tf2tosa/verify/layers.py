@@ -388,12 +388,12 @@ def _single_op_bound(op: Operation, ins: list[np.ndarray], ref64: np.ndarray) ->
         return abs_bound(op.opcode, dt, ref, ins[0], ins[1] if len(ins) > 1 else None), f"{op.opcode} abs"
     if acc.mode == "resize":  # S9027-9031
         m = float(np.max(np.abs(np.asarray(ins[0], np.float64)))) if np.size(ins[0]) else 0.0
-        b = max(float(calc_abs_error_bound(dt, m, 20.0, 0, 1)), m * 0.006)
-        return np.full(ref.shape, b), "RESIZE"
+        rb = max(float(calc_abs_error_bound(dt, m, 20.0, 0, 1)), m * 0.006)
+        return np.full(ref.shape, rb), "RESIZE"
     if acc.mode == "reduce_product":  # S7534
         n = int(np.shape(ins[0])[int(op.attrs["axis"])])
-        b = np.maximum(np.abs(ref), normal_min(dt)) * ((1 + 2.0 ** (-normal_frac(dt) - 1)) ** n - 1)
-        return b, f"REDUCE_PRODUCT n={n}"
+        pb = np.maximum(np.abs(ref), normal_min(dt)) * ((1 + 2.0 ** (-normal_frac(dt) - 1)) ** n - 1)
+        return pb, f"REDUCE_PRODUCT n={n}"
     return None
 
 
