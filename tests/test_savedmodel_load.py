@@ -100,6 +100,7 @@ def test_keras2_saved_model_converts_and_matches_tf(keras2_saved_model: tuple[Pa
     model = tf2tosa.convert(str(path))
     g = model.graph
     assert "object graph not revived" in g.meta["loader"] and "add_slot" in g.meta["loader"]
+    assert any("MetaGraph + variables" in w for w in g.meta["warnings"])  # told to the user (the CLI prints it)
     assert [g.meta["signature_names"][v.name] for v in g.outputs] == ["embedding", "scores"]
     assert "tosa.CONV2D" in g.op_counts() or "tosa.MATMUL" in g.op_counts()
     rng = np.random.default_rng(1)

@@ -713,6 +713,8 @@ def convert_tensorflow(source: Any, options: Any = None, signature: str = "servi
     graph = graph_from_source(src, name)
     apply_qat(graph, mode, io)
     convert_graph(graph, options, file=src.label)
+    if src.loader:
+        graph.meta["warnings"] = [*graph.meta.get("warnings", []), f"SavedModel loaded from its {src.loader}"]
     return graph, src
 
 
