@@ -295,8 +295,8 @@ def transform_landmarks(b: Builder, op: Operation) -> list[Value]:
         if len(shape) != 4:
             raise Unsupported(f"TransformLandmarks v1 on a rank-{len(shape)} input (the kernel wants [1, H, W, C])")
         opts = _flex_options(op, "TransformLandmarks")
-        dims = int(opts.get("dimensions", 0))
-        scale = _f32(opts.get("scale", 0.0), "TransformLandmarks scale")
+        dims = int(opts.get("dimensions", 3))  # the attribute struct's defaults
+        scale = _f32(opts.get("scale", 1.0), "TransformLandmarks scale")
         if scale == 0.0:
             raise Unsupported("TransformLandmarks v1 with scale 0 (the kernel refuses it)")
     if dims not in (2, 3) or shape[-1] % dims:
@@ -412,7 +412,7 @@ def landmarks_to_transform_matrix(b: Builder, op: Operation) -> list[Value]:
                           "is not lowered; MediaPipe's resolver registers version 2")
     opts = _flex_options(op, "Landmarks2TransformMatrix")
     subset = _pairs(opts.get("subset_idxs"), "Landmarks2TransformMatrix subset_idxs")
-    left, right = int(opts.get("left_rotation_idx", -1)), int(opts.get("right_rotation_idx", -1))
+    left, right = int(opts.get("left_rotation_idx", 0)), int(opts.get("right_rotation_idx", 0))  # absent key: 0
     out_h, out_w = int(opts.get("output_height", 0)), int(opts.get("output_width", 0))
     scale_x = _f32(opts.get("scale_x", 0.0), "Landmarks2TransformMatrix scale_x")
     scale_y = _f32(opts.get("scale_y", 0.0), "Landmarks2TransformMatrix scale_y")
