@@ -144,7 +144,15 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     from .converter.tflite import load_tflite
 
     if is_tensorflow_source(source):
+        import importlib.util
+
         from .converter.tensorflow import convert_tensorflow
+
+        if isinstance(source, (str, os.PathLike)) and importlib.util.find_spec("tensorflow") is None:
+            from .errors import MissingExtraError
+
+            raise MissingExtraError("TensorFlow models need TensorFlow: pip install 'tf2tosa[tf]'",
+                                    file=os.fspath(source))
 
         options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, extra=dict(extra))
         graph, src = convert_tensorflow(source, options, signature=signature)

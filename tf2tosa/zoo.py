@@ -564,10 +564,12 @@ def run_zoo(filter: str | None = None, jobs: int = 1, report_dir: str | os.PathL
 
 
 def zoo_command(list_only: bool = False, filter: str | None = None, jobs: int = 1, report: str | None = None,
-                echo: Callable[[str], None] = print) -> int:
+                echo: Callable[[str], None] = print, on_run: Callable[[ZooRun], object] | None = None) -> int:
     """The body of ``tf2tosa zoo``: prints the selection (``--list``) or runs it; returns the exit code
-    (0: no variant FAIL/INVALID/UNSUPPORTED/ERROR, 1 otherwise)."""
+    (0: no variant FAIL/INVALID/UNSUPPORTED/ERROR, 1 otherwise).  ``on_run`` receives the finished run."""
     run = run_zoo(filter=filter, jobs=jobs, report_dir=report, list_only=list_only)
+    if on_run is not None:
+        on_run(run)
     if list_only:
         for r in run.results:
             gap = f"  (known gap: {r['known_gap']})" if r.get("known_gap") else ""

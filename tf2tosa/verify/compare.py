@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConversionError, InputError
+from ..errors import InputError, MissingExtraError
 from ..ir import DType, Graph
 from .spec_check import ComplianceReport, check_graph
 
@@ -30,10 +30,6 @@ RATIO_EDGES = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 ORACLE_TEXT = {"ref": "LiteRT reference kernels (BUILTIN_REF)", "optimized": "LiteRT optimized kernels",
                "tensorflow": "TensorFlow"}
-
-
-class MissingExtraError(ConversionError):
-    """A command needs an optional dependency (an extra) that is not installed."""
 
 
 def require_litert() -> None:
