@@ -138,6 +138,15 @@ def _load_inputs(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def _check_inputs(m: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` (from --input), after checking each name is an input of the model."""
+    names = {v.name for v in m.graph.inputs}
+    for k in given:
+        if k not in names:
+            raise InputError(f"no model input named {k!r} (inputs: {', '.join(sorted(names))})", tensor=k)
+    return given
+
+
 def _is_tflite(path: Path) -> bool:
     from .converter.tensorflow import is_tensorflow_source
 
@@ -250,11 +259,7 @@ def run(model: Path = typer.Argument(..., help="a .tosa file"),
 
     out = _out()
     m = load(str(model))
-    given = _load_inputs(input)
-    names = {v.name for v in m.graph.inputs}
-    for k in given:
-        if k not in names:
-            raise InputError(f"no model input named {k!r} (inputs: {', '.join(sorted(names))})", tensor=k)
+    given = _check_inputs(m, _load_inputs(input))
     feed = {**random_inputs(m.graph, seed), **given}
     profile: dict[str, Any] | None = None
     with _progress(f"running {model.name}") as prog:
@@ -391,7 +396,7 @@ def verify(model: Path = typer.Argument(..., help="the model: .tflite, SavedMode
     with _progress(f"verifying {model.name}") as prog, _quiet_deps():
         prog(0, 0, "converting")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature)
-        given = _load_inputs(input)
+        given = _check_inputs(m, _load_inputs(input))
         sets = None
         if given:
             from .verify.compare import random_inputs
