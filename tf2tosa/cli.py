@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import typer
 
 from .cli_output import (EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, EXIT_USER, EXIT_VERIFY, Out,
-                         error_dict)
+                         error_dict, routed_logging)
 from .errors import ConversionError, InputError
 
 app = typer.Typer(
@@ -60,7 +60,8 @@ def _user_errors(fn: F) -> F:
         _out_stack.append(out)
         try:
             try:
-                payload = fn(*args, **kwargs)
+                with routed_logging(out):
+                    payload = fn(*args, **kwargs)
             except ConversionError as e:
                 _fail(out, e, EXIT_USER)
             except OSError as e:
@@ -221,7 +222,7 @@ def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedMod
     out.result(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
                f"extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
     for w in m.graph.meta.get("warnings", []):
-        out.warn(str(w))
+        out.warn_once(str(w))
     custom = _custom_ops(m.graph)
     payload: dict[str, Any] = {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None,
                                "ops": ops, **_model_facts(m), "custom_ops": custom, "seconds": round(seconds, 3),
@@ -412,7 +413,7 @@ def verify(model: Path = typer.Argument(..., help="the model: .tflite, SavedMode
                                          out_html=str(layers_html) if layers_html else None,
                                          out_png=str(layers_png) if layers_png else None)
     for w in m.graph.meta.get("warnings", []):
-        out.warn(str(w))
+        out.warn_once(str(w))
     out.result(str(report))
     if layer_report is not None:
         out.result(layer_report.summary())

@@ -11,6 +11,7 @@ plus the command's own keys (``docs/schemas/<command>.json``).  On failure ``ok`
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import Any
 
@@ -85,6 +86,11 @@ class Out:
         if not (self.json or self.quiet):
             typer.echo(text, err=True)
 
+    def warn_once(self, text: str) -> None:
+        """:meth:`warn`, unless this warning was already given (the converter both logs and records some)."""
+        if text not in self.warnings:
+            self.warn(text)
+
     def envelope(self, payload: dict[str, Any] | None, error: dict[str, Any] | None, code: int) -> dict[str, Any]:
         return {"tf2tosa": _version(), "command": self.command, "ok": code == EXIT_OK, "exit_code": code,
                 "error": error, "warnings": list(self.warnings), **(payload or {})}
@@ -110,3 +116,45 @@ def error_dict(exc: BaseException, cls: str | None = None) -> dict[str, Any]:
     if cls is not None:
         d["class"] = cls
     return d
+
+
+class OurLogHandler(logging.Handler):
+    """Routes the ``tf2tosa`` logger into a command's output: warnings as ``warning:`` lines (and the JSON
+    ``warnings`` list), information as ``note:`` lines."""
+
+    def __init__(self, out: Out) -> None:
+        super().__init__(logging.INFO)
+        self.out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = record.getMessage()
+        except Exception:  # pragma: no cover - a bad format string must not end the command
+            msg = str(record.msg)
+        if record.levelno >= logging.WARNING:
+            self.out.warn_once(msg)
+        else:
+            self.out.info(f"note: {msg}")
+
+
+class routed_logging:  # noqa: N801 - used as a context manager
+    """``with routed_logging(out):`` the ``tf2tosa`` logger goes to ``out`` (and not to Python's last-resort
+    handler, which would print each warning a second time)."""
+
+    def __init__(self, out: Out) -> None:
+        self.out = out
+        self.logger = logging.getLogger("tf2tosa")
+        self.handler = OurLogHandler(out)
+        self.saved = (self.logger.propagate, self.logger.level)
+
+    def __enter__(self) -> routed_logging:
+        self.logger.addHandler(self.handler)
+        self.logger.propagate = False
+        if self.logger.level == logging.NOTSET or self.logger.level > logging.INFO:
+            self.logger.setLevel(logging.INFO)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self.handler)
+        self.logger.propagate, level = self.saved
+        self.logger.setLevel(level)
