@@ -483,7 +483,9 @@ def demo(out_dir: Path = typer.Option(Path("out/demo"), "--out-dir", help="where
 
     out = _out()
     require_litert()
-    folder = samples or Path(__file__).resolve().parent.parent / "models" / "samples"
+    # the checkout's samples (an editable install), else ./models/samples (run from a clone after `pip install .`)
+    here = Path(__file__).resolve().parent.parent / "models" / "samples"
+    folder = samples or (here if here.is_dir() else Path("models") / "samples")
     models = sorted(folder.glob("*.tflite"))
     if not models:
         raise InputError(f"no sample models in {folder}")
