@@ -64,6 +64,12 @@ def _user_errors(fn: F) -> F:
                     payload = fn(*args, **kwargs)
             except ConversionError as e:
                 _fail(out, e, EXIT_USER)
+            except BrokenPipeError:  # the reader of our stdout went away (`tf2tosa ops | head`): stop quietly
+                import os
+
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                raise typer.Exit(EXIT_USER) from None
             except OSError as e:
                 _fail(out, e, EXIT_USER)
             except KeyboardInterrupt:
