@@ -12,8 +12,14 @@ from typing import Any
 import numpy as np
 
 from .api import TosaModel, convert, load
-from .errors import (ConversionError, InputError, InvalidGraphError, MissingExtraError, ModelLoadError,
-                     UnsupportedOpsError)
+from .errors import (
+    ConversionError,
+    InputError,
+    InvalidGraphError,
+    MissingExtraError,
+    ModelLoadError,
+    UnsupportedOpsError,
+)
 
 __version__ = "0.1.0"
 

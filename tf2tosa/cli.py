@@ -15,8 +15,17 @@ from typing import Any, TypeVar
 
 import typer
 
-from .cli_output import (EXIT_CODES_HELP, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, EXIT_USER, EXIT_VERIFY, Out,
-                         error_dict, routed_logging)
+from .cli_output import (
+    EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_USER,
+    EXIT_VERIFY,
+    Out,
+    error_dict,
+    routed_logging,
+)
 from .errors import ConversionError, InputError
 
 app = typer.Typer(

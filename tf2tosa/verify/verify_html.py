@@ -190,7 +190,8 @@ def _spec_plot(verdicts: Sequence[Any], width: int = 720) -> str:
     for i, v in enumerate(verdicts):
         y = mt + i * row
         color = "#d64545" if not v.ok else "#1f9d55"
-        out.append(f'<text x="{ml - 6}" y="{y + 11}" text-anchor="end" class="tick">{_E(v.op if len(v.op) <= 44 else v.op[:43] + "…")}</text>')
+        label = v.op if len(v.op) <= 44 else v.op[:43] + "…"
+        out.append(f'<text x="{ml - 6}" y="{y + 11}" text-anchor="end" class="tick">{_E(label)}</text>')
         out.append(f'<rect class="bar" x="{ml}" y="{y + 2}" width="{max(x_of(v.worst) - ml, 1):.1f}" height="{row - 5}"'
                    f' fill="{color}"><title>{_E(v.op)}: {_num(v.worst)} of the bound</title></rect>')
         out.append(f'<text x="{x_of(v.worst) + 4:.1f}" y="{y + 11}" class="tick">{_num(v.worst)}</text>')
@@ -222,8 +223,8 @@ def render_verify_html(report: VerifyReport, layers: LayerReport | None = None) 
     """The page for one verify run (and its per-layer comparison, if any)."""
     verdict = "PASS" if report.ok and (layers is None or layers.first_divergent is None) else "FAIL"
     title = f"tf2tosa verify: {report.model}"
-    sub = (f"{verdict} · {report.runs} input set(s) · judged against {_E(ORACLE_TEXT.get(report.oracle, report.oracle))}"
-           f" · {len(report.outputs)} output(s)")
+    oracle = _E(ORACLE_TEXT.get(report.oracle, report.oracle))
+    sub = f"{verdict} · {report.runs} input set(s) · judged against {oracle} · {len(report.outputs)} output(s)"
     body = [f'<section class="summary"><h2><span class="badge {"ok" if verdict == "PASS" else "bad"}">{verdict}'
             f"</span> {_E(report.model)}</h2>"]
     body += [f'<div class="info">{_E(line)}</div>' for line in report.info]
