@@ -122,9 +122,10 @@ class VerifyReport:
     oracle: str = "ref"
     #: information that does not change the verdict (e.g. how far LiteRT's optimized kernels differ)
     info: list[str] = field(default_factory=list)
-    #: the optimized kernels' difference from the reference kernels on integer outputs, when measured:
-    #: ``{"max_lsb": N, "elements": M, "total": T}``
-    optimized_diff: dict[str, int] | None = None
+    #: the optimized kernels' difference from the reference kernels, when measured: on integer outputs the largest
+    #: difference in LSB, the elements that differ and the total (``max_lsb`` None without integer outputs), on
+    #: float outputs max |optimized - reference| / max |reference| (``max_rel``, None without float outputs)
+    optimized_diff: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -226,8 +227,8 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     """Run ``model.source`` (a .tflite) in LiteRT and ``model`` in the executor; compare every output.
 
     ``oracle`` is ``ref`` (LiteRT's reference kernels, the default: the truth for integer models) or ``optimized``
-    (LiteRT's default kernels); ``reference_kernels`` is its older boolean spelling.  With ``ref``, integer graphs
-    are also run on the optimized kernels and how far those differ is reported as information.
+    (LiteRT's default kernels); ``reference_kernels`` is its older boolean spelling.  With ``ref``, the model is
+    also run on the optimized kernels and how far those differ is reported as information (``report.info``).
     ``tflite`` overrides the model to run in LiteRT (e.g. TFLite's own int8 conversion of a QAT model); its inputs
     and outputs are then matched by position.  ``progress(step, total, text)`` is told of each step.
     """
@@ -253,13 +254,12 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     litert_sets: list[Any] = (
         [[as_source(v.name, s[v.name]) for v in g.inputs] for s in sets] if positional
         else [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in sets])
-    integer = "PRO-INT" in g.meta.get("profiles", ()) or any(not v.dtype.is_float for v in g.outputs)
-    total = 2 + len(sets) + (oracle == "ref" and integer)
+    total = 2 + len(sets) + (oracle == "ref")
     with LiteRTWorker() as worker:
         tell(0, total, f"running LiteRT ({ORACLE_TEXT[oracle]})")
         refs = worker.run_many(source, litert_sets, reference_kernels=oracle == "ref")
         others = None
-        if oracle == "ref" and integer:
+        if oracle == "ref":
             tell(1, total, "running LiteRT's optimized kernels (for information)")
             others = worker.run_many(source, litert_sets, reference_kernels=False)
 
@@ -271,6 +271,7 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
 
     worst: dict[str, OutputReport] = {}
     diff_max, diff_n, diff_total = 0, 0, 0
+    f_abs, f_ref, f_total = 0.0, 0.0, 0
     for k, (s, ref) in enumerate(zip(sets, refs)):
         tell(total - 1 - len(sets) + k, total, f"running the TOSA program ({k + 1}/{len(sets)})")
         got = run(g, s)
@@ -283,16 +284,29 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
             worst[v.name] = rep if prev is None else prev.merge(rep)
             if others is not None:
                 o = pick(others[k], i, v.source)
-                if o is not None and o.shape == r.shape and not np.issubdtype(r.dtype, np.floating):
+                if o is None or o.shape != r.shape or not o.size:
+                    continue
+                if np.issubdtype(r.dtype, np.floating):
+                    fd = np.abs(o.astype(np.float64) - r.astype(np.float64))
+                    f_abs = max(f_abs, float(np.nanmax(fd)) if not np.all(np.isnan(fd)) else 0.0)
+                    f_ref = max(f_ref, float(np.nanmax(np.abs(r))) if not np.all(np.isnan(r)) else 0.0)
+                    f_total += int(r.size)
+                else:
                     d = np.abs(o.astype(np.int64) - r.astype(np.int64))
-                    diff_max = max(diff_max, int(d.max()) if d.size else 0)
+                    diff_max = max(diff_max, int(d.max()))
                     diff_n += int(np.count_nonzero(d))
                     diff_total += int(d.size)
     report = VerifyReport(model.source_path or g.name, len(sets), [worst[v.name] for v in g.outputs if v.name in worst],
                           oracle=oracle)
-    if others is not None and diff_total:
-        report.optimized_diff = {"max_lsb": diff_max, "elements": diff_n, "total": diff_total}
-        report.info.append(optimized_diff_text(diff_max, diff_n, diff_total))
+    if others is not None and (diff_total or f_total):
+        rel = f_abs / f_ref if f_ref else f_abs
+        report.optimized_diff = {"max_lsb": diff_max if diff_total else None, "elements": diff_n,
+                                 "total": diff_total, "max_rel": rel if f_total else None}
+        if diff_total:
+            report.info.append(optimized_diff_text(diff_max, diff_n, diff_total))
+        if f_total:
+            report.info.append(f"optimized kernels differ by ≤ {rel:.2g} × max|ref| on float outputs (they sum in "
+                               f"another order; the verdict uses the reference kernels)")
     tell(total - 1, total, "checking float ops against the spec's bounds")
     report.spec = spec_check(g, sets[0])
     return report
