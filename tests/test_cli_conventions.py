@@ -72,7 +72,7 @@ def test_quiet_and_verbose(tmp_path: Path) -> None:
     assert "profiles:" in loud.stdout
     # -v on a non-terminal: plain progress lines on stderr
     verbose = tf2tosa_cli("convert", F32, "-o", tmp_path / "o.tosa", "-v")
-    assert verbose.returncode == 0 and "tf2tosa: converting small_cnn_f32.tflite" in verbose.stderr
+    assert verbose.returncode == 0 and "tf2tosa: convert small_cnn_f32.tflite" in verbose.stderr
 
 
 def test_shell_completion() -> None:

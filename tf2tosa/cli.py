@@ -226,8 +226,8 @@ def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedMod
 
         require_litert()  # fail before the work, with the one-line hint
     t0 = time.perf_counter()
-    with _progress(f"converting {model.name}") as prog, _quiet_deps():
-        prog(0, 3 if verify else 2, "loading and legalizing")
+    with _progress(f"convert {model.name}") as prog, _quiet_deps():
+        prog(0, 3 if verify else 2, "legalizing")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
                        qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll)
         prog(1, 3 if verify else 2, "writing")
@@ -249,7 +249,7 @@ def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedMod
             out.info("verify skipped: the graph contains CUSTOM operators")
             return payload
     if verify:
-        with _progress(f"verifying {model.name}") as prog, _quiet_deps():
+        with _progress(f"verify {model.name}") as prog, _quiet_deps():
             report = m.verify(oracle=oracle, progress=prog)
         out.result(str(report))
         payload["verify"] = report.to_dict()
@@ -278,7 +278,7 @@ def run(model: Path = typer.Argument(..., help="a .tosa file"),
     given = _check_inputs(m, _load_inputs(input))
     feed = {**random_inputs(m.graph, seed), **given}
     profile: dict[str, Any] | None = None
-    with _progress(f"running {model.name}") as prog:
+    with _progress(f"run {model.name}") as prog:
         prog(0, 1, "executing")
         if profile_ops:
             from .executor import run_with_profile
@@ -347,7 +347,7 @@ def inspect(file: Path = typer.Argument(..., help="a .tosa file, or a model to c
 
     out = _out()
     if file.suffix == ".tflite" or is_tensorflow_source(str(file)):
-        with _progress(f"converting {file.name}"), _quiet_deps():
+        with _progress(f"convert {file.name}"), _quiet_deps():
             m = do_convert(str(file), signature=signature)
     else:
         m = load(str(file))
@@ -409,7 +409,7 @@ def verify(model: Path = typer.Argument(..., help="the model: .tflite, SavedMode
         require_litert()
     if (layers or layers_html or layers_png) and not tflite:
         raise InputError(f"{model}: per-layer comparison needs a .tflite file")
-    with _progress(f"verifying {model.name}") as prog, _quiet_deps():
+    with _progress(f"verify {model.name}") as prog, _quiet_deps():
         prog(0, 0, "converting")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature)
         given = _check_inputs(m, _load_inputs(input))

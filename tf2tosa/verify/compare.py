@@ -256,11 +256,11 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
         else [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in sets])
     total = 2 + len(sets) + (oracle == "ref")
     with LiteRTWorker() as worker:
-        tell(0, total, f"running LiteRT ({ORACLE_TEXT[oracle]})")
+        tell(0, total, f"LiteRT, {oracle} kernels")
         refs = worker.run_many(source, litert_sets, reference_kernels=oracle == "ref")
         others = None
         if oracle == "ref":
-            tell(1, total, "running LiteRT's optimized kernels (for information)")
+            tell(1, total, "LiteRT, optimized kernels")
             others = worker.run_many(source, litert_sets, reference_kernels=False)
 
     def pick(ref: Mapping[str, np.ndarray], i: int, name: str | None) -> np.ndarray | None:
@@ -273,7 +273,7 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     diff_max, diff_n, diff_total = 0, 0, 0
     f_abs, f_ref, f_total = 0.0, 0.0, 0
     for k, (s, ref) in enumerate(zip(sets, refs)):
-        tell(total - 1 - len(sets) + k, total, f"running the TOSA program ({k + 1}/{len(sets)})")
+        tell(total - 1 - len(sets) + k, total, f"executor, input set {k + 1}/{len(sets)}")
         got = run(g, s)
         for i, v in enumerate(g.outputs):
             r = pick(ref, i, v.source)
@@ -307,7 +307,7 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
         if f_total:
             report.info.append(f"optimized kernels differ by ≤ {rel:.2g} × max|ref| on float outputs (they sum in "
                                f"another order; the verdict uses the reference kernels)")
-    tell(total - 1, total, "checking float ops against the spec's bounds")
+    tell(total - 1, total, "spec bounds")
     report.spec = spec_check(g, sets[0])
     return report
 
