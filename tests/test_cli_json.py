@@ -241,3 +241,18 @@ def test_zoo_list_ok(capsys: pytest.CaptureFixture[str]) -> None:
 def test_demo_input_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, obj = call(capsys, "demo", "--samples", tmp_path, "--out-dir", tmp_path / "o", "--json")
     assert code == 1 and error_class(obj) in ("InputError", "MissingExtraError")
+
+
+@needs_litert
+def test_verify_layers_and_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, obj = call(capsys, "verify", INT8, "--num", "1", "--layers", "--report", tmp_path / "r.html", "--json")
+    assert code == 0 and obj["layers"]["first_divergent"] is None and obj["layers"]["layers"]
+    assert obj["html"] == str(tmp_path / "r.html") and (tmp_path / "r.html").is_file()
+
+
+@needs_litert
+def test_zoo_run_ok(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("tensorflow")  # builds the variant (or takes it from the cache)
+    code, obj = call(capsys, "zoo", "--filter", "lenet5/int8", "--report", tmp_path, "--json")
+    assert code == 0 and obj["results"][0]["status"] == "PASS" and "PASS 1" in obj["summary"]
+    assert set(obj["paths"]) == {"json", "md", "html"}
