@@ -98,7 +98,7 @@ class Out:
     def emit(self, payload: dict[str, Any] | None, error: dict[str, Any] | None, code: int) -> None:
         """Print the JSON object (with --json)."""
         if self.json:
-            sys.stdout.write(json.dumps(_jsonable(self.envelope(payload, error, code)), indent=2) + "\n")
+            sys.stdout.write(json.dumps(_jsonable(self.envelope(payload, error, code)), indent=2, default=str) + "\n")
             sys.stdout.flush()
 
 
