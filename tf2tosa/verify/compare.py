@@ -214,7 +214,9 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray, rtol: float = FLOAT_RTO
         d = diff
     if d.size:
         flat = d.ravel()
-        top = np.argsort(-flat, kind="stable")[:10]
+        k = min(10, flat.size)
+        top = np.argpartition(-flat, k - 1)[:k]
+        top = top[np.argsort(-flat[top], kind="stable")]
         detail["worst"] = [{"index": [int(i) for i in np.unravel_index(int(k), r.shape)], "got": g.ravel()[k].item(),
                             "ref": r.ravel()[k].item(), "err": float(flat[k])} for k in top if flat[k] > 0]
     return OutputReport(name, tuple(r.shape), str(r.dtype), max_abs, max_ref, mismatches, ok, bound, limit, detail)
