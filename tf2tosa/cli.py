@@ -196,23 +196,28 @@ def _model_facts(m: Any) -> dict[str, Any]:
 
 @app.command()
 @_user_errors
-def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
-            output: Path = typer.Option(..., "-o", "--output", help="the .tosa file to write"),
-            mlir: Path | None = typer.Option(None, "--mlir", help="also write TOSA-dialect MLIR text here"),
-            input_shape: list[str] | None = typer.Option(None, "--input-shape", help="NAME=1,224,224,3 (repeatable)"),
+def convert(model: Path = typer.Argument(..., metavar="MODEL",
+                                         help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
+            output: Path = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write"),
+            mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
+                                             help="also write TOSA-dialect MLIR text here"),
+            input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
+                                                         help="NAME=1,224,224,3 (repeatable)"),
             verify: bool = typer.Option(False, "--verify/--no-verify", help="then compare with LiteRT / TensorFlow "
                                         "on random inputs (needs the [tf] extra)"),
-            oracle: str | None = typer.Option(None, "--oracle", help=ORACLE_HELP),
+            oracle: str | None = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP),
             signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature to convert"),
-            qat: str = typer.Option("auto", "--qat", help="FakeQuant (QAT) models: auto (integer when FakeQuants "
+            qat: str = typer.Option("auto", "--qat", metavar="auto|int8|float",
+                                    help="FakeQuant (QAT) models: auto (integer when FakeQuants "
                                     "cover the graph), int8, or float (float emulation)"),
-            qat_io: str = typer.Option("float", "--qat-io", help="integer QAT graphs: float inputs/outputs "
+            qat_io: str = typer.Option("float", "--qat-io", metavar="float|int8",
+                                       help="integer QAT graphs: float inputs/outputs "
                                        "(QUANTIZE/DEQUANTIZE) or int8"),
             custom_ops: bool = typer.Option(False, "--custom-ops", help="emit ops that cannot be lowered as TOSA "
                                             "CUSTOM operators instead of failing"),
             max_unroll: int = typer.Option(1024, "--max-unroll", help="unroll WHILE loops with a static trip count "
                                            "up to this many iterations (0: emit WHILE_LOOP)"),
-            rounding: str = typer.Option("double", "--rounding",
+            rounding: str = typer.Option("double", "--rounding", metavar="double|single",
                                          help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
                                               "or single (PRO-INT only)"),
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
@@ -260,9 +265,11 @@ def convert(model: Path = typer.Argument(..., help="the model: .tflite, SavedMod
 
 @app.command()
 @_user_errors
-def run(model: Path = typer.Argument(..., help="a .tosa file"),
-        input: list[str] | None = typer.Option(None, "--input", help="NAME=x.npy (repeatable)"),
-        output_dir: Path | None = typer.Option(None, "--output-dir", help="write each output as NAME.npy"),
+def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
+        input: list[str] | None = typer.Option(None, "--input", metavar="NAME=FILE.npy",
+                                               help="NAME=x.npy (repeatable)"),
+        output_dir: Path | None = typer.Option(None, "--output-dir", metavar="DIR",
+                                               help="write each output as NAME.npy"),
         seed: int = typer.Option(0, help="seed for inputs not given with --input"),
         profile_ops: bool = typer.Option(False, "--profile-ops", help="print the time spent in each op"),
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
@@ -337,7 +344,7 @@ def _print_profile(prof: dict[str, float], top: int = 15) -> None:
 
 @app.command()
 @_user_errors
-def inspect(file: Path = typer.Argument(..., help="a .tosa file, or a model to convert first"),
+def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file, or a model to convert first"),
             signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
     """Show the ops, tensors and the profiles/extensions a TOSA program needs."""
@@ -375,23 +382,29 @@ def inspect(file: Path = typer.Argument(..., help="a .tosa file, or a model to c
 
 @app.command()
 @_user_errors
-def verify(model: Path = typer.Argument(..., help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
-           input_shape: list[str] | None = typer.Option(None, "--input-shape", help="NAME=1,224,224,3"),
-           input: list[str] | None = typer.Option(None, "--input", help="NAME=x.npy (repeatable)"),
+def verify(model: Path = typer.Argument(..., metavar="MODEL",
+                                        help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
+           input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
+                                                        help="NAME=1,224,224,3"),
+           input: list[str] | None = typer.Option(None, "--input", metavar="NAME=FILE.npy",
+                                                  help="NAME=x.npy (repeatable)"),
            num: int = typer.Option(3, help="number of random input sets"),
            seed: int = typer.Option(0, help="seed of the random inputs"),
-           oracle: str | None = typer.Option(None, "--oracle", help=ORACLE_HELP),
+           oracle: str | None = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP),
            reference: bool | None = typer.Option(None, "--reference-kernels", hidden=True,
                                                  help="deprecated: --oracle ref (now the default)"),
-           rounding: str = typer.Option("double", "--rounding", help="double or single"),
+           rounding: str = typer.Option("double", "--rounding", metavar="double|single", help="double or single"),
            signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
            layers: bool = typer.Option(False, "--layers", help="also compare every layer with LiteRT and name the "
                                        "first diverging one (.tflite only)"),
-           report_html: Path | None = typer.Option(None, "--report", help="write an HTML report here: error "
+           report_html: Path | None = typer.Option(None, "--report", metavar="PATH",
+                                                   help="write an HTML report here: error "
                                                    "distribution, worst elements, bounds (and the per-layer plot "
                                                    "with --layers)"),
-           layers_html: Path | None = typer.Option(None, "--layers-html", help="write the per-layer error plot here"),
-           layers_png: Path | None = typer.Option(None, "--layers-png", help="also a PNG of it (headless Chromium)"),
+           layers_html: Path | None = typer.Option(None, "--layers-html", metavar="PATH",
+                                                   help="write the per-layer error plot here"),
+           layers_png: Path | None = typer.Option(None, "--layers-png", metavar="PATH",
+                                                  help="also a PNG of it (headless Chromium)"),
            json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
            ) -> dict[str, Any]:
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
@@ -451,10 +464,11 @@ def verify(model: Path = typer.Argument(..., help="the model: .tflite, SavedMode
 @app.command()
 @_user_errors
 def zoo(list_: bool = typer.Option(False, "--list", help="list the selected model variants; build nothing"),
-        filter: str | None = typer.Option(None, "--filter", help="comma-separated patterns: model, model/variant, "
+        filter: str | None = typer.Option(None, "--filter", metavar="PATTERNS",
+                                          help="comma-separated patterns: model, model/variant, "
                                           "/variant, family, shell wildcards; !pattern excludes"),
         jobs: int = typer.Option(1, "--jobs", "-j", help="parallel worker processes"),
-        report: Path | None = typer.Option(None, "--report", help="folder for zoo.json/zoo.md/zoo.html "
+        report: Path | None = typer.Option(None, "--report", metavar="DIR", help="folder for zoo.json/zoo.md/zoo.html "
                                            "(default out/zoo)"),
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
         ) -> dict[str, Any]:
@@ -489,8 +503,9 @@ def ops(json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dic
 
 @app.command()
 @_user_errors
-def demo(out_dir: Path = typer.Option(Path("out/demo"), "--out-dir", help="where to write the .tosa files"),
-         samples: Path | None = typer.Option(None, "--samples", help="folder of sample .tflite models"),
+def demo(out_dir: Path = typer.Option(Path("out/demo"), "--out-dir", metavar="DIR",
+                                      help="where to write the .tosa files"),
+         samples: Path | None = typer.Option(None, "--samples", metavar="DIR", help="folder of sample .tflite models"),
          json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
     """Convert and verify the bundled sample models (against LiteRT's reference kernels)."""
     from .api import convert as do_convert
