@@ -256,3 +256,10 @@ def test_zoo_run_ok(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, obj = call(capsys, "zoo", "--filter", "lenet5/int8", "--report", tmp_path, "--json")
     assert code == 0 and obj["results"][0]["status"] == "PASS" and "PASS 1" in obj["summary"]
     assert set(obj["paths"]) == {"json", "md", "html"}
+
+
+@needs_litert
+def test_demo_ok(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, obj = call(capsys, "demo", "--out-dir", tmp_path, "--json")
+    assert code == 0 and len(obj["models"]) == len(list(SAMPLES.glob("*.tflite")))
+    assert all(m["report"]["ok"] and m["report"]["oracle"] == "ref" and m["report"]["info"] for m in obj["models"])
