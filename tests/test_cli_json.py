@@ -198,6 +198,16 @@ def test_verify_failure_and_errors(capsys: pytest.CaptureFixture[str], tmp_path:
     np.save(npy, np.zeros((1, 2), np.float32))
     code, obj = call(capsys, "verify", F32, "--input", f"nope={npy}", "--json")
     assert code == 1 and error_class(obj) == "InputError"
+    name = obj_input_name(capsys, F32)
+    np.save(npy, np.zeros((1, 32, 32, 3), np.int32))
+    code, obj = call(capsys, "verify", F32, "--input", f"{name}={npy}", "--json")
+    assert code == 1 and error_class(obj) == "InputError" and "dtype int32" in obj["error"]["message"]
+    assert obj["error"]["tensor"] == name
+
+
+def obj_input_name(capsys: pytest.CaptureFixture[str], model: Path) -> str:
+    _, obj = call(capsys, "inspect", model, "--json")
+    return str(obj["inputs"][0]["name"])
 
 
 def test_verify_missing_extra(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

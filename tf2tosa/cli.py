@@ -155,11 +155,20 @@ def _load_inputs(items: list[str] | None) -> dict[str, Any]:
 
 
 def _check_inputs(m: Any, given: dict[str, Any]) -> dict[str, Any]:
-    """``given`` (from --input), after checking each name is an input of the model."""
-    names = {v.name for v in m.graph.inputs}
-    for k in given:
-        if k not in names:
-            raise InputError(f"no model input named {k!r} (inputs: {', '.join(sorted(names))})", tensor=k)
+    """``given`` (from --input), after checking each name is an input of the model and each dtype its dtype."""
+    import numpy as np
+
+    by_name = {v.name: v for v in m.graph.inputs}
+    for k, arr in list(given.items()):
+        v = by_name.get(k)
+        if v is None:
+            raise InputError(f"no model input named {k!r} (inputs: {', '.join(sorted(by_name))})", tensor=k)
+        want = np.dtype(v.dtype.np_dtype())
+        if arr.dtype != want:
+            if arr.dtype.kind in "iu" and want.kind in "iu" and arr.dtype.itemsize == want.itemsize:
+                given[k] = arr.view(want)  # uint8 data for an i8 input carrying uint8 bits, and the like
+            else:
+                raise InputError(f"input {k!r}: dtype {arr.dtype} given, the model wants {want}", tensor=k)
     return given
 
 
