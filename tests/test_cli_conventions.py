@@ -120,8 +120,10 @@ def test_noise_filter_keeps_our_lines() -> None:
             "/x/site-packages/keras/src/layer.py:12: UserWarning: do not do that\n"
             "  warnings.warn(\n"
             "warning: input 'x': batch dimension unset, using 1 (set it with --input-shape)\n"
+            "/x/tf2tosa/converter/passes.py:9: UserWarning: ours\n"
             "error: cannot read model\n")
     assert filter_noise(text) == ("warning: input 'x': batch dimension unset, using 1 (set it with --input-shape)\n"
+                                  "/x/tf2tosa/converter/passes.py:9: UserWarning: ours\n"
                                   "error: cannot read model\n")
 
 

@@ -45,7 +45,7 @@ NOISE = re.compile(
     r"|oneDNN custom operations are on|INFO: Created TensorFlow Lite"
     r"|(?:WARNING|INFO|ERROR|DEBUG):(?:absl|tensorflow|keras|h5py|root):"
     r"|WARNING:\S+:From "
-    r"|\S+\.py:\d+: \w*Warning: "  # a Python warning raised in a dependency (its source line follows)
+    r"|(?!\S*tf2tosa/)\S+\.py:\d+: \w*Warning: "  # a Python warning raised in a dependency (source line follows)
     r"|  warnings\.warn\(|  _api_\w+ = "
     r"|W\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
     r")")
