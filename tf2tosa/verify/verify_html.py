@@ -63,7 +63,7 @@ def svg_bars(labels: Sequence[str], counts: Sequence[int], *, title: str, xlabel
     ml, mr, mt, mb = 48, 12, 26, 40
     pw, ph = width - ml - mr, height - mt - mb
     n = max(len(counts), 1)
-    top = math.log10(1 + max(list(counts) + [1]))
+    top = math.log10(1 + max(list(counts) + [1])) * 1.12  # headroom for the count above the tallest bar
     bw = pw / n
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-plot="{_E(kind)}" viewBox="0 0 {width} '
            f'{height}" width="100%" role="img" aria-label="{_E(title)}">',
