@@ -162,3 +162,22 @@ def test_saved_model_conversion_prints_only_our_lines(saved_model: Path, tmp_pat
                           timeout=600)
     assert loud.returncode == 0 and "warning: input 'x'" in loud.stderr
     assert len(loud.stderr.splitlines()) > len(err)
+
+
+SAMPLE_MODELS = sorted((ROOT / "models" / "samples").glob("*.tflite"))
+
+
+@needs_litert
+@pytest.mark.parametrize("sample", SAMPLE_MODELS, ids=[p.stem for p in SAMPLE_MODELS])
+def test_every_sample_passes_by_default(sample: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The verdict with default options is PASS, judged by the reference kernels, and the optimized kernels'
+    difference is reported as information."""
+    from tf2tosa.cli import main
+
+    for argv in (["verify", str(sample)], ["convert", str(sample), "-o", str(tmp_path / "m.tosa"), "--verify"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        out = capsys.readouterr().out
+        assert exc.value.code == 0, out
+        assert "against LiteRT reference kernels (BUILTIN_REF), PASS" in out
+        assert re.search(r"info: optimized kernels (differ by ≤ \S+|agree with the reference kernels)", out), out
