@@ -273,3 +273,20 @@ def test_demo_ok(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, obj = call(capsys, "demo", "--out-dir", tmp_path, "--json")
     assert code == 0 and len(obj["models"]) == len(list(SAMPLES.glob("*.tflite")))
     assert all(m["report"]["ok"] and m["report"]["oracle"] == "ref" and m["report"]["info"] for m in obj["models"])
+
+
+def test_convert_invalid_graph_error_fields(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """InvalidGraphError needs a model TOSA cannot type (e.g. a string input); its file/op/tensor reach the JSON."""
+    import tf2tosa.api
+    from tf2tosa.errors import InvalidGraphError
+
+    def invalid(*a: Any, **k: Any) -> Any:
+        raise InvalidGraphError("model input of type str has no TOSA type", file="m.tflite", op="tfl.custom#3",
+                                tensor="text")
+
+    monkeypatch.setattr(tf2tosa.api, "convert", invalid)
+    code, obj = call(capsys, "convert", F32, "-o", tmp_path / "o.tosa", "--json")
+    assert code == 1 and error_class(obj) == "InvalidGraphError"
+    assert (obj["error"]["file"], obj["error"]["op"], obj["error"]["tensor"]) == ("m.tflite", "tfl.custom#3", "text")
+    assert obj["error"]["message"] == "model input of type str has no TOSA type"  # without the [where] suffix
