@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 TOSA_STAMP := $(TOSA_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all env demo test lint typecheck pytest docs bench zoo zoo-shot chromium clean
+.PHONY: all env demo test lint typecheck pytest docs bench zoo zoo-shot chromium install-test clean
 
 all: test
 
@@ -53,6 +53,10 @@ zoo: env
 
 zoo-shot: $(STAMP)
 	$(BIN)/python tools/zoo_screenshot.py out/zoo
+
+# Build the sdist and wheel and install them into a clean venv without extras (also part of `make test`).
+install-test: $(STAMP)
+	$(BIN)/python -m pytest -q tests/test_install.py
 
 # Debian's Chromium, for the report-rendering test (skipped when absent).
 chromium:

@@ -272,6 +272,7 @@ class Op:
     custom_options: bytes | None = None
     #: (BuiltinOptions type code, fn(builder) -> table offset)
     options: tuple[int, Callable[[flatbuffers.Builder], int]] | None = None
+    version: int = 1  # the OperatorCode version
 
 
 def _vec(b: flatbuffers.Builder, xs: Any, dtype: Any = np.int32) -> int:
@@ -290,10 +291,10 @@ def tflite_model(tensors: list[T], ops: list[Op], inputs: list[int], outputs: li
     import tflite
 
     b = flatbuffers.Builder(1024)
-    codes: list[tuple[int, str | None]] = []
+    codes: list[tuple[int, str | None, int]] = []
     for o in ops:
-        if (o.opcode, o.custom_code) not in codes:
-            codes.append((o.opcode, o.custom_code))
+        if (o.opcode, o.custom_code, o.version) not in codes:
+            codes.append((o.opcode, o.custom_code, o.version))
     buffers: list[bytes] = [b""]
     t_offs = []
     for t in tensors:
@@ -325,7 +326,7 @@ def tflite_model(tensors: list[T], ops: list[Op], inputs: list[int], outputs: li
         cust = _vec(b, list(o.custom_options), np.uint8) if o.custom_options is not None else None
         opt = o.options[1](b) if o.options is not None else None
         tflite.OperatorStart(b)
-        tflite.OperatorAddOpcodeIndex(b, codes.index((o.opcode, o.custom_code)))
+        tflite.OperatorAddOpcodeIndex(b, codes.index((o.opcode, o.custom_code, o.version)))
         tflite.OperatorAddInputs(b, ins)
         tflite.OperatorAddOutputs(b, outs)
         if cust is not None:
@@ -345,14 +346,14 @@ def tflite_model(tensors: list[T], ops: list[Op], inputs: list[int], outputs: li
     tflite.SubGraphAddName(b, nm)
     sg = tflite.SubGraphEnd(b)
     oc_offs = []
-    for code, custom in codes:
+    for code, custom, version in codes:
         cs = b.CreateString(custom) if custom is not None else None
         tflite.OperatorCodeStart(b)
         tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
         tflite.OperatorCodeAddBuiltinCode(b, code)
         if cs is not None:
             tflite.OperatorCodeAddCustomCode(b, cs)
-        tflite.OperatorCodeAddVersion(b, 1)
+        tflite.OperatorCodeAddVersion(b, version)
         oc_offs.append(tflite.OperatorCodeEnd(b))
     buf_offs = []
     for data in buffers:

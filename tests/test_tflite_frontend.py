@@ -211,15 +211,16 @@ def test_multi_io_order_and_names(tf_models: dict[str, Path]) -> None:
     g = load_tflite(path)
     it = _interpreter(path)
     sig = g.meta["signatures"][0]
-    # SignatureDef order (alpha, zeta), not the subgraph order (zeta, alpha)
-    assert [v.source for v in g.inputs] == [t for _, t in sig["inputs"]]
+    # the subgraph order (zeta, alpha), which is LiteRT's get_input_details() order, not the SignatureDef's sorted keys
+    assert [v.source for v in g.inputs] == [d["name"] for d in it.get_input_details()]
     assert [k for k, _ in sig["inputs"]] == it.get_signature_list()["serving_default"]["inputs"]
     assert [k for k, _ in sig["outputs"]] == it.get_signature_list()["serving_default"]["outputs"]
-    assert {v.source for v in g.inputs} == {d["name"] for d in it.get_input_details()}
-    assert [v.source for v in g.outputs] == [t for _, t in sig["outputs"]]
-    assert {v.source for v in g.outputs} == {d["name"] for d in it.get_output_details()}
-    assert [g.meta["signature_names"][v.name] for v in g.inputs] == ["alpha", "zeta"]
-    assert [g.meta["signature_names"][v.name] for v in g.outputs] == ["output_0", "output_1", "output_2"]
+    assert [v.source for v in g.outputs] == [d["name"] for d in it.get_output_details()]
+    keys = dict((t, k) for k, t in sig["inputs"] + sig["outputs"])
+    assert [g.meta["signature_names"][v.name] for v in g.inputs] == [keys[v.source] for v in g.inputs] \
+        == ["zeta", "alpha"]
+    assert [g.meta["signature_names"][v.name] for v in g.outputs] == [keys[v.source] for v in g.outputs]
+    assert sorted(g.meta["signature_names"][v.name] for v in g.outputs) == ["output_0", "output_1", "output_2"]
     assert g.op_counts()["tfl.fully_connected"] == 2
     for v in g.inputs:
         assert all(c.isalnum() or c == "_" for c in v.name)
@@ -822,7 +823,9 @@ def test_signature_selects_main_subgraph_and_regions() -> None:
                                     "outputs": [("o", 2)]}])
     g = load_tflite(model)
     assert g.meta["main_subgraph_index"] == 2 and g.meta["subgraphs"][2] is g
-    assert [v.source for v in g.inputs] == ["in_a", "in_b"]
+    # the subgraph's own order (what an interpreter of that subgraph reports), the SignatureDef keys as names
+    assert [v.source for v in g.inputs] == ["in_b", "in_a"]
+    assert [g.meta["signature_names"][v.name] for v in g.inputs] == ["b", "a"]
     wh = next(op for op in g.ops.values() if op.name == "tfl.while")
     assert wh.regions == [g.meta["subgraphs"][1], g.meta["subgraphs"][0]]
     assert g.meta["signatures"][0]["inputs"] == [("a", "in_a"), ("b", "in_b")]

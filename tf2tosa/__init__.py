@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from .api import TosaModel, convert, load
-from .errors import ConversionError, InputError, InvalidGraphError, ModelLoadError, UnsupportedOpsError
+from .errors import (
+    ConversionError,
+    InputError,
+    InvalidGraphError,
+    MissingExtraError,
+    ModelLoadError,
+    UnsupportedOpsError,
+)
 
 __version__ = "0.1.0"
 
@@ -22,10 +29,14 @@ def run(model: TosaModel, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray
     return model.run(inputs)
 
 
-def verify(source: Any, **kwargs: Any) -> Any:
-    """Convert ``source`` and compare it with its source runtime (LiteRT or TensorFlow); returns the report."""
-    return convert(source).verify(**kwargs)
+def verify(source: Any, *, oracle: str | None = None, **kwargs: Any) -> Any:
+    """Convert ``source`` and compare it with its source runtime; returns the report.
+
+    ``oracle`` defaults to ``"ref"`` (LiteRT's reference kernels) for a .tflite and ``"tensorflow"`` for a
+    TensorFlow model; ``"optimized"`` picks LiteRT's default kernels.  Other keywords go to ``TosaModel.verify``.
+    """
+    return convert(source).verify(oracle=oracle, **kwargs)
 
 
-__all__ = ["ConversionError", "InputError", "InvalidGraphError", "ModelLoadError", "TosaModel",
+__all__ = ["ConversionError", "InputError", "InvalidGraphError", "MissingExtraError", "ModelLoadError", "TosaModel",
            "UnsupportedOpsError", "__version__", "convert", "load", "run", "verify"]

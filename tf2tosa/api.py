@@ -68,9 +68,15 @@ class TosaModel:
         return run(self.graph, inputs)  # type: ignore[arg-type]
 
     def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
-               reference_kernels: bool = False) -> Any:
-        """Compare with the source runtime (LiteRT or TensorFlow) on ``inputs`` (or ``num`` seeded random inputs)."""
-        from .verify.compare import verify_tflite
+               oracle: str | None = None, reference_kernels: bool | None = None, progress: Any = None) -> Any:
+        """Compare with the source runtime on ``inputs`` (or ``num`` seeded random inputs); returns a VerifyReport.
+
+        ``oracle``: ``"ref"`` (LiteRT's reference kernels, the default for .tflite sources; integer outputs must
+        match them bit for bit, and how far LiteRT's optimized kernels differ is reported in ``report.info``),
+        ``"optimized"`` (LiteRT's default kernels) or ``"tensorflow"`` (the default for TensorFlow sources).
+        ``reference_kernels`` is the deprecated boolean form of ``oracle="ref"`` / ``"optimized"``.
+        """
+        from .verify.compare import resolve_oracle, verify_tflite
 
         if self.tf_source is not None:
             qat = self.graph.meta.get("qat") or {}
@@ -78,14 +84,21 @@ class TosaModel:
                 # an integer QAT graph is checked against TFLite's int8 conversion of the same model, bit for bit
                 from .converter.tensorflow import tflite_qat_reference
 
+                chosen = resolve_oracle(oracle, reference_kernels, tensorflow_source=False)
                 ref = tflite_qat_reference(self.tf_source, qat.get("io") == "int8")
-                return verify_tflite(self, inputs=inputs, seed=seed, num=num, reference_kernels=True, tflite=ref)
+                return verify_tflite(self, inputs=inputs, seed=seed, num=num, oracle=chosen, tflite=ref,
+                                     progress=progress)
+            from .errors import InputError
             from .verify.tf_verify import verify_tensorflow
 
+            if resolve_oracle(oracle, reference_kernels, tensorflow_source=True) != "tensorflow":
+                raise InputError(f"a float TensorFlow model is verified against TensorFlow, not --oracle {oracle}",
+                                 file=self.source_path)
             return verify_tensorflow(self, self.tf_source, inputs, seed=seed, num=num)
         if self.source is None:
             raise ModelLoadError("this model has no source to verify against")
-        return verify_tflite(self, inputs=inputs, seed=seed, num=num, reference_kernels=reference_kernels)
+        return verify_tflite(self, inputs=inputs, seed=seed, num=num, oracle=oracle,
+                             reference_kernels=reference_kernels, progress=progress)
 
     def __repr__(self) -> str:
         ops = sum(1 for op in self.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
@@ -131,7 +144,15 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     from .converter.tflite import load_tflite
 
     if is_tensorflow_source(source):
+        import importlib.util
+
         from .converter.tensorflow import convert_tensorflow
+
+        if isinstance(source, (str, os.PathLike)) and importlib.util.find_spec("tensorflow") is None:
+            from .errors import MissingExtraError
+
+            raise MissingExtraError("TensorFlow models need TensorFlow: pip install 'tf2tosa[tf]'",
+                                    file=os.fspath(source))
 
         options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, extra=dict(extra))
         graph, src = convert_tensorflow(source, options, signature=signature)

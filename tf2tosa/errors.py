@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ConversionError(Exception):
     """A conversion failed because of its input.  The message is one line for the user."""
 
     def __init__(self, message: str, *, file: str | None = None, op: str | None = None,
                  tensor: str | None = None) -> None:
-        self.file, self.op, self.tensor = file, op, tensor
+        self.message, self.file, self.op, self.tensor = message, file, op, tensor
         where = [f"{k} {v}" for k, v in (("file", file), ("op", op), ("tensor", tensor)) if v]
         super().__init__(message + (f" [{'; '.join(where)}]" if where else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The structured form (the ``error`` object of the command line's ``--json`` output)."""
+        return {"class": type(self).__name__, "message": self.message, "file": self.file, "op": self.op,
+                "tensor": self.tensor, "details": self.details()}
+
+    def details(self) -> dict[str, Any] | None:
+        """Extra structured facts of this error class (None when it has none)."""
+        return None
 
 
 class ModelLoadError(ConversionError):
@@ -30,9 +41,17 @@ class UnsupportedOpsError(ConversionError):
         items = "; ".join(f"{name} x{n}: {why}" for name, (n, why) in sorted(reasons.items()))
         super().__init__(f"{total} unsupported op(s) of {len(reasons)} kind(s): {items}", file=file)
 
+    def details(self) -> dict[str, Any] | None:
+        return {"unsupported": [{"op": name, "count": n, "reason": why} for name, (n, why) in
+                                sorted(self.reasons.items())]}
+
 
 class InputError(ConversionError):
     """A user-supplied input (name, shape, dtype or file) does not match the model."""
+
+
+class MissingExtraError(ConversionError):
+    """A command needs an optional dependency group (an extra, e.g. ``tf2tosa[tf]``) that is not installed."""
 
 
 class Unsupported(Exception):

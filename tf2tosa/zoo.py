@@ -8,7 +8,8 @@ cached in ``.cache/real_models``):
 3. validate the ``.tosa`` with ``tosa-opt --tosa-validate`` (:func:`.verify.tosa_tools.validate`);
 4. run it in our executor and in the Arm reference model (precise fp64 mode for float graphs) and compare them;
 5. compare with LiteRT on seeded inputs: integer variants against the reference kernels (BUILTIN_REF), where the
-   mismatch count must be 0; float variants against the default kernels, max relative error within 1e-4;
+   mismatch count must be 0, as ``tf2tosa verify`` does (how far the optimized kernels differ goes into the notes,
+   for information); float variants against the default kernels, max relative error within 1e-4;
 6. compare layer by layer (:mod:`.verify.layers`), which names the first diverging layer of a failure.
 
 Every variant ends with a status (``PASS``, ``FAIL``, ``INVALID``, ``UNSUPPORTED``, ``ERROR``, ``SKIP``,
@@ -327,6 +328,10 @@ def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any
                 mism += rep.mismatches if rep.ok or rep.mismatches else int(r.size)
     res.compared = True
     res.max_rel, res.max_abs, res.mismatches, res.elements = max_rel, max_abs, mism, elements
+    if res.integer:  # as `tf2tosa verify` does: how far LiteRT's optimized kernels differ, for information only
+        note = _optimized_note(worker, info.data, src_sets, refs)
+        if note:
+            res.notes.append(note)
     res.litert_ok = mism == 0 if res.integer else max_rel <= rtol and mism == 0
     # 6. per-layer comparison (first input set)
     first = None
@@ -379,6 +384,28 @@ def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any
         res.status, res.reason = "FAIL", ref_reason
     else:
         res.status = "PASS"
+
+
+def _optimized_note(worker: Any, data: bytes, sets: list[dict[str, np.ndarray]],
+                    refs: Sequence[Mapping[str, Any]]) -> str:
+    """The information line on LiteRT's optimized kernels vs its reference kernels for an integer variant."""
+    from .verify.compare import optimized_diff_text
+    from .verify.litert import LiteRTError
+
+    try:
+        others = _litert_many(worker, data, sets, False)
+    except LiteRTError:
+        return ""
+    top = n = total = 0
+    for ref, other in zip(refs, others):
+        for name, r in ref.items():
+            o = other.get(name)
+            r = np.asarray(r)
+            if o is None or np.asarray(o).shape != r.shape or np.issubdtype(r.dtype, np.floating) or not r.size:
+                continue
+            d = np.abs(np.asarray(o).astype(np.int64) - r.astype(np.int64))
+            top, n, total = max(top, int(d.max())), n + int(np.count_nonzero(d)), total + int(d.size)
+    return optimized_diff_text(top, n, total) if total else ""
 
 
 def _litert_many(worker: Any, data: bytes, sets: list[dict[str, np.ndarray]], ref: bool) -> list[dict[str, Any]]:
@@ -564,10 +591,12 @@ def run_zoo(filter: str | None = None, jobs: int = 1, report_dir: str | os.PathL
 
 
 def zoo_command(list_only: bool = False, filter: str | None = None, jobs: int = 1, report: str | None = None,
-                echo: Callable[[str], None] = print) -> int:
+                echo: Callable[[str], None] = print, on_run: Callable[[ZooRun], object] | None = None) -> int:
     """The body of ``tf2tosa zoo``: prints the selection (``--list``) or runs it; returns the exit code
-    (0: no variant FAIL/INVALID/UNSUPPORTED/ERROR, 1 otherwise)."""
+    (0: no variant FAIL/INVALID/UNSUPPORTED/ERROR, 1 otherwise).  ``on_run`` receives the finished run."""
     run = run_zoo(filter=filter, jobs=jobs, report_dir=report, list_only=list_only)
+    if on_run is not None:
+        on_run(run)
     if list_only:
         for r in run.results:
             gap = f"  (known gap: {r['known_gap']})" if r.get("known_gap") else ""

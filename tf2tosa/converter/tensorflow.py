@@ -9,6 +9,9 @@ Sources
 * a SavedModel directory: the signature ``signature`` (default ``serving_default``); a missing signature
   raises :class:`ModelLoadError` listing the available ones, a directory without ``saved_model.pb`` is not a
   SavedModel;
+  when ``tf.saved_model.load`` cannot revive the saved objects (a Keras 2 optimizer's slot variables: "'_UserObject'
+  object has no attribute 'add_slot'"), the MetaGraph and the variables are read directly instead (TF's v1 loader
+  in a session, frozen there; ``graph.meta["loader"]`` says so and why);
 * a ``.keras`` / ``.h5`` file, or an in-memory ``keras.Model``: the model's call in inference mode, inputs
   named after the Keras inputs, outputs after the output layers;
 * a ``tf.function`` with an ``input_signature``, or a ``ConcreteFunction``;
@@ -115,6 +118,8 @@ class TFSource:
     output_tensors: list[str] = field(default_factory=list)
     signature: str | None = None
     signatures: list[str] = field(default_factory=list)
+    #: how a SavedModel was read when not by reviving its objects (``graph.meta["loader"]``), else None
+    loader: str | None = None
 
 
 def _is_keras_model(obj: Any) -> bool:
@@ -204,7 +209,14 @@ def _saved_model_source(path: str, signature: str) -> TFSource:
     try:
         loaded = tf.saved_model.load(path)
     except Exception as e:
-        raise ModelLoadError(f"cannot load SavedModel: {_first_line(e)}", file=path) from None
+        # reviving the object graph failed (e.g. a Keras 2 optimizer whose slot variables need Python classes
+        # that are gone): read the MetaGraph and the variables instead
+        revive_error = _first_line(e)
+        try:
+            return _saved_model_graph_source(path, signature, revive_error)
+        except ModelLoadError as e2:
+            raise ModelLoadError(f"cannot load SavedModel: {revive_error}; reading its MetaGraph directly also "
+                                 f"failed: {e2}", file=path) from None
     keys = sorted(loaded.signatures.keys())
     if signature not in loaded.signatures:
         avail = ", ".join(keys) if keys else "none"
@@ -225,6 +237,112 @@ def _saved_model_source(path: str, signature: str) -> TFSource:
     src = TFSource("saved_model", path, fn, in_names, out_names, run, signature=signature, signatures=keys)
     src._loaded = loaded  # type: ignore[attr-defined]  # keeps the variables alive
     return src
+
+
+def _meta_graph_tags(path: str, signature: str) -> list[str]:
+    """The tag set of the MetaGraph in ``path``/saved_model.pb that has ``signature`` ("serve" first)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    sm = saved_model_pb2.SavedModel()
+    pb, pbtxt = Path(path) / "saved_model.pb", Path(path) / "saved_model.pbtxt"
+    try:
+        if pb.exists():
+            sm.ParseFromString(pb.read_bytes())
+        else:
+            from google.protobuf import text_format
+
+            text_format.Parse(pbtxt.read_text(), sm)
+    except Exception as e:
+        raise ModelLoadError(f"saved_model.pb is not a SavedModel protobuf: {_first_line(e)}") from None
+    metas = sorted(sm.meta_graphs, key=lambda m: "serve" not in m.meta_info_def.tags)
+    for m in metas:
+        if signature in m.signature_def:
+            return list(m.meta_info_def.tags)
+    avail = sorted({k for m in sm.meta_graphs for k in m.signature_def})
+    raise ModelLoadError(f"SavedModel has no signature {signature!r} (available: {', '.join(avail) or 'none'})")
+
+
+def _saved_model_graph_source(path: str, signature: str, revive_error: str) -> TFSource:
+    """A SavedModel read without reviving Python objects: TF's v1 loader imports the MetaGraph into a session and
+    restores the variables from the checkpoint; the signature's tensors are run there (the original model) and
+    frozen to a GraphDef (``convert_variables_to_constants_from_session_graph``), which becomes the function to
+    convert."""
+    tf = _tf()
+    from tensorflow.python.framework import convert_to_constants as c2c
+
+    tags = _meta_graph_tags(path, signature)
+    graph = tf.Graph()
+    sess = tf.compat.v1.Session(graph=graph)
+    try:
+        with graph.as_default():
+            meta = tf.compat.v1.saved_model.loader.load(sess, tags, path)
+        sig = meta.signature_def[signature]
+        in_names, out_names = sorted(sig.inputs), sorted(sig.outputs)
+        in_t = [sig.inputs[k].name for k in in_names]
+        out_t = [sig.outputs[k].name for k in out_names]
+        frozen = c2c.convert_variables_to_constants_from_session_graph(
+            sess, graph.as_graph_def(), sorted({t.split(":")[0] for t in out_t}))
+    except ModelLoadError:
+        sess.close()
+        raise
+    except Exception as e:
+        sess.close()
+        raise ModelLoadError(f"v1 loader: {_first_line(e)}") from None
+    keys = sorted(meta.signature_def)
+    _rename_functions(frozen)
+
+    def imp() -> None:
+        tf.compat.v1.import_graph_def(frozen, name="")
+
+    wrapped = tf.compat.v1.wrap_function(imp, [])
+    try:
+        fn = wrapped.prune([wrapped.graph.get_tensor_by_name(t) for t in in_t],
+                           [wrapped.graph.get_tensor_by_name(t) for t in out_t])
+    except Exception as e:
+        sess.close()
+        raise ModelLoadError(f"frozen signature {signature!r}: {_first_line(e)}") from None
+
+    def run(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        res = sess.run(out_t, {t: np.asarray(a) for t, a in zip(in_t, arrays)})
+        return [np.asarray(r) for r in res]
+
+    src = TFSource("saved_model", path, fn, in_names, out_names, run, signature=signature, signatures=keys)
+    src.loader = f"MetaGraph + variables (TF v1 loader, tags {tags}); object graph not revived: {revive_error}"
+    src._loaded = sess  # type: ignore[attr-defined]  # the session holding the restored variables
+    return src
+
+
+_renamed = [0]
+
+
+def _rename_functions(gd: Any) -> None:
+    """Give every library function of ``gd`` a fresh name (references updated).  The frozen functions keep their
+    SavedModel names but not their bodies, and the eager context may already hold the originals (registered by a
+    revival attempt that failed), which TensorFlow refuses to redefine."""
+    _renamed[0] += 1
+    suffix = f"_tf2tosa_frozen{_renamed[0]}"
+    names = {f.signature.name: f.signature.name + suffix for f in gd.library.function}
+    if not names:
+        return
+
+    def fix_attrs(attrs: Any) -> None:
+        for a in attrs.values():
+            if a.HasField("func") and a.func.name in names:
+                a.func.name = names[a.func.name]
+            if a.HasField("list"):
+                for f in a.list.func:
+                    if f.name in names:
+                        f.name = names[f.name]
+
+    for n in gd.node:
+        fix_attrs(n.attr)
+    for f in gd.library.function:
+        f.signature.name = names[f.signature.name]
+        for n in f.node_def:
+            fix_attrs(n.attr)
+    for gdef in gd.library.gradient:
+        if gdef.function_name in names:
+            gdef.function_name = names[gdef.function_name]
 
 
 def _load_keras_file(path: str) -> Any:
@@ -566,6 +684,8 @@ def graph_from_source(src: TFSource, name: str | None = None) -> Graph:
         input_tensors={n: t.name for n, t in zip(src.input_names, ins)},
         output_tensors={n: t.name for n, t in zip(src.output_names, outs)},
     )
+    if src.loader:
+        graph.meta["loader"] = src.loader
     return graph
 
 
@@ -593,6 +713,8 @@ def convert_tensorflow(source: Any, options: Any = None, signature: str = "servi
     graph = graph_from_source(src, name)
     apply_qat(graph, mode, io)
     convert_graph(graph, options, file=src.label)
+    if src.loader:
+        graph.meta["warnings"] = [*graph.meta.get("warnings", []), f"SavedModel loaded from its {src.loader}"]
     return graph, src
 
 
@@ -610,7 +732,7 @@ def tflite_qat_reference(source: Any, int8_io: bool = False, signature: str = "s
         raise ModelLoadError("the TFLite reference of a frozen GraphDef is not supported; use the SavedModel",
                              file=src.label)
     try:
-        if src.kind == "saved_model":
+        if src.kind == "saved_model" and not src.loader:
             conv = tf.lite.TFLiteConverter.from_saved_model(src.label, signature_keys=[src.signature or signature])
         else:
             conv = tf.lite.TFLiteConverter.from_concrete_functions([src.function])

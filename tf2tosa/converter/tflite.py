@@ -8,8 +8,8 @@ Graphs
 Every subgraph becomes a :class:`~tf2tosa.ir.graph.Graph`; ``graph.meta["subgraphs"]``
 lists them all (index = TFLite subgraph index).  The returned graph is the main one:
 the subgraph named by the first SignatureDef, else subgraph 0.  Its inputs/outputs
-follow the SignatureDef order when the SignatureDef names exactly the subgraph's
-inputs/outputs, else the subgraph's order.  (When the main subgraph is itself the
+keep the subgraph's order (LiteRT's ``get_input_details()`` / ``get_output_details()``
+order), not the SignatureDef's sorted key order.  (When the main subgraph is itself the
 body of a control-flow op, the returned graph is a separate copy so that the
 region keeps the subgraph order.)
 
@@ -760,19 +760,18 @@ class _Loader:
                     stack.pop()
 
     def _apply_signature(self, g: Graph, sig: dict[str, Any]) -> None:
+        """Record the SignatureDef keys of the main graph's inputs/outputs (``meta["signature_names"]``).
+
+        The order stays the subgraph's: it is what LiteRT's ``get_input_details()`` / ``get_output_details()``
+        return, while a SignatureDef lists its keys sorted by name (``output_0, output_1 …``), which need not be the
+        subgraph order (a Keras model's outputs can come out as ``:1, :0, :2``)."""
         names: dict[str, str] = {}
         for kind in ("inputs", "outputs"):
-            current: list[Value] = getattr(g, kind)
             by_source: dict[str, Value] = {}
-            for v in current:
+            for v in getattr(g, kind):
                 if v.source is not None:
                     by_source.setdefault(v.source, v)
-            pairs = sig[kind]
-            ordered = [by_source.get(tname) for _, tname in pairs]
-            if len(pairs) == len(current) and all(v is not None for v in ordered) \
-                    and len({id(v) for v in ordered}) == len(current) == len({id(v) for v in current}):
-                setattr(g, kind, [v for v in ordered if v is not None])
-            for key, tname in pairs:
+            for key, tname in sig[kind]:
                 found = by_source.get(tname)
                 if found is not None:
                     names[found.name] = key

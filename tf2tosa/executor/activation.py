@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..ir.graph import Operation
-from .common import F32, fcompute, float_unary
+from .common import F32, fcompute, float_unary, float_unary_wide
 from .registry import attr, error_if, fdt, in_dtype, kernel, to_out
 
 _erf64 = np.frompyfunc(math.erf, 1, 1)
@@ -53,9 +53,9 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 @kernel("SIGMOID")
 def sigmoid(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return float_unary(op, ins[0], _sigmoid)
+    return float_unary_wide(op, ins[0], _sigmoid)
 
 
 @kernel("TANH")
 def tanh(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return float_unary(op, ins[0], np.tanh)
+    return float_unary_wide(op, ins[0], np.tanh)

@@ -162,7 +162,8 @@ def mul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 @kernel("POW")
 def pow_(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     """S5168-5184."""
-    return float_binary(op, ins[0], ins[1], np.power)
+    # evaluated in fp64 and rounded once, like the unary transcendental functions (common.float_unary_wide)
+    return float_binary(op, ins[0], ins[1], lambda a, b: np.power(a.astype(np.float64), b.astype(np.float64)))
 
 
 @kernel("TABLE")

@@ -7,7 +7,7 @@ import numpy as np
 from ..ir.graph import Operation
 from ..ir.types import DType
 from . import numerics as nm
-from .common import F32, float_unary
+from .common import F32, float_unary, float_unary_wide
 from .registry import error_if, in_dtype, kernel, scalar, to_out
 
 
@@ -44,17 +44,17 @@ def clz(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("COS")
 def cos(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return float_unary(op, ins[0], np.cos)
+    return float_unary_wide(op, ins[0], np.cos)
 
 
 @kernel("SIN")
 def sin(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return float_unary(op, ins[0], np.sin)
+    return float_unary_wide(op, ins[0], np.sin)
 
 
 @kernel("EXP")
 def exp(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return float_unary(op, ins[0], np.exp)
+    return float_unary_wide(op, ins[0], np.exp)
 
 
 def _log(x: np.ndarray) -> np.ndarray:
@@ -64,7 +64,7 @@ def _log(x: np.ndarray) -> np.ndarray:
 
 @kernel("LOG")
 def log(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return float_unary(op, ins[0], _log)
+    return float_unary_wide(op, ins[0], _log)
 
 
 @kernel("LOGICAL_NOT")

@@ -7,6 +7,10 @@
   TfLiteTransposeConvParams {padding, stride_width, stride_height} and TfLitePoolParams {padding, stride_width,
   stride_height, filter_width, filter_height, activation}, little-endian int32 each (TfLitePadding: 1 SAME,
   2 VALID).
+* MediaPipe's landmark ops (face / pose landmark models) are lowered too: ``Landmarks2TransformMatrix`` (v2),
+  ``TransformLandmarks`` (v1, v2) and ``TransformTensorBilinear`` (v2; v1 also under the code ``TransformTensor``).
+  Their options are FlexBuffer maps; the version is the OperatorCode's (MediaPipe's resolver registers version 2
+  of all three).  They become elementwise math, COS/SIN, atan2 (tfl.atan2's lowering), REDUCE_MAX/MIN and GATHER.
 * :data:`UNLOWERABLE` gives the reason an op has no TOSA 1.0 lowering; :func:`unsupported_reason` is what the
   pipeline reports for an op without a rule (instead of a bare "no legalization rule").
 * :func:`emit_custom` keeps an op the converter cannot lower as a TOSA ``CUSTOM`` operator (S10366) with the
@@ -28,9 +32,9 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, TensorType, Value
 from ..tosa.builder import Builder
 from . import shared
-from .common import fused_activation, has_value, same_padding
+from .common import float_zp, fused_activation, has_value, same_padding
 from .layout_helpers import data_operand, static_shape, take_every, tosa_dtype
-from .nn_helpers import require_float
+from .nn_helpers import require_float, select
 from .registry import Rule, legalize
 
 #: domain_name of the CUSTOM operators :func:`emit_custom` creates, by source dialect
@@ -118,7 +122,10 @@ def custom_rule(*codes: str) -> Callable[[Rule], Rule]:
 
 @legalize("tfl.custom")
 def custom(b: Builder, op: Operation) -> list[Value]:
-    """Dispatch on custom_code (MediaPipe's Convolution2DTransposeBias, MaxPoolingWithArgmax2D, MaxUnpooling2D)."""
+    """MediaPipe's custom ops by custom_code: transposed conv, argmax pooling/unpooling, landmark transforms.
+
+    Convolution2DTransposeBias, MaxPoolingWithArgmax2D, MaxUnpooling2D, Landmarks2TransformMatrix, TransformLandmarks,
+    TransformTensorBilinear (:data:`CUSTOM_RULES`)."""
     code = str(op.attrs.get("custom_code", ""))
     fn = CUSTOM_RULES.get(code)
     if fn is None:
@@ -220,6 +227,249 @@ def max_unpooling_2d(b: Builder, op: Operation) -> list[Value]:
     hit = b.binary("EQUAL", k, b.const(pos, dt))
     y = b.emit("SELECT", [hit, b.reshape(x, [n, h, 1, w, 1, c]), b.const(np.zeros((1,) * 6), dt)]).result
     return [b.reshape(y, [n, h * fh, w * fw, c])]
+
+
+# ------------------------------------------------------------------------ MediaPipe landmark / transform ops
+def _flex_options(op: Operation, what: str) -> dict[str, Any]:
+    """The FlexBuffer map in the custom options (Landmarks2TransformMatrix, TransformLandmarks v1,
+    TransformTensorBilinear)."""
+    dec = op.attrs.get("custom_options_decoded")
+    if dec is None and op.attrs.get("custom_options"):
+        from ..converter.tflite_options import decode_flexbuffer
+
+        try:
+            dec = decode_flexbuffer(bytes(op.attrs["custom_options"]))
+        except ValueError as e:
+            raise Unsupported(f"{what}: custom options are not a FlexBuffer map ({e})") from None
+    if dec is None:
+        return {}
+    if not isinstance(dec, dict):
+        raise Unsupported(f"{what}: custom options are a FlexBuffer {type(dec).__name__}, not a map")
+    return dec
+
+
+def _f32(v: Any, what: str) -> float:
+    try:
+        return float(np.float32(v))  # the kernels read FlexBuffer floats with AsFloat()
+    except (TypeError, ValueError):
+        raise Unsupported(f"{what} {v!r} is not a number") from None
+
+
+def _flat_elements(b: Builder, m: Value, count: int, rank: int, what: str) -> list[Value]:
+    """The first ``count`` elements of ``m`` (row-major), each a rank-``rank`` tensor of ones-shape."""
+    n = int(np.prod(static_shape(m)))
+    if n < count:
+        raise Unsupported(f"{what}: transform matrix of {n} elements (the kernel reads {count})")
+    flat = b.reshape(m, [1, n])
+    return [b.reshape(b.slice(flat, [0, i], [1, 1]), [1] * rank) for i in range(count)]
+
+
+def _madd(b: Builder, *terms: tuple[Value, Value]) -> Value:
+    """Σ a·b summed left to right in the value type (each product and partial sum rounded, like the kernels'
+    float loops)."""
+    acc: Value | None = None
+    for x, y in terms:
+        p = b.mul(x, y)
+        acc = p if acc is None else b.binary("ADD", acc, p)
+    assert acc is not None
+    return acc
+
+
+@custom_rule("TransformLandmarks")
+def transform_landmarks(b: Builder, op: Operation) -> list[Value]:
+    """MediaPipe's TransformLandmarks: each landmark (x, y[, z]) becomes (m00·x + m01·y + m03·s, m10·x + m11·y +
+    m13·s[, z]) with the first two rows of the 4x4 transform matrix (the m02·0 term is dropped).
+
+    Version 2 (the MediaPipe resolver's): landmarks [1, N, D], D = the last dimension (2 or 3), s = 1.  Version 1:
+    landmarks [1, H, W, C] holding C/D landmarks per pixel, ``dimensions`` D and ``scale`` s from the FlexBuffer
+    options.  Slices, MUL and ADD on an [P, D] view."""
+    lm, mat = data_operand(b, op.operands[0]), data_operand(b, op.operands[1])
+    require_float(op, lm, mat)
+    version = int(op.attrs.get("op_version", 1) or 1)
+    shape = static_shape(lm)
+    if version >= 2:
+        if len(shape) != 3:
+            raise Unsupported(f"TransformLandmarks v2 on a rank-{len(shape)} input (the kernel wants [1, N, D])")
+        dims, scale = shape[-1], 1.0
+    else:
+        if len(shape) != 4:
+            raise Unsupported(f"TransformLandmarks v1 on a rank-{len(shape)} input (the kernel wants [1, H, W, C])")
+        opts = _flex_options(op, "TransformLandmarks")
+        dims = int(opts.get("dimensions", 3))  # the attribute struct's defaults
+        scale = _f32(opts.get("scale", 1.0), "TransformLandmarks scale")
+        if scale == 0.0:
+            raise Unsupported("TransformLandmarks v1 with scale 0 (the kernel refuses it)")
+    if dims not in (2, 3) or shape[-1] % dims:
+        raise Unsupported(f"TransformLandmarks with {dims} dimensions on a last axis of {shape[-1]}")
+    if shape[0] != 1:
+        raise Unsupported(f"TransformLandmarks with batch {shape[0]} (the kernel transforms batch 0 only)")
+    m = _flat_elements(b, mat, 8, 2, "TransformLandmarks")
+    if scale != 1.0:
+        for i in (3, 7):
+            m[i] = b.mul(m[i], b.const(np.full((1, 1), scale), m[i].dtype))
+    p = int(np.prod(shape)) // dims
+    pts = b.reshape(lm, [p, dims])
+    x, y = b.slice(pts, [0, 0], [p, 1]), b.slice(pts, [0, 1], [p, 1])
+    cols = [b.binary("ADD", _madd(b, (m[0], x), (m[1], y)), m[3]),
+            b.binary("ADD", _madd(b, (m[4], x), (m[5], y)), m[7])]
+    if dims == 3:
+        cols.append(b.slice(pts, [0, 2], [p, 1]))
+    return [b.reshape(b.concat(cols, 1), shape)]
+
+
+@custom_rule("TransformTensorBilinear", "TransformTensor")
+def transform_tensor_bilinear(b: Builder, op: Operation) -> list[Value]:
+    """MediaPipe's TransformTensorBilinear: output pixel (x, y) samples the input bilinearly at (t_x, t_y) =
+    (m00·x + m01·y + m03, m10·x + m11·y + m13); 0 where that point lies outside [0, W-1] x [0, H-1].
+
+    Version 2 (custom code TransformTensorBilinear, the MediaPipe resolver's) first applies the align-corners
+    correction m03 += (m00 + m01)/2 - 1/2 (likewise m13); version 1 (TransformTensor, or version 1 of the op code)
+    does not.  The output size is the output tensor's ([1, OH, OW, C]).  Coordinates come from the runtime matrix,
+    so the four corners are read with GATHER on the [1, H·W, C] input (indices clamped into the image: a corner
+    outside it has weight 0 when the point is inside), then the kernel's blend (1-r)·q11 + r·q21 … and a SELECT of
+    0 outside."""
+    x, mat = data_operand(b, op.operands[0]), data_operand(b, op.operands[1])
+    dt = require_float(op, x, mat)
+    code = str(op.attrs.get("custom_code", ""))
+    align = code == "TransformTensorBilinear" and int(op.attrs.get("op_version", 2) or 2) >= 2
+    mode = _flex_options(op, code).get("mode", "bilinear") if code == "TransformTensor" else "bilinear"
+    if mode != "bilinear":
+        raise Unsupported(f"{code} with mode {mode!r} (the kernel supports only bilinear interpolation)")
+    n, h, w, c = static_shape(x)
+    res = op.results[0]
+    out = [int(d) for d in res.shape] if res.type.is_static else []
+    if len(out) != 4 or out[0] != 1 or out[3] != c:
+        raise Unsupported(f"{code} output {res.type} for input {x.type} (needs a static [1, OH, OW, {c}])")
+    if n != 1:
+        raise Unsupported(f"{code} with batch {n} (the kernel samples batch 0 only)")
+    if h * w >= 1 << 24:
+        raise Unsupported(f"{code} on a {h}x{w} input (pixel indices are computed exactly in fp32 up to 2^24)")
+    _, oh, ow, _ = out
+    m = _flat_elements(b, mat, 8, 4, code)
+
+    def k(v: float) -> Value:
+        return b.const(np.full((1, 1, 1, 1), v), dt)
+
+    if align:  # x_transform[3] += x_transform[0] * 0.5 + x_transform[1] * 0.5 - 0.5
+        for i in (3, 7):
+            corr = b.binary("SUB", _madd(b, (m[i - 3], k(0.5)), (m[i - 2], k(0.5))), k(0.5))
+            m[i] = b.binary("ADD", m[i], corr)
+    gx = b.const(np.arange(ow, dtype=np.float32).reshape(1, 1, ow, 1), dt)
+    gy = b.const(np.arange(oh, dtype=np.float32).reshape(1, oh, 1, 1), dt)
+    tx = b.binary("ADD", _madd(b, (m[0], gx), (m[1], gy)), m[3])  # [1, OH, OW, 1]
+    ty = b.binary("ADD", _madd(b, (m[4], gx), (m[5], gy)), m[7])
+    inside = b.binary("LOGICAL_AND",
+                      b.binary("LOGICAL_AND", b.binary("GREATER_EQUAL", tx, k(0.0)),
+                               b.binary("GREATER_EQUAL", k(float(w - 1)), tx)),
+                      b.binary("LOGICAL_AND", b.binary("GREATER_EQUAL", ty, k(0.0)),
+                               b.binary("GREATER_EQUAL", k(float(h - 1)), ty)))
+    fx, fy = b.floor(tx), b.floor(ty)
+    rc, lc = b.binary("SUB", tx, fx), b.binary("SUB", ty, fy)
+
+    def cl(v: Value, hi: int) -> Value:  # integral floats, clamped into the image (NaN -> 0)
+        return b.clamp(v, 0.0, float(hi), nan_mode="IGNORE")
+
+    x0, x1 = cl(fx, w - 1), cl(b.binary("ADD", fx, k(1.0)), w - 1)
+    y0, y1 = cl(fy, h - 1), cl(b.binary("ADD", fy, k(1.0)), h - 1)
+    table = b.reshape(x, [1, h * w, c])
+
+    def corner(yy: Value, xx: Value) -> Value:
+        idx = b.cast(b.binary("ADD", b.mul(yy, k(float(w))), xx), DType.INT32)  # exact: integers < 2^24
+        g = b.emit("GATHER", [table, b.reshape(idx, [1, oh * ow])]).result
+        return b.reshape(g, [1, oh, ow, c])
+
+    q11, q21, q12, q22 = corner(y0, x0), corner(y0, x1), corner(y1, x0), corner(y1, x1)
+    one_r, one_l = b.binary("SUB", k(1.0), rc), b.binary("SUB", k(1.0), lc)
+    upper = _madd(b, (one_r, q11), (rc, q21))
+    lower = _madd(b, (one_r, q12), (rc, q22))
+    blend = _madd(b, (lc, lower), (one_l, upper))
+    return [select(b, inside, blend, k(0.0))]
+
+
+def _pairs(v: Any, what: str) -> list[int]:
+    if not isinstance(v, (list, tuple)) or not v or not all(isinstance(i, (int, np.integer)) for i in v):
+        raise Unsupported(f"{what} {v!r} (expected a non-empty list of landmark indices)")
+    return [int(i) for i in v]
+
+
+@custom_rule("Landmarks2TransformMatrix")
+def landmarks_to_transform_matrix(b: Builder, op: Operation) -> list[Value]:
+    """MediaPipe's Landmarks2TransformMatrix (version 2, the MediaPipe resolver's): the 4x4 matrix mapping a crop
+    of ``output_width`` x ``output_height`` onto the landmarks' rotated bounding box.
+
+    rotation r = target_rotation_radians - atan2(y_R - y_L, x_R - x_L) from the two rotation landmarks; the
+    ``subset_idxs`` landmarks rotated by r give the box (max - min) and its centre, rotated back by -r; with
+    c = cos r, s = sin r, sx = scale_x·width/output_width, sy likewise and (hx, hy) = -(output size)/2 the
+    kernel's product shift·rotation(-r)·scale·shift2 is [[c·sx, s·sy, 0, c·sx·hx + s·sy·hy + cx],
+    [-s·sx, c·sy, 0, -s·sx·hx + c·sy·hy + cy], [0, 0, 1, 0], [0, 0, 0, 1]], summed in the kernel's order.
+    atan2 is tfl.atan2's polynomial lowering, cos/sin are TOSA COS/SIN, the box is REDUCE_MAX/MIN over a GATHER of
+    the subset; the division by the output size is a multiplication by its (constant) reciprocal."""
+    lm = data_operand(b, op.operands[0])
+    dt = require_float(op, lm)
+    version = int(op.attrs.get("op_version", 1) or 1)
+    if version < 2:
+        raise Unsupported("Landmarks2TransformMatrix version 1 (input_hw / output_hw / landmarks_range options) "
+                          "is not lowered; MediaPipe's resolver registers version 2")
+    opts = _flex_options(op, "Landmarks2TransformMatrix")
+    subset = _pairs(opts.get("subset_idxs"), "Landmarks2TransformMatrix subset_idxs")
+    left, right = int(opts.get("left_rotation_idx", 0)), int(opts.get("right_rotation_idx", 0))  # absent key: 0
+    out_h, out_w = int(opts.get("output_height", 0)), int(opts.get("output_width", 0))
+    scale_x = _f32(opts.get("scale_x", 0.0), "Landmarks2TransformMatrix scale_x")
+    scale_y = _f32(opts.get("scale_y", 0.0), "Landmarks2TransformMatrix scale_y")
+    target = _f32(opts.get("target_rotation_radians", 0.0), "Landmarks2TransformMatrix target_rotation_radians")
+    if min(out_h, out_w) <= 0 or min(scale_x, scale_y) <= 0:
+        raise Unsupported(f"Landmarks2TransformMatrix output {out_h}x{out_w}, scale {scale_x}x{scale_y} "
+                          "(the kernel refuses non-positive values)")
+    total = int(np.prod(static_shape(lm)))
+    count = total // 3
+    if total % 3 or not all(0 <= i < count for i in (left, right, *subset)):
+        raise Unsupported(f"Landmarks2TransformMatrix indices {left}, {right}, {subset} on {total // 3} landmarks "
+                          f"of 3 values ({lm.type})")
+    res = op.results[0]
+    if not res.type.is_static or int(np.prod([int(d) for d in res.shape])) != 16:
+        raise Unsupported(f"Landmarks2TransformMatrix output {res.type} (the kernel writes [1, 4, 4])")
+    pts = b.reshape(lm, [1, count, 3])
+
+    def k(v: float) -> Value:
+        return b.const(np.full((1, 1, 1), v), dt)
+
+    def coord(i: int, j: int) -> Value:
+        return b.slice(pts, [0, i, j], [1, 1, 1])
+
+    dy = b.binary("SUB", coord(right, 1), coord(left, 1))
+    dx = b.binary("SUB", coord(right, 0), coord(left, 0))
+    angle = shared.via(b, op, "tfl.atan2", operands=[dy, dx], results=[dy])[0]
+    r = b.binary("SUB", k(target), angle)
+    cs, sn = b.cos(r), b.sin(r)
+    neg_sn = b.negate(sn, float_zp(b, dt), float_zp(b, dt))
+    idx = b.const(np.array([subset], np.int32), DType.INT32)
+    sub = b.emit("GATHER", [pts, idx]).result  # [1, M, 3]
+    m = len(subset)
+    sx_, sy_ = b.slice(sub, [0, 0, 0], [1, m, 1]), b.slice(sub, [0, 0, 1], [1, m, 1])
+    xr = _madd(b, (cs, sx_), (neg_sn, sy_))
+    yr = _madd(b, (sn, sx_), (cs, sy_))
+
+    def red(opcode: str, v: Value) -> Value:
+        return b.emit(opcode, [v], {"axis": 1, "nan_mode": "PROPAGATE"}).result  # [1, 1, 1]
+
+    max_x, min_x, max_y, min_y = red("REDUCE_MAX", xr), red("REDUCE_MIN", xr), red("REDUCE_MAX", yr), \
+        red("REDUCE_MIN", yr)
+    width, height = b.binary("SUB", max_x, min_x), b.binary("SUB", max_y, min_y)
+    mid_x = b.mul(b.binary("ADD", min_x, max_x), k(0.5))
+    mid_y = b.mul(b.binary("ADD", min_y, max_y), k(0.5))
+    cx = _madd(b, (cs, mid_x), (sn, mid_y))
+    cy = _madd(b, (neg_sn, mid_x), (cs, mid_y))
+    sx = b.mul(b.mul(k(scale_x), width), k(1.0 / out_w))
+    sy = b.mul(b.mul(k(scale_y), height), k(1.0 / out_h))
+    hx, hy = k(-(out_w / 2.0)), k(-(out_h / 2.0))
+    e00, e01 = b.mul(cs, sx), b.mul(sn, sy)
+    e10, e11 = b.mul(neg_sn, sx), b.mul(cs, sy)
+    e03 = b.binary("ADD", _madd(b, (e00, hx), (e01, hy)), cx)
+    e13 = b.binary("ADD", _madd(b, (e10, hx), (e11, hy)), cy)
+    zero, one = k(0.0), k(1.0)
+    elems = [e00, e01, zero, e03, e10, e11, zero, e13, zero, zero, one, zero, zero, zero, zero, one]
+    flat = b.concat([b.reshape(e, [1, 1]) for e in elems], 1)
+    return [b.reshape(flat, [int(d) for d in res.shape])]
 
 
 # ------------------------------------------------------------------------------------------------ CUSTOM fallback

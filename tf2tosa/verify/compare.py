@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InputError, MissingExtraError
 from ..ir import DType, Graph
 from .spec_check import ComplianceReport, check_graph
 
@@ -16,6 +17,43 @@ if TYPE_CHECKING:
 
 #: float outputs pass when max |tosa - ref| <= FLOAT_RTOL * max |ref|
 FLOAT_RTOL = 1e-4
+
+#: the oracles an output can be judged against
+ORACLES = ("ref", "optimized", "tensorflow")
+
+#: where the float output bound comes from, stated with every float verdict
+FLOAT_BOUND_SOURCE = ("tf2tosa's output tolerance: the oracle sums in its own order, so results may differ by "
+                      "rounding; every float op is also checked against the TOSA 1.0 spec's own bound (§1.10)")
+
+#: |error| / bound bin edges of the float error histogram (the last bin is "outside the bound")
+RATIO_EDGES = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
+ORACLE_TEXT = {"ref": "LiteRT reference kernels (BUILTIN_REF)", "optimized": "LiteRT optimized kernels",
+               "tensorflow": "TensorFlow"}
+
+
+def require_litert() -> None:
+    """Raise MissingExtraError unless LiteRT is importable (verify runs the source model in it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ai_edge_litert") is None:
+        raise MissingExtraError("verify needs LiteRT: pip install 'tf2tosa[tf]'")
+
+
+def resolve_oracle(oracle: str | None, reference_kernels: bool | None, *, tensorflow_source: bool) -> str:
+    """The oracle to judge against: ``oracle`` if given, else the deprecated ``reference_kernels`` flag, else
+    ``ref`` for a .tflite source and ``tensorflow`` for a TensorFlow one."""
+    if oracle is None:
+        if reference_kernels is not None:
+            oracle = "ref" if reference_kernels else "optimized"
+        else:
+            oracle = "tensorflow" if tensorflow_source else "ref"
+    if oracle not in ORACLES:
+        raise InputError(f"unknown oracle {oracle!r}; choose one of {', '.join(ORACLES)}")
+    if oracle == "tensorflow" and not tensorflow_source:
+        raise InputError("--oracle tensorflow needs a TensorFlow model (SavedModel, Keras, GraphDef); a .tflite "
+                         "file is judged by LiteRT: --oracle ref or optimized")
+    return oracle
 
 
 @dataclass
@@ -27,11 +65,53 @@ class OutputReport:
     max_ref: float
     mismatches: int
     ok: bool
+    #: the bound the verdict used, in words (``exact`` for integers)
+    bound: str = ""
+    #: the bound as a number (0 for integers, the absolute float bound otherwise)
+    bound_value: float = 0.0
+    #: error distribution for the HTML report: ``lsb`` {|diff|: count} for integers, ``ratio`` counts over
+    #: RATIO_EDGES (+ one bin above the bound) for floats, ``worst`` the largest errors, ``elements`` compared
+    detail: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def rel(self) -> float:
         """max |error| / max |reference|."""
         return self.max_abs / self.max_ref if self.max_ref else self.max_abs
+
+    @property
+    def is_float(self) -> bool:
+        try:
+            return np.dtype(self.dtype).kind == "f"
+        except TypeError:
+            return False
+
+    def merge(self, other: OutputReport) -> OutputReport:
+        """Combine the reports of two input sets: the worse one's figures, summed counts and histograms."""
+        worse = other if (not other.ok and self.ok) or other.rel > self.rel else self
+        keep = OutputReport(worse.name, worse.shape, worse.dtype, worse.max_abs, worse.max_ref,
+                            self.mismatches + other.mismatches, self.ok and other.ok, worse.bound, worse.bound_value,
+                            dict(worse.detail))
+        a, b = self.detail, other.detail
+        if a and b:
+            keep.detail["elements"] = a.get("elements", 0) + b.get("elements", 0)
+            if "lsb" in a and "lsb" in b:
+                lsb = dict(a["lsb"])
+                for k, n in b["lsb"].items():
+                    lsb[k] = lsb.get(k, 0) + n
+                keep.detail["lsb"] = lsb
+            if "ratio" in a and "ratio" in b and len(a["ratio"]) == len(b["ratio"]):
+                keep.detail["ratio"] = [x + y for x, y in zip(a["ratio"], b["ratio"])]
+            keep.detail["worst"] = sorted(a.get("worst", []) + b.get("worst", []), key=lambda w: -w["err"])[:10]
+        return keep
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "ok": self.ok,
+                "max_abs": _finite(self.max_abs), "max_ref": _finite(self.max_ref), "rel": _finite(self.rel),
+                "mismatches": self.mismatches, "bound": self.bound, "bound_value": _finite(self.bound_value)}
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
 
 
 @dataclass
@@ -43,21 +123,48 @@ class VerifyReport:
     spec: ComplianceReport | None = None
     #: ops lowered by a path that is not bit-exact with TFLite (graph.meta["inexact"], see nn_quant.note_inexact)
     inexact: list[dict[str, str]] = field(default_factory=list)
+    #: what the outputs were judged against: ``ref``, ``optimized`` or ``tensorflow``
+    oracle: str = "ref"
+    #: information that does not change the verdict (e.g. how far LiteRT's optimized kernels differ)
+    info: list[str] = field(default_factory=list)
+    #: the optimized kernels' difference from the reference kernels, when measured: on integer outputs the largest
+    #: difference in LSB, the elements that differ and the total (``max_lsb`` None without integer outputs), on
+    #: float outputs max |optimized - reference| / max |reference| (``max_rel``, None without float outputs)
+    optimized_diff: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
         return all(o.ok for o in self.outputs) and (self.spec is None or self.spec.ok)
 
     def __str__(self) -> str:
-        lines = [f"verify {self.model}: {self.runs} input set(s), {'PASS' if self.ok else 'FAIL'}"]
+        lines = [f"verify {self.model}: {self.runs} input set(s) against {ORACLE_TEXT.get(self.oracle, self.oracle)}, "
+                 f"{'PASS' if self.ok else 'FAIL'}"]
         for o in self.outputs:
             lines.append(f"  {o.name} {list(o.shape)} {o.dtype}: max_abs={o.max_abs:.3g} max|ref|={o.max_ref:.3g} "
-                         f"rel={o.rel:.3g} mismatches={o.mismatches} {'ok' if o.ok else 'FAIL'}")
+                         f"rel={o.rel:.3g} mismatches={o.mismatches} {'ok' if o.ok else 'FAIL'}"
+                         + (f" (bound: {o.bound})" if o.bound else ""))
+        if any(o.is_float for o in self.outputs):
+            lines.append(f"  float bound: {FLOAT_BOUND_SOURCE}")
         if self.spec is not None:
             lines.append("  " + str(self.spec).replace("\n", "\n  "))
         for e in self.inexact:
             lines.append(f"  inexact lowering: {e['op']} ({e['tensor']}): {e['reason']}")
+        lines.extend(f"  info: {i}" for i in self.info)
         return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain JSON-ready data (the ``verify --json`` object's ``report``)."""
+        spec: dict[str, Any] | None = None
+        if self.spec is not None:
+            w = self.spec.worst
+            spec = {"ok": self.spec.ok, "checked": self.spec.checked,
+                    "failures": [{"op": f.op, "result": f.result, "worst": _finite(f.worst), "message": f.message}
+                                 for f in self.spec.failures],
+                    "worst": None if w is None else {"op": w.op, "result": w.result, "worst": _finite(w.worst)}}
+        return {"model": self.model, "ok": self.ok, "oracle": self.oracle, "runs": self.runs,
+                "outputs": [o.to_dict() for o in self.outputs], "spec": spec, "info": list(self.info),
+                "optimized_diff": self.optimized_diff, "inexact": list(self.inexact),
+                "float_bound_source": FLOAT_BOUND_SOURCE if any(o.is_float for o in self.outputs) else None}
 
 
 def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
@@ -87,30 +194,61 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray, rtol: float = FLOAT_RTO
     if g.shape != r.shape and g.size == r.size:
         g = g.reshape(r.shape)
     if g.shape != r.shape:
-        return OutputReport(name, tuple(r.shape), str(r.dtype), float("inf"), 0.0, int(r.size), False)
+        return OutputReport(name, tuple(r.shape), str(r.dtype), float("inf"), 0.0, int(r.size), False,
+                            f"shape {list(g.shape)} differs from the oracle's {list(r.shape)}")
     diff = np.abs(g.astype(np.float64) - r.astype(np.float64))
-    max_abs = float(diff.max()) if diff.size else 0.0
-    max_ref = float(np.abs(r.astype(np.float64)).max()) if r.size else 0.0
+    max_abs = float(np.nanmax(diff)) if diff.size and not np.all(np.isnan(diff)) else 0.0
+    max_ref = float(np.nanmax(np.abs(r.astype(np.float64)))) if r.size and not np.all(np.isnan(r)) else 0.0
     mismatches = int(np.count_nonzero(diff))
+    detail: dict[str, Any] = {"elements": int(r.size)}
     if np.issubdtype(r.dtype, np.floating):
+        limit = rtol * max(max_ref, 1e-30)
         nan_ok = bool(np.array_equal(np.isnan(g), np.isnan(r)))
-        ok = nan_ok and max_abs <= rtol * max(max_ref, 1e-30)
-        mismatches = int(np.count_nonzero(diff > rtol * max(max_ref, 1e-30)))
+        ok = nan_ok and max_abs <= limit
+        d = np.nan_to_num(diff, nan=np.inf)
+        mismatches = int(np.count_nonzero(d > limit))
+        bound = f"|err| <= {rtol:g} x max|ref| = {limit:.3g}"
+        ratio = d / limit
+        idx = np.searchsorted(np.asarray(RATIO_EDGES[1:]), ratio.ravel(), side="left")
+        # bin k < 7 counts |err|/bound in (edge[k], edge[k+1]] (bin 0 also exact matches); the last bin is > 1
+        detail["ratio"] = [int(n) for n in np.bincount(idx, minlength=len(RATIO_EDGES))]
     else:
+        limit = 0.0
         ok = mismatches == 0
-    return OutputReport(name, tuple(r.shape), str(r.dtype), max_abs, max_ref, mismatches, ok)
+        bound = "exact"
+        vals, counts = np.unique(diff.astype(np.int64), return_counts=True)
+        detail["lsb"] = {int(v): int(c) for v, c in zip(vals, counts)}
+        d = diff
+    if d.size:
+        flat = d.ravel()
+        n_top = min(10, flat.size)
+        top = np.argpartition(-flat, n_top - 1)[:n_top]
+        top = top[np.argsort(-flat[top], kind="stable")]
+        detail["worst"] = [{"index": [int(i) for i in np.unravel_index(int(j), r.shape)], "got": g.ravel()[j].item(),
+                            "ref": r.ravel()[j].item(), "err": float(flat[j])} for j in top if flat[j] > 0]
+    return OutputReport(name, tuple(r.shape), str(r.dtype), max_abs, max_ref, mismatches, ok, bound, limit, detail)
 
 
 def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
-                  num: int = 1, reference_kernels: bool = False, rtol: float = FLOAT_RTOL,
-                  tflite: bytes | None = None) -> VerifyReport:
+                  num: int = 1, reference_kernels: bool | None = None, rtol: float = FLOAT_RTOL,
+                  tflite: bytes | None = None, oracle: str | None = None,
+                  progress: Any = None) -> VerifyReport:
     """Run ``model.source`` (a .tflite) in LiteRT and ``model`` in the executor; compare every output.
 
+    ``oracle`` is ``ref`` (LiteRT's reference kernels, the default: the truth for integer models) or ``optimized``
+    (LiteRT's default kernels); ``reference_kernels`` is its older boolean spelling.  With ``ref``, the model is
+    also run on the optimized kernels and how far those differ is reported as information (``report.info``).
     ``tflite`` overrides the model to run in LiteRT (e.g. TFLite's own int8 conversion of a QAT model); its inputs
-    and outputs are then matched by position.
+    and outputs are then matched through its SignatureDef keys (our graph's ``signature_names``), by position when
+    those do not cover them.  Otherwise outputs are matched by source tensor name, in the source model's order.
+    ``progress(step, total, text)`` is told of each step.
     """
     from ..executor import run
-    from .litert import run_tflite_many
+    from .litert import LiteRTError, LiteRTWorker
+
+    require_litert()
+    oracle = resolve_oracle(oracle, reference_kernels, tensorflow_source=False)
+    tell = progress or (lambda *a: None)
 
     g = model.graph
     sets = [dict(s) for s in inputs] if inputs is not None else [random_inputs(g, seed + i) for i in range(num)]
@@ -124,30 +262,96 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     positional = tflite is not None
     source = tflite if tflite is not None else model.source
     assert source is not None
+    # another .tflite (TFLite's own conversion of a TF model): pair inputs and outputs through its SignatureDef keys,
+    # which our graph records as signature_names; by position only when the keys do not cover them
+    sig_in, sig_out = _signature_tensors(tflite) if tflite is not None else ({}, {})
+    keys: dict[str, str] = dict(g.meta.get("signature_names") or {})
+    by_key_in = positional and bool(g.inputs) and all(keys.get(v.name) in sig_in for v in g.inputs)
     litert_sets: list[Any] = (
-        [[as_source(v.name, s[v.name]) for v in g.inputs] for s in sets] if positional
+        [{sig_in[keys[v.name]]: as_source(v.name, s[v.name]) for v in g.inputs} for s in sets] if by_key_in
+        else [[as_source(v.name, s[v.name]) for v in g.inputs] for s in sets] if positional
         else [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in sets])
-    refs = run_tflite_many(source, litert_sets, reference_kernels=reference_kernels)
-    worst: dict[str, OutputReport] = {}
-    for s, ref in zip(sets, refs):
-        got = run(g, s)
+    out_tensor = {v.name: sig_out[keys[v.name]] for v in g.outputs if keys.get(v.name) in sig_out}
+    total = 2 + len(sets) + (oracle == "ref")
+    with LiteRTWorker() as worker:
+        tell(0, total, f"LiteRT, {oracle} kernels")
+        refs = worker.run_many(source, litert_sets, reference_kernels=oracle == "ref")
+        others = None
+        note = ""
+        if oracle == "ref":
+            tell(1, total, "LiteRT, optimized kernels")
+            try:
+                others = worker.run_many(source, litert_sets, reference_kernels=False)
+            except LiteRTError as e:  # information only: the verdict does not depend on it
+                note = f"optimized kernels could not run the model: {str(e).strip().splitlines()[-1][:200]}"
+
+    def pick(ref: Mapping[str, np.ndarray], i: int, name: str | None) -> np.ndarray | None:
         ref_list = list(ref.values())
+        fallback = ref_list[i] if i < len(ref_list) else None
+        return ref.get(name or "", fallback)
+
+    worst: dict[str, OutputReport] = {}
+    diff_max, diff_n, diff_total = 0, 0, 0
+    f_abs, f_ref, f_total = 0.0, 0.0, 0
+    for k, (s, ref) in enumerate(zip(sets, refs)):
+        tell(total - 1 - len(sets) + k, total, f"executor, input set {k + 1}/{len(sets)}")
+        got = run(g, s)
         for i, v in enumerate(g.outputs):
-            r = ref_list[i] if positional else ref.get(v.source or "", ref_list[i] if i < len(ref_list) else None)
+            r = pick(ref, i, out_tensor.get(v.name) if positional else v.source)
             if r is None:
                 continue
             rep = compare(v.name, as_source(v.name, got[v.name]), r, rtol)
             prev = worst.get(v.name)
-            if prev is None or (not rep.ok and prev.ok) or rep.rel > prev.rel:
-                if prev is not None:
-                    rep.mismatches += prev.mismatches
-                worst[v.name] = rep
-            else:
-                prev.mismatches += rep.mismatches
-    report = VerifyReport(model.source_path or g.name, len(sets), [worst[v.name] for v in g.outputs if v.name in worst])
+            worst[v.name] = rep if prev is None else prev.merge(rep)
+            if others is not None:
+                o = pick(others[k], i, out_tensor.get(v.name) if positional else v.source)
+                if o is None or o.shape != r.shape or not o.size:
+                    continue
+                if np.issubdtype(r.dtype, np.floating):
+                    fd = np.abs(o.astype(np.float64) - r.astype(np.float64))
+                    f_abs = max(f_abs, float(np.nanmax(fd)) if not np.all(np.isnan(fd)) else 0.0)
+                    f_ref = max(f_ref, float(np.nanmax(np.abs(r))) if not np.all(np.isnan(r)) else 0.0)
+                    f_total += int(r.size)
+                else:
+                    d = np.abs(o.astype(np.int64) - r.astype(np.int64))
+                    diff_max = max(diff_max, int(d.max()))
+                    diff_n += int(np.count_nonzero(d))
+                    diff_total += int(d.size)
+    report = VerifyReport(model.source_path or g.name, len(sets), [worst[v.name] for v in g.outputs if v.name in worst],
+                          oracle=oracle)
+    if others is not None and (diff_total or f_total):
+        rel = f_abs / f_ref if f_ref else f_abs
+        report.optimized_diff = {"max_lsb": diff_max if diff_total else None, "elements": diff_n,
+                                 "total": diff_total, "max_rel": rel if f_total else None}
+        if diff_total:
+            report.info.append(optimized_diff_text(diff_max, diff_n, diff_total))
+        if f_total:
+            report.info.append(f"optimized kernels differ by ≤ {rel:.2g} × max|ref| on float outputs (they sum in "
+                               f"another order; the verdict uses the reference kernels)")
+    if note:
+        report.info.append(note)
+    tell(total - 1, total, "spec bounds")
     report.spec = spec_check(g, sets[0])
     report.inexact = list(g.meta.get("inexact") or [])
     return report
+
+
+def _signature_tensors(tflite: bytes) -> tuple[dict[str, str], dict[str, str]]:
+    """SignatureDef key -> tensor name for the inputs and outputs of the first signature of ``tflite``."""
+    from ..converter.tflite import load_tflite
+
+    sigs = load_tflite(tflite).meta.get("signatures") or []
+    if not sigs:
+        return {}, {}
+    return dict(sigs[0]["inputs"]), dict(sigs[0]["outputs"])
+
+
+def optimized_diff_text(max_lsb: int, elements: int, total: int) -> str:
+    """The information line on LiteRT's optimized kernels, which the verdict does not use."""
+    if not elements:
+        return f"optimized kernels agree with the reference kernels on all {total} integer output elements"
+    return (f"optimized kernels differ by ≤ {max_lsb} LSB on {elements} of {total} elements (they round "
+            f"differently; the verdict uses the reference kernels)")
 
 
 def spec_check(graph: Graph, inputs: Mapping[str, np.ndarray]) -> ComplianceReport | None:

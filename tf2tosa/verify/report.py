@@ -524,22 +524,44 @@ def render_layer_page(report: LayerReport) -> str:
         b.append(f'<div class="why">first divergent: {_E(first["op"])} &rarr; {_E(first["tensor"])} '
                  f'(TOSA {_E(first["tosa_op"])} {_E(first["tosa_value"])}), '
                  f'{_E(_entry_err(first))}</div>')
+    if report.drift_counts:
+        b.append(f'<div class="why" id="drift">{_E(report.drift_summary())}</div>')
     b.append('<section class="model">' + layer_plots(d["layers"], d["float_threshold"], d["int_threshold"], 1100)
              + "</section>")
     b.append("<h2>Layers</h2>")
     b.append('<table class="results"><thead><tr><th>#</th><th>TFLite op</th><th>tensor</th><th>TOSA op</th>'
-             "<th>shape</th><th>error</th><th>mismatches</th></tr></thead><tbody>")
+             "<th>shape</th><th>error</th><th>mismatches</th><th>float drift vs spec bound</th></tr></thead><tbody>")
     for i, e in enumerate(d["layers"]):
         style = ' style="color:#d64545;font-weight:600"' if e["diverged"] else ""
         b.append(f'<tr><td class="num">{i}</td><td{style}>{_E(e["op"])}</td><td>{_E(_short(e["tensor"], 70))}</td>'
                  f'<td>{_E(e["tosa_op"])}</td><td>{_E(str(list(e["shape"])))}</td>'
                  f'<td class="num" data-v="{e["error"]}">{_E(_entry_err(e))}</td>'
-                 f'<td class="num">{e["mismatches"]}/{e["size"]}</td></tr>')
+                 f'<td class="num">{e["mismatches"]}/{e["size"]}</td>{_drift_cell(e)}</tr>')
     b.append("</tbody></table>")
     if d["unmapped"]:
         b.append("<h2>Unmapped TFLite tensors</h2><div class=\"opsline\">" +
                  "<br>".join(_E(u) for u in d["unmapped"][:200]) + "</div>")
     return _page(f"Per-layer comparison: {report.model}", sub, "\n".join(b))
+
+
+_DRIFT_COLORS = {"exact": "#2e9e5b", "within": "#2e9e5b", "beyond": "#d64545", "composite": "#b7791f"}
+
+
+def _drift_cell(e: Mapping[str, Any]) -> str:
+    """The drift class of a layer: within / beyond the spec bound (ratio, LiteRT's ratio, which bound)."""
+    drift = e.get("drift") or ""
+    if not drift:
+        return "<td></td>"
+    text = drift if drift != "beyond" else "BEYOND spec bound"
+    ratio = e.get("bound_ratio")
+    if drift != "exact" and ratio is not None:
+        unit = " ulp" if drift == "composite" else "x"
+        text += f" {_fmt_num(ratio)}{unit}"
+        if e.get("litert_bound_ratio") is not None:
+            text += f" (LiteRT {_fmt_num(e['litert_bound_ratio'])})"
+    title = _E(str(e.get("bound") or ""))
+    color = _DRIFT_COLORS.get(drift, "inherit")
+    return f'<td class="drift" data-drift="{_E(drift)}" title="{title}" style="color:{color}">{_E(text)}</td>'
 
 
 def _entry_err(e: Mapping[str, Any]) -> str:

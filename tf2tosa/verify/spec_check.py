@@ -36,6 +36,8 @@ class ComplianceReport:
     checked: int = 0
     failures: list[OpVerdict] = field(default_factory=list)
     worst: OpVerdict | None = None
+    #: every verdict, in topological order (for the HTML report's per-op plot)
+    ops: list[OpVerdict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -80,6 +82,7 @@ def check_graph(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.nda
             verdict = OpVerdict(f"{op.name}#{op.id}" + (f" ({op.location})" if op.location else ""), r.name,
                                 bool(res.ok), float(res.worst), str(res))
             report.checked += 1
+            report.ops.append(verdict)
             if not verdict.ok:
                 report.failures.append(verdict)
             if report.worst is None or verdict.worst > report.worst.worst:

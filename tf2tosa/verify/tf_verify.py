@@ -50,14 +50,9 @@ def verify_tensorflow(model: Any, source: Any = None, inputs: Sequence[Mapping[s
         for v, ref in zip(graph.outputs, refs):
             rep = compare(v.name, got[v.name], ref, rtol)
             prev = worst.get(v.name)
-            if prev is None or (not rep.ok and prev.ok) or rep.rel > prev.rel:
-                if prev is not None:
-                    rep.mismatches += prev.mismatches
-                worst[v.name] = rep
-            else:
-                prev.mismatches += rep.mismatches
+            worst[v.name] = rep if prev is None else prev.merge(rep)
     return VerifyReport(src.label, len(sets), [worst[v.name] for v in graph.outputs if v.name in worst],
-                        spec=spec_check(graph, sets[0]))
+                        spec=spec_check(graph, sets[0]), oracle="tensorflow")
 
 
 def _run_source(src: TFSource, arrays: list[np.ndarray]) -> list[np.ndarray]:
