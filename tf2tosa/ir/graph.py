@@ -30,7 +30,7 @@ from .types import DType, TensorType
 
 INPUT = -1  # pseudo node id of graph inputs
 
-CONST_OPS = frozenset({"tosa.CONST", "tosa.CONST_SHAPE", "tfl.const", "tf.Const", "const"})
+CONST_OPS = frozenset({"tosa.CONST", "tosa.CONST_SHAPE", "tfl.const", "tf.Const", "nnef.const", "const"})
 
 
 class Value:
