@@ -465,13 +465,13 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
             if name == "variable":
                 label = str(op.attribs["label"])
                 arr = _variable_data(folder, label, out, t, ng.tensors[out], shown, loc)
-                attrs = {"values": arr, "kind": "variable", "label": label}
+                cattrs: dict[str, Any] = {"values": arr, "kind": "variable", "label": label}
                 location = "VARIABLE:" + label
             else:
                 arr = _constant_data(op, t, out, gname, loc)
-                attrs = {"values": arr, "kind": "constant"}
+                cattrs = {"values": arr, "kind": "constant"}
                 location = f"CONSTANT#{index}"
-            v = graph.add_op("nnef.const", [], [t], attrs, [out], location=location).result
+            v = graph.add_op("nnef.const", [], [t], cattrs, [out], location=location).result
             v.source = out
             values[out] = log_quant(v, out) if is_log else v
             continue
