@@ -11,11 +11,11 @@ PYTEST_ARGS ?=
 
 all: test
 
-# Main environment: the package (editable) with the TensorFlow/LiteRT extra and the test tools.
+# Main environment: the package (editable) with the TensorFlow/LiteRT and NNEF extras and the test tools.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[tf,test]'
+	$(BIN)/pip install -q -e '.[tf,nnef,test]'
 	touch $@
 
 # tosa-tools pins old numpy/flatbuffers, so the Arm reference model and tosa-opt get their own environment.

@@ -222,7 +222,7 @@ def _parse_error(err: Exception, graph_file: str, quant_file: str | None) -> Mod
     if m:
         which, line, col, rest = m.groups()
         file = quant_file if which == "quantization" and quant_file else graph_file
-        return ModelLoadError(f"syntax error at line {line}, column {col}: {rest}", file=file)
+        return ModelLoadError(f"parse error at line {line}, column {col}: {rest}", file=file)
     return ModelLoadError(f"invalid NNEF document: {msg}", file=graph_file)
 
 
