@@ -7,7 +7,8 @@ the result under ``<repo>/.cache/nnef/<stem>-<hash>.nnef``; the hash covers the 
 bytes and the nnef-tools version.  A failed conversion raises :class:`NNEFToolsError`
 with the tool's last error line; failures are cached too (``<stem>-<hash>.failed``).
 
-``python -m tests.nnef_convert model.tflite …`` converts and prints one line per model.
+``python -m tests.nnef_convert [--load] model.tflite …`` converts (and loads with
+:func:`tf2tosa.converter.nnef.load_nnef`) and prints one line per model.
 """
 
 from __future__ import annotations
@@ -86,15 +87,32 @@ def tflite_to_nnef(tflite: str | os.PathLike[str], *, timeout: float = 600) -> P
 
 
 def main(argv: list[str]) -> int:
-    ok = 0
-    for a in argv:
+    """Convert each model; with ``--load`` also load the result with our frontend."""
+    load = "--load" in argv
+    models = [a for a in argv if a != "--load"]
+    converted = loaded = 0
+    for a in models:
         try:
-            print(f"ok      {a} -> {tflite_to_nnef(a)}")
-            ok += 1
+            out = tflite_to_nnef(a)
         except NNEFToolsError as e:
             print(f"FAILED  {a}: {e}")
-    print(f"{ok} of {len(argv)} converted")
-    return 0 if ok == len(argv) else 1
+            continue
+        converted += 1
+        if not load:
+            print(f"ok      {a} -> {out}")
+            continue
+        from tf2tosa.converter.nnef import load_nnef
+        from tf2tosa.errors import ModelLoadError
+
+        try:
+            g = load_nnef(out)
+        except ModelLoadError as e:
+            print(f"NOLOAD  {a}: {e}")
+            continue
+        loaded += 1
+        print(f"loaded  {a}: {len(g.ops)} ops")
+    print(f"{converted} of {len(models)} converted" + (f", {loaded} loaded" if load else ""))
+    return 0 if converted == len(models) and (not load or loaded == converted) else 1
 
 
 if __name__ == "__main__":

@@ -313,7 +313,7 @@ def load_nnef(path: str | os.PathLike[str], *, keep: Iterable[str] = ()) -> Grap
         with tempfile.TemporaryDirectory(prefix="tf2tosa-nnef-") as tmp:
             try:
                 with tarfile.open(p) as tar:
-                    tar.extractall(tmp, filter="data")
+                    _extract(tar, Path(tmp))
             except (tarfile.TarError, OSError, EOFError) as e:
                 raise ModelLoadError(f"cannot unpack archive: {e}", file=str(p)) from None
             root = Path(tmp)
@@ -328,6 +328,22 @@ def load_nnef(path: str | os.PathLike[str], *, keep: Iterable[str] = ()) -> Grap
     if not graph_file.is_file():
         raise ModelLoadError("directory holds no graph.nnef", file=str(p))
     return _load_dir(graph_file, set(keep), display=p, inner=graph_file.parent)
+
+
+def _extract(tar: tarfile.TarFile, dest: Path) -> None:
+    """Unpack regular files and folders only, never outside ``dest``."""
+    root = dest.resolve()
+    for m in tar.getmembers():
+        target = (dest / m.name).resolve()
+        if root != target and root not in target.parents:
+            raise tarfile.TarError(f"member {m.name!r} points outside the archive")
+        if m.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif m.isfile():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            src = tar.extractfile(m)
+            if src is not None:
+                target.write_bytes(src.read())
 
 
 def _load_dir(graph_file: Path, keep: set[str], *, display: Path, inner: Path) -> Graph:
