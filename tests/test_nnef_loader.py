@@ -13,6 +13,8 @@ from __future__ import annotations
 import io
 import re
 import struct
+import subprocess
+import sys
 import tarfile
 from collections import Counter
 from pathlib import Path
@@ -24,7 +26,7 @@ import pytest
 
 from tf2tosa.converter.nnef import COMPOUND_OPS, PRIMITIVE_OPS, load_nnef, read_dat
 from tf2tosa.converter.tflite import load_tflite
-from tf2tosa.errors import ModelLoadError
+from tf2tosa.errors import MissingExtraError, ModelLoadError
 from tf2tosa.ir.graph import Graph
 from tf2tosa.ir.types import DType
 
@@ -477,3 +479,36 @@ def test_not_a_model(tmp_path: Path) -> None:
         info.size = 2
         tar.addfile(info, io.BytesIO(b"hi"))
     assert _err(arc).message == "archive holds no graph.nnef"
+
+
+def test_names_kept_and_literals_out_of_the_way(tmp_path: Path) -> None:
+    text = """version 1.0;
+graph G( b, literal ) -> ( literal_1 )
+{
+    literal = external<scalar>(shape = [1, 2]);
+    b = external<scalar>(shape = [1, 2]);
+    m = max(literal, 0.5);
+    literal_1 = add(m, b);
+}
+"""
+    g = load_nnef(write_model(tmp_path / "m", text), keep={"max"})
+    assert [v.name for v in g.inputs] == ["b", "literal"]  # the graph's order, not the declarations'
+    assert [v.name for v in g.outputs] == ["literal_1"]
+    lit = [op.result for op in g.ops.values() if op.attrs.get("kind") == "literal"]
+    assert [v.name for v in lit] == ["_literal"] and float(lit[0].const()) == 0.5
+
+
+def test_missing_parser_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = write_model(tmp_path / "m", W_TEXT)
+    monkeypatch.setitem(sys.modules, "nnef", None)
+    with pytest.raises(MissingExtraError, match=r"tf2tosa\[nnef\]"):
+        load_nnef(folder)
+
+
+def test_loading_never_imports_tensorflow(tmp_path: Path) -> None:
+    folder = _nested_model(tmp_path)
+    code = ("import sys; from tf2tosa.converter.nnef import load_nnef; load_nnef(sys.argv[1]); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'ai_edge_litert')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -420,6 +420,9 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
                       graph_name=str(ng.name), expanded=lowered, kept=sorted(keep), quantization={})
     values: dict[str, Value] = {}
     literals: dict[tuple[str, Any], Value] = {}
+    literal_name = "literal"
+    while any(n == literal_name or n.startswith(literal_name + "_") for n in ng.tensors):
+        literal_name = "_" + literal_name  # keep the document's names for its own tensors
 
     def base_type(name: str, op_name: str | None) -> tuple[TensorType, bool]:
         """The value type of a tensor; second: True when graph.quant is logarithmic."""
@@ -461,7 +464,7 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
         if key not in literals:
             arr = np.asarray(value, dtype=dt.np_dtype())
             v = graph.add_op("nnef.const", [], [TensorType((), dt)], {"values": arr, "kind": "literal"},
-                             ["literal"], location="LITERAL").result
+                             [literal_name], location="LITERAL").result
             literals[key] = v
         return literals[key]
 
@@ -524,10 +527,12 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
             r.source = tname
             values[tname] = log_quant(r, tname) if is_log else r
 
+    externals = [v.source for v in graph.inputs]
     for name in ng.inputs:
-        if values.get(name) is None or name not in [v.name for v in graph.inputs]:
+        if name not in externals:
             raise ModelLoadError(f"graph input '{name}' is not an external tensor", file=gname, tensor=name)
-    graph.inputs.sort(key=lambda v: list(ng.inputs).index(v.name))
+    order = list(ng.inputs)
+    graph.inputs.sort(key=lambda v: order.index(v.source) if v.source in order else len(order))
     graph.outputs = [values[o] for o in ng.outputs]
     return graph
 
