@@ -159,6 +159,12 @@ def test_nnef_tools_int8_activations_and_per_channel_axes() -> None:
             qp = op.result.type.quant
             if qp.per_channel:
                 assert op.result.shape[qp.axis] == len(qp.scale)
+    # every activation quantization of the source appears, and no other
+    def acts(graph: Graph) -> set[tuple[str, float, int]]:
+        return {(v.dtype.value, float(np.float32(v.type.quant.scale[0])), v.type.quant.zero_point[0])
+                for v in graph.values() if not v.is_const and v.type.quant is not None and not v.type.quant.per_channel}
+
+    assert acts(g) == acts(load_tflite(str(SAMPLES / "small_cnn_int8.tflite")))
     dw = [op for op in g.ops.values() if op.name == "nnef.conv" and op.attrs["groups"] == 0][0]
     filt = dw.operands[1].producer.operands[0]  # the variable under the transpose
     assert filt.shape[0] == 1 and filt.type.quant.axis == 3
