@@ -518,3 +518,44 @@ def test_loading_never_imports_tensorflow(tmp_path: Path) -> None:
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --------------------------------------------------------------------------- the zoo (marker "zoo")
+#: zoo models whose nnef-tools output is not valid NNEF, with the parser's complaint
+INVALID_NNEF_TOOLS_OUTPUT = {
+    "gru-int8": "argument of type 'integer' cannot be cast",  # sub(127, sigmoid1): the quantized 1.0
+    "kws_end_to_end-int8": "argument rank mismatch (3 vs 2)",  # linear on a rank-3 input
+    "log_mel_frontend-int8": "argument rank mismatch (3 vs 2)",
+    "recommender-float32": "'tensor<integer>' cannot be cast",  # lt on integer tensors
+    "recommender-int8": "'tensor<integer>' cannot be cast",
+    "shufflenet_v2_mini-int8": "shapes of 'values' must be identical",  # concat of NHWC and NCHW
+}
+
+
+def _zoo_models() -> list[Path]:
+    zoo = ROOT / ".cache" / "zoo"
+    return sorted({*zoo.glob("*-float32-*.tflite"), *zoo.glob("*-int8-*.tflite")})
+
+
+@pytest.mark.zoo
+@requires_nnef_tools
+@pytest.mark.parametrize("src", _zoo_models(), ids=lambda p: p.stem.rsplit("-", 1)[0])
+def test_zoo_model_through_nnef_tools(src: Path) -> None:
+    key = src.stem.rsplit("-", 1)[0]
+    try:
+        path = nnef_convert.tflite_to_nnef(src)
+    except nnef_convert.NNEFToolsError as e:
+        pytest.skip(str(e))
+    if key in INVALID_NNEF_TOOLS_OUTPUT:
+        with pytest.raises(ModelLoadError, match=re.escape(INVALID_NNEF_TOOLS_OUTPUT[key])):
+            load_nnef(path)
+        return
+    g = load_nnef(path)
+    t = load_tflite(str(src))
+    ow, tw = _nnef_weights(g), _tflite_weights(t)
+    assert len(ow) == len(tw)
+    for data, dt, scale, zp in ow:
+        hit = [k for k, (d2, t2, s2, z2) in enumerate(tw)
+               if d2 == data and t2 == dt and _close_scales(scale, s2) and zp == z2]
+        assert hit
+        tw.pop(hit[0])
