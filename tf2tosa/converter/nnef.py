@@ -253,7 +253,6 @@ def _quant_type(name: str, q: Mapping[str, Any], shape: tuple[int, ...], file: s
         p = (2.0 ** (bits - 1) - (1 if symmetric else 0)) if signed else 0.0
         scale = (hi - lo) / r
         zp_f = -p - lo / scale
-        lo, hi = np.broadcast_arrays(lo, hi)
     else:
         raise fail("unknown quantization algorithm")
     dtype = _QUANT_TYPES.get((bits, signed))
