@@ -57,7 +57,7 @@ def test_more_op(name: str, quant: str | None) -> None:
     lo, hi = RANGES.get(name, (-1.0, 1.0))
     quantized = quant is not None or "int8" in name.split("/")[-1] and name in HAND_BUILT
     ref = quantized and name.split("/")[0] not in DEFAULT_KERNEL_ORACLE
-    res = check_tflite(f"more/{name}/{quant or 'float'}", data, lo=lo, hi=hi, rtol=FLOAT_RTOL, reference_kernels=ref)
+    res = check_tflite(f"more/{name}/{quant or 'float'}", data, lo=lo, hi=hi, reference_kernels=ref)
     assert res.litert_mismatches == 0
     assert res.ops
 
