@@ -68,6 +68,8 @@ class E2EResult:
     litert_rel: float = 0.0
     litert_mismatches: int = 0
     litert_bound_use: float = 0.0  # float outputs: max |LiteRT - ours fp64| / fp32_bound (<= 1 passes)
+    int_elements: int = 0  # output elements compared in the integer domain (integer or dequantized outputs)
+    float_elements: int = 0  # output elements compared against the fp32 bound
     max_lsb: int = 0  # integer outputs: max |ours - LiteRT| in LSB
     default_kernel_mismatches: int = -1  # integer outputs vs LiteRT's optimized kernels (information only)
     convert_s: float = 0.0
@@ -189,6 +191,7 @@ def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi
             err = float(np.abs(np.asarray(r, np.float64) - np.asarray(o64, np.float64)).max()) if r.size else 0.0
             bound = fp32_bound(o, o64, g.outputs[k % n_out].dtype)
             res.litert_rel = max(res.litert_rel, rel_err(o64, r))
+            res.float_elements += int(r.size)
             worst = max(worst, err / bound if bound else (0.0 if err == 0 else float("inf")))
             continue
         if scale is not None:  # dequantized integers: (q - zp) * scale on both sides, so the LSB gap is exact
@@ -198,6 +201,7 @@ def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi
             diff = np.abs(o.astype(np.int64) - r.astype(np.int64))
             dd = None if d is None else np.abs(o.astype(np.int64) - d.astype(np.int64))
         res.litert_mismatches += int(np.count_nonzero(diff))
+        res.int_elements += int(diff.size)
         res.max_lsb = max(res.max_lsb, int(diff.max()) if diff.size else 0)
         if dd is not None:
             res.default_kernel_mismatches += int(np.count_nonzero(dd))

@@ -75,6 +75,22 @@ def available() -> bool:
     return python_exe().is_file() and tosa_opt_exe().is_file() and os.access(tosa_opt_exe(), os.X_OK)
 
 
+def schema_path(timeout: float = 60.0) -> Path | None:
+    """Arm's ``tosa.fbs`` as installed with tosa-tools: asked of the tosa-tools interpreter (importlib.metadata
+    lists the package's files), so no Python version or site-packages layout is assumed.  None when absent."""
+    if not python_exe().is_file():
+        return None
+    code = ("import importlib.metadata as m\n"
+            "for d in m.distributions():\n"
+            "    for f in d.files or []:\n"
+            "        if str(f).endswith('tosa.fbs'):\n"
+            "            print(f.locate()); raise SystemExit\n")
+    proc = _run([str(python_exe()), "-c", code], timeout)
+    lines = proc.stdout.strip().splitlines()
+    path = Path(lines[0]) if proc.returncode == 0 and lines else None
+    return path if path is not None and path.is_file() else None
+
+
 def _require() -> None:
     if not available():
         raise ToolError(f"tosa-tools environment not found at {venv_dir()} (set {ENV_VAR})")
