@@ -184,8 +184,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     checked = set().union(*(set(p["checked"]) for p in parts))
     ran = set().union(*(set(p["ran"]) for p in parts))
     not_run: dict[str, str] = {}
+    fp32_only: dict[str, str] = {}
     for p in parts:
         not_run.update(p["not_run"])
+        fp32_only.update(p.get("fp32_only", {}))
     seconds = sum(float(p["seconds"]) for p in parts)
     from tf2tosa.verify import tosa_tools
 
@@ -193,11 +195,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for why in not_run.values():
         reasons[why.split(":")[0]] = reasons.get(why.split(":")[0], 0) + 1
     summary = {"checked": len(checked), "reference_model_runs": len(ran), "not_run": reasons,
+               "fp32_mode_only": len(fp32_only),
                "too_large": sorted(w for w in not_run.values() if w.startswith("too large")),
                "hook_seconds": round(seconds, 1), "tools_available": tosa_tools.available()}
     line = (f".tosa hook: {len(checked)} unique .tosa files validated by tosa-opt, {len(ran)} also run in the "
             f"Arm reference model (fp32 and precise); not run: "
             + (", ".join(f"{n} {why}" for why, n in sorted(reasons.items())) or "none")
+            + (f"; {len(fp32_only)} in fp32 mode only (bf16/fp8 inputs)" if fp32_only else "")
             + f"; {seconds:.1f}s spent in the hook")
     if not tosa_tools.available():
         line += " (tosa-tools environment missing: nothing checked)"
