@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 HOOK_REPORT = ROOT / ".cache" / "tosa_hook.json"
 CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 #: skip reasons that mean "a tool is missing": failures under CI=true
-_MISSING = ("not installed", "not available", "could not import", "no module named", "not found")
+_MISSING = ("not installed", "not available", "could not import", "no module named", "not found",
+            "needs tensorflow", "cannot build the model")
 
 
 def _have(module: str) -> bool:

@@ -95,8 +95,9 @@ def test_broken_kernel_is_caught(family: str, monkeypatch: pytest.MonkeyPatch) -
     assert opcode in {op.opcode for op in model.graph.ops.values()}, f"{name} has no {opcode}"
     data = model.to_bytes()
     entry = tosa_hook.Entry(hashlib.sha256(data).hexdigest(), data, model.profiles, model.extensions, 0)
-    msg = tosa_hook.Recorder()._compare(entry, name, [inputs_for(model.graph, 0, lo, hi)[v.name]
-                                                        for v in model.graph.inputs])
+    feed = [inputs_for(model.graph, 0, lo, hi)[v.name] for v in model.graph.inputs]
+    # the reference-model comparison alone (the hook's per-op spec check may see the fault first, by rounding)
+    msg = tosa_hook.Recorder()._compare(entry, name, feed, spec=False)
     assert "differs" in msg, f"the reference-model comparison did not see the broken {opcode} kernel: {msg!r}"
 
 

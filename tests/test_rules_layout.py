@@ -250,7 +250,7 @@ def test_strided_slice_random_vs_tf() -> None:
         bm, em = int(rng.integers(0, 8)), int(rng.integers(0, 8))
         try:
             want = tf.strided_slice(x, begin, end, strides, begin_mask=bm, end_mask=em).numpy()
-        except Exception:
+        except (tf.errors.InvalidArgumentError, ValueError):  # TF rejects the random parameters: draw again
             continue
         if want.size == 0:
             continue
