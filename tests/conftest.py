@@ -7,7 +7,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -133,6 +135,12 @@ RECORDER = tosa_hook.Recorder()
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "tosa_unchecked(reason): the .tosa files this test writes are on purpose "
                                        "invalid; the session hook does not validate them")
+    # subprocesses (CLI tests) spool every .tosa they serialize for the hook: tests/spool/sitecustomize.py
+    spool = tempfile.mkdtemp(prefix="tf2tosa-spool-")
+    os.environ["TF2TOSA_TOSA_SPOOL"] = spool
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).parent / "spool"),
+                                                          os.environ.get("PYTHONPATH", "")) if p)
+    RECORDER.spool = Path(spool)
     if CI and not hasattr(config, "workerinput"):
         missing = _ci_missing_tools()
         if missing:
@@ -170,6 +178,8 @@ _WORKER_STATS: list[dict[str, Any]] = []
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    if RECORDER.spool is not None:
+        shutil.rmtree(RECORDER.spool, ignore_errors=True)
     stats = RECORDER.stats.as_dict()
     if hasattr(session.config, "workeroutput"):  # an xdist worker: hand the figures to the controller
         session.config.workeroutput["tosa_hook"] = json.dumps(stats)
@@ -201,6 +211,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         reasons[why.split(":")[0]] = reasons.get(why.split(":")[0], 0) + 1
     summary = {"checked": len(checked), "reference_model_runs": len(ran), "not_run": reasons,
                "fp32_mode_only": len(fp32_only),
+               "not_run_detail": sorted(set(not_run.values())),
                "too_large": sorted(w for w in not_run.values() if w.startswith("too large")),
                "hook_seconds": round(seconds, 1), "tools_available": tosa_tools.available()}
     line = (f".tosa hook: {len(checked)} unique .tosa files validated by tosa-opt, {len(ran)} also run in the "
