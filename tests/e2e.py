@@ -1,5 +1,7 @@
-"""End-to-end check of one .tflite: convert, run our executor vs LiteRT, validate with tosa-opt,
-run the Arm reference model.  Used by the per-op and whole-model tests."""
+"""End-to-end check of one .tflite: convert, run our executor vs LiteRT (integers exact, floats within a derived
+bound of our fp64 run), check our fp32 run op by op against the spec's accuracy bounds.  tosa-opt validation and the
+Arm reference model runs happen for every .tosa in the session hook (tests/tosa_hook.py).  Used by the per-op and
+whole-model tests."""
 
 from __future__ import annotations
 
