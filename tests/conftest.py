@@ -200,9 +200,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     ran = set().union(*(set(p["ran"]) for p in parts))
     not_run: dict[str, str] = {}
     fp32_only: dict[str, str] = {}
+    capped: set[str] = set()
     for p in parts:
         not_run.update(p["not_run"])
         fp32_only.update(p.get("fp32_only", {}))
+        capped.update(p.get("capped", {}))
+    capped -= checked
     seconds = sum(float(p["seconds"]) for p in parts)
     from tf2tosa.verify import tosa_tools
 
@@ -210,7 +213,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for why in not_run.values():
         reasons[why.split(":")[0]] = reasons.get(why.split(":")[0], 0) + 1
     summary = {"checked": len(checked), "reference_model_runs": len(ran), "not_run": reasons,
-               "fp32_mode_only": len(fp32_only),
+               "fp32_mode_only": len(fp32_only), "not_checked_per_test_cap": len(capped),
                "not_run_detail": sorted(set(not_run.values())),
                "too_large": sorted(w for w in not_run.values() if w.startswith("too large")),
                "hook_seconds": round(seconds, 1), "tools_available": tosa_tools.available()}
@@ -218,6 +221,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             f"Arm reference model (fp32 and precise); not run: "
             + (", ".join(f"{n} {why}" for why, n in sorted(reasons.items())) or "none")
             + (f"; {len(fp32_only)} in fp32 mode only (bf16/fp8 inputs)" if fp32_only else "")
+            + (f"; {len(capped)} NOT checked (beyond the per-test cap of {tosa_hook.MAX_PER_TEST})" if capped else "")
             + f"; {seconds:.1f}s spent in the hook")
     if not tosa_tools.available():
         line += " (tosa-tools environment missing: nothing checked)"
