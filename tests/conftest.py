@@ -218,7 +218,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                "too_large": sorted(w for w in not_run.values() if w.startswith("too large")),
                "hook_seconds": round(seconds, 1), "tools_available": tosa_tools.available()}
     line = (f".tosa hook: {len(checked)} unique .tosa files validated by tosa-opt, {len(ran)} also run in the "
-            f"Arm reference model (fp32 and precise); not run: "
+            f"Arm reference model (fp32 mode; float graphs also precise mode); not run: "
             + (", ".join(f"{n} {why}" for why, n in sorted(reasons.items())) or "none")
             + (f"; {len(fp32_only)} in fp32 mode only (bf16/fp8 inputs)" if fp32_only else "")
             + (f"; {len(capped)} NOT checked (beyond the per-test cap of {tosa_hook.MAX_PER_TEST})" if capped else "")

@@ -228,8 +228,10 @@ class Recorder:
                 return f"{tag}: our executor fails on the inputs the test gave it: {err}"
             self.stats.not_run[e.sha] = f"our executor refuses it on seeded inputs: {str(err)[:120]}"
             return ""
-        # the tosa_reference_model command (precise mode) reads no bf16/fp8 .npy inputs: fp32 mode only for those
-        precise = not any(v.dtype.name.startswith(("BF16", "FP8")) for v in g.inputs)
+        # precise mode only changes float arithmetic: an all-integer graph is run once; and the tosa_reference_model
+        # command (precise mode) reads no bf16/fp8 .npy inputs: fp32 mode only for those
+        has_float = any(r.dtype.is_float for op in g.ops.values() for r in op.results)
+        precise = has_float and not any(v.dtype.name.startswith(("BF16", "FP8")) for v in g.inputs)
         try:
             ref32 = tosa_tools.run_reference(e.data, feed)
             ref64 = tosa_tools.run_reference(e.data, feed, precise=True) if precise else None
@@ -239,7 +241,7 @@ class Recorder:
         spec_bad, spec_rel = _spec_check(g, trace) if spec else ("", 0.0)
         if spec_bad:
             return f"{tag}: our executor's fp32 run is outside the spec's per-op accuracy bounds: {spec_bad}"
-        if not precise:
+        if not precise and has_float:
             self.stats.fp32_only[e.sha] = "bf16/fp8 graph inputs: the precise-mode command cannot read them"
         bad: list[str] = []
         for v in g.outputs:
