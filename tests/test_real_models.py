@@ -61,7 +61,7 @@ def evaluate(path: Path, num: int = NUM_INPUTS) -> RealResult:
     """Convert one model and compare it with LiteRT; never raises (failures land in the result)."""
     import tf2tosa
     import tf2tosa.executor
-    from tests.e2e import dequantized_outputs, fp32_bound, inputs_for, paired_outputs, rel_err, to_source
+    from tests.e2e import dequantized_outputs, fp32_bound, fp32_noise, inputs_for, paired_outputs, rel_err, to_source
     from tf2tosa.verify.litert import model_op_names, run_tflite_many
 
     data = path.read_bytes()
@@ -107,6 +107,7 @@ def evaluate(path: Path, num: int = NUM_INPUTS) -> RealResult:
             res.default_kernel_mismatches = 0
         precise = [tf2tosa.executor.run(g, s, precise=True) for s in sets] if is_float else ours
         scales = dequantized_outputs(data)
+        noises = [fp32_noise(g, s) for s in sets] if is_float else [{} for _ in sets]
         n_out = len(g.outputs)
         for k, ((o, r, d), (o64, _, _)) in enumerate(zip(paired_outputs(g, refs, ours, defaults),
                                                          paired_outputs(g, refs, precise))):
@@ -116,7 +117,9 @@ def evaluate(path: Path, num: int = NUM_INPUTS) -> RealResult:
             if np.issubdtype(r.dtype, np.floating) and scale is None:
                 res.float_rel = max(res.float_rel, rel_err(o64, r))
                 err = float(np.abs(np.asarray(r, np.float64) - o64).max()) if r.size else 0.0
-                res.float_bound_use = max(res.float_bound_use, err / fp32_bound(o, o64, g.outputs[k % n_out].dtype))
+                out = g.outputs[k % n_out]
+                bound = fp32_bound(o, o64, out.dtype, noises[k // n_out].get(out.name, 0.0))
+                res.float_bound_use = max(res.float_bound_use, err / bound)
             else:  # integers, or DEQUANTIZEd integers compared in LSB of their scale
                 diff = (np.rint(np.abs(o.astype(np.float64) - r.astype(np.float64)) / scale).astype(np.int64)
                         if scale is not None else np.abs(o.astype(np.int64) - r.astype(np.int64)))

@@ -116,7 +116,7 @@ def run_case(case: Case, seeds: Sequence[int] = (0, 1), validate: bool = True) -
     names = {op.name for op in g.ops.values()}
     assert f"tf.{case.op}" in names, f"{case.name}: the traced graph has no tf.{case.op} ({sorted(names)})"
     convert_graph(g)
-    from tests.e2e import fp32_bound
+    from tests.e2e import fp32_bound, fp32_noise
 
     rel, mism, use = 0.0, 0, 0.0
     for seed in seeds:
@@ -124,6 +124,7 @@ def run_case(case: Case, seeds: Sequence[int] = (0, 1), validate: bool = True) -
         feed = {v.name: x for v, x in zip(g.inputs, xs)}
         got = run(g, feed)
         got64 = run(g, feed, precise=True)
+        noise = fp32_noise(g, feed)
         ref_fn = case.ref or case.fn
         ref = ref_fn(*[t.constant(x) for x in xs])
         refs = [np.asarray(r) for r in t.nest.flatten(ref)]
@@ -146,7 +147,7 @@ def run_case(case: Case, seeds: Sequence[int] = (0, 1), validate: bool = True) -
                         continue
                     fin = np.isfinite(r64)
                     err = float(np.abs(r64[fin] - o64[fin]).max()) if fin.any() else 0.0
-                    bound = fp32_bound(o, o64, v.dtype)
+                    bound = fp32_bound(o, o64, v.dtype, noise.get(v.name, 0.0))
                     use = max(use, err / bound if bound else (0.0 if err == 0 else float("inf")))
                 else:
                     use = float("inf")

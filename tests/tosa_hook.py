@@ -211,7 +211,7 @@ class Recorder:
     def _compare(self, e: Entry, tag: str, arrs: list[np.ndarray] | None, spec: bool = True) -> str:
         """The reference-model half of the check (``spec=False``: without the per-op spec check of our run)."""
         import tf2tosa.executor as ex
-        from tests.e2e import PRECISE_REL, fp32_bound, inputs_for
+        from tests.e2e import PRECISE_REL, fp32_bound, fp32_noise, inputs_for
         from tf2tosa.serializer.tosa_reader import from_bytes
         from tf2tosa.verify import tosa_tools
 
@@ -239,6 +239,7 @@ class Recorder:
             return f"{tag}: the reference model fails where our executor runs: {err}"
         self.stats.ran.add(e.sha)
         spec_bad, spec_rel = _spec_check(g, trace) if spec else ("", 0.0)
+        noise = fp32_noise(g, feed)
         if spec_bad:
             return f"{tag}: our executor's fp32 run is outside the spec's per-op accuracy bounds: {spec_bad}"
         if not precise and has_float:
@@ -259,7 +260,7 @@ class Recorder:
             lim64 = PRECISE_REL * _scale(x64)
             if not err64 <= lim64:
                 bad.append(f"{v.name}: precise run differs by {err64:.3g} > {lim64:.3g}")
-            lim32 = max(fp32_bound(np.asarray(a32), x64, v.dtype), spec_rel * _scale(x64))
+            lim32 = max(fp32_bound(np.asarray(a32), x64, v.dtype, noise.get(v.name, 0.0)), spec_rel * _scale(x64))
             err32 = _float_gap(np.asarray(r32).astype(np.float64), x64)
             if not err32 <= lim32:
                 bad.append(f"{v.name}: fp32 run differs from fp64 by {err32:.3g} > bound {lim32:.3g}")
