@@ -1,5 +1,7 @@
-"""End-to-end check of one .tflite: convert, run our executor vs LiteRT, validate with tosa-opt,
-run the Arm reference model.  Used by the per-op and whole-model tests."""
+"""End-to-end check of one .tflite: convert, run our executor vs LiteRT (integers exact, floats within a derived
+bound of our fp64 run), check our fp32 run op by op against the spec's accuracy bounds.  tosa-opt validation and the
+Arm reference model runs happen for every .tosa in the session hook (tests/tosa_hook.py).  Used by the per-op and
+whole-model tests."""
 
 from __future__ import annotations
 
@@ -18,8 +20,76 @@ from tf2tosa.ir import DType, Graph
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / ".cache" / "e2e_results.jsonl"
-REF_RTOL = 1e-6  # executor vs Arm reference model (float)
-LITERT_RTOL = 1e-4  # executor vs LiteRT, relative to max |reference|
+
+# ----------------------------------------------------------------------------------------- float bounds
+# Where the float spread comes from (measured on MobileNetV2 224, tests/modelgen.py): LiteRT with 1 or 2 threads
+# gives bit-identical outputs, so does our executor with OPENBLAS_NUM_THREADS 1 or 2, and building the model twice
+# gives the same bytes.  The spread is fp32 rounding: a deterministic function of the weights and the inputs
+# (seed 0: our fp32 run vs LiteRT 1.09e-4 of max|output|, seed 2: 2.9e-5), so a fixed 1e-4 sat inside it, and a
+# model built on another machine (TF's calibration pass runs CPU-specific kernels) moves it.
+#
+# Both sides are therefore compared with an fp64 anchor instead of with each other: our executor's precise run
+# (fp64 on the same fp32 inputs and constants), itself checked against the Arm reference model's precise run
+# within PRECISE_REL.  An fp32 implementation I of the same graph may then differ from the anchor by its own
+# rounding noise.  Its size is measured on the spot by our own fp32 evaluation of this very graph, whose every op is
+# within its spec accuracy bound (checked by the per-op spec check): eps = the largest max|ours_fp32 - ours_fp64|
+# over three samples, the given inputs and the inputs moved by one ulp up and down (fp32_noise).  One sample alone
+# is a poor estimate: on some inputs our fp32 run happens to be very accurate, and the ratio max|I - fp64| / eps
+# then reached 23 (small_cnn, 40 seeds).  With three samples the ratio over 40 seeds each of small_cnn,
+# mobilenet_v2_small and depthwise_net, and 12 of mobilenet_v2 (224), for LiteRT's default and BUILTIN_REF kernels
+# and the Arm reference model's fp32 mode (396 comparisons) was at most 6.3 (small_cnn; mobilenet_v2: 2.1; median
+# about 1); FP32_NOISE_FACTOR = 24 leaves a margin of 3.8.  Over the suite's float models the largest use of the
+# bound is 0.22 (resize/tf2_bilinear).
+# The floor FP32_FLOOR_ULP units in the last place of max|fp64| covers graphs our fp32 run evaluates exactly (data
+# movement, one correctly rounded op: eps = 0) while another runtime uses approximations: XNNPACK's fp32
+# sigmoid/tanh/exp/log are within a few ulp; 16 ulp is above the spec's largest ULP allowance (5 ulp: ERF, LOG)
+# and its SIGMOID/TANH bounds for |x| <= 1 (2-8 ulp).  Bound: max(24 eps, 16 ulp(max|fp64|)).
+# A real error does not hide in this: a weight perturbed by 1e-3 or a kernel off by 1e-3 moves a one-op output by
+# about 50-300 times the bound (tests/test_fault_injection.py shows each op family failing).
+FP32_NOISE_FACTOR = 24.0
+FP32_FLOOR_ULP = 16.0
+#: two fp64 evaluations of the same graph (ours precise vs the Arm reference model's precise mode) differ only by
+#: fp64 rounding: at most ~depth x K x 2^-53 relative (measured 9e-14 on MobileNetV2); 2^-30 leaves 4 decades
+PRECISE_REL = 2.0 ** -30
+
+
+def fp32_bound(ours32: np.ndarray, ours64: np.ndarray, dtype: DType | None = None, noise: float = 0.0) -> float:
+    """Largest admissible max|I - ours64| for an independent fp32 (or fp16/bf16) implementation I of the graph.
+
+    ``noise``: our fp32 noise on re-rounded inputs (:func:`fp32_noise`), joined to ``|ours32 - ours64|``."""
+    from tf2tosa.executor.compliance import normal_frac
+
+    frac = normal_frac(dtype) if dtype is not None and dtype.is_float else 23
+    a64 = np.asarray(ours64, np.float64)
+    fin = np.isfinite(a64)
+    if not fin.any():
+        return 0.0
+    eps = max(float(np.abs(np.asarray(ours32, np.float64)[fin] - a64[fin]).max()), noise)
+    floor = FP32_FLOOR_ULP * 2.0 ** -frac * float(np.abs(a64[fin]).max())
+    return max(FP32_NOISE_FACTOR * eps, floor)
+
+
+def fp32_noise(graph: Graph, feed: dict[str, np.ndarray]) -> dict[str, float]:
+    """Our fp32 noise per float output: max|fp32 - fp64| of our executor with every float input moved one ulp up,
+    and one ulp down (two more samples of the rounding noise of this graph near these inputs)."""
+    noise: dict[str, float] = {}
+    if not any(np.issubdtype(np.asarray(a).dtype, np.floating) for a in feed.values()):
+        return noise
+    for direction in (np.inf, -np.inf):
+        moved = {k: (np.nextafter(a, a.dtype.type(direction)).astype(a.dtype)
+                     if np.issubdtype(a.dtype, np.floating) else a) for k, a in feed.items()}
+        try:
+            a32 = tf2tosa.executor.run(graph, moved)
+            a64 = tf2tosa.executor.run(graph, moved, precise=True)
+        except tf2tosa.executor.ExecutionError:  # moved outside the graph's domain: no sample
+            continue
+        for v in graph.outputs:
+            if v.dtype.is_float:
+                x, y = np.asarray(a32[v.name], np.float64), np.asarray(a64[v.name], np.float64)
+                fin = np.isfinite(x) & np.isfinite(y)
+                if fin.any():
+                    noise[v.name] = max(noise.get(v.name, 0.0), float(np.abs(x[fin] - y[fin]).max()))
+    return noise
 
 
 @dataclass
@@ -28,9 +98,9 @@ class E2EResult:
     ops: dict[str, int] = field(default_factory=dict)
     litert_rel: float = 0.0
     litert_mismatches: int = 0
-    validated: bool = False
-    ref_rel: float = 0.0
-    ref_mismatches: int = 0
+    litert_bound_use: float = 0.0  # float outputs: max |LiteRT - ours fp64| / fp32_bound (<= 1 passes)
+    int_elements: int = 0  # output elements compared in the integer domain (integer or dequantized outputs)
+    float_elements: int = 0  # output elements compared against the fp32 bound
     max_lsb: int = 0  # integer outputs: max |ours - LiteRT| in LSB
     default_kernel_mismatches: int = -1  # integer outputs vs LiteRT's optimized kernels (information only)
     convert_s: float = 0.0
@@ -96,16 +166,33 @@ def paired_outputs(graph: Graph, refs: list[dict[str, np.ndarray]], ours: list[d
             yield o, r, d
 
 
+def dequantized_outputs(tflite: bytes) -> list[float | None]:
+    """Per source output: the scale of the per-tensor quantized tensor a final DEQUANTIZE turns into this float
+    output (a quantized model with float I/O, e.g. TFLite's int16x8), else None."""
+    from tf2tosa.converter.tflite import load_tflite
+
+    scales: list[float | None] = []
+    for v in load_tflite(tflite).outputs:
+        p = v.producer
+        q = p.operands[0].type.quant if p is not None and p.opcode.upper().endswith("DEQUANTIZE") else None
+        scales.append(float(q.scale[0]) if q is not None and len(q.scale) == 1 else None)
+    return scales
+
+
 def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi: float = 1.0,
-                 reference_model: bool = True, rtol: float = LITERT_RTOL, reference_kernels: bool = False,
-                 max_lsb: int = 0, rounding: str = "double") -> E2EResult:
+                 reference_kernels: bool = False, max_lsb: int = 0, rounding: str = "double",
+                 spec_check: bool = True) -> E2EResult:
     """Assert the whole chain for one model; returns the measured figures.
 
-    Integer outputs must match LiteRT exactly (or within ``max_lsb``, a pinned and documented bound); with
-    ``reference_kernels`` the oracle is LiteRT's BUILTIN_REF kernels, and the optimized kernels' mismatch count is
-    recorded for information.
+    * Integer outputs, and float outputs that are a DEQUANTIZE of an integer tensor (quantized models with float
+      I/O, such as int16x8), are compared in the integer domain: they must match LiteRT exactly (or within
+      ``max_lsb``, a pinned and documented bound).  With ``reference_kernels`` the oracle is LiteRT's BUILTIN_REF
+      kernels, and the optimized kernels' mismatch count is recorded for information.
+    * Other float outputs: LiteRT within :func:`fp32_bound` of our executor's fp64 run, and (``spec_check``) every
+      float op of our fp32 run within the spec's accuracy bound of its fp64 re-evaluation.
+    * tosa-opt validation and the Arm reference model runs are done for this and every other ``.tosa`` a test
+      produces by the session hook in ``tests/tosa_hook.py``.
     """
-    from tf2tosa.verify import tosa_tools
     from tf2tosa.verify.litert import run_tflite_many
 
     t0 = time.perf_counter()
@@ -118,41 +205,52 @@ def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi
     src_sets = [{src[k]: to_source(g, k, a) for k, a in s.items()} for s in sets]
     refs = run_tflite_many(tflite, src_sets, reference_kernels=reference_kernels)
     ours = [model.run(s) for s in sets]
+    model.to_bytes()  # the .tosa the hook validates and runs in the Arm reference model
     is_int = any(not np.issubdtype(a.dtype, np.floating) for a in ours[0].values())
-    defaults = run_tflite_many(tflite, src_sets) if reference_kernels and is_int else None
+    scales = dequantized_outputs(tflite)
+    has_float = any(np.issubdtype(a.dtype, np.floating) for a in ours[0].values())
+    precise = [tf2tosa.executor.run(g, s, precise=True) for s in sets] if has_float else ours
+    noises = [fp32_noise(g, s) for s in sets] if has_float else [{} for _ in sets]
+    defaults = run_tflite_many(tflite, src_sets) if reference_kernels and (is_int or any(scales)) else None
     if defaults is not None:
         res.default_kernel_mismatches = 0
-    for o, r, d in paired_outputs(g, refs, ours, defaults):
-        if np.issubdtype(r.dtype, np.floating):
-            res.litert_rel = max(res.litert_rel, rel_err(o, r))
+    n_out = len(g.outputs)
+    worst = 0.0  # largest error / bound over float outputs
+    for k, ((o, r, d), (o64, _, _)) in enumerate(zip(paired_outputs(g, refs, ours, defaults),
+                                                     paired_outputs(g, refs, precise))):
+        scale = scales[k % n_out] if k % n_out < len(scales) else None
+        if np.issubdtype(r.dtype, np.floating) and scale is None:
+            err = float(np.abs(np.asarray(r, np.float64) - np.asarray(o64, np.float64)).max()) if r.size else 0.0
+            out = g.outputs[k % n_out]
+            bound = fp32_bound(o, o64, out.dtype, noises[k // n_out].get(out.name, 0.0))
+            res.litert_rel = max(res.litert_rel, rel_err(o64, r))
+            res.float_elements += int(r.size)
+            worst = max(worst, err / bound if bound else (0.0 if err == 0 else float("inf")))
+            continue
+        if scale is not None:  # dequantized integers: (q - zp) * scale on both sides, so the LSB gap is exact
+            diff = np.rint(np.abs(o.astype(np.float64) - r.astype(np.float64)) / scale).astype(np.int64)
+            dd = None if d is None else np.rint(np.abs(o.astype(np.float64) - d) / scale)
         else:
             diff = np.abs(o.astype(np.int64) - r.astype(np.int64))
-            res.litert_mismatches += int(np.count_nonzero(diff))
-            res.max_lsb = max(res.max_lsb, int(diff.max()) if diff.size else 0)
-            if d is not None:
-                res.default_kernel_mismatches += int(np.count_nonzero(o != d))
-    data = model.to_bytes()
-    if tosa_tools.available():
-        ok, msg = tosa_tools.validate(data, model.profiles, model.extensions)
-        assert ok, f"{name}: tosa-opt validation failed: {msg}"
-        res.validated = True
-        if reference_model:
-            # Both sides in fp64 ("precise mode"): fp32 summation-order noise alone reaches ~1e-5 on deep
-            # networks, so only a precise run can check that the two implement the same semantics to 1e-6.
-            armed = tosa_tools.run_reference(data, sets[0], precise=True)
-            mine = tf2tosa.executor.run(g, sets[0], precise=True)
-            for v in g.outputs:
-                a, b = armed[v.name], mine[v.name]
-                if np.issubdtype(b.dtype, np.floating):
-                    res.ref_rel = max(res.ref_rel, rel_err(b, a.reshape(b.shape)))
-                else:
-                    res.ref_mismatches += int(np.count_nonzero(b != a.reshape(b.shape)))
+            dd = None if d is None else np.abs(o.astype(np.int64) - d.astype(np.int64))
+        res.litert_mismatches += int(np.count_nonzero(diff))
+        res.int_elements += int(diff.size)
+        res.max_lsb = max(res.max_lsb, int(diff.max()) if diff.size else 0)
+        if dd is not None:
+            res.default_kernel_mismatches += int(np.count_nonzero(dd))
+    res.litert_bound_use = worst
+    report = None
+    if spec_check and has_float:
+        from tf2tosa.verify.spec_check import check_graph
+
+        report = check_graph(g, sets[0])
     _record(res)
-    assert res.litert_rel <= rtol, f"{name}: executor vs LiteRT rel error {res.litert_rel:.3g} > {rtol}"
+    # first the spec check: it vouches for our fp32 noise figure, which scales the LiteRT bound
+    assert report is None or report.ok, f"{name}: {report}"
+    assert worst <= 1.0, (f"{name}: LiteRT vs our fp64 run is {worst:.3g} x the fp32 bound "
+                          f"(max(24 x our fp32 noise, 16 ulp); see tests/e2e.py)")
     assert res.max_lsb <= max_lsb, (f"{name}: {res.litert_mismatches} integer mismatches vs LiteRT, "
                                     f"max {res.max_lsb} LSB (bound {max_lsb})")
-    assert res.ref_rel <= REF_RTOL, f"{name}: executor vs reference model rel error {res.ref_rel:.3g}"
-    assert res.ref_mismatches == 0, f"{name}: {res.ref_mismatches} mismatches vs reference model"
     return res
 
 

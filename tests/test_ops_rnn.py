@@ -104,9 +104,11 @@ from tests.modelgen_rnn import INT_MODELS, MODELS, REFUSED, STATEFUL_PREFIXES  #
 
 
 def _more_seeds(name: str, data: bytes, seeds: tuple[int, ...] = (1, 2)) -> float:
-    """Executor vs LiteRT on further inputs, each in a fresh interpreter (the recurrent ops keep state in LiteRT)."""
+    """Executor vs LiteRT on further inputs, each in a fresh interpreter (the recurrent ops keep state in LiteRT):
+    the largest max|LiteRT - ours fp64| / fp32_bound (tests/e2e.py) over the float outputs (<= 1 passes)."""
     import tf2tosa
-    from tests.e2e import rel_err
+    import tf2tosa.executor
+    from tests.e2e import fp32_bound, fp32_noise
     from tf2tosa.verify.litert import run_tflite
 
     model = tf2tosa.convert(data)
@@ -116,10 +118,14 @@ def _more_seeds(name: str, data: bytes, seeds: tuple[int, ...] = (1, 2)) -> floa
         x = inputs_for(g, seed)
         ref = run_tflite(data, {v.source or v.name: x[v.name] for v in g.inputs})
         ours = model.run(x)
+        ours64 = tf2tosa.executor.run(g, x, precise=True)
+        noise = fp32_noise(g, x)
         ref_list = list(ref.values())
         for i, v in enumerate(g.outputs):
             r = ref.get(v.source or "", ref_list[i])
-            worst = max(worst, rel_err(ours[v.name].reshape(r.shape), r))
+            o, o64 = ours[v.name].reshape(r.shape), ours64[v.name].reshape(r.shape)
+            err = float(np.abs(np.asarray(r, np.float64) - o64).max()) if r.size else 0.0
+            worst = max(worst, err / fp32_bound(o, o64, v.dtype, noise.get(v.name, 0.0)))
     return worst
 
 
@@ -158,7 +164,7 @@ def test_model(name: str) -> None:
     res = check_tflite(name, data, num=1 if stateful else 3)
     assert res.ops
     if stateful:
-        assert _more_seeds(name, data) <= 1e-4
+        assert _more_seeds(name, data) <= 1.0
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

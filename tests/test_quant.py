@@ -536,13 +536,9 @@ def test_unsigned_io_full_conversion() -> None:
     pytest.importorskip("ai_edge_litert")
     import tf2tosa
     from tests.modelgen import ONE_OP_MODELS
-    from tf2tosa.errors import UnsupportedOpsError
 
     model = ONE_OP_MODELS["logistic"](quant="uint8io")
-    try:
-        m = tf2tosa.convert(model)
-    except UnsupportedOpsError as e:
-        pytest.skip(f"quantized rules not available yet: {e}")
+    m = tf2tosa.convert(model)
     g = m.graph
     assert set(g.meta["unsigned_io"]) == {g.inputs[0].name, g.outputs[0].name}
     u = np.arange(48, dtype=np.uint8).reshape(tuple(int(d) for d in g.inputs[0].shape)) * 5

@@ -250,7 +250,7 @@ def test_strided_slice_random_vs_tf() -> None:
         bm, em = int(rng.integers(0, 8)), int(rng.integers(0, 8))
         try:
             want = tf.strided_slice(x, begin, end, strides, begin_mask=bm, end_mask=em).numpy()
-        except Exception:
+        except (tf.errors.InvalidArgumentError, ValueError):  # TF rejects the random parameters: draw again
             continue
         if want.size == 0:
             continue
@@ -459,7 +459,13 @@ def test_resize_bilinear_vs_tf(ih: int, iw: int, oh: int, ow: int, align: bool, 
     (y,), g = convert_and_run("tfl.resize_bilinear", [In(x), np.array([oh, ow], np.int32)],
                               {"align_corners": align, "half_pixel_centers": half})
     assert y.shape == want.shape
-    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    from tests.e2e import fp32_bound, fp32_noise
+
+    (v,) = g.inputs
+    feed = {v.name: x}
+    y64 = np.asarray(next(iter(run(g, feed, precise=True).values())), np.float64)
+    noise = fp32_noise(g, feed).get(g.outputs[0].name, 0.0)
+    assert float(np.abs(want.astype(np.float64) - y64).max()) <= fp32_bound(y, y64, g.outputs[0].dtype, noise)
 
 
 @pytest.mark.parametrize("ih,iw,oh,ow", RESIZE_SIZES)

@@ -26,7 +26,6 @@ from tf2tosa.serializer.tosa_writer import ATTR_FIELDS, OPS, encode_array
 from tf2tosa.verify import tosa_tools
 
 needs_tools = pytest.mark.skipif(not tosa_tools.available(), reason="tosa-tools environment not available")
-FBS = os.path.join(str(tosa_tools.venv_dir()), "lib", "python3.11", "site-packages", "bin", "tosa.fbs")
 
 
 def T(shape: tuple[int, ...], dtype: DType) -> TensorType:
@@ -397,8 +396,10 @@ def test_encodings_match_arm_layout() -> None:
 
 def test_schema_tables_match_tosa_fbs() -> None:
     """Our op enum and attribute field lists equal the ones in Arm's tosa.fbs."""
-    if not os.path.exists(FBS):
-        pytest.skip("tosa.fbs not available")
+    fbs = tosa_tools.schema_path()
+    if fbs is None:
+        pytest.skip("tosa.fbs not available: the tosa-tools environment is not installed")
+    FBS = str(fbs)
     import re
 
     text = open(FBS).read()

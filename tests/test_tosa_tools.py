@@ -41,6 +41,7 @@ def test_available_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path: object
 
 
 @needs_tools
+@pytest.mark.tosa_unchecked("writes invalid graphs on purpose, to see tosa-opt reject them")
 def test_validate_accepts_and_rejects() -> None:
     data = to_bytes(add_graph())
     assert tosa_tools.validate(data, ["PRO-FP"], []) == (True, "")
@@ -100,6 +101,7 @@ def test_run_reference_bf16_and_bool_io() -> None:
 
 
 @needs_tools
+@pytest.mark.tosa_unchecked("writes an invalid RESHAPE on purpose, to see the reference model reject it")
 def test_reference_model_failure_is_reported() -> None:
     g = Graph()
     x = g.add_input("x", TensorType((2, 3), DType.FP32))

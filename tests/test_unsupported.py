@@ -8,7 +8,6 @@ so such a graph is checked structurally, and running it raises an error naming t
 
 from __future__ import annotations
 
-import inspect
 import json
 from typing import Any
 
@@ -16,15 +15,12 @@ import numpy as np
 import pytest
 
 import tf2tosa
-from tf2tosa.converter import pipeline
 from tf2tosa.converter.tflite import load_tflite
 from tf2tosa.legalizations.tfl_custom import CUSTOM_DOMAIN, UNLOWERABLE, emit_custom, unsupported_reason
 from tf2tosa.tosa.builder import Builder
 
 #: the pipeline calls tfl_custom.emit_custom when ConvertOptions.extra["custom_ops"] is set, and reports
 #: tfl_custom.unsupported_reason for ops without a rule
-HAVE_CUSTOM_OPS = "emit_custom" in inspect.getsource(pipeline)
-requires_custom_ops = pytest.mark.skipif(not HAVE_CUSTOM_OPS, reason="pipeline does not call emit_custom yet")
 
 #: tfl op -> how many the model has
 EXPECTED = {"tfl.non_max_suppression_v4": 2, "tfl.non_max_suppression_v5": 1, "tfl.unique": 1,
@@ -71,8 +67,6 @@ def test_one_error_lists_every_unsupported_op(model: bytes) -> None:
         n, why = err.reasons[name]
         assert n == count, f"{name}: counted {n}, expected {count}"
         assert f"{name} x{count}: " in str(err)
-    if not HAVE_CUSTOM_OPS:
-        pytest.skip("the pipeline does not report tfl_custom.unsupported_reason yet (counts checked)")
     assert all(why != "no legalization rule" for name, (_, why) in err.reasons.items() if name in EXPECTED)
     assert "depends on the data" in err.reasons["tfl.unique"][1]
     assert "data-dependent loop" in err.reasons["tfl.non_max_suppression_v4"][1]
@@ -109,7 +103,6 @@ def test_emit_custom_keeps_inputs_outputs_and_options() -> None:
     assert g.meta["custom_ops"] == ["MyOp"]
 
 
-@requires_custom_ops
 def test_custom_ops_keep_the_graph_usable(model: bytes, tmp_path: Any) -> None:
     m = tf2tosa.convert(model, custom_ops=True)
     g = m.graph
@@ -138,7 +131,6 @@ def test_custom_ops_keep_the_graph_usable(model: bytes, tmp_path: Any) -> None:
     assert "tosa.custom" in m.to_mlir()
 
 
-@requires_custom_ops
 def test_custom_ops_validate_but_do_not_run(model: bytes) -> None:
     from tf2tosa.verify import tosa_tools
 
@@ -151,7 +143,6 @@ def test_custom_ops_validate_but_do_not_run(model: bytes) -> None:
         m.run(inputs)
 
 
-@requires_custom_ops
 def test_custom_ops_for_unknown_custom_code() -> None:
     m = tf2tosa.convert(_custom_model("MyOp", b"\x05"), custom_ops=True)
     (op,) = [o for o in m.graph.topological_order() if o.name == "tosa.CUSTOM"]

@@ -20,6 +20,7 @@ so e.g. ``fused_activation_function`` is always present for ops that have it.
 from __future__ import annotations
 
 import re
+import struct
 from functools import cache
 from typing import Any
 
@@ -323,7 +324,11 @@ def decode_flexbuffer(data: bytes, budget: int = 200_000, max_depth: int = 64) -
             return bytes(blob)
         return _plain(ref.Value)
 
-    return walk(flexbuffers.GetRoot(buf), 0)
+    try:
+        return walk(flexbuffers.GetRoot(buf), 0)
+    except (AssertionError, IndexError, KeyError, OverflowError, TypeError, UnicodeDecodeError, struct.error) as e:
+        # the flexbuffers module reads past the end or meets an impossible width on corrupt data
+        raise ValueError(f"malformed flexbuffer: {type(e).__name__}") from e
 
 
 def _plain(v: Any) -> Any:

@@ -29,8 +29,8 @@ from ..ir.types import DType, dtype_from_numpy
 
 __all__ = ["CheckResult", "Accuracy", "normal_frac", "normal_min", "normal_max", "calc_abs_error_bound",
            "ulp_error_bound", "ulp_check", "bound_check", "exact_check", "special_check", "abs_bound",
-           "dot_product_check", "reduce_product_check", "resize_check", "rescale_inexact_check", "kernel_size",
-           "op_accuracy", "check_op"]
+           "dot_product_check", "fft_bound", "reduce_product_check", "resize_check", "rescale_inexact_check",
+           "kernel_size", "op_accuracy", "check_op"]
 
 # ------------------------------------------------------------------------------ format constants
 #: (normal_frac, log2 normal_min, normal_max) per float type (S11520-11561)
@@ -88,6 +88,8 @@ class CheckResult:
     #: largest |impl - ref| / bound over the finite, bounded elements (<= 1 when compliant; dot product: / ksb)
     worst: float = 0.0
     message: str = ""
+    #: largest allowed |impl - ref| over the finite, bounded elements (the absolute error the bound admits)
+    allowed: float = 0.0
 
     def __bool__(self) -> bool:
         return self.ok
@@ -111,13 +113,16 @@ def _result(ok_mask: np.ndarray, impl: Any, ref: Any, bnd: Any, what: str) -> Ch
         fin = np.isfinite(i64) & np.isfinite(r64) & np.isfinite(b64) & (b64 > 0) & (i64 != 0)  # 0: flushed
         ratio = np.abs(i64[fin] - r64[fin]) / b64[fin]
     worst = float(ratio.max()) if ratio.size else 0.0
+    with np.errstate(all="ignore"):
+        admitted = b64[np.isfinite(b64) & (b64 > 0)]
+    allowed = float(admitted.max()) if admitted.size else 0.0
     if not bad.size:
-        return CheckResult(True, n, 0, None, worst)
+        return CheckResult(True, n, 0, None, worst, allowed=allowed)
     k = int(bad[0])
     first = (k, float(i64[k]), float(r64[k]), float(b64[k]))
     msg = (f"{bad.size}/{n} values outside the {what} bound; first at flat index {k}: "
            f"got {first[1]!r}, reference {first[2]!r}, bound {first[3]!r}")
-    return CheckResult(False, n, int(bad.size), first, worst, msg)
+    return CheckResult(False, n, int(bad.size), first, worst, msg, allowed)
 
 
 # ------------------------------------------------------------------------------ S11563-11623
@@ -258,7 +263,7 @@ def abs_bound(opcode: str, dt: DType | str, ref: Any, x: Any, y: Any = None) -> 
 def dot_product_check(ref_fp64: Any, bound_fp64: Any, impl: Any, ks: int, *, out_dtype: DType | str | None = None,
                       acc_dtype: DType | str | None = None, has_bias: bool = False, test_set: int | None = None,
                       ksb: float | None = None, abs_bound_: float | None = None,
-                      variance_bound: float | None = None) -> CheckResult:
+                      variance_bound: float | None = None, min_t: int = 0) -> CheckResult:
     """``tosa_reference_check_dotproduct`` (S682-744).
 
     ``ref_fp64`` is the op computed in fp64, ``bound_fp64`` the op computed in fp64 on absolute values (with the
@@ -267,7 +272,9 @@ def dot_product_check(ref_fp64: Any, bound_fp64: Any, impl: Any, ks: int, *, out
     ``ceil(KS / 2^((frac(acc)-frac(out))/2)) + (bias ? 1 : 0)``.  Per element ``|impl - ref|`` must be at most
     ``ksb`` (or ``abs_bound_``) times ``max(bound * 2^(-1-frac(out)), normal_min)``; over the tensor, the sum of
     squared normalised errors must stay within ``0.4 * ksb * T`` (or ``variance_bound * T``) and, for test sets
-    3-5, the error sum within ``2 * sqrt(ksb * T)``.
+    3-5, the error sum within ``2 * sqrt(ksb * T)``.  The statistical (variance) condition is applied when the
+    tensor has at least ``min_t`` elements: it is a statement about the spec's test data sets, and over a handful of
+    elements of real data (T = 2: one element at 0.96 of its bound fails it) it is no statistic at all.
     """
     ot = _dt(out_dtype, impl)
     at = _dt(acc_dtype) if acc_dtype is not None else ot
@@ -302,7 +309,7 @@ def dot_product_check(ref_fp64: Any, bound_fp64: Any, impl: Any, ks: int, *, out
         return res
     t = n
     sumsq = float(np.sum(e * e))
-    if sumsq > var_lim * t:
+    if t >= min_t and sumsq > var_lim * t:
         return CheckResult(False, n, n, None, res.worst,
                            f"dot-product error variance {sumsq:.4g} > {var_lim:.4g} * T (T={t}, ksb={ksb})")
     if test_set is not None and 3 <= test_set <= 5:
@@ -460,6 +467,28 @@ def kernel_size(op: Any, input_shape: tuple[int, ...] | None = None) -> int:
     raise ValueError(f"{code} is not a dot-product op")
 
 
+def fft_bound(opcode: str, inputs: list[np.ndarray], result_index: int) -> np.ndarray:
+    """The dot-product bound result of FFT2D / RFFT2D: the transform with the inputs *and* the twiddle factors
+    replaced by their absolute values, e.g. RFFT2D real part sum |x[y, x]| * |cos(2 pi (oy y / H + ox x / W))|.
+    (The op itself evaluated on |x| is no bound: its signed twiddles cancel, giving a near-zero "bound".)"""
+    re = np.abs(np.asarray(inputs[0], np.float64))
+    im = np.abs(np.asarray(inputs[1], np.float64)) if opcode == "FFT2D" and len(inputs) > 1 else None
+    _, h, w = re.shape
+    ow = w if opcode == "FFT2D" else w // 2 + 1
+    if h * h * ow * w > 20_000_000:  # |cos|, |sin| <= 1: the sum of magnitudes bounds every output (looser)
+        tot = re.sum(axis=(1, 2)) + (im.sum(axis=(1, 2)) if im is not None else 0.0)
+        return np.broadcast_to(tot[:, None, None], (re.shape[0], h, ow)).copy()
+    ang_y = 2 * np.pi * np.outer(np.arange(h), np.arange(h)) / h      # [oy, y]
+    ang_x = 2 * np.pi * np.outer(np.arange(ow), np.arange(w)) / w     # [ox, x]
+    ang = ang_y[:, None, :, None] + ang_x[None, :, None, :]             # [oy, ox, y, x]
+    c, s = np.abs(np.cos(ang)), np.abs(np.sin(ang))
+    first, second = (c, s) if result_index == 0 else (s, c)
+    out = np.einsum("nyx,abyx->nab", re, first)
+    if im is not None:
+        out = out + np.einsum("nyx,abyx->nab", im, second)
+    return out
+
+
 def check_op(op: Any, ref_fp64: Any, impl: Any, inputs: list[np.ndarray] | None = None, *,
              bound_fp64: Any = None, result_index: int = 0, test_set: int | None = None,
              bound_fn: Callable[[], Any] | None = None) -> CheckResult:
@@ -482,14 +511,18 @@ def check_op(op: Any, ref_fp64: Any, impl: Any, inputs: list[np.ndarray] | None 
     if acc.mode == "resize":
         return resize_check(ref_fp64, impl, float(np.max(np.abs(np.asarray(ins[0], np.float64)))), dt)
     if acc.mode == "dot_product":
-        bnd = bound_fp64 if bound_fp64 is not None else (bound_fn() if bound_fn is not None else None)
+        bnd: Any
+        if op.opcode in ("FFT2D", "RFFT2D"):
+            bnd = fft_bound(op.opcode, ins, result_index)
+        else:
+            bnd = bound_fp64 if bound_fp64 is not None else (bound_fn() if bound_fn is not None else None)
         if bnd is None:
             raise ValueError(f"{op.opcode}: the dot-product check needs the bound result (bound_fp64)")
         acc_t: DType = {"FP16": DType.FP16, "FP32": DType.FP32}.get(str(op.attrs.get("acc_type", "")).upper(), dt)
         has_bias = op.opcode in ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D") and len(ins) > 2 and \
             bool(np.any(np.asarray(ins[2], np.float64) != 0))
         return dot_product_check(ref_fp64, bnd, impl, kernel_size(op), out_dtype=dt, acc_dtype=acc_t,
-                                 has_bias=has_bias, test_set=test_set)
+                                 has_bias=has_bias, test_set=test_set, min_t=0 if test_set is not None else 64)
     if acc.mode == "rescale_inexact":
         a = op.attrs
         izp = int(np.asarray(ins[3]).reshape(-1)[0]) if len(ins) > 3 else 0

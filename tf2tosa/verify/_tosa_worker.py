@@ -6,6 +6,10 @@ and the ``.npy`` input files.  Writes ``out_<i>.npy`` and ``result.json`` (statu
 their ml_dtypes names).  Arrays whose dtype numpy cannot store in ``.npy`` (bfloat16, fp8) travel
 as their raw unsigned-integer bit patterns plus the ml_dtypes name.
 
+``python _tosa_worker.py --serve`` keeps running: it reads one DIR per line on stdin, handles it as above and
+answers with the line ``@@tf2tosa-done@@ DIR`` on stdout (other stdout lines are the reference model's own
+messages).  A request that raises leaves ``error.txt`` in DIR instead of ``result.json``.
+
 This file must not import tf2tosa: it runs in a separate environment with other numpy /
 flatbuffers versions.
 """
@@ -59,5 +63,23 @@ def main(directory: str) -> int:
     return 0
 
 
+DONE = "@@tf2tosa-done@@"
+
+
+def serve() -> int:
+    for line in sys.stdin:
+        directory = line.strip()
+        if not directory:
+            continue
+        try:
+            main(directory)
+        except Exception as e:  # reported to the caller through error.txt; the worker stays up
+            with open(os.path.join(directory, "error.txt"), "w") as f:
+                f.write(f"{type(e).__name__}: {e}")
+        sys.stdout.write(f"\n{DONE} {directory}\n")
+        sys.stdout.flush()
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(serve() if sys.argv[1:] == ["--serve"] else main(sys.argv[1]))

@@ -7,18 +7,22 @@ live in their own virtual environment and are only ever called in a subprocess:
 * :func:`validate` runs ``tosa-opt --tosa-deserialize ... --tosa-attach-target=...
   --tosa-validate=strict-op-spec-alignment`` on a ``.tosa`` file;
 * :func:`validate_mlir` does the same for TOSA-dialect MLIR text;
-* :func:`run_reference` runs the reference model on a ``.tosa`` file (worker script
-  :mod:`tf2tosa.verify._tosa_worker`, arrays passed as ``.npy`` files).
+* :func:`run_reference` runs the reference model on a ``.tosa`` file (in one persistent worker process per
+  process, :mod:`tf2tosa.verify._tosa_worker`, arrays passed as ``.npy`` files; precise mode through the
+  ``tosa_reference_model`` command).
 
 The environment is ``$TF2TOSA_TOSA_VENV`` if set, otherwise ``<repo>/.venv-tosa``.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import queue
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -73,6 +77,22 @@ def tosa_opt_exe() -> Path:
 def available() -> bool:
     """True when the tosa-tools environment (python with the reference model, tosa-opt) exists."""
     return python_exe().is_file() and tosa_opt_exe().is_file() and os.access(tosa_opt_exe(), os.X_OK)
+
+
+def schema_path(timeout: float = 60.0) -> Path | None:
+    """Arm's ``tosa.fbs`` as installed with tosa-tools: asked of the tosa-tools interpreter (importlib.metadata
+    lists the package's files), so no Python version or site-packages layout is assumed.  None when absent."""
+    if not python_exe().is_file():
+        return None
+    code = ("import importlib.metadata as m\n"
+            "for d in m.distributions():\n"
+            "    for f in d.files or []:\n"
+            "        if str(f).endswith('tosa.fbs'):\n"
+            "            print(f.locate()); raise SystemExit\n")
+    proc = _run([str(python_exe()), "-c", code], timeout)
+    lines = proc.stdout.strip().splitlines()
+    path = Path(lines[0]) if proc.returncode == 0 and lines else None
+    return path if path is not None and path.is_file() else None
 
 
 def _require() -> None:
@@ -274,18 +294,95 @@ def run_reference(model: bytes | str | os.PathLike[str], inputs: Mapping[str, np
         options: dict[str, object] = {"precise_mode": int(precise), "tosa_level": level}
         with open(os.path.join(tmp, "request.json"), "w") as f:
             json.dump({"inputs": entries, "options": options}, f)
-        proc = _run([str(python_exe()), str(_WORKER), tmp], timeout)
+        log = _worker().request(tmp, timeout)
         result_path = os.path.join(tmp, "result.json")
-        if proc.returncode != 0 or not os.path.exists(result_path):
-            raise ReferenceModelError(f"worker exit code {proc.returncode}", proc.stderr + proc.stdout)
+        if not os.path.exists(result_path):
+            err = Path(tmp, "error.txt")
+            raise ReferenceModelError("worker error", (err.read_text() if err.exists() else "") + "\n" + log)
         with open(result_path) as f:
             result = json.load(f)
         if result["status"] != "TOSA_VALID":
-            raise ReferenceModelError(result["status"], _strip_warnings(proc.stderr))
+            raise ReferenceModelError(result["status"], _strip_warnings(log))
         outs = [_load(tmp, e) for e in result["outputs"]]
     if len(outs) != len(out_names):
         raise ToolError(f"reference model returned {len(outs)} outputs, graph has {len(out_names)}")
     return {v.name: _fix_output(v.name, v.type.dtype, v.type.static_shape, a) for v, a in zip(graph.outputs, outs)}
+
+
+class _Worker:
+    """One persistent reference-model interpreter per process (``_tosa_worker.py --serve``): requests go as
+    directory names on its stdin; it answers with a marker line on stdout.  A timed-out or dead worker is killed
+    and the next request starts a new one."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.lock = threading.Lock()
+        self.log = ""
+
+    def _start(self) -> subprocess.Popen[str]:
+        self.lines = queue.Queue()
+        try:
+            proc = subprocess.Popen([str(python_exe()), str(_WORKER), "--serve"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        except OSError as e:
+            raise ToolError(f"cannot run {python_exe()}: {e}") from e
+        lines = self.lines
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        return proc
+
+    def request(self, directory: str, timeout: float) -> str:
+        """Handle one request directory; returns the worker's messages for it."""
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self.proc = self._start()
+            assert self.proc.stdin is not None
+            try:
+                self.proc.stdin.write(directory + "\n")
+                self.proc.stdin.flush()
+            except OSError as e:
+                self.close()
+                raise ToolError(f"the reference-model worker died: {e}") from e
+            out: list[str] = []
+            marker = f"{_DONE} {directory}"
+            while True:
+                try:
+                    line = self.lines.get(timeout=timeout)
+                except queue.Empty:
+                    self.close()
+                    raise ToolError(f"the reference model timed out after {timeout:.0f}s") from None
+                if line is None:
+                    self.close()
+                    raise ReferenceModelError("worker died", "".join(out))
+                if line.strip() == marker:
+                    return "".join(out)
+                out.append(line)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+_DONE = "@@tf2tosa-done@@"
+_WORKER_SINGLETON: _Worker | None = None
+
+
+def _worker() -> _Worker:
+    global _WORKER_SINGLETON
+    if _WORKER_SINGLETON is None:
+        _WORKER_SINGLETON = _Worker()
+        atexit.register(_WORKER_SINGLETON.close)
+    return _WORKER_SINGLETON
 
 
 def _fix_input(name: str, dtype: DType, shape: tuple[int, ...], arr: np.ndarray) -> np.ndarray:
