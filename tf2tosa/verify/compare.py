@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..ir import DType, Graph
+from ..tosa.profiles import element_bits, tensor_size_problem
 from .spec_check import ComplianceReport, check_graph
 
 if TYPE_CHECKING:
@@ -63,6 +65,9 @@ def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     for v in graph.inputs:
         shape = v.type.static_shape
         dt = v.dtype
+        too_big = tensor_size_problem(shape, element_bits(dt))
+        if too_big is not None:
+            raise InputError(f"input {v.name!r}: {too_big}", tensor=v.name)
         if dt.is_float:
             arr = rng.uniform(-1.0, 1.0, shape).astype(dt.np_dtype())
         elif dt is DType.BOOL:

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ConversionError
+
 __all__ = [
     "LiteRTError",
     "LiteRTWorker",
@@ -37,11 +39,17 @@ Inputs = Mapping[str, np.ndarray] | Sequence[np.ndarray]
 DEFAULT_TIMEOUT = 900.0
 
 
-class LiteRTError(RuntimeError):
-    """The LiteRT child process failed; the message carries its exit status and stderr."""
+class LiteRTError(ConversionError, RuntimeError):
+    """LiteRT could not load or run the model (its child process failed).
+
+    ``str(e)`` is one line: the failure and the last line of the child's error output (LiteRT's own reason,
+    e.g. a model it rejects); ``details`` keeps the whole message and ``stderr`` the child's error output."""
 
     def __init__(self, message: str, *, returncode: int | None = None, stderr: str = "") -> None:
-        super().__init__(message)
+        head, _, rest = message.partition("\n")
+        last = [line.strip() for line in rest.splitlines() if line.strip()]
+        super().__init__(head.rstrip(":") + (f": {last[-1][:300]}" if last else ""))
+        self.details = message
         self.returncode = returncode
         self.stderr = stderr
 
