@@ -55,10 +55,15 @@ class TosaModel:
         return to_mlir(self.graph)
 
     def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None) -> None:
-        """Write the ``.tosa`` file (and optionally the ``.mlir`` text), atomically."""
-        atomic_write(path, self.to_bytes())
+        """Write the ``.tosa`` file (and optionally the ``.mlir`` text): both or neither, each atomically.
+
+        Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
+        from .outputs import write_files
+
+        files: dict[str | os.PathLike[str], bytes] = {path: self.to_bytes()}
         if mlir is not None:
-            atomic_write(mlir, self.to_mlir().encode())
+            files[mlir] = self.to_mlir().encode()
+        write_files(files)
 
     # ------------------------------------------------------------------- run
     def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
@@ -93,16 +98,12 @@ class TosaModel:
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename, so no half-written file is left."""
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write ``data`` to ``path`` through a temporary file and a rename, so no half-written file is left.
+
+    Raises :class:`~tf2tosa.errors.OutputError` naming the path when it cannot be written."""
+    from .outputs import write_file
+
+    write_file(path, data)
 
 
 def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:

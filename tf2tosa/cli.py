@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import io
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +22,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _user_errors(fn: F) -> F:
-    """Turn ConversionError into a one-line message and exit code 1 (no traceback)."""
+    """Turn ConversionError (and any OSError) into a one-line message and exit code 1, Ctrl-C into exit code 130
+    (no traceback).  Output files are written all-or-none (:mod:`tf2tosa.outputs`), so nothing is left behind."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -29,6 +32,13 @@ def _user_errors(fn: F) -> F:
         except ConversionError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(1) from None
+        except OSError as e:  # a file operation outside tf2tosa.outputs: still one line naming the path
+            where = f"{e.filename}: " if e.filename else ""
+            typer.echo(f"error: {where}{e.strerror or e}", err=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -136,13 +146,17 @@ def run(model: Path = typer.Argument(..., help="a .tosa file"),
         _print_profile(prof)
     else:
         outs = m.run(feed)
-    if output_dir is not None:
-        output_dir.mkdir(parents=True, exist_ok=True)
+    files: dict[str | os.PathLike[str], bytes] = {}
     for name, arr in outs.items():
         typer.echo(f"{name}: shape={list(arr.shape)} dtype={arr.dtype} "
                    f"min={arr.min() if arr.size else 0} max={arr.max() if arr.size else 0}")
-        if output_dir is not None:
-            np.save(output_dir / f"{name}.npy", arr)
+        buf = io.BytesIO()
+        np.save(buf, arr)
+        files[(output_dir or Path()) / f"{name}.npy"] = buf.getvalue()
+    if output_dir is not None:
+        from .outputs import write_files
+
+        write_files(files, make_dirs=True)  # every output or none
 
 
 def _custom_ops(graph: Any) -> list[str]:

@@ -35,6 +35,10 @@ class InputError(ConversionError):
     """A user-supplied input (name, shape, dtype or file) does not match the model."""
 
 
+class OutputError(ConversionError):
+    """An output file could not be written (missing directory, no permission, read-only or full disk …)."""
+
+
 class Unsupported(Exception):
     """Raised by a legalization rule that cannot handle an op; gathered by the pipeline."""
 
