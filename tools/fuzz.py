@@ -336,6 +336,10 @@ def _execute(kind: str, target: str, data: bytes, tmp: Path) -> str:
     from tf2tosa.errors import ConversionError
     from tf2tosa.verify.compare import random_inputs
 
+    if target == "crash":  # for the harness's own test
+        os._exit(9)
+    if target == "hang":
+        time.sleep(3600)
     try:
         if target == "inspect":
             path = tmp / f"in.{kind}"
@@ -414,7 +418,9 @@ class Worker:
 
     def start(self) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                   OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3")
+                   OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
+                   # an endless WHILE_LOOP gives up after this many iterations (default 100000: too many for 5 s)
+                   TF2TOSA_MAX_WHILE_ITERATIONS="2000")
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.buffer = b""
@@ -573,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps({k: v for k, v in summary.items() if k != "bad"}, indent=1)
     print(text)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(summary, indent=1))
     return 1 if summary["crashes"] or summary["hangs"] or summary["findings"] else 0
 

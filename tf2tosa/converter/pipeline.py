@@ -18,29 +18,6 @@ from . import passes
 _PASSIVE = frozenset({"tfl.const", "tfl.no_value", "tosa.CONST", "tosa.CONST_SHAPE"})
 
 
-def _arity_table() -> dict[str, int]:
-    """Operands each TFLite builtin's kernel requires (its ``NumInputs`` check, optional trailing ones not
-    counted); a malformed model with fewer is reported instead of reaching the rule."""
-    groups = {
-        1: "abs ceil cos exp floor log logistic neg relu relu6 relu_n1_to_1 relu_0_to_1 rsqrt sin sqrt square tanh "
-           "hard_swish elu leaky_relu gelu softmax log_softmax l2_normalization dequantize quantize cast round sign "
-           "logical_not zeros_like ones_like average_pool_2d max_pool_2d l2_pool_2d local_response_normalization "
-           "shape rank squeeze reshape where concatenation pack unpack space_to_depth depth_to_space matrix_diag "
-           "reduce_window",
-        2: "add sub mul div floor_div floor_mod maximum minimum pow squared_difference equal not_equal less "
-           "less_equal greater greater_equal logical_and logical_or prelu batch_matmul resize_bilinear "
-           "resize_nearest_neighbor pad transpose mean sum reduce_max reduce_min reduce_prod reduce_any gather "
-           "gather_nd tile split arg_max arg_min expand_dims broadcast_to mirror_pad fully_connected conv_2d "
-           "depthwise_conv_2d conv_3d cumsum fill embedding_lookup reverse_v2 atan2",
-        3: "padv2 space_to_batch_nd batch_to_space_nd slice split_v transpose_conv conv_3d_transpose select "
-           "select_v2 range",
-        4: "strided_slice one_hot",
-    }
-    return {f"tfl.{name}": n for n, names in groups.items() for name in names.split()}
-
-
-_MIN_OPERANDS = _arity_table()
-
 
 @dataclass
 class ConvertOptions:
@@ -86,12 +63,6 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
         b = Builder(graph, location=op.location or op.name, fold=options.fold)
         b.name_hint = _clean(op.results[0].source) if op.results and op.results[0].source else None
         b.options = options  # type: ignore[attr-defined]
-        need = _MIN_OPERANDS.get(op.name, 0)
-        if len(op.operands) < need or (info is not None and not op.results):
-            failures.setdefault(op.name, []).append(f"malformed: {len(op.operands)} operand(s) and "
-                                                    f"{len(op.results)} result(s); the op takes {need}+ operands")
-            blocked.update(r.id for r in op.results)
-            continue
         try:
             try:
                 if info is None:

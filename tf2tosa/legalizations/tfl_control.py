@@ -634,6 +634,10 @@ class _Variables:
                     self.problems.append(f"init subgraph {ig.name} runs {op.name} (only constant assignments to "
                                          "resource variables are resolved at conversion time)")
                     continue
+                if len(op.operands) < 2:
+                    self.problems.append(f"init subgraph {ig.name}: assign_variable with {len(op.operands)} "
+                                         "operand(s)")
+                    continue
                 name = _var_name(op.operands[0])
                 arr = op.operands[1].const()
                 if arr is None:

@@ -154,6 +154,8 @@ def _lstm_cell(op: Operation, base: int, peep_base: int, bias_base: int, proj: i
 # ------------------------------------------------------------------------------------------- builders
 def _rows3(b: Builder, v: Value) -> Value:
     """A [rows, cols] weight → the [1, cols, rows] right operand of MATMUL (x·Wᵀ)."""
+    if v.type.rank != 2:
+        raise Unsupported(f"weight {v.name} has rank {v.type.rank}, expected 2")
     r, c = static_shape(v)
     return b.reshape(b.transpose(v, [1, 0]), [1, c, r])
 
@@ -222,6 +224,8 @@ def lstm_direction(b: Builder, op: Operation, cell: LstmCell, xs: Value, aux: Va
                    cell_clip: float, proj_clip: float, diagonal: bool, reverse: bool) -> list[Value]:
     """Run one LSTM cell over xs [T, B, I] (aux [T, B, A] when the cell has aux weights); per-step [1, B, n_out]
     outputs in time order."""
+    if xs.type.rank != 3 or cell.h0.type.rank == 0 or cell.c0.type.rank == 0:
+        raise Unsupported(f"{op.name}: input of rank {xs.type.rank} (expected 3) or rank-0 state")
     t_len, batch, _ = static_shape(xs)
     gates = cell.gates()
     n_cell = static_shape(_gate_w(cell, gates[0]))[0]
