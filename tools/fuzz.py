@@ -420,7 +420,10 @@ class Worker:
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="3",
                    # an endless WHILE_LOOP gives up after this many iterations (default 100000: too many for 5 s)
-                   TF2TOSA_MAX_WHILE_ITERATIONS="2000")
+                   TF2TOSA_MAX_WHILE_ITERATIONS="2000", TF2TOSA_MAX_RNN_STEPS="256",
+                   # the seeds' tensors are a few KB: a 4 MiB tensor budget keeps every run well inside 5 s, and
+                   # mutants with larger tensors exercise the refusal (the product's default budget is 1 GiB)
+                   TF2TOSA_MAX_TENSOR_BYTES=str(4 << 20))
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.buffer = b""

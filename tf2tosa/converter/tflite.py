@@ -418,6 +418,12 @@ class _Loader:
         if too_big is not None:  # refused before anything of this size is allocated
             self.fail(f"tensor {_q(name)}: {too_big}", tensor=name)
         quant = self._quant(t, name)
+        if quant is not None and dtype.is_int and dtype is not DType.INT64:
+            lo, hi = dtype.range()
+            bad = [z for z in quant.zero_point if not lo <= z <= hi]
+            if bad:
+                self.fail(f"quantization of tensor {_q(name)} has zero point {bad[0]} outside the {dtype.value} range",
+                          tensor=name)
         sparsity = None
         sp = t.Sparsity()
         if sp is not None:

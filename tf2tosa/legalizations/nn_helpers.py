@@ -54,6 +54,8 @@ def operands(op: Operation, *ranks: int | None) -> list[Value]:
     for k, (v, r) in enumerate(zip(out, ranks)):
         if r is not None and v.type.rank != r:
             raise Unsupported(f"operand {k} of {op.name} has rank {v.type.rank}, expected {r}")
+        if 0 in v.type.shape:
+            raise Unsupported(f"operand {k} of {op.name} has a zero-sized dimension {list(v.type.shape)}")
     return out
 
 

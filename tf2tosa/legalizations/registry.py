@@ -36,17 +36,18 @@ def _arity_table() -> dict[str, int]:
            "hard_swish elu leaky_relu gelu softmax log_softmax l2_normalization dequantize quantize cast round sign "
            "logical_not zeros_like ones_like average_pool_2d max_pool_2d l2_pool_2d local_response_normalization "
            "shape rank squeeze reshape where concatenation pack unpack space_to_depth depth_to_space matrix_diag "
-           "reduce_window densify",
+           "reduce_window densify if",
         2: "add sub mul div floor_div floor_mod maximum minimum pow squared_difference equal not_equal less "
            "less_equal greater greater_equal logical_and logical_or prelu batch_matmul resize_bilinear "
            "resize_nearest_neighbor pad transpose mean sum reduce_max reduce_min reduce_prod reduce_any gather "
            "gather_nd tile split arg_max arg_min expand_dims broadcast_to mirror_pad fully_connected conv_2d "
-           "depthwise_conv_2d conv_3d cumsum fill embedding_lookup reverse_v2 atan2 matrix_set_diag",
+           "depthwise_conv_2d conv_3d cumsum fill embedding_lookup reverse_v2 atan2 matrix_set_diag "
+           "segment_sum",
         3: "padv2 space_to_batch_nd batch_to_space_nd slice split_v transpose_conv conv_3d_transpose select "
-           "select_v2 range",
+           "select_v2 range unsorted_segment_sum unsorted_segment_max unsorted_segment_min unsorted_segment_prod",
+        4: "strided_slice one_hot",
         5: "rnn",
         24: "unidirectional_sequence_lstm",
-        4: "strided_slice one_hot",
     }
     return {f"tfl.{name}": n for n, names in groups.items() for name in names.split()}
 
@@ -55,16 +56,17 @@ _MIN_OPERANDS = _arity_table()
 
 
 def _checked(name: str, fn: Rule) -> Rule:
-    """``fn`` behind the operand-count check of :data:`_MIN_OPERANDS` (every caller: the pipeline and the
-    control-flow regions)."""
+    """``fn`` behind the operand-count check of :data:`_MIN_OPERANDS` and a result-count check, for every
+    caller (the pipeline and the control-flow regions)."""
     need = _MIN_OPERANDS.get(name, 0)
-    if not need:
-        return fn
 
     def rule(b: Builder, op: Operation) -> list[Value]:
         if len(op.operands) < need:
             raise Unsupported(f"malformed: {len(op.operands)} operand(s); TFLite's kernel takes at least {need}")
-        return fn(b, op)
+        new = fn(b, op)
+        if len(new) != len(op.results):  # a malformed model: an op with more (or fewer) results than it defines
+            raise Unsupported(f"malformed: {len(op.results)} result(s), the op defines {len(new)}")
+        return new
 
     rule.__doc__ = fn.__doc__
     rule.__name__ = fn.__name__

@@ -262,6 +262,8 @@ class Inliner:
 
 def _live_ops(region: Graph, outputs: Sequence[int], side_effects: bool = True) -> set[int]:
     """Ids of the ops of ``region`` that its outputs ``outputs`` depend on (and the side-effecting ops)."""
+    if any(not 0 <= k < len(region.outputs) for k in outputs):
+        raise Unsupported(f"region {region.name} has {len(region.outputs)} outputs; output {max(outputs)} is used")
     stack = [region.outputs[k].producer for k in outputs]
     if side_effects:
         stack += [op for op in region.ops.values() if op.attrs.get("side_effect")]
@@ -649,7 +651,7 @@ class _Variables:
             if any(g is x for x in init_graphs):
                 continue
             for op in g.ops.values():
-                if op.name == "tfl.assign_variable":
+                if op.name == "tfl.assign_variable" and op.operands:
                     self.assigned.add(_var_name(op.operands[0]))
 
         #: per variable, the value its last VARIABLE_WRITE (in ``home``) stored and that op

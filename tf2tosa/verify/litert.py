@@ -90,7 +90,7 @@ def _tfl_model(buf: bytes) -> Any:
 
 def _tensor_details(model: Any, sg: Any, index: int) -> dict[str, Any]:
     t = sg.Tensors(index)
-    name = t.Name().decode("utf-8") if t.Name() is not None else f"tensor_{index}"
+    name = t.Name().decode("utf-8", "replace") if t.Name() is not None else f"tensor_{index}"
     shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
     if t.ShapeSignatureLength():
         sig = tuple(int(d) for d in t.ShapeSignatureAsNumpy())
