@@ -122,7 +122,9 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
         """uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (tf2tosa.quant.boundary)."""
         return a.view(np.uint8) if name in unsigned and a.dtype == np.int8 else a
 
-    positional = tflite is not None
+    # by name, unless the TFLite names cannot identify the inputs (unnamed or repeated tensor names)
+    named = [v.source for v in g.inputs]
+    positional = tflite is not None or not all(named) or len(set(named)) != len(named)
     source = tflite if tflite is not None else model.source
     assert source is not None
     litert_sets: list[Any] = (
