@@ -252,3 +252,36 @@ def test_write_files_restores_on_failed_commit(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(outputs.OutputError, match="cannot write .*b: i/o error"):
         outputs.write_files({tmp_path / "a": b"A1", tmp_path / "b": b"B1"})
     assert listing(tmp_path) == before
+
+
+def test_real_ctrl_c_during_write(tmp_path: Path) -> None:
+    """A real SIGINT to a real process, delivered while the staged .tosa is being written: exit code 130, one line,
+    no file left (the child slows its fsync down so the signal lands there)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    out.mkdir()
+    marker = tmp_path / "writing"
+    code = ("import os, sys, time\n"
+            "real = os.fsync\n"
+            "def slow(fd):\n"
+            f"    open({str(marker)!r}, 'w').close()\n"
+            "    time.sleep(60)\n"
+            "os.fsync = slow\n"
+            "from tf2tosa.cli import app\n"
+            "sys.argv = ['tf2tosa', 'convert', sys.argv[1], '-o', sys.argv[2], '--mlir', sys.argv[3]]\n"
+            "app()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(SAMPLE), str(out / "o.tosa"), str(out / "o.mlir")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["interrupted"], err
+    assert listing(out) == {}
