@@ -457,6 +457,8 @@ def trip_count(b: Builder, cond: Graph, body: Graph, vals: Sequence[Value], limi
             if k not in need:
                 need.add(k)
                 todo.append(k)
+    if any(not 0 <= k < len(vals) for k in need):
+        raise Unsupported(f"while: its condition reads loop value {max(need)}, the op carries {len(vals)}")
     if any(vals[k].const() is None for k in need):
         return None
     g = Graph("trip_count")
