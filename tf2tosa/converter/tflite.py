@@ -414,7 +414,8 @@ class _Loader:
                       f"read yet", tensor=name)
         dtype = TFLITE_DTYPES[tt]
         bits = np.dtype(_STORAGE[dtype]).itemsize * 8 if dtype in _STORAGE else 8
-        too_big = tensor_size_problem(dims, bits)
+        # the stored shape too: it sizes dynamic dimensions for LiteRT (verify) and for constants
+        too_big = tensor_size_problem(dims, bits) or tensor_size_problem([max(d, 0) for d in shape], bits)
         if too_big is not None:  # refused before anything of this size is allocated
             self.fail(f"tensor {_q(name)}: {too_big}", tensor=name)
         quant = self._quant(t, name)
