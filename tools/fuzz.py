@@ -16,6 +16,13 @@ answer in time is killed (a *hang*), one that dies is a *crash*; both are restar
 any :class:`~tf2tosa.errors.ConversionError` subclass are the accepted outcomes; any other exception is a
 *finding* (its traceback is kept).  Inputs that are not accepted are written to ``--findings``.
 
+The workers run the product with three of its limits lowered so that every input can end within 5 s on a
+busy 2-core machine; each limit is the product's own, set through its environment variable:
+``TF2TOSA_MAX_TENSOR_BYTES`` = 4 MiB (default 1 GiB; the seeds' tensors are a few KB, so a mutant above it is
+refused by the readers, which is itself under test), ``TF2TOSA_MAX_WHILE_ITERATIONS`` = 2000 (default 100000)
+and ``TF2TOSA_MAX_RNN_STEPS`` = 256 (default 2048).  ``verify``'s LiteRT runs go to one persistent LiteRT child
+per worker (the product's LiteRTWorker), so that interpreter start-up is not counted against each input.
+
 ``python tools/fuzz.py -n 10000 --seed 1 --jobs 2`` (``make fuzz N=10000``).  Exit status 1 when anything was
 found.  Everything is seeded: input ``i`` of seed ``s`` is the same mutant on every run.
 """

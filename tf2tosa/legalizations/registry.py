@@ -46,8 +46,7 @@ def _arity_table() -> dict[str, int]:
         3: "padv2 space_to_batch_nd batch_to_space_nd slice split_v transpose_conv conv_3d_transpose select "
            "select_v2 range unsorted_segment_sum unsorted_segment_max unsorted_segment_min unsorted_segment_prod",
         4: "strided_slice one_hot",
-        5: "rnn",
-        24: "unidirectional_sequence_lstm",
+        5: "rnn",  # (the LSTMs' optional operands are checked by their rules)
     }
     return {f"tfl.{name}": n for n, names in groups.items() for name in names.split()}
 
