@@ -42,7 +42,7 @@ def _arity_table() -> dict[str, int]:
            "resize_nearest_neighbor pad transpose mean sum reduce_max reduce_min reduce_prod reduce_any gather "
            "gather_nd tile split arg_max arg_min expand_dims broadcast_to mirror_pad fully_connected conv_2d "
            "depthwise_conv_2d conv_3d cumsum fill embedding_lookup reverse_v2 atan2 matrix_set_diag "
-           "segment_sum rfft2d assign_variable",
+           "segment_sum rfft2d assign_variable right_shift left_shift bitwise_xor",
         3: "padv2 space_to_batch_nd batch_to_space_nd slice split_v transpose_conv conv_3d_transpose select "
            "select_v2 range unsorted_segment_sum unsorted_segment_max unsorted_segment_min unsorted_segment_prod",
         4: "strided_slice one_hot",

@@ -494,6 +494,9 @@ def variable(b: Builder, op: Operation) -> list[Value]:
     info = b.graph.variables.get(str(op.attrs.get("name", r.name)), {})
     init = info.get("initial") if isinstance(info, dict) else None
     shape = r.type.static_shape
+    if init is not None and np.asarray(init).size != int(np.prod(shape, dtype=np.int64)):
+        raise Unsupported(f"variable tensor {r.source or r.name}: initial value of {np.asarray(init).size} "
+                          f"elements for shape {list(shape)}")
     arr = np.zeros(shape, r.dtype.np_dtype()) if init is None else np.asarray(init).reshape(shape)
     if not r.dtype.is_tosa:
         raise Unsupported(f"variable tensor {r.source or r.name} of type {r.dtype.value}")
