@@ -56,17 +56,16 @@ _MIN_OPERANDS = _arity_table()
 
 
 def _checked(name: str, fn: Rule) -> Rule:
-    """``fn`` behind the operand-count check of :data:`_MIN_OPERANDS` and a result-count check, for every
-    caller (the pipeline and the control-flow regions)."""
+    """``fn`` behind the operand-count check of :data:`_MIN_OPERANDS`, for every caller (the pipeline and the
+    control-flow regions)."""
     need = _MIN_OPERANDS.get(name, 0)
+    if not need:
+        return fn
 
     def rule(b: Builder, op: Operation) -> list[Value]:
         if len(op.operands) < need:
             raise Unsupported(f"malformed: {len(op.operands)} operand(s); TFLite's kernel takes at least {need}")
-        new = fn(b, op)
-        if len(new) != len(op.results):  # a malformed model: an op with more (or fewer) results than it defines
-            raise Unsupported(f"malformed: {len(op.results)} result(s), the op defines {len(new)}")
-        return new
+        return fn(b, op)
 
     rule.__doc__ = fn.__doc__
     rule.__name__ = fn.__name__

@@ -253,8 +253,8 @@ class Inliner:
                 self.graph.remove_op(clone)
             why = e.reason if isinstance(e, Unsupported) else f"spec forbids the result: {e}"
             raise Unsupported(f"{label}: {name}: {why}") from None
-        if len(new) != len(rop.results):
-            raise AssertionError(f"rule for {name} returned {len(new)} values for {len(rop.results)} results")
+        if len(new) != len(rop.results):  # a malformed model: an op with more (or fewer) results than it defines
+            raise Unsupported(f"{label}: {name}: malformed: {len(rop.results)} result(s), the op defines {len(new)}")
         if not any(v is r for v in new for r in clone.results):
             self.graph.remove_op(clone)  # nothing refers to the clone's results: they were never handed out
         return list(new)
