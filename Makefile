@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 TOSA_STAMP := $(TOSA_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all env demo test lint typecheck pytest docs bench zoo zoo-shot chromium install-test clean
+.PHONY: all env demo test lint typecheck pytest docs bench zoo zoo-shot fuzz chromium install-test clean
 
 all: test
 
@@ -46,6 +46,13 @@ docs: $(STAMP)
 bench: env
 	$(BIN)/python benchmarks/bench_convert.py
 	$(BIN)/python benchmarks/bench_executor.py
+
+# A long fuzz run (tools/fuzz.py): N mutated .tflite/.tosa inputs, half structure-aware; findings in out/fuzz.
+N ?= 10000
+SEED ?= 1
+JOBS ?= 2
+fuzz: env
+	$(BIN)/python tools/fuzz.py -n $(N) --seed $(SEED) --jobs $(JOBS) --findings out/fuzz --json out/fuzz/summary.json
 
 # The full model zoo (build, convert, validate, run, compare; reports in out/zoo), and a screenshot of its page.
 zoo: env

@@ -130,3 +130,14 @@ def test_unsupported_ops_listed_at_once(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "CUSTOM" in proc.stderr, proc.stderr
     proc = cli("inspect", out)
     assert proc.returncode == 0 and "partial graph: 3 CUSTOM" in proc.stdout, proc.stdout
+
+
+def test_convert_to_missing_directory_is_one_line(tmp_path: Path, sample: Path) -> None:
+    """The issue's example, as a real process: no Rich traceback, nothing written (also not the .mlir's pair)."""
+    proc = cli("convert", sample, "-o", tmp_path / "nonexistent" / "o.tosa")
+    assert_user_error(proc, str(tmp_path / "nonexistent" / "o.tosa"), "does not exist")
+    assert proc.returncode == 1
+    proc = cli("convert", sample, "-o", tmp_path / "ok.tosa", "--mlir", tmp_path / "bad" / "x.mlir")
+    assert_user_error(proc, str(tmp_path / "bad" / "x.mlir"))
+    assert proc.returncode == 1
+    assert list(tmp_path.iterdir()) == []

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ModelLoadError
+from .errors import InvalidGraphError, ModelLoadError
 from .ir import Graph
 
 
@@ -55,10 +55,15 @@ class TosaModel:
         return to_mlir(self.graph)
 
     def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None) -> None:
-        """Write the ``.tosa`` file (and optionally the ``.mlir`` text), atomically."""
-        atomic_write(path, self.to_bytes())
+        """Write the ``.tosa`` file (and optionally the ``.mlir`` text): both or neither, each atomically.
+
+        Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
+        from .outputs import write_files
+
+        files: dict[str | os.PathLike[str], bytes] = {path: self.to_bytes()}
         if mlir is not None:
-            atomic_write(mlir, self.to_mlir().encode())
+            files[mlir] = self.to_mlir().encode()
+        write_files(files)
 
     # ------------------------------------------------------------------- run
     def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
@@ -106,16 +111,12 @@ class TosaModel:
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename, so no half-written file is left."""
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write ``data`` to ``path`` through a temporary file and a rename, so no half-written file is left.
+
+    Raises :class:`~tf2tosa.errors.OutputError` naming the path when it cannot be written."""
+    from .outputs import write_file
+
+    write_file(path, data)
 
 
 def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
@@ -166,6 +167,21 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     return TosaModel(graph, source=data, source_path=path)
 
 
+def _validate_loaded(graph: Graph, name: str | None) -> None:
+    """Check every op of a read ``.tosa`` (regions included) against the catalogue, as the builder checks the ops it
+    creates: a file whose declared shapes or types the spec forbids is refused here, not run."""
+    from .tosa import catalogue
+
+    for op in graph.topological_order():
+        try:
+            catalogue.validate_op(op)
+        except InvalidGraphError as e:
+            raise InvalidGraphError(e.message, file=name, op=f"{op.opcode}#{op.id}",
+                                    tensor=e.tensor or (op.results[0].name if op.results else None)) from None
+        for region in op.regions:
+            _validate_loaded(region, name)
+
+
 def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     """Read a ``.tosa`` flatbuffer (path or bytes) back into a TosaModel."""
     from .serializer import from_bytes
@@ -173,6 +189,7 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
 
     data, name = _read_source(path)
     graph = from_bytes(data, name=name)
+    _validate_loaded(graph, name)
     profs, exts = profiles.requirements(graph)
     graph.meta.update(profiles=profs, extensions=exts, file=name)
     return TosaModel(graph)

@@ -7,6 +7,8 @@ Every command takes ``--json`` (one JSON object on stdout, see docs/schemas/), `
 from __future__ import annotations
 
 import functools
+import io
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -55,8 +57,9 @@ def _out() -> Out:
 
 
 def _user_errors(fn: F) -> F:
-    """Run a command: its returned dict becomes the ``--json`` object; ConversionError becomes a one-line message
-    (or a JSON error object) and exit code 1, with no traceback; Ctrl-C exits 130."""
+    """Run a command: its returned dict becomes the ``--json`` object; ConversionError (and any OSError) becomes a
+    one-line message (or a JSON error object) and exit code 1, with no traceback; Ctrl-C exits 130.  Output
+    files are written all-or-none (:mod:`tf2tosa.outputs`), so nothing is left behind."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -305,9 +308,8 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
                 _print_profile(prof)
         else:
             outs = m.run(feed)
-    if output_dir is not None:
-        output_dir.mkdir(parents=True, exist_ok=True)
     results = []
+    files: dict[str | os.PathLike[str], bytes] = {}
     for name, arr in outs.items():
         lo = arr.min().item() if arr.size else 0
         hi = arr.max().item() if arr.size else 0
@@ -315,9 +317,15 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         file = None
         if output_dir is not None:
             file = output_dir / f"{name}.npy"
-            np.save(file, arr)
+            buf = io.BytesIO()
+            np.save(buf, arr)
+            files[file] = buf.getvalue()
         results.append({"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype), "min": lo, "max": hi,
                         "file": str(file) if file else None})
+    if output_dir is not None:
+        from .outputs import write_files
+
+        write_files(files, make_dirs=True)  # every output or none
     return {"model": str(model), "seed": seed, "outputs": results, "profile": profile}
 
 

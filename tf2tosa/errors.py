@@ -54,6 +54,10 @@ class MissingExtraError(ConversionError):
     """A command needs an optional dependency group (an extra, e.g. ``tf2tosa[tf]``) that is not installed."""
 
 
+class OutputError(ConversionError):
+    """An output file could not be written (missing directory, no permission, read-only or full disk …)."""
+
+
 class Unsupported(Exception):
     """Raised by a legalization rule that cannot handle an op; gathered by the pipeline."""
 

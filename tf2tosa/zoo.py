@@ -540,6 +540,10 @@ def run_zoo(filter: str | None = None, jobs: int = 1, report_dir: str | os.PathL
         rows = [{"model": m.name, "family": m.family, "variant": v, "status": "LISTED", "description": m.description,
                  "known_gap": m.gap(v) or ""} for m, vs in chosen for v in vs]
         return ZooRun(rows, meta)
+    if report_dir is not None:
+        from .outputs import preflight
+
+        preflight(report_dir)  # an unwritable report folder fails now, not after the whole run
     meta.update(_versions())
     opts = {"layers": layers, "num_inputs": num_inputs}
     total = sum(len(vs) for _, vs in chosen)

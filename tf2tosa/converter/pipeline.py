@@ -18,6 +18,7 @@ from . import passes
 _PASSIVE = frozenset({"tfl.const", "tfl.no_value", "tosa.CONST", "tosa.CONST_SHAPE"})
 
 
+
 @dataclass
 class ConvertOptions:
     """Options of :func:`convert_graph` (and of the CLI)."""
@@ -79,8 +80,10 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
             failures.setdefault(op.name, []).append(f"spec forbids the result: {e}")
             blocked.update(r.id for r in op.results)
             continue
-        if len(new) != len(op.results):
-            raise AssertionError(f"rule for {op.name} returned {len(new)} values for {len(op.results)} results")
+        if len(new) != len(op.results):  # a malformed model: an op with more (or fewer) results than it defines
+            failures.setdefault(op.name, []).append(f"has {len(op.results)} result(s), the op defines {len(new)}")
+            blocked.update(r.id for r in op.results)
+            continue
         for old, val in zip(op.results, new):
             if val.source is None:
                 val.source = old.source
@@ -182,7 +185,10 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file)
     from ..quant.boundary import legalize_unsigned_io
 
-    legalize_unsigned_io(graph, options)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
+    try:
+        legalize_unsigned_io(graph, options)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
+    except Unsupported as e:
+        raise UnsupportedOpsError({"uint8 model input/output": (1, e.reason)}, file=file) from None
     legalize_graph(graph, options, file=file)
     passes.refresh_shapes(graph)
     if options.fold:

@@ -100,6 +100,7 @@ import tflite
 from ..errors import ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, QuantParams, TensorType
+from ..tosa.profiles import tensor_size_problem
 from . import tflite_options as topt
 
 __all__ = ["load_tflite", "TFLITE_DTYPES"]
@@ -412,7 +413,18 @@ class _Loader:
             self.fail(f"tensor {_q(name)} keeps its data in an external weights file, which tf2tosa does not "
                       f"read yet", tensor=name)
         dtype = TFLITE_DTYPES[tt]
+        bits = np.dtype(_STORAGE[dtype]).itemsize * 8 if dtype in _STORAGE else 8
+        # the stored shape too: it sizes dynamic dimensions for LiteRT (verify) and for constants
+        too_big = tensor_size_problem(dims, bits) or tensor_size_problem([max(d, 0) for d in shape], bits)
+        if too_big is not None:  # refused before anything of this size is allocated
+            self.fail(f"tensor {_q(name)}: {too_big}", tensor=name)
         quant = self._quant(t, name)
+        if quant is not None and dtype.is_int and dtype is not DType.INT64:
+            lo, hi = dtype.range()
+            bad = [z for z in quant.zero_point if not lo <= z <= hi]
+            if bad:
+                self.fail(f"quantization of tensor {_q(name)} has zero point {bad[0]} outside the {dtype.value} range",
+                          tensor=name)
         sparsity = None
         sp = t.Sparsity()
         if sp is not None:
@@ -428,6 +440,10 @@ class _Loader:
         if q.ScaleIsNone() or self.vlen(q.ScaleLength(), "scale") == 0:
             return None
         scale = [float(x) for x in q.ScaleAsNumpy()]
+        if not all(math.isfinite(s) and s > 0 for s in scale):
+            bad = next(s for s in scale if not (math.isfinite(s) and s > 0))
+            self.fail(f"quantization of tensor {_q(name)} has scale {bad} (scales must be positive and finite)",
+                      tensor=name)
         zp: list[int] = []
         if not q.ZeroPointIsNone() and self.vlen(q.ZeroPointLength(), "zero_point", 8):
             zp = [int(x) for x in q.ZeroPointAsNumpy()]
@@ -685,6 +701,11 @@ class _Loader:
             if cls_name is None:
                 attrs["unknown_options_type"] = typ
                 continue
+            expected = topt.options_class_for_op(bname)
+            if expected is not None and cls_name != expected and union == 1 and bname != "CUSTOM" \
+                    and expected in topt.options_table_names(1).values():
+                # rules would read the fields of another table (e.g. a Pool2D without filter sizes)
+                self.fail(f"operator {loc} carries {cls_name}, but {bname} takes {expected}", op=loc)
             tab = tab_fn()
             if tab is None:
                 continue

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..ir.graph import Operation
-from .registry import error_if, kernel, to_out
+from .registry import ExecutionError, error_if, kernel, op_label, to_out
 from .runner import current_state, run_graph
 
 MAX_NESTING = 256  # level none (Table 4); run_checked(level="8K") lowers it to 6 via ExecState.max_nesting
-MAX_ITERATIONS = 10_000_000
+#: WHILE_LOOP iterations before the executor gives up on a loop that does not end (ExecutionError);
+#: environment variable TF2TOSA_MAX_WHILE_ITERATIONS
+MAX_ITERATIONS = int(os.environ.get("TF2TOSA_MAX_WHILE_ITERATIONS", "100000"))
 
 
 def _run_region(op: Operation, idx: int, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -46,4 +50,5 @@ def while_loop(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
         new = _run_region(op, 1, vals)
         error_if(len(new) != len(vals), op, "body_graph output count != input count")
         vals = [np.asarray(a).astype(v.dtype, copy=False) for a, v in zip(new, vals)]
-    raise AssertionError("unreachable")  # pragma: no cover
+    raise ExecutionError(f"the loop did not end within {MAX_ITERATIONS} iterations (TF2TOSA_MAX_WHILE_ITERATIONS)",
+                         op=op_label(op))

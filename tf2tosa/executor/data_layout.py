@@ -30,6 +30,10 @@ def pad(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     error_if(min(p, default=0) < 0, op, "negative padding")
     value = scalar(ins[2]) if len(ins) > 2 else 0
     widths = [(p[2 * i], p[2 * i + 1]) for i in range(x.ndim)]
+    want = [d + a + b for d, (a, b) in zip(x.shape, widths)]
+    declared = list(op.results[0].type.shape)
+    error_if(len(declared) == len(want) and all(isinstance(d, int) for d in declared) and declared != want, op,
+             f"padded shape {want} differs from the result's {declared}")  # checked before np.pad allocates it
     return [to_out(np.pad(x, widths, constant_values=value), op)]
 
 

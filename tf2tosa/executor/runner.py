@@ -222,9 +222,35 @@ def run_with_profile(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any]
     return res, prof
 
 
+_SIZED: weakref.WeakSet[Graph] = weakref.WeakSet()
+
+
+def check_sizes(graph: Graph) -> None:
+    """Refuse a graph with a tensor larger than the memory budget, before any kernel allocates it.
+
+    Every input and every op result (also in COND_IF / WHILE_LOOP regions) is checked by its declared type."""
+    if graph in _SIZED:
+        return
+    from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
+
+    def visit(g: Graph) -> None:
+        values = list(g.inputs) + [r for op in g.ops.values() for r in op.results]
+        for v in values:
+            too_big = tensor_size_problem(v.type.shape, element_bits(v.dtype), LEVEL_NONE)
+            if too_big is not None:
+                raise ExecutionError(f"{v.name}: {too_big}", op=op_label(v.producer) if v.producer else None)
+        for op in g.ops.values():
+            for region in op.regions:
+                visit(region)
+
+    visit(graph)
+    _SIZED.add(graph)
+
+
 def _run(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any], *, trace: bool,
          variables: dict[str, np.ndarray] | None, profile: bool
          ) -> tuple[dict[str, np.ndarray], dict[str, float] | None]:
+    check_sizes(graph)
     state = ExecState(variables=variables if variables is not None else {})
     state.trace = {} if trace else None
     state.profile = {} if profile else None

@@ -175,6 +175,7 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
         outs.append(_idiv_check(op, num, stride[i], f"output size of spatial dim {i}") + 1)
     error_if(bias.size != oc and bias.size != 1, op, f"bias size {bias.size} is neither OC={oc} nor 1")
     pads = [(0, 0)] + [(pad[2 * i], pad[2 * i + 1]) for i in range(nd)] + [(0, 0)]
+    _check_padded(op, [d + a + b for d, (a, b) in zip(x.shape, pads)])
     kk = int(np.prod(ks)) * ic
     m = n_ * int(np.prod(outs))
     if out_dtype(op).is_float:
@@ -332,6 +333,17 @@ def matmul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     return [to_out(acc, op)]
 
 
+def _check_padded(op: Operation, shape: list[int]) -> None:
+    """Refuse a padded intermediate (conv/pool input) larger than the memory budget before np.pad allocates it:
+    huge pads with matching strides can still declare a small output."""
+    from ..tosa.profiles import LEVEL_NONE, tensor_size_problem
+    from .registry import ExecutionError, op_label
+
+    too_big = tensor_size_problem(shape, 64, LEVEL_NONE)
+    if too_big is not None:
+        raise ExecutionError(f"padded input: {too_big}", op=op_label(op))
+
+
 def _pool_geometry(op: Operation, x: np.ndarray) -> tuple[list[int], list[int], list[int], int, int]:
     ky, kx = int_list(attr(op, "kernel"))
     sy, sx = int_list(attr(op, "stride"))
@@ -341,6 +353,7 @@ def _pool_geometry(op: Operation, x: np.ndarray) -> tuple[list[int], list[int], 
     error_if(min(pt, pb, pl, pr) < 0, op, "pad < 0")
     error_if(pr >= kx or pl >= kx or pt >= ky or pb >= ky, op, "pad >= kernel")
     _, ih, iw, _ = x.shape
+    _check_padded(op, [x.shape[0], ih + pt + pb, iw + pl + pr, x.shape[3]])
     oh = _idiv_check(op, ih + pt + pb - ky, sy, "OH") + 1
     ow = _idiv_check(op, iw + pl + pr - kx, sx, "OW") + 1
     return [ky, kx], [sy, sx], [pt, pb, pl, pr], oh, ow

@@ -22,7 +22,9 @@ def positive_axis(axis: int, rank: int) -> int:
 
 
 def const_operand(op: Operation, k: int, what: str = "operand") -> np.ndarray:
-    """The constant array of operand ``k``; raises Unsupported when it is not constant."""
+    """The constant array of operand ``k``; raises Unsupported when it is absent or not constant."""
+    if not 0 <= k < len(op.operands):
+        raise Unsupported(f"{what} (operand {k}) is missing: {op.name} has {len(op.operands)} operand(s)")
     v = op.operands[k]
     c = v.const()
     if c is None:
@@ -37,6 +39,8 @@ def has_value(v: Value) -> bool:
 
 def same_padding(in_size: int, kernel: int, stride: int, dilation: int = 1) -> tuple[int, int]:
     """TF/TFLite SAME padding (extra pad at the end), §6.2."""
+    if stride < 1 or kernel < 1 or dilation < 1:
+        raise Unsupported(f"window of kernel {kernel}, stride {stride}, dilation {dilation}: each must be >= 1")
     eff_k = (kernel - 1) * dilation + 1
     out = -(-in_size // stride)
     total = max(0, (out - 1) * stride + eff_k - in_size)
@@ -51,6 +55,9 @@ def window_padding(padding: str, in_hw: Sequence[int], kernel: Sequence[int], st
     bottom/right pad by the remainder gives the same outputs (those rows are never read).  A remainder larger
     than the pad is returned as a negative pad; :func:`apply_window_padding` turns it into a SLICE.
     """
+    for what, vals in (("kernel", kernel), ("stride", stride), ("dilation", dilation)):
+        if any(int(v) < 1 for v in vals[:2]):
+            raise Unsupported(f"{what} {list(vals)} must be >= 1")
     pads: list[int] = []
     for i in range(2):
         if padding == "SAME":

@@ -37,8 +37,15 @@ def prod(dims: Sequence[int]) -> int:
 
 
 def const_ints(op: Operation, k: int, what: str = "operand") -> list[int]:
-    """Operand ``k`` as a flat list of Python ints (it must be a compile-time constant)."""
-    return [int(x) for x in np.asarray(const_operand(op, k, what)).reshape(-1)]
+    """Operand ``k`` as a flat list of Python ints (it must be a compile-time constant of integers)."""
+    arr = np.asarray(const_operand(op, k, what)).reshape(-1)
+    if arr.dtype.kind not in "iub":
+        with np.errstate(invalid="ignore"):
+            integral = arr.dtype.kind == "f" and bool(np.all(np.isfinite(arr) & (np.abs(arr) < 2**62)
+                                                              & (arr == np.round(arr))))
+        if not integral:
+            raise Unsupported(f"{what} (operand {k} of {op.name}) must hold integers, not {arr.dtype} values")
+    return [int(x) for x in arr]
 
 
 def tosa_dtype(dtype: DType) -> DType:

@@ -43,6 +43,22 @@ def static_shape(v: Value) -> list[int]:
     return [int(d) for d in v.shape]
 
 
+def operands(op: Operation, *ranks: int | None) -> list[Value]:
+    """The first ``len(ranks)`` operands of ``op``, each present and of the given rank (None: any rank).
+
+    A malformed model (too few operands, a filter of the wrong rank) raises Unsupported instead of failing
+    inside the rule."""
+    if len(op.operands) < len(ranks):
+        raise Unsupported(f"{op.name} has {len(op.operands)} operand(s), needs at least {len(ranks)}")
+    out = list(op.operands[:len(ranks)])
+    for k, (v, r) in enumerate(zip(out, ranks)):
+        if r is not None and v.type.rank != r:
+            raise Unsupported(f"operand {k} of {op.name} has rank {v.type.rank}, expected {r}")
+        if 0 in v.type.shape:
+            raise Unsupported(f"operand {k} of {op.name} has a zero-sized dimension {list(v.type.shape)}")
+    return out
+
+
 def fconst(b: Builder, value: float, like: Value) -> Value:
     """A float scalar broadcastable to ``like`` (rank(like) dims of 1), in ``like``'s element type."""
     return scalar_const(b, value, like)

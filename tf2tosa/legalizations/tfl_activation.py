@@ -282,6 +282,8 @@ def _softmax_scaling(si: float, beta: float) -> tuple[int, int, int]:
     (multiplier, left_shift, diff_min)."""
     real = min(beta * si * float(1 << 26), float((1 << 31) - 1))
     q, ls = R.to_qmultiplier(real)
+    if ls < 0:  # beta·s_in below 2^-27: TFLite's kernel has no input radius for it either
+        raise Unsupported(f"softmax of input scale {si:.3g} with beta {beta:.3g}: the scaled input underflows")
     return q, ls, -int(np.floor(31.0 * float(1 << 26) / float(1 << ls)))
 
 

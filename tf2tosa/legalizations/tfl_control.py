@@ -253,8 +253,8 @@ class Inliner:
                 self.graph.remove_op(clone)
             why = e.reason if isinstance(e, Unsupported) else f"spec forbids the result: {e}"
             raise Unsupported(f"{label}: {name}: {why}") from None
-        if len(new) != len(rop.results):
-            raise AssertionError(f"rule for {name} returned {len(new)} values for {len(rop.results)} results")
+        if len(new) != len(rop.results):  # a malformed model: an op with more (or fewer) results than it defines
+            raise Unsupported(f"{label}: {name}: malformed: {len(rop.results)} result(s), the op defines {len(new)}")
         if not any(v is r for v in new for r in clone.results):
             self.graph.remove_op(clone)  # nothing refers to the clone's results: they were never handed out
         return list(new)
@@ -262,6 +262,8 @@ class Inliner:
 
 def _live_ops(region: Graph, outputs: Sequence[int], side_effects: bool = True) -> set[int]:
     """Ids of the ops of ``region`` that its outputs ``outputs`` depend on (and the side-effecting ops)."""
+    if any(not 0 <= k < len(region.outputs) for k in outputs):
+        raise Unsupported(f"region {region.name} has {len(region.outputs)} outputs; output {max(outputs)} is used")
     stack = [region.outputs[k].producer for k in outputs]
     if side_effects:
         stack += [op for op in region.ops.values() if op.attrs.get("side_effect")]
@@ -455,6 +457,8 @@ def trip_count(b: Builder, cond: Graph, body: Graph, vals: Sequence[Value], limi
             if k not in need:
                 need.add(k)
                 todo.append(k)
+    if any(not 0 <= k < len(vals) for k in need):
+        raise Unsupported(f"while: its condition reads loop value {max(need)}, the op carries {len(vals)}")
     if any(vals[k].const() is None for k in need):
         return None
     g = Graph("trip_count")
@@ -634,6 +638,10 @@ class _Variables:
                     self.problems.append(f"init subgraph {ig.name} runs {op.name} (only constant assignments to "
                                          "resource variables are resolved at conversion time)")
                     continue
+                if len(op.operands) < 2:
+                    self.problems.append(f"init subgraph {ig.name}: assign_variable with {len(op.operands)} "
+                                         "operand(s)")
+                    continue
                 name = _var_name(op.operands[0])
                 arr = op.operands[1].const()
                 if arr is None:
@@ -645,7 +653,7 @@ class _Variables:
             if any(g is x for x in init_graphs):
                 continue
             for op in g.ops.values():
-                if op.name == "tfl.assign_variable":
+                if op.name == "tfl.assign_variable" and op.operands:
                     self.assigned.add(_var_name(op.operands[0]))
 
         #: per variable, the value its last VARIABLE_WRITE (in ``home``) stored and that op

@@ -131,6 +131,10 @@ def broadcast_args(b: Builder, op: Operation) -> list[Value]:
 
 
 # ---------------------------------------------------------------------------------------------------- range
+#: elements a constant RANGE may have (it is computed at conversion time)
+MAX_RANGE = 1 << 22
+
+
 @legalize("tfl.range", dtypes=("fp32", "i32"))
 def range_(b: Builder, op: Operation) -> list[Value]:
     """A CONST for constant start/limit/delta (no lowering in L3919); dynamic bounds are refused.
@@ -151,13 +155,19 @@ def range_(b: Builder, op: Operation) -> list[Value]:
     if dt.is_float:
         # TFLite's kernel: n = ceil(|(limit - start) / delta|) and value += delta, both in float32
         s32, l32, d32 = np.float32(start), np.float32(limit), np.float32(delta)
-        n = int(np.ceil(np.abs((l32 - s32) / d32)))
+        with np.errstate(all="ignore"):
+            steps = np.abs((l32 - s32) / d32) if d32 != 0 else np.float32(np.inf)
+        if not np.isfinite(steps) or steps > MAX_RANGE:
+            raise Unsupported(f"range({start}, {limit}, {delta}) has too many elements")
+        n = int(np.ceil(steps))
         arr = np.empty(max(n, 0), np.float32)
         v = s32
         for i in range(arr.size):
             arr[i] = v
             v = np.float32(v + d32)
     else:
+        if int(delta) == 0 or abs(int(limit) - int(start)) // abs(int(delta)) > MAX_RANGE:
+            raise Unsupported(f"range({start}, {limit}, {delta}) has too many elements")
         arr = narrow_array(np.arange(int(start), int(limit), int(delta), dtype=np.int64), op.results[0].type.dtype)
     if arr.size == 0:
         raise Unsupported("range with an empty result (TOSA tensors have no zero-sized dimensions)")

@@ -35,7 +35,7 @@ from .common import (
 )
 from .exact_round import low_byte_input
 from .layout_helpers import dilate_axis, reverse
-from .nn_helpers import broadcast_shape, require_float, static_shape
+from .nn_helpers import broadcast_shape, operands, require_float, static_shape
 from .nn_quant import (
     ACC,
     acc_bound,
@@ -124,7 +124,7 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
 
     Quantized: acc = CONV2D(x, w, bias, x_zp, w_zp) (i32, or i48 for i16 × i8), RESCALE by s_x·s_w[c]/s_out
     (L3115-3125, per channel instead of L3115's single scale), CLAMP of the activation (L3127)."""
-    x, w = op.operands[0], op.operands[1]
+    x, w = operands(op, 4, 4)
     ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
     oc, kh, kw, ic = static_shape(w)
@@ -160,7 +160,7 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
 
     Quantized: the per-channel scales follow TFLite's filter axis 3 (channel c*M + m), which is the output's last
     dimension, so one per_channel RESCALE applies them (L3190-3200, of the depthwise result, not %conv2d)."""
-    x, w = op.operands[0], op.operands[1]
+    x, w = operands(op, 4, 4)
     ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
     one, kh, kw, cm = static_shape(w)
@@ -190,7 +190,7 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     computed wider and SLICEd.  Quantized: zero points as [1] tensors (L4446 omits them), per-channel RESCALE
     (L4447), activation CLAMP.
     """
-    w, x = op.operands[1], op.operands[2]
+    _, w, x = operands(op, 1, 4, 4)
     ct = _conv_types(b, op, x, w)
     n, ih, iw, ic = static_shape(x)
     oc, kh, kw, wic = static_shape(w)
@@ -230,7 +230,7 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     Quantized: LiteRT's reference kernels requantize in double, round(acc · s_x·s_w[c]/s_out) (not MBQM, unlike
     conv), reproduced exactly by :func:`nn_quant.fc_output`; L3413's zero bias of %filter.shape[3] is OC
     elements (§6.1)."""
-    x, w = op.operands[0], op.operands[1]
+    x, w = operands(op, None, 2)
     ct = _conv_types(b, op, x, w)
     if op.attrs.get("weights_format", "DEFAULT") != "DEFAULT":
         raise Unsupported(f"fully_connected weights_format {op.attrs['weights_format']}")
@@ -329,7 +329,11 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
 
 def _pool_geometry(op: Operation, x: Value) -> tuple[list[int], list[int], list[int]]:
     a = op.attrs
+    if x.type.rank != 4:
+        raise Unsupported(f"{op.name} input has rank {x.type.rank}, expected 4")
     _, ih, iw, _ = static_shape(x)
+    if "filter_height" not in a or "filter_width" not in a:
+        raise Unsupported(f"{op.name} has no filter size (its options table is missing or of another op)")
     kernel = [int(a["filter_height"]), int(a["filter_width"])]
     stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
     pads = window_padding(a.get("padding", "VALID"), [ih, iw], kernel, stride)
@@ -353,7 +357,7 @@ def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
     2^-30 relative: ties round away from zero and no other result moves while |sum| < 2^15·count (i16) and
     count < 2^14.  With TFLite's zero points instead, ties would round around zp (op_inventory §5.5).
     """
-    x = op.operands[0]
+    (x,) = operands(op, None)
     if x.type.is_quantized:
         dt = require_act_type(op, x)
         if not same_quant(x, op.results[0]):
@@ -380,7 +384,7 @@ def max_pool_2d(b: Builder, op: Operation) -> list[Value]:
 
     Quantized: the max of the stored values (a positive-scale affine map keeps the order); a different output
     quantization is one RESCALE after the pool (TFLite itself requires them equal)."""
-    x = op.operands[0]
+    (x,) = operands(op, None)
     if x.type.is_quantized:
         require_act_type(op, x)
     else:
@@ -399,7 +403,7 @@ def max_pool_2d(b: Builder, op: Operation) -> list[Value]:
 def l2_pool_2d(b: Builder, op: Operation) -> list[Value]:
     """sqrt(mean of x^2 over the window), count excluding padding like TFLite: AVG_POOL2D(x*x) then
     RECIPROCAL(RSQRT(.)) (exact 0 at 0; no lowering in the document)."""
-    x = op.operands[0]
+    (x,) = operands(op, None)
     dt = require_float(op, x)
     kernel, stride, pads = _pool_geometry(op, x)
     sq = b.mul(x, x)
@@ -418,7 +422,7 @@ def l2_normalization(b: Builder, op: Operation) -> list[Value]:
     in the document, L3511).  RSQRT(0) = inf, so an all-zero row gives 0 like TFLite.
 
     int8: TFLite's integer kernel (:func:`_q_l2_normalization`), output scale 1/128 and zero point 0."""
-    x = op.operands[0]
+    (x,) = operands(op, None)
     if x.type.rank == 0:
         raise Unsupported("l2_normalization of a rank-0 tensor")
     if x.type.is_quantized:
@@ -494,7 +498,7 @@ def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
     The windowed channel sum is a CONV2D with a [1,1,2r+1,1] ones kernel on an [N*H*W,1,C,1] view (pad r
     each side); the power is POW (base >= bias > 0 as POW REQUIREs, S5178).  No lowering in the document.
     """
-    x = op.operands[0]
+    (x,) = operands(op, None)
     dt = require_float(op, x)
     shape = static_shape(x)
     if len(shape) != 4:
@@ -563,7 +567,7 @@ def conv_3d(b: Builder, op: Operation) -> list[Value]:
     CONV3D with TFLite's [KD,KH,KW,IC,OC] filter TRANSPOSEd to TOSA's [OC,KD,KH,KW,IC] (S1719); SAME/VALID pads
     trimmed so the exact output division holds (op_inventory §6.2); fused activation.  Float (TFLite's kernel is
     float only); no lowering in the document."""
-    x, w = op.operands[0], op.operands[1]
+    x, w = operands(op, 5, 5)
     dt = require_float(op, x, w)
     n, idp, ih, iw, c = static_shape(x)
     kd, kh, kw, ic, oc = static_shape(w)
@@ -593,7 +597,7 @@ def conv_3d_transpose(b: Builder, op: Operation) -> list[Value]:
     s-1 zeros inserted between samples, with the filter flipped in space and TRANSPOSEd [KD,KH,KW,OC,IC] →
     [OC,KD,KH,KW,IC] (folded for a constant filter): output o = Σ_i,k x[i]·f[k] at o = i·s - p + k·d equals a
     correlation of the dilated input padded by (K-1)·d - p in front.  p = TFLite's SAME pad (total // 2) or 0."""
-    w, x = op.operands[1], op.operands[2]
+    _, w, x = operands(op, 1, 5, 5)
     dt = require_float(op, x, w)
     n, idp, ih, iw, c = static_shape(x)
     kd, kh, kw, oc, ic = static_shape(w)

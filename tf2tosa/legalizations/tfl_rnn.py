@@ -44,6 +44,7 @@ activations) variants, the SIGN_BIT activation, dynamic shapes.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -152,8 +153,21 @@ def _lstm_cell(op: Operation, base: int, peep_base: int, bias_base: int, proj: i
 
 
 # ------------------------------------------------------------------------------------------- builders
+#: time steps a recurrent op may have: each step is unrolled into its own ops (environment variable
+#: TF2TOSA_MAX_RNN_STEPS)
+MAX_STEPS = int(os.environ.get("TF2TOSA_MAX_RNN_STEPS", "2048"))
+
+
+def _check_steps(op: Operation, t_len: int) -> None:
+    if t_len > MAX_STEPS:
+        raise Unsupported(f"{op.name}: {t_len} time steps (recurrent ops are unrolled; at most {MAX_STEPS}, "
+                          f"TF2TOSA_MAX_RNN_STEPS)")
+
+
 def _rows3(b: Builder, v: Value) -> Value:
     """A [rows, cols] weight → the [1, cols, rows] right operand of MATMUL (x·Wᵀ)."""
+    if v.type.rank != 2:
+        raise Unsupported(f"weight {v.name} has rank {v.type.rank}, expected 2")
     r, c = static_shape(v)
     return b.reshape(b.transpose(v, [1, 0]), [1, c, r])
 
@@ -222,7 +236,10 @@ def lstm_direction(b: Builder, op: Operation, cell: LstmCell, xs: Value, aux: Va
                    cell_clip: float, proj_clip: float, diagonal: bool, reverse: bool) -> list[Value]:
     """Run one LSTM cell over xs [T, B, I] (aux [T, B, A] when the cell has aux weights); per-step [1, B, n_out]
     outputs in time order."""
+    if xs.type.rank != 3 or cell.h0.type.rank == 0 or cell.c0.type.rank == 0:
+        raise Unsupported(f"{op.name}: input of rank {xs.type.rank} (expected 3) or rank-0 state")
     t_len, batch, _ = static_shape(xs)
+    _check_steps(op, t_len)
     gates = cell.gates()
     n_cell = static_shape(_gate_w(cell, gates[0]))[0]
     n_out = static_shape(cell.proj_w)[0] if cell.proj_w is not None else n_cell
@@ -410,7 +427,11 @@ def bidirectional_sequence_lstm(b: Builder, op: Operation) -> list[Value]:
 def rnn_direction(b: Builder, op: Operation, w: Value, r: Value, bias: Value, h0: Value, xs: Value,
                   aux: Value | None, w_aux: Value | None, act: str, reverse: bool) -> list[Value]:
     """h_t = act(W·x_t (+ W_aux·aux_t) + R·h_{t-1} + b) over xs [T, B, I]; per-step [1, B, units] outputs."""
+    if xs.type.rank != 3 or w.type.rank != 2 or h0.type.rank == 0:
+        raise Unsupported(f"{op.name}: input rank {xs.type.rank} (expected 3), weight rank {w.type.rank} "
+                          f"(expected 2), state rank {h0.type.rank}")
     t_len, batch, _ = static_shape(xs)
+    _check_steps(op, t_len)
     units = static_shape(w)[0]
     if static_shape(r) != [units, units] or static_shape(h0)[-1] != units:
         raise Unsupported(f"{op.name}: recurrent weights {r.shape} / state {h0.shape} vs {units} units")
@@ -473,6 +494,9 @@ def variable(b: Builder, op: Operation) -> list[Value]:
     info = b.graph.variables.get(str(op.attrs.get("name", r.name)), {})
     init = info.get("initial") if isinstance(info, dict) else None
     shape = r.type.static_shape
+    if init is not None and np.asarray(init).size != int(np.prod(shape, dtype=np.int64)):
+        raise Unsupported(f"variable tensor {r.source or r.name}: initial value of {np.asarray(init).size} "
+                          f"elements for shape {list(shape)}")
     arr = np.zeros(shape, r.dtype.np_dtype()) if init is None else np.asarray(init).reshape(shape)
     if not r.dtype.is_tosa:
         raise Unsupported(f"variable tensor {r.source or r.name} of type {r.dtype.value}")

@@ -25,6 +25,7 @@ block-sparse weights); ``tfl.densify`` then just forwards its operand.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,6 +49,8 @@ def _csr_children(parents: np.ndarray, segments: np.ndarray, indices: np.ndarray
     """For every parent position, the positions and indices of its children (in order), and each child's parent row.
 
     Like LiteRT, a parent whose segment pair lies past the end of ``array_segments`` has no children."""
+    if len(segments) == 0:
+        raise ValueError(f"array_segments of level {level} is empty")
     ok = parents + 1 < len(segments)
     starts = np.where(ok, segments[np.minimum(parents, len(segments) - 1)], 0)
     ends = np.where(ok, segments[np.minimum(parents + 1, len(segments) - 1)], 0)
@@ -85,6 +88,14 @@ def densify(values: np.ndarray, shape: Sequence[int], sparsity: Mapping[str, Any
         if block_size[j] <= 0 or shape[bm] % block_size[j]:
             raise ValueError(f"block size {block_size[j]} does not divide dimension {bm} of {shape}")
 
+    from ..tosa.profiles import MEMORY_BUDGET
+
+    n_dense = 1
+    for meta in levels:  # the dense levels alone must not promise more elements than the budget allows
+        if str(meta.get("format", "DENSE")) == "DENSE":
+            n_dense *= max(int(meta.get("dense_size") or 0), 0)
+            if n_dense * 8 > MEMORY_BUDGET or n_dense > math.prod(int(d) for d in shape):
+                raise ValueError(f"dense sizes of dim_metadata exceed the tensor's shape {list(shape)}")
     flat = np.asarray(values).reshape(-1)
     parents = np.zeros(1, dtype=np.int64)  # position of each partial path at the current level
     idx = np.zeros((1, 0), dtype=np.int64)  # the indices chosen so far, one row per path
@@ -178,6 +189,6 @@ def densify_rule(b: Builder, op: Operation) -> list[Value]:
     arr = x.const()
     assert arr is not None
     out = op.results[0]
-    if list(arr.shape) != list(out.type.static_shape):
+    if not out.type.is_static or list(arr.shape) != list(out.type.static_shape):
         raise Unsupported(f"densify: dense shape {list(arr.shape)} differs from the result's {out.shape}")
     return [x]

@@ -48,6 +48,8 @@ def _scales(scale: ScaleArg) -> list[float]:
 def _zp_bits(value: int, dtype: DType, unsigned: bool) -> int:
     """A zero point as stored in a ``dtype`` tensor; unsigned ones become their signed bit pattern."""
     value = int(value)
+    if not dtype.is_int:
+        raise Unsupported(f"a zero point on a {dtype.value} tensor (quantized tensors hold integers)")
     bits = dtype.bits if dtype is not DType.INT48 else 48
     if unsigned:
         if not 0 <= value < (1 << bits):

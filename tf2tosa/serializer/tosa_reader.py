@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
+from ..tosa.profiles import tensor_size_problem
 from .tosa_writer import (
     ACC,
     ATTR_FIELDS,
@@ -226,6 +227,9 @@ def _parse_block(buf: _Buf, pos: int) -> _Block:
         shape = tuple(buf.i32s(t, T_SHAPE))
         if any(d < 0 for d in shape):
             raise _Corrupt(f"tensor '{name}' has negative dimension in {shape}")
+        too_big = tensor_size_problem(shape, VALUE_DTYPE[code].bits)
+        if too_big is not None:  # refused before anything of this size is allocated
+            raise _Corrupt(f"tensor '{name}': {too_big}")
         var = buf.string(t, T_VARNAME) or name if buf.scalar(t, T_VARIABLE, "u8") else None
         blk.tensors[name] = _Tensor(name, shape, VALUE_DTYPE[code], buf.bytes_(t, T_DATA), var)
     for s in buf.tables(pos, B_SHAPES):

@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+import os
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,38 @@ LEVEL_8K: dict[str, int] = {"MAX_RANK": 6, "MAX_KERNEL": 8192, "MAX_STRIDE": 819
 LEVEL_NONE: dict[str, int] = {"MAX_RANK": 32, "MAX_KERNEL": (1 << 31) - 1, "MAX_STRIDE": (1 << 31) - 1,
                               "MAX_SCALE": 2048, "MAX_LOG2_SIZE": 63, "MAX_NESTING": 256,
                               "MAX_TENSOR_LIST_SIZE": 256}
+
+#: the largest tensor (bytes) tf2tosa allocates: the file readers and the executor refuse larger ones up front
+#: (environment variable ``TF2TOSA_MAX_TENSOR_BYTES`` overrides it)
+MEMORY_BUDGET = int(os.environ.get("TF2TOSA_MAX_TENSOR_BYTES", str(1 << 30)))
+
+
+def element_bits(dtype: Any) -> int:
+    """Storage bits of one element of ``dtype`` (8 for types without a fixed width, e.g. strings)."""
+    try:
+        return int(dtype.bits)
+    except (KeyError, AttributeError):
+        return 8
+
+
+def tensor_size_problem(shape: Sequence[Any], bits: int, level: dict[str, int] = LEVEL_8K,
+                        budget: int | None = None) -> str | None:
+    """Why a tensor of ``shape`` (symbolic dimensions are skipped) and ``bits``-wide elements is refused, or None.
+
+    Refused: rank > MAX_RANK, more than 2^MAX_LOG2_SIZE - 1 elements (the level's tensor_size LEVEL_CHECK), or
+    more bytes than the memory budget.  Computed from the shape alone, before anything is allocated."""
+    if len(shape) > level["MAX_RANK"]:
+        return f"rank {len(shape)} exceeds MAX_RANK {level['MAX_RANK']}"
+    dims = [int(d) for d in shape if isinstance(d, (int, np.integer))]
+    count = math.prod(dims)
+    if count > (1 << level["MAX_LOG2_SIZE"]) - 1:
+        return f"shape {list(shape)} has {count} elements, more than 2^{level['MAX_LOG2_SIZE']}-1"
+    budget = MEMORY_BUDGET if budget is None else budget
+    nbytes = count * max(bits, 8) // 8
+    if nbytes > budget:
+        return f"shape {list(shape)} needs {nbytes} bytes, more than the {budget}-byte tensor budget"
+    return None
+
 
 PROFILES = ("PRO-INT", "PRO-FP")
 #: Table 3 (S192-290): extension -> the profiles it may be used with

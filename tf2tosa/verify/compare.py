@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import InputError, MissingExtraError
 from ..ir import DType, Graph
+from ..tosa.profiles import element_bits, tensor_size_problem
 from .spec_check import ComplianceReport, check_graph
 
 if TYPE_CHECKING:
@@ -174,6 +175,9 @@ def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     for v in graph.inputs:
         shape = v.type.static_shape
         dt = v.dtype
+        too_big = tensor_size_problem(shape, element_bits(dt))
+        if too_big is not None:
+            raise InputError(f"input {v.name!r}: {too_big}", tensor=v.name)
         if dt.is_float:
             arr = rng.uniform(-1.0, 1.0, shape).astype(dt.np_dtype())
         elif dt is DType.BOOL:
@@ -259,7 +263,9 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
         """uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (tf2tosa.quant.boundary)."""
         return a.view(np.uint8) if name in unsigned and a.dtype == np.int8 else a
 
-    positional = tflite is not None
+    # by name, unless the TFLite names cannot identify the inputs (unnamed or repeated tensor names)
+    named = [v.source for v in g.inputs]
+    positional = tflite is not None or not all(named) or len(set(named)) != len(named)
     source = tflite if tflite is not None else model.source
     assert source is not None
     # another .tflite (TFLite's own conversion of a TF model): pair inputs and outputs through its SignatureDef keys,

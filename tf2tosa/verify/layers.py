@@ -28,7 +28,8 @@ screenshot of it through headless Chromium when one is installed).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -610,11 +611,23 @@ def verify_layers(model_path_or_bytes: str | os.PathLike[str] | bytes, inputs: M
         else:
             assert out_png is not None
             html_path = Path(out_png).with_suffix(".html")
-        from ..api import atomic_write
+        from ..errors import OutputError
+        from ..outputs import write_files
 
-        atomic_write(html_path, render_layer_page(report).encode("utf-8"))
+        page = render_layer_page(report).encode("utf-8")
+        files: dict[str | os.PathLike[str], bytes | Callable[[Path], None]] = {html_path: page}
         if out_png is not None:
-            screenshot(html_path, Path(out_png), width=1200, height=900)
+            def shot(tmp: Path) -> None:  # the staged PNG is taken of the page's final content
+                with tempfile.TemporaryDirectory(prefix="tf2tosa-page-") as d:
+                    src = Path(d) / "page.html"
+                    src.write_bytes(page)
+                    try:
+                        screenshot(src, tmp, width=1200, height=900)
+                    except RuntimeError as e:
+                        raise OutputError(f"cannot write {out_png}: {str(e).splitlines()[0][:200]}") from None
+
+            files[Path(out_png)] = shot
+        write_files(files)  # the page and its PNG: both or neither
     return report
 
 

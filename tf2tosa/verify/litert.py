@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ConversionError
+
 __all__ = [
     "LiteRTError",
     "LiteRTWorker",
@@ -37,13 +39,22 @@ Inputs = Mapping[str, np.ndarray] | Sequence[np.ndarray]
 DEFAULT_TIMEOUT = 900.0
 
 
-class LiteRTError(RuntimeError):
-    """The LiteRT child process failed; the message carries its exit status and stderr."""
+class LiteRTError(ConversionError, RuntimeError):
+    """LiteRT could not load or run the model (its child process failed).
+
+    ``str(e)`` is one line: the failure and the last line of the child's error output (LiteRT's own reason,
+    e.g. a model it rejects); ``full_message`` keeps the whole message and ``stderr`` the child's error output."""
 
     def __init__(self, message: str, *, returncode: int | None = None, stderr: str = "") -> None:
-        super().__init__(message)
+        head, _, rest = message.partition("\n")
+        last = [line.strip() for line in rest.splitlines() if line.strip()]
+        super().__init__(head.rstrip(":") + (f": {last[-1][:300]}" if last else ""))
+        self.full_message = message
         self.returncode = returncode
         self.stderr = stderr
+
+    def details(self) -> dict[str, Any] | None:
+        return {"returncode": self.returncode, "stderr": self.stderr[-2000:]} if self.stderr else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -82,7 +93,7 @@ def _tfl_model(buf: bytes) -> Any:
 
 def _tensor_details(model: Any, sg: Any, index: int) -> dict[str, Any]:
     t = sg.Tensors(index)
-    name = t.Name().decode("utf-8") if t.Name() is not None else f"tensor_{index}"
+    name = t.Name().decode("utf-8", "replace") if t.Name() is not None else f"tensor_{index}"
     shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
     if t.ShapeSignatureLength():
         sig = tuple(int(d) for d in t.ShapeSignatureAsNumpy())

@@ -468,15 +468,16 @@ def _anchor(name: str) -> str:
 def write_zoo_reports(results: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[str],
                       meta: Mapping[str, Any] | None = None) -> dict[str, Path]:
     """Write ``zoo.json``, ``zoo.md`` and ``zoo.html`` into ``out_dir``; returns their paths by kind."""
-    from ..api import atomic_write
+    from ..outputs import write_files
 
     d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
     paths = {"json": d / "zoo.json", "md": d / "zoo.md", "html": d / "zoo.html"}
     payload = {"meta": dict(meta or {}), "summary": summary_counts(results), "results": list(results)}
-    atomic_write(paths["json"], json.dumps(_finite(payload), indent=1, default=_json_default, allow_nan=False).encode())
-    atomic_write(paths["md"], render_markdown(results, meta).encode())
-    atomic_write(paths["html"], render_zoo_html(results, meta).encode())
+    write_files({  # all three or none (OutputError naming the path)
+        paths["json"]: json.dumps(_finite(payload), indent=1, default=_json_default, allow_nan=False).encode(),
+        paths["md"]: render_markdown(results, meta).encode(),
+        paths["html"]: render_zoo_html(results, meta).encode(),
+    }, make_dirs=True)
     return paths
 
 
