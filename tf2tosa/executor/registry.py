@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import ConversionError
 from ..ir.graph import Operation
 from ..ir.types import DType
+from ..tosa import optable
 
 Kernel = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
 
@@ -108,6 +109,70 @@ def attr(op: Operation, name: str, default: Any = None) -> Any:
     if default is None:
         raise ErrorIfError(f"missing attribute {name!r}", op=op_label(op))
     return default
+
+
+#: per op name: catalogue operand name -> index into ``ins`` (a slice for a tensor_list argument)
+_OPERAND_INDEX: dict[str, dict[str, int | slice]] = {}
+
+
+def _operand_index(name: str) -> dict[str, int | slice]:
+    spec = optable.get(name)
+    index: dict[str, int | slice] = {}
+    args = spec.inputs
+    k = next((i for i, a in enumerate(args) if a.role == "tensor_list"), None)
+    for i, a in enumerate(args):
+        if k is None or i < k:
+            index[a.name] = i
+        elif i == k:
+            n_after = len(args) - k - 1
+            index[a.name] = slice(k, -n_after if n_after else None)
+        else:
+            index[a.name] = i - len(args)  # counted from the end
+    _OPERAND_INDEX[name] = index
+    return index
+
+
+class Args:
+    """An op's operands and attributes by their catalogue names (``args.input``, ``args.weight``,
+    ``args.input_zp``, ``args.stride``).
+
+    An operand name gives the array (an absent optional operand gives None; a tensor_list argument
+    gives the list).  An attribute name gives the op's value, else the catalogue default; a missing
+    attribute without a default raises :class:`ErrorIfError`, like :func:`attr`.
+    """
+
+    __slots__ = ("_op", "_ins", "_index")
+
+    def __init__(self, op: Operation, ins: list[np.ndarray]) -> None:
+        self._op = op
+        self._ins = ins
+        opcode = op.opcode
+        self._index = _OPERAND_INDEX.get(opcode) or _operand_index(opcode)
+
+    def __getattr__(self, name: str) -> Any:
+        i = self._index.get(name)
+        if i is not None:
+            if isinstance(i, slice):
+                return self._ins[i]
+            return self._ins[i] if -len(self._ins) <= i < len(self._ins) else None
+        return self.attr(name)
+
+    def attr(self, name: str) -> Any:
+        """Attribute ``name``: the op's value or the catalogue default."""
+        op = self._op
+        if name in op.attrs:
+            return op.attrs[name]
+        a = optable.get(op.opcode).attr_map.get(name)
+        if a is None:
+            raise AttributeError(f"{op.opcode} has no operand or attribute {name!r}")
+        if a.default is None:
+            raise ErrorIfError(f"missing attribute {name!r}", op=op_label(op))
+        return a.default
+
+
+def bind(op: Operation, ins: list[np.ndarray]) -> Args:
+    """``op``'s operand arrays ``ins`` and its attributes, by catalogue name (see :class:`Args`)."""
+    return Args(op, ins)
 
 
 def int_list(v: Any) -> list[int]:
