@@ -159,15 +159,20 @@ class Args:
 
     def attr(self, name: str) -> Any:
         """Attribute ``name``: the op's value or the catalogue default."""
-        op = self._op
-        if name in op.attrs:
-            return op.attrs[name]
-        a = optable.get(op.opcode).attr_map.get(name)
-        if a is None:
-            raise AttributeError(f"{op.opcode} has no operand or attribute {name!r}")
-        if a.default is None:
-            raise ErrorIfError(f"missing attribute {name!r}", op=op_label(op))
-        return a.default
+        return catalogue_attr(self._op, name)
+
+
+def catalogue_attr(op: Operation, name: str) -> Any:
+    """Attribute ``name`` of ``op``: its value, else the catalogue default; a missing attribute without a
+    default raises :class:`ErrorIfError` (like :func:`attr`)."""
+    if name in op.attrs:
+        return op.attrs[name]
+    a = optable.get(op.opcode).attr_map.get(name)
+    if a is None:
+        raise AttributeError(f"{op.opcode} has no operand or attribute {name!r}")
+    if a.default is None:
+        raise ErrorIfError(f"missing attribute {name!r}", op=op_label(op))
+    return a.default
 
 
 def bind(op: Operation, ins: list[np.ndarray]) -> Args:

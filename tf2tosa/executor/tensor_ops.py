@@ -18,7 +18,20 @@ from numpy.lib.stride_tricks import as_strided
 from ..ir.graph import Operation
 from ..ir.types import DType
 from . import numerics as nm
-from .registry import PRECISE, attr, bind, error_if, fdt, in_dtype, int_list, kernel, out_dtype, require, scalar, to_out
+from .registry import (
+    PRECISE,
+    bind,
+    catalogue_attr,
+    error_if,
+    fdt,
+    in_dtype,
+    int_list,
+    kernel,
+    out_dtype,
+    require,
+    scalar,
+    to_out,
+)
 
 _EXACT = float(2 ** 53)
 _EXACT32 = float(2 ** 24)
@@ -337,9 +350,9 @@ def matmul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _pool_geometry(op: Operation, x: np.ndarray) -> tuple[list[int], list[int], list[int], int, int]:
-    ky, kx = int_list(attr(op, "kernel"))
-    sy, sx = int_list(attr(op, "stride"))
-    pt, pb, pl, pr = int_list(attr(op, "pad"))
+    ky, kx = int_list(catalogue_attr(op, "kernel"))
+    sy, sx = int_list(catalogue_attr(op, "stride"))
+    pt, pb, pl, pr = int_list(catalogue_attr(op, "pad"))
     error_if(ky < 1 or kx < 1, op, "kernel < 1")
     error_if(sy < 1 or sx < 1, op, "stride < 1")
     error_if(min(pt, pb, pl, pr) < 0, op, "pad < 0")
@@ -377,7 +390,7 @@ def avg_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _nan_mode(op: Operation) -> str:
-    return str(op.attrs.get("nan_mode", "PROPAGATE")).upper()
+    return str(catalogue_attr(op, "nan_mode")).upper()
 
 
 @kernel("MAX_POOL2D")

@@ -7,12 +7,13 @@ import numpy as np
 from ..ir.graph import Operation
 from ..ir.types import DType
 from . import numerics as nm
-from .registry import error_if, in_dtype, kernel, out_dtype, scalar, to_out
+from .registry import bind, error_if, in_dtype, kernel, out_dtype, scalar, to_out
 
 
 @kernel("CAST")
 def cast(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    x = ins[0]
+    args = bind(op, ins)
+    x = args.input
     it, ot = in_dtype(op), out_dtype(op)
     if ot is DType.BOOL:
         return [to_out(x != 0, op)]
@@ -41,9 +42,10 @@ def cast(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("RESCALE")
 def rescale(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    x, mult, shift = ins[0], ins[1].reshape(-1), ins[2].reshape(-1)
-    izp = int(scalar(ins[3])) if len(ins) > 3 else 0
-    ozp = int(scalar(ins[4])) if len(ins) > 4 else 0
+    args = bind(op, ins)
+    x, mult, shift = args.input, args.multiplier.reshape(-1), args.shift.reshape(-1)
+    izp = int(scalar(args.input_zp)) if args.input_zp is not None else 0
+    ozp = int(scalar(args.output_zp)) if args.output_zp is not None else 0
     it, ot = in_dtype(op), out_dtype(op)
     a = op.attrs
     scale32 = bool(a.get("scale32", True))
