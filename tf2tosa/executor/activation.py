@@ -22,7 +22,7 @@ def erf_f32(x: np.ndarray) -> np.ndarray:
 
 @kernel("CLAMP")
 def clamp(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S3415-3424."""
+    """spec 2.4.1 CLAMP."""
     args = bind(op, ins)
     x = args.input
     dt = in_dtype(op, 0)

@@ -25,7 +25,7 @@ def _run_region(op: Operation, idx: int, args: list[np.ndarray]) -> list[np.ndar
 
 @kernel("COND_IF")
 def cond_if(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S10514-10531."""
+    """spec 2.16.1 COND_IF."""
     args = bind(op, ins)
     cond = args.condition
     error_if(cond.size != 1, op, "condition must have exactly one element")
@@ -36,7 +36,7 @@ def cond_if(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("WHILE_LOOP")
 def while_loop(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S10591-10622."""
+    """spec 2.16.2 WHILE_LOOP."""
     vals = list(ins)
     for _ in range(MAX_ITERATIONS):
         c = _run_region(op, 0, vals)

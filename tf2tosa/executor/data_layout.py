@@ -10,7 +10,7 @@ from .registry import bind, error_if, int_list, kernel, scalar, to_out
 
 @kernel("CONCAT")
 def concat(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S7827-7867: operands are the tensor list."""
+    """spec 2.10.1 CONCAT: operands are the tensor list."""
     args = bind(op, ins)
     axis = int(args.axis)
     inputs = args.input1
@@ -26,7 +26,7 @@ def concat(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("PAD")
 def pad(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8003-8023: padding shape_t [start0,end0,start1,end1,…], pad_const [1]."""
+    """spec 2.10.2 PAD: padding shape_t [start0,end0,start1,end1,…], pad_const [1]."""
     args = bind(op, ins)
     x = args.input1
     p = int_list(args.padding)
@@ -39,7 +39,7 @@ def pad(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("RESHAPE")
 def reshape(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8141-8156: element counts equal, dims >= 1."""
+    """spec 2.10.3 RESHAPE: element counts equal, dims >= 1."""
     args = bind(op, ins)
     x = args.input1
     shape = int_list(args.shape) if args.shape is not None else list(op.results[0].type.static_shape)
@@ -59,7 +59,7 @@ def reverse(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("SLICE")
 def slice_(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8407-8428."""
+    """spec 2.10.5 SLICE."""
     args = bind(op, ins)
     x = args.input1
     start, size = int_list(args.start), int_list(args.size)
@@ -82,7 +82,7 @@ def tile(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("TRANSPOSE")
 def transpose(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8667-8698: output dim i = input dim perms[i]."""
+    """spec 2.10.7 TRANSPOSE: output dim i = input dim perms[i]."""
     args = bind(op, ins)
     x = args.input1
     perms = int_list(args.perms)

@@ -20,7 +20,7 @@ def _ints(op: Operation, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.n
 
 @kernel("ADD")
 def add(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S3833; integer overflow is a REQUIRE (S11290-11295)."""
+    """spec 2.5.1 ADD; integer overflow is a REQUIRE (spec 4.5.1 apply_add_s)."""
     args = bind(op, ins)
     if in_dtype(op).is_float:
         return float_binary(op, args.input1, args.input2, np.add)
@@ -30,7 +30,7 @@ def add(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("SUB")
 def sub(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S5278."""
+    """spec 2.5.16 SUB."""
     args = bind(op, ins)
     if in_dtype(op).is_float:
         return float_binary(op, args.input1, args.input2, np.subtract)
@@ -45,7 +45,7 @@ def _shift_amount(op: Operation, b: np.ndarray) -> None:
 
 @kernel("ARITHMETIC_RIGHT_SHIFT")
 def arithmetic_right_shift(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S3926-3947: with round, add 1 when bit (shift-1) of the input is set."""
+    """spec 2.5.2 ARITHMETIC_RIGHT_SHIFT: with round, add 1 when bit (shift-1) of the input is set."""
     args = bind(op, ins)
     a, b = _ints(op, args.input1, args.input2)
     _shift_amount(op, b)
@@ -58,7 +58,7 @@ def arithmetic_right_shift(op: Operation, ins: list[np.ndarray]) -> list[np.ndar
 
 @kernel("LOGICAL_LEFT_SHIFT")
 def logical_left_shift(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S4411-4426: result = value1 << value2 (low bits kept)."""
+    """spec 2.5.8 LOGICAL_LEFT_SHIFT: result = value1 << value2 (low bits kept)."""
     args = bind(op, ins)
     a, b = _ints(op, args.input1, args.input2)
     _shift_amount(op, b)
@@ -67,7 +67,7 @@ def logical_left_shift(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]
 
 @kernel("LOGICAL_RIGHT_SHIFT")
 def logical_right_shift(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S4498-4516: zero-filling shift at the type's width."""
+    """spec 2.5.9 LOGICAL_RIGHT_SHIFT: zero-filling shift at the type's width."""
     args = bind(op, ins)
     a, b = _ints(op, args.input1, args.input2)
     _shift_amount(op, b)
@@ -119,7 +119,7 @@ def logical_xor(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("INTDIV")
 def intdiv(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S4256-4268: truncating division, REQUIRE divisor != 0 and result fits."""
+    """spec 2.5.6 INTDIV: truncating division, REQUIRE divisor != 0 and result fits."""
     args = bind(op, ins)
     a, b = _ints(op, args.input1, args.input2)
     require(b != 0, op, "divisor != 0")
@@ -140,19 +140,19 @@ def _minmax(op: Operation, ins: list[np.ndarray], is_max: bool) -> list[np.ndarr
 
 @kernel("MAXIMUM")
 def maximum(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S4770 (apply_max_s with nan_mode)."""
+    """spec 2.5.12 MAXIMUM (apply_max_s with nan_mode)."""
     return _minmax(op, ins, True)
 
 
 @kernel("MINIMUM")
 def minimum(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S4893."""
+    """spec 2.5.13 MINIMUM."""
     return _minmax(op, ins, False)
 
 
 @kernel("MUL")
 def mul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S5048-5070: i32 with shift>0 rounds half up the 64-bit product; otherwise low 32 bits."""
+    """spec 2.5.14 MUL: i32 with shift>0 rounds half up the 64-bit product; otherwise low 32 bits."""
     args = bind(op, ins)
     shift = int(scalar(args.shift)) if args.shift is not None else 0
     dt = in_dtype(op)
@@ -172,7 +172,7 @@ def mul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("POW")
 def pow_(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S5168-5184."""
+    """spec 2.5.15 POW."""
     args = bind(op, ins)
     # evaluated in fp64 and rounded once, like the unary transcendental functions (common.float_unary_wide)
     return float_binary(op, args.input1, args.input2, lambda a, b: np.power(a.astype(np.float64), b.astype(np.float64)))
@@ -180,7 +180,7 @@ def pow_(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("TABLE")
 def table(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S5383-5397: i8 -> table[v+128]; i16 -> apply_lookup_s (S843-854)."""
+    """spec 2.5.17 TABLE: i8 -> table[v+128]; i16 -> apply_lookup_s (spec 1.12.5 General Unary Functions)."""
     args = bind(op, ins)
     x, tab = args.input1, args.table.reshape(-1)
     if in_dtype(op) is DType.INT8:

@@ -13,7 +13,7 @@ from .registry import bind, error_if, in_dtype, kernel, scalar, to_out
 
 @kernel("ABS")
 def abs_(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S5471 (float test read as value1 < 0, erratum §6.5)."""
+    """spec 2.6.1 ABS (float test read as value1 < 0, erratum §6.5)."""
     args = bind(op, ins)
     if in_dtype(op).is_float:
         return float_unary(op, args.input1, np.abs)
@@ -42,7 +42,7 @@ def floor(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("CLZ")
 def clz(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S5709, count_leading_zeros S11429-11441."""
+    """spec 2.6.4 CLZ, count_leading_zeros spec 4.5.1 count_leading_zeros."""
     args = bind(op, ins)
     return [to_out(nm.count_leading_zeros32(args.input1), op)]
 
@@ -66,7 +66,7 @@ def exp(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _log(x: np.ndarray) -> np.ndarray:
-    """apply_log (S11318-11327): log(0) = -inf, log(<0) = NaN."""
+    """apply_log (spec 4.5.1 apply_log): log(0) = -inf, log(<0) = NaN."""
     return np.where(x < 0, np.nan, np.log(x)).astype(x.dtype)
 
 
@@ -84,7 +84,7 @@ def logical_not(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("NEGATE")
 def negate(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S6291-6323: out = clip(output_zp - (x - input1_zp)) computed in acc_t (i32)."""
+    """spec 2.6.10 NEGATE: out = clip(output_zp - (x - input1_zp)) computed in acc_t (i32)."""
     args = bind(op, ins)
     dt = in_dtype(op)
     izp = scalar(args.input1_zp) if args.input1_zp is not None else 0

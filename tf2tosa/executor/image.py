@@ -1,4 +1,4 @@
-"""§2.12 RESIZE (S9205-9286), vectorised over output rows/columns."""
+"""§2.12 RESIZE (spec 2.12.1 RESIZE), vectorised over output rows/columns."""
 
 from __future__ import annotations
 

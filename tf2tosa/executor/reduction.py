@@ -44,7 +44,7 @@ def _minmax(op: Operation, x: np.ndarray, is_max: bool) -> list[np.ndarray]:
 
 @kernel("REDUCE_MAX")
 def reduce_max(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S7360-7379."""
+    """spec 2.9.3 REDUCE_MAX."""
     args = bind(op, ins)
     return _minmax(op, args.input, True)
 
@@ -66,7 +66,7 @@ def reduce_product(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("REDUCE_SUM")
 def reduce_sum(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S7701-7720: i32 accumulation with the overflow REQUIRE; floats accumulate in fp32."""
+    """spec 2.9.6 REDUCE_SUM: i32 accumulation with the overflow REQUIRE; floats accumulate in fp32."""
     args = bind(op, ins)
     x = args.input
     axis = _axis(op, x)

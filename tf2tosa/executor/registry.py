@@ -25,7 +25,7 @@ Kernel = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
 KERNELS: dict[str, Kernel] = {}
 
 
-#: graph result states of the specification (S585-595)
+#: graph result states of the specification (spec 1.10.1 TOSA Graph Compliance)
 VALID, ERROR, UNPREDICTABLE = "VALID", "ERROR", "UNPREDICTABLE"
 
 

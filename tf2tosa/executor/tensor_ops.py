@@ -217,19 +217,19 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
 
 @kernel("CONV2D")
 def conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S1653-1697."""
+    """spec 2.3.3 CONV2D."""
     return [_conv_nd(op, ins, 2)]
 
 
 @kernel("CONV3D")
 def conv3d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S1976-2028."""
+    """spec 2.3.4 CONV3D."""
     return [_conv_nd(op, ins, 3)]
 
 
 @kernel("DEPTHWISE_CONV2D")
 def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2306-2350: weight [KH,KW,C,M], output channel c*M+m."""
+    """spec 2.3.5 DEPTHWISE_CONV2D: weight [KH,KW,C,M], output channel c*M+m."""
     args = bind(op, ins)
     x, w, bias = args.input, args.weight, args.bias
     izp, wzp = scalar(args.input_zp), scalar(args.weight_zp)
@@ -285,7 +285,7 @@ def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("TRANSPOSE_CONV2D")
 def transpose_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S3247-3293: out[oy = iy*stride + ky + out_pad_top] += in[iy] * w[ky] (scatter form)."""
+    """spec 2.3.10 TRANSPOSE_CONV2D: out[oy = iy*stride + ky + out_pad_top] += in[iy] * w[ky] (scatter form)."""
     args = bind(op, ins)
     x, w, bias = args.input, args.weight, args.bias
     izp, wzp = scalar(args.input_zp), scalar(args.weight_zp)
@@ -333,7 +333,7 @@ def transpose_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("MATMUL")
 def matmul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2666-2679 (ERROR_IF read per the erratum: zero points only for i8)."""
+    """spec 2.3.7 MATMUL (ERROR_IF read per the erratum: zero points only for i8)."""
     args = bind(op, ins)
     a, b = args.A, args.B
     azp, bzp = scalar(args.A_zp), scalar(args.B_zp)
@@ -365,7 +365,7 @@ def _pool_geometry(op: Operation, x: np.ndarray) -> tuple[list[int], list[int], 
 
 @kernel("AVG_POOL2D")
 def avg_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S1324-1374; integer division via reciprocal_scale + apply_scale_32 (single round)."""
+    """spec 2.3.2 AVG_POOL2D; integer division via reciprocal_scale + apply_scale_32 (single round)."""
     args = bind(op, ins)
     x = args.input
     izp, ozp = scalar(args.input_zp), scalar(args.output_zp)
@@ -395,7 +395,7 @@ def _nan_mode(op: Operation) -> str:
 
 @kernel("MAX_POOL2D")
 def max_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2829-2864."""
+    """spec 2.3.8 MAX_POOL2D."""
     x = bind(op, ins).input
     ks, st, (pt, pb, pl, pr), oh, ow = _pool_geometry(op, x)
     pads = ((0, 0), (pt, pb), (pl, pr), (0, 0))
@@ -412,7 +412,7 @@ def max_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("ARGMAX")
 def argmax(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S1088-1124: first maximum; PROPAGATE: first NaN wins; IGNORE: NaNs skipped (all-NaN -> 0)."""
+    """spec 2.3.1 ARGMAX: first maximum; PROPAGATE: first NaN wins; IGNORE: NaNs skipped (all-NaN -> 0)."""
     args = bind(op, ins)
     x = args.input
     axis = int(args.axis)
@@ -439,7 +439,7 @@ def _check_pow2(op: Operation, h: int, w: int) -> None:
 
 @kernel("FFT2D")
 def fft2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2473-2500: unnormalised forward (inverse=False) or backward DFT, computed in float64."""
+    """spec 2.3.6 FFT2D: unnormalised forward (inverse=False) or backward DFT, computed in float64."""
     args = bind(op, ins)
     re, im = args.input_real, args.input_imag
     _check_pow2(op, re.shape[1], re.shape[2])
@@ -453,7 +453,7 @@ def fft2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("RFFT2D")
 def rfft2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2956-2981: forward real DFT, outputs [N,H,W/2+1]."""
+    """spec 2.3.9 RFFT2D: forward real DFT, outputs [N,H,W/2+1]."""
     re = bind(op, ins).input_real
     _check_pow2(op, re.shape[1], re.shape[2])
     y = np.fft.rfft2(re.astype(np.float64), axes=(1, 2))

@@ -30,7 +30,7 @@ def _initial(op: Operation, key: str) -> np.ndarray | None:
 
 @kernel("VARIABLE")
 def variable(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S10702-10727: declare once; keep an existing value from a previous invocation."""
+    """spec 2.17.1 VARIABLE: declare once; keep an existing value from a previous invocation."""
     st = current_state()
     key = _key(op)
     error_if(key in st.declared, op, f"variable {key} declared twice")

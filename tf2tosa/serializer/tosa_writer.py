@@ -17,10 +17,10 @@ written by Arm's own serializer (``tosa-opt --tosa-serialize``):
 * ``TosaShape.data`` holds the CONST_SHAPE values as int64;
 * CLAMP ``min_val``/``max_val`` are the bound's bytes in the input element type.
 
-Spec references (``/work/shared/seeds/000_1233e33818c54f1a.txt``): shape_t values come only from
-CONST_SHAPE (S10888-10934); COND_IF / WHILE_LOOP take their graphs as attributes (S10444-10602);
-enumerations S10938-11082 (the fbs enums are the spec's values + 1, 0 being UNKNOWN).  EXT-VARIABLE
-(S10624-10870) is written as Arm's serializer does it: a ``variable`` tensor holding the initial
+Spec references (sections of the TOSA 1.0 specification): shape_t values come only from
+CONST_SHAPE (spec 2.18.1 CONST_SHAPE); COND_IF / WHILE_LOOP take their graphs as attributes (spec 2.16.1-2.16.2);
+enumerations spec 3 Enumerations (the fbs enums are the spec's values + 1, 0 being UNKNOWN).  EXT-VARIABLE
+(spec 2.17.1-2.17.3) is written as Arm's serializer does it: a ``variable`` tensor holding the initial
 value, VARIABLE_READ / VARIABLE_WRITE as IDENTITY from / into that tensor.
 
 Everything is written in a fixed order (graph inputs, then operations in

@@ -190,7 +190,8 @@ class Builder:
                          quant=x.type.quant).result
 
     def broadcast_ranks(self, *xs: Value) -> list[Value]:
-        """Reshape lower-rank operands by prepending 1s so all have equal rank (1.0 needs equal ranks, S809)."""
+        """Reshape lower-rank operands by prepending 1s so all have equal rank (1.0 needs equal ranks,
+        spec 1.11.3 Broadcasting)."""
         rank = max(v.type.rank for v in xs)
         return [self.reshape(v, (1,) * (rank - v.type.rank) + tuple(v.shape)) if v.type.rank < rank else v
                 for v in xs]

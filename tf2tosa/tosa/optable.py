@@ -1,10 +1,11 @@
 """The TOSA 1.0 operator catalogue: the table (validation lives in :mod:`.validation`).
 
-One entry per operator of the specification seed (``/work/shared/seeds/000_1233e33818c54f1a.txt``,
-cited as ``S<line>``): operands in the spec's order with their role, attributes with kinds and
-defaults, and every row of the op's "Supported Data Types" table with its profile/extension.
-The table below was transcribed from the seed's argument and type tables (the tests re-parse the
-seed and compare); changes to the spec's own text are marked ``errata`` with the line.
+One entry per operator of the TOSA 1.0 specification (cited by section, ``spec 2.3.3 CONV2D``;
+``OpSpec.spec_line`` keeps the line of the op's heading in the text the table was transcribed from):
+operands in the spec's order with their role, attributes with kinds and defaults, and every row of
+the op's "Supported Data Types" table with its profile/extension.  The table was transcribed from
+the spec's argument and type tables (the tests re-parse the spec text and compare); changes to the
+spec's own text are marked ``errata`` with the section.
 
 Readers: the builder (``infer_result_types`` / ``validate``), the serializer and MLIR printer
 (operand order, attribute names), ``profiles.requirements`` (which profiles and extensions a
@@ -39,7 +40,7 @@ class Arg:
     role: str
     #: the spec's type placeholder ("in_t", "out_t", "in_out_t", "weight_t", "i8_t", "shape_t" …)
     type_var: str
-    #: must be a compile-time constant (CONST/CONST_SHAPE-fed) unless EXT-DYNAMIC (S895-906)
+    #: must be a compile-time constant (CONST/CONST_SHAPE-fed) unless EXT-DYNAMIC (spec 2.1 Operator Arguments)
     ctc: bool = False
     #: fixed rank when the spec fixes it
     rank: int | None = None
@@ -60,7 +61,8 @@ class Attr:
 
 ATTR_KINDS = frozenset({"i32", "bool", "i32_list", "acc_type", "rounding_mode", "nan_mode", "resize_mode", "graph",
                         "string", "bytes", "values", "dtype", "scalar"})
-#: enumerations (S10938-11082); RESIZE's text says NEAREST, the enum NEAREST_NEIGHBOR (errata S9095, S10948)
+#: enumerations (spec 3 Enumerations); RESIZE's text says NEAREST, the enum NEAREST_NEIGHBOR
+#: (errata: spec 2.12.1 RESIZE against spec 3.1 resize_mode_t)
 ENUMS: dict[str, tuple[str, ...]] = {
     "acc_type": ("INT32", "FP16", "FP32", "INT48"),
     "nan_mode": ("PROPAGATE", "IGNORE"),
@@ -69,7 +71,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
 }
 #: acc_type_t value -> the acc_t element type it names
 ACC_TYPES: dict[str, DType] = {"INT32": DType.INT32, "INT48": DType.INT48, "FP16": DType.FP16, "FP32": DType.FP32}
-#: TABLE_SIZE column of TABLE's type table (S5357-5381)
+#: TABLE_SIZE column of TABLE's type table (spec 2.5.17 TABLE)
 TABLE_SIZE: dict[DType, int] = {DType.INT8: 256, DType.INT16: 513}
 
 
@@ -246,7 +248,7 @@ _op("FFT2D", "2.3.6", 2352,
     outputs=[T("output_real", "in_out_t", rank=3), T("output_imag", "in_out_t", rank=3)],
     attrs=[A("inverse", "bool"), A("local_bound", "bool", False)],
     rows=[R("EXT-FFT", in_out_t="fp32")])
-# errata: S2668 writes the zero-point ERROR_IF inverted; read as "zero points only for i8" (S2556, S2568)
+# errata: spec 2.3.7 MATMUL writes the zero-point ERROR_IF inverted; read as "zero points only for i8"
 _op("MATMUL", "2.3.7", 2502,
     inputs=[T("A", "in_t", rank=3), T("B", "in_t", rank=3), ZP("A_zp", "in_t", ctc=True), ZP("B_zp", "in_t", ctc=True)],
     outputs=[T("output", "out_t", rank=3)],
@@ -287,7 +289,7 @@ _op("TRANSPOSE_CONV2D", "2.3.10", 2982,
 _op("CLAMP", "2.4.1", 3295,
     inputs=[T("input", "in_out_t")],
     outputs=[T("output", "in_out_t")],
-    # min_val/max_val have the data type in_out_t (S3339-3357); there is no i32 row
+    # min_val/max_val have the data type in_out_t (spec 2.4.1 CLAMP); there is no i32 row
     attrs=[A("min_val", "scalar"), A("max_val", "scalar"), A("nan_mode", "nan_mode", "PROPAGATE")],
     rows=[R("PRO-FP", in_out_t="fp16"), R("PRO-FP", in_out_t="fp32"), R("PRO-INT", in_out_t="i8"),
           R("EXT-BF16", in_out_t="bf16"), R("EXT-INT16", in_out_t="i16")])
@@ -395,7 +397,7 @@ _op("SUB", "2.5.16", 5186,
     attrs=[],
     rows=[R("PRO-FP", in_out_t="fp16"), R("PRO-FP", in_out_t="fp32"), R("PRO-INT or PRO-FP", in_out_t="i32"),
           R("EXT-BF16", in_out_t="bf16")])
-# TABLE_SIZE is 256 for i8 and 513 for i16 (S5357-5381), see TABLE_SIZE
+# TABLE_SIZE is 256 for i8 and 513 for i16 (spec 2.5.17 TABLE), see TABLE_SIZE
 _op("TABLE", "2.5.17", 5291,
     inputs=[T("input1", "in_t"), T("table", "table_t", role="table", ctc=True)],
     outputs=[T("output", "out_t")],
@@ -641,7 +643,8 @@ _op("CAST", "2.13.1", 9290,
           R("EXT-FP8E4M3", in_t="fp8e4m3", out_t="fp32"), R("EXT-FP8E5M2", in_t="fp16", out_t="fp8e5m2"),
           R("EXT-FP8E5M2", in_t="fp32", out_t="fp8e5m2"), R("EXT-FP8E5M2", in_t="fp8e5m2", out_t="fp16"),
           R("EXT-FP8E5M2", in_t="fp8e5m2", out_t="fp32")])
-# mul_t is i32 when scale32 else i16 (S9877); unsigned data is only expressed through input/output_unsigned
+# mul_t is i32 when scale32 else i16 (spec 2.13.2 RESCALE); unsigned data is only expressed through
+# input/output_unsigned
 _op("RESCALE", "2.13.2", 9770,
     inputs=[T("input", "in_t"), T("multiplier", "mul_t", role="multiplier", ctc=True),
             T("shift", "i8_t", role="shift", ctc=True), ZP("input_zp", "in_t", ctc=True),
@@ -694,20 +697,21 @@ _op("WHILE_LOOP", "2.16.2", 10533,
 _op("VARIABLE", "2.17.1", 10624,
     inputs=[],
     outputs=[],
-    # errata: the IR names a variable by ``name`` (as tosa.fbs does) where the spec has ``uid: i32_t`` (S10636)
+    # errata: the IR names a variable by ``name`` (as tosa.fbs does) where the spec has ``uid: i32_t``
+    # (spec 2.17.1 VARIABLE)
     attrs=[A("name", "string"), A("var_shape", "i32_list"), A("type", "dtype"),
            A("initial_value", "values", required=False)],
     rows=[R("EXT-VARIABLE and PRO-FP", var_t="fp16"), R("EXT-VARIABLE and PRO-FP", var_t="fp32"),
           R("EXT-VARIABLE and PRO-INT", var_t="i8")])
 _op("VARIABLE_WRITE", "2.17.2", 10729,
-    # errata: the argument says T<in_t>, the type table var_t (S10741, S10765)
+    # errata: the argument says T<in_t>, the type table var_t (spec 2.17.2 VARIABLE_WRITE, spec 2.17.2 VARIABLE_WRITE)
     inputs=[T("input1", "var_t")],
     outputs=[],
     attrs=[A("name", "string")],
     rows=[R("EXT-VARIABLE and PRO-FP", var_t="fp16"), R("EXT-VARIABLE and PRO-FP", var_t="fp32"),
           R("EXT-VARIABLE and PRO-INT", var_t="i8")])
 _op("VARIABLE_READ", "2.17.3", 10807,
-    # errata: the argument says T<out_t>, the type table var_t (S10829, S10843)
+    # errata: the argument says T<out_t>, the type table var_t (spec 2.17.3 VARIABLE_READ, spec 2.17.3 VARIABLE_READ)
     inputs=[],
     outputs=[T("output1", "var_t")],
     attrs=[A("name", "string")],
@@ -733,7 +737,7 @@ def get(name: str) -> OpSpec:
 
 
 def _err(spec: OpSpec, msg: str, tensor: str | None = None) -> InvalidGraphError:
-    return InvalidGraphError(f"{spec.name}: {msg} (spec S{spec.spec_line})", op=spec.name, tensor=tensor)
+    return InvalidGraphError(f"{spec.name}: {msg} (spec {spec.section} {spec.name})", op=spec.name, tensor=tensor)
 
 
 def bind_operands(name: str, types: Sequence[Any], outputs: bool = False) -> list[tuple[Arg, Any]]:

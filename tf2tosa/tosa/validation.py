@@ -28,7 +28,7 @@ def _expected(tv: str, row: TypeRow, attrs: dict[str, Any]) -> DType | None:
         return row.types[tv]
     if tv in _FIXED:
         return _FIXED[tv]
-    if tv == "mul_t":  # S9877: if (scale32) mul_t=i32_t else mul_t=i16_t
+    if tv == "mul_t":  # spec 2.13.2 RESCALE: if (scale32) mul_t=i32_t else mul_t=i16_t
         return DType.INT32 if attrs.get("scale32", True) else DType.INT16
     return None
 
@@ -255,7 +255,7 @@ def _check_zero_points(spec: OpSpec, pairs: list[tuple[Arg, TensorType]], consts
         zp = arr[0].item()
         dt = t.dtype
         if op == "RESCALE":
-            # S10074-10079: non-zero only for i8 (signed or unsigned) and unsigned i16 (0 or 32768)
+            # spec 2.13.2 RESCALE: non-zero only for i8 (signed or unsigned) and unsigned i16 (0 or 32768)
             unsigned = bool(attrs.get("input_unsigned" if arg.name == "input_zp" else "output_unsigned"))
             if dt is DType.INT8:
                 continue
@@ -281,22 +281,22 @@ def _check_values(spec: OpSpec, row: TypeRow, pairs: list[tuple[Arg, TensorType]
         c = by_name["shift"][1]
         s = _scalar(c)
         if s is not None:
-            if not 0 <= s <= 63:  # S5051
+            if not 0 <= s <= 63:  # spec 2.5.14 MUL
                 raise _err(spec, f"shift={s} must be in [0, 63]", "shift")
-            if s != 0 and row.types.get("in_t") is not DType.INT32:  # S5052
+            if s != 0 and row.types.get("in_t") is not DType.INT32:  # spec 2.5.14 MUL
                 raise _err(spec, f"shift={s} must be 0 unless in_t is i32", "shift")
     if op == "TABLE":
         t_in = row.types["in_t"]
         table_t = by_name["table"][0]
-        if table_t.is_static and table_t.shape != (TABLE_SIZE[t_in],):  # S5386
+        if table_t.is_static and table_t.shape != (TABLE_SIZE[t_in],):  # spec 2.5.17 TABLE
             raise _err(spec, f"table must have shape [{TABLE_SIZE[t_in]}] for {t_in.value} input, "
                              f"has {list(table_t.shape)}", "table")
     if op == "CLAMP":
         lo, hi = attrs.get("min_val"), attrs.get("max_val")
         if lo is not None and hi is not None:
-            if isinstance(lo, float) and np.isnan(lo) or isinstance(hi, float) and np.isnan(hi):  # S3419
+            if isinstance(lo, float) and np.isnan(lo) or isinstance(hi, float) and np.isnan(hi):  # spec 2.4.1 CLAMP
                 raise _err(spec, "min_val/max_val must not be NaN")
-            if hi < lo:  # S3418
+            if hi < lo:  # spec 2.4.1 CLAMP
                 raise _err(spec, f"max_val={hi} < min_val={lo}")
             dt = row.types["in_out_t"]
             if dt.is_int:
@@ -311,20 +311,20 @@ def _check_values(spec: OpSpec, row: TypeRow, pairs: list[tuple[Arg, TensorType]
         iu, ou = bool(attrs.get("input_unsigned")), bool(attrs.get("output_unsigned"))
         rm = str(attrs.get("rounding_mode"))
         if scale32 and in_t is DType.INT48:
-            raise _err(spec, "scale32 must be false for i48 input (S10080)")
+            raise _err(spec, "scale32 must be false for i48 input (spec 2.13.2 RESCALE)")
         if not scale32 and rm == "DOUBLE_ROUND":
-            raise _err(spec, "DOUBLE_ROUND needs scale32 (S10081)")
+            raise _err(spec, "DOUBLE_ROUND needs scale32 (spec 2.13.2 RESCALE)")
         if iu and ou:
-            raise _err(spec, "input_unsigned and output_unsigned cannot both be set (S10082)")
+            raise _err(spec, "input_unsigned and output_unsigned cannot both be set (spec 2.13.2 RESCALE)")
         if out_t is DType.INT32 and iu:
-            raise _err(spec, "input_unsigned is not allowed with an i32 output (S10083)")
+            raise _err(spec, "input_unsigned is not allowed with an i32 output (spec 2.13.2 RESCALE)")
         if in_t in (DType.INT32, DType.INT48) and ou:
-            raise _err(spec, f"output_unsigned is not allowed with {in_t.value} input (S10084-10085)")
+            raise _err(spec, f"output_unsigned is not allowed with {in_t.value} input (spec 2.13.2 RESCALE)")
         inp = by_name["input"][0]
         per_channel = bool(attrs.get("per_channel"))
         if per_channel and inp.rank < 1:
-            raise _err(spec, "per_channel needs an input of rank >= 1 (S10086)")
-        nc: Any = inp.shape[-1] if per_channel else 1  # S9897
+            raise _err(spec, "per_channel needs an input of rank >= 1 (spec 2.13.2 RESCALE)")
+        nc: Any = inp.shape[-1] if per_channel else 1  # spec 2.13.2 RESCALE
         for nm in ("multiplier", "shift"):
             t = by_name[nm][0]
             if t.rank == 1 and isinstance(t.shape[0], int) and isinstance(nc, int) and t.shape[0] != nc:
@@ -332,12 +332,12 @@ def _check_values(spec: OpSpec, row: TypeRow, pairs: list[tuple[Arg, TensorType]
         sh = by_name["shift"][1]
         if sh is not None:
             arr = np.asarray(sh).reshape(-1)
-            if arr.size and (arr.min() < 2 or arr.max() > 62):  # apply_scale_32/16 REQUIRE (S11744, S11759)
+            if arr.size and (arr.min() < 2 or arr.max() > 62):  # REQUIRE of spec 4.5.5 apply_scale_32/16
                 raise _err(spec, f"shift values must be in [2, 62], got [{arr.min()}, {arr.max()}]", "shift")
         mul = by_name["multiplier"][1]
         if mul is not None:
             arr = np.asarray(mul).reshape(-1)
-            if arr.size and arr.min() < 0:  # S11745, S11760
+            if arr.size and arr.min() < 0:  # spec 4.5.5 apply_scale_32, spec 4.5.5 apply_scale_16
                 raise _err(spec, "multiplier values must be >= 0", "multiplier")
     if op == "PAD":
         pc = by_name["pad_const"][0]
@@ -351,7 +351,7 @@ def _sig(types: Sequence[TensorType]) -> list[tuple[tuple[Any, ...], DType]]:
 
 def _check_regions(spec: OpSpec, operand_types: list[TensorType], result_types: list[TensorType],
                    attrs: dict[str, Any]) -> None:
-    """COND_IF / WHILE_LOOP graphs against the tensor lists (S10519-10522, S10596-10602)."""
+    """COND_IF / WHILE_LOOP graphs against the tensor lists (spec 2.16.1 COND_IF, spec 2.16.2 WHILE_LOOP)."""
     def io(key: str) -> tuple[list[TensorType], list[TensorType]] | None:
         g = attrs.get(key)
         if g is None or not hasattr(g, "inputs"):
@@ -364,19 +364,19 @@ def _check_regions(spec: OpSpec, operand_types: list[TensorType], result_types: 
             if got is None:
                 continue
             if _sig(got[0]) != _sig(operand_types[1:]):
-                raise _err(spec, f"{key} inputs {[str(t) for t in got[0]]} do not match input_list (S10519)")
+                raise _err(spec, f"{key} inputs {[str(t) for t in got[0]]} do not match input_list")
             if _sig(got[1]) != _sig(result_types):
-                raise _err(spec, f"{key} outputs {[str(t) for t in got[1]]} do not match output_list (S10521)")
+                raise _err(spec, f"{key} outputs {[str(t) for t in got[1]]} do not match output_list")
     if spec.name == "WHILE_LOOP":
         cond, body = io("cond_graph"), io("body_graph")
         if cond is not None:
             if _sig(cond[0]) != _sig(operand_types):
-                raise _err(spec, "cond_graph inputs do not match input_list (S10597)")
+                raise _err(spec, "cond_graph inputs do not match input_list (spec 2.16.2 WHILE_LOOP)")
             outs = cond[1]
             if len(outs) != 1 or outs[0].dtype is not DType.BOOL or (outs[0].is_static and outs[0].size != 1):
-                raise _err(spec, "cond_graph must return one bool of size 1 (S10601-10602)")
+                raise _err(spec, "cond_graph must return one bool of size 1 (spec 2.16.2 WHILE_LOOP)")
         if body is not None and (_sig(body[0]) != _sig(operand_types) or _sig(body[1]) != _sig(operand_types)):
-            raise _err(spec, "body_graph inputs and outputs must match input_list (S10598-10599)")
+            raise _err(spec, "body_graph inputs and outputs must match input_list (spec 2.16.2 WHILE_LOOP)")
 
 
 def validate(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType],
@@ -395,7 +395,7 @@ def validate(name: str, operand_types: Sequence[TensorType], result_types: Seque
     in_pairs = bind_operands(spec.name, operand_types)
     out_pairs = bind_operands(spec.name, result_types, outputs=True)
     if spec.name == "CONCAT" and not operand_types:
-        raise _err(spec, "needs at least one input (S7831)")
+        raise _err(spec, "needs at least one input (spec 2.10.1 CONCAT)")
     check_attrs(spec.name, attrs)
     for arg, t in in_pairs + out_pairs:
         if not t.dtype.is_tosa:
@@ -404,7 +404,8 @@ def validate(name: str, operand_types: Sequence[TensorType], result_types: Seque
             raise _err(spec, f"{arg.name} must have rank {arg.rank}, has shape {list(t.shape)}", arg.name)
         if t.rank < arg.min_rank:
             raise _err(spec, f"{arg.name} must have rank >= {arg.min_rank}, has rank {t.rank}", arg.name)
-        # S760: no empty tensors; a shape_t value of a rank-0 shape (S8045) has length 0 and is fine
+        # spec 1.11.1 Tensors: no empty tensors; a shape_t value of a rank-0 shape (spec 2.10.3 RESHAPE) has
+        # length 0 and is fine
         if t.dtype is not DType.SHAPE and any(isinstance(d, int) and d < 1 for d in t.shape):
             raise _err(spec, f"{arg.name} has a dimension < 1: {list(t.shape)}", arg.name)
         if arg.role in ("zp",) and t.is_static and t.shape != (1,):
