@@ -11,8 +11,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import sys
+import tempfile
 from typing import Any
+
+_TMPDIR = tempfile.gettempdir()
+#: a temporary directory: pytest's (``/tmp/pytest-of-USER/pytest-N/[popen-gwK/]test_name0/``) or one made by
+#: ``tempfile.mkdtemp`` (``/tmp/tf2tosa-ser-XXXX/``).  It differs from run to run, and the op locations of a
+#: graph read back from a file name it.
+_TMP = re.compile(re.escape(_TMPDIR) + r"/(?:pytest-of-[^/]+/pytest-\d+/(?:popen-gw\d+/)?[^/]*?\d+/|[^/\"']+/)")
 
 _installed = False
 
@@ -33,6 +41,34 @@ def record(kind: str, data: bytes) -> None:
         f.write(line)
 
 
+def _ops(graph: Any) -> list[Any]:
+    ops = []
+    ops_ = graph.ops.values() if isinstance(graph.ops, dict) else graph.ops
+    for op in ops_:
+        ops.append(op)
+        for r in getattr(op, "regions", None) or ():
+            ops.extend(_ops(r))
+    return ops
+
+
+def _normalized(graph: Any, data: bytes, write: Any) -> bytes:
+    """``data``, or when its op locations name a temporary directory, the bytes written with that
+    directory replaced by ``<tmp>/`` (hashed instead, so that the hash does not depend on the run)."""
+    if _TMPDIR.encode() + b"/" not in data:
+        return data
+    saved = []
+    for op in _ops(graph):
+        loc = getattr(op, "location", None)
+        if loc and _TMP.search(loc):
+            saved.append((op, loc))
+            op.location = _TMP.sub("<tmp>/", loc)
+    try:
+        return write(graph)
+    finally:
+        for op, loc in saved:
+            op.location = loc
+
+
 def install() -> None:
     """Patch the serializer (idempotent)."""
     global _installed
@@ -46,7 +82,7 @@ def install() -> None:
     @functools.wraps(orig_write)
     def write(self: Any) -> bytes:
         data = orig_write(self)
-        record("tosa", data)
+        record("tosa", _normalized(self.main, data, lambda g: orig_write(tosa_writer._Writer(g))))
         return data
 
     tosa_writer._Writer.write = write  # type: ignore[method-assign]
