@@ -111,10 +111,6 @@ def attr(op: Operation, name: str, default: Any = None) -> Any:
     return default
 
 
-#: per op name: catalogue operand name -> index into ``ins`` (a slice for a tensor_list argument)
-_OPERAND_INDEX: dict[str, dict[str, int | slice]] = {}
-
-
 def _operand_index(name: str) -> dict[str, int | slice]:
     spec = optable.get(name)
     index: dict[str, int | slice] = {}
@@ -128,7 +124,6 @@ def _operand_index(name: str) -> dict[str, int | slice]:
             index[a.name] = slice(k, -n_after if n_after else None)
         else:
             index[a.name] = i - len(args)  # counted from the end
-    _OPERAND_INDEX[name] = index
     return index
 
 
@@ -138,28 +133,53 @@ class Args:
 
     An operand name gives the array (an absent optional operand gives None; a tensor_list argument
     gives the list).  An attribute name gives the op's value, else the catalogue default; a missing
-    attribute without a default raises :class:`ErrorIfError`, like :func:`attr`.
+    attribute without a default raises :class:`ErrorIfError`, like :func:`attr`.  :func:`bind`
+    returns an instance of a subclass made once per op, whose names are properties (fast to read).
     """
 
-    __slots__ = ("_op", "_ins", "_index")
+    __slots__ = ("_op", "_ins")
 
     def __init__(self, op: Operation, ins: list[np.ndarray]) -> None:
         self._op = op
         self._ins = ins
-        opcode = op.opcode
-        self._index = _OPERAND_INDEX.get(opcode) or _operand_index(opcode)
 
     def __getattr__(self, name: str) -> Any:
-        i = self._index.get(name)
-        if i is not None:
-            if isinstance(i, slice):
-                return self._ins[i]
-            return self._ins[i] if -len(self._ins) <= i < len(self._ins) else None
-        return self.attr(name)
+        raise AttributeError(f"{self._op.opcode} has no operand or attribute {name!r}")
 
     def attr(self, name: str) -> Any:
         """Attribute ``name``: the op's value or the catalogue default."""
         return catalogue_attr(self._op, name)
+
+
+def _operand(i: int) -> property:
+    def get(self: Args) -> Any:
+        ins = self._ins
+        return ins[i] if -len(ins) <= i < len(ins) else None
+    return property(get)
+
+
+def _operand_list(sl: slice) -> property:
+    return property(lambda self: self._ins[sl])
+
+
+def _attribute(name: str) -> property:
+    return property(lambda self: catalogue_attr(self._op, name))
+
+
+#: per op name: the :class:`Args` subclass with one property per catalogue operand and attribute
+_BINDERS: dict[str, type[Args]] = {}
+
+
+def _binder(opcode: str) -> type[Args]:
+    spec = optable.get(opcode)
+    ns: dict[str, Any] = {"__slots__": ()}
+    for name, idx in _operand_index(opcode).items():
+        ns[name] = _operand_list(idx) if isinstance(idx, slice) else _operand(idx)
+    for a in spec.attrs:
+        ns.setdefault(a.name, _attribute(a.name))
+    cls = type(f"{opcode}_Args", (Args,), ns)
+    _BINDERS[opcode] = cls
+    return cls
 
 
 def catalogue_attr(op: Operation, name: str) -> Any:
@@ -177,7 +197,8 @@ def catalogue_attr(op: Operation, name: str) -> Any:
 
 def bind(op: Operation, ins: list[np.ndarray]) -> Args:
     """``op``'s operand arrays ``ins`` and its attributes, by catalogue name (see :class:`Args`)."""
-    return Args(op, ins)
+    opcode = op.opcode
+    return (_BINDERS.get(opcode) or _binder(opcode))(op, ins)
 
 
 def int_list(v: Any) -> list[int]:
