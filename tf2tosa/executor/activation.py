@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.graph import Operation
 from .common import F32, fcompute, float_unary, float_unary_wide
-from .registry import attr, error_if, fdt, in_dtype, kernel, to_out
+from .registry import bind, catalogue_attr, error_if, fdt, in_dtype, kernel, to_out
 
 _erf64 = np.frompyfunc(math.erf, 1, 1)
 
@@ -22,17 +22,18 @@ def erf_f32(x: np.ndarray) -> np.ndarray:
 
 @kernel("CLAMP")
 def clamp(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S3415-3424."""
-    x = ins[0]
+    """spec 2.4.1 CLAMP."""
+    args = bind(op, ins)
+    x = args.input
     dt = in_dtype(op, 0)
-    lo = np.asarray(attr(op, "min_val")).reshape(-1)[0].item()
-    hi = np.asarray(attr(op, "max_val")).reshape(-1)[0].item()
+    lo = np.asarray(args.min_val).reshape(-1)[0].item()
+    hi = np.asarray(args.max_val).reshape(-1)[0].item()
     if dt.is_float:
         flo, fhi = F32(lo), F32(hi)
         error_if(np.isnan(flo) or np.isnan(fhi), op, "NaN clamp bound")
         error_if(fhi < flo, op, f"max_val {hi} < min_val {lo}")
         xf = fcompute(x, dt)
-        if str(op.attrs.get("nan_mode", "PROPAGATE")).upper() == "IGNORE":
+        if str(catalogue_attr(op, "nan_mode")).upper() == "IGNORE":
             out = np.fmin(np.fmax(xf, flo), fhi)
         else:
             out = np.minimum(np.maximum(xf, flo), fhi)
@@ -44,7 +45,8 @@ def clamp(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("ERF")
 def erf(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return float_unary(op, ins[0], erf_f32)
+    args = bind(op, ins)
+    return float_unary(op, args.input, erf_f32)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -53,9 +55,11 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 @kernel("SIGMOID")
 def sigmoid(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return float_unary_wide(op, ins[0], _sigmoid)
+    args = bind(op, ins)
+    return float_unary_wide(op, args.input, _sigmoid)
 
 
 @kernel("TANH")
 def tanh(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return float_unary_wide(op, ins[0], np.tanh)
+    args = bind(op, ins)
+    return float_unary_wide(op, args.input, np.tanh)

@@ -1,4 +1,4 @@
-"""Helpers shared by the elementwise kernels: broadcasting (S11251-11280) and float evaluation."""
+"""Helpers shared by the elementwise kernels: broadcasting (spec 4.4.6 broadcast_shape) and float evaluation."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ F32 = np.float32
 
 
 def broadcast_shape(op: Operation, *arrays: np.ndarray) -> tuple[int, ...]:
-    """broadcast_shape (S11251-11262): equal ranks, dims equal or 1."""
+    """broadcast_shape (spec 4.4.6 broadcast_shape): equal ranks, dims equal or 1."""
     rank = arrays[0].ndim
     error_if(any(a.ndim != rank for a in arrays), op, f"operand ranks differ: {[a.ndim for a in arrays]}")
     shape = []

@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from ..ir.graph import Operation
-from .registry import ExecutionError, error_if, kernel, op_label, to_out
+from .registry import ExecutionError, bind, error_if, kernel, op_label, to_out
 from .runner import current_state, run_graph
 
 MAX_NESTING = 256  # level none (Table 4); run_checked(level="8K") lowers it to 6 via ExecState.max_nesting
@@ -29,17 +29,18 @@ def _run_region(op: Operation, idx: int, args: list[np.ndarray]) -> list[np.ndar
 
 @kernel("COND_IF")
 def cond_if(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S10514-10531."""
-    cond = ins[0]
+    """spec 2.16.1 COND_IF."""
+    args = bind(op, ins)
+    cond = args.condition
     error_if(cond.size != 1, op, "condition must have exactly one element")
-    outs = _run_region(op, 0 if bool(cond.reshape(-1)[0]) else 1, list(ins[1:]))
+    outs = _run_region(op, 0 if bool(cond.reshape(-1)[0]) else 1, list(args.input_list))
     error_if(len(outs) != len(op.results), op, "branch output count != op result count")
     return [to_out(a, op, i) for i, a in enumerate(outs)]
 
 
 @kernel("WHILE_LOOP")
 def while_loop(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S10591-10622."""
+    """spec 2.16.2 WHILE_LOOP."""
     vals = list(ins)
     for _ in range(MAX_ITERATIONS):
         c = _run_region(op, 0, vals)

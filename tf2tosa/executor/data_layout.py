@@ -5,30 +5,34 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Operation
-from .registry import attr, error_if, int_list, kernel, scalar, to_out
+from .registry import bind, error_if, int_list, kernel, scalar, to_out
 
 
 @kernel("CONCAT")
 def concat(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S7827-7867: operands are the tensor list."""
-    axis = int(attr(op, "axis"))
-    rank = ins[0].ndim
-    error_if(any(a.ndim != rank for a in ins), op, "CONCAT inputs differ in rank")
+    """spec 2.10.1 CONCAT: operands are the tensor list."""
+    args = bind(op, ins)
+    axis = int(args.axis)
+    inputs = args.input1
+    first = inputs[0]
+    rank = first.ndim
+    error_if(any(a.ndim != rank for a in inputs), op, "CONCAT inputs differ in rank")
     error_if(axis < 0 or axis >= max(1, rank), op, f"axis {axis} out of range")
-    for a in ins:
-        error_if(any(a.shape[i] != ins[0].shape[i] for i in range(rank) if i != axis), op,
-                 f"shapes {[list(t.shape) for t in ins]} differ off the axis")
-    return [to_out(np.concatenate(ins, axis=axis), op)]
+    for a in inputs:
+        error_if(any(a.shape[i] != first.shape[i] for i in range(rank) if i != axis), op,
+                 f"shapes {[list(t.shape) for t in inputs]} differ off the axis")
+    return [to_out(np.concatenate(inputs, axis=axis), op)]
 
 
 @kernel("PAD")
 def pad(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8003-8023: padding shape_t [start0,end0,start1,end1,…], pad_const [1]."""
-    x = ins[0]
-    p = int_list(ins[1])
+    """spec 2.10.2 PAD: padding shape_t [start0,end0,start1,end1,…], pad_const [1]."""
+    args = bind(op, ins)
+    x = args.input1
+    p = int_list(args.padding)
     error_if(len(p) != 2 * x.ndim, op, f"padding has {len(p)} values for rank {x.ndim}")
     error_if(min(p, default=0) < 0, op, "negative padding")
-    value = scalar(ins[2]) if len(ins) > 2 else 0
+    value = scalar(args.pad_const) if args.pad_const is not None else 0
     widths = [(p[2 * i], p[2 * i + 1]) for i in range(x.ndim)]
     want = [d + a + b for d, (a, b) in zip(x.shape, widths)]
     declared = list(op.results[0].type.shape)
@@ -39,9 +43,10 @@ def pad(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("RESHAPE")
 def reshape(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8141-8156: element counts equal, dims >= 1."""
-    x = ins[0]
-    shape = int_list(ins[1]) if len(ins) > 1 else list(op.results[0].type.static_shape)
+    """spec 2.10.3 RESHAPE: element counts equal, dims >= 1."""
+    args = bind(op, ins)
+    x = args.input1
+    shape = int_list(args.shape) if args.shape is not None else list(op.results[0].type.static_shape)
     error_if(any(d < 1 for d in shape), op, f"shape {shape} has a dim < 1")
     error_if(int(np.prod(shape, dtype=np.int64)) != x.size, op, f"cannot reshape {list(x.shape)} to {shape}")
     return [to_out(x.reshape(shape), op)]
@@ -49,17 +54,19 @@ def reshape(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("REVERSE")
 def reverse(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    x = ins[0]
-    axis = int(attr(op, "axis"))
+    args = bind(op, ins)
+    x = args.input1
+    axis = int(args.axis)
     error_if(axis < 0 or axis >= x.ndim, op, f"axis {axis} out of range")
     return [to_out(np.flip(x, axis=axis), op)]
 
 
 @kernel("SLICE")
 def slice_(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8407-8428."""
-    x = ins[0]
-    start, size = int_list(ins[1]), int_list(ins[2])
+    """spec 2.10.5 SLICE."""
+    args = bind(op, ins)
+    x = args.input1
+    start, size = int_list(args.start), int_list(args.size)
     error_if(len(start) != x.ndim or len(size) != x.ndim, op, "start/size length != rank")
     for i in range(x.ndim):
         error_if(start[i] < 0 or size[i] <= 0 or start[i] + size[i] > x.shape[i], op,
@@ -70,16 +77,18 @@ def slice_(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("TILE")
 def tile(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    x = ins[0]
-    mult = int_list(ins[1])
+    args = bind(op, ins)
+    x = args.input1
+    mult = int_list(args.multiples)
     error_if(len(mult) != x.ndim or min(mult, default=1) < 1, op, f"bad multiples {mult}")
     return [to_out(np.tile(x, mult), op)]
 
 
 @kernel("TRANSPOSE")
 def transpose(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8667-8698: output dim i = input dim perms[i]."""
-    x = ins[0]
-    perms = int_list(attr(op, "perms"))
+    """spec 2.10.7 TRANSPOSE: output dim i = input dim perms[i]."""
+    args = bind(op, ins)
+    x = args.input1
+    perms = int_list(args.perms)
     error_if(sorted(perms) != list(range(x.ndim)), op, f"perms {perms} is not a permutation of rank {x.ndim}")
     return [to_out(np.transpose(x, perms), op)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Operation
-from .registry import ExecutionError, kernel, op_label, to_out
+from .registry import ExecutionError, bind, kernel, op_label, to_out
 
 
 @kernel("CONST")
@@ -15,7 +15,8 @@ def const(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("IDENTITY")
 def identity(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    return [to_out(ins[0], op)]
+    args = bind(op, ins)
+    return [to_out(args.input1, op)]
 
 
 @kernel("CUSTOM")

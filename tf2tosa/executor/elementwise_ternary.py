@@ -11,7 +11,7 @@ from .registry import kernel, to_out
 
 @kernel("SELECT")
 def select(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S6729-6749: equal-rank three-way broadcast."""
+    """spec 2.7.1 SELECT: equal-rank three-way broadcast."""
     c, a, b = ins
     broadcast_shape(op, c, a, b)
     return [to_out(np.where(c.astype(bool), a, b), op)]

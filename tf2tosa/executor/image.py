@@ -1,4 +1,4 @@
-"""§2.12 RESIZE (S9205-9286), vectorised over output rows/columns."""
+"""§2.12 RESIZE (spec 2.12.1 RESIZE), vectorised over output rows/columns."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ir.graph import Operation
 from ..ir.types import DType
-from .registry import error_if, fdt, in_dtype, int_list, kernel, out_dtype, to_out
+from .registry import bind, error_if, fdt, in_dtype, int_list, kernel, out_dtype, to_out
 
 
 def _axis_params(o: np.ndarray, n: int, d: int, off: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -20,10 +20,11 @@ def _axis_params(o: np.ndarray, n: int, d: int, off: int, size: int) -> tuple[np
 
 @kernel("RESIZE")
 def resize(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    x = ins[0]
-    yn, yd, xn, xd = int_list(ins[1])
-    oy_off, ox_off = int_list(ins[2])
-    by, bx = int_list(ins[3])
+    args = bind(op, ins)
+    x = args.input
+    yn, yd, xn, xd = int_list(args.scale)
+    oy_off, ox_off = int_list(args.offset)
+    by, bx = int_list(args.border)
     mode = str(op.attrs.get("mode", "BILINEAR")).upper()
     n_, ih, iw, c = x.shape
     error_if(min(yn, yd, xn, xd) <= 0, op, "scale values must be > 0")

@@ -1,7 +1,7 @@
 """Bit-exact integer helpers of the TOSA 1.0 specification, vectorised over numpy int64 arrays.
 
-Every kernel uses these (one implementation of each helper).  Line references are
-to the specification seed (``S<line>``) and to ``op_inventory.md`` §5.
+Every kernel uses these (one implementation of each helper).  References name the section and
+helper of the TOSA 1.0 specification (``spec 4.5.5 apply_scale_32``) and ``op_inventory.md`` §5.
 
 Arithmetic is in int64.  Where the spec's 64-bit intermediates could exceed int64
 (e.g. ``product + (1 << 62)``), the equivalent overflow-free form is used:
@@ -34,21 +34,21 @@ def int_range(dt: DType) -> tuple[int, int]:
 
 
 def check_fits(x: np.ndarray, dt: DType, what: str) -> None:
-    """REQUIRE(c >= minimum_s<dt> && c <= maximum_s<dt>) of apply_add_s / apply_sub_s (S11290-11295)."""
+    """REQUIRE(c >= minimum_s<dt> && c <= maximum_s<dt>) of apply_add_s / apply_sub_s (spec 4.5.1 apply_add_s)."""
     lo, hi = dt.range()
     if x.size:
         _req(bool(x.min() >= lo) and bool(x.max() <= hi), f"{what} overflows {dt.value}")
 
 
 def apply_add_s(a: Any, b: Any, dt: DType) -> np.ndarray:
-    """S11290: exact add with the no-overflow REQUIRE."""
+    """spec 4.5.1 apply_add_s: exact add with the no-overflow REQUIRE."""
     c = as_i64(a) + as_i64(b)
     check_fits(c, dt, "add")
     return c
 
 
 def apply_sub_s(a: Any, b: Any, dt: DType) -> np.ndarray:
-    """S11416: exact subtract with the no-overflow REQUIRE."""
+    """spec 4.5.1 apply_sub_s: exact subtract with the no-overflow REQUIRE."""
     c = as_i64(a) - as_i64(b)
     check_fits(c, dt, "subtract")
     return c
@@ -65,7 +65,7 @@ def wrap(x: np.ndarray, bits: int) -> np.ndarray:
 
 
 def apply_clip(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
-    """apply_clip_s for integers (S11383-11394)."""
+    """apply_clip_s for integers (spec 4.5.1 apply_clip_s)."""
     _req(np.asarray(lo) <= np.asarray(hi), "clip min <= max")
     return np.minimum(np.maximum(x, lo), hi)
 
@@ -85,7 +85,8 @@ def _scale_32_block(v: np.ndarray, m: np.ndarray, s: np.ndarray, double: bool, o
     """``out = (v * m + round) >> s`` for one block (``v`` any integer type, ``out`` int64)."""
     out[...] = v
     if double:
-        # double round: +2^30 extra for values >= 0, -2^30 for negative ones where shift > 31 (S11750-11753)
+        # double round: +2^30 extra for values >= 0, -2^30 for negative ones where shift > 31
+        # (spec 4.5.5 apply_scale_32)
         sign = out >> 63  # -1 / 0, taken before the multiply
         sign <<= 31
         sign += I64(1) << 30
@@ -99,7 +100,7 @@ def _scale_32_block(v: np.ndarray, m: np.ndarray, s: np.ndarray, double: bool, o
 
 
 def apply_scale_32(value: Any, multiplier: Any, shift: Any, double_round: bool = False) -> np.ndarray:
-    """S11743-11756 (op_inventory §5.2).  Returns int64 (the caller static_casts / clips).
+    """spec 4.5.5 apply_scale_32 (op_inventory §5.2).  Returns int64 (the caller static_casts / clips).
 
     The REQUIREs are checked on the extremes of ``value`` (and on the scalar or per-channel multiplier and
     shift), then ``(value * multiplier + round) >> shift`` is formed in int64 blocks of :data:`BLOCK` elements
@@ -136,7 +137,7 @@ def apply_scale_32(value: Any, multiplier: Any, shift: Any, double_round: bool =
 
 def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round: bool, zp_add: int,
                     lo: int, hi: int, out: np.ndarray) -> None:
-    """``out = clip(apply_scale_32(value, multiplier, shift) + zp_add, lo, hi)`` (RESCALE with scale32, S10098-10120)
+    """``out = clip(apply_scale_32(value, multiplier, shift) + zp_add, lo, hi)`` (spec 2.13.2 RESCALE, scale32)
     fused and blocked: ``value`` is ``[rows, C]`` with ``multiplier``/``shift`` scalars or ``[C]`` (per channel),
     ``out`` the ``[rows, C]`` result of any integer type.  Same REQUIREs as :func:`apply_scale_32` (the value range
     is checked per block, which fails iff it fails overall); ``|zp_add| < 2^30`` so the i32 add cannot overflow.
@@ -187,7 +188,7 @@ def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round
 
 
 def apply_scale_16(value: Any, multiplier: Any, shift: Any) -> np.ndarray:
-    """S11758-11766.  value is int48; |value*multiplier| < 2^62 so int64 suffices."""
+    """spec 4.5.5 apply_scale_16.  value is int48; |value*multiplier| < 2^62 so int64 suffices."""
     v = as_i64(value)
     m = as_i64(multiplier)
     s = as_i64(shift)
@@ -206,13 +207,13 @@ def bit_length(x: Any) -> np.ndarray:
 
 
 def count_leading_zeros32(x: Any) -> np.ndarray:
-    """S11429-11441 on int32 values (bit pattern as unsigned); clz(0) == 32."""
+    """spec 4.5.1 count_leading_zeros on int32 values (bit pattern as unsigned); clz(0) == 32."""
     u = as_i64(x) & I64(0xFFFFFFFF)
     return I64(32) - bit_length(u)
 
 
 def reciprocal_scale(value: Any) -> tuple[np.ndarray, np.ndarray]:
-    """S11775-11783: (multiplier, shift) with multiplier/2^shift ~= 1/value."""
+    """spec 4.5.5 reciprocal_scale: (multiplier, shift) with multiplier/2^shift ~= 1/value."""
     v = as_i64(value)
     _req(v > 0, "reciprocal_scale value > 0")
     k = I64(32) - count_leading_zeros32(v - 1)
@@ -221,18 +222,18 @@ def reciprocal_scale(value: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def arith_rshift(a: Any, b: Any) -> np.ndarray:
-    """apply_arith_rshift (S11304-11307): sign-extended arithmetic shift."""
+    """apply_arith_rshift (spec 4.5.1 apply_arith_rshift): sign-extended arithmetic shift."""
     return as_i64(a) >> as_i64(b)
 
 
 def logical_rshift(a: Any, b: Any, bits: int) -> np.ndarray:
-    """apply_logical_rshift (S11337-11340): zero-extend from ``bits`` then shift, static_cast back."""
+    """spec 4.5.1 apply_logical_rshift: zero-extend from ``bits`` then shift, static_cast back."""
     mask = (I64(1) << I64(bits)) - 1
     return wrap((as_i64(a) & mask) >> as_i64(b), bits)
 
 
 def lookup_i16(table: np.ndarray, value: Any) -> np.ndarray:
-    """apply_lookup_s (S843-854): 513-entry int16 table, 16.7 fixed-point int32 result."""
+    """apply_lookup_s (spec 1.12.5 General Unary Functions): 513-entry int16 table, 16.7 fixed-point int32 result."""
     t = as_i64(table)
     v = np.clip(as_i64(value), -32768, 32767)
     index = (v + 32768) >> 7
@@ -246,17 +247,17 @@ def lookup_i16(table: np.ndarray, value: Any) -> np.ndarray:
 
 
 def round_half_even(x: np.ndarray) -> np.ndarray:
-    """round_to_nearest_int with ties to even (CAST, S9730)."""
+    """round_to_nearest_int with ties to even (CAST, spec 2.13.1 CAST)."""
     return np.rint(x)
 
 
 def idiv_floor(a: Any, b: Any) -> np.ndarray:
-    """S11689-11695 (floor division)."""
+    """spec 4.5.4 idiv_floor (floor division)."""
     return as_i64(a) // as_i64(b)
 
 
 def idiv_trunc(a: Any, b: Any) -> np.ndarray:
-    """C integer division truncating towards zero (S11676-11678, apply_intdiv_s)."""
+    """C integer division truncating towards zero (spec 4.5.4 idiv, apply_intdiv_s)."""
     a = as_i64(a)
     b = as_i64(b)
     q = np.abs(a) // np.abs(b)

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import ConversionError
 from ..ir.graph import Operation
 from ..ir.types import DType
+from ..tosa import optable
 
 Kernel = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
 
@@ -24,7 +25,7 @@ Kernel = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
 KERNELS: dict[str, Kernel] = {}
 
 
-#: graph result states of the specification (S585-595)
+#: graph result states of the specification (spec 1.10.1 TOSA Graph Compliance)
 VALID, ERROR, UNPREDICTABLE = "VALID", "ERROR", "UNPREDICTABLE"
 
 
@@ -108,6 +109,96 @@ def attr(op: Operation, name: str, default: Any = None) -> Any:
     if default is None:
         raise ErrorIfError(f"missing attribute {name!r}", op=op_label(op))
     return default
+
+
+def _operand_index(name: str) -> dict[str, int | slice]:
+    spec = optable.get(name)
+    index: dict[str, int | slice] = {}
+    args = spec.inputs
+    k = next((i for i, a in enumerate(args) if a.role == "tensor_list"), None)
+    for i, a in enumerate(args):
+        if k is None or i < k:
+            index[a.name] = i
+        elif i == k:
+            n_after = len(args) - k - 1
+            index[a.name] = slice(k, -n_after if n_after else None)
+        else:
+            index[a.name] = i - len(args)  # counted from the end
+    return index
+
+
+class Args:
+    """An op's operands and attributes by their catalogue names (``args.input``, ``args.weight``,
+    ``args.input_zp``, ``args.stride``).
+
+    An operand name gives the array (an absent optional operand gives None; a tensor_list argument
+    gives the list).  An attribute name gives the op's value, else the catalogue default; a missing
+    attribute without a default raises :class:`ErrorIfError`, like :func:`attr`.  :func:`bind`
+    returns an instance of a subclass made once per op, whose names are properties (fast to read).
+    """
+
+    __slots__ = ("_op", "_ins")
+
+    def __init__(self, op: Operation, ins: list[np.ndarray]) -> None:
+        self._op = op
+        self._ins = ins
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"{self._op.opcode} has no operand or attribute {name!r}")
+
+    def attr(self, name: str) -> Any:
+        """Attribute ``name``: the op's value or the catalogue default."""
+        return catalogue_attr(self._op, name)
+
+
+def _operand(i: int) -> property:
+    def get(self: Args) -> Any:
+        ins = self._ins
+        return ins[i] if -len(ins) <= i < len(ins) else None
+    return property(get)
+
+
+def _operand_list(sl: slice) -> property:
+    return property(lambda self: self._ins[sl])
+
+
+def _attribute(name: str) -> property:
+    return property(lambda self: catalogue_attr(self._op, name))
+
+
+#: per op name: the :class:`Args` subclass with one property per catalogue operand and attribute
+_BINDERS: dict[str, type[Args]] = {}
+
+
+def _binder(opcode: str) -> type[Args]:
+    spec = optable.get(opcode)
+    ns: dict[str, Any] = {"__slots__": ()}
+    for name, idx in _operand_index(opcode).items():
+        ns[name] = _operand_list(idx) if isinstance(idx, slice) else _operand(idx)
+    for a in spec.attrs:
+        ns.setdefault(a.name, _attribute(a.name))
+    cls = type(f"{opcode}_Args", (Args,), ns)
+    _BINDERS[opcode] = cls
+    return cls
+
+
+def catalogue_attr(op: Operation, name: str) -> Any:
+    """Attribute ``name`` of ``op``: its value, else the catalogue default; a missing attribute without a
+    default raises :class:`ErrorIfError` (like :func:`attr`)."""
+    if name in op.attrs:
+        return op.attrs[name]
+    a = optable.get(op.opcode).attr_map.get(name)
+    if a is None:
+        raise AttributeError(f"{op.opcode} has no operand or attribute {name!r}")
+    if a.default is None:
+        raise ErrorIfError(f"missing attribute {name!r}", op=op_label(op))
+    return a.default
+
+
+def bind(op: Operation, ins: list[np.ndarray]) -> Args:
+    """``op``'s operand arrays ``ins`` and its attributes, by catalogue name (see :class:`Args`)."""
+    opcode = op.opcode
+    return (_BINDERS.get(opcode) or _binder(opcode))(op, ins)
 
 
 def int_list(v: Any) -> list[int]:

@@ -10,7 +10,7 @@ from .registry import error_if, kernel, require, to_out
 
 @kernel("GATHER")
 def gather(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8816-8823: values [N,K,C], indices [N,W] -> [N,W,C]."""
+    """spec 2.11.1 GATHER: values [N,K,C], indices [N,W] -> [N,W,C]."""
     values, idx = ins
     error_if(values.ndim != 3 or idx.ndim != 2 or idx.shape[0] != values.shape[0], op, "GATHER shapes")
     k = values.shape[1]
@@ -21,7 +21,7 @@ def gather(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("SCATTER")
 def scatter(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S8953-8977: positions written at most once."""
+    """spec 2.11.2 SCATTER: positions written at most once."""
     values_in, idx, inp = ins
     error_if(values_in.ndim != 3 or idx.ndim != 2 or inp.ndim != 3, op, "SCATTER ranks")
     k = values_in.shape[1]

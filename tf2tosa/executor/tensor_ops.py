@@ -18,7 +18,20 @@ from numpy.lib.stride_tricks import as_strided
 from ..ir.graph import Operation
 from ..ir.types import DType
 from . import numerics as nm
-from .registry import PRECISE, attr, error_if, fdt, in_dtype, int_list, kernel, out_dtype, require, scalar, to_out
+from .registry import (
+    PRECISE,
+    bind,
+    catalogue_attr,
+    error_if,
+    fdt,
+    in_dtype,
+    int_list,
+    kernel,
+    out_dtype,
+    require,
+    scalar,
+    to_out,
+)
 
 _EXACT = float(2 ** 53)
 _EXACT32 = float(2 ** 24)
@@ -153,11 +166,12 @@ def _float_bias(op: Operation, acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
 
 
 def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
-    x, w, bias = ins[0], ins[1], ins[2]
-    izp, wzp = scalar(ins[3]), scalar(ins[4])
-    pad = int_list(attr(op, "pad"))
-    stride = int_list(attr(op, "stride"))
-    dil = int_list(attr(op, "dilation"))
+    args = bind(op, ins)
+    x, w, bias = args.input, args.weight, args.bias
+    izp, wzp = scalar(args.input_zp), scalar(args.weight_zp)
+    pad = int_list(args.pad)
+    stride = int_list(args.stride)
+    dil = int_list(args.dilation)
     error_if(len(pad) != 2 * nd or len(stride) != nd or len(dil) != nd, op, "pad/stride/dilation lengths")
     _zp_check(op, in_dtype(op, 0), izp, "input_zp")
     _zp_check(op, in_dtype(op, 1), wzp, "weight_zp")
@@ -204,24 +218,25 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
 
 @kernel("CONV2D")
 def conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S1653-1697."""
+    """spec 2.3.3 CONV2D."""
     return [_conv_nd(op, ins, 2)]
 
 
 @kernel("CONV3D")
 def conv3d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S1976-2028."""
+    """spec 2.3.4 CONV3D."""
     return [_conv_nd(op, ins, 3)]
 
 
 @kernel("DEPTHWISE_CONV2D")
 def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2306-2350: weight [KH,KW,C,M], output channel c*M+m."""
-    x, w, bias = ins[0], ins[1], ins[2]
-    izp, wzp = scalar(ins[3]), scalar(ins[4])
-    pt, pb, pl, pr = int_list(attr(op, "pad"))
-    sy, sx = int_list(attr(op, "stride"))
-    dy, dx = int_list(attr(op, "dilation"))
+    """spec 2.3.5 DEPTHWISE_CONV2D: weight [KH,KW,C,M], output channel c*M+m."""
+    args = bind(op, ins)
+    x, w, bias = args.input, args.weight, args.bias
+    izp, wzp = scalar(args.input_zp), scalar(args.weight_zp)
+    pt, pb, pl, pr = int_list(args.pad)
+    sy, sx = int_list(args.stride)
+    dy, dx = int_list(args.dilation)
     _zp_check(op, in_dtype(op, 0), izp, "input_zp")
     _zp_check(op, in_dtype(op, 1), wzp, "weight_zp")
     error_if(min(pt, pb, pl, pr) < 0, op, "pad < 0")
@@ -271,11 +286,12 @@ def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("TRANSPOSE_CONV2D")
 def transpose_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S3247-3293: out[oy = iy*stride + ky + out_pad_top] += in[iy] * w[ky] (scatter form)."""
-    x, w, bias = ins[0], ins[1], ins[2]
-    izp, wzp = scalar(ins[3]), scalar(ins[4])
-    pt, pb, pl, pr = int_list(attr(op, "out_pad"))
-    sy, sx = int_list(attr(op, "stride"))
+    """spec 2.3.10 TRANSPOSE_CONV2D: out[oy = iy*stride + ky + out_pad_top] += in[iy] * w[ky] (scatter form)."""
+    args = bind(op, ins)
+    x, w, bias = args.input, args.weight, args.bias
+    izp, wzp = scalar(args.input_zp), scalar(args.weight_zp)
+    pt, pb, pl, pr = int_list(args.out_pad)
+    sy, sx = int_list(args.stride)
     _zp_check(op, in_dtype(op, 0), izp, "input_zp")
     _zp_check(op, in_dtype(op, 1), wzp, "weight_zp")
     n_, ih, iw, ic = x.shape
@@ -318,9 +334,10 @@ def transpose_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("MATMUL")
 def matmul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2666-2679 (ERROR_IF read per the erratum: zero points only for i8)."""
-    a, b = ins[0], ins[1]
-    azp, bzp = scalar(ins[2]), scalar(ins[3])
+    """spec 2.3.7 MATMUL (ERROR_IF read per the erratum: zero points only for i8)."""
+    args = bind(op, ins)
+    a, b = args.A, args.B
+    azp, bzp = scalar(args.A_zp), scalar(args.B_zp)
     error_if(a.ndim != 3 or b.ndim != 3, op, "MATMUL operands must be rank 3")
     error_if(a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1], op, f"shapes {a.shape} x {b.shape}")
     _zp_check(op, in_dtype(op, 0), azp, "A_zp")
@@ -345,9 +362,9 @@ def _check_padded(op: Operation, shape: list[int]) -> None:
 
 
 def _pool_geometry(op: Operation, x: np.ndarray) -> tuple[list[int], list[int], list[int], int, int]:
-    ky, kx = int_list(attr(op, "kernel"))
-    sy, sx = int_list(attr(op, "stride"))
-    pt, pb, pl, pr = int_list(attr(op, "pad"))
+    ky, kx = int_list(catalogue_attr(op, "kernel"))
+    sy, sx = int_list(catalogue_attr(op, "stride"))
+    pt, pb, pl, pr = int_list(catalogue_attr(op, "pad"))
     error_if(ky < 1 or kx < 1, op, "kernel < 1")
     error_if(sy < 1 or sx < 1, op, "stride < 1")
     error_if(min(pt, pb, pl, pr) < 0, op, "pad < 0")
@@ -361,9 +378,10 @@ def _pool_geometry(op: Operation, x: np.ndarray) -> tuple[list[int], list[int], 
 
 @kernel("AVG_POOL2D")
 def avg_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S1324-1374; integer division via reciprocal_scale + apply_scale_32 (single round)."""
-    x = ins[0]
-    izp, ozp = scalar(ins[1]), scalar(ins[2])
+    """spec 2.3.2 AVG_POOL2D; integer division via reciprocal_scale + apply_scale_32 (single round)."""
+    args = bind(op, ins)
+    x = args.input
+    izp, ozp = scalar(args.input_zp), scalar(args.output_zp)
     dt = in_dtype(op, 0)
     _zp_check(op, dt, izp, "input_zp")
     _zp_check(op, dt, ozp, "output_zp")
@@ -385,13 +403,13 @@ def avg_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _nan_mode(op: Operation) -> str:
-    return str(op.attrs.get("nan_mode", "PROPAGATE")).upper()
+    return str(catalogue_attr(op, "nan_mode")).upper()
 
 
 @kernel("MAX_POOL2D")
 def max_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2829-2864."""
-    x = ins[0]
+    """spec 2.3.8 MAX_POOL2D."""
+    x = bind(op, ins).input
     ks, st, (pt, pb, pl, pr), oh, ow = _pool_geometry(op, x)
     pads = ((0, 0), (pt, pb), (pl, pr), (0, 0))
     if in_dtype(op, 0).is_float:
@@ -407,9 +425,10 @@ def max_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("ARGMAX")
 def argmax(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S1088-1124: first maximum; PROPAGATE: first NaN wins; IGNORE: NaNs skipped (all-NaN -> 0)."""
-    x = ins[0]
-    axis = int(attr(op, "axis"))
+    """spec 2.3.1 ARGMAX: first maximum; PROPAGATE: first NaN wins; IGNORE: NaNs skipped (all-NaN -> 0)."""
+    args = bind(op, ins)
+    x = args.input
+    axis = int(args.axis)
     error_if(axis < 0 or axis >= x.ndim, op, f"axis {axis} out of range for rank {x.ndim}")
     if in_dtype(op, 0).is_float:
         xf = x.astype(fdt())
@@ -433,8 +452,9 @@ def _check_pow2(op: Operation, h: int, w: int) -> None:
 
 @kernel("FFT2D")
 def fft2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2473-2500: unnormalised forward (inverse=False) or backward DFT, computed in float64."""
-    re, im = ins[0], ins[1]
+    """spec 2.3.6 FFT2D: unnormalised forward (inverse=False) or backward DFT, computed in float64."""
+    args = bind(op, ins)
+    re, im = args.input_real, args.input_imag
     _check_pow2(op, re.shape[1], re.shape[2])
     z = re.astype(np.float64) + 1j * im.astype(np.float64)
     if bool(op.attrs.get("inverse", False)):
@@ -446,8 +466,8 @@ def fft2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("RFFT2D")
 def rfft2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S2956-2981: forward real DFT, outputs [N,H,W/2+1]."""
-    re = ins[0]
+    """spec 2.3.9 RFFT2D: forward real DFT, outputs [N,H,W/2+1]."""
+    re = bind(op, ins).input_real
     _check_pow2(op, re.shape[1], re.shape[2])
     y = np.fft.rfft2(re.astype(np.float64), axes=(1, 2))
     require(np.isfinite(y).all() or not np.isfinite(re).all(), op, "finite")

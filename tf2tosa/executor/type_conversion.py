@@ -1,4 +1,4 @@
-"""§2.13 CAST (S9694-9768) and RESCALE (S10067-10122)."""
+"""§2.13 CAST (spec 2.13.1 CAST) and RESCALE (spec 2.13.2 RESCALE)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import numpy as np
 from ..ir.graph import Operation
 from ..ir.types import DType
 from . import numerics as nm
-from .registry import error_if, in_dtype, kernel, out_dtype, scalar, to_out
+from .registry import bind, error_if, in_dtype, kernel, out_dtype, scalar, to_out
 
 
 @kernel("CAST")
 def cast(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    x = ins[0]
+    args = bind(op, ins)
+    x = args.input
     it, ot = in_dtype(op), out_dtype(op)
     if ot is DType.BOOL:
         return [to_out(x != 0, op)]
@@ -29,21 +30,22 @@ def cast(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
         return [to_out(x.astype(np.int64), op)]
     if it.is_float:
         xf = x.astype(np.float64)
-        r = np.rint(xf)  # ties to even (S9730)
+        r = np.rint(xf)  # ties to even (spec 2.13.1 CAST)
         lo, hi = ot.range()
-        r = np.nan_to_num(r, nan=0.0, posinf=hi, neginf=lo)  # NaN is unpredictable (S9726)
+        r = np.nan_to_num(r, nan=0.0, posinf=hi, neginf=lo)  # NaN is unpredictable (spec 2.13.1 CAST)
         return [to_out(np.clip(r, lo, hi).astype(np.int64), op)]
     xi = x.astype(np.int64)
     if ot.bits >= it.bits:
         return [to_out(xi, op)]
-    return [to_out(nm.wrap(xi, ot.bits), op)]  # truncate (S9764)
+    return [to_out(nm.wrap(xi, ot.bits), op)]  # truncate (spec 2.13.1 CAST)
 
 
 @kernel("RESCALE")
 def rescale(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    x, mult, shift = ins[0], ins[1].reshape(-1), ins[2].reshape(-1)
-    izp = int(scalar(ins[3])) if len(ins) > 3 else 0
-    ozp = int(scalar(ins[4])) if len(ins) > 4 else 0
+    args = bind(op, ins)
+    x, mult, shift = args.input, args.multiplier.reshape(-1), args.shift.reshape(-1)
+    izp = int(scalar(args.input_zp)) if args.input_zp is not None else 0
+    ozp = int(scalar(args.output_zp)) if args.output_zp is not None else 0
     it, ot = in_dtype(op), out_dtype(op)
     a = op.attrs
     scale32 = bool(a.get("scale32", True))
@@ -51,7 +53,7 @@ def rescale(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     per_channel = bool(a.get("per_channel", False))
     in_u = bool(a.get("input_unsigned", False))
     out_u = bool(a.get("output_unsigned", False))
-    # zero points are stored in the data type; unsigned ones are zero-extended (S10091-10093)
+    # zero points are stored in the data type; unsigned ones are zero-extended (spec 2.13.2 RESCALE)
     if in_u:
         izp &= (1 << it.bits) - 1
     if out_u:

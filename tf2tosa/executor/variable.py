@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Operation
-from .registry import ExecutionError, error_if, kernel, op_label, require, to_out
+from .registry import ExecutionError, bind, error_if, kernel, op_label, require, to_out
 from .runner import current_state
 
 
@@ -30,7 +30,7 @@ def _initial(op: Operation, key: str) -> np.ndarray | None:
 
 @kernel("VARIABLE")
 def variable(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
-    """S10702-10727: declare once; keep an existing value from a previous invocation."""
+    """spec 2.17.1 VARIABLE: declare once; keep an existing value from a previous invocation."""
     st = current_state()
     key = _key(op)
     error_if(key in st.declared, op, f"variable {key} declared twice")
@@ -46,12 +46,13 @@ def variable(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 @kernel("VARIABLE_WRITE")
 def variable_write(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    args = bind(op, ins)
     st = current_state()
     key = _key(op)
     if key in st.variables:
         old = st.variables[key]
-        require(old.shape == ins[0].shape, op, f"shape {ins[0].shape} != variable shape {old.shape}")
-    st.variables[key] = np.array(ins[0], copy=True)
+        require(old.shape == args.input1.shape, op, f"shape {args.input1.shape} != variable shape {old.shape}")
+    st.variables[key] = np.array(args.input1, copy=True)
     return []
 
 

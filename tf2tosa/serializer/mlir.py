@@ -26,7 +26,8 @@ import numpy as np
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation
 from ..ir.types import DType, TensorType
-from .tosa_writer import ATTR_FIELDS, OP_VALUE, encode_array, variable_name, variable_type
+from ..tosa import optable as catalogue
+from .tosa_writer import encode_array, variable_name, variable_type
 
 HEX_THRESHOLD = 16
 
@@ -166,29 +167,28 @@ class _Printer:
     def attrs(self, op: Operation) -> str:
         items: list[tuple[str, str]] = []
         in_dtype = op.operands[0].type.dtype if op.operands else DType.FP32
-        for name, kind in ATTR_FIELDS.get(op.opcode, ()):
-            if op.opcode in ("COND_IF", "WHILE_LOOP"):
-                continue
+        for a in catalogue.get(op.opcode).attrs:
+            name, kind = a.name, a.kind
             if name not in op.attrs:
                 continue
             v = op.attrs[name]
-            if kind == "i32[]":
+            if kind == "i32_list":
                 elem = "i32" if name in _I32_ARRAYS else "i64"
                 items.append((name, f"array<{elem}: {', '.join(str(int(x)) for x in np.asarray(v).reshape(-1))}>"))
             elif kind == "i32":
                 items.append((name, f"{int(v)} : i32"))
             elif kind == "bool":
                 items.append((name, "true" if v else "false"))
-            elif kind == "acc":
+            elif kind == "acc_type":
                 items.append((name, _ACC[str(v).upper()]))
-            elif kind in ("nan", "rounding"):
+            elif kind in ("nan_mode", "rounding_mode"):
                 items.append((name, str(v).upper()))
-            elif kind == "resize":
+            elif kind == "resize_mode":
                 mode = str(v).upper()
                 items.append((name, "NEAREST_NEIGHBOR" if mode == "NEAREST" else mode))
-            elif kind == "bound":
+            elif kind == "scalar":
                 items.append((name, f"{_scalar(v, in_dtype)} : {_ELEM[in_dtype]}"))
-            elif kind in ("string", "ubyte[]"):
+            elif kind in ("string", "bytes"):
                 items.append((name, _string(v)))
         if not items:
             return ""
@@ -203,7 +203,7 @@ class _Printer:
         self.lines.append(f"{indent}{terminator} {', '.join(outs)} : {types}" if outs else f"{indent}{terminator}")
 
     def op(self, op: Operation, env: dict[int, str], indent: str) -> None:
-        if op.dialect != "tosa" or op.opcode not in OP_VALUE:
+        if op.dialect != "tosa" or op.opcode not in catalogue.OPS:
             raise InvalidGraphError("not a TOSA 1.0 operation", op=op.name)
         code = op.opcode
         if code == "VARIABLE":  # declared at module level (see to_mlir)

@@ -17,10 +17,10 @@ written by Arm's own serializer (``tosa-opt --tosa-serialize``):
 * ``TosaShape.data`` holds the CONST_SHAPE values as int64;
 * CLAMP ``min_val``/``max_val`` are the bound's bytes in the input element type.
 
-Spec references (``/work/shared/seeds/000_1233e33818c54f1a.txt``): shape_t values come only from
-CONST_SHAPE (S10888-10934); COND_IF / WHILE_LOOP take their graphs as attributes (S10444-10602);
-enumerations S10938-11082 (the fbs enums are the spec's values + 1, 0 being UNKNOWN).  EXT-VARIABLE
-(S10624-10870) is written as Arm's serializer does it: a ``variable`` tensor holding the initial
+Spec references (sections of the TOSA 1.0 specification): shape_t values come only from
+CONST_SHAPE (spec 2.18.1 CONST_SHAPE); COND_IF / WHILE_LOOP take their graphs as attributes (spec 2.16.1-2.16.2);
+enumerations spec 3 Enumerations (the fbs enums are the spec's values + 1, 0 being UNKNOWN).  EXT-VARIABLE
+(spec 2.17.1-2.17.3) is written as Arm's serializer does it: a ``variable`` tensor holding the initial
 value, VARIABLE_READ / VARIABLE_WRITE as IDENTITY from / into that tensor.
 
 Everything is written in a fixed order (graph inputs, then operations in
@@ -41,6 +41,7 @@ import numpy as np
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
+from ..tosa import optable as catalogue
 
 FILE_IDENTIFIER = b"TOSA"
 VERSION = (1, 0, 0, False)  # major, minor, patch, draft
@@ -79,7 +80,7 @@ VALUE_ROUNDING: dict[int, str] = {v: k for k, v in ROUNDING_VALUE.items()}
 RESIZE_VALUE: dict[str, int] = {"NEAREST_NEIGHBOR": 1, "BILINEAR": 2}
 VALUE_RESIZE: dict[int, str] = {v: k for k, v in RESIZE_VALUE.items()}
 
-# Field kinds of the attribute tables.
+# How a table field encodes an attribute value.
 I32 = "i32"  # int32 scalar
 I32S = "i32[]"  # [int32]
 BOOL = "bool"
@@ -91,48 +92,71 @@ STR = "string"
 BYTES = "ubyte[]"
 BOUND = "bound"  # [ubyte] holding a value of the input's element type (CLAMP)
 
-_CONV = (("pad", I32S), ("stride", I32S), ("dilation", I32S), ("local_bound", BOOL), ("acc_type", ACC))
-_POOL = (("kernel", I32S), ("stride", I32S), ("pad", I32S))
+#: Field encoding of each catalogue attribute kind (``tosa.optable.ATTR_KINDS``) that has a table field.
+KIND_ENCODING: dict[str, str] = {
+    "i32": I32, "i32_list": I32S, "bool": BOOL, "acc_type": ACC, "nan_mode": NAN, "rounding_mode": ROUND,
+    "resize_mode": RESIZE, "string": STR, "graph": STR, "bytes": BYTES, "scalar": BOUND,
+}
 
-#: Fields of each op's attribute table, in schema declaration order (slot = position).
+_CONV = ("pad", "stride", "dilation", "local_bound", "acc_type")
+_POOL = ("kernel", "stride", "pad")
+
+#: Format data: the fields of each op's attribute table in schema declaration order (slot = position),
+#: by their catalogue attribute names.  Kinds and defaults come from the catalogue (:data:`ATTR_FIELDS`).
 #: Ops not listed have an empty attribute table.
-ATTR_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "ARGMAX": (("axis", I32), ("nan_mode", NAN)),
-    "AVG_POOL2D": _POOL + (("acc_type", ACC),),
+ATTR_SLOTS: dict[str, tuple[str, ...]] = {
+    "ARGMAX": ("axis", "nan_mode"),
+    "AVG_POOL2D": _POOL + ("acc_type",),
     "CONV2D": _CONV,
     "CONV3D": _CONV,
     "DEPTHWISE_CONV2D": _CONV,
-    "FFT2D": (("inverse", BOOL), ("local_bound", BOOL)),
-    "MAX_POOL2D": _POOL + (("nan_mode", NAN),),
-    "RFFT2D": (("local_bound", BOOL),),
-    "TRANSPOSE_CONV2D": (("out_pad", I32S), ("stride", I32S), ("local_bound", BOOL), ("acc_type", ACC)),
-    "CLAMP": (("min_val", BOUND), ("max_val", BOUND), ("nan_mode", NAN)),
-    "ARITHMETIC_RIGHT_SHIFT": (("round", BOOL),),
-    "MAXIMUM": (("nan_mode", NAN),),
-    "MINIMUM": (("nan_mode", NAN),),
-    "REDUCE_ALL": (("axis", I32),),
-    "REDUCE_ANY": (("axis", I32),),
-    "REDUCE_MAX": (("axis", I32), ("nan_mode", NAN)),
-    "REDUCE_MIN": (("axis", I32), ("nan_mode", NAN)),
-    "REDUCE_PRODUCT": (("axis", I32),),
-    "REDUCE_SUM": (("axis", I32),),
-    "CONCAT": (("axis", I32),),
-    "REVERSE": (("axis", I32),),
-    "TRANSPOSE": (("perms", I32S),),
-    "RESIZE": (("mode", RESIZE),),
-    "RESCALE": (("scale32", BOOL), ("rounding_mode", ROUND), ("per_channel", BOOL), ("input_unsigned", BOOL),
-                ("output_unsigned", BOOL)),
-    "CUSTOM": (("operator_name", STR), ("domain_name", STR), ("implementation_attrs", BYTES)),
-    "COND_IF": (("then_graph", STR), ("else_graph", STR)),
-    "WHILE_LOOP": (("cond_graph", STR), ("body_graph", STR)),
+    "FFT2D": ("inverse", "local_bound"),
+    "MAX_POOL2D": _POOL + ("nan_mode",),
+    "RFFT2D": ("local_bound",),
+    "TRANSPOSE_CONV2D": ("out_pad", "stride", "local_bound", "acc_type"),
+    "CLAMP": ("min_val", "max_val", "nan_mode"),
+    "ARITHMETIC_RIGHT_SHIFT": ("round",),
+    "MAXIMUM": ("nan_mode",),
+    "MINIMUM": ("nan_mode",),
+    "REDUCE_ALL": ("axis",),
+    "REDUCE_ANY": ("axis",),
+    "REDUCE_MAX": ("axis", "nan_mode"),
+    "REDUCE_MIN": ("axis", "nan_mode"),
+    "REDUCE_PRODUCT": ("axis",),
+    "REDUCE_SUM": ("axis",),
+    "CONCAT": ("axis",),
+    "REVERSE": ("axis",),
+    "TRANSPOSE": ("perms",),
+    "RESIZE": ("mode",),
+    "RESCALE": ("scale32", "rounding_mode", "per_channel", "input_unsigned", "output_unsigned"),
+    "CUSTOM": ("operator_name", "domain_name", "implementation_attrs"),
+    "COND_IF": ("then_graph", "else_graph"),
+    "WHILE_LOOP": ("cond_graph", "body_graph"),
 }
 
-#: Attribute values used when the IR leaves an attribute out (spec defaults / "false").
-ATTR_DEFAULTS: dict[str, Any] = {
-    "nan_mode": "PROPAGATE", "local_bound": False, "inverse": False, "round": False, "scale32": False,
-    "rounding_mode": "SINGLE_ROUND", "per_channel": False, "input_unsigned": False, "output_unsigned": False,
-    "domain_name": "", "implementation_attrs": b"",
+#: (name, field encoding) of each op's attribute table in slot order, the encoding from the catalogue kind.
+ATTR_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    op: tuple((name, KIND_ENCODING[catalogue.get(op).attr_map[name].kind]) for name in names)
+    for op, names in ATTR_SLOTS.items()
 }
+
+#: Written for an attribute the IR leaves out that has no catalogue default (a required one, which
+#: the builder's validation normally guarantees): the value Arm's serializer writes for an unset field.
+ABSENT_VALUE: dict[str, Any] = {BOOL: False, ROUND: "SINGLE_ROUND", STR: "", BYTES: b""}
+
+
+def attr_value(op: Operation, name: str, encoding: str) -> Any:
+    """The value to write for attribute ``name`` of ``op``: the IR's, else the catalogue default, else
+    :data:`ABSENT_VALUE`; raises InvalidGraphError when there is none."""
+    if name in op.attrs:
+        return op.attrs[name]
+    a = catalogue.get(op.opcode).attr_map.get(name)
+    if a is not None and a.default is not None:
+        return a.default
+    if encoding in ABSENT_VALUE:
+        return ABSENT_VALUE[encoding]
+    raise InvalidGraphError(f"missing attribute '{name}'", op=f"{op.name} {_loc(op)}")
+
 
 # Slots (field indices) of the container tables.
 V_MAJOR, V_MINOR, V_PATCH, V_DRAFT = 0, 1, 2, 3
@@ -305,12 +329,7 @@ class _Writer:
                 idx = 0 if fname in ("then_graph", "cond_graph") else 1
                 refs[fname] = self._string(rnames[idx])
                 continue
-            if fname in op.attrs:
-                val = op.attrs[fname]
-            elif fname in ATTR_DEFAULTS:
-                val = ATTR_DEFAULTS[fname]
-            else:
-                raise InvalidGraphError(f"missing attribute '{fname}'", op=f"{op.name} {_loc(op)}")
+            val = attr_value(op, fname, kind)
             try:
                 if kind == I32S:
                     refs[fname] = self._i32_vector([int(x) for x in np.asarray(val).reshape(-1)])

@@ -7,7 +7,9 @@ Every TOSA op the converter emits goes through :meth:`Builder.emit`, which
 * validates the op against the spec (type row, ranks, shape ERROR_IFs), and
 * folds it to a constant when every operand is constant (``fold=True``),
   using the executor's kernel — this is how shape arithmetic and weight
-  transforms disappear at conversion time.
+  transforms disappear at conversion time.  The kernel is reached through
+  :func:`set_evaluator` (the executor registers itself from the package root,
+  ``tf2tosa/__init__.py``), so this layer does not import the executor.
 
 Convenience methods (:meth:`reshape`, :meth:`transpose`, :meth:`slice`, …) create
 the ``shape_t`` / zero-point operands the 1.0 operators need.
@@ -15,13 +17,14 @@ the ``shape_t`` / zero-point operands the 1.0 operators need.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir import DType, Graph, Operation, QuantParams, TensorType, Value
+from . import catalogue
 
 #: ops never folded (they have state, regions or are already constants)
 _NO_FOLD = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE", "COND_IF", "WHILE_LOOP",
@@ -29,6 +32,16 @@ _NO_FOLD = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARI
 #: folding skipped when the result would be larger than this many elements (keeps weights of
 #: broadcast/tile ops from blowing up)
 FOLD_LIMIT = 1 << 24
+
+#: evaluates one op on constant operand arrays (``executor.evaluate_op``), set by :func:`set_evaluator`
+Evaluator = Callable[[Operation, list[np.ndarray]], Sequence[Any]]
+_evaluate: Evaluator | None = None
+
+
+def set_evaluator(fn: Evaluator) -> None:
+    """Register the function :func:`fold_op` evaluates ops with (the executor's ``evaluate_op``)."""
+    global _evaluate
+    _evaluate = fn
 
 
 def fold_op(graph: Graph, op: Operation) -> Operation | None:
@@ -38,10 +51,10 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
         return None
     if len(op.results) != 1 or not op.result.type.is_static or op.result.type.size > FOLD_LIMIT:
         return None
-    from ..executor import evaluate_op
-
+    if _evaluate is None:
+        raise RuntimeError("no evaluator for constant folding: import tf2tosa (it registers the executor's)")
     r = op.result
-    (arr,) = evaluate_op(op, [np.asarray(v.const()) for v in op.operands])
+    (arr,) = _evaluate(op, [np.asarray(v.const()) for v in op.operands])
     name = "tosa.CONST_SHAPE" if r.dtype is DType.SHAPE else "tosa.CONST"
     c = graph.add_op(name, [], [r.type], {"values": np.asarray(arr)}, [r.name + "_c"], location=op.location)
     c.result.source = r.source
@@ -66,8 +79,6 @@ class Builder:
              quant: QuantParams | None = None, names: Sequence[str] | None = None,
              regions: list[Graph] | None = None) -> Operation:
         """Create ``tosa.<opcode>``; returns the Operation (use ``.result`` / ``.results``)."""
-        from . import catalogue
-
         spec = catalogue.get(opcode)
         full = {a.name: a.default for a in spec.attrs if a.default is not None}
         full.update(attrs or {})
@@ -179,7 +190,8 @@ class Builder:
                          quant=x.type.quant).result
 
     def broadcast_ranks(self, *xs: Value) -> list[Value]:
-        """Reshape lower-rank operands by prepending 1s so all have equal rank (1.0 needs equal ranks, S809)."""
+        """Reshape lower-rank operands by prepending 1s so all have equal rank (1.0 needs equal ranks,
+        spec 1.11.3 Broadcasting)."""
         rank = max(v.type.rank for v in xs)
         return [self.reshape(v, (1,) * (rank - v.type.rank) + tuple(v.shape)) if v.type.rank < rank else v
                 for v in xs]

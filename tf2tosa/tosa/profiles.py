@@ -5,9 +5,9 @@
   a row that is in both profiles ("PRO-INT or PRO-FP") is satisfied by a profile some other op
   already needs, else by PRO-FP when the op touches float data, else by PRO-INT.  RESCALE's
   rounding modes add EXT-DOUBLEROUND / EXT-INEXACTROUND; non-constant CTC operands add
-  EXT-DYNAMIC; every extension brings a profile it is allowed with (Table 3, S192-290).
+  EXT-DYNAMIC; every extension brings a profile it is allowed with (Table 3, spec 1.6 Profiles).
 * :func:`level_violations` applies the LEVEL_CHECKs of the operation functions with the level
-  maxima of Table 4 (S304-358).
+  maxima of Table 4 (spec 1.7 Levels).
 * :func:`tosa_opt_target` formats the result for ``tosa-opt --tosa-attach-target``.
 """
 
@@ -24,7 +24,7 @@ from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation
 from . import catalogue
 
-#: Table 4 (S318-358)
+#: Table 4 (spec 1.7 Levels)
 LEVEL_8K: dict[str, int] = {"MAX_RANK": 6, "MAX_KERNEL": 8192, "MAX_STRIDE": 8192, "MAX_SCALE": 256,
                             "MAX_LOG2_SIZE": 31, "MAX_NESTING": 6, "MAX_TENSOR_LIST_SIZE": 64}
 LEVEL_NONE: dict[str, int] = {"MAX_RANK": 32, "MAX_KERNEL": (1 << 31) - 1, "MAX_STRIDE": (1 << 31) - 1,
@@ -64,14 +64,14 @@ def tensor_size_problem(shape: Sequence[Any], bits: int, level: dict[str, int] =
 
 
 PROFILES = ("PRO-INT", "PRO-FP")
-#: Table 3 (S192-290): extension -> the profiles it may be used with
+#: Table 3 (spec 1.6 Profiles): extension -> the profiles it may be used with
 EXTENSION_PROFILES: dict[str, tuple[str, ...]] = {
     "EXT-INT16": ("PRO-INT",), "EXT-INT4": ("PRO-INT",), "EXT-BF16": ("PRO-FP",), "EXT-FP8E4M3": ("PRO-FP",),
     "EXT-FP8E5M2": ("PRO-FP",), "EXT-FFT": ("PRO-FP",), "EXT-VARIABLE": ("PRO-INT", "PRO-FP"),
     "EXT-CONTROLFLOW": ("PRO-INT", "PRO-FP"), "EXT-DYNAMIC": ("PRO-INT", "PRO-FP"),
     "EXT-DOUBLEROUND": ("PRO-INT",), "EXT-INEXACTROUND": ("PRO-INT",),
 }
-#: Table 2/3 status: experimental extensions may change (S372-375)
+#: Table 2/3 status: experimental extensions may change (spec 1.8 Status)
 EXPERIMENTAL = frozenset({"EXT-BF16", "EXT-FP8E4M3", "EXT-FP8E5M2", "EXT-VARIABLE", "EXT-CONTROLFLOW",
                           "EXT-DYNAMIC", "EXT-INEXACTROUND"})
 
@@ -192,7 +192,7 @@ def _op_level(op: Operation, level: dict[str, int]) -> list[str]:
         sc = op.operands[1].const()
         if sc is not None and np.asarray(sc).size == 4:
             yn, yd, xn, xd = _ints(sc)
-            if yd > 0 and xd > 0:  # integer division as in the pseudo-code (S9207-9208)
+            if yd > 0 and xd > 0:  # integer division as in the pseudo-code (spec 2.12.1 RESIZE)
                 check(yn // yd <= level["MAX_SCALE"], f"scale_y {yn}/{yd} > MAX_SCALE {level['MAX_SCALE']}")
                 check(xn // xd <= level["MAX_SCALE"], f"scale_x {xn}/{xd} > MAX_SCALE {level['MAX_SCALE']}")
     if code in ("CONCAT", "CUSTOM", "COND_IF", "WHILE_LOOP"):

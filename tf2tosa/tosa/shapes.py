@@ -3,7 +3,7 @@
 ``result_shapes`` computes the output shapes of an op from its operand types, attributes and the
 values of its constant ``shape_t`` operands (RESHAPE, SLICE, TILE, PAD, RESIZE).  Every ERROR_IF
 of the spec's operation functions that can be decided from shapes, attributes and constants is
-raised as :class:`InvalidGraphError` (``S<line>`` cites the spec seed).  ``check_shapes`` does the
+raised as :class:`InvalidGraphError` (``spec 2.3.3 CONV2D`` cites the spec's section).  ``check_shapes`` does the
 same and compares with the result types an op declares.
 
 Symbolic dimensions (strings, dynamic-shape RFC) pass through where the rule is the identity or a
@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir.types import Dim, TensorType
+from . import optable
 
 Shape = tuple[Dim, ...]
 Consts = Sequence[np.ndarray | None]
@@ -29,7 +30,7 @@ _SAME_AS_INPUT = frozenset({
     "CLAMP", "ERF", "SIGMOID", "TANH", "TABLE", "ABS", "BITWISE_NOT", "CEIL", "CLZ", "COS", "EXP", "FLOOR", "LOG",
     "LOGICAL_NOT", "NEGATE", "RECIPROCAL", "RSQRT", "SIN", "CAST", "RESCALE", "IDENTITY",
 })
-#: elementwise binary ops: output = broadcast_shape(shape1, shape2) (S11251-11262)
+#: elementwise binary ops: output = broadcast_shape(shape1, shape2) (spec 4.4.6 broadcast_shape)
 _BINARY = frozenset({
     "ADD", "ARITHMETIC_RIGHT_SHIFT", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "INTDIV", "LOGICAL_AND",
     "LOGICAL_LEFT_SHIFT", "LOGICAL_RIGHT_SHIFT", "LOGICAL_OR", "LOGICAL_XOR", "MAXIMUM", "MINIMUM", "MUL", "POW",
@@ -37,17 +38,15 @@ _BINARY = frozenset({
 })
 _REDUCE = frozenset({"REDUCE_ALL", "REDUCE_ANY", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PRODUCT", "REDUCE_SUM"})
 #: spec line of each op's shape ERROR_IFs, for messages
-_LINES = {"AVG_POOL2D": 1336, "MAX_POOL2D": 2839, "CONV2D": 1665, "CONV3D": 1992, "DEPTHWISE_CONV2D": 2318,
-          "TRANSPOSE_CONV2D": 3259, "FFT2D": 2477, "RFFT2D": 2960, "ARGMAX": 1091, "CONCAT": 7831, "PAD": 8007,
-          "RESHAPE": 8145, "REVERSE": 8265, "SLICE": 8410, "TILE": 8549, "TRANSPOSE": 8670, "RESIZE": 9224,
-          "SELECT": 6732, "COND_IF": 10523, "WHILE_LOOP": 10596}
+#: ops whose shape ERROR_IFs are cited with the op's spec section
+_CITED = frozenset({"AVG_POOL2D", "MAX_POOL2D", "CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", "FFT2D",
+                    "RFFT2D", "ARGMAX", "CONCAT", "PAD", "RESHAPE", "REVERSE", "SLICE", "TILE", "TRANSPOSE", "RESIZE",
+                    "SELECT", "COND_IF", "WHILE_LOOP"})
 
 
 def _err(op: str, msg: str, tensor: str | None = None) -> InvalidGraphError:
-    line = _LINES.get(op)
-    if op in _REDUCE:
-        line = None
-    where = f" (spec S{line})" if line and "(S" not in msg else ""
+    cited = op in _CITED and op not in _REDUCE
+    where = f" (spec {optable.get(op).section} {op})" if cited and "(spec " not in msg else ""
     return InvalidGraphError(f"{op}: {msg}{where}", op=op, tensor=tensor)
 
 
@@ -86,7 +85,7 @@ def _axis(op: str, attrs: dict[str, Any], rank: int, limit: int | None = None) -
 
 
 def idiv_check(op: str, a: int, b: int, what: str) -> int:
-    """The spec's idiv_check (S11682-11685): exact division or ERROR_IF."""
+    """The spec's idiv_check (spec 4.5.4 idiv_check): exact division or ERROR_IF."""
     if a % b != 0:
         raise _err(op, f"{what}: {a} is not a multiple of {b} (idiv_check)")
     return a // b
@@ -100,9 +99,9 @@ def _const_list(c: np.ndarray | None) -> list[int] | None:
 
 # ---------------------------------------------------------------------------------------- rules
 def broadcast_shape(op: str, s1: Shape, s2: Shape) -> Shape:
-    """broadcast_shape of S11251-11262: equal ranks, size-1 dims broadcast."""
+    """broadcast_shape of spec 4.4.6 broadcast_shape: equal ranks, size-1 dims broadcast."""
     if len(s1) != len(s2):
-        raise _err(op, f"operands must have equal rank: {list(s1)} vs {list(s2)} (S11252)")
+        raise _err(op, f"operands must have equal rank: {list(s1)} vs {list(s2)} (spec 4.4.6 broadcast_shape)")
     out: list[Dim] = []
     for a, b in zip(s1, s2):
         if a == 1:
@@ -110,7 +109,7 @@ def broadcast_shape(op: str, s1: Shape, s2: Shape) -> Shape:
         elif b == 1 or a == b:
             out.append(a)
         elif _known(a, b):
-            raise _err(op, f"shapes {list(s1)} and {list(s2)} do not broadcast (S11258)")
+            raise _err(op, f"shapes {list(s1)} and {list(s2)} do not broadcast (spec 4.4.6 broadcast_shape)")
         else:
             out.append(a if isinstance(a, int) else b)
     return tuple(out)
@@ -212,8 +211,8 @@ def _transpose_conv(op: str, ins: list[TensorType], attrs: dict[str, Any], const
         raise _err(op, f"out_pad left/right {[pl, pr]} must be > -KW={-kw}")
     if sy < 1 or sx < 1:
         raise _err(op, f"stride {[sy, sx]} must be >= 1")
-    oh: Dim = (ih - 1) * sy + pt + pb + kh if _known(ih, kh) else "?"  # S3262
-    ow: Dim = (iw - 1) * sx + pl + pr + kw if _known(iw, kw) else "?"  # S3263
+    oh: Dim = (ih - 1) * sy + pt + pb + kh if _known(ih, kh) else "?"  # spec 2.3.10 TRANSPOSE_CONV2D
+    ow: Dim = (iw - 1) * sx + pl + pr + kw if _known(iw, kw) else "?"  # spec 2.3.10 TRANSPOSE_CONV2D
     return [(n, oh, ow, oc)]
 
 
@@ -297,7 +296,7 @@ def _pad(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) 
     if len(p) != 2 * len(s):
         raise _err(op, f"padding has {len(p)} values; must be 2*rank = {2 * len(s)}")
     if min(p, default=0) < 0:
-        raise _err(op, f"padding {p} must be >= 0 (S8009)")
+        raise _err(op, f"padding {p} must be >= 0 (spec 2.10.2 PAD)")
     return [tuple(d + p[2 * i] + p[2 * i + 1] if _int(d) else "?" for i, d in enumerate(s))]
 
 
@@ -306,7 +305,7 @@ def _reshape(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Cons
     if new is None:
         return [None]
     if any(d < 1 for d in new):
-        raise _err(op, f"new shape {new} has a dimension < 1 (no -1 or 0 in TOSA 1.0, S760)")
+        raise _err(op, f"new shape {new} has a dimension < 1 (no -1 or 0 in TOSA 1.0, spec 1.11.1 Tensors)")
     s = _sh(ins[0])
     if all(_int(d) for d in s) and int(np.prod(s, dtype=np.int64)) != int(np.prod(new, dtype=np.int64)):
         raise _err(op, f"cannot reshape {list(s)} ({int(np.prod(s, dtype=np.int64))} elements) to {new} "
@@ -333,7 +332,7 @@ def _slice(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts
     if start is not None and size is not None:
         for i, (b, n, d) in enumerate(zip(start, size, s)):
             if _int(d) and b + n > d:
-                raise _err(op, f"start+size {b}+{n} exceeds dim {i} of size {d} (S8417)")
+                raise _err(op, f"start+size {b}+{n} exceeds dim {i} of size {d} (spec 2.10.5 SLICE)")
     return [tuple(size) if size is not None else None]
 
 
@@ -358,7 +357,7 @@ def _transpose(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Co
     if len(p) != len(s):
         raise _err(op, f"perms {p} must have rank(input1)={len(s)} entries")
     if sorted(p) != list(range(len(s))):
-        raise _err(op, f"perms {p} is not a permutation of 0..{len(s) - 1} (S8676-8679)")
+        raise _err(op, f"perms {p} is not a permutation of 0..{len(s) - 1} (spec 2.10.7 TRANSPOSE)")
     return [tuple(s[i] for i in p)]
 
 
@@ -394,19 +393,19 @@ def _resize(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Const
     oy, ox = offset
     by, bx = border
     if min(scale) <= 0:
-        raise _err(op, f"scale {scale} must be > 0 (S9225)")
+        raise _err(op, f"scale {scale} must be > 0 (spec 2.12.1 RESIZE)")
     if yn > (1 << 11) or xn > (1 << 11):
-        raise _err(op, f"scale numerators {yn},{xn} must be <= 2048 (S9227)")
+        raise _err(op, f"scale numerators {yn},{xn} must be <= 2048 (spec 2.12.1 RESIZE)")
     if yd >= 16 * yn or xd >= 16 * xn:
-        raise _err(op, f"downscale by 16 or more is not allowed: scale {scale} (S9229)")
+        raise _err(op, f"downscale by 16 or more is not allowed: scale {scale} (spec 2.12.1 RESIZE)")
     if oy < -yn or oy >= 16 * yn or ox < -xn or ox >= 16 * xn:
-        raise _err(op, f"offset {offset} out of range for scale {scale} (S9230-9231)")
+        raise _err(op, f"offset {offset} out of range for scale {scale} (spec 2.12.1 RESIZE)")
     if by < -16 * yn or by >= yn or bx < -16 * xn or bx >= xn:
-        raise _err(op, f"border {border} out of range for scale {scale} (S9232-9233)")
+        raise _err(op, f"border {border} out of range for scale {scale} (spec 2.12.1 RESIZE)")
     oh: Any = idiv_check(op, (ih - 1) * yn - oy + by, yd, "output height") + 1 if _int(ih) else "?"
     ow: Any = idiv_check(op, (iw - 1) * xn - ox + bx, xd, "output width") + 1 if _int(iw) else "?"
     if _known(oh, ow, ih, iw) and max(oh, ow, ih, iw) >= 16384:
-        raise _err(op, f"sizes must be < 16384: input {ih}x{iw}, output {oh}x{ow} (S9224)")
+        raise _err(op, f"sizes must be < 16384: input {ih}x{iw}, output {oh}x{ow} (spec 2.12.1 RESIZE)")
     if _known(oh, ow) and (oh < 1 or ow < 1):
         raise _err(op, f"output size {oh}x{ow} < 1")
     return [(n, oh, ow, c)]
@@ -495,7 +494,7 @@ def check_shapes(name: str, operand_types: Sequence[TensorType], result_types: S
     ins = list(operand_types)
     if op == "RESHAPE" and results and out and out[0] is None:
         a, b = ins[0], results[0]
-        if a.is_static and b.is_static and a.size != b.size:  # S8145
+        if a.is_static and b.is_static and a.size != b.size:  # spec 2.10.3 RESHAPE
             raise _err(op, f"cannot reshape {list(a.shape)} ({a.size} elements) to {list(b.shape)} ({b.size})")
     if op in ("PAD", "SLICE", "TILE", "TRANSPOSE") and results and results[0].rank != ins[0].rank:
         raise _err(op, f"result rank {results[0].rank} must equal input rank {ins[0].rank}")
