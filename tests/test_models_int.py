@@ -39,6 +39,23 @@ def test_int16x8_model_bit_exact(name: str) -> None:
     assert res.litert_mismatches == 0 and "EXT-INT16" in res.extensions
 
 
+def test_zoo_mobilenet_v2_int16x8_bit_exact() -> None:
+    """The zoo's calibrated MobileNetV2 in int16x8 (deep 16x8 FULLY_CONNECTED and convolutions, exact since the
+    i48 accumulator is requantized as TFLite's reference kernel rounds it): 0 mismatches vs BUILTIN_REF on 5 inputs
+    (before: 107 of 2,000 outputs 1 LSB off)."""
+    from models.zoo import REGISTRY
+    from models.zoo.build import ensure_built
+    from models.zoo.core import cache_path
+
+    mdef = REGISTRY["mobilenet_v2"]
+    failed = ensure_built(mdef, ["int16x8"])
+    assert not failed, failed
+    res = check_tflite("zoo/mobilenet_v2/int16x8", cache_path(mdef, "int16x8").read_bytes(), num=5,
+                       reference_kernels=True)
+    assert res.int_elements > 0 and res.float_elements == 0, res
+    assert res.litert_mismatches == 0 and "EXT-INT16" in res.extensions
+
+
 def test_single_rounding_stays_in_pro_int() -> None:
     """--rounding single: no EXT-DOUBLEROUND; the graph validates as plain PRO-INT and still runs in the reference
     model bit-exactly.  It differs from TFLite, whose requantization is double rounding: the conv/pool/FC layers by
