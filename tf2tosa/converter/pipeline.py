@@ -9,9 +9,9 @@ from typing import Any
 
 from ..errors import ConversionError, InvalidGraphError, Unsupported, UnsupportedOpsError
 from ..ir import DType, Graph, Value
-from ..legalizations.registry import get_rule
-from ..legalizations.tfl_custom import emit_custom, unsupported_reason
+from ..legalizations.driver import failure_reason, legalize_op, missing_rule
 from ..tosa.builder import Builder
+from ..tosa.context import MAX_UNROLL, LegalizeContext
 from . import passes
 
 #: frontend ops that legalization leaves alone (constants are retyped at the end, no_value dies)
@@ -32,11 +32,20 @@ class ConvertOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def legalize_context(options: ConvertOptions, file: str | None = None) -> LegalizeContext:
+    """The typed context the legalization rules read ``options`` from."""
+    return LegalizeContext(fold=options.fold, rounding=options.rounding,
+                           custom_ops=bool(options.extra.get("custom_ops")),
+                           max_unroll=int(options.extra.get("max_unroll", MAX_UNROLL)),
+                           extra=options.extra, file=file)
+
+
 def _op_label(op: Any) -> str:
     return f"{op.name}" + (f" ({op.location})" if op.location else "")
 
 
-def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: str | None = None) -> Graph:
+def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: str | None = None,
+                   context: LegalizeContext | None = None) -> Graph:
     """Rewrite every framework op of ``graph`` into TOSA ops, in place.
 
     Every op without a rule, and every op whose rule raises :class:`Unsupported`, is collected; if there are any,
@@ -45,43 +54,25 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     options = options or ConvertOptions()
     if options.rounding not in ("double", "single"):
         raise ConversionError(f"rounding must be 'double' or 'single', not {options.rounding!r}")
-    failures: dict[str, list[str]] = {}
+    ctx = context if context is not None else legalize_context(options, file)
     tensor_map: dict[str, str] = graph.meta.setdefault("tensor_map", {})
     from ..legalizations.tfl_sparse import densify_constants
 
     for problem in densify_constants(graph):  # sparse weights (TFLite sparsity) become dense constants first
-        failures.setdefault("tfl.const (sparse)", []).append(problem)
-    custom_ops = bool(options.extra.get("custom_ops"))
+        ctx.fail("tfl.const (sparse)", problem)
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
     for op in graph.topological_order():
         if op.name in _PASSIVE or op.name.startswith("tosa."):
             continue
-        info = get_rule(op.name)
-        if info is not None and any(v.id in blocked for v in op.operands):
+        if any(v.id in blocked for v in op.operands) and missing_rule(op) is None:
             blocked.update(r.id for r in op.results)
             continue
-        b = Builder(graph, location=op.location or op.name, fold=options.fold)
+        b = Builder(graph, location=op.location or op.name, fold=options.fold, context=ctx)
         b.name_hint = _clean(op.results[0].source) if op.results and op.results[0].source else None
-        b.options = options  # type: ignore[attr-defined]
         try:
-            try:
-                if info is None:
-                    raise Unsupported(unsupported_reason(op))
-                new = info.fn(b, op)
-            except Unsupported as e:
-                if not custom_ops:
-                    raise
-                new = emit_custom(b, op, e.reason)  # kept as a TOSA CUSTOM operator (--custom-ops)
-        except Unsupported as e:
-            failures.setdefault(op.name, []).append(e.reason)
-            blocked.update(r.id for r in op.results)
-            continue
-        except InvalidGraphError as e:
-            failures.setdefault(op.name, []).append(f"spec forbids the result: {e}")
-            blocked.update(r.id for r in op.results)
-            continue
-        if len(new) != len(op.results):  # a malformed model: an op with more (or fewer) results than it defines
-            failures.setdefault(op.name, []).append(f"has {len(op.results)} result(s), the op defines {len(new)}")
+            new = legalize_op(b, op, custom=ctx.custom_ops)
+        except (Unsupported, InvalidGraphError) as e:
+            ctx.fail(op.name, failure_reason(e))
             blocked.update(r.id for r in op.results)
             continue
         for old, val in zip(op.results, new):
@@ -92,6 +83,7 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
             graph.replace_all_uses(old, val)
         if not any(graph.uses(r) for r in op.results):
             graph.remove_op(op)
+    failures = ctx.failures
     if failures:
         reasons = {name: (len(rs), "; ".join(sorted(set(rs)))) for name, rs in failures.items()}
         raise UnsupportedOpsError(reasons, file=file)
@@ -185,11 +177,12 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file)
     from ..quant.boundary import legalize_unsigned_io
 
+    ctx = legalize_context(options, file)
     try:
-        legalize_unsigned_io(graph, options)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
+        legalize_unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
     except Unsupported as e:
         raise UnsupportedOpsError({"uint8 model input/output": (1, e.reason)}, file=file) from None
-    legalize_graph(graph, options, file=file)
+    legalize_graph(graph, options, file=file, context=ctx)
     passes.refresh_shapes(graph)
     if options.fold:
         passes.fold_constants(graph)
