@@ -54,6 +54,7 @@ import numpy as np
 from ..errors import InvalidGraphError, Unsupported
 from ..ir import DType, Graph, Operation, TensorType, Value
 from ..tosa.builder import Builder
+from ..tosa.constants import tosa_constant
 from .driver import failure_reason, legalize_op, missing_rule
 from .registry import legalize
 
@@ -117,19 +118,11 @@ class Inliner:
             return got
         if rop.attrs.get("sparsity") is not None:
             raise Unsupported(f"sparse constant {rop.result.source or rop.result.name} inside a subgraph")
-        from ..converter.passes import narrow_constant, retype
-
         r = rop.result
-        arr = np.asarray(rop.attrs["values"])
-        t = r.type
-        if not t.dtype.is_tosa:
-            try:
-                arr, dt = narrow_constant(arr, t.dtype)
-            except ValueError:
-                raise Unsupported(f"constant {r.source or r.name} of type {t.dtype.value} has no TOSA type") from None
-            t = retype(t, dt)
-        if not t.dtype.is_tosa:
-            raise Unsupported(f"constant {r.source or r.name} of type {t.dtype.value} has no TOSA type")
+        try:
+            arr, t = tosa_constant(np.asarray(rop.attrs["values"]), r.type)
+        except ValueError:
+            raise Unsupported(f"constant {r.source or r.name} of type {r.type.dtype.value} has no TOSA type") from None
         if not t.is_static:
             t = t.with_shape(arr.shape)
         op = self.graph.add_op("tosa.CONST", [], [t], {"values": arr}, [_clean(r.source or r.name)],
