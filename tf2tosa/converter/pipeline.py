@@ -127,7 +127,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     check_tosa(graph, file)
     profs, exts = profiles.requirements(graph)
     warnings += [f"{e['op']} ({e['tensor']}) is not bit-exact with TFLite: {e['reason']}"
-                 for e in graph.meta.get("inexact", [])]
+                 for e in graph.inexact]
     warnings += graph.meta.pop("frontend_warnings", [])  # what the frontend has to tell (e.g. how it loaded)
     graph.meta.update(profiles=profs, extensions=exts, warnings=warnings)
     graph.meta.pop("subgraphs", None)  # the frontend's raw subgraphs; bodies that are used live in op.regions
