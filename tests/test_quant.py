@@ -37,6 +37,7 @@ from tf2tosa.quant import (
 from tf2tosa.quant.rescale import max_input_magnitude
 from tf2tosa.quant.scale import product_scale
 from tf2tosa.tosa.builder import Builder
+from tf2tosa.tosa.context import LegalizeContext
 
 RNG = np.random.default_rng(20240611)
 
@@ -98,14 +99,7 @@ def graph_with_input(shape: tuple[int, ...], dtype: DType, quant: QuantParams | 
                      rounding: str = "double") -> tuple[Graph, Builder, Value]:
     g = Graph()
     x = g.add_input("x", TensorType(shape, dtype, quant))
-    b = Builder(g, location="test")
-
-    class _Opts:
-        pass
-
-    opts = _Opts()
-    opts.rounding = rounding  # type: ignore[attr-defined]
-    b.options = opts  # type: ignore[attr-defined]
+    b = Builder(g, location="test", context=LegalizeContext(rounding=rounding))
     return g, b, x
 
 

@@ -147,7 +147,7 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     if is_tensorflow_source(source):
         import importlib.util
 
-        from .converter.tensorflow import convert_tensorflow
+        from .converter.tensorflow import tensorflow_frontend
 
         if isinstance(source, (str, os.PathLike)) and importlib.util.find_spec("tensorflow") is None:
             from .errors import MissingExtraError
@@ -156,7 +156,8 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
                                     file=os.fspath(source))
 
         options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, extra=dict(extra))
-        graph, src = convert_tensorflow(source, options, signature=signature)
+        graph, src = tensorflow_frontend(source, options, signature=signature)
+        convert_graph(graph, options, file=src.label)
         return TosaModel(graph, source_path=src.label, tf_source=src)
     data, path = _read_source(source)
     graph = load_tflite(data, name=Path(path).stem if path != "<bytes>" else None,

@@ -388,7 +388,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     out.echo("ops:")
     for name, n in g.op_counts().items():
         out.echo(f"  {name:28s} {n}")
-    for e in g.meta.get("inexact", []):
+    for e in g.inexact:
         out.echo(f"inexact lowering: {e['op']} ({e['tensor']}): {e['reason']}")
     custom = _custom_ops(g)
     if custom:
@@ -397,7 +397,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
         for name in custom:
             out.echo(f"  {name}")
     return {"file": str(file), "format": "TOSA 1.0", **_model_facts(m), "custom_ops": custom,
-            "inexact": list(g.meta.get("inexact", []))}
+            "inexact": g.inexact}
 
 
 @app.command()

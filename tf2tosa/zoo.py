@@ -149,7 +149,7 @@ def make_inputs(graph: Graph, specs: Sequence[Any], seed: int) -> dict[str, np.n
     from .ir import DType
 
     rng = np.random.default_rng(seed)
-    unsigned = set(graph.meta.get("unsigned_io", ()))
+    unsigned = graph.unsigned_io
     out: dict[str, np.ndarray] = {}
     for i, v in enumerate(graph.inputs):
         spec = _spec_for(v, specs, i)
@@ -287,7 +287,7 @@ def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any
         res.notes.append("tosa-tools environment missing: not validated, no reference-model run")
     # 4. run: executor (traced on the first set) and LiteRT
     sets = [make_inputs(g, mdef.inputs, seed) for seed in range(num_inputs)]
-    unsigned = set(g.meta.get("unsigned_io", ()))
+    unsigned = g.unsigned_io
 
     def src(name: str, a: np.ndarray) -> np.ndarray:
         return a.view(np.uint8) if name in unsigned and a.dtype == np.int8 else a

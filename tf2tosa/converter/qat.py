@@ -229,11 +229,10 @@ class _Consts:
                 if op.name == "tf.FakeQuantWithMinMaxArgs" else (args[1], args[2])
             return fake_quant_array(np.asarray(args[0]), np.asarray(lo), np.asarray(hi),
                                     int(op.attrs.get("num_bits", 8)), bool(op.attrs.get("narrow_range", False)))
-        from ..legalizations.registry import get_rule
+        from ..legalizations.driver import legalize_op, missing_rule
         from ..tosa.builder import Builder
 
-        info = get_rule(op.name)
-        if info is None:
+        if missing_rule(op) is not None:
             return None
         scratch = Graph("fold")
         ins = []
@@ -244,7 +243,7 @@ class _Consts:
         copy = scratch.add_op(op.name, ins, [TensorType(r.shape, r.dtype) for r in op.results], dict(op.attrs),
                               [f"r{i}" for i in range(len(op.results))], location=op.location)
         try:
-            outs = info.fn(Builder(scratch, location=op.location, fold=True), copy)
+            outs = legalize_op(Builder(scratch, location=op.location, fold=True), copy, exact_results=False)
         except (Unsupported, ConversionError, ValueError, TypeError, KeyError, IndexError):
             return None
         out = outs[v.index].const() if v.index < len(outs) else None

@@ -60,7 +60,7 @@ from ..errors import ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
 
-__all__ = ["TF_DTYPES", "TFSource", "convert_tensorflow", "graph_from_source", "graph_from_tf", "is_tensorflow_source",
+__all__ = ["TF_DTYPES", "TFSource", "graph_from_source", "graph_from_tf", "is_tensorflow_source", "tensorflow_frontend",
            "load_source", "load_tensorflow", "tflite_qat_reference"]
 
 #: TensorFlow DataType enum → IR dtype (types the IR cannot describe are left out)
@@ -699,22 +699,21 @@ def is_tensorflow_source(source: Any) -> bool:
     return mod.startswith(("keras", "tf_keras", "tensorflow"))
 
 
-def convert_tensorflow(source: Any, options: Any = None, signature: str = "serving_default",
-                       name: str | None = None, outputs: Sequence[str] | None = None) -> tuple[Graph, TFSource]:
-    """Load and convert a TensorFlow model; returns the TOSA graph and the opened source (for verification).
+def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serving_default",
+                        name: str | None = None, outputs: Sequence[str] | None = None) -> tuple[Graph, TFSource]:
+    """The TensorFlow frontend: load a model and return its graph of ``tf.*`` ops, ready for the pipeline
+    (:func:`tf2tosa.converter.pipeline.convert_graph`), and the opened source (for verification).
 
     ``options.extra["qat"]`` ("auto" default, "int8", "float") and ``options.extra["qat_io"]`` ("float" default,
     "int8") choose how FakeQuant ops are converted (:mod:`.qat`); ``graph.meta["qat"]`` reports what was done."""
-    from .pipeline import convert_graph
     from .qat import apply_qat, options_of
 
     mode, io = options_of(options)
     src = load_source(source, signature, outputs)
     graph = graph_from_source(src, name)
     apply_qat(graph, mode, io)
-    convert_graph(graph, options, file=src.label)
     if src.loader:
-        graph.meta["warnings"] = [*graph.meta.get("warnings", []), f"SavedModel loaded from its {src.loader}"]
+        graph.meta["frontend_warnings"] = [f"SavedModel loaded from its {src.loader}"]
     return graph, src
 
 

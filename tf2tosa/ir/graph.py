@@ -127,6 +127,22 @@ class Graph:
         self._ids = itertools.count()
         self._names: set[str] = set()
 
+    # ------------------------------------------------------------------ metadata read across packages
+    @property
+    def unsigned_io(self) -> set[str]:
+        """Names of the input/output values whose i8 arrays carry uint8 bits (``meta["unsigned_io"]``)."""
+        return set(self.meta.get("unsigned_io", ()))
+
+    @property
+    def tensor_map(self) -> dict[str, str]:
+        """Source tensor name -> TOSA value name, a copy of ``meta["tensor_map"]``."""
+        return dict(self.meta.get("tensor_map", {}))
+
+    @property
+    def inexact(self) -> list[dict[str, Any]]:
+        """Ops lowered by a path that is not bit-exact with TFLite (``meta["inexact"]``), a copy."""
+        return list(self.meta.get("inexact") or [])
+
     # ------------------------------------------------------------------ naming
     def unique_name(self, base: str) -> str:
         base = base or "v"

@@ -23,10 +23,10 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
+from . import driver  # (a module: driver → tfl_custom → shared)
 from .common import acc_type_for, apply_window_padding, float_zp, same_padding
 from .layout_helpers import prod, static_shape
 from .nn_helpers import fconst, float_divide, require_float, select
-from .registry import get_rule
 
 
 # ------------------------------------------------------------------------------------------ delegation
@@ -38,13 +38,12 @@ def via(b: Builder, op: Operation, name: str, operands: Sequence[Value] | None =
     rules that read the result element type (cast) or quantization see the source op's.  Reasons of
     :class:`Unsupported` are reported under ``op``'s name.
     """
-    info = get_rule(name)
-    if info is None:
-        raise Unsupported(f"no rule for {name}")
     proxy = Operation(-1, name, list(op.operands if operands is None else operands),
                       list(op.results if results is None else results), dict(attrs or {}), [], op.location)
+    if driver.missing_rule(proxy) is not None:
+        raise Unsupported(f"no rule for {name}")
     try:
-        return info.fn(b, proxy)
+        return driver.legalize_op(b, proxy, exact_results=False)
     except Unsupported as e:
         raise Unsupported(e.reason.replace(name, op.name)) from None
 

@@ -54,10 +54,9 @@ import numpy as np
 from ..errors import InvalidGraphError, Unsupported
 from ..ir import DType, Graph, Operation, TensorType, Value
 from ..tosa.builder import Builder
-from .registry import get_rule, legalize
-
-#: default bound on the number of iterations of an unrolled tfl.while
-MAX_UNROLL = 1024
+from ..tosa.constants import tosa_constant
+from .driver import failure_reason, legalize_op, missing_rule
+from .registry import legalize
 
 _PASSIVE = frozenset({"tosa.CONST", "tosa.CONST_SHAPE"})
 
@@ -70,16 +69,6 @@ def _clean(name: str) -> str:
 def _short(source: str) -> str:
     """A value name from the last two components of a TF tensor name (``lstm_cell_1_MatMul_1``)."""
     return _clean("_".join(source.split(";")[0].split("/")[-2:]))
-
-
-def _options(b: Builder) -> Any:
-    return getattr(b, "options", None)
-
-
-def _extra(b: Builder, key: str, default: Any) -> Any:
-    opts = _options(b)
-    extra = getattr(opts, "extra", None) or {}
-    return extra.get(key, default)
 
 
 def _region(op: Operation, field: str, position: int) -> Graph:
@@ -118,9 +107,8 @@ class Inliner:
 
     # ------------------------------------------------------------------ helpers
     def _builder(self, location: str, hint: str | None) -> Builder:
-        nb = Builder(self.graph, location=location, fold=self.fold)
+        nb = Builder(self.graph, location=location, fold=self.fold, context=self.outer.context)
         nb.name_hint = hint
-        nb.options = _options(self.outer)  # type: ignore[attr-defined]
         return nb
 
     def _const(self, region: Graph, rop: Operation) -> Value:
@@ -130,19 +118,11 @@ class Inliner:
             return got
         if rop.attrs.get("sparsity") is not None:
             raise Unsupported(f"sparse constant {rop.result.source or rop.result.name} inside a subgraph")
-        from ..converter.passes import narrow_constant, retype
-
         r = rop.result
-        arr = np.asarray(rop.attrs["values"])
-        t = r.type
-        if not t.dtype.is_tosa:
-            try:
-                arr, dt = narrow_constant(arr, t.dtype)
-            except ValueError:
-                raise Unsupported(f"constant {r.source or r.name} of type {t.dtype.value} has no TOSA type") from None
-            t = retype(t, dt)
-        if not t.dtype.is_tosa:
-            raise Unsupported(f"constant {r.source or r.name} of type {t.dtype.value} has no TOSA type")
+        try:
+            arr, t = tosa_constant(np.asarray(rop.attrs["values"]), r.type)
+        except ValueError:
+            raise Unsupported(f"constant {r.source or r.name} of type {r.type.dtype.value} has no TOSA type") from None
         if not t.is_static:
             t = t.with_shape(arr.shape)
         op = self.graph.add_op("tosa.CONST", [], [t], {"values": arr}, [_clean(r.source or r.name)],
@@ -235,11 +215,9 @@ class Inliner:
             op = self.graph.add_op(name, operands, [r.type for r in rop.results], dict(rop.attrs),
                                    [r.name for r in rop.results], list(rop.regions), rop.location)
             return list(op.results)
-        info = get_rule(name)
-        if info is None:
-            from .tfl_custom import unsupported_reason
-
-            raise Unsupported(f"{label}: {name}: {unsupported_reason(rop)}")
+        missing = missing_rule(rop)
+        if missing is not None:
+            raise Unsupported(f"{label}: {name}: {missing}")
         clone = self.graph.add_op(name, operands, [r.type for r in rop.results], dict(rop.attrs),
                                   [f"{r.name}_src" for r in rop.results], list(rop.regions), label)
         for r, c in zip(rop.results, clone.results):
@@ -247,12 +225,11 @@ class Inliner:
         src = rop.results[0].source if rop.results else None
         nb = self._builder(label, _short(src) + self.tag if src else None)
         try:
-            new = info.fn(nb, clone)
+            new = legalize_op(nb, clone, exact_results=False)
         except (Unsupported, InvalidGraphError) as e:
             if not any(self.graph.uses(r) for r in clone.results):
                 self.graph.remove_op(clone)
-            why = e.reason if isinstance(e, Unsupported) else f"spec forbids the result: {e}"
-            raise Unsupported(f"{label}: {name}: {why}") from None
+            raise Unsupported(f"{label}: {name}: {failure_reason(e)}") from None
         if len(new) != len(rop.results):  # a malformed model: an op with more (or fewer) results than it defines
             raise Unsupported(f"{label}: {name}: malformed: {len(rop.results)} result(s), the op defines {len(new)}")
         if not any(v is r for v in new for r in clone.results):
@@ -403,8 +380,7 @@ def _region_graph(b: Builder, region: Graph, types: Sequence[TensorType], where:
     args = [g.add_input(v.name, t) for v, t in zip(region.inputs, types)]
     for a, v in zip(args, region.inputs):
         a.source = v.source
-    opts = _options(b)
-    inl = Inliner(b, g, fold=bool(getattr(opts, "fold", True)))
+    inl = Inliner(b, g, fold=b.context.fold)
     g.outputs = inl.inline(region, args, where)
     g.remove_dead_ops()
     for op in g.topological_order():
@@ -552,7 +528,7 @@ def while_(b: Builder, op: Operation) -> list[Value]:
     cond = _region(op, "cond_subgraph_index", 0)
     body = _region(op, "body_subgraph_index", 1)
     vals = list(op.operands)
-    limit = int(_extra(b, "max_unroll", MAX_UNROLL))
+    limit = b.context.max_unroll
     n = trip_count(b, cond, body, vals, limit) if limit > 0 else None
     if n is not None and n <= limit:
         out = _try_unroll(b, op, cond, body, vals, limit)
@@ -606,7 +582,7 @@ def call(b: Builder, op: Operation) -> list[Value]:
     if not op.regions:
         raise Unsupported("call without a subgraph")
     where = op.location or op.name
-    return Inliner(b, b.graph, fold=bool(getattr(_options(b), "fold", True))).inline(
+    return Inliner(b, b.graph, fold=b.context.fold).inline(
         op.regions[0], list(op.operands), f"{where}/{op.regions[0].name}")
 
 

@@ -29,13 +29,13 @@ uint8 values inside nested regions (control-flow bodies).
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir import DType, Graph, QuantParams, TensorType, Value
 from ..tosa.builder import Builder
+from ..tosa.context import LegalizeContext
 from .rescale import rescale
 
 
@@ -69,7 +69,7 @@ def _retype_internal(graph: Graph) -> None:
             r.type = TensorType(r.shape, DType.INT8, _to_i8_quant(q))
 
 
-def legalize_unsigned_io(graph: Graph, options: Any) -> None:
+def legalize_unsigned_io(graph: Graph, context: LegalizeContext | None = None) -> None:
     """Rewrite uint8 graph inputs/outputs as i8 tensors with unsigned RESCALEs (S9907-9925, L4514-4519)."""
     unsigned: list[str] = list(graph.meta.get("unsigned_io", []))
     for v in list(graph.inputs) + list(graph.outputs):
@@ -89,8 +89,7 @@ def legalize_unsigned_io(graph: Graph, options: Any) -> None:
         return
     _retype_internal(graph)
 
-    b = Builder(graph, location="uint8 input", fold=False)
-    b.options = options  # type: ignore[attr-defined]
+    b = Builder(graph, location="uint8 input", fold=False, context=context)
     for v in in_list:
         assert v.type.quant is not None
         zp = in_zps[v.id]

@@ -31,9 +31,7 @@ ScaleArg = float | int | Sequence[float] | np.ndarray
 
 def rounding_mode(b: Builder, scale32: bool = True) -> str:
     """"DOUBLE_ROUND" when the conversion asks for TFLite-exact rounding and the multiplier is 32-bit."""
-    opts = getattr(b, "options", None)
-    rounding = getattr(opts, "rounding", "double") if opts is not None else "double"
-    return "DOUBLE_ROUND" if rounding == "double" and scale32 else "SINGLE_ROUND"
+    return "DOUBLE_ROUND" if b.context.rounding == "double" and scale32 else "SINGLE_ROUND"
 
 
 def _scales(scale: ScaleArg) -> list[float]:

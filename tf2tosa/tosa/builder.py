@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import InvalidGraphError
 from ..ir import DType, Graph, Operation, QuantParams, TensorType, Value
 from . import catalogue
+from .context import LegalizeContext
 
 #: ops never folded (they have state, regions or are already constants)
 _NO_FOLD = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE", "COND_IF", "WHILE_LOOP",
@@ -66,12 +67,15 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
 class Builder:
     """Emits TOSA ops into ``graph``; ``location`` tags every op for error messages and per-layer maps."""
 
-    def __init__(self, graph: Graph, location: str | None = None, fold: bool = True, validate: bool = True) -> None:
+    def __init__(self, graph: Graph, location: str | None = None, fold: bool = True, validate: bool = True,
+                 context: LegalizeContext | None = None) -> None:
         self.graph = graph
         self.location = location
         self.fold = fold
         self.validate = validate
         self.name_hint: str | None = None
+        #: the conversion's options as rules read them (defaults when the builder is not the driver's)
+        self.context = context if context is not None else LegalizeContext()
 
     # ------------------------------------------------------------------ core
     def emit(self, opcode: str, operands: Sequence[Value], attrs: dict[str, Any] | None = None,

@@ -257,7 +257,7 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     g = model.graph
     sets = [dict(s) for s in inputs] if inputs is not None else [random_inputs(g, seed + i) for i in range(num)]
     src_names = {v.name: (v.source or v.name) for v in g.inputs}
-    unsigned = set(g.meta.get("unsigned_io", ()))
+    unsigned = g.unsigned_io
 
     def as_source(name: str, a: np.ndarray) -> np.ndarray:
         """uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (tf2tosa.quant.boundary)."""
@@ -338,7 +338,7 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
         report.info.append(note)
     tell(total - 1, total, "spec bounds")
     report.spec = spec_check(g, sets[0])
-    report.inexact = list(g.meta.get("inexact") or [])
+    report.inexact = g.inexact
     return report
 
 

@@ -253,9 +253,9 @@ def compare_layers(tflite: bytes, graph: Graph, litert_tensors: Mapping[int, np.
                    float_threshold: float = FLOAT_THRESHOLD, int_threshold: float = INT_THRESHOLD) -> LayerReport:
     """Compare LiteRT's tensors (by index) with the executor's trace (by value name); see the module docstring."""
     names, consts, ops = _read_tflite(tflite)
-    tmap: dict[str, str] = dict(graph.meta.get("tensor_map", {}))
+    tmap: dict[str, str] = graph.tensor_map
     pos, producer, by_source = _value_index(graph)
-    unsigned = set(graph.meta.get("unsigned_io", ()))
+    unsigned = graph.unsigned_io
     report = LayerReport(model, reference_kernels, float_threshold, int_threshold)
     seen_values: set[str] = set()
     entries: list[tuple[int, int, LayerEntry]] = []
@@ -445,7 +445,7 @@ def classify_drift(tflite: bytes, graph: Graph, report: LayerReport, litert_tens
 
     names, _, _ = _read_tflite(tflite)
     index = {n: i for i, n in enumerate(names)}
-    tmap: dict[str, str] = dict(graph.meta.get("tensor_map", {}))
+    tmap: dict[str, str] = graph.tensor_map
     tensor_of: dict[str, str] = {v: t for t, v in tmap.items()}
     for op in graph.topological_order():
         for r in op.results:
@@ -594,7 +594,7 @@ def verify_layers(model_path_or_bytes: str | os.PathLike[str] | bytes, inputs: M
     if reference_kernels is None:
         reference_kernels = is_quantized_tflite(data)
     feed = _feed(graph, inputs, seed)
-    unsigned = set(graph.meta.get("unsigned_io", ()))
+    unsigned = graph.unsigned_io
     src = {(v.source or v.name): (feed[v.name].view(np.uint8) if v.name in unsigned and feed[v.name].dtype == np.int8
                                   else feed[v.name]) for v in graph.inputs}
     tensors = run_tflite_tensors(data, src, reference_kernels=reference_kernels, worker=worker)

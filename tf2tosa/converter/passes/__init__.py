@@ -1,0 +1,28 @@
+"""Graph passes run around legalization, one module per pass, in the order the pipeline runs them:
+
+1. :mod:`.input_shapes` — static input shapes;
+2. :mod:`.unsigned_io` — uint8 model inputs/outputs as int8 with unsigned RESCALEs;
+3. :mod:`.densify` — sparse constants made dense (then the rules run: :func:`..pipeline.legalize_graph`);
+4. :mod:`.constants` — the frontend constants still in use become tosa.CONST with TOSA types;
+5. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
+6. :mod:`.fold` — ops with constant operands folded;
+7. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
+8. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt.
+
+Each module's docstring names its input and output form.
+"""
+
+from __future__ import annotations
+
+from ...tosa.constants import narrow_constant, retype
+from .constants import finish_constants
+from .densify import densify
+from .fold import fold_constants
+from .identities import remove_identities
+from .input_shapes import resolve_input_shapes
+from .outputs import name_outputs, rebuild_tensor_map
+from .shapes import refresh_shapes
+from .unsigned_io import unsigned_io
+
+__all__ = ["densify", "finish_constants", "fold_constants", "name_outputs", "narrow_constant", "rebuild_tensor_map",
+           "refresh_shapes", "remove_identities", "resolve_input_shapes", "retype", "unsigned_io"]

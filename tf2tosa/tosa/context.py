@@ -1,0 +1,41 @@
+"""What a legalization rule may read about the conversion it is part of.
+
+One :class:`LegalizeContext` per conversion rides on every :class:`~tf2tosa.tosa.builder.Builder` the
+legalization driver makes (``b.context``); rules, the control-flow inliner and the quantization helpers read
+options from it instead of undeclared builder attributes.  A builder made without one gets the defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: WHILE loops with a static trip count up to this many iterations are unrolled (``--max-unroll``)
+MAX_UNROLL = 1024
+
+
+@dataclass
+class LegalizeContext:
+    """Options of one conversion, as the legalization rules see them, and the failures gathered so far."""
+
+    #: fold ops with constant operands at conversion time
+    fold: bool = True
+    #: requantization rounding: "double" (TFLite-exact, EXT-DOUBLEROUND) or "single" (PRO-INT core)
+    rounding: str = "double"
+    #: ops without a lowering become TOSA CUSTOM operators instead of failing (``--custom-ops``)
+    custom_ops: bool = False
+    #: WHILE loops with a static trip count up to this are unrolled (0: never)
+    max_unroll: int = MAX_UNROLL
+    #: the frontend's other knobs (``ConvertOptions.extra``)
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: the model file, for error messages
+    file: str | None = None
+    #: op name -> reasons of the ops that could not be legalized
+    failures: dict[str, list[str]] = field(default_factory=dict)
+
+    def fail(self, name: str, reason: str) -> None:
+        """Record that an op ``name`` could not be legalized, and why."""
+        self.failures.setdefault(name, []).append(reason)
+
+
+__all__ = ["MAX_UNROLL", "LegalizeContext"]
