@@ -265,7 +265,10 @@ def test_real_ctrl_c_during_write(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     marker = tmp_path / "writing"
-    code = ("import os, sys, time\n"
+    # a child of a background job or of an xdist worker can inherit SIGINT as ignored, in which case Python keeps it
+    # ignored; a process started from a terminal has Python's default handler, so the child sets that explicitly
+    code = ("import os, signal, sys, time\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
             "real = os.fsync\n"
             "def slow(fd):\n"
             f"    open({str(marker)!r}, 'w').close()\n"
