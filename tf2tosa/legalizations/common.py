@@ -32,11 +32,6 @@ def const_operand(op: Operation, k: int, what: str = "operand") -> np.ndarray:
     return c
 
 
-def has_value(v: Value) -> bool:
-    """False for TFLite's omitted optional inputs (tensor index -1)."""
-    return not (v.producer is not None and v.producer.name == "tfl.no_value")
-
-
 def same_padding(in_size: int, kernel: int, stride: int, dilation: int = 1) -> tuple[int, int]:
     """TF/TFLite SAME padding (extra pad at the end), §6.2."""
     if stride < 1 or kernel < 1 or dilation < 1:

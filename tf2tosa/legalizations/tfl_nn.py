@@ -5,8 +5,8 @@ tfl.transpose_conv L4415, tfl.average_pool_2d L2991, tfl.max_pool_2d L3694 (pre-
 op_inventory §4 #3, #14, #21-23, #28).
 
 Quantized (int8, per-tensor or per-channel weights; int16x8 = i16 activations × i8 weights, EXT-INT16) follows
-LiteRT's reference kernels bit-exactly (see :mod:`.nn_quant`): CONV2D/DEPTHWISE/TRANSPOSE_CONV2D/MATMUL with the
-zero points as [1] tensors → i32 (i48) accumulator → RESCALE by ``s_x·s_w[c]/s_out`` (per_channel, S9905) →
+LiteRT's reference kernels bit-exactly (see :mod:`tf2tosa.quant.conv`): CONV2D/DEPTHWISE/TRANSPOSE_CONV2D/MATMUL
+with the zero points as [1] tensors → i32 (i48) accumulator → RESCALE by ``s_x·s_w[c]/s_out`` (per_channel, S9905) →
 CLAMP of the fused activation in the output domain (L3125-3127, L3200-3202, L3425-3427 with op_inventory §6.1's
 fixes: the depthwise filter is reshaped, the fully-connected zero bias has OC elements, the RESCALEs carry both
 zero points, and the RELUN-on-i32 becomes a CLAMP on the output type).
@@ -19,24 +19,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, Value
+from ..ir import DType, Operation, Value, has_value
 from ..quant import fused_activation_q, requantize
-from ..tosa.builder import Builder
-from . import tflite_ref as R
-from .common import (
-    acc_type_for,
-    apply_window_padding,
-    const_operand,
-    float_zp,
-    fused_activation,
-    has_value,
-    same_padding,
-    window_padding,
-)
-from .exact_round import low_byte_input
-from .layout_helpers import dilate_axis, reverse
-from .nn_helpers import broadcast_shape, operands, require_float, static_shape
-from .nn_quant import (
+from ..quant import tflite_reference as R
+from ..quant.conv import (
     ACC,
     acc_bound,
     conv_output,
@@ -53,7 +39,20 @@ from .nn_quant import (
     tfl_product_scale,
     weight_zp,
 )
-from .quant_helpers import Fx
+from ..quant.elementwise import Fx
+from ..quant.exact_round import low_byte_input
+from ..tosa.builder import Builder
+from .common import (
+    acc_type_for,
+    apply_window_padding,
+    const_operand,
+    float_zp,
+    fused_activation,
+    same_padding,
+    window_padding,
+)
+from .layout_helpers import dilate_axis, reverse
+from .nn_helpers import broadcast_shape, operands, require_float, static_shape
 from .registry import legalize
 
 _QTYPES = ("fp32", "i8", "i16")
@@ -83,7 +82,7 @@ def _conv_types(b: Builder, op: Operation, x: Value, w: Value) -> _ConvTypes:
 def _bias(b: Builder, op: Operation, k: int, channels: int, ct: _ConvTypes) -> tuple[Value, DType | None]:
     """Operand ``k`` when present, else a zero bias of ``channels`` elements (L3384 with shape[0] fixed, §6.1).
 
-    Returns the bias and (quantized only) TFLite's accumulator type (see :func:`nn_quant.quant_bias`)."""
+    Returns the bias and (quantized only) TFLite's accumulator type (see :func:`tf2tosa.quant.conv.quant_bias`)."""
     if ct.quantized:
         return quant_bias(b, op, k, channels, ct.acc)
     dt = ct.dt
@@ -228,7 +227,7 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     """1x1 CONV2D (1.0 has no FULLY_CONNECTED, §4 #14): input [N,1,1,IC], weights [OC,1,1,IC], bias [OC].
 
     Quantized: LiteRT's reference kernels requantize in double, round(acc · s_x·s_w[c]/s_out) (not MBQM, unlike
-    conv), reproduced exactly by :func:`nn_quant.fc_output`; L3413's zero bias of %filter.shape[3] is OC
+    conv), reproduced exactly by :func:`tf2tosa.quant.conv.fc_output`; L3413's zero bias of %filter.shape[3] is OC
     elements (§6.1)."""
     x, w = operands(op, None, 2)
     ct = _conv_types(b, op, x, w)
@@ -438,7 +437,8 @@ def l2_normalization(b: Builder, op: Operation) -> list[Value]:
 
 def _inv_sqrt_multiplier(fx: Fx, acc: Value) -> tuple[Value, Value]:
     """TFLite GetInvSqrtQuantizedMultiplierExp(acc, kReverseShift) per element of ``acc`` (i32 >= 0), as TOSA ops:
-    (multiplier, left shift); mirrors :func:`.tflite_ref.inv_sqrt_quantized_multiplier_exp` step by step."""
+    (multiplier, left shift); mirrors :func:`tf2tosa.quant.tflite_reference.inv_sqrt_quantized_multiplier_exp`
+    step by step."""
     b = fx.b
     big = fx.gt(acc, (1 << 29) - 1)  # one /4 step brings any i32 below 2^29
     value = fx.where(big, fx.shr(acc, 2), acc)

@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, QuantParams, Value
-from ..quant import fused_activation_q, rescale, rounding_mode
+from ..ir import DType, Operation, QuantParams, Value, has_value
 from ..tosa.builder import Builder
-from .common import has_value
+from .activation import fused_activation_q
+from .rescale import rescale, rounding_mode
 
 #: quantized activation types of the conv family and their TOSA accumulators (S1629-1639)
 ACC = {DType.INT8: (DType.INT32, "INT32"), DType.INT16: (DType.INT48, "INT48")}

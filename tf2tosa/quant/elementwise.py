@@ -19,10 +19,10 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
-from ..quant import apply_table_i8, rescale
 from ..tosa.builder import Builder
-from . import tflite_ref as R
-from .nn_helpers import select
+from . import tflite_reference as R
+from .rescale import rescale
+from .table import apply_table_i8
 
 QDTYPES = (DType.INT8, DType.INT16)
 
@@ -122,7 +122,7 @@ def lut_pair8(b: Builder, x: Value, y: Value, table: np.ndarray, q: QuantParams)
 
 # --------------------------------------------------------------------------------- fixed-point in TOSA ops
 class Fx:
-    """gemmlowp int32 fixed-point primitives as TOSA ops; each mirrors the numpy one in :mod:`.tflite_ref`."""
+    """gemmlowp int32 fixed-point primitives as TOSA ops; each mirrors the numpy one in :mod:`.tflite_reference`."""
 
     def __init__(self, b: Builder, rank: int) -> None:
         self.b = b
@@ -157,7 +157,8 @@ class Fx:
         return self.shr(x, e, rnd=True)
 
     def where(self, cond: Value, a: Value | int, c: Value | int) -> Value:
-        return select(self.b, cond, self._v(a), self._v(c))
+        c_, t, f = self.b.broadcast_ranks(cond, self._v(a), self._v(c))
+        return self.b.emit("SELECT", [c_, t, f]).result
 
     def gt(self, a: Value | int, c: Value | int) -> Value:
         return self.b.binary("GREATER", self._v(a), self._v(c))
@@ -189,7 +190,7 @@ class Fx:
 
 
 def one_over_one_plus_x(fx: Fx, a: Value) -> Value:
-    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson, 3 iterations), see tflite_ref."""
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson, 3 iterations), see tflite_reference."""
     half_den = fx.rounding_half_sum(a, R.I32_MAX)
     x = fx.add(1515870810, fx.mulhi(half_den, -1010580540))
     for _ in range(3):
@@ -207,7 +208,7 @@ def get_reciprocal(fx: Fx, x: Value, integer_digits: int) -> tuple[Value, Value]
 
 
 def log_x_ge_1(fx: Fx, x: Value, out_bits: int, in_bits: int) -> Value:
-    """TFLite log_x_for_x_greater_than_or_equal_to_1_impl<out_bits, in_bits> (see tflite_ref)."""
+    """TFLite log_x_for_x_greater_than_or_equal_to_1_impl<out_bits, in_bits> (see tflite_reference)."""
     log_2, sqrt_sqrt_half, sqrt_half, one_quarter = 1488522236, 1805811301, 1518500250, 536870912
     alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
     accum = out_bits + 1
