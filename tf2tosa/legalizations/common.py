@@ -5,8 +5,6 @@ Float paths only here; quantized helpers live in :mod:`tf2tosa.quant`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from ..errors import Unsupported
@@ -30,50 +28,6 @@ def const_operand(op: Operation, k: int, what: str = "operand") -> np.ndarray:
     if c is None:
         raise Unsupported(f"{what} ({v.name}) must be a compile-time constant")
     return c
-
-
-def same_padding(in_size: int, kernel: int, stride: int, dilation: int = 1) -> tuple[int, int]:
-    """TF/TFLite SAME padding (extra pad at the end), §6.2."""
-    if stride < 1 or kernel < 1 or dilation < 1:
-        raise Unsupported(f"window of kernel {kernel}, stride {stride}, dilation {dilation}: each must be >= 1")
-    eff_k = (kernel - 1) * dilation + 1
-    out = -(-in_size // stride)
-    total = max(0, (out - 1) * stride + eff_k - in_size)
-    return total // 2, total - total // 2
-
-
-def window_padding(padding: str, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
-                   dilation: Sequence[int] = (1, 1)) -> list[int]:
-    """[top, bottom, left, right] for SAME/VALID, adjusted so TOSA's exact output-size division holds.
-
-    TF floors the output size; TOSA 1.0 raises ERROR_IF on a remainder (idiv_check, S11682).  Reducing the
-    bottom/right pad by the remainder gives the same outputs (those rows are never read).  A remainder larger
-    than the pad is returned as a negative pad; :func:`apply_window_padding` turns it into a SLICE.
-    """
-    for what, vals in (("kernel", kernel), ("stride", stride), ("dilation", dilation)):
-        if any(int(v) < 1 for v in vals[:2]):
-            raise Unsupported(f"{what} {list(vals)} must be >= 1")
-    pads: list[int] = []
-    for i in range(2):
-        if padding == "SAME":
-            before, after = same_padding(in_hw[i], kernel[i], stride[i], dilation[i])
-        elif padding == "VALID":
-            before, after = 0, 0
-        else:
-            raise Unsupported(f"padding {padding!r}")
-        eff_k = (kernel[i] - 1) * dilation[i] + 1
-        r = (in_hw[i] + before + after - eff_k) % stride[i]
-        pads += [before, after - r]
-    return pads
-
-
-def apply_window_padding(b: Builder, x: Value, pads: list[int]) -> tuple[Value, list[int]]:
-    """SLICE away trailing rows/columns that negative pads from :func:`window_padding` stand for."""
-    n, h, w, c = x.shape
-    cut_h, cut_w = max(0, -pads[1]), max(0, -pads[3])
-    if cut_h or cut_w:
-        x = b.slice(x, [0, 0, 0, 0], [n, h - cut_h, w - cut_w, c])
-    return x, [pads[0], max(0, pads[1]), pads[2], max(0, pads[3])]
 
 
 def fused_activation(b: Builder, x: Value, act: str | None) -> Value:

@@ -23,8 +23,10 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
-from .common import acc_type_for, apply_window_padding, float_zp, same_padding
+from .common import acc_type_for, float_zp
 from .layout_helpers import prod, static_shape
+from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
+from .lowering.padding import apply_window_padding
 from .nn_helpers import fconst, float_divide, require_float, select
 from .registry import get_rule
 
@@ -87,37 +89,6 @@ def explicit_spatial(pads: Sequence[int], nchw: bool) -> list[int]:
     return [p[2 * h], p[2 * h + 1], p[2 * w], p[2 * w + 1]]
 
 
-def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
-                dilation: Sequence[int] = (1, 1), explicit: Sequence[int] | None = None) -> list[int]:
-    """[top, bottom, left, right] for SAME / VALID / EXPLICIT, trimmed so TOSA's exact output division holds.
-
-    TF floors the output size; TOSA raises ERROR_IF on a remainder (S11682, op_inventory §6.2).  Cutting the
-    remainder off the bottom/right pad gives the same outputs; a negative result means trailing input rows are
-    never read (:func:`~.common.apply_window_padding` SLICEs them off).  Same arithmetic as
-    :func:`~.common.window_padding`, extended to EXPLICIT pads.
-    """
-    pads: list[int] = []
-    for i in range(2):
-        if padding == "SAME":
-            before, after = same_padding(in_hw[i], kernel[i], stride[i], dilation[i])
-        elif padding == "VALID":
-            before, after = 0, 0
-        elif padding == "EXPLICIT":
-            if explicit is None or len(explicit) != 4:
-                raise Unsupported("EXPLICIT padding without explicit_paddings")
-            before, after = int(explicit[2 * i]), int(explicit[2 * i + 1])
-            if before < 0 or after < 0:
-                raise Unsupported(f"negative explicit padding {list(explicit)}")
-        else:
-            raise Unsupported(f"padding {padding!r}")
-        eff_k = (kernel[i] - 1) * dilation[i] + 1
-        span = in_hw[i] + before + after - eff_k
-        if span < 0:
-            raise Unsupported(f"window of {eff_k} larger than the padded input {in_hw[i] + before + after}")
-        pads += [before, after - span % stride[i]]
-    return pads
-
-
 def through_transpose(b: Builder, x: Value, fn: Callable[[Value], Value]) -> Value:
     """``fn`` (an elementwise, layout-agnostic op) applied before the TRANSPOSE that produces ``x``, and the
     TRANSPOSE re-applied after it: an NCHW chain conv → (TRANSPOSE) → relu → (TRANSPOSE) → conv then has two
@@ -147,30 +118,20 @@ def conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pa
     """CONV2D of NHWC ``x`` with OHWI ``w`` (S1414) and the pads of :func:`window_pads`.
 
     A filter with fewer input channels than ``x`` is a grouped convolution (C = groups · IC, OC split evenly):
-    one CONV2D per group, then CONCAT.  (tfl.conv_2d does the same inline.)
+    one CONV2D per group, then CONCAT (:func:`.lowering.conv.grouped_conv2d`, shared with tfl.conv_2d).
     """
     zp, acc_type = _conv_zp(b, op, x, w)
     c = static_shape(x)[3]
     oc, kh, kw, ic = static_shape(w)
     bias = _bias_or_zero(b, bias, oc, x.dtype)
     x, pads = apply_window_padding(b, x, pads)
-    n, h, wd, _ = static_shape(x)
     stride, dilation = [int(s) for s in stride], [int(d) for d in dilation]
     if c == ic:
         return b.conv2d(x, w, bias, zp, zp, pad=pads, stride=stride, dilation=dilation, acc_type=acc_type)
-    if c % ic or oc % (c // ic):
-        raise Unsupported(f"convolution input channels {c} vs filter channels {ic}")
-    groups = c // ic
-    ocg = oc // groups
-    if static_shape(bias)[0] == 1:
-        bias = b.tile(bias, [oc])
-    parts = []
-    for g in range(groups):
-        xg = b.slice(x, [0, 0, 0, g * ic], [n, h, wd, ic])
-        wg = b.slice(w, [g * ocg, 0, 0, 0], [ocg, kh, kw, ic])
-        bg = b.slice(bias, [g * ocg], [ocg])
-        parts.append(b.conv2d(xg, wg, bg, zp, zp, pad=pads, stride=stride, dilation=dilation, acc_type=acc_type))
-    return b.concat(parts, 3)
+    return grouped_conv2d(
+        b, x, w, bias,
+        lambda xg, wg, bg: b.conv2d(xg, wg, bg, zp, zp, pad=pads, stride=stride, dilation=dilation, acc_type=acc_type),
+        lambda bias1: b.tile(bias1, [oc]), "convolution")
 
 
 def depthwise_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pads: list[int],
@@ -216,29 +177,18 @@ def transpose_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value 
     TOSA writes input pixel iy to output rows iy·s + out_pad_top + ky (S3266-3277), the forward convolution
     reads input rows iy·s − pad_top + ky: out_pad_top = −pad_top, and out_pad_bottom follows from
     OH = (IH−1)·s + out_pad_top + out_pad_bottom + KH (S3262).  Out-pads ≤ −K (ERROR_IF, S3259) are computed
-    wider and SLICEd (op_inventory §6.2; tfl.transpose_conv does the same inline).
+    wider and SLICEd (op_inventory §6.2; :func:`.lowering.conv.transpose_conv_out_pads`, shared with
+    tfl.transpose_conv).
     """
     zp, acc_type = _conv_zp(b, op, x, w)
     n, ih, iw, ic = static_shape(x)
     oc, kh, kw, wic = static_shape(w)
     if wic != ic:
         raise Unsupported(f"transposed convolution filter channels {wic} vs input channels {ic}")
-    out_pad: list[int] = []
-    crop: list[int] = []
-    for size, insize, k, s, before in ((out_hw[0], ih, kh, stride[0], pad_before[0]),
-                                       (out_hw[1], iw, kw, stride[1], pad_before[1])):
-        top = -int(before)
-        bottom = int(size) - (insize - 1) * int(s) - k - top
-        for p in (top, bottom):
-            q = max(p, 1 - k)
-            out_pad.append(q)
-            crop.append(q - p)
+    out_pad, crop = transpose_conv_out_pads(out_hw, [ih, iw], [kh, kw], stride, pad_before)
     bias = _bias_or_zero(b, bias, oc, x.dtype)
     y = b.transpose_conv2d(x, w, bias, zp, zp, out_pad=out_pad, stride=[int(s) for s in stride], acc_type=acc_type)
-    if any(crop):
-        full = static_shape(y)
-        y = b.slice(y, [0, crop[0], crop[2], 0], [n, full[1] - crop[0] - crop[1], full[2] - crop[2] - crop[3], oc])
-    return y
+    return crop_output(b, y, crop)
 
 
 _CONVS = {"tosa.CONV2D": 0, "tosa.DEPTHWISE_CONV2D": -1, "tosa.TRANSPOSE_CONV2D": 0}
@@ -576,5 +526,4 @@ def fake_quant_array(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, num_bits: in
 
 __all__ = ["batch_norm", "bias_add", "broadcast_to", "conv2d", "depthwise_conv2d", "dilate_kernel", "einsum",
            "explicit_spatial", "fake_quant", "fake_quant_array", "fake_quant_params", "fold_into_conv", "log1p",
-           "one_hot", "softplus", "spatial", "through_transpose", "to_nchw", "to_nhwc", "transpose_conv2d", "via",
-           "window_pads"]
+           "one_hot", "softplus", "spatial", "through_transpose", "to_nchw", "to_nhwc", "transpose_conv2d", "via"]

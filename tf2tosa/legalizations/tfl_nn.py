@@ -42,16 +42,10 @@ from ..quant.conv import (
 from ..quant.elementwise import Fx
 from ..quant.exact_round import low_byte_input
 from ..tosa.builder import Builder
-from .common import (
-    acc_type_for,
-    apply_window_padding,
-    const_operand,
-    float_zp,
-    fused_activation,
-    same_padding,
-    window_padding,
-)
+from .common import acc_type_for, const_operand, float_zp, fused_activation
 from .layout_helpers import dilate_axis, reverse
+from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
+from .lowering.padding import apply_window_padding, same_padding, window_pads
 from .nn_helpers import broadcast_shape, operands, require_float, static_shape
 from .registry import legalize
 
@@ -129,26 +123,13 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
     oc, kh, kw, ic = static_shape(w)
     stride, dil = _stride_dilation(op)
     bias, tfl_acc = _bias(b, op, 2, oc, ct)
-    pads = window_padding(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
+    pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     x, pads = apply_window_padding(b, x, pads)
-    n, h2, w2, _ = static_shape(x)
     if c == ic:
         y = _conv(b, x, w, bias, ct, pads, stride, dil)
-    else:
-        # TFLite grouped convolution: filter IC = C / groups, OC split evenly between groups
-        if c % ic or oc % (c // ic):
-            raise Unsupported(f"conv_2d input channels {c} vs filter channels {ic}")
-        groups = c // ic
-        ocg = oc // groups
-        if bias.shape[0] == 1:
-            bias = b.const(np.zeros([oc]), ct.acc, name="zero_bias")
-        parts = []
-        for g in range(groups):
-            xg = b.slice(x, [0, 0, 0, g * ic], [n, h2, w2, ic])
-            wg = b.slice(w, [g * ocg, 0, 0, 0], [ocg, kh, kw, ic])
-            bg = b.slice(bias, [g * ocg], [ocg])
-            parts.append(_conv(b, xg, wg, bg, ct, pads, stride, dil))
-        y = b.concat(parts, 3)
+    else:  # TFLite grouped convolution: filter IC = C / groups, OC split evenly between groups
+        y = grouped_conv2d(b, x, w, bias, lambda xg, wg, bg: _conv(b, xg, wg, bg, ct, pads, stride, dil),
+                           lambda _: b.const(np.zeros([oc]), ct.acc, name="zero_bias"), "conv_2d")
     scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
@@ -168,7 +149,7 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     m = cm // c
     stride, dil = _stride_dilation(op)
     bias, tfl_acc = _bias(b, op, 2, cm, ct)
-    pads = window_padding(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
+    pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     x, pads = apply_window_padding(b, x, pads)
     # output channel c*M + m of TFLite is [.., c, m] of TOSA: a plain row-major reshape
     w4 = b.reshape(w, [kh, kw, c, m])
@@ -203,21 +184,11 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     padding = op.attrs.get("padding", "VALID")
     if padding not in ("SAME", "VALID"):
         raise Unsupported(f"padding {padding!r}")
-    out_pad: list[int] = []
-    crop: list[int] = []  # rows/cols to slice off [top, bottom, left, right]
-    for size, insize, k, s in ((oh, ih, kh, sh), (ow, iw, kw, sw)):
-        before = same_padding(size, k, s)[0] if padding == "SAME" else 0
-        top = -before
-        bottom = size - (insize - 1) * s - k - top
-        for p in (top, bottom):
-            lim = 1 - k
-            out_pad.append(max(p, lim))
-            crop.append(max(p, lim) - p)
+    before = [same_padding(size, k, s)[0] if padding == "SAME" else 0 for size, k, s in ((oh, kh, sh), (ow, kw, sw))]
+    out_pad, crop = transpose_conv_out_pads([oh, ow], [ih, iw], [kh, kw], [sh, sw], before)
     bias, tfl_acc = _bias(b, op, 3, oc, ct)
     y = b.transpose_conv2d(x, w, bias, ct.izp, ct.wzp, out_pad=out_pad, stride=[sh, sw], acc_type=ct.acc_type)
-    if any(crop):
-        full = static_shape(y)
-        y = b.slice(y, [0, crop[0], crop[2], 0], [n, full[1] - crop[0] - crop[1], full[2] - crop[2] - crop[3], oc])
+    y = crop_output(b, y, crop)
     scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
@@ -335,7 +306,7 @@ def _pool_geometry(op: Operation, x: Value) -> tuple[list[int], list[int], list[
         raise Unsupported(f"{op.name} has no filter size (its options table is missing or of another op)")
     kernel = [int(a["filter_height"]), int(a["filter_width"])]
     stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
-    pads = window_padding(a.get("padding", "VALID"), [ih, iw], kernel, stride)
+    pads = window_pads(a.get("padding", "VALID"), [ih, iw], kernel, stride)
     return kernel, stride, pads
 
 
