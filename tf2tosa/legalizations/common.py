@@ -13,7 +13,7 @@ from ..tosa.builder import Builder
 
 
 def positive_axis(axis: int, rank: int) -> int:
-    """Map a possibly negative axis into [0, rank) (L137-146)."""
+    """Map a possibly negative axis into [0, rank) (lowering doc: common legalization functions, positive axis)."""
     if not -rank <= axis < max(rank, 1):
         raise Unsupported(f"axis {axis} out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
@@ -31,7 +31,7 @@ def const_operand(op: Operation, k: int, what: str = "operand") -> np.ndarray:
 
 
 def fused_activation(b: Builder, x: Value, act: str | None) -> Value:
-    """Apply a TFLite fused activation (float path; L1001-1044 with RELUN → CLAMP)."""
+    """Apply a TFLite fused activation (float path; lowering doc: fused activation, with RELUN → CLAMP)."""
     if act in (None, "NONE"):
         return x
     if x.type.is_quantized:

@@ -10,7 +10,8 @@ Two kinds of sharing:
   rules can switch to them (conv_2d → :func:`conv2d`, depthwise_conv_2d → :func:`depthwise_conv2d`,
   transpose_conv → :func:`transpose_conv2d`, one_hot → :func:`one_hot`).
 
-Line references: ``L<n>`` lowering document, ``S<n>`` TOSA 1.0 spec seed, op_inventory §x.
+References: ``spec: X`` is section X of the TOSA 1.0 specification, ``lowering doc: op`` the op's heading
+in the lowering document, op_inventory §x.  The shared geometry lives in :mod:`.lowering`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def via(b: Builder, op: Operation, name: str, operands: Sequence[Value] | None =
 
 # ---------------------------------------------------------------------------------------- layout helpers
 def to_nhwc(b: Builder, x: Value) -> Value:
-    """NCHW → NHWC (TOSA's activations are NHWC only, S774-805)."""
+    """NCHW → NHWC (TOSA's activations are NHWC only)."""
     if x.type.rank != 4:
         raise Unsupported(f"NCHW tensor of rank {x.type.rank}")
     return b.transpose(x, [0, 2, 3, 1])
@@ -115,7 +116,7 @@ def _bias_or_zero(b: Builder, bias: Value | None, channels: int, dt: DType) -> V
 
 def conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pads: list[int], stride: Sequence[int],
            dilation: Sequence[int]) -> Value:
-    """CONV2D of NHWC ``x`` with OHWI ``w`` (S1414) and the pads of :func:`window_pads`.
+    """CONV2D of NHWC ``x`` with OHWI ``w`` (spec: CONV2D) and the pads of :func:`window_pads`.
 
     A filter with fewer input channels than ``x`` is a grouped convolution (C = groups · IC, OC split evenly):
     one CONV2D per group, then CONCAT (:func:`.lowering.conv.grouped_conv2d`, shared with tfl.conv_2d).
@@ -136,7 +137,7 @@ def conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pa
 
 def depthwise_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pads: list[int],
                      stride: Sequence[int], dilation: Sequence[int]) -> Value:
-    """DEPTHWISE_CONV2D of NHWC ``x`` with a [KH, KW, C, M] filter (TF's HWCM is TOSA's layout, S2067)."""
+    """DEPTHWISE_CONV2D of NHWC ``x`` with a [KH, KW, C, M] filter (TF's HWCM is TOSA's layout)."""
     zp, acc_type = _conv_zp(b, op, x, w)
     c = static_shape(x)[3]
     kh, kw, wc, m = static_shape(w)
@@ -150,7 +151,7 @@ def depthwise_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value 
 
 def dilate_kernel(b: Builder, w: Value, dilation: Sequence[int]) -> Value:
     """An OHWI kernel with (d−1) zeros between taps, K' = (K−1)·d + 1: a dilated transposed convolution as an
-    undilated one (TRANSPOSE_CONV2D has no dilation, S3002-3117).  RESHAPE/PAD/SLICE, folded for constants."""
+    undilated one (TRANSPOSE_CONV2D has no dilation).  RESHAPE/PAD/SLICE, folded for constants."""
     for axis, d in ((1, int(dilation[0])), (2, int(dilation[1]))):
         if d == 1:
             continue
@@ -174,9 +175,9 @@ def transpose_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value 
     """TRANSPOSE_CONV2D of NHWC ``x`` with OHWI ``w`` giving ``out_hw``, where the forward convolution padded
     ``pad_before`` = (top, left).
 
-    TOSA writes input pixel iy to output rows iy·s + out_pad_top + ky (S3266-3277), the forward convolution
+    TOSA writes input pixel iy to output rows iy·s + out_pad_top + ky (spec: TRANSPOSE_CONV2D), the forward convolution
     reads input rows iy·s − pad_top + ky: out_pad_top = −pad_top, and out_pad_bottom follows from
-    OH = (IH−1)·s + out_pad_top + out_pad_bottom + KH (S3262).  Out-pads ≤ −K (ERROR_IF, S3259) are computed
+    OH = (IH−1)·s + out_pad_top + out_pad_bottom + KH.  Out-pads ≤ −K (ERROR_IF) are computed
     wider and SLICEd (op_inventory §6.2; :func:`.lowering.conv.transpose_conv_out_pads`, shared with
     tfl.transpose_conv).
     """
@@ -195,7 +196,7 @@ _CONVS = {"tosa.CONV2D": 0, "tosa.DEPTHWISE_CONV2D": -1, "tosa.TRANSPOSE_CONV2D"
 
 
 def fold_into_conv(b: Builder, x: Value, c: Value, kind: str, channel_axis: int = -1) -> Value | None:
-    """x ⊙ c folded into the convolution producing ``x`` (fuse_tf_bias, L4501-4512, extended to scales).
+    """x ⊙ c folded into the convolution producing ``x`` (lowering doc: fuse_tf_bias, extended to scales).
 
     ``kind`` is ``"add"``, ``"sub"`` (x − c) or ``"mul"``.  Applies when ``x`` comes from a float CONV2D /
     DEPTHWISE_CONV2D / TRANSPOSE_CONV2D with constant weights and bias, is used only here and is not a graph
@@ -253,7 +254,8 @@ def fold_into_conv(b: Builder, x: Value, c: Value, kind: str, channel_axis: int 
 
 
 def bias_add(b: Builder, x: Value, bias: Value, channel_axis: int) -> Value:
-    """x + bias along ``channel_axis`` (the [C] bias RESHAPEd to equal rank, S809; L1413-1424 operands fixed)."""
+    """x + bias along ``channel_axis`` (the [C] bias RESHAPEd to equal rank; lowering doc:
+    tf.BiasAdd, operands fixed)."""
     rank = x.type.rank
     shape = [1] * rank
     shape[channel_axis] = prod(static_shape(bias))
@@ -267,7 +269,8 @@ def batch_norm(b: Builder, x: Value, scale: Value, offset: Value, mean: Value, v
                channel_axis: int) -> Value:
     """Inference batch normalization: y = x·s + (offset − mean·s) with s = scale·RSQRT(variance + ε).
 
-    The document's FusedBatchNorm(V3) (L1777-1808, with MUL(%op1, %op3) for its MUL(%mean, %op3), §6.1) computes
+    The document's FusedBatchNorm(V3) (lowering doc: tf.FusedBatchNorm, with MUL(%op1, %op3) for its MUL(%mean, %op3),
+    §6.1) computes
     ((x − mean)·RSQRT(var + ε))·scale + offset; the per-channel factors fold to constants here, so only one MUL
     and one ADD run, in the order TF's own inference kernel uses.
     """
@@ -335,7 +338,7 @@ def _sum_out(b: Builder, x: Value, spec: str, keep: set[str]) -> tuple[Value, st
 
 
 def _contract(b: Builder, x: Value, xs: str, y: Value, ys: str, out: str) -> tuple[Value, str]:
-    """One pairwise einsum step as a rank-3 MATMUL (S2522-2580): [B, M, K] × [B, K, N]."""
+    """One pairwise einsum step as a rank-3 MATMUL (spec: MATMUL): [B, M, K] × [B, K, N]."""
     sx, sy = dict(zip(xs, static_shape(x))), dict(zip(ys, static_shape(y)))
     batch = [c for c in out if c in sx and c in sy]
     contract = [c for c in xs if c in sy and c not in out]
@@ -365,7 +368,7 @@ def _contract(b: Builder, x: Value, xs: str, y: Value, ys: str, out: str) -> tup
 
 
 def einsum(b: Builder, op: Operation, equation: str, xs: Sequence[Value]) -> Value:
-    """tf.Einsum (no lowering in L1628): subscripts summed away early, each pair of operands contracted by one
+    """tf.Einsum (not in the lowering doc): subscripts summed away early, each pair of operands contracted by one
     MATMUL on [batch, free, contracted] views, the result TRANSPOSEd to the output order.  Ellipses broadcast;
     repeated subscripts inside one operand (diagonals) are unsupported."""
     if not xs:
@@ -405,7 +408,7 @@ def log1p(b: Builder, x: Value) -> Value:
 
 def softplus(b: Builder, x: Value) -> Value:
     """log(1 + exp(x)) = MAXIMUM(x, 0) + log1p(EXP(−|x|)): no overflow for large x, no underflow to 0 for very
-    negative x (no lowering in L2593)."""
+    negative x (the lowering doc has no lowering for it)."""
     zero = fconst(b, 0.0, x)
     neg_abs = b.negate(b.abs(x), float_zp(b, x.dtype), float_zp(b, x.dtype))
     return b.binary("ADD", b.binary("MAXIMUM", x, zero, nan_mode="PROPAGATE"), log1p(b, b.exp(neg_abs)))
@@ -414,7 +417,7 @@ def softplus(b: Builder, x: Value) -> Value:
 def one_hot(b: Builder, indices: Value, depth: int, on: Value, off: Value, axis: int) -> Value:
     """on where indices == k at position k of a new ``axis`` (size ``depth``), off elsewhere: EQUAL against an
     iota constant, then SELECT.  Out-of-range and negative indices give an all-``off`` row, as TF/TFLite do;
-    the document's SCATTER form (L2206-2216, L...) REQUIREs in-range indices (S8970)."""
+    the document's SCATTER form (lowering doc: tfl.one_hot) REQUIREs in-range indices (spec: SCATTER)."""
     shape = static_shape(indices)
     rank = len(shape) + 1
     axis = axis + rank if axis < 0 else axis
@@ -462,7 +465,7 @@ def broadcast_to(b: Builder, x: Value, shape: Sequence[int]) -> Value:
 def fake_quant_params(lo: float, hi: float, num_bits: int, narrow_range: bool) -> tuple[float, float, float]:
     """TF's nudged (min, max, scale) of FakeQuantWithMinMax* (fake_quant_ops_functor.h; outside the seeds): the
     zero point is rounded to an integer in [qmin, qmax] and min/max moved so that 0.0 is exactly representable
-    (lower_fake_quant_op L366-393 does no nudging, op_inventory §1.2 #52)."""
+    (lowering doc: lower_fake_quant_op does no nudging, op_inventory §1.2 #52)."""
     f32 = np.float32
     qmin = 1 if narrow_range else 0
     qmax = (1 << num_bits) - 1
