@@ -213,7 +213,7 @@ def test_double_rounding_of_the_product() -> None:
     from tests.near_half import find_near_half
     from tf2tosa.executor import run
     from tf2tosa.ir import DType, Graph, TensorType
-    from tf2tosa.legalizations import exact_round as X
+    from tf2tosa.quant import exact_round as X
     from tf2tosa.tosa.builder import Builder
 
     random.seed(3)

@@ -2,14 +2,14 @@
 
 Three layers, each checked against something it was not derived from:
 
-1. Primitives: tflite_ref's gemmlowp arithmetic (srdhm, rdbpot, MultiplyByQuantizedMultiplier) against exact
+1. Primitives: tflite_reference's gemmlowp arithmetic (srdhm, rdbpot, MultiplyByQuantizedMultiplier) against exact
    rational arithmetic; its fixed-point exp / reciprocal / log against float math; the TOSA emission of the
-   same primitives (quant_helpers.Fx, run in our executor) against tflite_ref.
+   same primitives (quant.elementwise.Fx, run in our executor) against tflite_reference.
 2. Rules on hand-built one-op graphs with random quantization parameters, run in our executor, against numpy
    formulas written here from TFLite's kernels (add, sub, mul, squared difference, comparisons, relu family,
-   prelu, max/min, select) or against tflite_ref's kernels (table-based ops, softmax) — every int8 code
+   prelu, max/min, select) or against tflite_reference's kernels (table-based ops, softmax) — every int8 code
    (pair), every int16 code for unary ops.
-3. LiteRT's reference kernels (BUILTIN_REF) as the oracle: tflite_ref on every input code of TF-built models
+3. LiteRT's reference kernels (BUILTIN_REF) as the oracle: tflite_reference on every input code of TF-built models
    (the cached ONE_OP models and variants with other quantization ranges), and whole conversions of models the
    e2e suite lacks (quantized comparisons, select, fused activations) through tests.e2e.check_tflite.
 """
@@ -28,9 +28,9 @@ from tf2tosa.converter.pipeline import legalize_graph
 from tf2tosa.errors import UnsupportedOpsError
 from tf2tosa.executor import run
 from tf2tosa.ir import DType, Graph, QuantParams, TensorType, Value
-from tf2tosa.legalizations import tflite_ref as R
-from tf2tosa.legalizations.quant_helpers import Fx, get_reciprocal, log_x_ge_1, one_over_one_plus_x
 from tf2tosa.quant import quantize_multiplier
+from tf2tosa.quant import tflite_reference as R
+from tf2tosa.quant.elementwise import Fx, get_reciprocal, log_x_ge_1, one_over_one_plus_x
 from tf2tosa.tosa.builder import Builder
 
 RNG = np.random.default_rng(20250611)
@@ -139,7 +139,7 @@ def _run_fx(build: Callable[[Fx, Value], Value], x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("case", ["rdbpot", "sat_shl", "sat_shl_var", "half_sum", "one_over", "reciprocal", "log"])
 def test_fx_ops_match_tflite_ref(case: str) -> None:
-    """The TOSA spelling of each gemmlowp primitive gives tflite_ref's int32 results on random operands."""
+    """The TOSA spelling of each gemmlowp primitive gives tflite_reference's int32 results on random operands."""
     rng = np.random.default_rng(7)
     big = rng.integers(-(1 << 31) + 1, 1 << 31, (1, 4000))
     pos = rng.integers(1, 1 << 31, (1, 4000))
@@ -521,7 +521,7 @@ def _oracle(name: str, quant: str) -> Callable[..., np.ndarray]:
 
 @pytest.mark.parametrize("name,quant", LITERT_UNARY, ids=[f"{n}-{q}" for n, q in LITERT_UNARY])
 def test_tflite_ref_kernels_vs_litert(name: str, quant: str) -> None:
-    """tflite_ref's kernels (the tables' source) equal LiteRT BUILTIN_REF on every input code."""
+    """tflite_reference's kernels (the tables' source) equal LiteRT BUILTIN_REF on every input code."""
     pytest.importorskip("tensorflow")
     from tests.modelgen import ONE_OP_MODELS
 

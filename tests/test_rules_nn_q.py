@@ -28,7 +28,7 @@ from tf2tosa.converter.pipeline import ConvertOptions, convert_graph, legalize_g
 from tf2tosa.errors import UnsupportedOpsError
 from tf2tosa.executor import run
 from tf2tosa.ir import DType, Graph, QuantParams, TensorType, Value
-from tf2tosa.legalizations.nn_quant import exact_split, round_scale_exact
+from tf2tosa.quant.conv import exact_split, round_scale_exact
 from tf2tosa.tosa.builder import Builder
 
 RNG = np.random.default_rng(20240611)
@@ -281,7 +281,7 @@ def test_requantize_acc_is_mbqm(acc_dt: DType, tfl_acc: DType, out_dt: DType) ->
     """The conv-family output stage over 60k accumulators per channel: DOUBLE_ROUND RESCALE = the int32 MBQM
     (SINGLE_ROUND would differ in ~0.1% of them), 16-bit RESCALE = the int64 MBQM, and an int32 bias in an int16
     model = exact i48→i32 then the int32 MBQM."""
-    from tf2tosa.legalizations.nn_quant import requantize_acc
+    from tf2tosa.quant.conv import requantize_acc
 
     scales = [0.0018580851, 3.3e-4, 0.61, 2.2e-6]
     zp = -6 if out_dt is DType.INT8 else 0

@@ -287,3 +287,8 @@ class Graph:
 
     def __str__(self) -> str:
         return self.dump()
+
+
+def has_value(v: Value) -> bool:
+    """False for TFLite's omitted optional inputs (tensor index -1, a ``tfl.no_value`` producer)."""
+    return not (v.producer is not None and v.producer.name == "tfl.no_value")

@@ -5,8 +5,6 @@ Float paths only here; quantized helpers live in :mod:`tf2tosa.quant`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from ..errors import Unsupported
@@ -15,7 +13,7 @@ from ..tosa.builder import Builder
 
 
 def positive_axis(axis: int, rank: int) -> int:
-    """Map a possibly negative axis into [0, rank) (L137-146)."""
+    """Map a possibly negative axis into [0, rank) (lowering doc: common legalization functions, positive axis)."""
     if not -rank <= axis < max(rank, 1):
         raise Unsupported(f"axis {axis} out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
@@ -32,57 +30,8 @@ def const_operand(op: Operation, k: int, what: str = "operand") -> np.ndarray:
     return c
 
 
-def has_value(v: Value) -> bool:
-    """False for TFLite's omitted optional inputs (tensor index -1)."""
-    return not (v.producer is not None and v.producer.name == "tfl.no_value")
-
-
-def same_padding(in_size: int, kernel: int, stride: int, dilation: int = 1) -> tuple[int, int]:
-    """TF/TFLite SAME padding (extra pad at the end), §6.2."""
-    if stride < 1 or kernel < 1 or dilation < 1:
-        raise Unsupported(f"window of kernel {kernel}, stride {stride}, dilation {dilation}: each must be >= 1")
-    eff_k = (kernel - 1) * dilation + 1
-    out = -(-in_size // stride)
-    total = max(0, (out - 1) * stride + eff_k - in_size)
-    return total // 2, total - total // 2
-
-
-def window_padding(padding: str, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
-                   dilation: Sequence[int] = (1, 1)) -> list[int]:
-    """[top, bottom, left, right] for SAME/VALID, adjusted so TOSA's exact output-size division holds.
-
-    TF floors the output size; TOSA 1.0 raises ERROR_IF on a remainder (idiv_check, S11682).  Reducing the
-    bottom/right pad by the remainder gives the same outputs (those rows are never read).  A remainder larger
-    than the pad is returned as a negative pad; :func:`apply_window_padding` turns it into a SLICE.
-    """
-    for what, vals in (("kernel", kernel), ("stride", stride), ("dilation", dilation)):
-        if any(int(v) < 1 for v in vals[:2]):
-            raise Unsupported(f"{what} {list(vals)} must be >= 1")
-    pads: list[int] = []
-    for i in range(2):
-        if padding == "SAME":
-            before, after = same_padding(in_hw[i], kernel[i], stride[i], dilation[i])
-        elif padding == "VALID":
-            before, after = 0, 0
-        else:
-            raise Unsupported(f"padding {padding!r}")
-        eff_k = (kernel[i] - 1) * dilation[i] + 1
-        r = (in_hw[i] + before + after - eff_k) % stride[i]
-        pads += [before, after - r]
-    return pads
-
-
-def apply_window_padding(b: Builder, x: Value, pads: list[int]) -> tuple[Value, list[int]]:
-    """SLICE away trailing rows/columns that negative pads from :func:`window_padding` stand for."""
-    n, h, w, c = x.shape
-    cut_h, cut_w = max(0, -pads[1]), max(0, -pads[3])
-    if cut_h or cut_w:
-        x = b.slice(x, [0, 0, 0, 0], [n, h - cut_h, w - cut_w, c])
-    return x, [pads[0], max(0, pads[1]), pads[2], max(0, pads[3])]
-
-
 def fused_activation(b: Builder, x: Value, act: str | None) -> Value:
-    """Apply a TFLite fused activation (float path; L1001-1044 with RELUN → CLAMP)."""
+    """Apply a TFLite fused activation (float path; lowering doc: fused activation, with RELUN → CLAMP)."""
     if act in (None, "NONE"):
         return x
     if x.type.is_quantized:

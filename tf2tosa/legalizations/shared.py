@@ -10,7 +10,8 @@ Two kinds of sharing:
   rules can switch to them (conv_2d → :func:`conv2d`, depthwise_conv_2d → :func:`depthwise_conv2d`,
   transpose_conv → :func:`transpose_conv2d`, one_hot → :func:`one_hot`).
 
-Line references: ``L<n>`` lowering document, ``S<n>`` TOSA 1.0 spec seed, op_inventory §x.
+References: ``spec: X`` is section X of the TOSA 1.0 specification, ``lowering doc: op`` the op's heading
+in the lowering document, op_inventory §x.  The shared geometry lives in :mod:`.lowering`.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
 from . import driver  # (a module: driver → tfl_custom → shared)
-from .common import acc_type_for, apply_window_padding, float_zp, same_padding
+from .common import acc_type_for, float_zp
 from .layout_helpers import prod, static_shape
+from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
+from .lowering.padding import apply_window_padding
 from .nn_helpers import fconst, float_divide, require_float, select
 
 
@@ -50,7 +53,7 @@ def via(b: Builder, op: Operation, name: str, operands: Sequence[Value] | None =
 
 # ---------------------------------------------------------------------------------------- layout helpers
 def to_nhwc(b: Builder, x: Value) -> Value:
-    """NCHW → NHWC (TOSA's activations are NHWC only, S774-805)."""
+    """NCHW → NHWC (TOSA's activations are NHWC only)."""
     if x.type.rank != 4:
         raise Unsupported(f"NCHW tensor of rank {x.type.rank}")
     return b.transpose(x, [0, 2, 3, 1])
@@ -86,37 +89,6 @@ def explicit_spatial(pads: Sequence[int], nchw: bool) -> list[int]:
     return [p[2 * h], p[2 * h + 1], p[2 * w], p[2 * w + 1]]
 
 
-def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
-                dilation: Sequence[int] = (1, 1), explicit: Sequence[int] | None = None) -> list[int]:
-    """[top, bottom, left, right] for SAME / VALID / EXPLICIT, trimmed so TOSA's exact output division holds.
-
-    TF floors the output size; TOSA raises ERROR_IF on a remainder (S11682, op_inventory §6.2).  Cutting the
-    remainder off the bottom/right pad gives the same outputs; a negative result means trailing input rows are
-    never read (:func:`~.common.apply_window_padding` SLICEs them off).  Same arithmetic as
-    :func:`~.common.window_padding`, extended to EXPLICIT pads.
-    """
-    pads: list[int] = []
-    for i in range(2):
-        if padding == "SAME":
-            before, after = same_padding(in_hw[i], kernel[i], stride[i], dilation[i])
-        elif padding == "VALID":
-            before, after = 0, 0
-        elif padding == "EXPLICIT":
-            if explicit is None or len(explicit) != 4:
-                raise Unsupported("EXPLICIT padding without explicit_paddings")
-            before, after = int(explicit[2 * i]), int(explicit[2 * i + 1])
-            if before < 0 or after < 0:
-                raise Unsupported(f"negative explicit padding {list(explicit)}")
-        else:
-            raise Unsupported(f"padding {padding!r}")
-        eff_k = (kernel[i] - 1) * dilation[i] + 1
-        span = in_hw[i] + before + after - eff_k
-        if span < 0:
-            raise Unsupported(f"window of {eff_k} larger than the padded input {in_hw[i] + before + after}")
-        pads += [before, after - span % stride[i]]
-    return pads
-
-
 def through_transpose(b: Builder, x: Value, fn: Callable[[Value], Value]) -> Value:
     """``fn`` (an elementwise, layout-agnostic op) applied before the TRANSPOSE that produces ``x``, and the
     TRANSPOSE re-applied after it: an NCHW chain conv → (TRANSPOSE) → relu → (TRANSPOSE) → conv then has two
@@ -143,38 +115,28 @@ def _bias_or_zero(b: Builder, bias: Value | None, channels: int, dt: DType) -> V
 
 def conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pads: list[int], stride: Sequence[int],
            dilation: Sequence[int]) -> Value:
-    """CONV2D of NHWC ``x`` with OHWI ``w`` (S1414) and the pads of :func:`window_pads`.
+    """CONV2D of NHWC ``x`` with OHWI ``w`` (spec: CONV2D) and the pads of :func:`window_pads`.
 
     A filter with fewer input channels than ``x`` is a grouped convolution (C = groups · IC, OC split evenly):
-    one CONV2D per group, then CONCAT.  (tfl.conv_2d does the same inline.)
+    one CONV2D per group, then CONCAT (:func:`.lowering.conv.grouped_conv2d`, shared with tfl.conv_2d).
     """
     zp, acc_type = _conv_zp(b, op, x, w)
     c = static_shape(x)[3]
     oc, kh, kw, ic = static_shape(w)
     bias = _bias_or_zero(b, bias, oc, x.dtype)
     x, pads = apply_window_padding(b, x, pads)
-    n, h, wd, _ = static_shape(x)
     stride, dilation = [int(s) for s in stride], [int(d) for d in dilation]
     if c == ic:
         return b.conv2d(x, w, bias, zp, zp, pad=pads, stride=stride, dilation=dilation, acc_type=acc_type)
-    if c % ic or oc % (c // ic):
-        raise Unsupported(f"convolution input channels {c} vs filter channels {ic}")
-    groups = c // ic
-    ocg = oc // groups
-    if static_shape(bias)[0] == 1:
-        bias = b.tile(bias, [oc])
-    parts = []
-    for g in range(groups):
-        xg = b.slice(x, [0, 0, 0, g * ic], [n, h, wd, ic])
-        wg = b.slice(w, [g * ocg, 0, 0, 0], [ocg, kh, kw, ic])
-        bg = b.slice(bias, [g * ocg], [ocg])
-        parts.append(b.conv2d(xg, wg, bg, zp, zp, pad=pads, stride=stride, dilation=dilation, acc_type=acc_type))
-    return b.concat(parts, 3)
+    return grouped_conv2d(
+        b, x, w, bias,
+        lambda xg, wg, bg: b.conv2d(xg, wg, bg, zp, zp, pad=pads, stride=stride, dilation=dilation, acc_type=acc_type),
+        lambda bias1: b.tile(bias1, [oc]), "convolution")
 
 
 def depthwise_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pads: list[int],
                      stride: Sequence[int], dilation: Sequence[int]) -> Value:
-    """DEPTHWISE_CONV2D of NHWC ``x`` with a [KH, KW, C, M] filter (TF's HWCM is TOSA's layout, S2067)."""
+    """DEPTHWISE_CONV2D of NHWC ``x`` with a [KH, KW, C, M] filter (TF's HWCM is TOSA's layout)."""
     zp, acc_type = _conv_zp(b, op, x, w)
     c = static_shape(x)[3]
     kh, kw, wc, m = static_shape(w)
@@ -188,7 +150,7 @@ def depthwise_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value 
 
 def dilate_kernel(b: Builder, w: Value, dilation: Sequence[int]) -> Value:
     """An OHWI kernel with (d−1) zeros between taps, K' = (K−1)·d + 1: a dilated transposed convolution as an
-    undilated one (TRANSPOSE_CONV2D has no dilation, S3002-3117).  RESHAPE/PAD/SLICE, folded for constants."""
+    undilated one (TRANSPOSE_CONV2D has no dilation).  RESHAPE/PAD/SLICE, folded for constants."""
     for axis, d in ((1, int(dilation[0])), (2, int(dilation[1]))):
         if d == 1:
             continue
@@ -212,39 +174,28 @@ def transpose_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value 
     """TRANSPOSE_CONV2D of NHWC ``x`` with OHWI ``w`` giving ``out_hw``, where the forward convolution padded
     ``pad_before`` = (top, left).
 
-    TOSA writes input pixel iy to output rows iy·s + out_pad_top + ky (S3266-3277), the forward convolution
+    TOSA writes input pixel iy to output rows iy·s + out_pad_top + ky (spec: TRANSPOSE_CONV2D), the forward convolution
     reads input rows iy·s − pad_top + ky: out_pad_top = −pad_top, and out_pad_bottom follows from
-    OH = (IH−1)·s + out_pad_top + out_pad_bottom + KH (S3262).  Out-pads ≤ −K (ERROR_IF, S3259) are computed
-    wider and SLICEd (op_inventory §6.2; tfl.transpose_conv does the same inline).
+    OH = (IH−1)·s + out_pad_top + out_pad_bottom + KH.  Out-pads ≤ −K (ERROR_IF) are computed
+    wider and SLICEd (op_inventory §6.2; :func:`.lowering.conv.transpose_conv_out_pads`, shared with
+    tfl.transpose_conv).
     """
     zp, acc_type = _conv_zp(b, op, x, w)
     n, ih, iw, ic = static_shape(x)
     oc, kh, kw, wic = static_shape(w)
     if wic != ic:
         raise Unsupported(f"transposed convolution filter channels {wic} vs input channels {ic}")
-    out_pad: list[int] = []
-    crop: list[int] = []
-    for size, insize, k, s, before in ((out_hw[0], ih, kh, stride[0], pad_before[0]),
-                                       (out_hw[1], iw, kw, stride[1], pad_before[1])):
-        top = -int(before)
-        bottom = int(size) - (insize - 1) * int(s) - k - top
-        for p in (top, bottom):
-            q = max(p, 1 - k)
-            out_pad.append(q)
-            crop.append(q - p)
+    out_pad, crop = transpose_conv_out_pads(out_hw, [ih, iw], [kh, kw], stride, pad_before)
     bias = _bias_or_zero(b, bias, oc, x.dtype)
     y = b.transpose_conv2d(x, w, bias, zp, zp, out_pad=out_pad, stride=[int(s) for s in stride], acc_type=acc_type)
-    if any(crop):
-        full = static_shape(y)
-        y = b.slice(y, [0, crop[0], crop[2], 0], [n, full[1] - crop[0] - crop[1], full[2] - crop[2] - crop[3], oc])
-    return y
+    return crop_output(b, y, crop)
 
 
 _CONVS = {"tosa.CONV2D": 0, "tosa.DEPTHWISE_CONV2D": -1, "tosa.TRANSPOSE_CONV2D": 0}
 
 
 def fold_into_conv(b: Builder, x: Value, c: Value, kind: str, channel_axis: int = -1) -> Value | None:
-    """x ⊙ c folded into the convolution producing ``x`` (fuse_tf_bias, L4501-4512, extended to scales).
+    """x ⊙ c folded into the convolution producing ``x`` (lowering doc: fuse_tf_bias, extended to scales).
 
     ``kind`` is ``"add"``, ``"sub"`` (x − c) or ``"mul"``.  Applies when ``x`` comes from a float CONV2D /
     DEPTHWISE_CONV2D / TRANSPOSE_CONV2D with constant weights and bias, is used only here and is not a graph
@@ -302,7 +253,8 @@ def fold_into_conv(b: Builder, x: Value, c: Value, kind: str, channel_axis: int 
 
 
 def bias_add(b: Builder, x: Value, bias: Value, channel_axis: int) -> Value:
-    """x + bias along ``channel_axis`` (the [C] bias RESHAPEd to equal rank, S809; L1413-1424 operands fixed)."""
+    """x + bias along ``channel_axis`` (the [C] bias RESHAPEd to equal rank; lowering doc:
+    tf.BiasAdd, operands fixed)."""
     rank = x.type.rank
     shape = [1] * rank
     shape[channel_axis] = prod(static_shape(bias))
@@ -316,7 +268,8 @@ def batch_norm(b: Builder, x: Value, scale: Value, offset: Value, mean: Value, v
                channel_axis: int) -> Value:
     """Inference batch normalization: y = x·s + (offset − mean·s) with s = scale·RSQRT(variance + ε).
 
-    The document's FusedBatchNorm(V3) (L1777-1808, with MUL(%op1, %op3) for its MUL(%mean, %op3), §6.1) computes
+    The document's FusedBatchNorm(V3) (lowering doc: tf.FusedBatchNorm, with MUL(%op1, %op3) for its MUL(%mean, %op3),
+    §6.1) computes
     ((x − mean)·RSQRT(var + ε))·scale + offset; the per-channel factors fold to constants here, so only one MUL
     and one ADD run, in the order TF's own inference kernel uses.
     """
@@ -384,7 +337,7 @@ def _sum_out(b: Builder, x: Value, spec: str, keep: set[str]) -> tuple[Value, st
 
 
 def _contract(b: Builder, x: Value, xs: str, y: Value, ys: str, out: str) -> tuple[Value, str]:
-    """One pairwise einsum step as a rank-3 MATMUL (S2522-2580): [B, M, K] × [B, K, N]."""
+    """One pairwise einsum step as a rank-3 MATMUL (spec: MATMUL): [B, M, K] × [B, K, N]."""
     sx, sy = dict(zip(xs, static_shape(x))), dict(zip(ys, static_shape(y)))
     batch = [c for c in out if c in sx and c in sy]
     contract = [c for c in xs if c in sy and c not in out]
@@ -414,7 +367,7 @@ def _contract(b: Builder, x: Value, xs: str, y: Value, ys: str, out: str) -> tup
 
 
 def einsum(b: Builder, op: Operation, equation: str, xs: Sequence[Value]) -> Value:
-    """tf.Einsum (no lowering in L1628): subscripts summed away early, each pair of operands contracted by one
+    """tf.Einsum (not in the lowering doc): subscripts summed away early, each pair of operands contracted by one
     MATMUL on [batch, free, contracted] views, the result TRANSPOSEd to the output order.  Ellipses broadcast;
     repeated subscripts inside one operand (diagonals) are unsupported."""
     if not xs:
@@ -454,7 +407,7 @@ def log1p(b: Builder, x: Value) -> Value:
 
 def softplus(b: Builder, x: Value) -> Value:
     """log(1 + exp(x)) = MAXIMUM(x, 0) + log1p(EXP(−|x|)): no overflow for large x, no underflow to 0 for very
-    negative x (no lowering in L2593)."""
+    negative x (the lowering doc has no lowering for it)."""
     zero = fconst(b, 0.0, x)
     neg_abs = b.negate(b.abs(x), float_zp(b, x.dtype), float_zp(b, x.dtype))
     return b.binary("ADD", b.binary("MAXIMUM", x, zero, nan_mode="PROPAGATE"), log1p(b, b.exp(neg_abs)))
@@ -463,7 +416,7 @@ def softplus(b: Builder, x: Value) -> Value:
 def one_hot(b: Builder, indices: Value, depth: int, on: Value, off: Value, axis: int) -> Value:
     """on where indices == k at position k of a new ``axis`` (size ``depth``), off elsewhere: EQUAL against an
     iota constant, then SELECT.  Out-of-range and negative indices give an all-``off`` row, as TF/TFLite do;
-    the document's SCATTER form (L2206-2216, L...) REQUIREs in-range indices (S8970)."""
+    the document's SCATTER form (lowering doc: tfl.one_hot) REQUIREs in-range indices (spec: SCATTER)."""
     shape = static_shape(indices)
     rank = len(shape) + 1
     axis = axis + rank if axis < 0 else axis
@@ -511,7 +464,7 @@ def broadcast_to(b: Builder, x: Value, shape: Sequence[int]) -> Value:
 def fake_quant_params(lo: float, hi: float, num_bits: int, narrow_range: bool) -> tuple[float, float, float]:
     """TF's nudged (min, max, scale) of FakeQuantWithMinMax* (fake_quant_ops_functor.h; outside the seeds): the
     zero point is rounded to an integer in [qmin, qmax] and min/max moved so that 0.0 is exactly representable
-    (lower_fake_quant_op L366-393 does no nudging, op_inventory §1.2 #52)."""
+    (lowering doc: lower_fake_quant_op does no nudging, op_inventory §1.2 #52)."""
     f32 = np.float32
     qmin = 1 if narrow_range else 0
     qmax = (1 << num_bits) - 1
@@ -575,5 +528,4 @@ def fake_quant_array(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, num_bits: in
 
 __all__ = ["batch_norm", "bias_add", "broadcast_to", "conv2d", "depthwise_conv2d", "dilate_kernel", "einsum",
            "explicit_spatial", "fake_quant", "fake_quant_array", "fake_quant_params", "fold_into_conv", "log1p",
-           "one_hot", "softplus", "spatial", "through_transpose", "to_nchw", "to_nhwc", "transpose_conv2d", "via",
-           "window_pads"]
+           "one_hot", "softplus", "spatial", "through_transpose", "to_nchw", "to_nhwc", "transpose_conv2d", "via"]

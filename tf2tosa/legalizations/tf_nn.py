@@ -20,8 +20,9 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
 from . import shared
-from .common import const_operand, same_padding
+from .common import const_operand
 from .layout_helpers import const_ints, static_shape
+from .lowering.padding import same_padding, window_pads
 from .nn_helpers import expm1, fconst, float_divide, require_float, select
 from .registry import legalize
 
@@ -65,7 +66,7 @@ def conv2d(b: Builder, op: Operation) -> list[Value]:
     kh, kw, _, _ = static_shape(f)
     padding, explicit = _padding(op, nchw)
     _, h, w, _ = static_shape(x)
-    pads = shared.window_pads(padding, [h, w], [kh, kw], stride, dil, explicit)
+    pads = window_pads(padding, [h, w], [kh, kw], stride, dil, explicit)
     y = shared.conv2d(b, op, x, b.transpose(f, [3, 0, 1, 2]), None, pads, stride, dil)
     return [_out(b, y, nchw)]
 
@@ -84,7 +85,7 @@ def depthwise_conv2d_native(b: Builder, op: Operation) -> list[Value]:
     kh, kw, _, _ = static_shape(f)
     padding, explicit = _padding(op, nchw)
     _, h, w, _ = static_shape(x)
-    pads = shared.window_pads(padding, [h, w], [kh, kw], stride, dil, explicit)
+    pads = window_pads(padding, [h, w], [kh, kw], stride, dil, explicit)
     return [_out(b, shared.depthwise_conv2d(b, op, x, f, None, pads, stride, dil), nchw)]
 
 

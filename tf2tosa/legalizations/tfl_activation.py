@@ -2,9 +2,10 @@
 
 1.0 has no RELUN: every ReLU variant is CLAMP (op_inventory §4 #1), after a RESCALE when the quantization
 changes.  Other int8 activations are one TABLE (256 entries, PRO-INT, op_inventory §4 #12) built from TFLite's own
-kernel (:mod:`.tflite_ref`): LUTPopulate in float32 for LOGISTIC/TANH/GELU/ELU, the fixed-point HardSwish and
-LeakyRelu.  int16 LOGISTIC/TANH (a 256-entry uint16 sigmoid table with 9/8-bit interpolation) are one exact
-65536-entry GATHER; softmax and log_softmax are integer compositions of TFLite's algorithms.
+kernel (:mod:`tf2tosa.quant.tflite_reference`): LUTPopulate in float32 for LOGISTIC/TANH/GELU/ELU, the
+fixed-point HardSwish and LeakyRelu.  int16 LOGISTIC/TANH (a 256-entry uint16 sigmoid table with 9/8-bit
+interpolation) are one exact 65536-entry GATHER; softmax and log_softmax are integer compositions of TFLite's
+algorithms.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..quant import apply_table_i16, fused_activation_q
-from ..tosa.builder import Builder
-from . import tflite_ref as R
-from .nn_helpers import expm1, fconst, float_divide, reduce_axes, require_float, select
-from .quant_helpers import (
+from ..quant import tflite_reference as R
+from ..quant.elementwise import (
     Fx,
     f32,
     f32_div,
@@ -37,6 +36,8 @@ from .quant_helpers import (
     tag,
     widen,
 )
+from ..tosa.builder import Builder
+from .nn_helpers import expm1, fconst, float_divide, reduce_axes, require_float, select
 from .registry import legalize
 
 _BIG = float(np.finfo(np.float32).max)

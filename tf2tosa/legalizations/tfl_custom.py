@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, TensorType, Value
+from ..ir import DType, Operation, TensorType, Value, has_value
 from ..tosa.builder import Builder
 from . import shared
-from .common import float_zp, fused_activation, has_value, same_padding
+from .common import float_zp, fused_activation
 from .layout_helpers import data_operand, static_shape, take_every, tosa_dtype
+from .lowering.padding import same_padding
 from .nn_helpers import require_float, select
 from .registry import Rule, legalize
 

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, Value
+from ..ir import DType, Operation, Value, has_value
 from ..tosa.builder import Builder
 from . import shared
-from .common import const_operand, has_value, positive_axis
+from .common import const_operand, positive_axis
 from .layout_helpers import (
     check_rank,
     const_ints,

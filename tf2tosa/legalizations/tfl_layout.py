@@ -14,12 +14,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, QuantParams, Value
+from ..ir import DType, Operation, QuantParams, Value, has_value
 from ..ir.graph import INPUT
 from ..quant.activation import fused_activation_q
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
-from .common import const_operand, fused_activation, has_value, positive_axis
+from .common import const_operand, fused_activation, positive_axis
 from .layout_helpers import (
     apply_strided_slice,
     at_least_1d,

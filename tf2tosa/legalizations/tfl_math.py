@@ -5,7 +5,8 @@ Binary ops broadcast numpy-style; TOSA 1.0 needs equal ranks (S809, op_inventory
 op goes through ``Builder.binary`` / ``Builder.mul`` which prepend 1-dims.  Integer ADD/SUB/MUL/MAXIMUM/
 MINIMUM/compare exist for i32 only (S3821-3825, S6831-6837), so quantized operands are widened to i32 by an
 exact RESCALE first (op_inventory §6.1 "missing type gating").  Quantized elementwise functions of one int8
-operand are a TABLE built from TFLite's own integer kernel (:mod:`.tflite_ref`), exact by construction.
+operand are a TABLE built from TFLite's own integer kernel (:mod:`tf2tosa.quant.tflite_reference`), exact by
+construction.
 """
 
 from __future__ import annotations
@@ -15,11 +16,8 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..quant import activation_bounds, apply_table_i16, fused_activation_q
-from ..tosa.builder import Builder
-from . import tflite_ref as R
-from .common import float_zp, fused_activation
-from .nn_helpers import FLOAT_TYPES, fconst, float_divide, require_float, require_not_quantized, select
-from .quant_helpers import (
+from ..quant import tflite_reference as R
+from ..quant.elementwise import (
     f32,
     f32_div,
     is_quantized,
@@ -32,6 +30,9 @@ from .quant_helpers import (
     tag,
     widen,
 )
+from ..tosa.builder import Builder
+from .common import float_zp, fused_activation
+from .nn_helpers import FLOAT_TYPES, fconst, float_divide, require_float, require_not_quantized, select
 from .registry import legalize
 
 

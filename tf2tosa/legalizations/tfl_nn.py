@@ -5,8 +5,8 @@ tfl.transpose_conv L4415, tfl.average_pool_2d L2991, tfl.max_pool_2d L3694 (pre-
 op_inventory §4 #3, #14, #21-23, #28).
 
 Quantized (int8, per-tensor or per-channel weights; int16x8 = i16 activations × i8 weights, EXT-INT16) follows
-LiteRT's reference kernels bit-exactly (see :mod:`.nn_quant`): CONV2D/DEPTHWISE/TRANSPOSE_CONV2D/MATMUL with the
-zero points as [1] tensors → i32 (i48) accumulator → RESCALE by ``s_x·s_w[c]/s_out`` (per_channel, S9905) →
+LiteRT's reference kernels bit-exactly (see :mod:`tf2tosa.quant.conv`): CONV2D/DEPTHWISE/TRANSPOSE_CONV2D/MATMUL
+with the zero points as [1] tensors → i32 (i48) accumulator → RESCALE by ``s_x·s_w[c]/s_out`` (per_channel, S9905) →
 CLAMP of the fused activation in the output domain (L3125-3127, L3200-3202, L3425-3427 with op_inventory §6.1's
 fixes: the depthwise filter is reshaped, the fully-connected zero bias has OC elements, the RESCALEs carry both
 zero points, and the RELUN-on-i32 becomes a CLAMP on the output type).
@@ -19,24 +19,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, Value
+from ..ir import DType, Operation, Value, has_value
 from ..quant import fused_activation_q, requantize
-from ..tosa.builder import Builder
-from . import tflite_ref as R
-from .common import (
-    acc_type_for,
-    apply_window_padding,
-    const_operand,
-    float_zp,
-    fused_activation,
-    has_value,
-    same_padding,
-    window_padding,
-)
-from .exact_round import low_byte_input
-from .layout_helpers import dilate_axis, reverse
-from .nn_helpers import broadcast_shape, operands, require_float, static_shape
-from .nn_quant import (
+from ..quant import tflite_reference as R
+from ..quant.conv import (
     ACC,
     acc_bound,
     conv_output,
@@ -53,7 +39,14 @@ from .nn_quant import (
     tfl_product_scale,
     weight_zp,
 )
-from .quant_helpers import Fx
+from ..quant.elementwise import Fx
+from ..quant.exact_round import low_byte_input
+from ..tosa.builder import Builder
+from .common import acc_type_for, const_operand, float_zp, fused_activation
+from .layout_helpers import dilate_axis, reverse
+from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
+from .lowering.padding import apply_window_padding, same_padding, window_pads
+from .nn_helpers import broadcast_shape, operands, require_float, static_shape
 from .registry import legalize
 
 _QTYPES = ("fp32", "i8", "i16")
@@ -83,7 +76,7 @@ def _conv_types(b: Builder, op: Operation, x: Value, w: Value) -> _ConvTypes:
 def _bias(b: Builder, op: Operation, k: int, channels: int, ct: _ConvTypes) -> tuple[Value, DType | None]:
     """Operand ``k`` when present, else a zero bias of ``channels`` elements (L3384 with shape[0] fixed, §6.1).
 
-    Returns the bias and (quantized only) TFLite's accumulator type (see :func:`nn_quant.quant_bias`)."""
+    Returns the bias and (quantized only) TFLite's accumulator type (see :func:`tf2tosa.quant.conv.quant_bias`)."""
     if ct.quantized:
         return quant_bias(b, op, k, channels, ct.acc)
     dt = ct.dt
@@ -130,26 +123,13 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
     oc, kh, kw, ic = static_shape(w)
     stride, dil = _stride_dilation(op)
     bias, tfl_acc = _bias(b, op, 2, oc, ct)
-    pads = window_padding(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
+    pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     x, pads = apply_window_padding(b, x, pads)
-    n, h2, w2, _ = static_shape(x)
     if c == ic:
         y = _conv(b, x, w, bias, ct, pads, stride, dil)
-    else:
-        # TFLite grouped convolution: filter IC = C / groups, OC split evenly between groups
-        if c % ic or oc % (c // ic):
-            raise Unsupported(f"conv_2d input channels {c} vs filter channels {ic}")
-        groups = c // ic
-        ocg = oc // groups
-        if bias.shape[0] == 1:
-            bias = b.const(np.zeros([oc]), ct.acc, name="zero_bias")
-        parts = []
-        for g in range(groups):
-            xg = b.slice(x, [0, 0, 0, g * ic], [n, h2, w2, ic])
-            wg = b.slice(w, [g * ocg, 0, 0, 0], [ocg, kh, kw, ic])
-            bg = b.slice(bias, [g * ocg], [ocg])
-            parts.append(_conv(b, xg, wg, bg, ct, pads, stride, dil))
-        y = b.concat(parts, 3)
+    else:  # TFLite grouped convolution: filter IC = C / groups, OC split evenly between groups
+        y = grouped_conv2d(b, x, w, bias, lambda xg, wg, bg: _conv(b, xg, wg, bg, ct, pads, stride, dil),
+                           lambda _: b.const(np.zeros([oc]), ct.acc, name="zero_bias"), "conv_2d")
     scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
@@ -169,7 +149,7 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     m = cm // c
     stride, dil = _stride_dilation(op)
     bias, tfl_acc = _bias(b, op, 2, cm, ct)
-    pads = window_padding(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
+    pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     x, pads = apply_window_padding(b, x, pads)
     # output channel c*M + m of TFLite is [.., c, m] of TOSA: a plain row-major reshape
     w4 = b.reshape(w, [kh, kw, c, m])
@@ -204,21 +184,11 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     padding = op.attrs.get("padding", "VALID")
     if padding not in ("SAME", "VALID"):
         raise Unsupported(f"padding {padding!r}")
-    out_pad: list[int] = []
-    crop: list[int] = []  # rows/cols to slice off [top, bottom, left, right]
-    for size, insize, k, s in ((oh, ih, kh, sh), (ow, iw, kw, sw)):
-        before = same_padding(size, k, s)[0] if padding == "SAME" else 0
-        top = -before
-        bottom = size - (insize - 1) * s - k - top
-        for p in (top, bottom):
-            lim = 1 - k
-            out_pad.append(max(p, lim))
-            crop.append(max(p, lim) - p)
+    before = [same_padding(size, k, s)[0] if padding == "SAME" else 0 for size, k, s in ((oh, kh, sh), (ow, kw, sw))]
+    out_pad, crop = transpose_conv_out_pads([oh, ow], [ih, iw], [kh, kw], [sh, sw], before)
     bias, tfl_acc = _bias(b, op, 3, oc, ct)
     y = b.transpose_conv2d(x, w, bias, ct.izp, ct.wzp, out_pad=out_pad, stride=[sh, sw], acc_type=ct.acc_type)
-    if any(crop):
-        full = static_shape(y)
-        y = b.slice(y, [0, crop[0], crop[2], 0], [n, full[1] - crop[0] - crop[1], full[2] - crop[2] - crop[3], oc])
+    y = crop_output(b, y, crop)
     scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
@@ -228,7 +198,7 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     """1x1 CONV2D (1.0 has no FULLY_CONNECTED, §4 #14): input [N,1,1,IC], weights [OC,1,1,IC], bias [OC].
 
     Quantized: LiteRT's reference kernels requantize in double, round(acc · s_x·s_w[c]/s_out) (not MBQM, unlike
-    conv), reproduced exactly by :func:`nn_quant.fc_output`; L3413's zero bias of %filter.shape[3] is OC
+    conv), reproduced exactly by :func:`tf2tosa.quant.conv.fc_output`; L3413's zero bias of %filter.shape[3] is OC
     elements (§6.1)."""
     x, w = operands(op, None, 2)
     ct = _conv_types(b, op, x, w)
@@ -336,7 +306,7 @@ def _pool_geometry(op: Operation, x: Value) -> tuple[list[int], list[int], list[
         raise Unsupported(f"{op.name} has no filter size (its options table is missing or of another op)")
     kernel = [int(a["filter_height"]), int(a["filter_width"])]
     stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
-    pads = window_padding(a.get("padding", "VALID"), [ih, iw], kernel, stride)
+    pads = window_pads(a.get("padding", "VALID"), [ih, iw], kernel, stride)
     return kernel, stride, pads
 
 
@@ -438,7 +408,8 @@ def l2_normalization(b: Builder, op: Operation) -> list[Value]:
 
 def _inv_sqrt_multiplier(fx: Fx, acc: Value) -> tuple[Value, Value]:
     """TFLite GetInvSqrtQuantizedMultiplierExp(acc, kReverseShift) per element of ``acc`` (i32 >= 0), as TOSA ops:
-    (multiplier, left shift); mirrors :func:`.tflite_ref.inv_sqrt_quantized_multiplier_exp` step by step."""
+    (multiplier, left shift); mirrors :func:`tf2tosa.quant.tflite_reference.inv_sqrt_quantized_multiplier_exp`
+    step by step."""
     b = fx.b
     big = fx.gt(acc, (1 << 29) - 1)  # one /4 step brings any i32 below 2^29
     value = fx.where(big, fx.shr(acc, 2), acc)

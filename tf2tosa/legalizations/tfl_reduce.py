@@ -15,11 +15,11 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..quant import compute_scale_16, quantize_multiplier, rescale
+from ..quant.conv import per_tensor, qparams, require_act_type, rescale_raw, to_i32
+from ..quant.elementwise import f32_div
 from ..tosa.builder import Builder
 from .common import const_operand, float_zp, positive_axis
 from .nn_helpers import FLOAT_TYPES, axes_operand, fconst, reduce_axes, require_not_quantized, static_shape
-from .nn_quant import per_tensor, qparams, require_act_type, rescale_raw, to_i32
-from .quant_helpers import f32_div
 from .registry import legalize
 
 _QTYPES = ("fp32", "i8", "i16")
@@ -226,7 +226,7 @@ def _exact_prod_chain(b: Builder, xt: Value, acc: Value, n: int, m16: int, sh16:
     """The chain of QuantizedReduceProd when a running product may leave i32: each step's 64-bit product
     ``p·(x_j - zp)`` is formed exactly in base-2^15 limbs (:mod:`.exact_round`), scaled by TFLite's int64 MBQM
     (16-bit multiplier, ``floor(v·m/2^s + 1/2)``) and cast to int32 keeping the low 32 bits, as C does."""
-    from . import exact_round as X
+    from ..quant import exact_round as X
 
     g = m16 * 2.0 ** -sh16
     k = static_shape(acc)[0]

@@ -50,9 +50,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, Value
+from ..ir import DType, Operation, Value, has_value
 from ..tosa.builder import Builder
-from .common import fused_activation, has_value
+from .common import fused_activation
 from .nn_helpers import static_shape
 from .registry import legalize
 

@@ -8,11 +8,11 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
+from ..quant.elementwise import lut16, table8
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
 from .common import scalar_const
 from .layout_helpers import data_operand, keeps_values, retag, tosa_dtype
-from .quant_helpers import lut16, table8
 from .registry import legalize
 from .shared import fake_quant_params
 

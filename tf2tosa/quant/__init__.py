@@ -5,6 +5,11 @@
 * :mod:`.table` — 256-entry i8 and 513-entry i16 TABLE contents from a real function.
 * :mod:`.activation` — quantized fused activations (CLAMP bounds like TFLite, TANH via TABLE).
 * :mod:`.boundary` — uint8 model inputs/outputs (convert_tfl_uint8).
+* :mod:`.tflite_reference` — TFLite's reference integer kernels in numpy (table sources and test oracles).
+* :mod:`.elementwise` — TOSA building blocks of the quantized elementwise/activation rules (requantization,
+  widening, lookup tables, gemmlowp fixed point as TOSA ops).
+* :mod:`.conv` — conv-family requantization: multipliers, biases, zero points, accumulator bounds.
+* :mod:`.exact_round` — exact ``round(acc · s)`` for wide accumulators in multi-limb i32 arithmetic.
 """
 
 from .activation import activation_bounds, fused_activation_q

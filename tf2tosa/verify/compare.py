@@ -122,7 +122,7 @@ class VerifyReport:
     outputs: list[OutputReport] = field(default_factory=list)
     #: every float op judged by the spec's accuracy rules (None for graphs without float ops)
     spec: ComplianceReport | None = None
-    #: ops lowered by a path that is not bit-exact with TFLite (graph.meta["inexact"], see nn_quant.note_inexact)
+    #: ops lowered by a path that is not bit-exact with TFLite (graph.meta["inexact"], see quant.conv.note_inexact)
     inexact: list[dict[str, str]] = field(default_factory=list)
     #: what the outputs were judged against: ``ref``, ``optimized`` or ``tensorflow``
     oracle: str = "ref"

@@ -1,8 +1,8 @@
 """TFLite's reference integer kernels (LiteRT ``BUILTIN_REF``) re-implemented in numpy, written from their formulas.
 
 The quantized rules use these to build lookup tables that are exact by construction: an int8 elementwise op is a
-function of one of 256 codes (a ``TABLE`` i8, S5291-5397), an int8 binary op of one of 65536 code pairs (a
-``GATHER``), and TFLite's int16 LUT kernels are exactly TOSA's interpolating i16 ``TABLE`` (S843-854).  The same
+function of one of 256 codes (a ``TABLE`` i8), an int8 binary op of one of 65536 code pairs (a
+``GATHER``), and TFLite's int16 LUT kernels are exactly TOSA's interpolating i16 ``TABLE`` (spec: TABLE).  The same
 formulas serve as oracles in the tests.
 
 Integer arithmetic runs on int64 arrays holding int32 values; C's wrapping int32 arithmetic is reproduced with
@@ -12,10 +12,10 @@ Primitives (gemmlowp ``fixedpoint.h`` and TFLite ``common.h``, outside the seeds
 
 * ``srdhm`` — SaturatingRoundingDoublingHighMul: ``(a·b + nudge) / 2^31`` truncating, ``nudge = 2^30`` for
   ``a·b >= 0`` else ``1 - 2^30``; that is round-half-up of ``a·b / 2^31`` for both signs, i.e. TOSA ``MUL`` with
-  ``shift = 31`` (S5060-5065) except for ``a = b = INT32_MIN`` (saturates to INT32_MAX).
+  ``shift = 31`` (spec: MUL) except for ``a = b = INT32_MIN`` (saturates to INT32_MAX).
 * ``rdbpot`` — RoundingDivideByPOT: ``x / 2^e`` rounded half away from zero.
 * ``mbqm`` — MultiplyByQuantizedMultiplier: ``rdbpot(srdhm(x·2^max(s,0), q), max(-s,0))``, which is RESCALE with
-  multiplier ``q`` and shift ``31 - s`` under DOUBLE_ROUND (S11743-11756, op_inventory §5.2, §7).
+  multiplier ``q`` and shift ``31 - s`` under DOUBLE_ROUND (spec: apply_scale_32; op_inventory §5.2, §7).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def rounding_half_sum(a: Any, b: Any) -> Arr:
 
 
 def clz32(x: Any) -> Arr:
-    """Count leading zeros of the uint32 bit pattern (32 for 0), like TOSA CLZ (S5663)."""
+    """Count leading zeros of the uint32 bit pattern (32 for 0), like TOSA CLZ."""
     u = (i64(x) & 0xFFFFFFFF).astype(np.float64)  # exact: < 2^53
     _, e = np.frexp(u)  # u = m·2^e, m in [0.5, 1): e is the bit length (0 for u = 0)
     return 32 - e.astype(np.int64)
@@ -225,7 +225,7 @@ def tfl_round(x: Any) -> Arr:
 
 
 def lut_populate_i8(fn: Callable[[Arr], Arr], s_in: float, zp_in: int, s_out: float, zp_out: int) -> Arr:
-    """TFLite LUTPopulateInt8 in float32; entry ``v + 128`` for input code ``v`` (TOSA TABLE order, S5392).
+    """TFLite LUTPopulateInt8 in float32; entry ``v + 128`` for input code ``v`` (TOSA TABLE order).
 
     ``fn`` maps a float32 array to a float32 array (the C ``float`` transform).
     """

@@ -4,8 +4,8 @@
   TFLite's ``MultiplyByQuantizedMultiplier`` when given the very scale TFLite quantizes (op_inventory §5.2, §7).
   TFLite computes many of those scales in float32 (``input->params.scale / output->params.scale``): :func:`f32`.
 * :func:`widen` gives ``(x - zp)·2^k`` exactly in i32 (RESCALE by 2^k for i8, op_inventory §6.3; CAST + MUL for i16,
-  whose 2^15 scaling would break apply_scale_32's value-range REQUIRE, S11746).
-* Lookup tables: ``TABLE`` i8 (S5291-5397) for any int8 elementwise function, ``GATHER`` (S8700-8824, PRO-INT for
+  whose 2^15 scaling would break apply_scale_32's value-range REQUIRE, spec: apply_scale_32).
+* Lookup tables: ``TABLE`` i8 (spec: TABLE) for any int8 elementwise function, ``GATHER`` (spec: GATHER, PRO-INT for
   i8/i16/i32) for tables wider than 8 bits — 65536 int16 entries, 65536 int8 code pairs, 256 int32 entries.
 * :class:`Fx`: gemmlowp's int32 fixed-point primitives as TOSA ops, for the data-dependent parts of softmax and
   log_softmax (reciprocal and log of a row sum) that no table can hold.
@@ -19,10 +19,10 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
-from ..quant import apply_table_i8, rescale
 from ..tosa.builder import Builder
-from . import tflite_ref as R
-from .nn_helpers import select
+from . import tflite_reference as R
+from .rescale import rescale
+from .table import apply_table_i8
 
 QDTYPES = (DType.INT8, DType.INT16)
 
@@ -68,7 +68,7 @@ def tag(v: Value, q: QuantParams | None) -> Value:
 
 
 def const(b: Builder, value: int, like: Value, dtype: DType = DType.INT32) -> Value:
-    """A constant broadcastable against ``like`` (all dims 1, equal rank, S809)."""
+    """A constant broadcastable against ``like`` (all dims 1, equal rank, spec: broadcasting)."""
     return b.const(np.full((1,) * like.type.rank, value), dtype)
 
 
@@ -79,7 +79,7 @@ def requant(b: Builder, x: Value, scale: float, out_dtype: DType, *, in_zp: int 
 
 
 def saturate(b: Builder, x: Value, out_dtype: DType, *, out_zp: int = 0, q: QuantParams | None = None) -> Value:
-    """``clip(x + out_zp)`` to ``out_dtype`` (RESCALE by exactly 1.0: multiplier 2^30, shift 30, S9786)."""
+    """``clip(x + out_zp)`` to ``out_dtype`` (RESCALE by exactly 1.0: multiplier 2^30, shift 30, spec: RESCALE)."""
     return rescale(b, x, 1.0, out_dtype, out_zp=out_zp, out_quant=q, double_round=False)
 
 
@@ -94,12 +94,12 @@ def widen(b: Builder, x: Value, zp: int = 0, left_shift: int = 0) -> Value:
 
 
 def table8(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:
-    """``TABLE`` i8 with entry ``v + 128`` for code ``v`` (S5392)."""
+    """``TABLE`` i8 with entry ``v + 128`` for code ``v`` (spec: TABLE)."""
     return apply_table_i8(b, x, np.asarray(table).astype(np.int8), q)
 
 
 def gather_table(b: Builder, index: Value, values: np.ndarray, dtype: DType, q: QuantParams | None = None) -> Value:
-    """``values[index]`` elementwise for an i32 ``index`` tensor: GATHER over a [1, K, 1] table (S8700-8824)."""
+    """``values[index]`` elementwise for an i32 ``index`` tensor: GATHER over a [1, K, 1] table (spec: GATHER)."""
     shape = [int(d) for d in index.shape]
     n = int(np.prod(shape)) if shape else 1
     table = b.const(np.asarray(values).reshape(1, -1, 1), dtype, name="lut")
@@ -122,7 +122,7 @@ def lut_pair8(b: Builder, x: Value, y: Value, table: np.ndarray, q: QuantParams)
 
 # --------------------------------------------------------------------------------- fixed-point in TOSA ops
 class Fx:
-    """gemmlowp int32 fixed-point primitives as TOSA ops; each mirrors the numpy one in :mod:`.tflite_ref`."""
+    """gemmlowp int32 fixed-point primitives as TOSA ops; each mirrors the numpy one in :mod:`.tflite_reference`."""
 
     def __init__(self, b: Builder, rank: int) -> None:
         self.b = b
@@ -141,11 +141,11 @@ class Fx:
         return self.b.binary("SUB", self._v(a), self._v(c))
 
     def mulhi(self, a: Value | int, c: Value | int) -> Value:
-        """srdhm: MUL with shift 31 rounds ``a·c / 2^31`` half up, as the nudge does (S5060-5065)."""
+        """srdhm: MUL with shift 31 rounds ``a·c / 2^31`` half up, as the nudge does (spec: MUL)."""
         return self.b.mul(self._v(a), self._v(c), 31)
 
     def shr(self, x: Value, k: Value | int, rnd: bool = False) -> Value:
-        """ARITHMETIC_RIGHT_SHIFT (``rnd``: half up, S3942-3945)."""
+        """ARITHMETIC_RIGHT_SHIFT (``rnd``: half up, spec: ARITHMETIC_RIGHT_SHIFT)."""
         return self.b.binary("ARITHMETIC_RIGHT_SHIFT", x, self._v(k), round=rnd)
 
     def rdbpot(self, x: Value, e: Value | int, nonneg: bool = False) -> Value:
@@ -157,7 +157,8 @@ class Fx:
         return self.shr(x, e, rnd=True)
 
     def where(self, cond: Value, a: Value | int, c: Value | int) -> Value:
-        return select(self.b, cond, self._v(a), self._v(c))
+        c_, t, f = self.b.broadcast_ranks(cond, self._v(a), self._v(c))
+        return self.b.emit("SELECT", [c_, t, f]).result
 
     def gt(self, a: Value | int, c: Value | int) -> Value:
         return self.b.binary("GREATER", self._v(a), self._v(c))
@@ -189,7 +190,7 @@ class Fx:
 
 
 def one_over_one_plus_x(fx: Fx, a: Value) -> Value:
-    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson, 3 iterations), see tflite_ref."""
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson, 3 iterations), see tflite_reference."""
     half_den = fx.rounding_half_sum(a, R.I32_MAX)
     x = fx.add(1515870810, fx.mulhi(half_den, -1010580540))
     for _ in range(3):
@@ -207,7 +208,7 @@ def get_reciprocal(fx: Fx, x: Value, integer_digits: int) -> tuple[Value, Value]
 
 
 def log_x_ge_1(fx: Fx, x: Value, out_bits: int, in_bits: int) -> Value:
-    """TFLite log_x_for_x_greater_than_or_equal_to_1_impl<out_bits, in_bits> (see tflite_ref)."""
+    """TFLite log_x_for_x_greater_than_or_equal_to_1_impl<out_bits, in_bits> (see tflite_reference)."""
     log_2, sqrt_sqrt_half, sqrt_half, one_quarter = 1488522236, 1805811301, 1518500250, 536870912
     alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
     accum = out_bits + 1

@@ -7,12 +7,12 @@ Everything reproduces LiteRT's reference kernels (BUILTIN_REF), whose fixed-poin
   channel, then adds the output zero point and clamps to the fused activation's range.  The 32-bit MBQM (int32
   accumulators: int8 models, and int16 models with an int32 bias) is RESCALE with DOUBLE_ROUND (op_inventory §6.3);
   the int64 MBQM (int16x8 models with an int64 bias) reduces the multiplier to 16 bits and rounds once, which is
-  RESCALE with ``scale32=false`` (S11758-11766) via :func:`tf2tosa.quant.compute_scale_16`.
+  RESCALE with ``scale32=false`` (spec: RESCALE, apply_scale_16) via :func:`tf2tosa.quant.compute_scale_16`.
 * Multipliers come from TFLite's QuantizeMultiplier of ``s_x·s_w[c]/s_out`` in double (per-channel weights, and all
   int8/int16 conv and depthwise weights), or of ``float32(s_x·s_w)/s_out`` where TFLite calls
   ``GetQuantizedConvolutionMultipler`` (per-tensor fully_connected, batch_matmul): :func:`tfl_product_scale`.
 * Zero points are ``[1]`` tensors of the data type (op_inventory §4 #3); weight zero points must be one value
-  (S1445-1455), so per-channel weights need all-zero zero points (TFLite's int8 weights are symmetric).
+  (spec: CONV2D, ``weight_zp``), so per-channel weights need all-zero zero points (TFLite's int8 weights are symmetric).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, QuantParams, Value
-from ..quant import fused_activation_q, rescale, rounding_mode
+from ..ir import DType, Operation, QuantParams, Value, has_value
 from ..tosa.builder import Builder
-from .common import has_value
+from .activation import fused_activation_q
+from .rescale import rescale, rounding_mode
 
-#: quantized activation types of the conv family and their TOSA accumulators (S1629-1639)
+#: quantized activation types of the conv family and their TOSA accumulators (spec: CONV2D, supported data types)
 ACC = {DType.INT8: (DType.INT32, "INT32"), DType.INT16: (DType.INT48, "INT48")}
 
 
@@ -56,7 +56,7 @@ def require_act_type(op: Operation, x: Value) -> DType:
     if x.dtype not in ACC:
         raise Unsupported(f"quantized {op.name} on {x.dtype.value}")
     if x.dtype is DType.INT16 and per_tensor(x, "input")[1] != 0:
-        raise Unsupported(f"int16 {op.name} input with zero point {per_tensor(x)[1]} (must be 0, S1334)")
+        raise Unsupported(f"int16 {op.name} input with zero point {per_tensor(x)[1]} (must be 0, spec: CONV2D)")
     return x.dtype
 
 
@@ -65,7 +65,7 @@ def weight_zp(w: Value) -> int:
     q = qparams(w, "weights")
     zps = set(int(z) for z in q.zero_point)
     if len(zps) != 1:
-        raise Unsupported("per-channel weight zero points differ (TOSA weight_zp is one value, S1445)")
+        raise Unsupported("per-channel weight zero points differ (TOSA weight_zp is one value, spec: CONV2D)")
     zp = zps.pop()
     if w.dtype is not DType.INT8:
         raise Unsupported(f"quantized weights of type {w.dtype.value} (i8 expected)")
@@ -122,7 +122,7 @@ def requantize_acc(b: Builder, acc: Value, scales: Sequence[float], out: Value, 
 
     ``tfl_acc`` is TFLite's accumulator: for an i48 TOSA accumulator an int64 (or absent) bias means TFLite's int64
     MBQM — one 16-bit RESCALE — and an int32 bias means its int32 MBQM, reproduced by an exact i48→i32 RESCALE
-    (×1, multiplier 2^14, shift 14, S9786) and a DOUBLE_ROUND i32→i16 RESCALE.
+    (×1, multiplier 2^14, shift 14, spec: RESCALE) and a DOUBLE_ROUND i32→i16 RESCALE.
     """
     s_out, zp_out = per_tensor(out, "output")
     oq = qparams(out)
@@ -137,7 +137,7 @@ def conv_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], 
     out = op.results[0]
     if acc.dtype is DType.INT48 and tfl_acc is DType.INT32 and _conv_bound(op) >= 1 << 31:
         note_inexact(b, op, "a 16x8 convolution with an int32 bias whose accumulator may exceed int32: TFLite wraps "
-                            "it, TOSA's exact i48 → i32 RESCALE requires it to fit (S11764)")
+                            "it, TOSA's exact i48 → i32 RESCALE requires it to fit (spec: apply_scale_16)")
     y = requantize_acc(b, acc, scales, out, tfl_acc)
     return fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(out))
 
@@ -184,8 +184,8 @@ def round_scale_exact(b: Builder, acc: Value, scales: Sequence[float], out: Valu
     taking float scales).  A 32-bit multiplier RESCALE (relative error 2^-31) misses it near half-integers, so
     with ``s = M·2^-K`` (M split at bit L = K-32 into M_hi, M_lo) and ``a = |acc| < 2^31``:
 
-        u = a·M_hi = hi·2^32 + lo          lo = MUL(a, M_hi, shift 0) (the low 32 bits, S5067),
-                                           hi = MUL(a, M_hi, shift 32) - [lo >= 2^31] (S5060-5065)
+        u = a·M_hi = hi·2^32 + lo          lo = MUL(a, M_hi, shift 0) (the low 32 bits, spec: MUL),
+                                           hi = MUL(a, M_hi, shift 32) - [lo >= 2^31] (spec: MUL)
         t = floor(a·M_lo / 2^L)            = MUL(a, M_lo, shift L) - bit L-1 of MUL(a, M_lo, shift 0)
         floor(a·s + 1/2) = hi + [lo + t >= 2^31]
 
@@ -217,7 +217,7 @@ def round_scale_exact(b: Builder, acc: Value, scales: Sequence[float], out: Valu
     q = b.binary("ADD", hi, b.cast(carry, i32))
     zero = b.zp(0, i32)
     signed = b.emit("SELECT", [b.binary("GREATER", scalar(0), acc), b.negate(q, zero, zero), q]).result
-    # keep the RESCALE ×1 within apply_scale_32's value range (S11746); anything this big saturates anyway
+    # keep the RESCALE ×1 within apply_scale_32's value range (spec: apply_scale_32); anything this big saturates anyway
     lim = 1 << 24
     signed = b.binary("MAXIMUM", b.binary("MINIMUM", signed, scalar(lim), nan_mode="PROPAGATE"), scalar(-lim),
                       nan_mode="PROPAGATE")
@@ -275,7 +275,7 @@ def fc_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tf
 
 
 def _saturate_out(b: Builder, q: Value, out: Value) -> Value:
-    """``clip(q + zp_out)`` to the output type (RESCALE ×1; |q| <= 2^16 keeps S11746's range)."""
+    """``clip(q + zp_out)`` to the output type (RESCALE ×1; |q| <= 2^16 keeps apply_scale_32's range)."""
     zp_out = per_tensor(out, "output")[1]
     return rescale(b, q, 1.0, out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0,
                    out_quant=qparams(out), double_round=False)
@@ -299,7 +299,7 @@ def rescale_raw(b: Builder, x: Value, multiplier: Sequence[int], shift: Sequence
                 in_zp: int = 0, out_zp: int = 0, out_quant: QuantParams | None = None, scale32: bool = True,
                 double_round: bool | None = None) -> Value:
     """RESCALE with explicit (multiplier, shift) pairs (for multipliers TFLite derives arithmetically, e.g. the
-    folded 1/N of mean).  ``double_round`` None follows the conversion's rounding option (S10081)."""
+    folded 1/N of mean).  ``double_round`` None follows the conversion's rounding option (spec: RESCALE)."""
     mode = rounding_mode(b, scale32) if double_round is None else ("DOUBLE_ROUND" if double_round else "SINGLE_ROUND")
     m = b.const(np.asarray(multiplier, np.int64), DType.INT32 if scale32 else DType.INT16, name="multiplier")
     s = b.const(np.asarray(shift, np.int64), DType.INT8, name="shift")
@@ -310,7 +310,7 @@ def rescale_raw(b: Builder, x: Value, multiplier: Sequence[int], shift: Sequence
 
 
 def to_i32(b: Builder, x: Value, zp: int = 0) -> Value:
-    """x - zp as i32 (RESCALE ×1: multiplier 2^30, shift 30, exact; S9786)."""
+    """x - zp as i32 (RESCALE ×1: multiplier 2^30, shift 30, exact; spec: RESCALE)."""
     return rescale(b, x, 1.0, DType.INT32, in_zp=zp, double_round=False)
 
 

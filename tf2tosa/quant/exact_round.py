@@ -2,10 +2,10 @@
 
 LiteRT's reference fully_connected (and the 16x8 one in every kernel mode, since its bias is int64) requantizes
 in double precision: ``(int32)round((double)acc · s)`` with ``s = (double)s_x·(double)s_w[c]/(double)s_out``,
-rounding half away from zero.  For an int8 model the accumulator fits i32 and :func:`nn_quant.round_scale_exact`
-reproduces it with a few MULs.  A 16x8 model accumulates in 64 bits (i48 in TOSA, S1629-1639); with a deep input
+rounding half away from zero.  For an int8 model the accumulator fits i32 and :func:`.conv.round_scale_exact`
+reproduces it with a few MULs.  A 16x8 model accumulates in 64 bits (i48 in TOSA, spec: CONV2D); with a deep input
 (1,280 features and more) ``|acc|`` exceeds 2^31, and the only way out of i48 — RESCALE with a 16-bit multiplier
-(S11758-11766) — cannot carry a 53-bit scale.  So:
+(spec: apply_scale_16) — cannot carry a 53-bit scale.  So:
 
 1. **The accumulator, exactly, in i32 pieces.**  ``R = RESCALE(acc, multiplier 1, shift 8)`` is
    ``floor((acc + 128) / 256)`` (exact, no information lost but the low byte).  The low byte comes from a second,
@@ -36,7 +36,7 @@ from ..tosa.builder import Builder
 
 LIMB = 15
 MASK = (1 << LIMB) - 1
-#: RESCALE(acc, 1, 8) must fit i32 (apply_scale_16's REQUIRE, S11764): |acc| < 2^39 - 256
+#: RESCALE(acc, 1, 8) must fit i32 (apply_scale_16's REQUIRE): |acc| < 2^39 - 256
 WIDE_LIMIT = (1 << 39) - 256
 
 
@@ -84,7 +84,7 @@ def wide_acc(b: Builder, acc48: Value, low_acc: Callable[[], Value], bias: Seque
     ``low_acc()`` builds ``Σ x_l·(w - zp_w)`` (i32, same shape as ``acc48``); ``bias`` holds the per-channel (or
     one) int64 bias values already inside ``acc48``.
     """
-    from .nn_quant import rescale_raw
+    from .conv import rescale_raw
 
     o = _Ops(b, acc48.type.rank)
     r = rescale_raw(b, acc48, [1], [8], DType.INT32, scale32=False, double_round=False)
@@ -211,7 +211,7 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
         dig += [zero, zero]
         low = b.binary("BITWISE_OR", dig[k], o.mul(dig[k + 1], 1 << LIMB))
         low = b.binary("BITWISE_OR", low, o.mul(o.band(dig[k + 2], 3), 1 << (2 * LIMB)))
-        return o.select(neg, o.mul(low, -1), low)  # MUL keeps the low 32 bits (S5067): a wrapping negation
+        return o.select(neg, o.mul(low, -1), low)  # MUL keeps the low 32 bits (spec: MUL): a wrapping negation
     q = dig[k] if k < len(dig) else zero
     if k + 1 < len(dig):
         q = o.add(q, o.mul(dig[k + 1], 1 << LIMB))

@@ -1,0 +1,73 @@
+"""Convolution-family lowering math shared by the ``tf.*`` and ``tfl.*`` rules: grouped convolution as one
+CONV2D per group, and the out-pads of a transposed convolution.
+
+The callers keep what differs between the frontends (zero points, accumulator type, how a [1] bias is widened);
+the geometry lives here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ...errors import Unsupported
+from ...ir import Value
+from ...tosa.builder import Builder
+
+
+def grouped_conv2d(b: Builder, x: Value, w: Value, bias: Value, conv: Callable[[Value, Value, Value], Value],
+                   full_bias: Callable[[Value], Value], what: str) -> Value:
+    """A grouped convolution of NHWC ``x`` (C channels, already padded) with an OHWI filter of IC = C / groups
+    input channels, OC split evenly between the groups: one ``conv(x_g, w_g, bias_g)`` per group, then CONCAT.
+
+    ``full_bias`` widens a [1] bias to [OC] (called only for a [1] bias); ``what`` names the op in errors.
+    """
+    n, h, wd, c = (int(d) for d in x.shape)
+    oc, kh, kw, ic = (int(d) for d in w.shape)
+    if c % ic or oc % (c // ic):
+        raise Unsupported(f"{what} input channels {c} vs filter channels {ic}")
+    groups = c // ic
+    ocg = oc // groups
+    if int(bias.shape[0]) == 1:
+        bias = full_bias(bias)
+    parts = []
+    for g in range(groups):
+        xg = b.slice(x, [0, 0, 0, g * ic], [n, h, wd, ic])
+        wg = b.slice(w, [g * ocg, 0, 0, 0], [ocg, kh, kw, ic])
+        bg = b.slice(bias, [g * ocg], [ocg])
+        parts.append(conv(xg, wg, bg))
+    return b.concat(parts, 3)
+
+
+def transpose_conv_out_pads(out_hw: Sequence[int], in_hw: Sequence[int], kernel: Sequence[int],
+                            stride: Sequence[int], pad_before: Sequence[int]) -> tuple[list[int], list[int]]:
+    """TRANSPOSE_CONV2D's ``out_pad`` [top, bottom, left, right] for an output of ``out_hw``, where the forward
+    convolution padded ``pad_before`` = (top, left), and the rows/columns to crop from its result.
+
+    TOSA writes input pixel iy to output rows iy·s + out_pad_top + ky, the forward convolution reads input rows
+    iy·s − pad_top + ky: out_pad_top = −pad_top, and out_pad_bottom follows from
+    OH = (IH−1)·s + out_pad_top + out_pad_bottom + KH (spec: TRANSPOSE_CONV2D).  Out-pads ≤ −K are an ERROR_IF,
+    so they are computed wider (1 − K) and the excess is returned in ``crop`` to SLICE off (op_inventory §6.2).
+    """
+    out_pad: list[int] = []
+    crop: list[int] = []
+    for i in range(2):
+        k, s = int(kernel[i]), int(stride[i])
+        top = -int(pad_before[i])
+        bottom = int(out_hw[i]) - (int(in_hw[i]) - 1) * s - k - top
+        for p in (top, bottom):
+            q = max(p, 1 - k)
+            out_pad.append(q)
+            crop.append(q - p)
+    return out_pad, crop
+
+
+def crop_output(b: Builder, y: Value, crop: Sequence[int]) -> Value:
+    """SLICE [top, bottom, left, right] rows/columns off an NHWC result (the ``crop`` of
+    :func:`transpose_conv_out_pads`); ``y`` itself when there is nothing to crop."""
+    if not any(crop):
+        return y
+    n, h, w, c = (int(d) for d in y.shape)
+    return b.slice(y, [0, crop[0], crop[2], 0], [n, h - crop[0] - crop[1], w - crop[2] - crop[3], c])
+
+
+__all__ = ["crop_output", "grouped_conv2d", "transpose_conv_out_pads"]

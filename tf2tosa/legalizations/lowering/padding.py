@@ -1,0 +1,70 @@
+"""Window padding for the convolution and pooling lowerings of both frontends (``tf.*`` and ``tfl.*`` rules).
+
+TF and TFLite give SAME / VALID (TF also EXPLICIT) padding and floor the output size; TOSA 1.0 takes explicit
+[top, bottom, left, right] pads and requires the output-size division to be exact (the ``idiv_check`` of the
+spec's convolution and pooling operators).  :func:`window_pads` computes the pads, trimmed so the division is
+exact; :func:`apply_window_padding` SLICEs off the trailing rows a negative pad stands for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...errors import Unsupported
+from ...ir import Value
+from ...tosa.builder import Builder
+
+
+def same_padding(in_size: int, kernel: int, stride: int, dilation: int = 1) -> tuple[int, int]:
+    """TF/TFLite SAME padding (extra pad at the end), §6.2."""
+    if stride < 1 or kernel < 1 or dilation < 1:
+        raise Unsupported(f"window of kernel {kernel}, stride {stride}, dilation {dilation}: each must be >= 1")
+    eff_k = (kernel - 1) * dilation + 1
+    out = -(-in_size // stride)
+    total = max(0, (out - 1) * stride + eff_k - in_size)
+    return total // 2, total - total // 2
+
+
+def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
+                dilation: Sequence[int] = (1, 1), explicit: Sequence[int] | None = None) -> list[int]:
+    """[top, bottom, left, right] for SAME / VALID / EXPLICIT, trimmed so TOSA's exact output-size division holds.
+
+    TF floors the output size; TOSA 1.0 raises ERROR_IF on a remainder (``idiv_check``, op_inventory §6.2).
+    Cutting the remainder off the bottom/right pad gives the same outputs (those rows are never read).  A
+    remainder larger than the pad is returned as a negative pad; :func:`apply_window_padding` turns it into a SLICE.
+    """
+    for what, vals in (("kernel", kernel), ("stride", stride), ("dilation", dilation)):
+        if any(int(v) < 1 for v in vals[:2]):
+            raise Unsupported(f"{what} {list(vals)} must be >= 1")
+    pads: list[int] = []
+    for i in range(2):
+        if padding == "SAME":
+            before, after = same_padding(in_hw[i], kernel[i], stride[i], dilation[i])
+        elif padding == "VALID":
+            before, after = 0, 0
+        elif padding == "EXPLICIT":
+            if explicit is None or len(explicit) != 4:
+                raise Unsupported("EXPLICIT padding without explicit_paddings")
+            before, after = int(explicit[2 * i]), int(explicit[2 * i + 1])
+            if before < 0 or after < 0:
+                raise Unsupported(f"negative explicit padding {list(explicit)}")
+        else:
+            raise Unsupported(f"padding {padding!r}")
+        eff_k = (kernel[i] - 1) * dilation[i] + 1
+        span = in_hw[i] + before + after - eff_k
+        if span < 0:
+            raise Unsupported(f"window of {eff_k} larger than the padded input {in_hw[i] + before + after}")
+        pads += [before, after - span % stride[i]]
+    return pads
+
+
+def apply_window_padding(b: Builder, x: Value, pads: list[int]) -> tuple[Value, list[int]]:
+    """SLICE away trailing rows/columns that negative pads from :func:`window_padding` stand for."""
+    n, h, w, c = x.shape
+    cut_h, cut_w = max(0, -pads[1]), max(0, -pads[3])
+    if cut_h or cut_w:
+        x = b.slice(x, [0, 0, 0, 0], [n, h - cut_h, w - cut_w, c])
+    return x, [pads[0], max(0, pads[1]), pads[2], max(0, pads[3])]
+
+
+__all__ = ["apply_window_padding", "same_padding", "window_pads"]
