@@ -571,7 +571,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:  # typer >= 0.20 vendors click
         from typer._click.exceptions import UsageError
     except ImportError:  # pragma: no cover
-        from click.exceptions import UsageError  # type: ignore[no-redef]
+        from click.exceptions import UsageError  # type: ignore[no-redef,assignment]
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
