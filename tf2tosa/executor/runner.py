@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import ConversionError, InputError, InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
+from ..tosa import catalogue, profiles
+from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
 from .registry import ERROR, KERNELS, PRECISE, UNPREDICTABLE, VALID, ExecutionError, UnpredictableError, op_label
 
 
@@ -231,7 +233,6 @@ def check_sizes(graph: Graph) -> None:
     Every input and every op result (also in COND_IF / WHILE_LOOP regions) is checked by its declared type."""
     if graph in _SIZED:
         return
-    from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
 
     def visit(g: Graph) -> None:
         values = list(g.inputs) + [r for op in g.ops.values() for r in op.results]
@@ -268,8 +269,6 @@ def _run(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any], *, trace: bool
 # ------------------------------------------------------------------------------------ checked runs
 #: levels by name (Table 4, S304-358)
 def _level_table(level: str | None) -> dict[str, int] | None:
-    from ..tosa import profiles
-
     if level is None:
         return None
     key = str(level).strip().upper().replace("_", "").replace("LEVEL", "")
@@ -333,9 +332,6 @@ def static_check(graph: Graph, level: str | None = "8K", dynamic: bool = True) -
 
     ``dynamic`` accepts run-time values for compile-time-constant operands (EXT-DYNAMIC).
     """
-    from ..errors import InvalidGraphError
-    from ..tosa import catalogue, profiles
-
     for op in _walk_ops(graph):
         if op.dialect != "tosa":
             return RunResult(ERROR, message=f"{op.name} is not a TOSA operator", op=op_label(op))
@@ -374,8 +370,6 @@ def run_checked(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any], level: 
     tensor (S934).  With ``trace`` the outputs hold every value of the top-level graph by name (as
     :func:`run` with ``trace=True``).  :func:`run` keeps raising :class:`ExecutionError` instead.
     """
-    from ..errors import ConversionError, InputError
-
     table = _level_table(level)
     if validate:
         bad = static_check(graph, level, dynamic=dynamic)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,8 +39,6 @@ ORACLE_TEXT = {"ref": "LiteRT reference kernels (BUILTIN_REF)", "optimized": "Li
 
 def require_litert() -> None:
     """Raise MissingExtraError unless LiteRT is importable (verify runs the source model in it)."""
-    import importlib.util
-
     if importlib.util.find_spec("ai_edge_litert") is None:
         raise MissingExtraError("verify needs LiteRT: pip install 'tf2tosa[tf]'")
 
