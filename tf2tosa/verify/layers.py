@@ -393,11 +393,11 @@ def _single_op_bound(op: Operation, ins: list[np.ndarray], ref64: np.ndarray) ->
         return ulp_error_bound(ref, dt, float(acc.ulp or 0)), f"{acc.ulp:g} ulp"
     if acc.mode == "abs":
         return abs_bound(op.opcode, dt, ref, ins[0], ins[1] if len(ins) > 1 else None), f"{op.opcode} abs"
-    if acc.mode == "resize":  # S9027-9031
+    if acc.mode == "resize":  # spec 2.12.1 RESIZE
         m = float(np.max(np.abs(np.asarray(ins[0], np.float64)))) if np.size(ins[0]) else 0.0
         rb = max(float(calc_abs_error_bound(dt, m, 20.0, 0, 1)), m * 0.006)
         return np.full(ref.shape, rb), "RESIZE"
-    if acc.mode == "reduce_product":  # S7534
+    if acc.mode == "reduce_product":  # spec 2.9.5 REDUCE_PRODUCT
         n = int(np.shape(ins[0])[int(op.attrs["axis"])])
         pb = np.maximum(np.abs(ref), normal_min(dt)) * ((1 + 2.0 ** (-normal_frac(dt) - 1)) ** n - 1)
         return pb, f"REDUCE_PRODUCT n={n}"
