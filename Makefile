@@ -31,6 +31,7 @@ demo: env
 
 lint: $(STAMP)
 	$(BIN)/ruff check tf2tosa tests benchmarks models tools
+	$(BIN)/lint-imports --no-cache --no-logo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

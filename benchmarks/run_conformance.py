@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tf2tosa.executor import conformance as C  # noqa: E402
+from tests import conformance as C  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Arm's TOSA conformance tests through our executor (see tf2tosa/executor/conformance.py).
+"""Arm's TOSA conformance tests through our executor (see tests/conformance.py).
 
 The tests are generated locally by ``tosa_verif_build_tests`` from the tosa-tools environment (no network) and
 cached under ``.cache/conformance``; expected results come from the reference model binary.  The default suite
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tf2tosa.executor import conformance as C
+from tests import conformance as C
 
 pytestmark = pytest.mark.skipif(not C.available(),
                                 reason="tosa-tools environment (.venv-tosa: tosa_verif_build_tests, "

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.executor_testing import Const, In, run_single
 from tf2tosa.executor import numerics as nm
 from tf2tosa.executor import run, tensor_ops
-from tf2tosa.executor.testing import Const, In, run_single
 from tf2tosa.ir.types import DType as D
 
 
@@ -194,7 +194,7 @@ def test_table_lookups_match_the_pseudo_code() -> None:
 
 
 def test_repeated_runs_reuse_the_cached_order() -> None:
-    from tf2tosa.executor.testing import GraphBuilder
+    from tests.executor_testing import GraphBuilder
 
     b = GraphBuilder("order")
     (a,) = b.add("ADD", [In(np.ones(3, np.float32)), In(np.ones(3, np.float32))], D.FP32, output=False)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tf2tosa.executor.testing import In, Shape, run_single, single_op
+from tests.executor_testing import In, Shape, run_single, single_op
 from tf2tosa.ir.types import DType as D
 
 tf = pytest.importorskip("tensorflow")

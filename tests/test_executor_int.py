@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
+from tests.executor_testing import Const, In, Shape, run_single
 from tf2tosa.executor import ExecutionError
-from tf2tosa.executor.testing import Const, In, Shape, run_single
 from tf2tosa.ir.types import DType as D
 
 RNG = np.random.default_rng(99)

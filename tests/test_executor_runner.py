@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.executor_testing import In, single_op
 from tf2tosa.errors import ConversionError, InputError
 from tf2tosa.executor import KERNELS, ExecutionError, evaluate_op, run, run_with_profile
-from tf2tosa.executor.testing import In, single_op
 from tf2tosa.ir.graph import Graph
 from tf2tosa.ir.types import DType as D
 from tf2tosa.ir.types import TensorType

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.executor_testing import Const, In, single_op
 from tf2tosa.errors import ConversionError, InputError, ModelLoadError
 from tf2tosa.executor import (
     ERROR,
@@ -21,7 +22,6 @@ from tf2tosa.executor import (
     run_checked,
     static_check,
 )
-from tf2tosa.executor.testing import Const, In, single_op
 from tf2tosa.ir.graph import Graph
 from tf2tosa.ir.types import DType as D
 from tf2tosa.ir.types import TensorType

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.executor_testing import Const, GraphBuilder, In, Shape
 from tf2tosa.executor import run_checked, static_check
-from tf2tosa.executor.testing import Const, GraphBuilder, In, Shape
 from tf2tosa.ir.graph import Graph
 from tf2tosa.ir.types import DType as D
 from tf2tosa.ir.types import TensorType

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.executor_testing import Const, GraphBuilder, In, Shape
 from tf2tosa.executor import run
-from tf2tosa.executor.testing import Const, GraphBuilder, In, Shape
 from tf2tosa.ir.types import DType as D
 from tf2tosa.verify import tosa_tools
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -141,8 +140,8 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
     """
     from .converter.pipeline import ConvertOptions, convert_graph
+    from .converter.source import convert_options, convert_tflite_data
     from .converter.tensorflow import is_tensorflow_source
-    from .converter.tflite import load_tflite
 
     if is_tensorflow_source(source):
         import importlib.util
@@ -160,11 +159,8 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
         convert_graph(graph, options, file=src.label)
         return TosaModel(graph, source_path=src.label, tf_source=src)
     data, path = _read_source(source)
-    graph = load_tflite(data, name=Path(path).stem if path != "<bytes>" else None,
-                        file=path if path != "<bytes>" else None)
-    graph.meta["file"] = path
-    options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, extra=dict(extra))
-    convert_graph(graph, options, file=path)
+    graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, fold=fold,
+                                                            rounding=rounding, **extra))
     return TosaModel(graph, source=data, source_path=path)
 
 

@@ -490,6 +490,8 @@ def zoo(list_: bool = typer.Option(False, "--list", help="list the selected mode
         jobs: int = typer.Option(1, "--jobs", "-j", help="parallel worker processes"),
         report: Path | None = typer.Option(None, "--report", metavar="DIR", help="folder for zoo.json/zoo.md/zoo.html "
                                            "(default out/zoo)"),
+        models: Path | None = typer.Option(None, "--models", metavar="DIR", help="folder holding the model "
+                                           "definitions (models/ of a tf2tosa checkout; default: this checkout)"),
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
         ) -> dict[str, Any]:
     """Run the model-zoo regression suite: build, convert, validate, run and compare every model variant."""
@@ -498,7 +500,7 @@ def zoo(list_: bool = typer.Option(False, "--list", help="list the selected mode
     out = _out()
     runs: list[Any] = []
     code = zoo_command(list_only=list_, filter=filter, jobs=jobs, report=str(report) if report else None,
-                       echo=out.echo, on_run=runs.append)
+                       echo=out.echo, on_run=runs.append, models=str(models) if models else None)
     run_ = runs[0] if runs else None
     results = [] if run_ is None else [
         {"model": r.get("model"), "variant": r.get("variant"), "family": r.get("family"),

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import fnmatch
+import importlib
+import importlib.machinery
+import importlib.util
 import logging
 import os
 import re
@@ -31,12 +34,18 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .ir import Graph
+from . import executor
+from .api import convert
+from .errors import ConversionError, InputError, UnsupportedOpsError
+from .ir import Graph
+from .verify import tosa_tools
+from .verify.compare import compare
+from .verify.layers import compare_layers
+from .verify.litert import LiteRTError, model_op_names
 
 REPO = Path(__file__).resolve().parents[1]
 FLOAT_RTOL = 1e-4  # executor vs LiteRT, relative to max |reference|
@@ -45,15 +54,29 @@ DEFAULT_REPORT_DIR = REPO / "out" / "zoo"
 FAILING = ("FAIL", "INVALID", "UNSUPPORTED", "ERROR")
 
 
+MODELS_ENV = "TF2TOSA_MODELS"  # the folder holding the ``models`` package (``tf2tosa zoo --models``)
+
+
 def _models_module() -> Any:
-    """``models.zoo``, importable from a source checkout (the package lives beside ``tf2tosa``)."""
-    try:
-        import models.zoo as zoo
-    except ModuleNotFoundError:
-        if str(REPO) not in sys.path:
-            sys.path.insert(0, str(REPO))
-        import models.zoo as zoo
-    return zoo
+    """``models.zoo``, the model definitions: importable as is when ``models`` is (a run from a checkout's root),
+    else loaded from the folder holding ``models/``, ``$TF2TOSA_MODELS`` (set by ``tf2tosa zoo --models``) or by
+    default the checkout beside ``tf2tosa``, without adding it to ``sys.path`` (so an installed wheel only needs
+    the definitions' folder)."""
+    root = os.environ.get(MODELS_ENV)
+    if root is None:
+        try:
+            return importlib.import_module("models.zoo")
+        except ModuleNotFoundError:
+            root = str(REPO)
+    if "models" not in sys.modules:
+        spec = importlib.machinery.PathFinder.find_spec("models", [root])
+        if spec is None or spec.loader is None:
+            raise InputError(f"no model definitions (a models/ package) in {root}: pass --models DIR, a tf2tosa "
+                             "checkout")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["models"] = module
+        spec.loader.exec_module(module)
+    return importlib.import_module("models.zoo")
 
 
 @dataclass
@@ -230,70 +253,21 @@ def check_variant(mdef: Any, variant: str, *, worker: Any = None, num_inputs: in
 
 def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any, num_inputs: int, layers: bool,
            rtol: float) -> None:
-    from . import executor
-    from .api import convert
-    from .errors import ConversionError, UnsupportedOpsError
-    from .verify import tosa_tools
-    from .verify.compare import compare
-    from .verify.layers import compare_layers
-    from .verify.litert import LiteRTError, model_op_names
-
-    # 1. build
-    if variant in mdef.unsupported:
-        res.status, res.reason = "SKIP", f"TFLite cannot produce this variant: {mdef.unsupported[variant]}"
+    """The steps of :func:`check_variant`; each records what it found in ``res`` and the first that ends the
+    check sets its status."""
+    info = _build(zoo, mdef, variant, res)
+    if info is None:
         return
-    try:
-        info = zoo.build_tflite(mdef, variant)
-    except ModuleNotFoundError as e:
-        res.status, res.reason = "SKIP", f"cannot build: {e.name} is not installed"
+    model = _convert(info.data, res)
+    if model is None:
         return
-    except zoo.core.TFLiteRefused as e:
-        res.status, res.reason = "SKIP", f"TFLite converter: {_one_line(str(e), 240)}"
-        return
-    res.cached, res.build_s = info.cached, (info.meta.get("build_s") if info.cached else info.seconds)
-    res.params = info.meta.get("params")
-    spread = info.meta.get("min_spread")
-    if spread is not None and spread < 1e-2:
-        res.notes.append(f"calibration: an output barely varies with the input (spread {spread:.1e})")
-    res.tflite_ops = len(model_op_names(info.data))
-    # 2. convert
-    t0 = time.perf_counter()
-    try:
-        model = convert(info.data)
-    except UnsupportedOpsError as e:
-        res.convert_s = time.perf_counter() - t0
-        res.status, res.reason = "UNSUPPORTED", _one_line(str(e).removeprefix("error: "))
-        return
-    except ConversionError as e:
-        res.convert_s = time.perf_counter() - t0
-        res.status, res.reason = "ERROR", f"convert: {_one_line(e)}"
-        return
-    res.convert_s = time.perf_counter() - t0
-    res.converted = True
     g = model.graph
-    res.op_counts = {k: v for k, v in g.op_counts().items() if k not in ("tosa.CONST", "tosa.CONST_SHAPE")}
-    res.ops = sum(res.op_counts.values())
-    res.profiles, res.extensions = model.profiles, model.extensions
-    res.notes.extend(f"converter: {w}" for w in g.meta.get("warnings", []))
     data = model.to_bytes()
-    # 3. validate
-    invalid = ""
-    if tosa_tools.available():
-        ok, msg = tosa_tools.validate(data, model.profiles, model.extensions)
-        res.validated = ok
-        if not ok:
-            invalid = _one_line(msg or "tosa-opt rejected the program")
-    else:
-        res.notes.append("tosa-tools environment missing: not validated, no reference-model run")
+    invalid = _validate(data, model, res)
     # 4. run: executor (traced on the first set) and LiteRT
     sets = [make_inputs(g, mdef.inputs, seed) for seed in range(num_inputs)]
-    unsigned = g.unsigned_io
-
-    def src(name: str, a: np.ndarray) -> np.ndarray:
-        return a.view(np.uint8) if name in unsigned and a.dtype == np.int8 else a
-
     src_names = {v.name: (v.source or v.name) for v in g.inputs}
-    src_sets = [{src_names[k]: src(k, a) for k, a in s.items()} for s in sets]
+    src_sets = [{src_names[k]: _as_source(g, k, a) for k, a in s.items()} for s in sets]
     t0 = time.perf_counter()
     trace = executor.run(g, sets[0], trace=layers)
     res.run_s = time.perf_counter() - t0
@@ -306,6 +280,88 @@ def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any
         res.reason = invalid or f"LiteRT cannot run the .tflite: {_litert_reason(e)}"
         return
     # 5. compare with LiteRT
+    _compare_litert(g, refs, ours, res, rtol)
+    if res.integer:  # as `tf2tosa verify` does: how far LiteRT's optimized kernels differ, for information only
+        note = _optimized_note(worker, info.data, src_sets, refs)
+        if note:
+            res.notes.append(note)
+    # 6. per-layer comparison (first input set)
+    first = None
+    if tensors is not None:
+        lrep = compare_layers(info.data, g, tensors, trace, model=mdef.key(variant), reference_kernels=res.integer)
+        res.layers = lrep.to_dict()
+        first = lrep.first_divergent
+    # 7. the Arm reference model
+    ref_reason = _reference_run(data, g, sets[0], ours[0], res) if tosa_tools.available() else ""
+    _set_status(res, invalid, ref_reason, first, rtol)
+
+
+def _build(zoo: Any, mdef: Any, variant: str, res: VariantResult) -> Any:
+    """1. build (or take from the cache) the variant's ``.tflite``; None when it is skipped."""
+    if variant in mdef.unsupported:
+        res.status, res.reason = "SKIP", f"TFLite cannot produce this variant: {mdef.unsupported[variant]}"
+        return None
+    try:
+        info = zoo.build_tflite(mdef, variant)
+    except ModuleNotFoundError as e:
+        res.status, res.reason = "SKIP", f"cannot build: {e.name} is not installed"
+        return None
+    except zoo.core.TFLiteRefused as e:
+        res.status, res.reason = "SKIP", f"TFLite converter: {_one_line(str(e), 240)}"
+        return None
+    res.cached, res.build_s = info.cached, (info.meta.get("build_s") if info.cached else info.seconds)
+    res.params = info.meta.get("params")
+    spread = info.meta.get("min_spread")
+    if spread is not None and spread < 1e-2:
+        res.notes.append(f"calibration: an output barely varies with the input (spread {spread:.1e})")
+    res.tflite_ops = len(model_op_names(info.data))
+    return info
+
+
+def _convert(data: bytes, res: VariantResult) -> Any:
+    """2. convert; None (and the status set) when the converter refuses."""
+    t0 = time.perf_counter()
+    try:
+        model = convert(data)
+    except UnsupportedOpsError as e:
+        res.convert_s = time.perf_counter() - t0
+        res.status, res.reason = "UNSUPPORTED", _one_line(str(e).removeprefix("error: "))
+        return None
+    except ConversionError as e:
+        res.convert_s = time.perf_counter() - t0
+        res.status, res.reason = "ERROR", f"convert: {_one_line(e)}"
+        return None
+    res.convert_s = time.perf_counter() - t0
+    res.converted = True
+    g = model.graph
+    res.op_counts = {k: v for k, v in g.op_counts().items() if k not in ("tosa.CONST", "tosa.CONST_SHAPE")}
+    res.ops = sum(res.op_counts.values())
+    res.profiles, res.extensions = model.profiles, model.extensions
+    res.notes.extend(f"converter: {w}" for w in g.meta.get("warnings", []))
+    return model
+
+
+def _validate(data: bytes, model: Any, res: VariantResult) -> str:
+    """3. validate with tosa-opt; the reason it rejected the program, else ""."""
+    invalid = ""
+    if tosa_tools.available():
+        ok, msg = tosa_tools.validate(data, model.profiles, model.extensions)
+        res.validated = ok
+        if not ok:
+            invalid = _one_line(msg or "tosa-opt rejected the program")
+    else:
+        res.notes.append("tosa-tools environment missing: not validated, no reference-model run")
+    return invalid
+
+
+def _as_source(g: Graph, name: str, a: np.ndarray) -> np.ndarray:
+    """An int8 array of an unsigned input/output of ``g`` as the source model's uint8."""
+    return a.view(np.uint8) if name in g.unsigned_io and a.dtype == np.int8 else a
+
+
+def _compare_litert(g: Graph, refs: Sequence[Mapping[str, Any]], ours: Sequence[Mapping[str, np.ndarray]],
+                    res: VariantResult, rtol: float) -> None:
+    """5. compare every output set with LiteRT's; sets the comparison fields and ``litert_ok``."""
     max_rel = max_abs = 0.0
     mism = elements = 0
     for ref, got in zip(refs, ours):
@@ -314,7 +370,7 @@ def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any
             r = ref.get(v.source or "", ref_list[i] if i < len(ref_list) else None)
             if r is None:
                 continue
-            o = src(v.name, got[v.name])
+            o = _as_source(g, v.name, got[v.name])
             o = o.reshape(r.shape) if o.size == r.size else o
             rep = compare(v.name, o, r, rtol)
             if not np.issubdtype(r.dtype, np.floating):
@@ -328,43 +384,40 @@ def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any
                 mism += rep.mismatches if rep.ok or rep.mismatches else int(r.size)
     res.compared = True
     res.max_rel, res.max_abs, res.mismatches, res.elements = max_rel, max_abs, mism, elements
-    if res.integer:  # as `tf2tosa verify` does: how far LiteRT's optimized kernels differ, for information only
-        note = _optimized_note(worker, info.data, src_sets, refs)
-        if note:
-            res.notes.append(note)
     res.litert_ok = mism == 0 if res.integer else max_rel <= rtol and mism == 0
-    # 6. per-layer comparison (first input set)
-    first = None
-    if tensors is not None:
-        lrep = compare_layers(info.data, g, tensors, trace, model=mdef.key(variant), reference_kernels=res.integer)
-        res.layers = lrep.to_dict()
-        first = lrep.first_divergent
-    # 7. the Arm reference model
-    ref_reason = ""
-    if tosa_tools.available():
-        try:
-            precise = not res.integer
-            armed = tosa_tools.run_reference(data, sets[0], precise=precise)
-            mine = executor.run(g, sets[0], precise=True) if precise else ours[0]
-            rel, rm = 0.0, 0
-            for v in g.outputs:
-                a, b = np.asarray(armed[v.name]), np.asarray(mine[v.name])
-                a = a.reshape(b.shape)
-                if np.issubdtype(b.dtype, np.floating) and not res.integer:
-                    scale = float(np.abs(a.astype(np.float64)).max()) if a.size else 0.0
-                    d = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()) if a.size else 0.0
-                    rel = max(rel, d / scale if scale else d)
-                else:
-                    rm += int(np.count_nonzero(a.astype(np.float64) != b.astype(np.float64)))
-            res.ref_rel, res.ref_mismatches = rel, rm
-            res.ref_ok = rel <= REF_RTOL and rm == 0
-            if not res.ref_ok:
-                ref_reason = (f"executor vs Arm reference model: {rm} mismatches" if rm
-                              else f"executor vs Arm reference model (fp64): rel {rel:.2e} > {REF_RTOL:g}")
-        except Exception as e:  # noqa: BLE001
-            res.ref_ok = False
-            ref_reason = f"Arm reference model: {_one_line(e, 200)}"
-    # status
+
+
+def _reference_run(data: bytes, g: Graph, feed: dict[str, np.ndarray], ours: Mapping[str, np.ndarray],
+                   res: VariantResult) -> str:
+    """7. run the Arm reference model on the first input set and compare with the executor; the reason of a
+    disagreement, else ""."""
+    try:
+        precise = not res.integer
+        armed = tosa_tools.run_reference(data, feed, precise=precise)
+        mine = executor.run(g, feed, precise=True) if precise else ours
+        rel, rm = 0.0, 0
+        for v in g.outputs:
+            a, b = np.asarray(armed[v.name]), np.asarray(mine[v.name])
+            a = a.reshape(b.shape)
+            if np.issubdtype(b.dtype, np.floating) and not res.integer:
+                scale = float(np.abs(a.astype(np.float64)).max()) if a.size else 0.0
+                d = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()) if a.size else 0.0
+                rel = max(rel, d / scale if scale else d)
+            else:
+                rm += int(np.count_nonzero(a.astype(np.float64) != b.astype(np.float64)))
+        res.ref_rel, res.ref_mismatches = rel, rm
+        res.ref_ok = rel <= REF_RTOL and rm == 0
+        if not res.ref_ok:
+            return (f"executor vs Arm reference model: {rm} mismatches" if rm
+                    else f"executor vs Arm reference model (fp64): rel {rel:.2e} > {REF_RTOL:g}")
+    except Exception as e:  # noqa: BLE001
+        res.ref_ok = False
+        return f"Arm reference model: {_one_line(e, 200)}"
+    return ""
+
+
+def _set_status(res: VariantResult, invalid: str, ref_reason: str, first: Any, rtol: float) -> None:
+    """The variant's status and reason from the findings of the steps."""
     where = ""
     if first is not None:
         where = f"; first divergent layer {first.op} ({first.tosa_op})"
@@ -373,10 +426,10 @@ def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any
     elif not res.litert_ok:
         if res.integer:
             unit = " LSB" if res.int_outputs else ""
-            res.reason = (f"{mism} of {elements} output values differ from LiteRT BUILTIN_REF (max "
-                          f"{max_abs:g}{unit}){where}")
+            res.reason = (f"{res.mismatches} of {res.elements} output values differ from LiteRT BUILTIN_REF (max "
+                          f"{res.max_abs:g}{unit}){where}")
         else:
-            res.reason = f"max rel error {max_rel:.2e} > {rtol:g} vs LiteRT{where}"
+            res.reason = f"max rel error {res.max_rel:.2e} > {rtol:g} vs LiteRT{where}"
         res.status = "FAIL"
         if ref_reason:
             res.reason += f"; {ref_reason}"
@@ -595,9 +648,13 @@ def run_zoo(filter: str | None = None, jobs: int = 1, report_dir: str | os.PathL
 
 
 def zoo_command(list_only: bool = False, filter: str | None = None, jobs: int = 1, report: str | None = None,
-                echo: Callable[[str], None] = print, on_run: Callable[[ZooRun], object] | None = None) -> int:
+                echo: Callable[[str], None] = print, on_run: Callable[[ZooRun], object] | None = None,
+                models: str | None = None) -> int:
     """The body of ``tf2tosa zoo``: prints the selection (``--list``) or runs it; returns the exit code
-    (0: no variant FAIL/INVALID/UNSUPPORTED/ERROR, 1 otherwise).  ``on_run`` receives the finished run."""
+    (0: no variant FAIL/INVALID/UNSUPPORTED/ERROR, 1 otherwise).  ``on_run`` receives the finished run.
+    ``models``: the folder holding the ``models`` package (default: this checkout; worker processes inherit it)."""
+    if models is not None:
+        os.environ[MODELS_ENV] = os.path.abspath(models)
     run = run_zoo(filter=filter, jobs=jobs, report_dir=report, list_only=list_only)
     if on_run is not None:
         on_run(run)

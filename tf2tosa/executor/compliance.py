@@ -4,10 +4,10 @@ An implementation's float result is compliant when it lies within the error boun
 operator, measured against an fp64 reference result (``ref``, e.g. the reference model's precise mode or our
 executor with ``precise=True``).  This module writes those bounds down once, vectorised over numpy arrays:
 
-* :func:`ulp_check` - ``tosa_reference_check_fp`` (S11580-11589): ``num_ulp`` units of the last place;
-* :func:`bound_check` - ``tosa_reference_check_fp_bnd`` (S11591-11623) with an absolute bound per element,
-  and :func:`calc_abs_error_bound` (``calcAbsErrorBound``, S11563-11576) to build one;
-* :func:`dot_product_check` - ``tosa_reference_check_dotproduct`` (S682-744, "Dot product accuracy
+* :func:`ulp_check` - ``tosa_reference_check_fp`` (spec 4.5.3): ``num_ulp`` units of the last place;
+* :func:`bound_check` - ``tosa_reference_check_fp_bnd`` (spec 4.5.3) with an absolute bound per element,
+  and :func:`calc_abs_error_bound` (``calcAbsErrorBound``, spec 4.5.3) to build one;
+* :func:`dot_product_check` - ``tosa_reference_check_dotproduct`` (spec 1.10.3, "Dot product accuracy
   requirements" of §1.10.3) from the fp64 result and the fp64 bound result (the op on absolute values);
 * per-op bounds: :func:`abs_bound` (SIGMOID, TANH, EXP, COS, SIN, POW), :func:`reduce_product_check`,
   :func:`resize_check`, :func:`rescale_inexact_check`, :func:`special_check` (inf/NaN/zero agreement);
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.types import DType, dtype_from_numpy
+from ..tosa import optable
 
 __all__ = ["CheckResult", "Accuracy", "normal_frac", "normal_min", "normal_max", "calc_abs_error_bound",
            "ulp_error_bound", "ulp_check", "bound_check", "exact_check", "special_check", "abs_bound",
@@ -33,7 +34,7 @@ __all__ = ["CheckResult", "Accuracy", "normal_frac", "normal_min", "normal_max",
            "kernel_size", "op_accuracy", "check_op"]
 
 # ------------------------------------------------------------------------------ format constants
-#: (normal_frac, log2 normal_min, normal_max) per float type (S11520-11561)
+#: (normal_frac, log2 normal_min, normal_max) per float type (spec 4.5.3)
 _FP: dict[DType, tuple[int, int, float]] = {
     DType.FP32: (23, -126, 2.0 ** 128 - 2.0 ** (127 - 23)),
     DType.BF16: (7, -126, 2.0 ** 128 - 2.0 ** (127 - 7)),
@@ -61,17 +62,17 @@ def _dt(dt: DType | str | np.dtype | type | None, like: Any = None) -> DType:
 
 
 def normal_frac(dt: DType | str | np.dtype | type) -> int:
-    """Number of fraction (mantissa) bits (S11549-11561)."""
+    """Number of fraction (mantissa) bits (spec 4.5.3)."""
     return _FP[_dt(dt)][0]
 
 
 def normal_min(dt: DType | str | np.dtype | type) -> float:
-    """Smallest positive normal value (S11520-11532)."""
+    """Smallest positive normal value (spec 4.5.3)."""
     return 2.0 ** _FP[_dt(dt)][1]
 
 
 def normal_max(dt: DType | str | np.dtype | type) -> float:
-    """Largest finite value (S11534-11547)."""
+    """Largest finite value (spec 4.5.3)."""
     return _FP[_dt(dt)][2]
 
 
@@ -125,10 +126,10 @@ def _result(ok_mask: np.ndarray, impl: Any, ref: Any, bnd: Any, what: str) -> Ch
     return CheckResult(False, n, int(bad.size), first, worst, msg, allowed)
 
 
-# ------------------------------------------------------------------------------ S11563-11623
+# ------------------------------------------------------------------------------ spec 4.5.3
 def calc_abs_error_bound(dt: DType | str, bound_magnitude: Any, bounds_value: Any, lower_bound: float = 0.0,
                          normal_divisor: float = 1.0) -> np.ndarray:
-    """``calcAbsErrorBound<in_t>`` (S11563-11576), elementwise over arrays."""
+    """``calcAbsErrorBound<in_t>`` (spec 4.5.3), elementwise over arrays."""
     t = _dt(dt)
     mag = np.abs(np.asarray(bound_magnitude, np.float64))
     bv = np.asarray(bounds_value, np.float64)
@@ -143,7 +144,7 @@ def calc_abs_error_bound(dt: DType | str, bound_magnitude: Any, bounds_value: An
 
 
 def ulp_error_bound(ref: Any, dt: DType | str, num_ulp: float) -> np.ndarray:
-    """The error bound of ``tosa_reference_check_fp`` (S11580-11589): ``num_ulp`` ulps of ``ref`` in ``dt``."""
+    """The error bound of ``tosa_reference_check_fp`` (spec 4.5.3): ``num_ulp`` ulps of ``ref`` in ``dt``."""
     r = np.abs(np.asarray(ref, np.float64))
     normal = np.isfinite(r) & (r >= np.finfo(np.float64).tiny)  # is_normal_fp64 && != 0
     _, e = np.frexp(np.where(normal, r, 1.0))
@@ -152,7 +153,7 @@ def ulp_error_bound(ref: Any, dt: DType | str, num_ulp: float) -> np.ndarray:
 
 
 def _within(impl: Any, ref: Any, err_bnd: Any, dt: DType) -> np.ndarray:
-    """Elementwise ``tosa_reference_check_fp_bnd<in_t>`` (S11591-11623)."""
+    """Elementwise ``tosa_reference_check_fp_bnd<in_t>`` (spec 4.5.3)."""
     test = np.asarray(impl).astype(np.float64)
     r = np.asarray(ref, np.float64)
     bnd = np.asarray(err_bnd, np.float64)
@@ -192,7 +193,7 @@ def bound_check(ref_fp64: Any, impl: Any, err_bnd: Any, dtype: DType | str | Non
 
 
 def ulp_check(ref_fp64: Any, impl: Any, ulp_bound: float, dtype: DType | str | None = None) -> CheckResult:
-    """``tosa_reference_check_fp(impl, ref, num_ulp)`` (S11580) over whole tensors.
+    """``tosa_reference_check_fp(impl, ref, num_ulp)`` (spec 4.5.3) over whole tensors.
 
     ``ref_fp64`` is the fp64 reference result, ``impl`` the result under test (its numpy dtype, or ``dtype``,
     gives the format whose ulp is used).  NaN must match NaN; subnormal results may be flushed to zero.
@@ -239,17 +240,17 @@ def abs_bound(opcode: str, dt: DType | str, ref: Any, x: Any, y: Any = None) -> 
     r = np.asarray(ref, np.float64)
     xv = np.asarray(x, np.float64)
     with np.errstate(all="ignore"):
-        if opcode == "SIGMOID":  # S3546
+        if opcode == "SIGMOID":  # spec 2.4.3 SIGMOID
             return calc_abs_error_bound(t, r, 2 * (1 + np.abs(xv)), 0, 1)
-        if opcode == "TANH":  # S3657
+        if opcode == "TANH":  # spec 2.4.4 TANH
             return calc_abs_error_bound(t, r, 4 * (1 + np.abs(xv)), 0.5, 1)
-        if opcode == "EXP":  # S5830
+        if opcode == "EXP":  # spec 2.6.6 EXP
             return calc_abs_error_bound(t, r, 1 + np.abs(xv), 0, 1)
-        if opcode == "COS":  # S5734
+        if opcode == "COS":  # spec 2.6.5 COS
             return calc_abs_error_bound(t, 1 + np.abs(xv), 1, 0, 2)
-        if opcode == "SIN":  # S6535
+        if opcode == "SIN":  # spec 2.6.13 SIN
             return np.maximum(calc_abs_error_bound(t, xv, 1, 0, 2), math.pi * normal_min(t))
-        if opcode == "POW":  # S5076-5104 ("log(abs)" read as log(abs(x)))
+        if opcode == "POW":  # spec 2.5.15 POW ("log(abs)" read as log(abs(x)))
             yv = np.asarray(y, np.float64)
             b = calc_abs_error_bound(t, r, 2 * (1 + np.abs(np.log(np.abs(xv)) * yv)), 0, 1)
             undefined = ~np.isfinite(xv) | ~np.isfinite(yv) | (xv < 0) | ((xv == 0) & (yv <= 0))
@@ -259,12 +260,12 @@ def abs_bound(opcode: str, dt: DType | str, ref: Any, x: Any, y: Any = None) -> 
     raise ValueError(f"{opcode} has no absolute error bound in the spec")
 
 
-# ------------------------------------------------------------------------------ S682-744
+# ------------------------------------------------------------------------------ spec 1.10.3
 def dot_product_check(ref_fp64: Any, bound_fp64: Any, impl: Any, ks: int, *, out_dtype: DType | str | None = None,
                       acc_dtype: DType | str | None = None, has_bias: bool = False, test_set: int | None = None,
                       ksb: float | None = None, abs_bound_: float | None = None,
                       variance_bound: float | None = None, min_t: int = 0) -> CheckResult:
-    """``tosa_reference_check_dotproduct`` (S682-744).
+    """``tosa_reference_check_dotproduct`` (spec 1.10.3).
 
     ``ref_fp64`` is the op computed in fp64, ``bound_fp64`` the op computed in fp64 on absolute values (with the
     input replaced by its global maximum unless the op has ``local_bound``), ``impl`` the result under test,
@@ -321,7 +322,7 @@ def dot_product_check(ref_fp64: Any, bound_fp64: Any, impl: Any, ks: int, *, out
 
 
 def reduce_product_check(ref_fp64: Any, impl: Any, n: int, dtype: DType | str | None = None) -> CheckResult:
-    """REDUCE_PRODUCT (S7534): ``err_bnd = max(|ref|, normal_min) * ((1 + 2^(-frac-1))^n - 1)``."""
+    """REDUCE_PRODUCT (spec 2.9.5 REDUCE_PRODUCT): ``err_bnd = max(|ref|, normal_min) * ((1 + 2^(-frac-1))^n - 1)``."""
     dt = _dt(dtype, impl)
     r = np.asarray(ref_fp64, np.float64)
     bnd = np.maximum(np.abs(r), normal_min(dt)) * ((1 + 2.0 ** (-normal_frac(dt) - 1)) ** n - 1)
@@ -330,7 +331,7 @@ def reduce_product_check(ref_fp64: Any, impl: Any, n: int, dtype: DType | str | 
 
 
 def resize_check(ref_fp64: Any, impl: Any, max_abs_input: float, dtype: DType | str | None = None) -> CheckResult:
-    """RESIZE (S9023-9032): ``err_bnd = max(calcAbsErrorBound(max|input|, 20, 0, 1), max|input| * 0.006)``."""
+    """RESIZE (spec 2.12.1 RESIZE): ``err_bnd = max(calcAbsErrorBound(max|input|, 20, 0, 1), max|input| * 0.006)``."""
     dt = _dt(dtype, impl)
     ulp_bnd = float(calc_abs_error_bound(dt, max_abs_input, 20.0, 0, 1))
     bnd = max(ulp_bnd, abs(max_abs_input) * 0.006)
@@ -339,7 +340,7 @@ def resize_check(ref_fp64: Any, impl: Any, max_abs_input: float, dtype: DType | 
 
 def rescale_inexact_check(x: Any, impl: Any, multiplier: Any, shift: Any, input_zp: int, output_zp: int,
                           out_range: tuple[int, int], per_channel: bool = False) -> CheckResult:
-    """RESCALE with INEXACT_ROUND (S9796-9806): ``|(impl - output_zp) - (x - input_zp) * m * 2^-shift|`` at
+    """RESCALE with INEXACT_ROUND (spec 2.13.2 RESCALE): ``|(impl - output_zp) - (x - input_zp) * m * 2^-shift|`` at
     most ``0.5 + 3 * |out_ref| * 2^-24``; a reference beyond the output range must saturate."""
     xv = np.asarray(x, np.float64)
     m = np.asarray(multiplier, np.float64).reshape(-1)
@@ -357,6 +358,11 @@ def rescale_inexact_check(x: Any, impl: Any, multiplier: Any, shift: Any, input_
 
 
 # ------------------------------------------------------------------------------ which bound applies
+def _section(code: str) -> str:
+    """The spec section of operator ``code``, e.g. ``2.4.3 SIGMOID``."""
+    return f"{optable.get(code).section} {code}"
+
+
 @dataclass(frozen=True)
 class Accuracy:
     """The accuracy requirement of an op for float results (integer results are always exact)."""
@@ -408,11 +414,13 @@ def op_accuracy(op: Any) -> Accuracy:
     if code == "RESCALE":
         if str(attrs.get("rounding_mode", "")).upper() == "INEXACT_ROUND" or not outs:
             return Accuracy("rescale_inexact", None, 9796, "RESCALE: exact for SINGLE_ROUND/DOUBLE_ROUND; "
-                            "INEXACT_ROUND: |(out-zp) - (x-izp)*m*2^-shift| <= 0.5 + 3*|out_ref|*2^-24 (S9796-9806)")
-        return Accuracy("exact", None, 9792, "RESCALE: results must be exact (S9792)")
+                            "INEXACT_ROUND: |(out-zp) - (x-izp)*m*2^-shift| <= 0.5 + 3*|out_ref|*2^-24 "
+                            "(spec 2.13.2 RESCALE)")
+        return Accuracy("exact", None, 9792, "RESCALE: results must be exact (spec 2.13.2 RESCALE)")
     if code == "CAST":
         if ins and outs and ins[0].is_int and outs[0].is_float or not outs:
-            return Accuracy("ulp", 0.5, 9698, "CAST int->float: tosa_reference_check_fp(out, ref, 0.5 ulp) (S9698); "
+            return Accuracy("ulp", 0.5, 9698, "CAST int->float: tosa_reference_check_fp(out, ref, 0.5 ulp) "
+                            "(spec 2.13.1 CAST); "
                             "float->float: round to nearest (exact); float->int: round half to even, saturate "
                             "(exact); NaN input to an integer output is unpredictable")
         return Accuracy("exact", None, 9698, "CAST: exact (round to nearest even, saturating to integers)")
@@ -422,19 +430,21 @@ def op_accuracy(op: Any) -> Accuracy:
         return Accuracy("exact", None, 0, f"{code}: exact (NaN compares false / per nan_mode; sign of zero ignored)")
     if code in _ULP:
         u, line = _ULP[code]
-        return Accuracy("ulp", u, line, f"{code}: tosa_reference_check_fp(out, ref, {u} ulp) (S{line})")
+        return Accuracy("ulp", u, line, f"{code}: tosa_reference_check_fp(out, ref, {u} ulp) (spec {_section(code)})")
     if code in _ABS:
         line, text = _ABS[code]
-        return Accuracy("abs", None, line, f"{code}: tosa_reference_check_fp_bnd with err_bnd = {text} (S{line})")
+        return Accuracy("abs", None, line,
+                        f"{code}: tosa_reference_check_fp_bnd with err_bnd = {text} (spec {_section(code)})")
     if code in _DOT:
         line, ks = _DOT[code]
-        return Accuracy("dot_product", None, line, f"{code}: dot product accuracy (S682-744), {ks} (S{line})")
+        return Accuracy("dot_product", None, line,
+                        f"{code}: dot product accuracy (spec 1.10.3), {ks} (spec {_section(code)})")
     if code == "REDUCE_PRODUCT":
         return Accuracy("reduce_product", None, 7534, "REDUCE_PRODUCT: err_bnd = max(|ref|, normal_min) * "
-                        "((1 + 2^(-frac-1))^n - 1), n = shape[axis] (S7534)")
+                        "((1 + 2^(-frac-1))^n - 1), n = shape[axis] (spec 2.9.5 REDUCE_PRODUCT)")
     if code == "RESIZE":
         return Accuracy("resize", None, 9027, "RESIZE: err_bnd = max(calcAbsErrorBound(max|in|, 20, 0, 1), "
-                        "max|in| * 0.006) (S9027-9031)")
+                        "max|in| * 0.006) (spec 2.12.1 RESIZE)")
     if code in _EXACT_FLOAT:
         return Accuracy("exact", None, 0, f"{code}: float results must be exact (zero sign and subnormal flush "
                         "to zero aside)")

@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import ConversionError, InputError, InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
+from ..tosa import catalogue, profiles
+from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
 from .registry import ERROR, KERNELS, PRECISE, UNPREDICTABLE, VALID, ExecutionError, UnpredictableError, op_label
 
 
@@ -24,7 +26,7 @@ class ExecState:
     variables: dict[str, np.ndarray] = field(default_factory=dict)
     declared: set[str] = field(default_factory=set)
     depth: int = 0
-    #: MAX_NESTING of the level in force (COND_IF / WHILE_LOOP ERROR_IF, S10518, S10595)
+    #: MAX_NESTING of the level in force (COND_IF / WHILE_LOOP ERROR_IF, spec 2.16.1 COND_IF, spec 2.16.2 WHILE_LOOP)
     max_nesting: int = 256
     profile: dict[str, float] | None = None
     trace: dict[str, np.ndarray] | None = None
@@ -231,7 +233,6 @@ def check_sizes(graph: Graph) -> None:
     Every input and every op result (also in COND_IF / WHILE_LOOP regions) is checked by its declared type."""
     if graph in _SIZED:
         return
-    from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
 
     def visit(g: Graph) -> None:
         values = list(g.inputs) + [r for op in g.ops.values() for r in op.results]
@@ -266,10 +267,8 @@ def _run(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any], *, trace: bool
 
 
 # ------------------------------------------------------------------------------------ checked runs
-#: levels by name (Table 4, S304-358)
+#: levels by name (Table 4, spec 1.7 Levels)
 def _level_table(level: str | None) -> dict[str, int] | None:
-    from ..tosa import profiles
-
     if level is None:
         return None
     key = str(level).strip().upper().replace("_", "").replace("LEVEL", "")
@@ -282,7 +281,7 @@ def _level_table(level: str | None) -> dict[str, int] | None:
 
 @dataclass
 class RunResult:
-    """The outcome of :func:`run_checked`: the spec's graph result (S585-595) and the outputs.
+    """The outcome of :func:`run_checked`: the spec's graph result (spec 1.10.1) and the outputs.
 
     ``status`` is ``"VALID"`` (``outputs`` holds every graph output), ``"ERROR"`` (an ERROR_IF held, or the graph,
     an attribute or an input does not meet an operator's requirements) or ``"UNPREDICTABLE"`` (a REQUIRE or a
@@ -328,14 +327,12 @@ def _walk_ops(graph: Graph) -> list[Operation]:
 
 def static_check(graph: Graph, level: str | None = "8K", dynamic: bool = True) -> RunResult | None:
     """The checks that need no input data: every op against the catalogue (operand/result counts, ranks, type
-    rows, attributes, zero points, shape rules: ERROR_IFs of tosa_execute_graph, S933-951) and, when ``level``
-    is given, the LEVEL_CHECKs of its limits.  Returns None when the graph passes, else the failing result.
+    rows, attributes, zero points, shape rules: ERROR_IFs of tosa_execute_graph, spec 2.2 Operator Graphs) and,
+    when ``level`` is given, the LEVEL_CHECKs of its limits.  Returns None when the graph passes, else the failing
+    result.
 
     ``dynamic`` accepts run-time values for compile-time-constant operands (EXT-DYNAMIC).
     """
-    from ..errors import InvalidGraphError
-    from ..tosa import catalogue, profiles
-
     for op in _walk_ops(graph):
         if op.dialect != "tosa":
             return RunResult(ERROR, message=f"{op.name} is not a TOSA operator", op=op_label(op))
@@ -350,7 +347,8 @@ def static_check(graph: Graph, level: str | None = "8K", dynamic: bool = True) -
         # nesting depth is an ERROR_IF checked while running (ExecState.max_nesting), not a LEVEL_CHECK
         msgs = [m for m in profiles.level_violations(graph, table) if "MAX_NESTING" not in m]
         # a rank above MAX_RANK also breaks the operator's argument table ("rank 0 to MAX_RANK"), an ERROR_IF
-        # of tosa_execute_graph (S947) met before the operator's LEVEL_CHECK: stop there, as Arm's model does
+        # of tosa_execute_graph (spec 2.2 Operator Graphs) met before the operator's LEVEL_CHECK: stop there, as
+        # Arm's model does
         ranks = [m for m in msgs if "MAX_RANK" in m]
         if ranks or msgs:
             first = ranks[0] if ranks else msgs[0]
@@ -370,12 +368,10 @@ def run_checked(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any], level: 
     ``level``: ``"8K"`` (the default), ``"NONE"`` (the level-none maxima) or None (no LEVEL_CHECKs).  With
     ``validate`` every op is first checked against the catalogue (:func:`static_check`).  Execution stops at the
     first failed ERROR_IF (status ERROR, which the spec accepts even for a graph that is also unpredictable,
-    S11130) or REQUIRE (status UNPREDICTABLE).  Inputs of the wrong name, dtype or shape are an ERROR naming the
-    tensor (S934).  With ``trace`` the outputs hold every value of the top-level graph by name (as
+    spec 4.3) or REQUIRE (status UNPREDICTABLE).  Inputs of the wrong name, dtype or shape are an ERROR naming the
+    tensor (spec 2.2 Operator Graphs).  With ``trace`` the outputs hold every value of the top-level graph by name (as
     :func:`run` with ``trace=True``).  :func:`run` keeps raising :class:`ExecutionError` instead.
     """
-    from ..errors import ConversionError, InputError
-
     table = _level_table(level)
     if validate:
         bad = static_check(graph, level, dynamic=dynamic)

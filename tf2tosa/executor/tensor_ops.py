@@ -10,6 +10,7 @@ overflow) is checked on the final sum.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,11 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..ir.graph import Operation
 from ..ir.types import DType
+from ..tosa.profiles import LEVEL_NONE, tensor_size_problem
 from . import numerics as nm
 from .registry import (
     PRECISE,
+    ExecutionError,
     bind,
     catalogue_attr,
     error_if,
@@ -27,6 +30,7 @@ from .registry import (
     in_dtype,
     int_list,
     kernel,
+    op_label,
     out_dtype,
     require,
     scalar,
@@ -66,8 +70,6 @@ def _conv_by_taps(xc: np.ndarray, w: np.ndarray, pad: list[int], stride: list[in
                   outs: list[int]) -> np.ndarray:
     """Float convolution summed tap by tap over the in-bounds positions only: padding contributes nothing
     (im2col's zero padding would turn an infinite weight into NaN)."""
-    import itertools
-
     nd = len(outs)
     n_, oc = xc.shape[0], w.shape[0]
     acc = np.zeros((n_, *outs, oc), xc.dtype)
@@ -353,9 +355,6 @@ def matmul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 def _check_padded(op: Operation, shape: list[int]) -> None:
     """Refuse a padded intermediate (conv/pool input) larger than the memory budget before np.pad allocates it:
     huge pads with matching strides can still declare a small output."""
-    from ..tosa.profiles import LEVEL_NONE, tensor_size_problem
-    from .registry import ExecutionError, op_label
-
     too_big = tensor_size_problem(shape, 64, LEVEL_NONE)
     if too_big is not None:
         raise ExecutionError(f"padded input: {too_big}", op=op_label(op))

@@ -26,7 +26,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .types import DType, TensorType
+from .types import DType, TensorType, dtype_from_numpy
 
 INPUT = -1  # pseudo node id of graph inputs
 
@@ -178,8 +178,6 @@ class Graph:
     def add_const(self, values: np.ndarray, dtype: DType | None = None, name: str = "const",
                   op_name: str = "tosa.CONST", quant: Any = None) -> Value:
         arr = np.asarray(values)
-        from .types import dtype_from_numpy
-
         dt = dtype or dtype_from_numpy(arr.dtype)
         if dt is not DType.SHAPE and arr.dtype != dt.np_dtype() and dt not in (DType.INT4, DType.INT48):
             arr = arr.astype(dt.np_dtype())

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.types import DType, TensorType, dtype_from_numpy
+from . import shapes
 from .optable import ACC_TYPES, ENUMS, TABLE_SIZE, Arg, Attr, OpSpec, TypeRow, _err, bind_operands, get
 
 __all__ = ["candidate_rows", "match_row", "infer_result_types", "check_attrs", "validate", "validate_op"]
@@ -120,8 +121,6 @@ def infer_result_types(name: str, operand_types: Sequence[TensorType], attrs: di
     arrays of the operands, None where not constant) are needed for RESHAPE/SLICE/TILE/PAD/RESIZE.
     ``quant`` is left None.
     """
-    from . import shapes
-
     spec = get(name)
     operand_types = list(operand_types)
     op = spec.name
@@ -388,8 +387,6 @@ def validate(name: str, operand_types: Sequence[TensorType], result_types: Seque
     operands are constants (when ``operand_consts`` is given and not ``dynamic`` i.e. EXT-DYNAMIC),
     zero points and other constant values, and the spec's shape ERROR_IFs (shapes.check_shapes).
     """
-    from . import shapes
-
     spec = get(name)
     operand_types, result_types = list(operand_types), list(result_types)
     in_pairs = bind_operands(spec.name, operand_types)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..converter.tflite import load_tflite
 from ..errors import InputError, MissingExtraError
+from ..executor import run
 from ..ir import DType, Graph
 from ..tosa.profiles import element_bits, tensor_size_problem
+from .litert import LiteRTError, LiteRTWorker
 from .spec_check import ComplianceReport, check_graph
 
 if TYPE_CHECKING:
@@ -35,8 +39,6 @@ ORACLE_TEXT = {"ref": "LiteRT reference kernels (BUILTIN_REF)", "optimized": "Li
 
 def require_litert() -> None:
     """Raise MissingExtraError unless LiteRT is importable (verify runs the source model in it)."""
-    import importlib.util
-
     if importlib.util.find_spec("ai_edge_litert") is None:
         raise MissingExtraError("verify needs LiteRT: pip install 'tf2tosa[tf]'")
 
@@ -247,9 +249,6 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     those do not cover them.  Otherwise outputs are matched by source tensor name, in the source model's order.
     ``progress(step, total, text)`` is told of each step.
     """
-    from ..executor import run
-    from .litert import LiteRTError, LiteRTWorker
-
     require_litert()
     oracle = resolve_oracle(oracle, reference_kernels, tensorflow_source=False)
     tell = progress or (lambda *a: None)
@@ -344,8 +343,6 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
 
 def _signature_tensors(tflite: bytes) -> tuple[dict[str, str], dict[str, str]]:
     """SignatureDef key -> tensor name for the inputs and outputs of the first signature of ``tflite``."""
-    from ..converter.tflite import load_tflite
-
     sigs = load_tflite(tflite).meta.get("signatures") or []
     if not sigs:
         return {}, {}

@@ -36,7 +36,25 @@ from typing import Any
 
 import numpy as np
 
+from ..converter.source import convert_options as source_options
+from ..converter.source import convert_tflite_data
+from ..errors import InputError, OutputError
+from ..executor import evaluate_op, run
+from ..executor.compliance import (
+    abs_bound,
+    calc_abs_error_bound,
+    kernel_size,
+    normal_frac,
+    normal_min,
+    op_accuracy,
+    ulp_error_bound,
+)
+from ..executor.registry import PRECISE
 from ..ir import DType, Graph, Operation, Value
+from ..outputs import write_files
+from .compare import random_inputs
+from .litert import run_tflite_tensors
+from .report import render_layer_page, screenshot
 
 FLOAT_THRESHOLD = 1e-4
 INT_THRESHOLD = 0.0
@@ -340,9 +358,6 @@ def _ancestors_within(ops: list[Operation], target: str) -> list[Operation]:
 def _eval_chain(ops: list[Operation], ext: Mapping[str, np.ndarray], precise: bool,
                 abs_inputs: bool = False) -> dict[str, np.ndarray]:
     """Evaluate ``ops`` in order from the external values ``ext`` (fp64 per op when ``precise``)."""
-    from ..executor import evaluate_op
-    from ..executor.registry import PRECISE
-
     env: dict[str, np.ndarray] = {}
     token = PRECISE.set(precise)
     try:
@@ -371,15 +386,6 @@ def _eval_chain(ops: list[Operation], ext: Mapping[str, np.ndarray], precise: bo
 def _single_op_bound(op: Operation, ins: list[np.ndarray], ref64: np.ndarray) -> tuple[np.ndarray, str] | None:
     """The spec's elementwise error bound of ``op``'s result (an ULP or absolute bound; fp64 reference ``ref64``),
     and its name."""
-    from ..executor.compliance import (
-        abs_bound,
-        calc_abs_error_bound,
-        normal_frac,
-        normal_min,
-        op_accuracy,
-        ulp_error_bound,
-    )
-
     acc = op_accuracy(op)
     dt = op.results[0].type.dtype
     ref = np.asarray(ref64, np.float64)
@@ -387,11 +393,11 @@ def _single_op_bound(op: Operation, ins: list[np.ndarray], ref64: np.ndarray) ->
         return ulp_error_bound(ref, dt, float(acc.ulp or 0)), f"{acc.ulp:g} ulp"
     if acc.mode == "abs":
         return abs_bound(op.opcode, dt, ref, ins[0], ins[1] if len(ins) > 1 else None), f"{op.opcode} abs"
-    if acc.mode == "resize":  # S9027-9031
+    if acc.mode == "resize":  # spec 2.12.1 RESIZE
         m = float(np.max(np.abs(np.asarray(ins[0], np.float64)))) if np.size(ins[0]) else 0.0
         rb = max(float(calc_abs_error_bound(dt, m, 20.0, 0, 1)), m * 0.006)
         return np.full(ref.shape, rb), "RESIZE"
-    if acc.mode == "reduce_product":  # S7534
+    if acc.mode == "reduce_product":  # spec 2.9.5 REDUCE_PRODUCT
         n = int(np.shape(ins[0])[int(op.attrs["axis"])])
         pb = np.maximum(np.abs(ref), normal_min(dt)) * ((1 + 2.0 ** (-normal_frac(dt) - 1)) ** n - 1)
         return pb, f"REDUCE_PRODUCT n={n}"
@@ -404,8 +410,6 @@ def _dot_layer_bound(ops: list[Operation], dots: list[Operation], ext: Mapping[s
     REDUCE_SUMs of a MEAN, form one dot product of length ΠKS), judged as one op: ``ksb · max(B · 2^(-1-frac),
     normal_min)`` with B the layer on the absolute values of its inputs (fused activations passed through) and one
     more ulp when a bias is added."""
-    from ..executor.compliance import kernel_size, normal_frac, normal_min
-
     env_abs = _eval_chain(ops, ext, precise=True, abs_inputs=True)
     # KS of the whole layer: the number of products summed into an output; nested sums multiply, partial sums
     # joined by ADD/SUB add, constants contribute no products
@@ -441,8 +445,6 @@ def classify_drift(tflite: bytes, graph: Graph, report: LayerReport, litert_tens
                    trace: Mapping[str, np.ndarray]) -> None:
     """Fill ``drift`` / ``bound_ratio`` / ``litert_bound_ratio`` / ``bound`` / ``local_error`` of the float layers
     of ``report`` (see the module docstring)."""
-    from ..executor.compliance import op_accuracy
-
     names, _, _ = _read_tflite(tflite)
     index = {n: i for i, n in enumerate(names)}
     tmap: dict[str, str] = graph.tensor_map
@@ -466,8 +468,6 @@ def classify_drift(tflite: bytes, graph: Graph, report: LayerReport, litert_tens
             return np.asarray(trace[v.name])
         op = consts.get(v.name)
         if op is not None:
-            from ..executor import evaluate_op
-
             return evaluate_op(op, [])[0]
         raise KeyError(v.name)
 
@@ -517,7 +517,6 @@ def classify_drift(tflite: bytes, graph: Graph, report: LayerReport, litert_tens
             if got is not None and np.asarray(got[0]).size == ours.size:
                 bound = (np.asarray(got[0], np.float64).reshape(-1), got[1])
         if bound is None:  # several rounding ops and no dot product: in units of the output's ulp
-            from ..executor.compliance import ulp_error_bound
 
             dt = ops[-1].results[0].type.dtype if ops[-1].results[0].type.dtype.is_float else DType.FP32
             bound = (np.asarray(ulp_error_bound(ref64, dt, 1.0), np.float64).reshape(-1),
@@ -538,8 +537,6 @@ def classify_drift(tflite: bytes, graph: Graph, report: LayerReport, litert_tens
 # ------------------------------------------------------------------------------------------------ entry point
 def _feed(graph: Graph, inputs: Mapping[str, np.ndarray] | None, seed: int) -> dict[str, np.ndarray]:
     """Inputs keyed by TOSA input name; ``inputs`` may use TOSA names or TFLite tensor names."""
-    from .compare import random_inputs
-
     feed = random_inputs(graph, seed)
     if inputs:
         for v in graph.inputs:
@@ -580,17 +577,12 @@ def verify_layers(model_path_or_bytes: str | os.PathLike[str] | bytes, inputs: M
     :class:`.litert.LiteRTWorker`; ``convert_options`` are passed to :func:`tf2tosa.convert` (``input_shapes``,
     ``rounding``).
     """
-    from ..executor import run
-    from .litert import run_tflite_tensors
-
     if isinstance(model_path_or_bytes, bytes | bytearray):
         data, label = bytes(model_path_or_bytes), "<bytes>"
     else:
         data, label = Path(model_path_or_bytes).read_bytes(), os.fspath(model_path_or_bytes)
     if graph is None:
-        from ..api import convert
-
-        graph = convert(data, **dict(convert_options or {})).graph
+        graph = convert_tflite_data(data, "<bytes>", source_options(**dict(convert_options or {})))
     if reference_kernels is None:
         reference_kernels = is_quantized_tflite(data)
     feed = _feed(graph, inputs, seed)
@@ -604,15 +596,11 @@ def verify_layers(model_path_or_bytes: str | os.PathLike[str] | bytes, inputs: M
                             int_threshold=int_threshold)
     classify_drift(data, graph, report, tensors, trace)
     if out_html is not None or out_png is not None:
-        from .report import render_layer_page, screenshot
-
         if out_html is not None:
             html_path = Path(out_html)
         else:
             assert out_png is not None
             html_path = Path(out_png).with_suffix(".html")
-        from ..errors import OutputError
-        from ..outputs import write_files
 
         page = render_layer_page(report).encode("utf-8")
         files: dict[str | os.PathLike[str], bytes | Callable[[Path], None]] = {html_path: page}
@@ -639,8 +627,6 @@ def layers_command(model: str, *, seed: int = 0, out_html: str | None = None, ou
 
     Raises :class:`~tf2tosa.errors.InputError` for a model that is not a ``.tflite`` file (the per-layer oracle is
     LiteRT's preserve-all-tensors mode)."""
-    from ..errors import InputError
-
     p = Path(model)
     if p.is_dir() or not p.is_file() or p.read_bytes()[4:8] != b"TFL3":
         raise InputError(f"{model}: per-layer comparison needs a .tflite file")

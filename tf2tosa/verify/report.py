@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..outputs import write_files
+
 if TYPE_CHECKING:
     from .layers import LayerReport
 
@@ -468,8 +470,6 @@ def _anchor(name: str) -> str:
 def write_zoo_reports(results: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike[str],
                       meta: Mapping[str, Any] | None = None) -> dict[str, Path]:
     """Write ``zoo.json``, ``zoo.md`` and ``zoo.html`` into ``out_dir``; returns their paths by kind."""
-    from ..outputs import write_files
-
     d = Path(out_dir)
     paths = {"json": d / "zoo.json", "md": d / "zoo.md", "html": d / "zoo.html"}
     payload = {"meta": dict(meta or {}), "summary": summary_counts(results), "results": list(results)}

@@ -4,16 +4,15 @@ GraphDef) and the converted TOSA program on the same inputs and compare every ou
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ..converter.tensorflow import TFSource, load_source
 from ..errors import ConversionError, InputError
+from ..executor import run
 from ..ir import Graph
 from .compare import FLOAT_RTOL, OutputReport, VerifyReport, compare, random_inputs, spec_check
-
-if TYPE_CHECKING:
-    from ..converter.tensorflow import TFSource
 
 
 def verify_tensorflow(model: Any, source: Any = None, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *,
@@ -27,9 +26,6 @@ def verify_tensorflow(model: Any, source: Any = None, inputs: Sequence[Mapping[s
     sets).  Float outputs pass within ``rtol`` × max |reference|, integer outputs must match exactly (TF's int64
     results are compared by value with our i32).
     """
-    from ..converter.tensorflow import TFSource, load_source
-    from ..executor import run
-
     graph: Graph = model if isinstance(model, Graph) else model.graph
     src = source if source is not None else getattr(model, "tf_source", None)
     if src is None:

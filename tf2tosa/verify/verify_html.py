@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .compare import FLOAT_BOUND_SOURCE, ORACLE_TEXT, RATIO_EDGES, OutputReport, VerifyReport
+from .report import layer_plots
 
 if TYPE_CHECKING:
     from .layers import LayerReport
@@ -207,7 +208,6 @@ def _spec_plot(verdicts: Sequence[Any], width: int = 720) -> str:
 def _layers_section(layers: LayerReport | None) -> str:
     if layers is None:
         return ""
-    from .report import layer_plots
 
     d = layers.to_dict()
     first = layers.first_divergent

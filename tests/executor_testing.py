@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.graph import Graph, Value
-from ..ir.types import DType, TensorType, dtype_from_numpy
-from .registry import KERNELS
+from tf2tosa.executor.registry import KERNELS
+from tf2tosa.executor.runner import run
+from tf2tosa.ir.graph import Graph, Value
+from tf2tosa.ir.types import DType, TensorType, dtype_from_numpy
 
 
 @dataclass
@@ -94,7 +95,6 @@ def _const_val(v: Value) -> np.ndarray:
 def run_single(opcode: str, args: list[Any], out: list[DType | tuple[DType, tuple[int, ...]]] | DType,
                attrs: dict[str, Any] | None = None) -> list[np.ndarray]:
     """Build and run a single-op graph; returns the results in order."""
-    from .runner import run
 
     g, feed = single_op(opcode, args, out, attrs)
     res = run(g, feed)

@@ -20,11 +20,13 @@ within Arm's bound but not the spec's passes with a note).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -33,11 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.graph import Graph, Operation
-from ..ir.types import DType
-from . import compliance as cp
+from tf2tosa.errors import ConversionError
+from tf2tosa.executor import compliance as cp
+from tf2tosa.executor.registry import PRECISE
+from tf2tosa.executor.runner import evaluate_op, run_checked
+from tf2tosa.ir.graph import Graph, Operation
+from tf2tosa.ir.types import DType
+from tf2tosa.serializer.tosa_reader import from_bytes
 
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[1]
 CACHE_DIR = _REPO / ".cache" / "conformance"
 TOSA_VERSION = "1.0.2"
 
@@ -213,7 +219,6 @@ def generate(ops: Iterable[str] = OPERATORS, root: Path = CACHE_DIR, cfg: GenCon
 
     Returns the test directories.  An operator whose generation fails is logged and skipped (its directory
     records the error in ``.done.json``)."""
-    import fcntl
 
     cfg = cfg or GenConfig()
     root = Path(root)
@@ -314,8 +319,6 @@ def _dot_bound(graph: Graph, op: Operation, ins: list[np.ndarray], idx: int) -> 
     """fp64 result of ``op`` on absolute values (input replaced by its maximum unless local_bound): the bound
     of the dot-product check, computed with our executor in precise mode (used when the reference model wrote
     no bounds file)."""
-    from .registry import PRECISE
-    from .runner import evaluate_op
 
     if op.opcode in ("FFT2D", "RFFT2D"):
         return None
@@ -392,7 +395,6 @@ def _compare(name: str, info: dict[str, Any], ours: np.ndarray, ref: np.ndarray,
 
 def _arm_verify(test_dir: Path, name: str, ref_file: str, ours: np.ndarray, timeout: float = 120.0) -> bool | None:
     """Arm's own checker (``tosa_verify``) on our result: True compliant, False non-compliant, None not run."""
-    import tempfile
 
     ref64 = test_dir / "ref64" / ref_file
     if not ref64.exists():
@@ -427,9 +429,6 @@ def check_test(test_dir: Path, arm_verify: bool = False) -> Outcome:
 
     With ``arm_verify`` each float output is also judged by Arm's ``tosa_verify``; the verdicts land in
     ``Outcome.details`` as ``"arm:<output>:compliant"`` / ``":non-compliant"`` (to compare with ours)."""
-    from ..errors import ConversionError
-    from ..serializer.tosa_reader import from_bytes
-    from .runner import run_checked
 
     t0 = time.perf_counter()
     test_dir = Path(test_dir)
