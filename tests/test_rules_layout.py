@@ -17,7 +17,7 @@ from tf2tosa.converter.pipeline import legalize_graph
 from tf2tosa.errors import Unsupported
 from tf2tosa.executor import run
 from tf2tosa.ir import DType, Graph, QuantParams, TensorType, dtype_from_numpy
-from tf2tosa.legalizations.layout_helpers import plan_strided_slice
+from tf2tosa.legalizations.lowering.layout import plan_strided_slice
 from tf2tosa.legalizations.tfl_image import (
     resize_axis_params,
     tflite_nearest_indices,

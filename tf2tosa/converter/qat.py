@@ -13,7 +13,7 @@ FakeQuant → QUANTIZE/DEQUANTIZE conversion, the quantize pass and the fusions)
   [qmin, qmax] and rounded half away from zero; then shifted by −128 to int8.  The file (and so every kernel) sees
   the scale rounded to float32; constants are quantized with the double scale.
 * **Weights**: a FakeQuant on a constant is first folded by TensorFlow's own kernel (float32, TF's nudged range:
-  :func:`~tf2tosa.legalizations.shared.fake_quant_array`) and the result quantized with the double scale:
+  :func:`~tf2tosa.legalizations.lowering.tf_ops.fake_quant_array`) and the result quantized with the double scale:
   ``clamp(round_half_away(fl64(v / s)) + zp)``.  Conv2D HWIO filters become OHWI, depthwise HWCM filters
   [1, KH, KW, C·M] (per-channel scales along M repeated per input channel), MatMul [IC, OC] weights [OC, IC].
 * **Weights without FakeQuant** (:func:`ptq_weights`, listed in the report): quantized as TFLite's converter does
@@ -147,7 +147,7 @@ def quantize_weights(w: np.ndarray, lo: np.ndarray, hi: np.ndarray, num_bits: in
                      qp: QParams) -> np.ndarray:
     """int8 codes of a fake-quantized constant (channels on the last axis): TF's kernel, then the converter's
     quantization with the double scale (module docstring)."""
-    from ..legalizations.shared import fake_quant_array
+    from ..legalizations.lowering.tf_ops import fake_quant_array
 
     folded = fake_quant_array(w, lo, hi, num_bits, narrow_range).astype(np.float64)
     scale = np.asarray(qp.scale, np.float64)
@@ -223,7 +223,7 @@ class _Consts:
         if any(a is None for a in args):
             return None
         if op.name in FAKE_QUANT:  # TF's kernel, as TF's constant folding runs it
-            from ..legalizations.shared import fake_quant_array
+            from ..legalizations.lowering.tf_ops import fake_quant_array
 
             lo, hi = (np.asarray(op.attrs.get(k, d), np.float32) for k, d in (("min", -6.0), ("max", 6.0))) \
                 if op.name == "tf.FakeQuantWithMinMaxArgs" else (args[1], args[2])
@@ -496,10 +496,10 @@ class _Planner:
             padding = str(op.attrs.get("padding", "VALID"))
             if padding not in ("SAME", "VALID"):
                 return f"padding {padding}"
-            from ..legalizations import shared
+            from ..legalizations.lowering import tf_ops
 
-            stride = shared.spatial(op.attrs.get("strides"), False)
-            dil = shared.spatial(op.attrs.get("dilations"), False)
+            stride = tf_ops.spatial(op.attrs.get("strides"), False)
+            dil = tf_ops.spatial(op.attrs.get("dilations"), False)
             attrs.update(padding=padding, stride_h=stride[0], stride_w=stride[1], dilation_h_factor=dil[0],
                          dilation_w_factor=dil[1])
             if w.ndim != 4:

@@ -2,7 +2,7 @@
 
 The pipeline (:func:`tf2tosa.converter.pipeline.legalize_graph`), the control-flow inliner
 (:mod:`.tfl_control`), QAT's constant evaluation (:mod:`tf2tosa.converter.qat`) and tf→tfl forwarding
-(:func:`.shared.via`) all lower an op with :func:`legalize_op`.  Options travel on ``b.context``
+(:func:`.delegate.via`) all lower an op with :func:`legalize_op`.  Options travel on ``b.context``
 (:class:`~tf2tosa.tosa.context.LegalizeContext`); :func:`failure_reason` is how a failure is worded when it
 is gathered.
 """
@@ -13,7 +13,7 @@ from ..errors import InvalidGraphError, Unsupported
 from ..ir import Operation, Value
 from ..tosa.builder import Builder
 from ..tosa.context import LegalizeContext
-from . import tfl_custom  # (a module: tfl_custom → shared → driver)
+from . import tfl_custom  # (a module: tfl_custom → delegate → driver)
 from .registry import get_rule
 
 

@@ -2,7 +2,7 @@
 
 Shapes are static once the pipeline has fixed the inputs, so ``Shape``/``Rank``/``Size`` fold to constants and
 the shape arithmetic after them (StridedSlice, Pack, …) folds in the builder.  Ops whose TF semantics equal a
-TFLite op's run that op's rule (:func:`shared.via`): the strided-slice planner with every mask, the
+TFLite op's run that op's rule (:func:`delegate.via`): the strided-slice planner with every mask, the
 gather/gather_nd/space-batch lowerings with the document's helper bugs fixed (op_inventory §6.1), the RESIZE
 parameters of op_inventory §4 #20.
 """
@@ -16,10 +16,11 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
-from . import shared
-from .common import const_operand, positive_axis
-from .layout_helpers import check_rank, const_ints, data_operand, narrow_array, reverse, static_shape, tosa_dtype
-from .nn_helpers import FLOAT_TYPES
+from . import delegate
+from .lowering import tf_ops
+from .lowering.layout import check_rank, const_ints, data_operand, narrow_array, reverse, static_shape, tosa_dtype
+from .lowering.legalize_common import const_operand, positive_axis
+from .lowering.numeric import FLOAT_TYPES
 from .registry import legalize
 
 _ANY = ("fp32", "i32", "bool")
@@ -28,7 +29,7 @@ _ANY = ("fp32", "i32", "bool")
 def _same_as(tf_names: tuple[str, ...], tfl_name: str, n: int, attrs: Mapping[str, object] | None = None,
              note: str = "") -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
-        return shared.via(b, op, tfl_name, op.operands[:n], attrs)
+        return delegate.via(b, op, tfl_name, op.operands[:n], attrs)
 
     rule.__doc__ = f"{tfl_name}'s lowering{note}."
     legalize(*tf_names, dtypes=_ANY)(rule)
@@ -78,7 +79,7 @@ def placeholder(b: Builder, op: Operation) -> list[Value]:
 @legalize("tf.Shape", dtypes=_ANY)
 def shape(b: Builder, op: Operation) -> list[Value]:
     """The static shape as an i32 CONST (lower_shape_op L651-659; int64 out_type narrowed, §6.7)."""
-    return shared.via(b, op, "tfl.shape", op.operands[:1])
+    return delegate.via(b, op, "tfl.shape", op.operands[:1])
 
 
 @legalize("tf.ShapeN", dtypes=_ANY)
@@ -90,7 +91,7 @@ def shape_n(b: Builder, op: Operation) -> list[Value]:
 @legalize("tf.Rank", dtypes=_ANY)
 def rank(b: Builder, op: Operation) -> list[Value]:
     """The rank as a rank-0 i32 CONST (L2310-2320)."""
-    return shared.via(b, op, "tfl.rank", op.operands[:1])
+    return delegate.via(b, op, "tfl.rank", op.operands[:1])
 
 
 @legalize("tf.Size", dtypes=_ANY)
@@ -121,7 +122,7 @@ _same_as(("tf.OnesLike",), "tfl.ones_like", 1)
 def one_hot(b: Builder, op: Operation) -> list[Value]:
     """EQUAL(indices, iota) then SELECT(on, off); out-of-range indices give off-rows.
 
-    EQUAL(indices, iota) then SELECT(on, off) (:func:`shared.one_hot`); out-of-range indices give off-rows
+    EQUAL(indices, iota) then SELECT(on, off) (:func:`tf_ops.one_hot`); out-of-range indices give off-rows
     like TF, which the document's SCATTER form (L2206-2216) cannot."""
     idx = data_operand(b, op.operands[0])
     depth = const_ints(op, 1, "depth")[0]
@@ -129,7 +130,7 @@ def one_hot(b: Builder, op: Operation) -> list[Value]:
     if on.dtype != off.dtype:
         raise Unsupported(f"one_hot on/off values of types {on.dtype} and {off.dtype}")
     check_rank(idx.type.rank + 1, "one_hot result")
-    return [shared.one_hot(b, idx, depth, on, off, int(op.attrs.get("axis", -1)))]
+    return [tf_ops.one_hot(b, idx, depth, on, off, int(op.attrs.get("axis", -1)))]
 
 
 @legalize("tf.BroadcastTo", dtypes=_ANY)
@@ -138,7 +139,7 @@ def broadcast_to(b: Builder, op: Operation) -> list[Value]:
     x = data_operand(b, op.operands[0])
     target = const_ints(op, 1, "shape")
     check_rank(len(target), "broadcast_to result")
-    return [shared.broadcast_to(b, x, target)]
+    return [tf_ops.broadcast_to(b, x, target)]
 
 
 @legalize("tf.BroadcastArgs", dtypes=_ANY)
@@ -175,7 +176,7 @@ def cast(b: Builder, op: Operation) -> list[Value]:
     c = x.const()
     if c is not None:
         return [b.const(narrow_array(_host_cast(c, out), out), tosa_dtype(out))]
-    return shared.via(b, op, "tfl.cast", [x])
+    return delegate.via(b, op, "tfl.cast", [x])
 
 
 # ------------------------------------------------------------------------------------------ reshape & co
@@ -187,7 +188,7 @@ _same_as(("tf.Transpose", "tf.ConjugateTranspose"), "tfl.transpose", 2, note=" (
 @legalize("tf.Squeeze", dtypes=_ANY)
 def squeeze(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE dropping the size-1 dims (lower_squeeze_op L826-851 with its keep condition fixed)."""
-    return shared.via(b, op, "tfl.squeeze", op.operands[:1], {"squeeze_dims": list(op.attrs.get("squeeze_dims")
+    return delegate.via(b, op, "tfl.squeeze", op.operands[:1], {"squeeze_dims": list(op.attrs.get("squeeze_dims")
                                                                                        or [])})
 
 
@@ -195,33 +196,33 @@ def squeeze(b: Builder, op: Operation) -> list[Value]:
 def concat_v2(b: Builder, op: Operation) -> list[Value]:
     """One CONCAT of all inputs along the constant axis (last operand; lower_concatv2_op L263-293)."""
     axis = const_ints(op, len(op.operands) - 1, "axis")[0]
-    return shared.via(b, op, "tfl.concatenation", op.operands[:-1], {"axis": axis})
+    return delegate.via(b, op, "tfl.concatenation", op.operands[:-1], {"axis": axis})
 
 
 @legalize("tf.Concat", dtypes=_ANY)
 def concat(b: Builder, op: Operation) -> list[Value]:
     """tf.ConcatV2 with the axis first (v1)."""
     axis = const_ints(op, 0, "axis")[0]
-    return shared.via(b, op, "tfl.concatenation", op.operands[1:], {"axis": axis})
+    return delegate.via(b, op, "tfl.concatenation", op.operands[1:], {"axis": axis})
 
 
 @legalize("tf.Pack", dtypes=_ANY)
 def pack(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE each input + one CONCAT (lower_pack_op L452-505, L2222)."""
-    return shared.via(b, op, "tfl.pack", op.operands, {"axis": int(op.attrs.get("axis", 0))})
+    return delegate.via(b, op, "tfl.pack", op.operands, {"axis": int(op.attrs.get("axis", 0))})
 
 
 @legalize("tf.Unpack", dtypes=_ANY)
 def unpack(b: Builder, op: Operation) -> list[Value]:
     """SLICE per index + RESHAPE (lower_unpack_op L921-967 with its loop bound fixed; L2858)."""
-    return shared.via(b, op, "tfl.unpack", op.operands[:1], {"axis": int(op.attrs.get("axis", 0)),
+    return delegate.via(b, op, "tfl.unpack", op.operands[:1], {"axis": int(op.attrs.get("axis", 0)),
                                                               "num": len(op.results)})
 
 
 @legalize("tf.Split", dtypes=_ANY)
 def split(b: Builder, op: Operation) -> list[Value]:
     """Equal SLICEs (lower_split_op L767-794 without IDENTITYN, which 1.0 lacks; L2633)."""
-    return shared.via(b, op, "tfl.split", op.operands[:2], {"num_splits": int(op.attrs.get("num_split",
+    return delegate.via(b, op, "tfl.split", op.operands[:2], {"num_splits": int(op.attrs.get("num_split",
                                                                                          len(op.results)))})
 
 
@@ -253,7 +254,7 @@ def strided_slice(b: Builder, op: Operation) -> list[Value]:
     attrs = {"begin_mask": int(a.get("begin_mask", 0)) & ~shrink, "end_mask": int(a.get("end_mask", 0)),
              "ellipsis_mask": int(a.get("ellipsis_mask", 0)), "new_axis_mask": int(a.get("new_axis_mask", 0)),
              "shrink_axis_mask": shrink, "offset": False}
-    return shared.via(b, op, "tfl.strided_slice", op.operands[:4], attrs)
+    return delegate.via(b, op, "tfl.strided_slice", op.operands[:4], attrs)
 
 
 # ------------------------------------------------------------------------------------------------- padding
@@ -264,14 +265,14 @@ _same_as(("tf.PadV2",), "tfl.padv2", 3, note=" (PAD with the constant_values ope
 @legalize("tf.MirrorPad", dtypes=_ANY)
 def mirror_pad(b: Builder, op: Operation) -> list[Value]:
     """Per axis CONCAT(REVERSE(SLICE), x, REVERSE(SLICE)) (tfl.mirror_pad's lowering; none in L2155)."""
-    return shared.via(b, op, "tfl.mirror_pad", op.operands[:2], {"mode": str(op.attrs.get("mode", "REFLECT"))})
+    return delegate.via(b, op, "tfl.mirror_pad", op.operands[:2], {"mode": str(op.attrs.get("mode", "REFLECT"))})
 
 
 # ------------------------------------------------------------------------------------------------- gathers
 @legalize("tf.Gather", dtypes=_ANY)
 def gather(b: Builder, op: Operation) -> list[Value]:
     """GatherV2 with axis 0 (lower_gather_op, L1823-1833)."""
-    return shared.via(b, op, "tfl.gather", op.operands[:2], {"axis": 0, "batch_dims": 0})
+    return delegate.via(b, op, "tfl.gather", op.operands[:2], {"axis": 0, "batch_dims": 0})
 
 
 @legalize("tf.GatherV2", dtypes=_ANY)
@@ -282,7 +283,7 @@ def gather_v2(b: Builder, op: Operation) -> list[Value]:
     fixed, L1835-1845); constant axis, batch_dims."""
     axis = const_ints(op, 2, "axis")[0]
     axis = positive_axis(axis, op.operands[0].type.rank)
-    return shared.via(b, op, "tfl.gather", op.operands[:2], {"axis": axis,
+    return delegate.via(b, op, "tfl.gather", op.operands[:2], {"axis": axis,
                                                               "batch_dims": int(op.attrs.get("batch_dims", 0))})
 
 
@@ -297,9 +298,9 @@ def _nchw_wrap(b: Builder, op: Operation, name: str, attrs: dict[str, object]) -
         raise Unsupported(f"data_format {fmt}")
     x = data_operand(b, op.operands[0])
     if fmt == "NCHW":
-        (y,) = shared.via(b, op, name, [shared.to_nhwc(b, x)], attrs)
-        return [shared.to_nchw(b, y)]
-    return shared.via(b, op, name, [x], attrs)
+        (y,) = delegate.via(b, op, name, [tf_ops.to_nhwc(b, x)], attrs)
+        return [tf_ops.to_nchw(b, y)]
+    return delegate.via(b, op, name, [x], attrs)
 
 
 @legalize("tf.DepthToSpace", dtypes=_ANY)
@@ -327,7 +328,7 @@ def _resize(b: Builder, op: Operation, name: str) -> list[Value]:
         raise Unsupported(f"{op.name} of {x.dtype} (TF computes it in float; cast first)")
     attrs = {"align_corners": bool(op.attrs.get("align_corners")),
              "half_pixel_centers": bool(op.attrs.get("half_pixel_centers"))}
-    return shared.via(b, op, name, op.operands[:2], attrs)
+    return delegate.via(b, op, name, op.operands[:2], attrs)
 
 
 @legalize("tf.ResizeBilinear", dtypes=("fp32",))

@@ -1,6 +1,6 @@
 """Rules for TensorFlow's elementwise math, comparison, logical, bitwise and reduction ops (``tf.*``).
 
-Most have exactly the semantics of a TFLite op and run that op's rule (:func:`shared.via`): numpy broadcasting
+Most have exactly the semantics of a TFLite op and run that op's rule (:func:`delegate.via`): numpy broadcasting
 by RESHAPE to equal ranks (S809), float or plain i32.  The document's mistakes are not copied (op_inventory
 §6.1): tf.Minimum is MINIMUM (L2153 says MAXIMUM), FloorMod is x − floor(x/y)·y (L413 returns frac(x/y)),
 Round is half-to-even (L619-628 rounds half up), Less/LessEqual compare with swapped operands (NOT(GREATER…)
@@ -17,10 +17,11 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
-from . import shared
-from .common import positive_axis
-from .layout_helpers import narrow_array, tosa_dtype
-from .nn_helpers import FLOAT_TYPES, expm1, fconst, float_divide, require_float, require_not_quantized, select
+from . import delegate
+from .lowering import tf_ops
+from .lowering.layout import narrow_array, tosa_dtype
+from .lowering.legalize_common import positive_axis
+from .lowering.numeric import FLOAT_TYPES, expm1, fconst, float_divide, require_float, require_not_quantized, select
 from .registry import legalize
 from .tfl_types import truncate_toward_zero
 
@@ -30,7 +31,7 @@ def _same_as(tf_names: tuple[str, ...], tfl_name: str, n: int, attrs: Mapping[st
     """Register ``tf_names`` as running ``tfl_name``'s rule on their first ``n`` operands."""
 
     def rule(b: Builder, op: Operation) -> list[Value]:
-        return shared.via(b, op, tfl_name, op.operands[:n], attrs)
+        return delegate.via(b, op, tfl_name, op.operands[:n], attrs)
 
     rule.__doc__ = f"{tfl_name}'s lowering{note}."
     legalize(*tf_names)(rule)
@@ -42,10 +43,10 @@ def _fusing(tf_names: tuple[str, ...], tfl_name: str, kind: str, note: str) -> N
 
     def rule(b: Builder, op: Operation) -> list[Value]:
         x, y = op.operands[0], op.operands[1]
-        fused = shared.fold_into_conv(b, x, y, kind)
+        fused = tf_ops.fold_into_conv(b, x, y, kind)
         if fused is None and kind != "sub":
-            fused = shared.fold_into_conv(b, y, x, kind)
-        return [fused] if fused is not None else shared.via(b, op, tfl_name, op.operands[:2])
+            fused = tf_ops.fold_into_conv(b, y, x, kind)
+        return [fused] if fused is not None else delegate.via(b, op, tfl_name, op.operands[:2])
 
     rule.__doc__ = f"{tfl_name}'s lowering{note}; a per-channel constant folds into a preceding convolution."
     legalize(*tf_names)(rule)
@@ -67,7 +68,7 @@ _same_as(("tf.AddN",), "tfl.add_n", 1 << 30, note=" (ADD chain, L1222-1233)")
 @legalize("tf.Div")
 def div(b: Builder, op: Operation) -> list[Value]:
     """Float: x·RECIPROCAL(y) (as RealDiv); i32: INTDIV, which truncates like TF's integer Div (L1620 none)."""
-    return shared.via(b, op, "tfl.div", op.operands[:2])
+    return delegate.via(b, op, "tfl.div", op.operands[:2])
 
 
 @legalize("tf.TruncateDiv")
@@ -122,10 +123,10 @@ def reciprocal(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.Log1p")
 def log1p(b: Builder, op: Operation) -> list[Value]:
-    """log(1 + x) accurate near 0 (:func:`shared.log1p`; no lowering in L1990)."""
+    """log(1 + x) accurate near 0 (:func:`tf_ops.log1p`; no lowering in L1990)."""
     x = op.operands[0]
     require_float(op, x)
-    return [shared.log1p(b, x)]
+    return [tf_ops.log1p(b, x)]
 
 
 @legalize("tf.Expm1")
@@ -247,7 +248,7 @@ for _tf, _tfl in (("tf.Mean", "tfl.mean"), ("tf.Sum", "tfl.sum"), ("tf.Max", "tf
         host = _host_reduce(b, op)
         if host is not None:
             return [host]
-        return shared.via(b, op, _name, op.operands[:2], {"keep_dims": bool(op.attrs.get("keep_dims", False))})
+        return delegate.via(b, op, _name, op.operands[:2], {"keep_dims": bool(op.attrs.get("keep_dims", False))})
 
     _reduce_rule.__doc__ = f"{_tfl}'s lowering: one REDUCE per axis (1.0 takes one axis, S7663), RESHAPE without " \
                            "keep_dims (lower_reduce_op L507-544); constant inputs reduced on the host."
@@ -257,11 +258,11 @@ for _tf, _tfl in (("tf.Mean", "tfl.mean"), ("tf.Sum", "tfl.sum"), ("tf.Max", "tf
 @legalize("tf.ArgMax")
 def arg_max(b: Builder, op: Operation) -> list[Value]:
     """ARGMAX with an i32 result (TF's int64 output type narrowed, §6.7; L1279-1290)."""
-    return shared.via(b, op, "tfl.arg_max", op.operands[:2])
+    return delegate.via(b, op, "tfl.arg_max", op.operands[:2])
 
 
 @legalize("tf.ArgMin")
 def arg_min(b: Builder, op: Operation) -> list[Value]:
     """ARGMAX of the negated input (tfl.arg_min's lowering; 1.0 has no ARGMIN)."""
-    return shared.via(b, op, "tfl.arg_min", op.operands[:2])
+    return delegate.via(b, op, "tfl.arg_min", op.operands[:2])
 

@@ -9,7 +9,7 @@ tf.FakeQuantWithMinMaxArgs/Vars L1674/L1686 (pre-1.0 TOSA; translated per op_inv
 TF layouts (op_inventory §6.2): Conv2D filters are HWIO (→ OHWI by TRANSPOSE [3,0,1,2]), depthwise filters HWCM
 (= TOSA's [KH,KW,C,M]), Conv2DBackpropInput filters [H,W,C_out_t,C_in_t] (→ OHWI by [2,0,1,3]).  NCHW
 activations are TRANSPOSEd to NHWC and back (the pass that cancels transpose pairs removes them between
-consecutive NCHW ops).  Ops whose TF semantics equal a TFLite op's run that op's rule (:func:`shared.via`).
+consecutive NCHW ops).  Ops whose TF semantics equal a TFLite op's run that op's rule (:func:`delegate.via`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
-from . import shared
-from .common import const_operand
-from .layout_helpers import const_ints, static_shape
+from . import delegate
+from .lowering import tf_ops
+from .lowering.layout import const_ints, static_shape
+from .lowering.legalize_common import const_operand
+from .lowering.numeric import expm1, fconst, float_divide, require_float, select
 from .lowering.padding import same_padding, window_pads
-from .nn_helpers import expm1, fconst, float_divide, require_float, select
 from .registry import legalize
 
 
@@ -39,16 +40,16 @@ def _nchw(op: Operation) -> bool:
 def _padding(op: Operation, nchw: bool) -> tuple[str, list[int] | None]:
     padding = str(op.attrs.get("padding", "VALID"))
     if padding == "EXPLICIT":
-        return padding, shared.explicit_spatial(op.attrs.get("explicit_paddings") or [], nchw)
+        return padding, tf_ops.explicit_spatial(op.attrs.get("explicit_paddings") or [], nchw)
     return padding, None
 
 
 def _in(b: Builder, x: Value, nchw: bool) -> Value:
-    return shared.to_nhwc(b, x) if nchw else x
+    return tf_ops.to_nhwc(b, x) if nchw else x
 
 
 def _out(b: Builder, y: Value, nchw: bool) -> Value:
-    return shared.to_nchw(b, y) if nchw else y
+    return tf_ops.to_nchw(b, y) if nchw else y
 
 
 # -------------------------------------------------------------------------------------------- convolutions
@@ -60,14 +61,14 @@ def conv2d(b: Builder, op: Operation) -> list[Value]:
     pads (trimmed for TOSA's exact division), dilations, groups; NCHW through TRANSPOSEs (L1547 is NHWC-only)."""
     x, f = op.operands[0], op.operands[1]
     nchw = _nchw(op)
-    stride = shared.spatial(op.attrs.get("strides"), nchw)
-    dil = shared.spatial(op.attrs.get("dilations"), nchw)
+    stride = tf_ops.spatial(op.attrs.get("strides"), nchw)
+    dil = tf_ops.spatial(op.attrs.get("dilations"), nchw)
     x = _in(b, x, nchw)
     kh, kw, _, _ = static_shape(f)
     padding, explicit = _padding(op, nchw)
     _, h, w, _ = static_shape(x)
     pads = window_pads(padding, [h, w], [kh, kw], stride, dil, explicit)
-    y = shared.conv2d(b, op, x, b.transpose(f, [3, 0, 1, 2]), None, pads, stride, dil)
+    y = tf_ops.conv2d(b, op, x, b.transpose(f, [3, 0, 1, 2]), None, pads, stride, dil)
     return [_out(b, y, nchw)]
 
 
@@ -79,14 +80,14 @@ def depthwise_conv2d_native(b: Builder, op: Operation) -> list[Value]:
     ``padding`` becomes the TOSA pads (L1614 passes the TF string), EXPLICIT and NCHW handled."""
     x, f = op.operands[0], op.operands[1]
     nchw = _nchw(op)
-    stride = shared.spatial(op.attrs.get("strides"), nchw)
-    dil = shared.spatial(op.attrs.get("dilations"), nchw)
+    stride = tf_ops.spatial(op.attrs.get("strides"), nchw)
+    dil = tf_ops.spatial(op.attrs.get("dilations"), nchw)
     x = _in(b, x, nchw)
     kh, kw, _, _ = static_shape(f)
     padding, explicit = _padding(op, nchw)
     _, h, w, _ = static_shape(x)
     pads = window_pads(padding, [h, w], [kh, kw], stride, dil, explicit)
-    return [_out(b, shared.depthwise_conv2d(b, op, x, f, None, pads, stride, dil), nchw)]
+    return [_out(b, tf_ops.depthwise_conv2d(b, op, x, f, None, pads, stride, dil), nchw)]
 
 
 @legalize("tf.Conv2DBackpropInput")
@@ -99,8 +100,8 @@ def conv2d_backprop_input(b: Builder, op: Operation) -> list[Value]:
     sizes = const_ints(op, 0, "input_sizes")
     f, g = op.operands[1], op.operands[2]
     nchw = _nchw(op)
-    stride = shared.spatial(op.attrs.get("strides"), nchw)
-    dil = shared.spatial(op.attrs.get("dilations"), nchw)
+    stride = tf_ops.spatial(op.attrs.get("strides"), nchw)
+    dil = tf_ops.spatial(op.attrs.get("dilations"), nchw)
     if len(sizes) == 4:
         oh, ow = (sizes[2], sizes[3]) if nchw else (sizes[1], sizes[2])
     elif len(sizes) == 2:
@@ -109,7 +110,7 @@ def conv2d_backprop_input(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported(f"input_sizes {sizes}")
     g = _in(b, g, nchw)
     kh, kw, _, _ = static_shape(f)
-    w = shared.dilate_kernel(b, b.transpose(f, [2, 0, 1, 3]), dil)
+    w = tf_ops.dilate_kernel(b, b.transpose(f, [2, 0, 1, 3]), dil)
     padding, explicit = _padding(op, nchw)
     before: list[int] = []
     for size, k, s, d, i in ((oh, kh, stride[0], dil[0], 0), (ow, kw, stride[1], dil[1], 1)):
@@ -121,7 +122,7 @@ def conv2d_backprop_input(b: Builder, op: Operation) -> list[Value]:
             before.append(explicit[2 * i])
         else:
             raise Unsupported(f"padding {padding!r}")
-    y = shared.transpose_conv2d(b, op, g, w, None, [oh, ow], before, stride)
+    y = tf_ops.transpose_conv2d(b, op, g, w, None, [oh, ow], before, stride)
     return [_out(b, y, nchw)]
 
 
@@ -137,7 +138,7 @@ def bias_add(b: Builder, op: Operation) -> list[Value]:
     if x.type.rank < 2:
         raise Unsupported(f"{op.name} of a rank-{x.type.rank} tensor")
     axis = 1 if op.name == "tf.BiasAdd" and _nchw(op) else x.type.rank - 1
-    return [shared.bias_add(b, x, bias, axis)]
+    return [tf_ops.bias_add(b, x, bias, axis)]
 
 
 @legalize("tf.FusedBatchNorm", "tf.FusedBatchNormV2", "tf.FusedBatchNormV3")
@@ -153,7 +154,7 @@ def fused_batch_norm(b: Builder, op: Operation) -> list[Value]:
     require_float(op, x)
     nchw = _nchw(op)
     axis = 1 if nchw else x.type.rank - 1
-    y = shared.batch_norm(b, x, scale, offset, mean, var, float(op.attrs.get("epsilon", 1e-4)), axis)
+    y = tf_ops.batch_norm(b, x, scale, offset, mean, var, float(op.attrs.get("epsilon", 1e-4)), axis)
     rest = [mean, var, mean, var, var][: len(op.results) - 1]
     return [y, *rest]
 
@@ -161,12 +162,12 @@ def fused_batch_norm(b: Builder, op: Operation) -> list[Value]:
 # ------------------------------------------------------------------------------------------------- pools
 def _pool(b: Builder, op: Operation, name: str, ksize: list[int], strides: list[int]) -> list[Value]:
     nchw = _nchw(op)
-    k = shared.spatial(ksize, nchw)
-    s = shared.spatial(strides, nchw)
+    k = tf_ops.spatial(ksize, nchw)
+    s = tf_ops.spatial(strides, nchw)
     x = _in(b, op.operands[0], nchw)
     padding = str(op.attrs.get("padding", "VALID"))
     if padding == "EXPLICIT":
-        pads = shared.explicit_spatial(op.attrs.get("explicit_paddings") or [], nchw)
+        pads = tf_ops.explicit_spatial(op.attrs.get("explicit_paddings") or [], nchw)
         if name != "tfl.max_pool_2d":
             raise Unsupported(f"{op.name} with EXPLICIT padding")
         require_float(op, x)
@@ -174,7 +175,7 @@ def _pool(b: Builder, op: Operation, name: str, ksize: list[int], strides: list[
         x = b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], lowest)
         padding = "VALID"
     attrs = {"filter_height": k[0], "filter_width": k[1], "stride_h": s[0], "stride_w": s[1], "padding": padding}
-    (y,) = shared.via(b, op, name, [x], attrs)
+    (y,) = delegate.via(b, op, name, [x], attrs)
     return [_out(b, y, nchw)]
 
 
@@ -210,7 +211,7 @@ def matmul(b: Builder, op: Operation) -> list[Value]:
     if x.type.rank != 2 or y.type.rank != 2:
         raise Unsupported(f"{op.name} of rank {x.type.rank} and {y.type.rank} operands")
     attrs = {"adj_x": bool(op.attrs.get("transpose_a")), "adj_y": bool(op.attrs.get("transpose_b"))}
-    return shared.via(b, op, "tfl.batch_matmul", [x, y], attrs)
+    return delegate.via(b, op, "tfl.batch_matmul", [x, y], attrs)
 
 
 @legalize("tf.BatchMatMul", "tf.BatchMatMulV2", "tf.BatchMatMulV3")
@@ -220,26 +221,26 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
     tfl.batch_matmul's lowering (no lowering in L1369/L1381): batch dims broadcast and flattened, adj_x/adj_y
     by TRANSPOSE, one rank-3 MATMUL."""
     attrs = {"adj_x": bool(op.attrs.get("adj_x")), "adj_y": bool(op.attrs.get("adj_y"))}
-    return shared.via(b, op, "tfl.batch_matmul", op.operands[:2], attrs)
+    return delegate.via(b, op, "tfl.batch_matmul", op.operands[:2], attrs)
 
 
 @legalize("tf.Einsum")
 def einsum(b: Builder, op: Operation) -> list[Value]:
-    """Pairwise contractions as rank-3 MATMULs with TRANSPOSE/RESHAPE around them (:func:`shared.einsum`)."""
-    return [shared.einsum(b, op, str(op.attrs.get("equation", "")), list(op.operands))]
+    """Pairwise contractions as rank-3 MATMULs with TRANSPOSE/RESHAPE around them (:func:`tf_ops.einsum`)."""
+    return [tf_ops.einsum(b, op, str(op.attrs.get("equation", "")), list(op.operands))]
 
 
 # ------------------------------------------------------------------------------------------------ softmax
 @legalize("tf.Softmax")
 def softmax(b: Builder, op: Operation) -> list[Value]:
     """tfl.softmax's lowering: EXP(x − max) · RECIPROCAL(sum) on the last axis (L2578-2591 lacks the max)."""
-    return shared.via(b, op, "tfl.softmax", op.operands[:1], {"beta": 1.0})
+    return delegate.via(b, op, "tfl.softmax", op.operands[:1], {"beta": 1.0})
 
 
 @legalize("tf.LogSoftmax")
 def log_softmax(b: Builder, op: Operation) -> list[Value]:
     """tfl.log_softmax's lowering: (x − max) − LOG(sum EXP(x − max)) (L1998-2008 lacks the max, §6.1)."""
-    return shared.via(b, op, "tfl.log_softmax", op.operands[:1])
+    return delegate.via(b, op, "tfl.log_softmax", op.operands[:1])
 
 
 @legalize("tf.LRN")
@@ -251,13 +252,13 @@ def lrn(b: Builder, op: Operation) -> list[Value]:
     a = op.attrs
     attrs = {"radius": int(a.get("depth_radius", 5)), "bias": float(a.get("bias", 1.0)),
              "alpha": float(a.get("alpha", 1.0)), "beta": float(a.get("beta", 0.5))}
-    return shared.via(b, op, "tfl.local_response_normalization", op.operands[:1], attrs)
+    return delegate.via(b, op, "tfl.local_response_normalization", op.operands[:1], attrs)
 
 
 # ------------------------------------------------------------------------------------------------ activations
 def _same_as(tf_name: str, tfl_name: str, attrs: dict[str, object] | None = None) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
-        return [shared.through_transpose(b, op.operands[0], lambda v: shared.via(b, op, tfl_name, [v], attrs)[0])]
+        return [tf_ops.through_transpose(b, op.operands[0], lambda v: delegate.via(b, op, tfl_name, [v], attrs)[0])]
 
     rule.__doc__ = f"{tfl_name}'s lowering (same semantics; applied before a producing TRANSPOSE)."
     legalize(tf_name)(rule)
@@ -274,7 +275,7 @@ _same_as("tf.Tanh", "tfl.tanh")
 def leaky_relu(b: Builder, op: Operation) -> list[Value]:
     """tfl.leaky_relu's x > 0 ? x : αx (TF's kernel); L1931-1944's MAXIMUM(x, αx) is wrong for α > 1 (§6.1)."""
     attrs = {"alpha": float(op.attrs.get("alpha", 0.2))}
-    return [shared.through_transpose(b, op.operands[0], lambda v: shared.via(b, op, "tfl.leaky_relu", [v], attrs)[0])]
+    return [tf_ops.through_transpose(b, op.operands[0], lambda v: delegate.via(b, op, "tfl.leaky_relu", [v], attrs)[0])]
 
 
 @legalize("tf.Selu")
@@ -290,10 +291,10 @@ def selu(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.Softplus")
 def softplus(b: Builder, op: Operation) -> list[Value]:
-    """MAXIMUM(x, 0) + log1p(EXP(−|x|)) (:func:`shared.softplus`; no lowering in L2593)."""
+    """MAXIMUM(x, 0) + log1p(EXP(−|x|)) (:func:`tf_ops.softplus`; no lowering in L2593)."""
     x = op.operands[0]
     require_float(op, x)
-    return [shared.softplus(b, x)]
+    return [tf_ops.softplus(b, x)]
 
 
 @legalize("tf.Softsign")
@@ -326,7 +327,7 @@ def erfc(b: Builder, op: Operation) -> list[Value]:
 @legalize("tf.Gelu")
 def gelu(b: Builder, op: Operation) -> list[Value]:
     """tfl.gelu's lowering (for graphs that carry a fused Gelu op)."""
-    return shared.via(b, op, "tfl.gelu", op.operands[:1], {"approximate": bool(op.attrs.get("approximate"))})
+    return delegate.via(b, op, "tfl.gelu", op.operands[:1], {"approximate": bool(op.attrs.get("approximate"))})
 
 
 # ---------------------------------------------------------------------------------------- fake quantization
@@ -347,13 +348,13 @@ def _fake_quant(b: Builder, op: Operation, lo: np.ndarray, hi: np.ndarray) -> li
         raise Unsupported(f"{op.name} min/max of shapes {lo.shape} and {hi.shape}")
     if np.any(lo > hi):
         raise Unsupported(f"{op.name} with min > max")
-    params = [shared.fake_quant_params(float(a), float(c), bits, narrow) for a, c in zip(lo, hi)]
+    params = [tf_ops.fake_quant_params(float(a), float(c), bits, narrow) for a, c in zip(lo, hi)]
     nmin, nmax, scale = (np.asarray(p, np.float32) for p in zip(*params))
     if lo.size > 1 and (x.type.rank == 0 or static_shape(x)[-1] != lo.size):
         raise Unsupported(f"{op.name} with {lo.size} channels for input shape {list(x.shape)}")
     if np.any(scale <= 0) or not np.all(np.isfinite(scale)):
         raise Unsupported(f"{op.name} with an empty or invalid range")
-    return [shared.fake_quant(b, x, nmin, nmax, scale)]
+    return [tf_ops.fake_quant(b, x, nmin, nmax, scale)]
 
 
 @legalize("tf.FakeQuantWithMinMaxArgs")
@@ -361,7 +362,7 @@ def fake_quant_args(b: Builder, op: Operation) -> list[Value]:
     """Float fake quantization with TF's nudged range, bit-exact with TF's kernel.
 
     Float emulation of quantization with TF's nudged min/max (L1674-1684 plus the nudging it lacks):
-    FLOOR((CLAMP(x) − min)·(1/scale) − zp + ½)·scale, bit-exact with TF's kernel (:func:`shared.fake_quant`)."""
+    FLOOR((CLAMP(x) − min)·(1/scale) − zp + ½)·scale, bit-exact with TF's kernel (:func:`tf_ops.fake_quant`)."""
     a = op.attrs
     return _fake_quant(b, op, np.array([a.get("min", -6.0)]), np.array([a.get("max", 6.0)]))
 

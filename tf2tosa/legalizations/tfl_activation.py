@@ -37,7 +37,7 @@ from ..quant.elementwise import (
     widen,
 )
 from ..tosa.builder import Builder
-from .nn_helpers import expm1, fconst, float_divide, reduce_axes, require_float, select
+from .lowering.numeric import expm1, fconst, float_divide, reduce_axes, require_float, select
 from .registry import legalize
 
 _BIG = float(np.finfo(np.float32).max)

@@ -407,7 +407,7 @@ def _guard_outputs(g: Graph) -> None:
 
 
 def _tosa_operand(b: Builder, v: Value, where: str) -> Value:
-    from .layout_helpers import data_operand
+    from .lowering.layout import data_operand
 
     if not v.type.is_static:
         raise Unsupported(f"{where}: operand {v.source or v.name} has a dynamic shape {list(v.shape)}")

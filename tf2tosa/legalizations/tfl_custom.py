@@ -31,11 +31,12 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, TensorType, Value, has_value
 from ..tosa.builder import Builder
-from . import shared
-from .common import float_zp, fused_activation
-from .layout_helpers import data_operand, static_shape, take_every, tosa_dtype
+from . import delegate
+from .lowering import tf_ops
+from .lowering.layout import data_operand, static_shape, take_every, tosa_dtype
+from .lowering.legalize_common import float_zp, fused_activation
+from .lowering.numeric import require_float, select
 from .lowering.padding import same_padding
-from .nn_helpers import require_float, select
 from .registry import Rule, legalize
 
 #: domain_name of the CUSTOM operators :func:`emit_custom` creates, by source dialect
@@ -151,7 +152,7 @@ def convolution_2d_transpose_bias(b: Builder, op: Operation) -> list[Value]:
     """MediaPipe's transposed convolution with bias (inputs input, OHWI weights, bias [OC]), float32.
 
     MediaPipe's kernel: SAME pads p = max(0, K - (I - 1) % s - 1) (p // 2 in front), output (I - 1)·s + K - p;
-    VALID: no pad, output (I - 1)·s + K.  TRANSPOSE_CONV2D with out_pad = -pad_front (:func:`.shared.
+    VALID: no pad, output (I - 1)·s + K.  TRANSPOSE_CONV2D with out_pad = -pad_front (:func:`.tf_ops.
     transpose_conv2d`), bias added by the operator."""
     x, w, bias = (data_operand(b, v) for v in op.operands[:3])
     require_float(op, x, w, bias)
@@ -165,7 +166,7 @@ def convolution_2d_transpose_bias(b: Builder, op: Operation) -> list[Value]:
         p = max(0, k - (i - 1) % s - 1) if _PADDING[padding] == "SAME" else 0
         out_hw.append((i - 1) * s + k - p)
         front.append(p // 2)
-    return [shared.transpose_conv2d(b, op, x, w, bias, out_hw, front, [sh, sw])]
+    return [tf_ops.transpose_conv2d(b, op, x, w, bias, out_hw, front, [sh, sw])]
 
 
 def _pool_params(op: Operation, what: str) -> tuple[str, int, int, int, int, str]:
@@ -439,7 +440,7 @@ def landmarks_to_transform_matrix(b: Builder, op: Operation) -> list[Value]:
 
     dy = b.binary("SUB", coord(right, 1), coord(left, 1))
     dx = b.binary("SUB", coord(right, 0), coord(left, 0))
-    angle = shared.via(b, op, "tfl.atan2", operands=[dy, dx], results=[dy])[0]
+    angle = delegate.via(b, op, "tfl.atan2", operands=[dy, dx], results=[dy])[0]
     r = b.binary("SUB", k(target), angle)
     cs, sn = b.cos(r), b.sin(r)
     neg_sn = b.negate(sn, float_zp(b, dt), float_zp(b, dt))

@@ -26,8 +26,8 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
-from .common import const_operand
-from .nn_helpers import static_shape
+from .lowering.legalize_common import const_operand
+from .lowering.numeric import static_shape
 from .registry import legalize
 
 #: the internal op that carries a complex value as its (real, imag) parts until its consumers are lowered

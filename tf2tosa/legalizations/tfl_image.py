@@ -17,7 +17,7 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..quant.rescale import rescale
 from ..tosa.builder import Builder
-from .layout_helpers import const_ints, data_operand, keeps_values, static_shape
+from .lowering.layout import const_ints, data_operand, keeps_values, static_shape
 from .registry import legalize
 
 #: enum name of nearest mode in TOSA 1.0 (text says NEAREST, the enum NEAREST_NEIGHBOR: S9095 vs S10948)

@@ -7,7 +7,7 @@ Integer results are exact by construction: every data-dependent choice is an EQU
 constant followed by SELECT, and every sum that must be exact runs in i32 (REDUCE_SUM has i32 and float modes
 only, S7680-7700).  Shapes come from the (static) operands and constant operands, never from ``op.results``,
 except where the output size is the only place it is recorded (tfl.where).  Data-movement rules keep the stored
-values of quantized tensors (TFLite copies them), see :func:`.layout_helpers.keeps_values`.
+values of quantized tensors (TFLite copies them), see :func:`.lowering.layout.keeps_values`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
 from ..tosa.builder import Builder
-from . import shared
-from .common import const_operand, positive_axis
-from .layout_helpers import (
+from . import delegate
+from .lowering import tf_ops
+from .lowering.layout import (
     check_rank,
     const_ints,
     data_operand,
@@ -33,7 +33,8 @@ from .layout_helpers import (
     static_shape,
     tosa_dtype,
 )
-from .nn_helpers import FLOAT_TYPES, select
+from .lowering.legalize_common import const_operand, positive_axis
+from .lowering.numeric import FLOAT_TYPES, select
 from .registry import legalize
 
 _ANY = ("fp32", "i8", "i16", "i32", "bool")
@@ -93,7 +94,7 @@ def _widen_sum(b: Builder, x: Value) -> tuple[Value, DType]:
 def one_hot(b: Builder, op: Operation) -> list[Value]:
     """EQUAL of the indices against an iota along the new axis, then SELECT(on, off) (L3856's SCATTER replaced).
 
-    on where indices == k at position k of the new ``axis``, off elsewhere (:func:`.shared.one_hot`).  L3856's
+    on where indices == k at position k of the new ``axis``, off elsewhere (:func:`.lowering.tf_ops.one_hot`).  L3856's
     SCATTER form (lower_one_hot_op L1135-1161, W never set) REQUIREs in-range indices (S8970); TFLite gives an
     all-off row for an index outside [0, depth), and so does this."""
     depth = const_ints(op, 1, "depth")
@@ -104,18 +105,18 @@ def one_hot(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported(f"one_hot on/off values of types {on.dtype}/{off.dtype}")
     idx = _i32(b, op.operands[0], "one_hot indices")
     check_rank(idx.type.rank + 1, "one_hot result")
-    return [shared.one_hot(b, idx, depth[0], on, off, int(op.attrs.get("axis", -1)))]
+    return [tf_ops.one_hot(b, idx, depth[0], on, off, int(op.attrs.get("axis", -1)))]
 
 
 # -------------------------------------------------------------------------------------------- broadcasting
 @legalize("tfl.broadcast_to", dtypes=("fp32", "i8", "i16"))
 @keeps_values
 def broadcast_to(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE to the target rank, TILE the size-1 dims (:func:`.shared.broadcast_to`; no lowering in L)."""
+    """RESHAPE to the target rank, TILE the size-1 dims (:func:`.lowering.tf_ops.broadcast_to`; no lowering in L)."""
     shape = const_ints(op, 1, "shape")
     check_rank(len(shape), "broadcast_to result")
     x = data_operand(b, op.operands[0])
-    y = shared.broadcast_to(b, x, shape)
+    y = tf_ops.broadcast_to(b, x, shape)
     return [b.identity(y) if y is x else y]
 
 
@@ -538,7 +539,7 @@ def embedding_lookup(b: Builder, op: Operation) -> list[Value]:
         if scale.size > 1:
             scale = scale.reshape((-1,) + (1,) * (arr.ndim - 1))
         value = b.const((arr.astype(np.float32) * scale).astype(np.float32), DType.FP32)
-    return shared.via(b, op, "tfl.gather", [value, ids], {"axis": 0, "batch_dims": 0})
+    return delegate.via(b, op, "tfl.gather", [value, ids], {"axis": 0, "batch_dims": 0})
 
 
 # ---------------------------------------------------------------------------------------------------- where

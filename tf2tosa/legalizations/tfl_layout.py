@@ -19,8 +19,7 @@ from ..ir.graph import INPUT
 from ..quant.activation import fused_activation_q
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
-from .common import const_operand, fused_activation, positive_axis
-from .layout_helpers import (
+from .lowering.layout import (
     apply_strided_slice,
     at_least_1d,
     check_rank,
@@ -38,6 +37,7 @@ from .layout_helpers import (
     static_shape,
     tosa_dtype,
 )
+from .lowering.legalize_common import const_operand, fused_activation, positive_axis
 from .registry import legalize
 
 _ANY = ("fp32", "i8", "i16", "i32", "bool")
@@ -270,7 +270,7 @@ def slice_(b: Builder, op: Operation) -> list[Value]:
 @keeps_values
 def strided_slice(b: Builder, op: Operation) -> list[Value]:
     """SLICE + per-axis stride selection + REVERSE + RESHAPE (lower_strided_slice_op L853-919 reworked:
-    ellipsis, new_axis, negative strides and rank ≤ 6 handled, see layout_helpers.plan_strided_slice)."""
+    ellipsis, new_axis, negative strides and rank ≤ 6 handled, see lowering.layout.plan_strided_slice)."""
     x = _x(b, op)
     a = op.attrs
     plan = plan_strided_slice(static_shape(x), const_ints(op, 1, "begin"), const_ints(op, 2, "end"),

@@ -31,8 +31,8 @@ from ..quant.elementwise import (
     widen,
 )
 from ..tosa.builder import Builder
-from .common import float_zp, fused_activation
-from .nn_helpers import FLOAT_TYPES, fconst, float_divide, require_float, require_not_quantized, select
+from .lowering.legalize_common import float_zp, fused_activation
+from .lowering.numeric import FLOAT_TYPES, fconst, float_divide, require_float, require_not_quantized, select
 from .registry import legalize
 
 

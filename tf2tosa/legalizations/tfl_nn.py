@@ -42,11 +42,11 @@ from ..quant.conv import (
 from ..quant.elementwise import Fx
 from ..quant.exact_round import low_byte_input
 from ..tosa.builder import Builder
-from .common import acc_type_for, const_operand, float_zp, fused_activation
-from .layout_helpers import dilate_axis, reverse
 from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
+from .lowering.layout import dilate_axis, reverse
+from .lowering.legalize_common import acc_type_for, const_operand, float_zp, fused_activation
+from .lowering.numeric import broadcast_shape, operands, require_float, static_shape
 from .lowering.padding import apply_window_padding, same_padding, window_pads
-from .nn_helpers import broadcast_shape, operands, require_float, static_shape
 from .registry import legalize
 
 _QTYPES = ("fp32", "i8", "i16")

@@ -18,8 +18,8 @@ from ..quant import compute_scale_16, quantize_multiplier, rescale
 from ..quant.conv import per_tensor, qparams, require_act_type, rescale_raw, to_i32
 from ..quant.elementwise import f32_div
 from ..tosa.builder import Builder
-from .common import const_operand, float_zp, positive_axis
-from .nn_helpers import FLOAT_TYPES, axes_operand, fconst, reduce_axes, require_not_quantized, static_shape
+from .lowering.legalize_common import const_operand, float_zp, positive_axis
+from .lowering.numeric import FLOAT_TYPES, axes_operand, fconst, reduce_axes, require_not_quantized, static_shape
 from .registry import legalize
 
 _QTYPES = ("fp32", "i8", "i16")

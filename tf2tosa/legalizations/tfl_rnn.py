@@ -52,8 +52,8 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
 from ..tosa.builder import Builder
-from .common import fused_activation
-from .nn_helpers import static_shape
+from .lowering.legalize_common import fused_activation
+from .lowering.numeric import static_shape
 from .registry import legalize
 
 GATES = ("i", "f", "c", "o")

@@ -11,10 +11,10 @@ from ..ir import DType, Operation, QuantParams, Value
 from ..quant.elementwise import lut16, table8
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
-from .common import scalar_const
-from .layout_helpers import data_operand, keeps_values, retag, tosa_dtype
+from .lowering.layout import data_operand, keeps_values, retag, tosa_dtype
+from .lowering.legalize_common import scalar_const
+from .lowering.tf_ops import fake_quant_params
 from .registry import legalize
-from .shared import fake_quant_params
 
 _INTS = (DType.INT8, DType.INT16, DType.INT32)
 _FLOATS = (DType.FP16, DType.BF16, DType.FP32)

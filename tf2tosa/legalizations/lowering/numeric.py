@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import Unsupported
-from ..ir import DType, Operation, QuantParams, Value
-from ..tosa.builder import Builder
-from .common import const_operand, positive_axis, scalar_const
+from ...errors import Unsupported
+from ...ir import DType, Operation, QuantParams, Value
+from ...tosa.builder import Builder
+from .legalize_common import const_operand, positive_axis, scalar_const
 
 #: element types the float rules accept (TOSA PRO-FP, S381-570)
 FLOAT_TYPES = (DType.FP32, DType.FP16, DType.BF16)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import Unsupported
-from ..ir import DType, Operation, QuantParams, Value
-from ..tosa.builder import Builder
-from .common import const_operand
+from ...errors import Unsupported
+from ...ir import DType, Operation, QuantParams, Value
+from ...tosa.builder import Builder
+from .legalize_common import const_operand
 
 #: Level 8K MAX_RANK (S318-322)
 MAX_RANK = 6

@@ -1,54 +1,30 @@
-"""Lowerings shared by the ``tf.*`` and ``tfl.*`` rules (float paths).
+"""Lowerings the ``tf.*`` rules need, in the form both frontends can use (float paths).
 
-Two kinds of sharing:
-
-* :func:`via` runs the registered rule of another op (``tfl.gather`` …) on this op's operands with the
-  attributes that op expects.  A ``tf.*`` op with the same semantics as a ``tfl.*`` op is lowered by the very
-  same code, so a fix in one place fixes both.
-* Functions for lowerings that the ``tfl.*`` rules wrote inline (convolution geometry, transposed
-  convolution, batch matmul through einsum, …) live here, in the form both frontends need; the ``tfl.*``
-  rules can switch to them (conv_2d → :func:`conv2d`, depthwise_conv_2d → :func:`depthwise_conv2d`,
-  transpose_conv → :func:`transpose_conv2d`, one_hot → :func:`one_hot`).
+A ``tf.*`` op with the same semantics as a ``tfl.*`` op runs that op's rule through
+:func:`tf2tosa.legalizations.delegate.via`.  The lowerings the ``tfl.*`` rules wrote inline (convolution
+geometry, transposed convolution, batch matmul through einsum, …) live here; the ``tfl.*`` rules can switch to
+them (conv_2d → :func:`conv2d`, depthwise_conv_2d → :func:`depthwise_conv2d`, transpose_conv →
+:func:`transpose_conv2d`, one_hot → :func:`one_hot`).
 
 References: ``spec: X`` is section X of the TOSA 1.0 specification, ``lowering doc: op`` the op's heading
-in the lowering document, op_inventory §x.  The shared geometry lives in :mod:`.lowering`.
+in the lowering document, op_inventory §x.  The shared geometry lives in :mod:`.conv` and :mod:`.padding`.
 """
 
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import Unsupported
-from ..ir import DType, Operation, Value
-from ..tosa.builder import Builder
-from . import driver  # (a module: driver → tfl_custom → shared)
-from .common import acc_type_for, float_zp
-from .layout_helpers import prod, static_shape
-from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
-from .lowering.padding import apply_window_padding
-from .nn_helpers import fconst, float_divide, require_float, select
-
-
-# ------------------------------------------------------------------------------------------ delegation
-def via(b: Builder, op: Operation, name: str, operands: Sequence[Value] | None = None,
-        attrs: Mapping[str, object] | None = None, results: Sequence[Value] | None = None) -> list[Value]:
-    """Lower ``op`` with the rule registered for ``name``, seeing ``operands`` / ``attrs`` / ``results``.
-
-    The rule gets a detached :class:`Operation` (never added to the graph); its result types are ``op``'s, so
-    rules that read the result element type (cast) or quantization see the source op's.  Reasons of
-    :class:`Unsupported` are reported under ``op``'s name.
-    """
-    proxy = Operation(-1, name, list(op.operands if operands is None else operands),
-                      list(op.results if results is None else results), dict(attrs or {}), [], op.location)
-    if driver.missing_rule(proxy) is not None:
-        raise Unsupported(f"no rule for {name}")
-    try:
-        return driver.legalize_op(b, proxy, exact_results=False)
-    except Unsupported as e:
-        raise Unsupported(e.reason.replace(name, op.name)) from None
+from ...errors import Unsupported
+from ...ir import DType, Operation, Value
+from ...tosa.builder import Builder
+from .conv import crop_output, grouped_conv2d, transpose_conv_out_pads
+from .layout import prod, static_shape
+from .legalize_common import acc_type_for, float_zp
+from .numeric import fconst, float_divide, require_float, select
+from .padding import apply_window_padding
 
 
 # ---------------------------------------------------------------------------------------- layout helpers
@@ -118,7 +94,7 @@ def conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pa
     """CONV2D of NHWC ``x`` with OHWI ``w`` (spec: CONV2D) and the pads of :func:`window_pads`.
 
     A filter with fewer input channels than ``x`` is a grouped convolution (C = groups · IC, OC split evenly):
-    one CONV2D per group, then CONCAT (:func:`.lowering.conv.grouped_conv2d`, shared with tfl.conv_2d).
+    one CONV2D per group, then CONCAT (:func:`.conv.grouped_conv2d`, shared with tfl.conv_2d).
     """
     zp, acc_type = _conv_zp(b, op, x, w)
     c = static_shape(x)[3]
@@ -177,7 +153,7 @@ def transpose_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value 
     TOSA writes input pixel iy to output rows iy·s + out_pad_top + ky (spec: TRANSPOSE_CONV2D), the forward convolution
     reads input rows iy·s − pad_top + ky: out_pad_top = −pad_top, and out_pad_bottom follows from
     OH = (IH−1)·s + out_pad_top + out_pad_bottom + KH.  Out-pads ≤ −K (ERROR_IF) are computed
-    wider and SLICEd (op_inventory §6.2; :func:`.lowering.conv.transpose_conv_out_pads`, shared with
+    wider and SLICEd (op_inventory §6.2; :func:`.conv.transpose_conv_out_pads`, shared with
     tfl.transpose_conv).
     """
     zp, acc_type = _conv_zp(b, op, x, w)
@@ -528,4 +504,4 @@ def fake_quant_array(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, num_bits: in
 
 __all__ = ["batch_norm", "bias_add", "broadcast_to", "conv2d", "depthwise_conv2d", "dilate_kernel", "einsum",
            "explicit_spatial", "fake_quant", "fake_quant_array", "fake_quant_params", "fold_into_conv", "log1p",
-           "one_hot", "softplus", "spatial", "through_transpose", "to_nchw", "to_nhwc", "transpose_conv2d", "via"]
+           "one_hot", "softplus", "spatial", "through_transpose", "to_nchw", "to_nhwc", "transpose_conv2d"]

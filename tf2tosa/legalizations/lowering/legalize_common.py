@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import Unsupported
-from ..ir import DType, Operation, Value
-from ..tosa.builder import Builder
+from ...errors import Unsupported
+from ...ir import DType, Operation, Value
+from ...tosa.builder import Builder
 
 
 def positive_axis(axis: int, rank: int) -> int:
