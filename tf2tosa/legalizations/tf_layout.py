@@ -38,7 +38,7 @@ def _same_as(tf_names: tuple[str, ...], tfl_name: str, n: int, attrs: Mapping[st
 # ------------------------------------------------------------------------------------- constants / identities
 @legalize("tf.Const", dtypes=_ANY)
 def const(b: Builder, op: Operation) -> list[Value]:
-    """CONST (L1498); 64-bit and unsigned integers narrowed to i32 when the values fit (§6.7).
+    """CONST (lowering doc: tf.Const); 64-bit and unsigned integers narrowed to i32 when the values fit (§6.7).
 
     Other constants (fp64, strings, out-of-range i64) stay for rules that read them at conversion time; one that
     is still needed at run time fails the final check."""
@@ -78,32 +78,32 @@ def placeholder(b: Builder, op: Operation) -> list[Value]:
 # ------------------------------------------------------------------------------------------ shape queries
 @legalize("tf.Shape", dtypes=_ANY)
 def shape(b: Builder, op: Operation) -> list[Value]:
-    """The static shape as an i32 CONST (lower_shape_op L651-659; int64 out_type narrowed, §6.7)."""
+    """The static shape as an i32 CONST (lowering doc: lower_shape_op; int64 out_type narrowed, §6.7)."""
     return delegate.via(b, op, "tfl.shape", op.operands[:1])
 
 
 @legalize("tf.ShapeN", dtypes=_ANY)
 def shape_n(b: Builder, op: Operation) -> list[Value]:
-    """One i32 CONST per operand shape (no lowering in L2519)."""
+    """One i32 CONST per operand shape (no lowering in lowering doc: tf.ShapeN)."""
     return [b.const(np.asarray(static_shape(v), np.int32), DType.INT32) for v in op.operands[: len(op.results)]]
 
 
 @legalize("tf.Rank", dtypes=_ANY)
 def rank(b: Builder, op: Operation) -> list[Value]:
-    """The rank as a rank-0 i32 CONST (L2310-2320)."""
+    """The rank as a rank-0 i32 CONST (lowering doc: tf.Rank)."""
     return delegate.via(b, op, "tfl.rank", op.operands[:1])
 
 
 @legalize("tf.Size", dtypes=_ANY)
 def size(b: Builder, op: Operation) -> list[Value]:
-    """The element count as a rank-0 i32 CONST (no lowering in L2547)."""
+    """The element count as a rank-0 i32 CONST (no lowering in lowering doc: tf.Size)."""
     return [b.const(np.asarray(int(np.prod(static_shape(op.operands[0]))), np.int32), DType.INT32)]
 
 
 # ------------------------------------------------------------------------------------------------ creation
 @legalize("tf.Range", dtypes=_ANY)
 def range_(b: Builder, op: Operation) -> list[Value]:
-    """CONST of numpy.arange(start, limit, delta) for constant operands (no lowering in L2306)."""
+    """CONST of numpy.arange(start, limit, delta) for constant operands (no lowering in lowering doc: tf.Range)."""
     start, limit, delta = (np.asarray(const_operand(op, k, n)).reshape(-1)[0]
                            for k, n in ((0, "start"), (1, "limit"), (2, "delta")))
     out = op.results[0].dtype
@@ -113,8 +113,8 @@ def range_(b: Builder, op: Operation) -> list[Value]:
     return [b.const(narrow_array(arr, out), tosa_dtype(out))]
 
 
-_same_as(("tf.Fill",), "tfl.fill", 2, note=" (CONST for a constant value, L1708-1726; else RESHAPE + TILE)")
-_same_as(("tf.ZerosLike",), "tfl.zeros_like", 1, note=" (zero CONST, L2910)")
+_same_as(("tf.Fill",), "tfl.fill", 2, note=" (CONST for a constant value, lowering doc: tf.Fill; else RESHAPE + TILE)")
+_same_as(("tf.ZerosLike",), "tfl.zeros_like", 1, note=" (zero CONST, lowering doc: tf.ZerosLike)")
 _same_as(("tf.OnesLike",), "tfl.ones_like", 1)
 
 
@@ -123,7 +123,7 @@ def one_hot(b: Builder, op: Operation) -> list[Value]:
     """EQUAL(indices, iota) then SELECT(on, off); out-of-range indices give off-rows.
 
     EQUAL(indices, iota) then SELECT(on, off) (:func:`tf_ops.one_hot`); out-of-range indices give off-rows
-    like TF, which the document's SCATTER form (L2206-2216) cannot."""
+    like TF, which the document's SCATTER form (lowering doc: tf.OneHot) cannot."""
     idx = data_operand(b, op.operands[0])
     depth = const_ints(op, 1, "depth")[0]
     on, off = data_operand(b, op.operands[2]), data_operand(b, op.operands[3])
@@ -135,7 +135,7 @@ def one_hot(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.BroadcastTo", dtypes=_ANY)
 def broadcast_to(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE to the target rank, then TILE (no lowering in L1450)."""
+    """RESHAPE to the target rank, then TILE (no lowering in lowering doc: tf.BroadcastTo)."""
     x = data_operand(b, op.operands[0])
     target = const_ints(op, 1, "shape")
     check_rank(len(target), "broadcast_to result")
@@ -170,7 +170,8 @@ def cast(b: Builder, op: Operation) -> list[Value]:
     """TF Cast: float → int truncates, bool ↔ float via i32, i64 → i32; constants on the host.
 
     tfl.cast's lowering (float → int truncates via FLOOR/CEIL before CAST, bool ↔ float via i32, i64 → i32;
-    L1454 says trivially CAST, but CAST rounds to nearest, S9730); constant operands are cast on the host."""
+    lowering doc: tf.Cast says trivially CAST, but CAST rounds to nearest, spec 2.13.1 CAST); constant operands are cast
+    on the host."""
     x = op.operands[0]
     out = op.results[0].dtype
     c = x.const()
@@ -180,21 +181,22 @@ def cast(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------ reshape & co
-_same_as(("tf.Reshape",), "tfl.reshape", 2, note=" (RESHAPE with a CONST_SHAPE, −1 resolved; L2375-2385)")
+_same_as(("tf.Reshape",), "tfl.reshape", 2, note=" (RESHAPE with a CONST_SHAPE, −1 resolved; lowering doc: tf.Reshape)")
 _same_as(("tf.ExpandDims",), "tfl.expand_dims", 2, note=" (RESHAPE; negative axis = axis + rank + 1)")
-_same_as(("tf.Transpose", "tf.ConjugateTranspose"), "tfl.transpose", 2, note=" (TRANSPOSE with perms, L2838)")
+_same_as(("tf.Transpose", "tf.ConjugateTranspose"), "tfl.transpose", 2,
+         note=" (TRANSPOSE with perms, lowering doc: tf.Transpose)")
 
 
 @legalize("tf.Squeeze", dtypes=_ANY)
 def squeeze(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE dropping the size-1 dims (lower_squeeze_op L826-851 with its keep condition fixed)."""
+    """RESHAPE dropping the size-1 dims (lowering doc: lower_squeeze_op with its keep condition fixed)."""
     return delegate.via(b, op, "tfl.squeeze", op.operands[:1], {"squeeze_dims": list(op.attrs.get("squeeze_dims")
                                                                                        or [])})
 
 
 @legalize("tf.ConcatV2", dtypes=_ANY)
 def concat_v2(b: Builder, op: Operation) -> list[Value]:
-    """One CONCAT of all inputs along the constant axis (last operand; lower_concatv2_op L263-293)."""
+    """One CONCAT of all inputs along the constant axis (last operand; lowering doc: lower_concatv2_op)."""
     axis = const_ints(op, len(op.operands) - 1, "axis")[0]
     return delegate.via(b, op, "tfl.concatenation", op.operands[:-1], {"axis": axis})
 
@@ -208,28 +210,29 @@ def concat(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.Pack", dtypes=_ANY)
 def pack(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE each input + one CONCAT (lower_pack_op L452-505, L2222)."""
+    """RESHAPE each input + one CONCAT (lowering doc: lower_pack_op, tf.Pack)."""
     return delegate.via(b, op, "tfl.pack", op.operands, {"axis": int(op.attrs.get("axis", 0))})
 
 
 @legalize("tf.Unpack", dtypes=_ANY)
 def unpack(b: Builder, op: Operation) -> list[Value]:
-    """SLICE per index + RESHAPE (lower_unpack_op L921-967 with its loop bound fixed; L2858)."""
+    """SLICE per index + RESHAPE (lowering doc: lower_unpack_op with its loop bound fixed; lowering doc: tf.Unpack)."""
     return delegate.via(b, op, "tfl.unpack", op.operands[:1], {"axis": int(op.attrs.get("axis", 0)),
                                                               "num": len(op.results)})
 
 
 @legalize("tf.Split", dtypes=_ANY)
 def split(b: Builder, op: Operation) -> list[Value]:
-    """Equal SLICEs (lower_split_op L767-794 without IDENTITYN, which 1.0 lacks; L2633)."""
+    """Equal SLICEs (lowering doc: lower_split_op without IDENTITYN, which 1.0 lacks; lowering doc: tf.Split)."""
     return delegate.via(b, op, "tfl.split", op.operands[:2], {"num_splits": int(op.attrs.get("num_split",
                                                                                          len(op.results)))})
 
 
-_same_as(("tf.SplitV",), "tfl.split_v", 3, note=" (SLICEs of the given sizes, one −1; L2645)")
-_same_as(("tf.Slice",), "tfl.slice", 3, note=" (SLICE with CONST_SHAPE start/size, −1 resolved; L2551)")
-_same_as(("tf.ReverseV2",), "tfl.reverse_v2", 2, note=" (REVERSE per axis, L2435)")
-_same_as(("tf.Tile",), "tfl.tile", 2, note=" (TILE with CONST_SHAPE multiples, L2818)")
+_same_as(("tf.SplitV",), "tfl.split_v", 3, note=" (SLICEs of the given sizes, one −1; lowering doc: tf.SplitV)")
+_same_as(("tf.Slice",), "tfl.slice", 3,
+         note=" (SLICE with CONST_SHAPE start/size, −1 resolved; lowering doc: tf.Slice)")
+_same_as(("tf.ReverseV2",), "tfl.reverse_v2", 2, note=" (REVERSE per axis, lowering doc: tf.ReverseV2)")
+_same_as(("tf.Tile",), "tfl.tile", 2, note=" (TILE with CONST_SHAPE multiples, lowering doc: tf.Tile)")
 
 
 @legalize("tf.Reverse", dtypes=_ANY)
@@ -247,7 +250,7 @@ def strided_slice(b: Builder, op: Operation) -> list[Value]:
     """SLICE + strided selection + REVERSE + RESHAPE: every mask (tfl.strided_slice's planner).
 
     SLICE + per-axis stride selection + REVERSE + RESHAPE (tfl.strided_slice's planner: every mask, negative
-    strides, rank ≤ 6; lower_strided_slice_op L853-919 has none of these, §6.1).  TF ignores begin_mask on a
+    strides, rank ≤ 6; lowering doc: lower_strided_slice_op has none of these, §6.1).  TF ignores begin_mask on a
     shrunk axis (TFLite applies it), so those bits are cleared first."""
     a = op.attrs
     shrink = int(a.get("shrink_axis_mask", 0))
@@ -258,20 +261,23 @@ def strided_slice(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------------- padding
-_same_as(("tf.Pad",), "tfl.pad", 2, note=" (PAD with zero; TF paddings flatten to TOSA's order, L2234, S7903)")
-_same_as(("tf.PadV2",), "tfl.padv2", 3, note=" (PAD with the constant_values operand; no lowering in L2238)")
+_same_as(("tf.Pad",), "tfl.pad", 2,
+         note=" (PAD with zero; TF paddings flatten to TOSA's order, lowering doc: tf.Pad, spec 2.10.2 PAD)")
+_same_as(("tf.PadV2",), "tfl.padv2", 3,
+         note=" (PAD with the constant_values operand; no lowering in lowering doc: tf.PadV2)")
 
 
 @legalize("tf.MirrorPad", dtypes=_ANY)
 def mirror_pad(b: Builder, op: Operation) -> list[Value]:
-    """Per axis CONCAT(REVERSE(SLICE), x, REVERSE(SLICE)) (tfl.mirror_pad's lowering; none in L2155)."""
+    """Per axis CONCAT(REVERSE(SLICE), x, REVERSE(SLICE)) (tfl.mirror_pad's lowering; none in lowering doc:
+    tf.MirrorPad)."""
     return delegate.via(b, op, "tfl.mirror_pad", op.operands[:2], {"mode": str(op.attrs.get("mode", "REFLECT"))})
 
 
 # ------------------------------------------------------------------------------------------------- gathers
 @legalize("tf.Gather", dtypes=_ANY)
 def gather(b: Builder, op: Operation) -> list[Value]:
-    """GatherV2 with axis 0 (lower_gather_op, L1823-1833)."""
+    """GatherV2 with axis 0 (lowering doc: lower_gather_op, tf.Gather)."""
     return delegate.via(b, op, "tfl.gather", op.operands[:2], {"axis": 0, "batch_dims": 0})
 
 
@@ -280,14 +286,15 @@ def gather_v2(b: Builder, op: Operation) -> list[Value]:
     """GATHER along a constant axis with batch_dims (tfl.gather's lowering).
 
     TRANSPOSE/RESHAPE to [B, K, C] + GATHER + RESHAPE/TRANSPOSE back (lower_gather_op with its result perm
-    fixed, L1835-1845); constant axis, batch_dims."""
+    fixed, lowering doc: tf.GatherV2); constant axis, batch_dims."""
     axis = const_ints(op, 2, "axis")[0]
     axis = positive_axis(axis, op.operands[0].type.rank)
     return delegate.via(b, op, "tfl.gather", op.operands[:2], {"axis": axis,
                                                               "batch_dims": int(op.attrs.get("batch_dims", 0))})
 
 
-_same_as(("tf.GatherNd",), "tfl.gather_nd", 2, note=" (index tuples flattened into one GATHER; L1811-1821 with "
+_same_as(("tf.GatherNd",), "tfl.gather_nd", 2,
+         note=" (index tuples flattened into one GATHER; lowering doc: tf.GatherNd with "
                                                     "the helper's K/stride fixed)")
 
 
@@ -305,20 +312,24 @@ def _nchw_wrap(b: Builder, op: Operation, name: str, attrs: dict[str, object]) -
 
 @legalize("tf.DepthToSpace", dtypes=_ANY)
 def depth_to_space(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE/TRANSPOSE/RESHAPE (lower_depth_to_space_op L295-318, L1578); NCHW through TRANSPOSEs."""
+    """RESHAPE/TRANSPOSE/RESHAPE (lowering doc: lower_depth_to_space_op, tf.DepthToSpace); NCHW through
+    TRANSPOSEs."""
     return _nchw_wrap(b, op, "tfl.depth_to_space", {"block_size": int(op.attrs.get("block_size", 2))})
 
 
 @legalize("tf.SpaceToDepth", dtypes=_ANY)
 def space_to_depth(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE/TRANSPOSE/RESHAPE (lower_space_to_depth_op L744-765, L2609); NCHW through TRANSPOSEs."""
+    """RESHAPE/TRANSPOSE/RESHAPE (lowering doc: lower_space_to_depth_op, tf.SpaceToDepth); NCHW through
+    TRANSPOSEs."""
     return _nchw_wrap(b, op, "tfl.space_to_depth", {"block_size": int(op.attrs.get("block_size", 2))})
 
 
 _same_as(("tf.SpaceToBatchND",), "tfl.space_to_batch_nd", 3,
-         note=" (PAD, RESHAPE, TRANSPOSE, RESHAPE; L661-742 with its step-3 TRANSPOSE fixed, L2597)")
+         note=" (PAD, RESHAPE, TRANSPOSE, RESHAPE; lowering doc: lower_space_to_batch_nd_op with its step-3 TRANSPOSE "
+              "fixed, lowering doc: tf.SpaceToBatchND)")
 _same_as(("tf.BatchToSpaceND",), "tfl.batch_to_space_nd", 3,
-         note=" (RESHAPE, TRANSPOSE, RESHAPE, SLICE; L174-261 with its crop/perm bugs fixed, L1397)")
+         note=" (RESHAPE, TRANSPOSE, RESHAPE, SLICE; lowering doc: lower_batch_to_space_nd_op with its crop/perm bugs "
+              "fixed, lowering doc: tf.BatchToSpaceND)")
 
 
 # ------------------------------------------------------------------------------------------------- resize
@@ -335,17 +346,21 @@ def _resize(b: Builder, op: Operation, name: str) -> list[Value]:
 def resize_bilinear(b: Builder, op: Operation) -> list[Value]:
     """RESIZE BILINEAR with align_corners / half_pixel_centers (op_inventory §4 #20).
 
-    RESIZE BILINEAR with scale/offset/border from align_corners / half_pixel_centers (§4 #20; L2387-2397's
+    RESIZE BILINEAR with scale/offset/border from align_corners / half_pixel_centers (§4 #20; the tf.ResizeBilinear
+    lowering's
     pre-1.0 helper is not followed)."""
     return _resize(b, op, "tfl.resize_bilinear")
 
 
 @legalize("tf.ResizeNearestNeighbor", dtypes=_ANY)
 def resize_nearest_neighbor(b: Builder, op: Operation) -> list[Value]:
-    """RESIZE NEAREST_NEIGHBOR (§4 #20), GATHERs where TF's float index rounding differs (L2399-2409)."""
+    """RESIZE NEAREST_NEIGHBOR (§4 #20), GATHERs where TF's float index rounding differs (lowering doc:
+    tf.ResizeNearestNeighbor)."""
     return _resize(b, op, "tfl.resize_nearest_neighbor")
 
 
 # ------------------------------------------------------------------------------------------------- select
-_same_as(("tf.Select",), "tfl.select", 3, note=" (a rank-1 condition picks rows; no lowering in L2503)")
-_same_as(("tf.SelectV2",), "tfl.select_v2", 3, note=" (SELECT with all three ranks equalised, L2507-2517)")
+_same_as(("tf.Select",), "tfl.select", 3,
+         note=" (a rank-1 condition picks rows; no lowering in lowering doc: tf.Select)")
+_same_as(("tf.SelectV2",), "tfl.select_v2", 3,
+         note=" (SELECT with all three ranks equalised, lowering doc: tf.SelectV2)")

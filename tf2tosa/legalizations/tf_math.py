@@ -1,10 +1,13 @@
 """Rules for TensorFlow's elementwise math, comparison, logical, bitwise and reduction ops (``tf.*``).
 
 Most have exactly the semantics of a TFLite op and run that op's rule (:func:`delegate.via`): numpy broadcasting
-by RESHAPE to equal ranks (S809), float or plain i32.  The document's mistakes are not copied (op_inventory
-§6.1): tf.Minimum is MINIMUM (L2153 says MAXIMUM), FloorMod is x − floor(x/y)·y (L413 returns frac(x/y)),
-Round is half-to-even (L619-628 rounds half up), Less/LessEqual compare with swapped operands (NOT(GREATER…)
-in L1960-1984 is wrong for NaN).
+by RESHAPE to equal ranks (spec 1.11.3 Broadcasting), float or plain i32.  The document's mistakes are not copied
+(op_inventory
+§6.1): tf.Minimum is MINIMUM (lowering doc: tf.Minimum says MAXIMUM), FloorMod is x − floor(x/y)·y (lowering doc:
+lower_floor_mod returns frac(x/y)),
+Round is half-to-even (lowering doc: lower_round_op rounds half up), Less/LessEqual compare with swapped operands
+(NOT(GREATER…)
+in lowering doc: tf.LessEqual, tf.Less is wrong for NaN).
 """
 
 from __future__ import annotations
@@ -52,28 +55,31 @@ def _fusing(tf_names: tuple[str, ...], tfl_name: str, kind: str, note: str) -> N
     legalize(*tf_names)(rule)
 
 
-_fusing(("tf.Add", "tf.AddV2"), "tfl.add", "add", " (ADD with rank broadcasting, L1235/L1245)")
-_fusing(("tf.Sub",), "tfl.sub", "sub", " (SUB, L2722)")
-_fusing(("tf.Mul",), "tfl.mul", "mul", " (MUL, shift 0, L2167)")
-_same_as(("tf.RealDiv",), "tfl.div", 2, note=" (x·RECIPROCAL(y), L2326-2337; i32 INTDIV)")
-_same_as(("tf.Maximum",), "tfl.maximum", 2, note=" (MAXIMUM, L2115)")
-_same_as(("tf.Minimum",), "tfl.minimum", 2, note=" (MINIMUM; L2153's MAXIMUM is a document error)")
+_fusing(("tf.Add", "tf.AddV2"), "tfl.add", "add", " (ADD with rank broadcasting, lowering doc: tf.Add, tf.Addv2)")
+_fusing(("tf.Sub",), "tfl.sub", "sub", " (SUB, lowering doc: tf.Sub)")
+_fusing(("tf.Mul",), "tfl.mul", "mul", " (MUL, shift 0, lowering doc: tf.Mul)")
+_same_as(("tf.RealDiv",), "tfl.div", 2, note=" (x·RECIPROCAL(y), lowering doc: tf.RealDiv; i32 INTDIV)")
+_same_as(("tf.Maximum",), "tfl.maximum", 2, note=" (MAXIMUM, lowering doc: tf.Maximum)")
+_same_as(("tf.Minimum",), "tfl.minimum", 2, note=" (MINIMUM; the tf.Minimum lowering's MAXIMUM is a document error)")
 _same_as(("tf.Pow",), "tfl.pow", 2, note=" (POW; constant integer exponents without POW's base >= 0 limit)")
-_same_as(("tf.SquaredDifference",), "tfl.squared_difference", 2, note=" ((x−y)², L2673-2684)")
+_same_as(("tf.SquaredDifference",), "tfl.squared_difference", 2, note=" ((x−y)², lowering doc: tf.SquareDifference)")
 _same_as(("tf.FloorDiv",), "tfl.floor_div", 2, note=" (FLOOR(x·RECIPROCAL(y)); i32 INTDIV corrected to floor)")
-_same_as(("tf.FloorMod",), "tfl.floor_mod", 2, note=" (x − floor(x/y)·y; L413 computes frac(x/y))")
-_same_as(("tf.AddN",), "tfl.add_n", 1 << 30, note=" (ADD chain, L1222-1233)")
+_same_as(("tf.FloorMod",), "tfl.floor_mod", 2,
+         note=" (x − floor(x/y)·y; lowering doc: lower_floor_mod computes frac(x/y))")
+_same_as(("tf.AddN",), "tfl.add_n", 1 << 30, note=" (ADD chain, lowering doc: tf.AddN)")
 
 
 @legalize("tf.Div")
 def div(b: Builder, op: Operation) -> list[Value]:
-    """Float: x·RECIPROCAL(y) (as RealDiv); i32: INTDIV, which truncates like TF's integer Div (L1620 none)."""
+    """Float: x·RECIPROCAL(y) (as RealDiv); i32: INTDIV, which truncates like TF's integer Div (lowering doc: tf.Div
+    none)."""
     return delegate.via(b, op, "tfl.div", op.operands[:2])
 
 
 @legalize("tf.TruncateDiv")
 def truncate_div(b: Builder, op: Operation) -> list[Value]:
-    """i32: INTDIV (truncating, S4198); float: x/y truncated toward zero (no lowering in L2850)."""
+    """i32: INTDIV (truncating, spec 2.5.6 INTDIV); float: x/y truncated toward zero (no lowering in lowering doc:
+    tf.TruncateDiv)."""
     x, y = op.operands[0], op.operands[1]
     require_not_quantized(op, x, y)
     if x.dtype is DType.INT32 and y.dtype is DType.INT32:
@@ -84,7 +90,7 @@ def truncate_div(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.DivNoNan")
 def div_no_nan(b: Builder, op: Operation) -> list[Value]:
-    """y == 0 ? 0 : x / y (SELECT; no lowering in L1616)."""
+    """y == 0 ? 0 : x / y (SELECT; no lowering in lowering doc: tf.DivNoNan)."""
     x, y = op.operands[0], op.operands[1]
     require_float(op, x, y)
     zero = fconst(b, 0.0, y)
@@ -94,7 +100,7 @@ def div_no_nan(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.MulNoNan")
 def mul_no_nan(b: Builder, op: Operation) -> list[Value]:
-    """y == 0 ? 0 : x·y (SELECT; no lowering in L2163)."""
+    """y == 0 ? 0 : x·y (SELECT; no lowering in lowering doc: tf.MulNoNan)."""
     x, y = op.operands[0], op.operands[1]
     require_float(op, x, y)
     p = b.mul(x, y)
@@ -103,19 +109,23 @@ def mul_no_nan(b: Builder, op: Operation) -> list[Value]:
 
 # ------------------------------------------------------------------------------------------------- unary
 for _tf, _tfl, _doc in (
-        ("tf.Abs", "tfl.abs", " (ABS, L1218)"), ("tf.Neg", "tfl.neg", " (NEGATE with zero points 0, L2177)"),
-        ("tf.Exp", "tfl.exp", " (EXP, L1658)"), ("tf.Log", "tfl.log", " (LOG, L1994)"),
-        ("tf.Floor", "tfl.floor", " (FLOOR, L1752)"), ("tf.Ceil", "tfl.ceil", " (CEIL, L1458)"),
-        ("tf.Rsqrt", "tfl.rsqrt", " (RSQRT, L2479)"), ("tf.Sqrt", "tfl.sqrt", " (RECIPROCAL(RSQRT(x)); no SQRT)"),
-        ("tf.Square", "tfl.square", " (x·x, L2661-2671)"), ("tf.Sin", "tfl.sin", " (SIN)"),
-        ("tf.Cos", "tfl.cos", " (COS)"), ("tf.Round", "tfl.round", " (half to even; L619-628 rounds half up)"),
+        ("tf.Abs", "tfl.abs", " (ABS, lowering doc: tf.Abs)"),
+        ("tf.Neg", "tfl.neg", " (NEGATE with zero points 0, lowering doc: tf.Neg)"),
+        ("tf.Exp", "tfl.exp", " (EXP, lowering doc: tf.Exp)"), ("tf.Log", "tfl.log", " (LOG, lowering doc: tf.Log)"),
+        ("tf.Floor", "tfl.floor", " (FLOOR, lowering doc: tf.Floor)"),
+        ("tf.Ceil", "tfl.ceil", " (CEIL, lowering doc: tf.Ceil)"),
+        ("tf.Rsqrt", "tfl.rsqrt", " (RSQRT, lowering doc: tf.Rsqrt)"),
+        ("tf.Sqrt", "tfl.sqrt", " (RECIPROCAL(RSQRT(x)); no SQRT)"),
+        ("tf.Square", "tfl.square", " (x·x, lowering doc: tf.Square)"), ("tf.Sin", "tfl.sin", " (SIN)"),
+        ("tf.Cos", "tfl.cos", " (COS)"),
+        ("tf.Round", "tfl.round", " (half to even; lowering doc: lower_round_op rounds half up)"),
         ("tf.Sign", "tfl.sign", " (two SELECTs; 0 for 0 and NaN)"), ("tf.LogicalNot", "tfl.logical_not", "")):
     _same_as((_tf,), _tfl, 1, note=_doc)
 
 
 @legalize("tf.Reciprocal", "tf.Inv")
 def reciprocal(b: Builder, op: Operation) -> list[Value]:
-    """RECIPROCAL (L2343)."""
+    """RECIPROCAL (lowering doc: tf.Reciprocal)."""
     x = op.operands[0]
     require_float(op, x)
     return [b.reciprocal(x)]
@@ -123,7 +133,7 @@ def reciprocal(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.Log1p")
 def log1p(b: Builder, op: Operation) -> list[Value]:
-    """log(1 + x) accurate near 0 (:func:`tf_ops.log1p`; no lowering in L1990)."""
+    """log(1 + x) accurate near 0 (:func:`tf_ops.log1p`; no lowering in lowering doc: tf.Log1p)."""
     x = op.operands[0]
     require_float(op, x)
     return [tf_ops.log1p(b, x)]
@@ -139,7 +149,7 @@ def expm1_(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.IsFinite")
 def is_finite(b: Builder, op: Operation) -> list[Value]:
-    """x − x == 0 (NaN for ±inf and NaN; no lowering in L1915)."""
+    """x − x == 0 (NaN for ±inf and NaN; no lowering in lowering doc: tf.IsFinite)."""
     x = op.operands[0]
     require_float(op, x)
     return [b.binary("EQUAL", b.binary("SUB", x, x), fconst(b, 0.0, x))]
@@ -211,7 +221,7 @@ _bitwise("tf.RightShift", "ARITHMETIC_RIGHT_SHIFT", round=False)  # signed types
 
 @legalize("tf.Invert")
 def invert(b: Builder, op: Operation) -> list[Value]:
-    """BITWISE_NOT (L1907)."""
+    """BITWISE_NOT (lowering doc: tf.Invert)."""
     x = op.operands[0]
     _ints(op, x)
     return [b.bitwise_not(x)]
@@ -250,14 +260,15 @@ for _tf, _tfl in (("tf.Mean", "tfl.mean"), ("tf.Sum", "tfl.sum"), ("tf.Max", "tf
             return [host]
         return delegate.via(b, op, _name, op.operands[:2], {"keep_dims": bool(op.attrs.get("keep_dims", False))})
 
-    _reduce_rule.__doc__ = f"{_tfl}'s lowering: one REDUCE per axis (1.0 takes one axis, S7663), RESHAPE without " \
-                           "keep_dims (lower_reduce_op L507-544); constant inputs reduced on the host."
+    _reduce_rule.__doc__ = f"{_tfl}'s lowering: one REDUCE per axis (1.0 takes one axis, spec 2.9.6 REDUCE_SUM), " \
+                           "RESHAPE without " \
+                           "keep_dims (lowering doc: lower_reduce_op); constant inputs reduced on the host."
     legalize(_tf)(_reduce_rule)
 
 
 @legalize("tf.ArgMax")
 def arg_max(b: Builder, op: Operation) -> list[Value]:
-    """ARGMAX with an i32 result (TF's int64 output type narrowed, §6.7; L1279-1290)."""
+    """ARGMAX with an i32 result (TF's int64 output type narrowed, §6.7; lowering doc: tf.ArgMax)."""
     return delegate.via(b, op, "tfl.arg_max", op.operands[:2])
 
 

@@ -1,10 +1,10 @@
 """Rules for TensorFlow's neural-network ops (``tf.*``, float): convolutions, bias, batch norm, pools, matrix
 products, softmax and activations, fake quantization.
 
-Lowering document sections: tf.Conv2D L1537, tf.DepthwiseConv2dNative L1590, tf.Conv2DBackpropInput L1506,
-tf.BiasAdd L1413, tf.FusedBatchNorm L1768 / V3 L1789, tf.AvgPool L1352, tf.MaxPool L2098, tf.MatMul L2046,
-tf.Softmax L2578, tf.LogSoftmax L1998, tf.Relu L2363, tf.Relu6 L2347, tf.Elu L1632, tf.LeakyRelu L1931,
-tf.FakeQuantWithMinMaxArgs/Vars L1674/L1686 (pre-1.0 TOSA; translated per op_inventory §4, §6.1, §6.2).
+Lowering document sections: tf.Conv2D, tf.DepthwiseConv2dNative, tf.Conv2DBackpropInput,
+tf.BiasAdd, tf.FusedBatchNorm / tf.FusedBatchNormV3, tf.AvgPool, tf.MaxPool, tf.MatMul,
+tf.Softmax, tf.LogSoftmax, tf.Relu, tf.Relu6, tf.Elu, tf.LeakyRelu,
+tf.FakeQuantWithMinMaxArgs / tf.FakeQuantWithMinMaxVars (pre-1.0 TOSA; translated per op_inventory §4, §6.1, §6.2).
 
 TF layouts (op_inventory §6.2): Conv2D filters are HWIO (→ OHWI by TRANSPOSE [3,0,1,2]), depthwise filters HWCM
 (= TOSA's [KH,KW,C,M]), Conv2DBackpropInput filters [H,W,C_out_t,C_in_t] (→ OHWI by [2,0,1,3]).  NCHW
@@ -57,8 +57,10 @@ def _out(b: Builder, y: Value, nchw: bool) -> Value:
 def conv2d(b: Builder, op: Operation) -> list[Value]:
     """CONV2D, HWIO filter TRANSPOSEd to OHWI; SAME/VALID/EXPLICIT, dilations, groups, NCHW.
 
-    CONV2D with the HWIO filter TRANSPOSEd to OHWI (perms [3,0,1,2], L1550), zero bias, SAME/VALID/EXPLICIT
-    pads (trimmed for TOSA's exact division), dilations, groups; NCHW through TRANSPOSEs (L1547 is NHWC-only)."""
+    CONV2D with the HWIO filter TRANSPOSEd to OHWI (perms [3,0,1,2], lowering doc: tf.Conv2D), zero bias,
+    SAME/VALID/EXPLICIT
+    pads (trimmed for TOSA's exact division), dilations, groups; NCHW through TRANSPOSEs (lowering doc: tf.Conv2D is
+    NHWC-only)."""
     x, f = op.operands[0], op.operands[1]
     nchw = _nchw(op)
     stride = tf_ops.spatial(op.attrs.get("strides"), nchw)
@@ -76,8 +78,10 @@ def conv2d(b: Builder, op: Operation) -> list[Value]:
 def depthwise_conv2d_native(b: Builder, op: Operation) -> list[Value]:
     """DEPTHWISE_CONV2D with TF's HWCM filter as is; SAME/VALID/EXPLICIT, dilations, NCHW.
 
-    DEPTHWISE_CONV2D; TF's [KH,KW,C,M] filter is TOSA's layout (S2067), the zero bias has C·M elements (L1609),
-    ``padding`` becomes the TOSA pads (L1614 passes the TF string), EXPLICIT and NCHW handled."""
+    DEPTHWISE_CONV2D; TF's [KH,KW,C,M] filter is TOSA's layout (spec 2.3.5 DEPTHWISE_CONV2D), the zero bias has C·M
+    elements (lowering doc: tf.DepthwiseConv2dNative),
+    ``padding`` becomes the TOSA pads (lowering doc: tf.DepthwiseConv2dNative passes the TF string), EXPLICIT and NCHW
+    handled."""
     x, f = op.operands[0], op.operands[1]
     nchw = _nchw(op)
     stride = tf_ops.spatial(op.attrs.get("strides"), nchw)
@@ -94,7 +98,8 @@ def depthwise_conv2d_native(b: Builder, op: Operation) -> list[Value]:
 def conv2d_backprop_input(b: Builder, op: Operation) -> list[Value]:
     """TRANSPOSE_CONV2D with filter perms [2,0,1,3] and out_pad from the forward padding.
 
-    TRANSPOSE_CONV2D (L1506-1535 in 1.0 form): filter [H,W,C_out,C_in] → OHWI by perms [2,0,1,3] (L1517),
+    TRANSPOSE_CONV2D (lowering doc: tf.Conv2DBackpropInput in 1.0 form): filter [H,W,C_out,C_in] → OHWI by perms
+    [2,0,1,3] (lowering doc: tf.Conv2DBackpropInput),
     out_pad from the forward convolution's padding of ``input_sizes`` (out_pad_top = −pad_top); dilation by a
     zero-dilated kernel (TRANSPOSE_CONV2D has none)."""
     sizes = const_ints(op, 0, "input_sizes")
@@ -130,7 +135,8 @@ def conv2d_backprop_input(b: Builder, op: Operation) -> list[Value]:
 def bias_add(b: Builder, op: Operation) -> list[Value]:
     """ADD of the [C] bias RESHAPEd along the channel axis (NHWC or NCHW).
 
-    ADD of the [C] bias RESHAPEd to equal rank along the channel axis (last, or 1 for NCHW; L1413-1424 with
+    ADD of the [C] bias RESHAPEd to equal rank along the channel axis (last, or 1 for NCHW; lowering doc: tf.BiasAdd
+    with
     its operands in TF's order)."""
     x, bias = op.operands[0], op.operands[1]
     if x.dtype not in (DType.FP32, DType.FP16, DType.BF16, DType.INT32):
@@ -145,7 +151,8 @@ def bias_add(b: Builder, op: Operation) -> list[Value]:
 def fused_batch_norm(b: Builder, op: Operation) -> list[Value]:
     """Inference batch norm as one MUL and one ADD per channel (NHWC or NCHW).
 
-    Inference batch norm x·s + (offset − mean·s), s = scale·RSQRT(var + ε) (L1768-1808 with L1807's
+    Inference batch norm x·s + (offset − mean·s), s = scale·RSQRT(var + ε) (lowering doc: tf.FusedBatchNorm,
+    tf.FusedBatchNormV3 with the tf.FusedBatchNormV3 lowering's
     MUL(%mean, %op3) fixed to use x − mean, §6.1); training mode is unsupported.  The statistics results are
     the given mean/variance."""
     x, scale, offset, mean, var = op.operands[:5]
@@ -184,13 +191,13 @@ def avg_pool(b: Builder, op: Operation) -> list[Value]:
     """AVG_POOL2D (tfl.average_pool_2d's lowering); NCHW through TRANSPOSEs.
 
     AVG_POOL2D as tfl.average_pool_2d (padding excluded from the count, as TF does; ksize/strides 4-vectors
-    → kernel/stride, L1352-1366); NCHW through TRANSPOSEs."""
+    → kernel/stride, lowering doc: tf.AvgPool); NCHW through TRANSPOSEs."""
     return _pool(b, op, "tfl.average_pool_2d", op.attrs.get("ksize") or [], op.attrs.get("strides") or [])
 
 
 @legalize("tf.MaxPool")
 def max_pool(b: Builder, op: Operation) -> list[Value]:
-    """MAX_POOL2D as tfl.max_pool_2d (L2098-2113); EXPLICIT pads become a PAD with the lowest float."""
+    """MAX_POOL2D as tfl.max_pool_2d (lowering doc: tf.MaxPool); EXPLICIT pads become a PAD with the lowest float."""
     return _pool(b, op, "tfl.max_pool_2d", op.attrs.get("ksize") or [], op.attrs.get("strides") or [])
 
 
@@ -205,8 +212,8 @@ def max_pool_v2(b: Builder, op: Operation) -> list[Value]:
 def matmul(b: Builder, op: Operation) -> list[Value]:
     """MATMUL on rank-3 views, transpose_a/b by TRANSPOSE (tfl.batch_matmul's lowering).
 
-    MATMUL on [1,M,K]×[1,K,N] views (L2046-2056 is pre-1.0: rank-3 operands and zero points in 1.0,
-    S2522-2580), transpose_a/b by TRANSPOSE: tfl.batch_matmul's lowering with adj_x/adj_y."""
+    MATMUL on [1,M,K]×[1,K,N] views (lowering doc: tf.MatMul is pre-1.0: rank-3 operands and zero points in 1.0,
+    spec 2.3.7 MATMUL), transpose_a/b by TRANSPOSE: tfl.batch_matmul's lowering with adj_x/adj_y."""
     x, y = op.operands[0], op.operands[1]
     if x.type.rank != 2 or y.type.rank != 2:
         raise Unsupported(f"{op.name} of rank {x.type.rank} and {y.type.rank} operands")
@@ -218,7 +225,8 @@ def matmul(b: Builder, op: Operation) -> list[Value]:
 def batch_matmul(b: Builder, op: Operation) -> list[Value]:
     """tfl.batch_matmul's lowering: batch dims broadcast and flattened, one rank-3 MATMUL.
 
-    tfl.batch_matmul's lowering (no lowering in L1369/L1381): batch dims broadcast and flattened, adj_x/adj_y
+    tfl.batch_matmul's lowering (no lowering in lowering doc: tf.BatchMatMul/lowering doc: tf.BatchMatMulV2): batch dims
+    broadcast and flattened, adj_x/adj_y
     by TRANSPOSE, one rank-3 MATMUL."""
     attrs = {"adj_x": bool(op.attrs.get("adj_x")), "adj_y": bool(op.attrs.get("adj_y"))}
     return delegate.via(b, op, "tfl.batch_matmul", op.operands[:2], attrs)
@@ -233,13 +241,15 @@ def einsum(b: Builder, op: Operation) -> list[Value]:
 # ------------------------------------------------------------------------------------------------ softmax
 @legalize("tf.Softmax")
 def softmax(b: Builder, op: Operation) -> list[Value]:
-    """tfl.softmax's lowering: EXP(x − max) · RECIPROCAL(sum) on the last axis (L2578-2591 lacks the max)."""
+    """tfl.softmax's lowering: EXP(x − max) · RECIPROCAL(sum) on the last axis (lowering doc: tf.Softmax lacks the
+    max)."""
     return delegate.via(b, op, "tfl.softmax", op.operands[:1], {"beta": 1.0})
 
 
 @legalize("tf.LogSoftmax")
 def log_softmax(b: Builder, op: Operation) -> list[Value]:
-    """tfl.log_softmax's lowering: (x − max) − LOG(sum EXP(x − max)) (L1998-2008 lacks the max, §6.1)."""
+    """tfl.log_softmax's lowering: (x − max) − LOG(sum EXP(x − max)) (lowering doc: tf.LogSoftmax lacks the max,
+    §6.1)."""
     return delegate.via(b, op, "tfl.log_softmax", op.operands[:1])
 
 
@@ -248,7 +258,7 @@ def lrn(b: Builder, op: Operation) -> list[Value]:
     """tfl.local_response_normalization's lowering (same formula).
 
     tfl.local_response_normalization's lowering (same formula: x·(bias + α·Σ x²)^−β over the channel
-    window; no lowering in L1927)."""
+    window; no lowering in lowering doc: tf.LRN)."""
     a = op.attrs
     attrs = {"radius": int(a.get("depth_radius", 5)), "bias": float(a.get("bias", 1.0)),
              "alpha": float(a.get("alpha", 1.0)), "beta": float(a.get("beta", 0.5))}
@@ -264,7 +274,7 @@ def _same_as(tf_name: str, tfl_name: str, attrs: dict[str, object] | None = None
     legalize(tf_name)(rule)
 
 
-_same_as("tf.Relu", "tfl.relu")  # CLAMP [0, max]: L2373's RELUN {max_val=0} would zero everything (§6.1)
+_same_as("tf.Relu", "tfl.relu")  # CLAMP [0, max]: the tf.Relu lowering's RELUN {max_val=0} would zero everything (§6.1)
 _same_as("tf.Relu6", "tfl.relu6")
 _same_as("tf.Elu", "tfl.elu")
 _same_as("tf.Sigmoid", "tfl.logistic")
@@ -273,7 +283,8 @@ _same_as("tf.Tanh", "tfl.tanh")
 
 @legalize("tf.LeakyRelu")
 def leaky_relu(b: Builder, op: Operation) -> list[Value]:
-    """tfl.leaky_relu's x > 0 ? x : αx (TF's kernel); L1931-1944's MAXIMUM(x, αx) is wrong for α > 1 (§6.1)."""
+    """tfl.leaky_relu's x > 0 ? x : αx (TF's kernel); the tf.LeakyRelu lowering's MAXIMUM(x, αx) is wrong for α > 1
+    (§6.1)."""
     attrs = {"alpha": float(op.attrs.get("alpha", 0.2))}
     return [tf_ops.through_transpose(b, op.operands[0], lambda v: delegate.via(b, op, "tfl.leaky_relu", [v], attrs)[0])]
 
@@ -291,7 +302,7 @@ def selu(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.Softplus")
 def softplus(b: Builder, op: Operation) -> list[Value]:
-    """MAXIMUM(x, 0) + log1p(EXP(−|x|)) (:func:`tf_ops.softplus`; no lowering in L2593)."""
+    """MAXIMUM(x, 0) + log1p(EXP(−|x|)) (:func:`tf_ops.softplus`; no lowering in lowering doc: tf.Softplus)."""
     x = op.operands[0]
     require_float(op, x)
     return [tf_ops.softplus(b, x)]
@@ -307,7 +318,7 @@ def softsign(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.Erf")
 def erf(b: Builder, op: Operation) -> list[Value]:
-    """ERF (S3426)."""
+    """ERF (spec 2.4.2 ERF)."""
     x = op.operands[0]
     require_float(op, x)
     return [b.erf(x)]
@@ -361,7 +372,8 @@ def _fake_quant(b: Builder, op: Operation, lo: np.ndarray, hi: np.ndarray) -> li
 def fake_quant_args(b: Builder, op: Operation) -> list[Value]:
     """Float fake quantization with TF's nudged range, bit-exact with TF's kernel.
 
-    Float emulation of quantization with TF's nudged min/max (L1674-1684 plus the nudging it lacks):
+    Float emulation of quantization with TF's nudged min/max (lowering doc: tf.FakeQuantWithMinMaxArgs plus the nudging
+    it lacks):
     FLOOR((CLAMP(x) − min)·(1/scale) − zp + ½)·scale, bit-exact with TF's kernel (:func:`tf_ops.fake_quant`)."""
     a = op.attrs
     return _fake_quant(b, op, np.array([a.get("min", -6.0)]), np.array([a.get("max", 6.0)]))
@@ -369,12 +381,13 @@ def fake_quant_args(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.FakeQuantWithMinMaxVars")
 def fake_quant_vars(b: Builder, op: Operation) -> list[Value]:
-    """As FakeQuantWithMinMaxArgs with constant min/max operands (L1686-1696)."""
+    """As FakeQuantWithMinMaxArgs with constant min/max operands (lowering doc: tf.FakeQuantWithMinMaxVars)."""
     return _fake_quant(b, op, const_operand(op, 1, "min"), const_operand(op, 2, "max"))
 
 
 @legalize("tf.FakeQuantWithMinMaxVarsPerChannel")
 def fake_quant_vars_per_channel(b: Builder, op: Operation) -> list[Value]:
-    """Per-channel (last axis) fake quantization with constant min/max vectors (no lowering in L1698)."""
+    """Per-channel (last axis) fake quantization with constant min/max vectors (no lowering in lowering doc:
+    tf.FakeQuantWithMinMaxVarsPerChannel)."""
     return _fake_quant(b, op, const_operand(op, 1, "min"), const_operand(op, 2, "max"))
 

@@ -49,11 +49,12 @@ def _clamp_rule(name: str, lo: float, hi: float) -> None:
         if is_quantized(x):
             return [_q_relu(b, op, name.split(".")[1].upper())]
         dt = require_float(op, x)
-        # CLAMP bounds have the data type (S3341-3357): fp16's largest finite value is 65504
+        # CLAMP bounds have the data type (spec 2.4.1 CLAMP): fp16's largest finite value is 65504
         top = min(hi, 65504.0) if dt is DType.FP16 else hi
         return [b.clamp(x, lo, top)]
 
-    rule.__doc__ = f"CLAMP [{lo}, {hi}] (RELUN → CLAMP, §4 #1; L3995-4045); quantized: RESCALE if needed, CLAMP."
+    rule.__doc__ = (f"CLAMP [{lo}, {hi}] (RELUN → CLAMP, §4 #1; lowering doc: tfl.relu_n1_to_1, tfl.relu6, tfl.relu); "
+                    "quantized: RESCALE if needed, CLAMP.")
     legalize(name, dtypes=("fp32", "i8", "i16"))(rule)
 
 
@@ -65,7 +66,8 @@ _clamp_rule("tfl.relu_0_to_1", 0.0, 1.0)
 
 @legalize("tfl.logistic", dtypes=("fp32", "i8", "i16"))
 def logistic(b: Builder, op: Operation) -> list[Value]:
-    """SIGMOID (L3649); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one GATHER."""
+    """SIGMOID (lowering doc: tfl.logistic); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one
+    GATHER."""
     x = op.operands[0]
     if is_quantized(x):
         return [_q_logistic_tanh(b, op, tanh=False)]
@@ -75,7 +77,8 @@ def logistic(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.tanh", dtypes=("fp32", "i8", "i16"))
 def tanh(b: Builder, op: Operation) -> list[Value]:
-    """TANH (L4369); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one GATHER."""
+    """TANH (lowering doc: tfl.tanh); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one
+    GATHER."""
     x = op.operands[0]
     if is_quantized(x):
         return [_q_logistic_tanh(b, op, tanh=True)]
@@ -85,7 +88,8 @@ def tanh(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.leaky_relu", dtypes=("fp32", "i8", "i16"))
 def leaky_relu(b: Builder, op: Operation) -> list[Value]:
-    """x > 0 ? x : alpha*x via GREATER + SELECT (L3519-3535), valid for every alpha; quantized: TFLite's two
+    """x > 0 ? x : alpha*x via GREATER + SELECT (lowering doc: tfl.leaky_relu), valid for every alpha; quantized:
+    TFLite's two
     multipliers (int8 TABLE, int16 two RESCALEs + SELECT)."""
     x = op.operands[0]
     if is_quantized(x):
@@ -98,7 +102,8 @@ def leaky_relu(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.prelu", dtypes=("fp32", "i8"))
 def prelu(b: Builder, op: Operation) -> list[Value]:
-    """x >= 0 ? x : alpha*x with alpha broadcast (equal ranks, S809; no lowering in L3868); int8: TFLite's kernel."""
+    """x >= 0 ? x : alpha*x with alpha broadcast (equal ranks, spec 1.11.3 Broadcasting; no lowering in lowering doc:
+    tfl.prelu); int8: TFLite's kernel."""
     x, alpha = op.operands[0], op.operands[1]
     if is_quantized(x, alpha):
         return [_q_prelu(b, op)]
@@ -109,9 +114,11 @@ def prelu(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.hard_swish", dtypes=("fp32", "i8"))
 def hard_swish(b: Builder, op: Operation) -> list[Value]:
-    """x * relu6(x + 3) / 6 (L3465-3482 float path, RELUN → CLAMP); int8: TABLE of TFLite's fixed-point kernel.
+    """x * relu6(x + 3) / 6 (lowering doc: tfl.hard_swish float path, RELUN → CLAMP); int8: TABLE of TFLite's
+    fixed-point kernel.
 
-    int8: a TABLE of TFLite's fixed-point reference HardSwish (not L3486-3509's saturating i16 table, §6.1).
+    int8: a TABLE of TFLite's fixed-point reference HardSwish (not the tfl.hard_swish lowering's saturating i16 table,
+    §6.1).
     """
     x = op.operands[0]
     if is_quantized(x):
@@ -123,7 +130,8 @@ def hard_swish(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.gelu", dtypes=("fp32", "i8", "i16"))
 def gelu(b: Builder, op: Operation) -> list[Value]:
-    """0.5*x*(1 + erf(x/sqrt(2))) with ERF (S3426) or the tanh approximation; int8/int16: TFLite's LUTs as TABLE.
+    """0.5*x*(1 + erf(x/sqrt(2))) with ERF (spec 2.4.2 ERF) or the tanh approximation; int8/int16: TFLite's LUTs as
+    TABLE.
 
     approximate: 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))).
     """
@@ -143,7 +151,8 @@ def gelu(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.elu", dtypes=("fp32", "i8"))
 def elu(b: Builder, op: Operation) -> list[Value]:
-    """x < 0 ? expm1(x) : x (L320-343 with EXP-1 replaced by an accurate expm1 near 0); int8: TABLE."""
+    """x < 0 ? expm1(x) : x (lowering doc: lower_elu_op with EXP-1 replaced by an accurate expm1 near 0); int8:
+    TABLE."""
     x = op.operands[0]
     if is_quantized(x):
         return [_q_table_act(b, op)]
@@ -160,7 +169,8 @@ def _last_axis(op: Operation, x: Value) -> int:
 
 @legalize("tfl.softmax", dtypes=("fp32", "i8", "i16"))
 def softmax(b: Builder, op: Operation) -> list[Value]:
-    """exp(beta*(x - max)) * RECIPROCAL(sum), last axis (L4147-4164 + max-subtraction); int: TFLite's kernels."""
+    """exp(beta*(x - max)) * RECIPROCAL(sum), last axis (lowering doc: tfl.softmax + max-subtraction); int: TFLite's
+    kernels."""
     x = op.operands[0]
     if is_quantized(x):
         return [_q_softmax(b, op)]
@@ -177,7 +187,8 @@ def softmax(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.log_softmax", dtypes=("fp32", "i8"))
 def log_softmax(b: Builder, op: Operation) -> list[Value]:
-    """(x - max) - LOG(sum(EXP(x - max))) over the last axis (L439-450 lacks the max, §6.1); int8: TFLite's kernel."""
+    """(x - max) - LOG(sum(EXP(x - max))) over the last axis (lowering doc: lower_log_softmax_op lacks the max, §6.1);
+    int8: TFLite's kernel."""
     x = op.operands[0]
     if is_quantized(x):
         return [_q_log_softmax(b, op)]
@@ -198,7 +209,8 @@ def _types(op: Operation) -> DType:
 
 def _q_relu(b: Builder, op: Operation, act: str) -> Value:
     """TFLite's QuantizedReluX: RESCALE by float32 ``s_in/s_out`` when the quantization changes (an identity
-    otherwise: TFLite's multiplier for 1.0 is exact), then CLAMP at ``zp + round(bound/s_out)`` (L4010-4050 with
+    otherwise: TFLite's multiplier for 1.0 is exact), then CLAMP at ``zp + round(bound/s_out)`` (lowering doc:
+    tfl.relu6, tfl.relu with
     op_inventory §4 #1 / §6.1: no i32 CLAMP, so rescale first and clamp the i8/i16 result)."""
     x, r = op.operands[0], op.results[0]
     dt = _types(op)
@@ -211,7 +223,8 @@ def _q_relu(b: Builder, op: Operation, act: str) -> Value:
 
 
 def _q_logistic_tanh(b: Builder, op: Operation, tanh: bool) -> Value:
-    """int8: TABLE of LUTPopulate<int8> (float32 sigmoid / tanh; L3670-3690, L4369-4406 use saturating i16
+    """int8: TABLE of LUTPopulate<int8> (float32 sigmoid / tanh; lowering doc: tfl.logistic, tfl.tanh use
+    saturating i16
     tables, EXT-INT16, op_inventory §4 #12 / §6.3);
     int16: TFLite's reference sigmoid-table interpolation (output scale 2^-15), one 65536-entry GATHER."""
     x, r = op.operands[0], op.results[0]
@@ -225,8 +238,9 @@ def _q_logistic_tanh(b: Builder, op: Operation, tanh: bool) -> Value:
 
 
 def _q_table_act(b: Builder, op: Operation) -> Value:
-    """int8 HARD_SWISH / GELU / ELU as one TABLE of TFLite's kernel (L3470-3510, L3235-3248); int16 GELU as
-    TABLE i16 (LUTPopulate<int16>, S843-854) + RESCALE ×2^-7."""
+    """int8 HARD_SWISH / GELU / ELU as one TABLE of TFLite's kernel (lowering doc: tfl.hard_swish, lowering doc:
+    tfl.elu); int16 GELU as
+    TABLE i16 (LUTPopulate<int16>, spec 1.12.5: apply_lookup_s) + RESCALE ×2^-7."""
     x, r = op.operands[0], op.results[0]
     dt = _types(op)
     (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
@@ -246,7 +260,8 @@ def _q_table_act(b: Builder, op: Operation) -> Value:
 def _q_leaky_relu(b: Builder, op: Operation) -> Value:
     """TFLite's QuantizeLeakyRelu: identity and alpha branches, each with its own float32 multiplier.
 
-    int8: one TABLE.  int16: both RESCALEs and a SELECT on ``x >= 0`` (L3530-3555 compares the raw input and a
+    int8: one TABLE.  int16: both RESCALEs and a SELECT on ``x >= 0`` (lowering doc: tfl.leaky_relu compares the raw
+    input and a
     GREATER_EQUAL on i16 does not exist, op_inventory §6.1; i16 has zero point 0 so ``x`` itself is compared in i32).
     """
     x, r = op.operands[0], op.results[0]
@@ -266,7 +281,7 @@ def _q_leaky_relu(b: Builder, op: Operation) -> Value:
 
 def _q_prelu(b: Builder, op: Operation) -> Value:
     """TFLite's int8 PRELU: ``x - zp >= 0`` ? MBQM(x - zp, s_in/s_out) : MBQM((x - zp)·(alpha - zp_a),
-    s_in·s_alpha/s_out), float32 scales, then + zp_out (no lowering in L3868)."""
+    s_in·s_alpha/s_out), float32 scales, then + zp_out (no lowering in lowering doc: tfl.prelu)."""
     x, alpha, r = op.operands[0], op.operands[1], op.results[0]
     if x.dtype is not DType.INT8 or alpha.dtype is not DType.INT8 or r.dtype is not DType.INT8:
         raise Unsupported(f"{op.name} on {x.dtype.value} (TFLite: int8 only)")
@@ -294,8 +309,10 @@ def _q_softmax(b: Builder, op: Operation) -> Value:
     int8 (reference_ops::Softmax, gemmlowp fixed point): ``d = max - x`` in [0, 255] indexes two int32 tables
     (GATHER) holding ``exp_on_negative_values`` of the rescaled difference in Q0.31 and its Q12.19 form; the
     row sum (REDUCE_SUM i32) goes through GetReciprocal (CLZ + Newton-Raphson, :class:`Fx`); then
-    ``rdbpot(recip·exp, nbits + 23) - 128``.  Replaces L4160-4220's 16-bit tables (EXT-INT16, saturated, §6.1).
-    int16 (SoftmaxInt16): TFLite's exp and 1/(1+x) 513-entry LUTs are TABLE i16 (S843-854), the rest is i32
+    ``rdbpot(recip·exp, nbits + 23) - 128``.  Replaces the tfl.softmax lowering's 16-bit tables (EXT-INT16, saturated,
+    §6.1).
+    int16 (SoftmaxInt16): TFLite's exp and 1/(1+x) 513-entry LUTs are TABLE i16 (spec 1.12.5: apply_lookup_s), the rest
+    is i32
     arithmetic.
     """
     x, r = op.operands[0], op.results[0]
@@ -343,7 +360,8 @@ def _q_softmax16(b: Builder, op: Operation, fx: Fx, d: Value, axis: int, scale: 
 
 
 def _q_log_softmax(b: Builder, op: Operation) -> Value:
-    """TFLite's reference int8 log_softmax (L3619-3636 is float only): exp terms by table, the row sum's
+    """TFLite's reference int8 log_softmax (lowering doc: tfl.log_softmax is float only): exp terms by table, the row
+    sum's
     log by gemmlowp's log_x_for_x_greater_than_or_equal_to_1 in i32 ops (:func:`log_x_ge_1`), output
     ``rdbpot(diff_q5 - log_sum, 22) + 127`` where ``diff > adjusted_diff_min``, else -128 (output (16/256, 127))."""
     x, r = op.operands[0], op.results[0]

@@ -14,19 +14,20 @@ that references it and is never modified.
     each copy the counters are constants and ``GATHER``/``SLICE`` on the time axis and the slice + concatenation
     "tensor-list write" get static indices: no EXT-CONTROLFLOW, no EXT-DYNAMIC, the graph stays PRO-FP / PRO-INT.
     A zero-size slice (the empty head or tail of that write) is tracked as an empty tensor and dropped from the
-    concatenation that consumes it (TOSA has no empty tensors, S760).  Equal constants the copies re-derive (the
+    concatenation that consumes it (TOSA has no empty tensors, spec 1.11.1 Tensors).  Equal constants the copies
+    re-derive (the
     transformed weights) are merged.
 
     Otherwise (data-dependent trip count, or more than ``max_unroll`` iterations) it becomes a TOSA ``WHILE_LOOP``
     (EXT-CONTROLFLOW) whose cond/body regions are the subgraphs legalized for the caller's static types (a dynamic
-    batch takes the caller's size): each loop-carried value must keep its type through the body (S10598-10599)
-    and the cond region returns one bool (any rank, size 1: S10601-10602).  A body that needs data-dependent
+    batch takes the caller's size): each loop-carried value must keep its type through the body (spec 2.16.2 WHILE_LOOP)
+    and the cond region returns one bool (any rank, size 1: spec 2.16.2 WHILE_LOOP).  A body that needs data-dependent
     slicing cannot be expressed that way (TOSA SLICE starts/sizes are compile-time constants and shapes static);
     the op is then reported unsupported with the body op's own reason.
 
 ``tfl.if``
     A constant condition inlines the branch taken; otherwise ``COND_IF`` (EXT-CONTROLFLOW) with the then/else
-    subgraphs legalized for the operands' types; both branches must give the same static types (S10519-10522).
+    subgraphs legalized for the operands' types; both branches must give the same static types (spec 2.16.1 COND_IF).
 
 ``tfl.call``
     The callee subgraph is inlined.
@@ -37,7 +38,8 @@ that references it and is never modified.
     disappears.  A variable nothing assigns outside that subgraph is read as a ``tosa.CONST`` of its initial value
     (the TFLite converter usually freezes such variables itself).  A variable the model assigns keeps its state
     across invocations, like in LiteRT: a ``VARIABLE`` declaration (with the initial value, in the top-level graph),
-    ``VARIABLE_READ`` and ``VARIABLE_WRITE`` (EXT-VARIABLE; fp16, fp32 or i8 tensors, S10640).  The IR orders ops
+    ``VARIABLE_READ`` and ``VARIABLE_WRITE`` (EXT-VARIABLE; fp16, fp32 or i8 tensors, spec 2.17.1 VARIABLE).  The IR
+    orders ops
     by data dependencies only, so the legalization keeps the order safe by construction: a read after a write
     takes the written value, and only the last write of an invocation is emitted; an assigned variable used inside
     a COND_IF / WHILE_LOOP region is refused.
@@ -587,7 +589,7 @@ def call(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------ resource variables
-_VAR_TYPES = (DType.FP16, DType.FP32, DType.INT8)  # VARIABLE's var_t (S10640-10644)
+_VAR_TYPES = (DType.FP16, DType.FP32, DType.INT8)  # VARIABLE's var_t (spec 2.17.1 VARIABLE)
 
 
 class _Variables:

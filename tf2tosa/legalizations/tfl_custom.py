@@ -1,9 +1,11 @@
 """TFLite custom ops, ops that cannot be lowered, and the ``--custom-ops`` fallback.
 
 * ``tfl.custom`` dispatches on ``custom_code`` to :data:`CUSTOM_RULES` (register more with
-  :func:`custom_rule`).  MediaPipe's three custom ops are lowered here: ``Convolution2DTransposeBias`` (the
-  document's tfl.convolution_2d_transpose_bias, L3133), ``MaxPoolingWithArgmax2D`` (L3735) and
-  ``MaxUnpooling2D`` (L3739).  Their options are C structs in the custom_options bytes, not FlexBuffers:
+  :func:`custom_rule`).  MediaPipe's three custom ops are lowered here: ``Convolution2DTransposeBias``
+  (lowering doc: tfl.convolution_2d_transpose_bias), ``MaxPoolingWithArgmax2D`` (lowering doc:
+  tfl.max_pooling_with_argmax_2d) and
+  ``MaxUnpooling2D`` (lowering doc: tfl.max_unpooling_2d).  Their options are C structs in the custom_options bytes, not
+  FlexBuffers:
   TfLiteTransposeConvParams {padding, stride_width, stride_height} and TfLitePoolParams {padding, stride_width,
   stride_height, filter_width, filter_height, activation}, little-endian int32 each (TfLitePadding: 1 SAME,
   2 VALID).
@@ -13,7 +15,7 @@
   of all three).  They become elementwise math, COS/SIN, atan2 (tfl.atan2's lowering), REDUCE_MAX/MIN and GATHER.
 * :data:`UNLOWERABLE` gives the reason an op has no TOSA 1.0 lowering; :func:`unsupported_reason` is what the
   pipeline reports for an op without a rule (instead of a bare "no legalization rule").
-* :func:`emit_custom` keeps an op the converter cannot lower as a TOSA ``CUSTOM`` operator (S10366) with the
+* :func:`emit_custom` keeps an op the converter cannot lower as a TOSA ``CUSTOM`` operator (spec 2.15.1 CUSTOM) with the
   same inputs and outputs, so the rest of the graph still converts (``ConvertOptions.extra["custom_ops"]``).
   The executor cannot run CUSTOM (it raises an error naming the operator); ``graph.meta["custom_ops"]`` lists
   the names.
@@ -509,7 +511,8 @@ def custom_name(op: Operation) -> str:
 
 
 def emit_custom(b: Builder, op: Operation, reason: str) -> list[Value]:
-    """Keep ``op`` as a TOSA CUSTOM operator (S10366-10440): same inputs (omitted optional inputs dropped, constant
+    """Keep ``op`` as a TOSA CUSTOM operator (spec 2.15.1 CUSTOM): same inputs (omitted optional inputs dropped,
+    constant
     int64 narrowed to i32) and outputs (static types from the op's results or the shapes stored in the file).
 
     operator_name = the custom code (tfl.custom) or the op name; domain_name = ``tf2tosa.tflite``

@@ -1,6 +1,6 @@
 """TFLite's FFT and complex-number ops: ``tfl.rfft2d``, ``tfl.complex_abs``, ``tfl.real``, ``tfl.imag``.
 
-TOSA 1.0 has no complex element type.  RFFT2D (EXT-FFT, fp32, S2866) returns the real and imaginary parts as
+TOSA 1.0 has no complex element type.  RFFT2D (EXT-FFT, fp32, spec 2.3.9 RFFT2D) returns the real and imaginary parts as
 two fp32 tensors, so a complex64 value lives only *inside* the conversion, as a pair: the rule of
 ``tfl.rfft2d`` returns the result of a ``tf2tosa.complex`` marker op whose operands are (real, imag).  Every
 consumer of a complex value takes the pair apart (:func:`complex_parts`):
@@ -15,7 +15,7 @@ problem.  (Complex64 model *inputs* are refused by the pipeline's type check.)
 
 TFLite's RFFT2D (input ``[..., H, W]`` fp32, ``fft_length`` = constant ``[FH, FW]``) crops or zero-pads the
 two innermost dimensions to ``FH × FW`` and returns ``[..., FH, FW/2 + 1]``; TOSA's RFFT2D wants rank 3 and
-power-of-two H, W (S2957-2958), so leading dimensions are folded into N and FH, FW must be powers of two (TFLite
+power-of-two H, W (spec 2.3.9 RFFT2D), so leading dimensions are folded into N and FH, FW must be powers of two (TFLite
 requires that too).  The DFT convention (e^{-2πi(…)}, no normalisation) is the same on both sides.
 """
 

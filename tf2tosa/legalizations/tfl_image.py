@@ -1,8 +1,9 @@
 """TFLite image ops → TOSA 1.0 RESIZE (resize_bilinear, resize_nearest_neighbor).
 
-TOSA 1.0 RESIZE samples input row ``y = oy·d + offset`` in units of 1/n (S9236-9249) with
-OH = ((IH−1)·n − offset + border) / d + 1 exactly (S9234).  The parameters per axis follow op_inventory §4 #20
-(checked by reference/checks/resize_params.py); L's lower_resize_op (L546-599) uses the pre-1.0
+TOSA 1.0 RESIZE samples input row ``y = oy·d + offset`` in units of 1/n (spec 2.12.1 RESIZE) with
+OH = ((IH−1)·n − offset + border) / d + 1 exactly (spec 2.12.1 RESIZE).  The parameters per axis follow op_inventory §4
+#20
+(checked by reference/checks/resize_params.py); the lowering doc's lower_resize_op uses the pre-1.0
 stride/offset/shift form and is not followed.
 """
 
@@ -20,7 +21,8 @@ from ..tosa.builder import Builder
 from .lowering.layout import const_ints, data_operand, keeps_values, static_shape
 from .registry import legalize
 
-#: enum name of nearest mode in TOSA 1.0 (text says NEAREST, the enum NEAREST_NEIGHBOR: S9095 vs S10948)
+#: enum name of nearest mode in TOSA 1.0 (text says NEAREST, the enum NEAREST_NEIGHBOR: spec 2.12.1 RESIZE vs spec 3.1
+#: resize_mode_t)
 NEAREST = "NEAREST_NEIGHBOR"
 BILINEAR = "BILINEAR"
 
@@ -38,12 +40,12 @@ def resize_axis_params(in_size: int, out_size: int, align_corners: bool, half_pi
     """scale_n, scale_d, offset, border for one axis so TOSA RESIZE matches TF/TFLite sampling (§4 #20).
 
     * align_corners (OH>1, IH>1): source = o·(IH−1)/(OH−1) → n=OH−1, d=IH−1, offset 0 (nearest rounds half up
-      in both TFLite and TOSA's ``2·dy >= n`` rule, S9280).
+      in both TFLite and TOSA's ``2·dy >= n`` rule, spec 2.12.1 RESIZE).
     * half_pixel_centers: source = (o+½)·IH/OH − ½ → n=OH/g, d=IH/g, offset=(d−n)/2 (doubled when odd).
       For NEAREST, TOSA's round-half-up of that equals TFLite's floor((o+½)·IH/OH).
     * default: source = o·IH/OH → n=OH/g, d=IH/g, offset 0; NEAREST floors, so offset −n/2 turns TOSA's
       round-half-up into a floor.
-    * border = d·(OH−1) − n·(IH−1) + offset makes the output size exact (S9234).
+    * border = d·(OH−1) − n·(IH−1) + offset makes the output size exact (spec 2.12.1 RESIZE).
     """
     if align_corners and half_pixel:
         raise Unsupported("resize with both align_corners and half_pixel_centers")
@@ -64,7 +66,7 @@ def resize_axis_params(in_size: int, out_size: int, align_corners: bool, half_pi
         else:
             off = 0
     border = d * (out_size - 1) - n * (in_size - 1) + off
-    # the spec's parameter ranges (S9224-9233)
+    # the spec's parameter ranges (spec 2.12.1 RESIZE)
     if n > 2048 or d >= 16 * n or not -n <= off < 16 * n or not -16 * n <= border < n:
         raise Unsupported(f"resize {in_size}->{out_size} needs scale {n}/{d}, offset {off}, border {border} "
                           "outside TOSA's RESIZE limits (S9224-9233)")
@@ -74,7 +76,7 @@ def resize_axis_params(in_size: int, out_size: int, align_corners: bool, half_pi
 
 
 def tosa_nearest_indices(in_size: int, out_size: int, p: AxisParams) -> np.ndarray:
-    """Source index per output position under TOSA NEAREST (integer path of S9236-9286)."""
+    """Source index per output position under TOSA NEAREST (integer path of spec 2.12.1 RESIZE)."""
     y = np.arange(out_size, dtype=np.int64) * p.d + p.offset
     iy = np.floor_divide(y, p.n)
     ry = y - iy * p.n
@@ -170,7 +172,7 @@ def tflite_scale_10(in_size: int, out_size: int, align_corners: bool) -> int:
 def tflite_int_axis_params(in_size: int, out_size: int, align_corners: bool, half_pixel: bool) -> AxisParams:
     """RESIZE parameters reproducing TFLite's integer bilinear grid exactly: n = 1024, d = scale_10,
     offset = scale_10/2 − 512 with half_pixel_centers (TFLite clamps negative positions to row 0 like
-    TOSA's iy0/iy1 clamps, S9255-9258)."""
+    TOSA's iy0/iy1 clamps, spec 2.12.1 RESIZE)."""
     if align_corners and half_pixel:
         raise Unsupported("resize with both align_corners and half_pixel_centers")
     d = tflite_scale_10(in_size, out_size, align_corners)
@@ -185,9 +187,11 @@ def tflite_int_axis_params(in_size: int, out_size: int, align_corners: bool, hal
 def _resize_bilinear_i8(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: int, align: bool, half: bool) -> Value:
     """int8 bilinear, bit-exact with TFLite's ResizeBilinearInteger (10-bit positions, round half away from zero).
 
-    RESIZE i8 → i32 gives Σ v·w with weights summing to n_y·n_x = 2^20 (S8989, S9262-9266).  TFLite divides by
+    RESIZE i8 → i32 gives Σ v·w with weights summing to n_y·n_x = 2^20 (spec 2.12.1 RESIZE).  TFLite
+    divides by
     2^20 rounding half away from zero: floor((v + 2^19 − [v<0]) / 2^20).  So: v + (v >> 31) (ARITHMETIC_RIGHT_SHIFT
-    yields −1 for negatives), then a rounding ARITHMETIC_RIGHT_SHIFT by 20 (adds the last bit out, S3942-3945 →
+    yields −1 for negatives), then a rounding ARITHMETIC_RIGHT_SHIFT by 20 (adds the last bit out, spec 2.5.2
+    ARITHMETIC_RIGHT_SHIFT →
     floor(·/2^20 + ½)), then CAST i32 → i8 (values are in range).  The in/out quantization is the same (TFLite
     requires it), so no zero point is involved.
     """
@@ -210,7 +214,8 @@ def _resize_bilinear_i16(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: in
     """int16 bilinear, bit-exact with TFLite's ResizeBilinearInteger<int16_t> (same grid as int8, 64-bit sums).
 
     RESIZE i16 → i48 gives v = Σ w·x (weights sum to 2^20, EXT-INT16); RESCALE i48 → i32 by 2^-20 (16-bit
-    multiplier 2^14, shift 34, S11758-11766) rounds half up: A = ⌊v/2^20 + ½⌋.  TFLite rounds half away from zero,
+    multiplier 2^14, shift 34, spec 4.5.5: apply_scale_16) rounds half up: A = ⌊v/2^20 + ½⌋.  TFLite rounds half away
+    from zero,
     which differs only at negative ties.  RESIZE of NOT x = −x − 1 gives −v − 2^20, so B = ⌊−v/2^20 − ½⌋ and
     NOT B = −B − 1 = ⌈v/2^20 − ½⌉ (half down).  The result is A where A > 0 (v > 0), else NOT B; the comparison and
     SELECT run in i32 (GREATER has no i16 row), then CAST to i16 (in range).

@@ -1,11 +1,11 @@
 """TFLite index, scan and scatter ops → TOSA 1.0 by composition (none has a lowering in the document, except
-tfl.one_hot, L3856, whose SCATTER form is replaced): one_hot, broadcast_to/args, range, cumsum, topk_v2,
+lowering doc: tfl.one_hot, whose SCATTER form is replaced): one_hot, broadcast_to/args, range, cumsum, topk_v2,
 segment_sum and unsorted_segment_*, matrix_diag/set_diag, reverse_sequence, scatter_nd, embedding_lookup, where,
 dynamic_update_slice, bucketize, dilate.
 
 Integer results are exact by construction: every data-dependent choice is an EQUAL/GREATER against an iota
 constant followed by SELECT, and every sum that must be exact runs in i32 (REDUCE_SUM has i32 and float modes
-only, S7680-7700).  Shapes come from the (static) operands and constant operands, never from ``op.results``,
+only, spec 2.9.6 REDUCE_SUM).  Shapes come from the (static) operands and constant operands, never from ``op.results``,
 except where the output size is the only place it is recorded (tfl.where).  Data-movement rules keep the stored
 values of quantized tensors (TFLite copies them), see :func:`.lowering.layout.keeps_values`.
 """
@@ -92,10 +92,13 @@ def _widen_sum(b: Builder, x: Value) -> tuple[Value, DType]:
 @legalize("tfl.one_hot", dtypes=("fp32", "i8", "i32"))
 @keeps_values
 def one_hot(b: Builder, op: Operation) -> list[Value]:
-    """EQUAL of the indices against an iota along the new axis, then SELECT(on, off) (L3856's SCATTER replaced).
+    """EQUAL of the indices against an iota along the new axis, then SELECT(on, off) (the tfl.one_hot lowering's SCATTER
+    replaced).
 
-    on where indices == k at position k of the new ``axis``, off elsewhere (:func:`.lowering.tf_ops.one_hot`).  L3856's
-    SCATTER form (lower_one_hot_op L1135-1161, W never set) REQUIREs in-range indices (S8970); TFLite gives an
+    on where indices == k at position k of the new ``axis``, off elsewhere (:func:`.lowering.tf_ops.one_hot`).  the
+    tfl.one_hot lowering's
+    SCATTER form (lowering doc: lower_one_hot_op, W never set) REQUIREs in-range indices (spec 2.11.2 SCATTER); TFLite
+    gives an
     all-off row for an index outside [0, depth), and so does this."""
     depth = const_ints(op, 1, "depth")
     if len(depth) != 1:
@@ -138,7 +141,7 @@ MAX_RANGE = 1 << 22
 
 @legalize("tfl.range", dtypes=("fp32", "i32"))
 def range_(b: Builder, op: Operation) -> list[Value]:
-    """A CONST for constant start/limit/delta (no lowering in L3919); dynamic bounds are refused.
+    """A CONST for constant start/limit/delta (no lowering in lowering doc: tfl.range); dynamic bounds are refused.
 
     Float values are accumulated in float32 as
     TFLite's kernel does.  With dynamic bounds the output size depends on the data, which a static TOSA graph
@@ -310,7 +313,7 @@ def segment_sum(b: Builder, op: Operation) -> list[Value]:
 
     Sum of the rows of each (sorted) segment: an EQUAL mask against an iota of segment ids, SELECT, and
     REDUCE_SUM over the rows (i32 exact).  The segment count is max(ids) + 1, so the ids must be constant or
-    the result shape static.  No lowering in L4113."""
+    the result shape static.  No lowering in lowering doc: tfl.segment_sum."""
     data = data_operand(b, op.operands[0])
     ids = op.operands[1]
     c = ids.const()
@@ -364,7 +367,8 @@ def _zero_of(b: Builder, x: Value, rank: int) -> Value:
 @legalize("tfl.matrix_diag", dtypes=("fp32", "i8"))
 @keeps_values
 def matrix_diag(b: Builder, op: Operation) -> list[Value]:
-    """SELECT(eye, x[..., None, :], 0): [..., N] → [..., N, N] with x on the diagonal (no lowering in L3686)."""
+    """SELECT(eye, x[..., None, :], 0): [..., N] → [..., N, N] with x on the diagonal (no lowering in lowering doc:
+    tfl.matrix_diag)."""
     x = data_operand(b, op.operands[0])
     shape = static_shape(x)
     if not shape:
@@ -378,7 +382,8 @@ def matrix_diag(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.matrix_set_diag", dtypes=("fp32", "i8"))
 @keeps_values
 def matrix_set_diag(b: Builder, op: Operation) -> list[Value]:
-    """SELECT(eye, diagonal as a column, input): the main diagonal replaced (no lowering in L3690).
+    """SELECT(eye, diagonal as a column, input): the main diagonal replaced (no lowering in lowering doc:
+    tfl.matrix_set_diag).
 
     input [..., M, N] with its main diagonal replaced by diag [..., min(M, N)]: diag as a column [..., K, 1]
     (padded to M rows), SELECT(eye, column, input)."""
@@ -400,11 +405,12 @@ def matrix_set_diag(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.reverse_sequence", dtypes=("fp32", "i32"))
 @keeps_values
 def reverse_sequence(b: Builder, op: Operation) -> list[Value]:
-    """One GATHER with index t < L ? L - 1 - t : t on a [batch, seq, rest] view (no lowering in L4075).
+    """One GATHER with index t < L ? L - 1 - t : t on a [batch, seq, rest] view (no lowering in lowering doc:
+    tfl.reverse_sequence).
 
     Reverse the first seq_lengths[b] entries along seq_dim of each batch_dim slice.  As one GATHER on a
     [batch, seq, rest] view with index t < L ? L - 1 - t : t (folded to a constant for constant lengths).
-    No lowering in L4075."""
+    No lowering in lowering doc: tfl.reverse_sequence."""
     x = data_operand(b, op.operands[0])
     shape = static_shape(x)
     r = len(shape)
@@ -438,7 +444,7 @@ def reverse_sequence(b: Builder, op: Operation) -> list[Value]:
 
 
 def _gather_ready(b: Builder, v: Value) -> tuple[Value, DType | None]:
-    """GATHER/SCATTER have no bool mode (S8700-8760): carry bool through i8."""
+    """GATHER/SCATTER have no bool mode (spec 2.11.1 GATHER): carry bool through i8."""
     if v.dtype is DType.BOOL:
         return b.cast(v, DType.INT8), DType.BOOL
     return v, None
@@ -467,7 +473,8 @@ def _flat_indices(b: Builder, idx: Value, lead: Sequence[int], what: str) -> tup
 def scatter_add(b: Builder, base: Value | None, shape: Sequence[int], idx: Value, updates: Value,
                 what: str) -> Value:
     """``base`` (zeros when None) with ``updates`` added at the index tuples ``idx`` [..., q] (duplicates add up,
-    as TFLite's scatter_nd does).  Unique constant indices: one SCATTER (S8825) into the base when it is zero,
+    as TFLite's scatter_nd does).  Unique constant indices: one SCATTER (spec 2.11.2 SCATTER) into the base when it is
+    zero,
     else a SELECT-and-sum over an EQUAL mask of the flat row index (REDUCE_SUM in i32 / float)."""
     shape = [int(d) for d in shape]
     ishape = static_shape(idx)
@@ -518,7 +525,8 @@ def scatter_nd(b: Builder, op: Operation) -> list[Value]:
 def embedding_lookup(b: Builder, op: Operation) -> list[Value]:
     """GATHER of the table's rows (tfl.gather on axis 0); hybrid int8 tables dequantized on the host.
 
-    Rows of ``value`` selected by ``lookup`` (the section L3249 has no lowering text): tfl.gather on axis 0.
+    Rows of ``value`` selected by ``lookup`` (the section lowering doc: tfl.embedding_lookup has no lowering text):
+    tfl.gather on axis 0.
 
     Hybrid models (int8/uint8 constant table, float output): TFLite multiplies each stored value by the scale
     (the zero point is not applied), done here on the host before the GATHER."""

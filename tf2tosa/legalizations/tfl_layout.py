@@ -62,7 +62,8 @@ def _same_quant(a: QuantParams | None, c: QuantParams | None) -> bool:
 @legalize("tfl.reshape", dtypes=_ANY)
 @keeps_values
 def reshape(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE with a CONST_SHAPE target (op_inventory §4 #6, S8025-8059); -1 resolved statically (S766)."""
+    """RESHAPE with a CONST_SHAPE target (op_inventory §4 #6, spec 2.10.3 RESHAPE); -1 resolved statically (spec 1.11.1
+    Tensors)."""
     x = _x(b, op)
     if len(op.operands) > 1 and has_value(op.operands[1]) and op.operands[1].const() is not None:
         target = const_ints(op, 1, "new shape")
@@ -80,7 +81,8 @@ def reshape(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.squeeze", dtypes=_ANY)
 @keeps_values
 def squeeze(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE dropping size-1 dims (lower_squeeze_op L826-851, with its keep-condition L842 fixed)."""
+    """RESHAPE dropping size-1 dims (lowering doc: lower_squeeze_op, with its keep-condition lowering doc:
+    lower_squeeze_op fixed)."""
     x = _x(b, op)
     shape = static_shape(x)
     dims = [positive_axis(int(d), len(shape)) for d in (op.attrs.get("squeeze_dims") or [])]
@@ -97,7 +99,7 @@ def squeeze(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.expand_dims", dtypes=_ANY)
 @keeps_values
 def expand_dims(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE inserting a 1; a negative axis means axis + rank + 1 (fixes lower_expand_dims L351-356)."""
+    """RESHAPE inserting a 1; a negative axis means axis + rank + 1 (fixes lowering doc: lower_expand_dims)."""
     x = _x(b, op)
     shape = static_shape(x)
     (axis,) = const_ints(op, 1, "axis")[:1]
@@ -114,7 +116,7 @@ def expand_dims(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.transpose", dtypes=_ANY)
 @keeps_values
 def transpose(b: Builder, op: Operation) -> list[Value]:
-    """TRANSPOSE with the perm constant as the ``perms`` attribute (§4 #10, S8561-8595)."""
+    """TRANSPOSE with the perm constant as the ``perms`` attribute (§4 #10, spec 2.10.7 TRANSPOSE)."""
     x = _x(b, op)
     perm = const_ints(op, 1, "perm")
     r = x.type.rank
@@ -130,7 +132,8 @@ def _concat(b: Builder, xs: Sequence[Value], axis: int, out_quant: QuantParams |
 
     TFLite's kernels (outside the seeds): concatenation and pack require int8 inputs quantized like the output
     (so a differing one can only come from our uint8 → int8 retyping): one RESCALE per input as in
-    lower_concatv2_op L278-284, but with that input's own zero point (L282 takes the first input's).  int16
+    lowering doc: lower_concatv2_op, but with that input's own zero point (lowering doc: lower_concatv2_op takes the
+    first input's).  int16
     concatenation copies the stored values whatever the scales (``raw_i16``), which we reproduce.
     """
     ys = []
@@ -148,7 +151,8 @@ def _concat(b: Builder, xs: Sequence[Value], axis: int, out_quant: QuantParams |
 
 @legalize("tfl.concatenation", dtypes=_ANY)
 def concatenation(b: Builder, op: Operation) -> list[Value]:
-    """CONCAT of all inputs in one op (S7723-7755), then the fused activation (lower_concatv2_op L263-293)."""
+    """CONCAT of all inputs in one op (spec 2.10.1 CONCAT), then the fused activation (lowering doc:
+    lower_concatv2_op)."""
     xs = [data_operand(b, v) for v in op.operands]
     rank = xs[0].type.rank
     if rank == 0:
@@ -163,7 +167,7 @@ def concatenation(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.pack", dtypes=_ANY)
 def pack(b: Builder, op: Operation) -> list[Value]:
-    """RESHAPE each input to insert a 1 at ``axis``, then one CONCAT (simplified lower_pack_op L452-505)."""
+    """RESHAPE each input to insert a 1 at ``axis``, then one CONCAT (simplified lowering doc: lower_pack_op)."""
     xs = [data_operand(b, v) for v in op.operands]
     shape = static_shape(xs[0])
     r = len(shape)
@@ -179,7 +183,8 @@ def pack(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.unpack", dtypes=_ANY)
 @keeps_values
 def unpack(b: Builder, op: Operation) -> list[Value]:
-    """SLICE per index along ``axis`` + RESHAPE dropping it (lower_unpack_op L921-967; loop bound L948 fixed)."""
+    """SLICE per index along ``axis`` + RESHAPE dropping it (lowering doc: lower_unpack_op; loop bound lowering doc:
+    lower_unpack_op fixed)."""
     x = _x(b, op)
     shape = static_shape(x)
     axis = positive_axis(int(op.attrs.get("axis", 0)), len(shape))
@@ -194,7 +199,7 @@ def unpack(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.split", dtypes=_ANY)
 @keeps_values
 def split(b: Builder, op: Operation) -> list[Value]:
-    """N equal SLICEs (lower_split_op L767-794, without IDENTITYN: §4 #15).  Inputs: axis, value."""
+    """N equal SLICEs (lowering doc: lower_split_op, without IDENTITYN: §4 #15).  Inputs: axis, value."""
     x = data_operand(b, op.operands[1])
     shape = static_shape(x)
     axis = positive_axis(const_ints(op, 0, "split axis")[0], len(shape))
@@ -207,7 +212,8 @@ def split(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.split_v", dtypes=_ANY)
 @keeps_values
 def split_v(b: Builder, op: Operation) -> list[Value]:
-    """SLICEs of the given sizes; one -1 takes the remainder (lower_splitv_op L796-824).  Inputs: value, sizes, axis."""
+    """SLICEs of the given sizes; one -1 takes the remainder (lowering doc: lower_splitv_op).  Inputs: value, sizes,
+    axis."""
     x = _x(b, op)
     shape = static_shape(x)
     axis = positive_axis(const_ints(op, 2, "split axis")[0], len(shape))
@@ -226,7 +232,8 @@ def split_v(b: Builder, op: Operation) -> list[Value]:
 
 
 def _drop_empty(b: Builder, op: Operation, v: Value) -> None:
-    """A zero-size piece (TOSA has no empty tensors, S760) disappears: it may be unused, or feed concatenations,
+    """A zero-size piece (TOSA has no empty tensors, spec 1.11.1 Tensors) disappears: it may be unused, or feed
+    concatenations,
     which then simply lose that operand; anything else reading it (or a graph output) is refused."""
     g = b.graph
     if v in g.outputs:
@@ -252,7 +259,7 @@ def _drop_empty(b: Builder, op: Operation, v: Value) -> None:
 @legalize("tfl.slice", dtypes=_ANY)
 @keeps_values
 def slice_(b: Builder, op: Operation) -> list[Value]:
-    """SLICE with start/size as CONST_SHAPE (§4 #7, S8273-8319); size -1 = to the end."""
+    """SLICE with start/size as CONST_SHAPE (§4 #7, spec 2.10.5 SLICE); size -1 = to the end."""
     x = at_least_1d(b, _x(b, op))
     shape = static_shape(x)
     begin = const_ints(op, 1, "begin")
@@ -269,7 +276,7 @@ def slice_(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.strided_slice", dtypes=_ANY)
 @keeps_values
 def strided_slice(b: Builder, op: Operation) -> list[Value]:
-    """SLICE + per-axis stride selection + REVERSE + RESHAPE (lower_strided_slice_op L853-919 reworked:
+    """SLICE + per-axis stride selection + REVERSE + RESHAPE (lowering doc: lower_strided_slice_op reworked:
     ellipsis, new_axis, negative strides and rank ≤ 6 handled, see lowering.layout.plan_strided_slice)."""
     x = _x(b, op)
     a = op.attrs
@@ -283,7 +290,7 @@ def strided_slice(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.reverse_v2", dtypes=_ANY)
 @keeps_values
 def reverse_v2(b: Builder, op: Operation) -> list[Value]:
-    """One REVERSE per axis (lower_reversev2_op L601-617)."""
+    """One REVERSE per axis (lowering doc: lower_reversev2_op)."""
     x = _x(b, op)
     if x.type.rank == 0:
         return [x]
@@ -293,7 +300,7 @@ def reverse_v2(b: Builder, op: Operation) -> list[Value]:
 
 # ------------------------------------------------------------------------------------------------- padding
 def _paddings(op: Operation, k: int, rank: int) -> list[int]:
-    """TF/TFLite [rank, 2] paddings flattened row-major = TOSA [s0, e0, s1, e1, …] (S7903)."""
+    """TF/TFLite [rank, 2] paddings flattened row-major = TOSA [s0, e0, s1, e1, …] (spec 2.10.2 PAD)."""
     pads = const_ints(op, k, "paddings")
     if len(pads) != 2 * rank:
         raise Unsupported(f"paddings of {len(pads)} values for rank {rank}")
@@ -305,7 +312,7 @@ def _paddings(op: Operation, k: int, rank: int) -> list[int]:
 @legalize("tfl.pad", dtypes=_ANY)
 @keeps_values
 def pad(b: Builder, op: Operation) -> list[Value]:
-    """PAD with zero (the zero point for quantized tensors, S7871) (§4 #9, S7869-7915)."""
+    """PAD with zero (the zero point for quantized tensors, spec 2.10.2 PAD) (§4 #9, spec 2.10.2 PAD)."""
     x = _x(b, op)
     if x.type.rank == 0:
         return [x]
@@ -344,7 +351,8 @@ def padv2(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.mirror_pad", dtypes=_ANY)
 @keeps_values
 def mirror_pad(b: Builder, op: Operation) -> list[Value]:
-    """Per axis: CONCAT(REVERSE(SLICE(head)), x, REVERSE(SLICE(tail))).  No lowering in L (L3783).
+    """Per axis: CONCAT(REVERSE(SLICE(head)), x, REVERSE(SLICE(tail))).  No lowering in the lowering doc
+    (tfl.mirror_pad).
 
     REFLECT excludes the edge element (pad ≤ dim-1), SYMMETRIC includes it (pad ≤ dim).
     """
@@ -387,7 +395,7 @@ def _axis_slice(b: Builder, x: Value, axis: int, start: int, size: int) -> Value
 @legalize("tfl.tile", dtypes=_ANY)
 @keeps_values
 def tile(b: Builder, op: Operation) -> list[Value]:
-    """TILE with multiples as CONST_SHAPE (§4 #8, S8430-8464)."""
+    """TILE with multiples as CONST_SHAPE (§4 #8, spec 2.10.6 TILE)."""
     x = _x(b, op)
     mult = const_ints(op, 1, "multiples")
     if x.type.rank == 0:
@@ -399,14 +407,14 @@ def tile(b: Builder, op: Operation) -> list[Value]:
 
 # ------------------------------------------------------------------------------------------------ gathers
 def _gather_ready(b: Builder, v: Value) -> tuple[Value, DType | None]:
-    """GATHER has no bool mode (S8700-8760): carry bool through i8."""
+    """GATHER has no bool mode (spec 2.11.1 GATHER): carry bool through i8."""
     if v.dtype is DType.BOOL:
         return b.cast(v, DType.INT8), DType.BOOL
     return v, None
 
 
 def _indices_i32(b: Builder, v: Value) -> Value:
-    """Indices as i32 (constant int64 indices narrowed; GATHER index_t is i32, S8700-8760)."""
+    """Indices as i32 (constant int64 indices narrowed; GATHER index_t is i32, spec 2.11.1 GATHER)."""
     if v.dtype is DType.INT32:
         return v
     c = v.const()
@@ -421,7 +429,7 @@ def _indices_i32(b: Builder, v: Value) -> Value:
 @keeps_values
 def gather(b: Builder, op: Operation) -> list[Value]:
     """params = B+P+[K]+S, indices = B+I → TRANSPOSE to B+[K]+P+S, RESHAPE [nB, K, nP·nS], GATHER with indices
-    [nB, nI], RESHAPE to B+I+P+S, TRANSPOSE to B+P+I+S.  (lower_gather_op L1058-1105 with its result perm,
+    [nB, nI], RESHAPE to B+I+P+S, TRANSPOSE to B+P+I+S.  (lowering doc: lower_gather_op with its result perm,
     which indexes params dims instead of the gathered layout, fixed.)"""
     params = _x(b, op)
     idx = op.operands[1]
@@ -440,7 +448,7 @@ def gather(b: Builder, op: Operation) -> list[Value]:
     if c is not None:
         k = pshape[axis]
         if c.size and (c.min() < 0 or c.max() >= k):
-            raise Unsupported("gather indices out of range")  # TOSA REQUIRE(0 <= k < K), S8760
+            raise Unsupported("gather indices out of range")  # TOSA REQUIRE(0 <= k < K), spec 2.11.1 GATHER
     bsh, psh, k, ssh, ish = pshape[:bd], pshape[bd:axis], pshape[axis], pshape[axis + 1:], ishape[bd:]
     out_rank = bd + len(psh) + len(ish) + len(ssh)
     check_rank(out_rank, "gather result")
@@ -463,8 +471,8 @@ def gather(b: Builder, op: Operation) -> list[Value]:
 @keeps_values
 def gather_nd(b: Builder, op: Operation) -> list[Value]:
     """Flatten the first q params dims into K and the index tuples into one i32 index (host-side for constant
-    indices, MUL + REDUCE_SUM otherwise), then one GATHER (lower_gather_nd_op L1107-1133 with its K/stride
-    slips L1118/L1122 fixed)."""
+    indices, MUL + REDUCE_SUM otherwise), then one GATHER (lowering doc: lower_gather_nd_op with its K/stride
+    slips lowering doc: lower_gather_nd_op/lowering doc: lower_gather_nd_op fixed)."""
     params = _x(b, op)
     idx = op.operands[1]
     pshape = static_shape(params)
@@ -501,7 +509,7 @@ def gather_nd(b: Builder, op: Operation) -> list[Value]:
 @keeps_values
 def depth_to_space(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE [N,H,W,bs,bs,C'] → TRANSPOSE {0,1,3,2,4,5} → RESHAPE [N,H·bs,W·bs,C'] (DCR, lower_depth_to_space_op
-    L295-318)."""
+    lowering doc: lower_depth_to_space_op)."""
     x = _x(b, op)
     n, h, w, c = _nhwc(x)
     bs = int(op.attrs["block_size"])
@@ -517,7 +525,7 @@ def depth_to_space(b: Builder, op: Operation) -> list[Value]:
 @keeps_values
 def space_to_depth(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE [N,H/bs,bs,W/bs,bs,C] → TRANSPOSE {0,1,3,2,4,5} → RESHAPE [N,H/bs,W/bs,bs·bs·C]
-    (lower_space_to_depth_op L744-765; its ``perm=`` is the 1.0 ``perms`` attribute)."""
+    (lowering doc: lower_space_to_depth_op; its ``perm=`` is the 1.0 ``perms`` attribute)."""
     x = _x(b, op)
     n, h, w, c = _nhwc(x)
     bs = int(op.attrs["block_size"])
@@ -539,7 +547,8 @@ def _nhwc(x: Value) -> list[int]:
 @keeps_values
 def space_to_batch_nd(b: Builder, op: Operation) -> list[Value]:
     """PAD → RESHAPE [B, d1/b1, b1, …, R] → TRANSPOSE [b1…, B, d1/b1…, R] → RESHAPE (lower_space_to_batch_nd_op
-    L661-742; its step-3 RESHAPE is a TRANSPOSE, L719, and remaining dims get zero padding).  The remaining
+    lowering doc: lower_space_to_batch_nd_op; its step-3 RESHAPE is a TRANSPOSE, lowering doc:
+    lower_space_to_batch_nd_op, and remaining dims get zero padding).  The remaining
     dims are collapsed into one so the 6-D limit holds for two spatial dims."""
     x = _x(b, op)
     shape = static_shape(x)
@@ -572,7 +581,8 @@ def space_to_batch_nd(b: Builder, op: Operation) -> list[Value]:
 @keeps_values
 def batch_to_space_nd(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE [b1…bM, B', d1…dM, R] → TRANSPOSE [B', d1, b1, …, dM, bM, R] → RESHAPE → SLICE crops
-    (lower_batch_to_space_nd_op L174-261 with its crop indexing L186-187/L251 and perm L217-223 fixed)."""
+    (lowering doc: lower_batch_to_space_nd_op with its crop indexing lowering doc: lower_batch_to_space_nd_op/lowering
+    doc: lower_batch_to_space_nd_op and perm lowering doc: lower_batch_to_space_nd_op fixed)."""
     x = _x(b, op)
     shape = static_shape(x)
     block = const_ints(op, 1, "block_shape")
@@ -608,7 +618,7 @@ def batch_to_space_nd(b: Builder, op: Operation) -> list[Value]:
 # ------------------------------------------------------------------------------------------ shape / fill
 @legalize("tfl.shape", dtypes=_ANY)
 def shape_(b: Builder, op: Operation) -> list[Value]:
-    """The static shape as an i32 CONST (lower_shape_op L651-659; int64 out_type narrowed, §6.7)."""
+    """The static shape as an i32 CONST (lowering doc: lower_shape_op; int64 out_type narrowed, §6.7)."""
     x = op.operands[0]
     dims = static_shape(x)
     return [b.const(np.asarray(dims, dtype=np.int32), DType.INT32)]
@@ -616,13 +626,13 @@ def shape_(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.rank", dtypes=_ANY)
 def rank_(b: Builder, op: Operation) -> list[Value]:
-    """Rank as a rank-0 i32 CONST (L3923-3935; S10150 allows rank 0)."""
+    """Rank as a rank-0 i32 CONST (lowering doc: tfl.rank; spec 2.14.1 CONST allows rank 0)."""
     return [b.const(np.asarray(op.operands[0].type.rank, dtype=np.int32), DType.INT32)]
 
 
 @legalize("tfl.fill", dtypes=_ANY)
 def fill(b: Builder, op: Operation) -> list[Value]:
-    """CONST of the filled shape for a constant value (L3303-3325), else RESHAPE the scalar to 1s + TILE."""
+    """CONST of the filled shape for a constant value (lowering doc: tfl.fill), else RESHAPE the scalar to 1s + TILE."""
     dims = const_ints(op, 0, "dims")
     v = op.operands[1]
     dt = tosa_dtype(v.dtype)
@@ -639,7 +649,7 @@ def fill(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.zeros_like", dtypes=_ANY)
 def zeros_like(b: Builder, op: Operation) -> list[Value]:
-    """Zero CONST of the input's shape (L4489-4499)."""
+    """Zero CONST of the input's shape (lowering doc: tfl.zeros_like)."""
     x = op.operands[0]
     dt = tosa_dtype(x.dtype)
     return [b.const(np.zeros(static_shape(x), dtype=dt.np_dtype()), dt)]

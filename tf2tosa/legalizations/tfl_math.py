@@ -1,9 +1,10 @@
 """Rules for TFLite's elementwise math, comparison, logical and select ops: float, plain int32, and quantized
 int8 / int16 bit-exact with TFLite's reference kernels (LiteRT BUILTIN_REF).
 
-Binary ops broadcast numpy-style; TOSA 1.0 needs equal ranks (S809, op_inventory §4 #30), so every binary
+Binary ops broadcast numpy-style; TOSA 1.0 needs equal ranks (spec 1.11.3 Broadcasting, op_inventory §4 #30), so every
+binary
 op goes through ``Builder.binary`` / ``Builder.mul`` which prepend 1-dims.  Integer ADD/SUB/MUL/MAXIMUM/
-MINIMUM/compare exist for i32 only (S3821-3825, S6831-6837), so quantized operands are widened to i32 by an
+MINIMUM/compare exist for i32 only (spec 2.5.1 ADD, spec 2.8.1 EQUAL), so quantized operands are widened to i32 by an
 exact RESCALE first (op_inventory §6.1 "missing type gating").  Quantized elementwise functions of one int8
 operand are a TABLE built from TFLite's own integer kernel (:mod:`tf2tosa.quant.tflite_reference`), exact by
 construction.
@@ -63,7 +64,8 @@ def _binary_rule(opcode: str, **attrs: object) -> None:
         _kind(op, x, y)
         return [_act(b, op, b.binary(opcode, x, y, **attrs))]
 
-    q_doc = ("TFLite's exact 2^20/2^15 input stage and RESCALEs (L2950-2975, §6.3)." if opcode in ("ADD", "SUB")
+    q_doc = ("TFLite's exact 2^20/2^15 input stage and RESCALEs (lowering doc: tfl.add, §6.3)."
+             if opcode in ("ADD", "SUB")
              else "the raw codes widened to i32.")
     rule.__doc__ = f"{opcode} with rank broadcasting (+ fused activation); quantized: {q_doc}"
     legalize(f"tfl.{opcode.lower()}", dtypes=("fp32", "i8", "i16"))(rule)
@@ -77,7 +79,7 @@ _binary_rule("MINIMUM", nan_mode="PROPAGATE")
 
 @legalize("tfl.mul", dtypes=("fp32", "i8", "i16"))
 def mul(b: Builder, op: Operation) -> list[Value]:
-    """MUL with shift 0 (the 1.0 shift operand, S4962-4972, §4 #11)."""
+    """MUL with shift 0 (the 1.0 shift operand, spec 2.5.14 MUL, §4 #11)."""
     x, y = op.operands[0], op.operands[1]
     if is_quantized(x, y):
         return [_q_mul(b, op)]
@@ -87,7 +89,7 @@ def mul(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.div", dtypes=("fp32", "i8"))
 def div(b: Builder, op: Operation) -> list[Value]:
-    """float: x * RECIPROCAL(y) (L3220-3233, within ~1.5 ulp); i32: INTDIV (truncating, S4198-4268);
+    """float: x * RECIPROCAL(y) (lowering doc: tfl.div, within ~1.5 ulp); i32: INTDIV (truncating, spec 2.5.6 INTDIV);
     int8: TFLite's DivElementwise (reciprocal + headroom) tabulated over all 65536 code pairs (GATHER)."""
     x, y = op.operands[0], op.operands[1]
     if is_quantized(x, y):
@@ -100,7 +102,8 @@ def div(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.squared_difference", dtypes=("fp32", "i8"))
 def squared_difference(b: Builder, op: Operation) -> list[Value]:
-    """(x - y)^2 as SUB then MUL (L4304-4317); int8 as TFLite: inputs ×2^7 and rescaled, squared in i32."""
+    """(x - y)^2 as SUB then MUL (lowering doc: tfl.squared_difference); int8 as TFLite: inputs ×2^7 and rescaled,
+    squared in i32."""
     x, y = op.operands[0], op.operands[1]
     if is_quantized(x, y):
         return [_q_squared_difference(b, op)]
@@ -111,7 +114,7 @@ def squared_difference(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.square")
 def square(b: Builder, op: Operation) -> list[Value]:
-    """x * x (L4280-4302, float/i32 part)."""
+    """x * x (lowering doc: tfl.square, float/i32 part)."""
     x = op.operands[0]
     _kind(op, x)
     return [b.mul(x, x)]
@@ -142,7 +145,8 @@ _unary_rule("tfl.abs", "ABS", ints=True)
 
 @legalize("tfl.neg", dtypes=("fp32", "i8", "i16"))
 def neg(b: Builder, op: Operation) -> list[Value]:
-    """NEGATE with its 1.0 zero-point inputs (0 for float/i32, S6187-6209, §4 #26; quantized: the tensors' zps)."""
+    """NEGATE with its 1.0 zero-point inputs (0 for float/i32, spec 2.6.10 NEGATE, §4 #26; quantized: the tensors'
+    zps)."""
     x = op.operands[0]
     if is_quantized(x):
         return [_q_neg(b, op)]
@@ -152,9 +156,10 @@ def neg(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.sqrt", dtypes=("fp32", "i8"))
 def sqrt(b: Builder, op: Operation) -> list[Value]:
-    """RECIPROCAL(RSQRT(x)): sqrt(0) = 1/inf = 0, sqrt(inf) = 1/0 = inf, sqrt(<0) = NaN (S6393-6520 tables).
+    """RECIPROCAL(RSQRT(x)): sqrt(0) = 1/inf = 0, sqrt(inf) = 1/0 = inf, sqrt(<0) = NaN (spec 2.6.11 RECIPROCAL, 2.6.12
+    RSQRT tables).
 
-    x * RSQRT(x) would give 0 * inf = NaN at 0; POW(x, 0.5) REQUIREs x >= 0 (S5178).
+    x * RSQRT(x) would give 0 * inf = NaN at 0; POW(x, 0.5) REQUIREs x >= 0 (spec 2.5.15 POW).
     """
     x = op.operands[0]
     if is_quantized(x):
@@ -165,7 +170,7 @@ def sqrt(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.pow")
 def pow_(b: Builder, op: Operation) -> list[Value]:
-    """POW needs base >= 0 (REQUIRE, S5178).  A constant integer exponent is done without that limit:
+    """POW needs base >= 0 (REQUIRE, spec 2.5.15 POW).  A constant integer exponent is done without that limit:
     |n| <= 4 by repeated MUL (+RECIPROCAL), otherwise POW(|x|, n) with the sign restored for odd n."""
     x, y = op.operands[0], op.operands[1]
     dt = _kind(op, x, y, ints=False)
@@ -224,9 +229,9 @@ def _narrow_ints(b: Builder, op: Operation, x: Value, y: Value) -> tuple[Value, 
 
 @legalize("tfl.floor_div", dtypes=("fp32", "i8", "i16", "i32"))
 def floor_div(b: Builder, op: Operation) -> list[Value]:
-    """float: FLOOR(x * RECIPROCAL(y)) (L395-404); int8/int16/int32: INTDIV corrected toward -inf.
+    """float: FLOOR(x * RECIPROCAL(y)) (lowering doc: lower_floor_div); int8/int16/int32: INTDIV corrected toward -inf.
 
-    The float form can be off by one within 1.5 ulp of an integer quotient; 1.0 INTDIV truncates (S4256-4268),
+    The float form can be off by one within 1.5 ulp of an integer quotient; 1.0 INTDIV truncates (spec 2.5.6 INTDIV),
     so the integer quotient is decremented where the remainder is non-zero and its sign differs from y's."""
     x, y, dt = _narrow_ints(b, op, op.operands[0], op.operands[1])
     if not dt.is_float:
@@ -236,7 +241,8 @@ def floor_div(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.floor_mod", dtypes=("fp32", "i8", "i16", "i32"))
 def floor_mod(b: Builder, op: Operation) -> list[Value]:
-    """x - floor(x / y) * y (the document's L406-415 returns frac(x/y): wrong, §6.1); integers via INTDIV in i32."""
+    """x - floor(x / y) * y (the document's lowering doc: lower_floor_mod returns frac(x/y): wrong, §6.1); integers via
+    INTDIV in i32."""
     x, y, dt = _narrow_ints(b, op, op.operands[0], op.operands[1])
     if not dt.is_float:
         return [b.cast(_floor_div_int(b, x, y)[1], dt)]
@@ -253,7 +259,7 @@ def floor_mod(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.round")
 def round_(b: Builder, op: Operation) -> list[Value]:
-    """Round half to even (TFLite), not the document's FLOOR(x + 0.5) (L619-628, §6.1).
+    """Round half to even (TFLite), not the document's FLOOR(x + 0.5) (lowering doc: lower_round_op, §6.1).
 
     f = FLOOR(x); d = x - f is exact in float; up when d > 0.5, or d == 0.5 and f is odd (f - 2*FLOOR(f/2) == 1).
     """
@@ -278,7 +284,7 @@ def _cmp_operands(b: Builder, op: Operation) -> tuple[Value, Value, DType]:
     if x.dtype != y.dtype:
         raise Unsupported(f"{op.name} with mixed element types {x.dtype.value}/{y.dtype.value}")
     dt = x.dtype
-    if dt in (DType.INT8, DType.INT16):  # compares exist for i32 only (S6831-6837): widen exactly
+    if dt in (DType.INT8, DType.INT16):  # compares exist for i32 only (spec 2.8.1 EQUAL): widen exactly
         x, y, dt = b.cast(x, DType.INT32), b.cast(y, DType.INT32), DType.INT32
     if dt not in FLOAT_TYPES and dt not in (DType.INT32, DType.BOOL):
         raise Unsupported(f"{op.name} on {dt.value} not supported")
@@ -300,7 +306,7 @@ def equal(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.not_equal", dtypes=("fp32", "i8"))
 def not_equal(b: Builder, op: Operation) -> list[Value]:
-    """LOGICAL_NOT(EQUAL) (L3824-3850): true for NaN, as x != y is."""
+    """LOGICAL_NOT(EQUAL) (lowering doc: tfl.not_equal): true for NaN, as x != y is."""
     x, y, dt = _cmp_operands(b, op)
     if dt is DType.BOOL:
         return [b.binary("LOGICAL_XOR", x, y)]
@@ -315,7 +321,8 @@ def _ordered(name: str, opcode: str, swap: bool) -> None:
         return [b.binary(opcode, y, x) if swap else b.binary(opcode, x, y)]
 
     rule.__doc__ = (f"{opcode} with swapped operands: NaN-correct, unlike the document's NOT({opcode}) "
-                    "(L3555-3610, S6880)." if swap else f"{opcode}.") + " int8: TFLite's scaled comparison."
+                    "(lowering doc: tfl.less_equal, tfl.less, spec 2.8.2 GREATER)."
+                    if swap else f"{opcode}.") + " int8: TFLite's scaled comparison."
     legalize(name, dtypes=("fp32", "i8", "i32"))(rule)
 
 
@@ -352,13 +359,14 @@ def logical_not(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.select", "tfl.select_v2", dtypes=("fp32", "i8", "i16"))
 def select_op(b: Builder, op: Operation) -> list[Value]:
-    """SELECT with all three ranks equalised (S6732; L630-649 fixes only the condition).
+    """SELECT with all three ranks equalised (spec 2.7.1 SELECT; lowering doc: lower_selectv2_op fixes only the
+    condition).
 
     tfl.select (v1) also allows a rank-1 condition choosing whole rows of higher-rank x/y: reshape it to
     [n, 1, ..., 1] so it broadcasts along dim 0 instead of the last dim.
     """
     c, x, y = op.operands[0], op.operands[1], op.operands[2]
-    q = op.results[0].type.quant if is_quantized(x, y) else None  # TFLite selects raw codes (L4117-4124)
+    q = op.results[0].type.quant if is_quantized(x, y) else None  # TFLite selects raw codes (lowering doc: tfl.select)
     if q is None:
         require_not_quantized(op, x, y)
     if c.dtype is not DType.BOOL:
@@ -372,7 +380,7 @@ def select_op(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.add_n", dtypes=("fp32", "i32"))
 def add_n(b: Builder, op: Operation) -> list[Value]:
-    """A chain of ADDs (L2928-2941); float or i32."""
+    """A chain of ADDs (lowering doc: tfl.add_n); float or i32."""
     xs = list(op.operands)
     _kind(op, *xs)
     acc = xs[0]
@@ -419,7 +427,7 @@ def right_shift(b: Builder, op: Operation) -> list[Value]:
     """ARITHMETIC_RIGHT_SHIFT (round=false), the shift clamped to [0, bits-1] as TFLite's kernel does.
 
     Signed values only (TOSA has no unsigned tensors); the clamp also keeps to the range TOSA REQUIREs
-    (S3926-3947)."""
+    (spec 2.5.2 ARITHMETIC_RIGHT_SHIFT)."""
     x, y = _int_operands(op)
     hi = x.dtype.bits - 1
     c = y.const()
@@ -447,7 +455,7 @@ def atan2(b: Builder, op: Operation) -> list[Value]:
     atan2(y, x) without an ATAN operator (none in TOSA 1.0): a = min(|x|,|y|)/max(|x|,|y|) in [0, 1], folded
     to |z| <= tan(π/8) by atan(a) = π/4 + atan((a-1)/(a+1)), an odd polynomial (error < 3e-10 rad), then the
     octant fixes π/2 - r (|y| > |x|), π - r (x < 0) and the sign of y.  Within a few ulp of std::atan2 (the
-    divisions are RECIPROCAL·MUL, S6341); atan2(0, 0) = 0."""
+    divisions are RECIPROCAL·MUL, spec 2.6.11 RECIPROCAL); atan2(0, 0) = 0."""
     y, x = op.operands[0], op.operands[1]
     require_float(op, x, y)
 
@@ -488,7 +496,7 @@ def _is_pot(scale: float) -> bool:
 
 
 def _q_add_sub(b: Builder, op: Operation, opcode: str) -> Value:
-    """TFLite's quantized ADD/SUB (reference AddElementwise, L2950-2975 with op_inventory §6.1/§6.3's fixes).
+    """TFLite's quantized ADD/SUB (reference AddElementwise, lowering doc: tfl.add with op_inventory §6.1/§6.3's fixes).
 
     ``left_shift`` = 20 (int8) / 15 (int16): ``(x - zp)·2^left_shift`` exactly in i32, then one RESCALE per
     input by ``s_in / (2·max_s)``, ADD/SUB in i32, RESCALE by ``2·max_s / (2^left_shift·s_out)``, all with
@@ -508,12 +516,12 @@ def _q_add_sub(b: Builder, op: Operation, opcode: str) -> Value:
 
 
 def _q_mul(b: Builder, op: Operation) -> Value:
-    """TFLite's quantized MUL as L3787-3811 (RESCALE to i32, MUL, RESCALE), with the scale ``s1·s2 / s_out``
+    """TFLite's quantized MUL as lowering doc: tfl.mul (RESCALE to i32, MUL, RESCALE), with the scale ``s1·s2 / s_out``
     computed in float32 as TFLite does and DOUBLE_ROUND; without zero points the i8/i16 MUL → i32 is used."""
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     dt = _same_types(op)
     (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
-    if z1 == 0 and z2 == 0:  # MUL i8×i8 / i16×i16 → i32 has no zero points (S5016-5038)
+    if z1 == 0 and z2 == 0:  # MUL i8×i8 / i16×i16 → i32 has no zero points (spec 2.5.14 MUL)
         prod = b.emit("MUL", [*b.broadcast_ranks(x, y), b.const(np.array([0]), DType.INT8, name="shift")],
                       out_dtype=DType.INT32).result
     else:
@@ -523,7 +531,8 @@ def _q_mul(b: Builder, op: Operation) -> Value:
 
 
 def _q_div(b: Builder, op: Operation) -> Value:
-    """int8 DIV (L3220-3234 is float only): TFLite's DivElementwise (GetReciprocal, headroom, two requantizations)
+    """int8 DIV (lowering doc: tfl.div is float only): TFLite's DivElementwise (GetReciprocal, headroom, two
+    requantizations)
     depends on the two codes only, so all 65536 results form one i8 GATHER table (64 KiB, PRO-INT)."""
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     if _same_types(op) is not DType.INT8:
@@ -536,7 +545,8 @@ def _q_div(b: Builder, op: Operation) -> Value:
 
 
 def _q_squared_difference(b: Builder, op: Operation) -> Value:
-    """TFLite's int8 SQUARED_DIFFERENCE (L4304-4318 is float only): ``(x - zp)·2^7`` rescaled by
+    """TFLite's int8 SQUARED_DIFFERENCE (lowering doc: tfl.squared_difference is float only): ``(x - zp)·2^7`` rescaled
+    by
     ``s / (2·max_s)``, squared in i32 and rescaled by ``(2·max_s)^2 / (2^14·s_out)``."""
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     if _same_types(op) is not DType.INT8:
@@ -550,8 +560,9 @@ def _q_squared_difference(b: Builder, op: Operation) -> Value:
 
 
 def _q_max_min(b: Builder, op: Operation, opcode: str) -> Value:
-    """TFLite's quantized MAXIMUM/MINIMUM (L3743, L3779: trivial) compare the raw codes (the converter gives all
-    three tensors one quantization); the i32-only MAXIMUM/MINIMUM (S4758-4762) works on the widened codes."""
+    """TFLite's quantized MAXIMUM/MINIMUM (lowering doc: tfl.maximum, tfl.minimum: trivial) compare the
+    raw codes (the converter gives all
+    three tensors one quantization); the i32-only MAXIMUM/MINIMUM (spec 2.5.12 MAXIMUM) works on the widened codes."""
     x, y = op.operands[0], op.operands[1]
     dt = _same_types(op)
     m = b.binary(opcode, b.cast(x, DType.INT32), b.cast(y, DType.INT32), nan_mode="PROPAGATE")
@@ -559,8 +570,9 @@ def _q_max_min(b: Builder, op: Operation, opcode: str) -> Value:
 
 
 def _q_neg(b: Builder, op: Operation) -> Value:
-    """Quantized NEG (L3812 trivial; TFLite has no such kernel): NEGATE with zero points when the scales agree
-    (S6315-6321), otherwise ``-(x - zp_in)`` in i32 requantized to the output."""
+    """Quantized NEG (lowering doc: tfl.neg trivial; TFLite has no such kernel): NEGATE with zero points when the scales
+    agree
+    (spec 2.6.10 NEGATE), otherwise ``-(x - zp_in)`` in i32 requantized to the output."""
     x, r = op.operands[0], op.results[0]
     dt = _same_types(op)
     (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
@@ -572,7 +584,8 @@ def _q_neg(b: Builder, op: Operation) -> Value:
 
 
 def _q_abs(b: Builder, op: Operation) -> Value:
-    """int8: TABLE of TFLite's AbsEvalQuantized (L2924's ABS has no i8 row, S5459-5463); int16: ABS in i32 then
+    """int8: TABLE of TFLite's AbsEvalQuantized (the tfl.abs lowering's ABS has no i8 row, spec 2.6.1 ABS); int16: ABS
+    in i32 then
     RESCALE (float32 ``s_in/s_out``, or a saturating copy when the scales are equal: TFLite's ``needs_rescale``)."""
     x, r = op.operands[0], op.results[0]
     dt = _same_types(op)
@@ -586,11 +599,13 @@ def _q_abs(b: Builder, op: Operation) -> Value:
 
 
 def _q_unary(b: Builder, op: Operation) -> Value:
-    """EXP / LOG / RSQRT / SQRT as TFLite computes them (L3261-3274's i16 exp table, L3615, L4105, L4276).
+    """EXP / LOG / RSQRT / SQRT as TFLite computes them (the tfl.exp lowering's i16 exp table, lowering doc: tfl.log,
+    lowering doc: tfl.rsqrt, tfl.sqrt).
 
     int8: one TABLE (256 entries, PRO-INT) from the kernel: LUTPopulate<int8> in float32 (EXP, LOG), the
     fixed-point GetInvSqrtQuantizedMultiplierExp (RSQRT), truncating float SQRT.  int16: TFLite's 513-entry
-    LUTPopulate<int16> read by LUTLookup is exactly TABLE i16 (S843-854) + RESCALE ×2^-7 rounding half up
+    LUTPopulate<int16> read by LUTLookup is exactly TABLE i16 (spec 1.12.5: apply_lookup_s) + RESCALE ×2^-7 rounding
+    half up
     (EXT-INT16).
     """
     x, r = op.operands[0], op.results[0]
@@ -615,7 +630,8 @@ _Q_UNARY = {"tfl.exp": _q_unary, "tfl.log": _q_unary, "tfl.rsqrt": _q_unary, "tf
 
 def _q_cmp_operands(b: Builder, op: Operation) -> tuple[Value, Value, DType]:
     """TFLite's quantized comparisons (ComparisonWithScaling, int8 only): ``(x - zp)·2^8`` rescaled by the
-    input's own scale, compared in i32.  L3555-3610 / L3824-3851 assert equal quantizations and compare
+    input's own scale, compared in i32.  lowering doc: tfl.less_equal, tfl.less / lowering doc: tfl.not_equal assert
+    equal quantizations and compare
     ``x - zp``: not TFLite's result when two codes round to one scaled value, nor for different scales."""
     x, y = op.operands[0], op.operands[1]
     if x.dtype is not DType.INT8 or y.dtype is not DType.INT8:

@@ -1,13 +1,15 @@
 """Rules for TFLite's neural-network ops: convolutions, fully connected, batch matmul, pools — float and quantized.
 
-Lowering document sections: tfl.conv_2d L3082, tfl.depthwise_conv_2d L3157, tfl.fully_connected L3364,
-tfl.transpose_conv L4415, tfl.average_pool_2d L2991, tfl.max_pool_2d L3694 (pre-1.0 TOSA; translated per
+Lowering document sections: tfl.conv_2d, tfl.depthwise_conv_2d, tfl.fully_connected,
+tfl.transpose_conv, tfl.average_pool_2d, tfl.max_pool_2d (pre-1.0 TOSA; translated per
 op_inventory §4 #3, #14, #21-23, #28).
 
 Quantized (int8, per-tensor or per-channel weights; int16x8 = i16 activations × i8 weights, EXT-INT16) follows
 LiteRT's reference kernels bit-exactly (see :mod:`tf2tosa.quant.conv`): CONV2D/DEPTHWISE/TRANSPOSE_CONV2D/MATMUL
-with the zero points as [1] tensors → i32 (i48) accumulator → RESCALE by ``s_x·s_w[c]/s_out`` (per_channel, S9905) →
-CLAMP of the fused activation in the output domain (L3125-3127, L3200-3202, L3425-3427 with op_inventory §6.1's
+with the zero points as [1] tensors → i32 (i48) accumulator → RESCALE by ``s_x·s_w[c]/s_out`` (per_channel, spec 2.13.2
+RESCALE) →
+CLAMP of the fused activation in the output domain (lowering doc: tfl.conv_2d, tfl.depthwise_conv_2d,
+lowering doc: tfl.fully_connected with op_inventory §6.1's
 fixes: the depthwise filter is reshaped, the fully-connected zero bias has OC elements, the RESCALEs carry both
 zero points, and the RELUN-on-i32 becomes a CLAMP on the output type).
 """
@@ -74,7 +76,8 @@ def _conv_types(b: Builder, op: Operation, x: Value, w: Value) -> _ConvTypes:
 
 
 def _bias(b: Builder, op: Operation, k: int, channels: int, ct: _ConvTypes) -> tuple[Value, DType | None]:
-    """Operand ``k`` when present, else a zero bias of ``channels`` elements (L3384 with shape[0] fixed, §6.1).
+    """Operand ``k`` when present, else a zero bias of ``channels`` elements (lowering doc: tfl.fully_connected with
+    shape[0] fixed, §6.1).
 
     Returns the bias and (quantized only) TFLite's accumulator type (see :func:`tf2tosa.quant.conv.quant_bias`)."""
     if ct.quantized:
@@ -113,10 +116,11 @@ def _finish(b: Builder, op: Operation, acc: Value, ct: _ConvTypes, scales: list[
 
 @legalize("tfl.conv_2d", dtypes=_QTYPES)
 def conv_2d(b: Builder, op: Operation) -> list[Value]:
-    """CONV2D (OHWI weights as in TOSA, S1414) + fused activation; grouped convs become a CONCAT of groups.
+    """CONV2D (OHWI weights as in TOSA, spec 2.3.3 CONV2D) + fused activation; grouped convs become a CONCAT of groups.
 
     Quantized: acc = CONV2D(x, w, bias, x_zp, w_zp) (i32, or i48 for i16 × i8), RESCALE by s_x·s_w[c]/s_out
-    (L3115-3125, per channel instead of L3115's single scale), CLAMP of the activation (L3127)."""
+    (lowering doc: tfl.conv_2d, per channel instead of the tfl.conv_2d lowering's single scale), CLAMP of the activation
+    (lowering doc: tfl.conv_2d)."""
     x, w = operands(op, 4, 4)
     ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
@@ -136,10 +140,12 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.depthwise_conv_2d", dtypes=_QTYPES)
 def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
-    """DEPTHWISE_CONV2D; TFLite's [1,KH,KW,C*M] filter is reshaped to TOSA's [KH,KW,C,M] (S2067, §6.1).
+    """DEPTHWISE_CONV2D; TFLite's [1,KH,KW,C*M] filter is reshaped to TOSA's [KH,KW,C,M] (spec 2.3.5 DEPTHWISE_CONV2D,
+    §6.1).
 
     Quantized: the per-channel scales follow TFLite's filter axis 3 (channel c*M + m), which is the output's last
-    dimension, so one per_channel RESCALE applies them (L3190-3200, of the depthwise result, not %conv2d)."""
+    dimension, so one per_channel RESCALE applies them (lowering doc: tfl.depthwise_conv_2d, of the depthwise result,
+    not %conv2d)."""
     x, w = operands(op, 4, 4)
     ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
@@ -164,11 +170,15 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     """TRANSPOSE_CONV2D with out_pad from the declared output shape (op_inventory §4 #23, §6.2).
 
     TFLite places input pixel iy at output rows iy*s - pad + ky (pad from SAME/VALID on the *output* size);
-    TOSA places it at iy*s + out_pad_top + ky (S3266-3277), so out_pad_top = -pad and out_pad_bottom follows
-    from OH = (IH-1)*s + out_pad_top + out_pad_bottom + KH (S3262).  The document's helper (L969-999) pushes
-    only pad_before, uses +1 for +i, and clamps at 0: not copied.  Out-pads <= -K (ERROR_IF, S3259) are
-    computed wider and SLICEd.  Quantized: zero points as [1] tensors (L4446 omits them), per-channel RESCALE
-    (L4447), activation CLAMP.
+    TOSA places it at iy*s + out_pad_top + ky (spec 2.3.10 TRANSPOSE_CONV2D), so out_pad_top = -pad and out_pad_bottom
+    follows
+    from OH = (IH-1)*s + out_pad_top + out_pad_bottom + KH (spec 2.3.10 TRANSPOSE_CONV2D).  The document's helper
+    (lowering doc: get_transpose_conv2d_padding_values_from_pad_type) pushes
+    only pad_before, uses +1 for +i, and clamps at 0: not copied.  Out-pads <= -K (ERROR_IF, spec 2.3.10
+    TRANSPOSE_CONV2D) are
+    computed wider and SLICEd.  Quantized: zero points as [1] tensors (lowering doc: tfl.transpose_conv omits them),
+    per-channel RESCALE
+    (lowering doc: tfl.transpose_conv), activation CLAMP.
     """
     _, w, x = operands(op, 1, 4, 4)
     ct = _conv_types(b, op, x, w)
@@ -198,7 +208,8 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     """1x1 CONV2D (1.0 has no FULLY_CONNECTED, §4 #14): input [N,1,1,IC], weights [OC,1,1,IC], bias [OC].
 
     Quantized: LiteRT's reference kernels requantize in double, round(acc · s_x·s_w[c]/s_out) (not MBQM, unlike
-    conv), reproduced exactly by :func:`tf2tosa.quant.conv.fc_output`; L3413's zero bias of %filter.shape[3] is OC
+    conv), reproduced exactly by :func:`tf2tosa.quant.conv.fc_output`; the tfl.fully_connected lowering's zero bias of
+    %filter.shape[3] is OC
     elements (§6.1)."""
     x, w = operands(op, None, 2)
     ct = _conv_types(b, op, x, w)
@@ -319,11 +330,12 @@ def _pool_activation(b: Builder, op: Operation, y: Value) -> Value:
 
 @legalize("tfl.average_pool_2d", dtypes=_QTYPES)
 def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
-    """AVG_POOL2D (S1324-1374): the count excludes padding, as TFLite's does; SAME pads are < kernel.
+    """AVG_POOL2D (spec 2.3.2 AVG_POOL2D): the count excludes padding, as TFLite's does; SAME pads are < kernel.
 
     Quantized: TFLite's reference kernel averages the *raw* stored values (input and output quantization must be
     equal) as (sum ± count/2) / count, i.e. rounding half away from zero.  AVG_POOL2D with zero points 0 computes
-    round(sum / count) by reciprocal_scale (S11775-11783), whose multiplier over-estimates 1/count by less than
+    round(sum / count) by reciprocal_scale (spec 4.5.5: reciprocal_scale), whose multiplier over-estimates 1/count by
+    less than
     2^-30 relative: ties round away from zero and no other result moves while |sum| < 2^15·count (i16) and
     count < 2^14.  With TFLite's zero points instead, ties would round around zp (op_inventory §5.5).
     """
@@ -350,7 +362,8 @@ def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.max_pool_2d", dtypes=_QTYPES)
 def max_pool_2d(b: Builder, op: Operation) -> list[Value]:
-    """MAX_POOL2D (no zero points in 1.0, S2709-2781; nan_mode PROPAGATE; L3727's quantization_info dropped).
+    """MAX_POOL2D (no zero points in 1.0, spec 2.3.8 MAX_POOL2D; nan_mode PROPAGATE; the tfl.max_pool_2d lowering's
+    quantization_info dropped).
 
     Quantized: the max of the stored values (a positive-scale affine map keeps the order); a different output
     quantization is one RESCALE after the pool (TFLite itself requires them equal)."""
@@ -389,7 +402,7 @@ def l2_normalization(b: Builder, op: Operation) -> list[Value]:
     """float: x * MINIMUM(RSQRT(sum x^2), 1e6); int8: TFLite's integer kernel (fixed-point inverse sqrt).
 
     x / max(sqrt(sum(x^2, last axis)), 1e-6) as x * MINIMUM(RSQRT(sum), 1e6) (TFLite's epsilon; no lowering
-    in the document, L3511).  RSQRT(0) = inf, so an all-zero row gives 0 like TFLite.
+    in the document, lowering doc: tfl.l2_normalization).  RSQRT(0) = inf, so an all-zero row gives 0 like TFLite.
 
     int8: TFLite's integer kernel (:func:`_q_l2_normalization`), output scale 1/128 and zero point 0."""
     (x,) = operands(op, None)
@@ -467,7 +480,7 @@ def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
     """x * (bias + alpha * sum_{|d| <= r} x[c+d]^2) ^ -beta over the channel (last) axis.
 
     The windowed channel sum is a CONV2D with a [1,1,2r+1,1] ones kernel on an [N*H*W,1,C,1] view (pad r
-    each side); the power is POW (base >= bias > 0 as POW REQUIREs, S5178).  No lowering in the document.
+    each side); the power is POW (base >= bias > 0 as POW REQUIREs, spec 2.5.15 POW).  No lowering in the document.
     """
     (x,) = operands(op, None)
     dt = require_float(op, x)
@@ -483,7 +496,7 @@ def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
     n, h, w, c = shape
     sq = b.reshape(b.mul(x, x), [n * h * w, 1, c, 1])
     ones = b.const(np.ones([1, 1, 2 * r + 1, 1]), dt)
-    # stride 1, pad r each side of a 2r+1 window: the output width is C exactly (S1668-1669)
+    # stride 1, pad r each side of a 2r+1 window: the output width is C exactly (spec 2.3.3 CONV2D)
     zp = float_zp(b, dt)
     ct = _ConvTypes(zp, zp, acc_type_for(dt), dt, dt, False)
     acc = _conv(b, sq, ones, b.const(np.zeros([1]), dt), ct, [0, 0, r, r], [1, 1], [1, 1])
@@ -515,7 +528,7 @@ def _conv3d_bias(b: Builder, op: Operation, k: int, oc: int, dt: DType) -> Value
 
 def _conv3d_stride1(b: Builder, x: Value, w: Value, bias: Value, pads: list[int], stride: list[int], dil: list[int],
                     dt: DType) -> Value:
-    """CONV3D (S1699-1846) after SLICEing away input planes that negative pads stand for."""
+    """CONV3D (spec 2.3.4 CONV3D) after SLICEing away input planes that negative pads stand for."""
     shape = static_shape(x)
     start, size = [0] * 5, list(shape)
     for i in range(3):
@@ -535,7 +548,8 @@ def _conv3d_stride1(b: Builder, x: Value, w: Value, bias: Value, pads: list[int]
 def conv_3d(b: Builder, op: Operation) -> list[Value]:
     """CONV3D with the filter TRANSPOSEd to TOSA's [OC,KD,KH,KW,IC] + fused activation (float).
 
-    CONV3D with TFLite's [KD,KH,KW,IC,OC] filter TRANSPOSEd to TOSA's [OC,KD,KH,KW,IC] (S1719); SAME/VALID pads
+    CONV3D with TFLite's [KD,KH,KW,IC,OC] filter TRANSPOSEd to TOSA's [OC,KD,KH,KW,IC] (spec 2.3.4 CONV3D); SAME/VALID
+    pads
     trimmed so the exact output division holds (op_inventory §6.2); fused activation.  Float (TFLite's kernel is
     float only); no lowering in the document."""
     x, w = operands(op, 5, 5)

@@ -1,7 +1,8 @@
 """Rules for TFLite's reductions and arg_max / arg_min: float, bool, int32 and quantized i8/i16.
 
-1.0 reductions take one axis and keep it as size 1 (S7663, §4 #19): one REDUCE_* per axis, then a RESHAPE when
-keep_dims is false (lower_reduce_op, L507-544).  REDUCE_SUM has only i32 and float modes (S7680-7700), so
+1.0 reductions take one axis and keep it as size 1 (spec 2.9.6 REDUCE_SUM, §4 #19): one REDUCE_* per axis, then a
+RESHAPE when
+keep_dims is false (lowering doc: lower_reduce_op).  REDUCE_SUM has only i32 and float modes (spec 2.9.6 REDUCE_SUM), so
 quantized sums go through an exact RESCALE to i32 first.  The quantized rules reproduce LiteRT's reference
 kernels (reduce.cc / reference_ops reduce.h); see each rule.
 """
@@ -61,11 +62,12 @@ def mean_multiplier(s_in: float, s_out: float, count: int) -> tuple[int, int]:
 
 @legalize("tfl.mean", dtypes=_QTYPES)
 def mean(b: Builder, op: Operation) -> list[Value]:
-    """REDUCE_SUM per axis, then MUL by 1/N (L3747-3771, float path).
+    """REDUCE_SUM per axis, then MUL by 1/N (lowering doc: tfl.mean, float path).
 
-    Quantized (L3777, with its undefined %op1_rescale_in/%input_zp fixed, op_inventory §6.1): RESCALE i8/i16
+    Quantized (lowering doc: tfl.mean, with its undefined %op1_rescale_in/%input_zp fixed, op_inventory §6.1): RESCALE
+    i8/i16
     → i32 removing zp_in, REDUCE_SUM, one RESCALE to the output with LiteRT's folded multiplier
-    :func:`mean_multiplier` (DOUBLE_ROUND = MultiplyByQuantizedMultiplier) and zp_out.  L3777's
+    :func:`mean_multiplier` (DOUBLE_ROUND = MultiplyByQuantizedMultiplier) and zp_out.  the tfl.mean lowering's
     compute_scale_32(div_scale·s_in/s_out) gives a different multiplier than TFLite's integer ``(m << sh) // N``.
     """
     x, axes = _x_axes(op)
@@ -88,9 +90,9 @@ def mean(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.sum", dtypes=_QTYPES)
 def sum_(b: Builder, op: Operation) -> list[Value]:
-    """REDUCE_SUM per axis (L4347; float or i32, S7680-7700).
+    """REDUCE_SUM per axis (lowering doc: tfl.sum; float or i32, spec 2.9.6 REDUCE_SUM).
 
-    Quantized (L4360-4370 with %input_zp defined): RESCALE → i32 (−zp_in), REDUCE_SUM, then the rounding of
+    Quantized (lowering doc: tfl.sum with %input_zp defined): RESCALE → i32 (−zp_in), REDUCE_SUM, then the rounding of
     LiteRT's default kernel.  LiteRT 2.3's BUILTIN_REF SUM is broken for quantized inputs (with a requantization
     the int8 kernel reads the data as uint8, a lone -1 summing as 255; with equal quantization, and for int16, it
     returns -1 everywhere), so the default kernel is the oracle: it scales the sum by the float32 ratio
@@ -139,7 +141,8 @@ def _minmax(opcode: str) -> None:
             raise Unsupported(f"{op.name} on {x.dtype.value} not supported")
         return [reduce_axes(b, opcode, x, axes, _keep(op), quant=x.type.quant, nan_mode="PROPAGATE")]
 
-    rule.__doc__ = (f"{opcode} per axis (L3951-3977; i8/i16/i32/float, S7336-7352); quantized: equal input/output "
+    rule.__doc__ = (f"{opcode} per axis (lowering doc: tfl.reduce_max, tfl.reduce_min; i8/i16/i32/float, "
+                    "spec 2.9.3 REDUCE_MAX); quantized: equal input/output "
                     f"quantization (TFLite requires it), the stored values reduce directly.")
     legalize(f"tfl.{opcode.lower()}", dtypes=_QTYPES)(rule)
 
@@ -154,9 +157,10 @@ MAX_PROD_CHAIN = 64
 
 def _int32_prod(b: Builder, x: Value, axes: list[int], keep: bool) -> Value:
     """int32 reduce_prod: TFLite multiplies in C int32, which wraps modulo 2^32; MUL i32 with shift 0 keeps exactly
-    the low 32 bits (S5067) and multiplication modulo 2^32 is associative and commutative, so a pairwise tree of
+    the low 32 bits (spec 2.5.14 MUL) and multiplication modulo 2^32 is associative and commutative, so a pairwise tree
+    of
     MULs over a [kept, reduced] view (ceil(log2 N) levels) gives TFLite's result bit for bit.  REDUCE_PRODUCT itself
-    is float only (S7578-7596)."""
+    is float only (spec 2.9.5 REDUCE_PRODUCT)."""
     shape = static_shape(x)
     kept = [a for a in range(len(shape)) if a not in axes]
     n = int(np.prod([shape[a] for a in axes])) if axes else 1
@@ -173,13 +177,14 @@ def _int32_prod(b: Builder, x: Value, axes: list[int], keep: bool) -> Value:
 
 @legalize("tfl.reduce_prod", dtypes=("fp32", "i8", "i16", "i32"))
 def reduce_prod(b: Builder, op: Operation) -> list[Value]:
-    """REDUCE_PRODUCT (the 1.0 name of REDUCE_PROD, §4 #18); float only (S7578-7596).
+    """REDUCE_PRODUCT (the 1.0 name of REDUCE_PROD, §4 #18); float only (spec 2.9.5 REDUCE_PRODUCT).
 
     Quantized: LiteRT's QuantizedReduceProd rescales after every step to stay in int32: with N reduced elements
     and ``g = s_in / s_out^(1/N)``, ``p = x0 - zp``, then ``p = MBQM64(p·(x_j - zp), g)`` in row-major order, and
     ``out = MBQM64(p, g) + zp_out`` (MBQM64 = the int64 MultiplyByQuantizedMultiplier: RESCALE scale32=false with
-    compute_scale_16, S11758).  Unrolled as SLICE/MUL/RESCALE on a [kept, reduced] view; MUL i32 keeps only the
-    low 32 bits (S5067), so the rule raises Unsupported unless a static bound proves every product fits i32.
+    compute_scale_16, spec 4.5.5: apply_scale_16).  Unrolled as SLICE/MUL/RESCALE on a [kept, reduced] view; MUL i32
+    keeps only the
+    low 32 bits (spec 2.5.14 MUL), so the rule raises Unsupported unless a static bound proves every product fits i32.
     """
     x, axes = _x_axes(op)
     if not x.type.is_quantized:
@@ -237,7 +242,7 @@ def _exact_prod_chain(b: Builder, xt: Value, acc: Value, n: int, m16: int, sh16:
         acc = X.round_scaled(b, b.binary("LOGICAL_XOR", neg_c, neg_d), prod, [g], half_up=True, wrap32=True)
     neg, limbs = X.limbs_of_signed(b, acc)
     y = X.round_scaled(b, neg, limbs, [g], half_up=True, wrap32=True)
-    lim = 1 << 24  # saturates anyway; keeps the RESCALE ×1 within S11746's value range
+    lim = 1 << 24  # saturates anyway; keeps the RESCALE ×1 within spec 4.5.5: apply_scale_32's value range
     y = b.binary("MINIMUM", y, b.const(np.full((1, 1), lim), DType.INT32), nan_mode="PROPAGATE")
     y = b.binary("MAXIMUM", y, b.const(np.full((1, 1), -lim), DType.INT32), nan_mode="PROPAGATE")
     return rescale(b, y, 1.0, out.dtype, out_zp=zp_out, out_quant=qparams(out), double_round=False)
@@ -266,7 +271,7 @@ def _arg_axis(op: Operation, x: Value) -> int:
 
 
 def _check_arg_input(op: Operation, x: Value) -> None:
-    # ARGMAX inputs: i8 (PRO-INT), i16 (EXT-INT16), fp16/fp32 (PRO-FP) — no i32 (S1028-1086).
+    # ARGMAX inputs: i8 (PRO-INT), i16 (EXT-INT16), fp16/fp32 (PRO-FP) — no i32 (spec 2.3.1 ARGMAX).
     if x.dtype not in FLOAT_TYPES and x.dtype not in (DType.INT8, DType.INT16):
         raise Unsupported(f"{op.name} on {x.dtype.value} (TOSA ARGMAX has no {x.dtype.value} mode)")
     if x.type.rank == 0:
@@ -275,7 +280,7 @@ def _check_arg_input(op: Operation, x: Value) -> None:
 
 @legalize("tfl.arg_max", dtypes=_QTYPES)
 def arg_max(b: Builder, op: Operation) -> list[Value]:
-    """ARGMAX, i32 result (L2975-2985).  TFLite's i64 output is narrowed to i32 (§6.7; indices < 2^31).
+    """ARGMAX, i32 result (lowering doc: tfl.arg_max).  TFLite's i64 output is narrowed to i32 (§6.7; indices < 2^31).
 
     Quantized i8 (PRO-INT) and i16 (EXT-INT16) inputs are fine: a positive-scale affine map keeps the argmax.
     """

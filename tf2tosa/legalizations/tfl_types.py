@@ -22,7 +22,7 @@ _FLOATS = (DType.FP16, DType.BF16, DType.FP32)
 
 def truncate_toward_zero(b: Builder, x: Value) -> Value:
     """SELECT(x < 0, CEIL(x), FLOOR(x)): TFLite casts float→int by truncation, while TOSA CAST rounds to
-    nearest-even (S9728-9730, op_inventory §5.8/§6.3), so make the value integral first."""
+    nearest-even (spec 2.13.1 CAST, op_inventory §5.8/§6.3), so make the value integral first."""
     zero = scalar_const(b, 0.0, x)
     neg = b.emit("GREATER", [zero, x]).result
     return b.emit("SELECT", [neg, b.ceil(x), b.floor(x)]).result
@@ -30,7 +30,7 @@ def truncate_toward_zero(b: Builder, x: Value) -> Value:
 
 def convert(b: Builder, x: Value, out: DType) -> Value:
     """Value-convert ``x`` to ``out`` with TFLite cast semantics, using only CAST pairs TOSA 1.0 has
-    (S9290-9692: no bool↔float, no i64)."""
+    (spec 2.13.1 CAST: no bool↔float, no i64)."""
     src = x.dtype
     if src is out:
         return x
@@ -48,7 +48,8 @@ def convert(b: Builder, x: Value, out: DType) -> Value:
 
 @legalize("tfl.cast", dtypes=("fp32", "i32", "i8", "i16", "bool"))
 def cast(b: Builder, op: Operation) -> list[Value]:
-    """CAST (trivial in L3048, but: float→int truncates in TFLite, int64 narrows to i32, bool↔float via i32).
+    """CAST (trivial in lowering doc: tfl.cast, but: float→int truncates in TFLite, int64 narrows to i32, bool↔float via
+    i32).
 
     TFLite's cast kernel converts stored values and ignores quantization, so quantized operands/results are
     converted as plain integers (the result carries the output's quantization).
@@ -99,8 +100,9 @@ def reciprocal_below(scale: float) -> np.float32:
 def quantize_value(b: Builder, x: Value, q: QuantParams, out: DType) -> Value:
     """fp32 → i8/i16 bit-exact with TFLite's reference AffineQuantize: ``clamp(round(fl32(x / s)) + zp)``.
 
-    L3905-3920 passes zp and scale to lower_quantize_op (L417-426) in swapped order, and that multiplies by the
-    scale where 1/scale is meant; even fixed, CAST rounds half to even (S9728-9730) where std::round rounds half
+    lowering doc: tfl.quantize passes zp and scale to lower_quantize_op (lowering doc: lower_quantize_op) in swapped
+    order, and that multiplies by the
+    scale where 1/scale is meant; even fixed, CAST rounds half to even (spec 2.13.1 CAST) where std::round rounds half
     away from zero, and x·(1/s) differs from x/s in the last bit next to rounding thresholds.  So, with a = |x|
     clamped to where the result saturates anyway:
 
@@ -225,11 +227,11 @@ def _fuse_float_island(b: Builder, op: Operation, x: Value) -> None:
 
 
 def dequantize_value(b: Builder, x: Value, out: DType = DType.FP32) -> Value:
-    """(CAST(x) − zp) · scale in ``out`` (lower_dequantize_op L428-437, with its missing return fixed).
+    """(CAST(x) − zp) · scale in ``out`` (lowering doc: lower_dequantize_op, with its missing return fixed).
 
     TFLite computes float(double(scale)·(q − zp)); scale is a float32 and |q − zp| < 2^17, so that product is
     exact in double and the single rounding to float equals fp32 MUL's rounding: bit-exact.  CAST i8/i16→fp
-    needs PRO-FP (S9390-9436); MUL takes a shift operand of 0 in 1.0 (§4 #11).
+    needs PRO-FP (spec 2.13.1 CAST); MUL takes a shift operand of 0 in 1.0 (§4 #11).
     """
     q = x.type.quant
     assert q is not None
@@ -257,7 +259,8 @@ def identity(b: Builder, op: Operation) -> list[Value]:
 def fake_quant(b: Builder, op: Operation) -> list[Value]:
     """Nudged min/max, then round((clamp(x) - nmin)/scale)·scale + nmin in fp32 as TFLite's kernel (bit-exact).
 
-    TFLite's FAKE_QUANT (reference_ops::FakeQuant; L3291 via lower_fake_quant_op L370-393, which has no
+    TFLite's FAKE_QUANT (reference_ops::FakeQuant; lowering doc: tfl.fake_quant via lowering doc: lower_fake_quant_op,
+    which has no
     nudging and whose %quantized_op is undefined, op_inventory §6.1): min/max nudged so 0 is exact (quant range
     [0, 2^num_bits - 1]; TFLite refuses narrow_range), then in fp32 and the kernel's order
     ``round((clamp(x) - nmin) · (1/scale)) · scale + nmin`` with round half away from zero (the shifted value is

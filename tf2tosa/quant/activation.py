@@ -1,9 +1,11 @@
-"""Fused activations in the quantized domain (L1001-1044, with op_inventory §6.3's corrections).
+"""Fused activations in the quantized domain (lowering doc: lower_fused_activation, with op_inventory §6.3's
+corrections).
 
 The clamp bounds follow TFLite's ``CalculateActivationRangeQuantized``: ``quantize(f) = zp + round(f / scale)``
 evaluated in float32 with ``TfLiteRound`` (half away from zero), lower bounds ``max(qmin, …)`` and upper bounds
 ``min(qmax, …)`` of the storage type.  The lowering document truncates ``6.0 / scale`` and does not clamp to the
-storage range (L1018, L1022-1023); we round and clamp.  RELU has no upper bound but the storage maximum.
+storage range (lowering doc: lower_fused_activation); we round and clamp.  RELU
+has no upper bound but the storage maximum.
 """
 
 from __future__ import annotations

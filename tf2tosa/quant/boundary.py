@@ -1,18 +1,21 @@
-"""uint8 models: the lowering document's convert_tfl_uint8 pass (L4514-4519) for TOSA 1.0.
+"""uint8 models: the lowering document's convert_tfl_uint8 pass for TOSA 1.0.
 
 TOSA 1.0 has no uint8 tensors; an i8 tensor can carry uint8 bits, and RESCALE reads/writes them as unsigned with
-``input_unsigned`` / ``output_unsigned`` (zero-extended values and zero points, S10091-10093, S10107-10112).
+``input_unsigned`` / ``output_unsigned`` (zero-extended values and zero points, spec 2.13.2 RESCALE, spec 2.13.2
+RESCALE).
 
 Run before legalization (the values are still ``tfl``-typed):
 
 1. Every quantized uint8 value inside the graph (including ``tfl.const`` data) becomes int8 with the same scale and
-   ``zp - 128``; constants are remapped ``u - 128`` (L4516).  This is exact: TFLite's uint8 ↔ int8 relation is
+   ``zp - 128``; constants are remapped ``u - 128`` (lowering doc: convert_tfl_uint8).  This is exact: TFLite's uint8 ↔
+   int8 relation is
    ``i = u - 128`` with the same real value.
 2. A uint8 graph input keeps its name but becomes an i8 tensor carrying uint8 bits; a RESCALE
    ``i8 (input_unsigned, in_zp = zp_u8) → i8 (out_zp = zp_u8 - 128)`` by 1.0 (multiplier 1<<30, shift 30) replaces
-   all its uses (L4517).
+   all its uses (lowering doc: convert_tfl_uint8).
 3. A uint8 graph output is replaced by a RESCALE ``i8 (zp_u8 - 128) → i8 (output_unsigned, out_zp = zp_u8)`` by 1.0
-   (L4518).  The new output value takes the output's name (cleaned source tensor name); the producer value, now
+   (lowering doc: convert_tfl_uint8).  The new output value takes the output's name (cleaned source tensor name); the
+   producer value, now
    i8, is renamed ``<name>_i8`` and will be replaced by its rule's result.
 
 With scale 1.0 both RESCALEs are exact (no rounding; |value| <= 255 < 2^29) and use SINGLE_ROUND (shift 30), so
@@ -57,7 +60,7 @@ def _u8_zp(v: Value) -> int:
 
 
 def _retype_internal(graph: Graph) -> None:
-    """Quantized u8 values → i8 (zp - 128); u8 constants remapped u - 128 (L4516)."""
+    """Quantized u8 values → i8 (zp - 128); u8 constants remapped u - 128 (lowering doc: convert_tfl_uint8)."""
     for op in graph.topological_order():
         for r in op.results:
             q = r.type.quant
@@ -70,7 +73,8 @@ def _retype_internal(graph: Graph) -> None:
 
 
 def legalize_unsigned_io(graph: Graph, context: LegalizeContext | None = None) -> None:
-    """Rewrite uint8 graph inputs/outputs as i8 tensors with unsigned RESCALEs (S9907-9925, L4514-4519)."""
+    """Rewrite uint8 graph inputs/outputs as i8 tensors with unsigned RESCALEs (spec 2.13.2 RESCALE, lowering doc:
+    convert_tfl_uint8)."""
     unsigned: list[str] = list(graph.meta.get("unsigned_io", []))
     for v in list(graph.inputs) + list(graph.outputs):
         if v.dtype is DType.UINT8 and v.type.quant is None:

@@ -1,17 +1,20 @@
-"""Building ``tosa.RESCALE`` (S9770-10122) from real scales.
+"""Building ``tosa.RESCALE`` (spec 2.13.2 RESCALE) from real scales.
 
 ``rescale(b, x, scale, out_dtype, …)`` computes ``out = clip(apply_scale((x - in_zp), scale) + out_zp)``.
 
 * The (multiplier, shift) pairs come from :mod:`.scale` (TFLite's QuantizeMultiplier; op_inventory §5.1).
 * Rounding: DOUBLE_ROUND (EXT-DOUBLEROUND) reproduces TFLite's MultiplyByQuantizedMultiplier bit-exactly for
   scales < 1 (op_inventory §6.3).  It is chosen when the conversion option ``rounding == "double"`` and the 32-bit
-  multiplier is used (DOUBLE_ROUND needs scale32, S10081) and some shift exceeds 31; otherwise SINGLE_ROUND
+  multiplier is used (DOUBLE_ROUND needs scale32, spec 2.13.2 RESCALE) and some shift exceeds 31; otherwise SINGLE_ROUND
   (PRO-INT core).  For scales >= 1 (shift <= 31) one rounding half up is exactly TFLite's
   SaturatingRoundingDoublingHighMul (nudge 2^30 / 1 - 2^30, then truncating division), ties included.
-* ``scale32`` defaults to True, and to False for i48 inputs (S10080).
-* Zero points are ``[1]`` tensors of the input/output data types (S9770).  A uint8 zero point (``input_unsigned`` /
-  ``output_unsigned``) is stored as its i8 bit pattern and zero-extended by the op (S10091-10093, S10108).
-* The value-range REQUIRE of apply_scale_32 (S11746: ``|x - in_zp| < 2^(shift-1)``) is the caller's concern; for i8
+* ``scale32`` defaults to True, and to False for i48 inputs (spec 2.13.2 RESCALE).
+* Zero points are ``[1]`` tensors of the input/output data types (spec 2.13.2 RESCALE).  A uint8 zero point
+(``input_unsigned`` /
+  ``output_unsigned``) is stored as its i8 bit pattern and zero-extended by the op (spec 2.13.2 RESCALE, spec 2.13.2
+  RESCALE).
+* The value-range REQUIRE of apply_scale_32 (spec 4.5.5: apply_scale_32: ``|x - in_zp| < 2^(shift-1)``) is the caller's
+concern; for i8
   and i16 inputs it always holds (shift >= 2 … and a scale < 2^29 — see :func:`max_input_magnitude`).
 """
 
@@ -67,7 +70,8 @@ def rescale(b: Builder, x: Value, scale: ScaleArg, out_dtype: DType, *, in_zp: i
     ``scale`` is one factor or one per channel of the last dimension of ``x`` (``per_channel`` when more than one).
     ``double_round`` overrides the option-derived rounding mode; ``double_round=True`` with ``scale32=False`` raises.
     With the option-derived mode, DOUBLE_ROUND is emitted only when some shift exceeds 31 — below that both modes
-    compute the same (S11748-11750) and SINGLE_ROUND keeps the op in the PRO-INT core.  Per-channel scales that all
+    compute the same (spec 4.5.5: apply_scale_32) and SINGLE_ROUND keeps the op in the PRO-INT core.  Per-channel scales
+    that all
     map to the same (multiplier, shift) give a per-tensor RESCALE.
     """
     scales = _scales(scale)
@@ -92,7 +96,7 @@ def rescale(b: Builder, x: Value, scale: ScaleArg, out_dtype: DType, *, in_zp: i
         mult, shift = mult[:1], shift[:1]  # identical channels: one per-tensor pair, same results
     per_channel = mult.size > 1
     if double_round is None and mode == "DOUBLE_ROUND" and int(shift.max()) <= 31:
-        mode = "SINGLE_ROUND"  # S11749-11750 only differ for shift > 31: no EXT-DOUBLEROUND needed
+        mode = "SINGLE_ROUND"  # spec 4.5.5: apply_scale_32 only differ for shift > 31: no EXT-DOUBLEROUND needed
     m = b.const(mult, DType.INT32 if scale32 else DType.INT16, name="multiplier")
     s = b.const(shift, DType.INT8, name="shift")
     izp = b.zp(_zp_bits(in_zp, x.dtype, input_unsigned), x.dtype)
@@ -147,7 +151,8 @@ def requantize(b: Builder, x: Value, out_quant: QuantParams, out_dtype: DType | 
 
 
 def max_input_magnitude(scale: float, scale32: bool = True) -> int:
-    """Largest ``|x - in_zp|`` that satisfies apply_scale_32's value-range REQUIRE (S11746) for ``scale``."""
+    """Largest ``|x - in_zp|`` that satisfies apply_scale_32's value-range REQUIRE (spec 4.5.5: apply_scale_32) for
+    ``scale``."""
     from .scale import compute_scale_32
 
     if not scale32:

@@ -1,25 +1,30 @@
 """Real scale → RESCALE (multiplier, shift), reproducing TFLite's QuantizeMultiplier.
 
-The lowering document's compute_scale_32 (L148-172) and TFLite's ``QuantizeMultiplier`` agree on the
+The lowering document's compute_scale_32 (lowering doc: compute_scale_32) and TFLite's ``QuantizeMultiplier`` agree on
+the
 representation: ``scale = m·2^e`` with ``m ∈ [0.5, 1)`` (``frexp``), ``q = round(m·2^31)`` rounded half away from
 zero (``std::round``), and ``q == 2^31`` renormalised to ``(2^30, e+1)``.  TFLite stores ``shift = e`` (left shift
-positive); TOSA's right shift is ``31 - e`` because the multiplier carries 31 fraction bits (L164-166).
+positive); TOSA's right shift is ``31 - e`` because the multiplier carries 31 fraction bits (lowering doc:
+compute_scale_32).
 
 TOSA 1.0 adds limits the lowering document does not check (op_inventory §5.1, §6.4):
 
-* ``multiplier >= 0`` (S11744, S11759): negative scales raise :class:`Unsupported`.
-* ``2 <= shift <= 62`` (S11745, S11760):
+* ``multiplier >= 0`` (spec 4.5.5: apply_scale_32, spec 4.5.5: apply_scale_16): negative scales raise
+:class:`Unsupported`.
+* ``2 <= shift <= 62`` (spec 4.5.5: apply_scale_32, spec 4.5.5: apply_scale_16):
 
   - ``shift > 62`` (scale < 2^-32 for 32-bit multipliers): TFLite's QuantizeMultiplier flushes any exponent below
     -31 — the same condition — to ``multiplier 0``, so every result is 0.  We return ``(0, 62)``, which gives the same
-    zeros for every input.  Shift 62 (not 31) keeps the value-range REQUIRE of apply_scale_32 (S11746,
+    zeros for every input.  Shift 62 (not 31) keeps the value-range REQUIRE of apply_scale_32 (spec 4.5.5:
+    apply_scale_32,
     ``|value| < 2^(shift-1)``) vacuous for any i32/i48 input.  ``scale == 0`` gives the same ``(0, 62)``.
   - ``shift < 2`` (scale ≥ 2^29 for 32-bit, ≥ 2^13 for 16-bit multipliers) raises :class:`Unsupported`.
 
-The 16-bit multiplier (``scale32=false``, mandatory for i48 inputs, S10080) reproduces TFLite's int64
+The 16-bit multiplier (``scale32=false``, mandatory for i48 inputs, spec 2.13.2 RESCALE) reproduces TFLite's int64
 ``MultiplyByQuantizedMultiplier`` (used by the int16×8 conv/fully-connected kernels), which reduces the 32-bit
 multiplier to 16 bits as ``min((q + 2^15) >> 16, 0x7FFF)`` with total right shift ``15 - e``, then rounds once half
-up — exactly apply_scale_16 (S11758-11766).  So compute_scale_16 derives the 16-bit pair from the 32-bit one
+up — exactly apply_scale_16 (spec 4.5.5: apply_scale_16).  So compute_scale_16 derives the 16-bit pair from the 32-bit
+one
 instead of rounding the mantissa directly (the two differ at ties and where ``q >= 0x7FFF0000``).
 """
 
@@ -32,7 +37,7 @@ import numpy as np
 
 from ..errors import Unsupported
 
-#: legal RESCALE shift range (S11745, S11760)
+#: legal RESCALE shift range (spec 4.5.5: apply_scale_32, spec 4.5.5: apply_scale_16)
 MIN_SHIFT = 2
 MAX_SHIFT = 62
 
@@ -84,7 +89,8 @@ def compute_scale_16(scale: float) -> tuple[int, int]:
 
     Derived from the 32-bit pair the way TFLite's int64 MultiplyByQuantizedMultiplier does:
     ``m16 = min((q + 2^15) >> 16, 0x7FFF)``, ``shift = 15 - e``.  ``compute_scale_16(1.0) == (1 << 14, 14)``
-    (S9786).  Scales below 2^-48 (and 0) give ``(0, 62)``; below TFLite's own 2^-32 flush the result is the
+    (spec 2.13.2 RESCALE).  Scales below 2^-48 (and 0) give ``(0, 62)``; below TFLite's own 2^-32 flush the result is
+    the
     flushed 0 as in TFLite.  Scales of 2^13 and above raise :class:`Unsupported`.
     """
     q, e = quantize_multiplier(scale)

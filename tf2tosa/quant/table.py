@@ -1,13 +1,16 @@
-"""Lookup tables for ``tosa.TABLE`` (S5291-5397) built from a real function and the tensors' quantization.
+"""Lookup tables for ``tosa.TABLE`` (spec 2.5.17 TABLE) built from a real function and the tensors' quantization.
 
-* :func:`table_i8`: the 256-entry i8 table of PRO-INT TABLE, ``result = table[value + 128]`` (S5392), computed in
+* :func:`table_i8`: the 256-entry i8 table of PRO-INT TABLE, ``result = table[value + 128]`` (spec 2.5.17 TABLE),
+computed in
   the real domain: ``out[i + 128] = clamp(round(f((i - zp_in)·s_in) / s_out) + zp_out)``, rounding half away from
   zero like TFLite's ``TfLiteRound``.  This is what op_inventory §6.3 recommends for int8 activations on PRO-INT
   (no EXT-INT16 and no 9.7 interpolation error).  ``precision="float32"`` reproduces TFLite's ``LUTPopulate``,
   which evaluates the same formula in float32 and multiplies by ``1/s_out`` instead of dividing.
-* :func:`table_i16`: the 513-entry i16 table of EXT-INT16 TABLE.  apply_lookup_s (S843-854) reads entry
+* :func:`table_i16`: the 513-entry i16 table of EXT-INT16 TABLE.  apply_lookup_s (spec 1.12.5: apply_lookup_s) reads
+entry
   ``j = (v + 32768) >> 7`` and interpolates to ``j + 1`` with the 7 low bits, returning the value ×2^7 in i32.
-  Entry ``j`` therefore holds ``round(f((j·128 - 32768)·s_in) / s_out) + zp_out`` clipped to int16 (S862); the
+  Entry ``j`` therefore holds ``round(f((j·128 - 32768)·s_in) / s_out) + zp_out`` clipped to int16 (spec 1.12.5:
+  generate_lookup_table); the
   last entry (j = 512) is the function at 32768, only used as an interpolation end point.
 """
 
@@ -45,7 +48,8 @@ def _quantize(y: np.ndarray, s_out: float, zp_out: int, lo: int, hi: int) -> np.
 
 def table_i8(f: RealFn, in_q: QuantParams, out_q: QuantParams, out_dtype: DType = DType.INT8, *,
              precision: str = "float64") -> np.ndarray:
-    """256 entries ``out[i + 128]`` for inputs i = -128..127 (S5392); int8 (or ``out_dtype``'s storage range).
+    """256 entries ``out[i + 128]`` for inputs i = -128..127 (spec 2.5.17 TABLE); int8 (or ``out_dtype``'s storage
+    range).
 
     ``f`` receives a float64 array.  ``precision="float32"`` mimics TFLite's LUTPopulate (float32 arithmetic).
     """
@@ -69,7 +73,8 @@ def table_i8(f: RealFn, in_q: QuantParams, out_q: QuantParams, out_dtype: DType 
 
 
 def table_i16(f: RealFn, in_q: QuantParams, out_q: QuantParams) -> np.ndarray:
-    """513 int16 entries for the EXT-INT16 TABLE (S5394, apply_lookup_s S843-864), clipped to int16 (S862).
+    """513 int16 entries for the EXT-INT16 TABLE (spec 2.5.17 TABLE, apply_lookup_s spec 1.12.5: apply_lookup_s, 1.12.5:
+    generate_lookup_table), clipped to int16 (spec 1.12.5: generate_lookup_table).
 
     The TABLE result is the interpolated output ×2^7 (i32); RESCALE it by 2^-7 (see :func:`apply_table_i16`).
     """
@@ -81,7 +86,7 @@ def table_i16(f: RealFn, in_q: QuantParams, out_q: QuantParams) -> np.ndarray:
 
 
 def table_slopes_ok(table: np.ndarray) -> bool:
-    """apply_lookup_s REQUIREs each slope ``table[j+1] - table[j]`` to fit int16 (S851)."""
+    """apply_lookup_s REQUIREs each slope ``table[j+1] - table[j]`` to fit int16 (spec 1.12.5: apply_lookup_s)."""
     d = np.diff(np.asarray(table, dtype=np.int64))
     return bool(np.all((d >= -32768) & (d <= 32767)))
 

@@ -18,10 +18,11 @@ from ...ir import DType, Operation, QuantParams, Value
 from ...tosa.builder import Builder
 from .legalize_common import const_operand
 
-#: Level 8K MAX_RANK (S318-322)
+#: Level 8K MAX_RANK (spec 1.7 Levels)
 MAX_RANK = 6
 
-#: source-only integer types narrowed to i32 (op_inventory §6.7: no int64 tensors in TOSA, S381-570)
+#: source-only integer types narrowed to i32 (op_inventory §6.7: no int64 tensors in TOSA, spec 1.9 Supported Number
+#: Formats)
 _NARROW = {DType.INT64: DType.INT32, DType.UINT32: DType.INT32, DType.UINT64: DType.INT32}
 
 
@@ -92,7 +93,8 @@ def check_rank(rank: int, what: str) -> None:
 
 
 def reverse(b: Builder, x: Value, axes: Sequence[int]) -> Value:
-    """REVERSE along each axis with a dimension > 1 (one axis per op, S8158-8190; L601-617)."""
+    """REVERSE along each axis with a dimension > 1 (one axis per op, spec 2.10.4 REVERSE; lowering doc:
+    lower_reversev2_op)."""
     for a in axes:
         if int(x.shape[a]) > 1:
             x = b.emit("REVERSE", [x], {"axis": int(a)}, quant=x.type.quant).result
@@ -102,7 +104,7 @@ def reverse(b: Builder, x: Value, axes: Sequence[int]) -> Value:
 def take_every(b: Builder, x: Value, axis: int, count: int, stride: int, phase: int = 0) -> Value:
     """Elements ``phase + k·stride`` (k < count, stride ≥ 1) along ``axis``.
 
-    L's lower_strided_slice_op (L853-919) reshapes to 2·rank dims, which breaks MAX_RANK for rank > 3 inputs
+    the lowering doc's lower_strided_slice_op reshapes to 2·rank dims, which breaks MAX_RANK for rank > 3 inputs
     and needs size % stride == 0.  Here one axis at a time is folded into a rank-4 view
     [outer, count, stride, inner] (PAD at the end of the axis when it is shorter than count·stride), element
     ``phase`` of each block is kept, and the result reshaped back: the rank never exceeds max(rank, 4).
@@ -157,7 +159,8 @@ def plan_strided_slice(in_shape: Sequence[int], begin: Sequence[int], end: Seque
     Follows the documented tf.strided_slice semantics: the spec is sparse (ellipsis expands to the
     unmentioned dimensions, new_axis inserts a 1, shrink removes a dimension); a missing ellipsis is implied
     at the end.  Index clamping is Python's slice semantics, which equals TF's canonicalisation (begin/end
-    clamped to [0, dim] for positive and [-1, dim-1] for negative strides).  L853-919 implements none of
+    clamped to [0, dim] for positive and [-1, dim-1] for negative strides).  lowering doc: lower_strided_slice_op
+    implements none of
     ellipsis / negative strides / correct new_axis (op_inventory §6.1); they are handled here.
     TFLite ``offset``: end values are relative to begin (end = begin + end).
     """
@@ -274,7 +277,7 @@ def dilate_axis(b: Builder, x: Value, axis: int, d: int, fill: float | int | boo
 
 
 def resolve_reshape(in_size: int, new_shape: Sequence[int]) -> list[int]:
-    """Resolve one -1 in a reshape target (S766: 1.0 shapes are fully static)."""
+    """Resolve one -1 in a reshape target (spec 1.11.1 Tensors: 1.0 shapes are fully static)."""
     shape = [int(d) for d in new_shape]
     if shape.count(-1) > 1:
         raise Unsupported(f"reshape target {shape} has more than one -1")
@@ -289,7 +292,8 @@ def resolve_reshape(in_size: int, new_shape: Sequence[int]) -> list[int]:
 
 
 def split_along(b: Builder, x: Value, axis: int, sizes: Sequence[int]) -> list[Value]:
-    """SLICE ``x`` into consecutive pieces of ``sizes`` along ``axis`` (L767-824 without IDENTITYN)."""
+    """SLICE ``x`` into consecutive pieces of ``sizes`` along ``axis`` (lowering doc: lower_split_op, lower_splitv_op
+    without IDENTITYN)."""
     shape = static_shape(x)
     outs: list[Value] = []
     pos = 0
@@ -310,7 +314,7 @@ def split_along(b: Builder, x: Value, axis: int, sizes: Sequence[int]) -> list[V
 def pad_value(x: Value, value: float | int | None = None) -> float | int | bool:
     """The PAD pad_const for ``x``: ``value`` as given (already in storage units), else 0 / the zero point.
 
-    For quantized tensors the pad value includes the zero point (S7871).
+    For quantized tensors the pad value includes the zero point (spec 2.10.2 PAD).
     """
     if value is not None:
         return value

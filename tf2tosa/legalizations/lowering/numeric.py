@@ -15,7 +15,7 @@ from ...ir import DType, Operation, QuantParams, Value
 from ...tosa.builder import Builder
 from .legalize_common import const_operand, positive_axis, scalar_const
 
-#: element types the float rules accept (TOSA PRO-FP, S381-570)
+#: element types the float rules accept (TOSA PRO-FP, spec 1.9 Supported Number Formats)
 FLOAT_TYPES = (DType.FP32, DType.FP16, DType.BF16)
 
 
@@ -73,9 +73,9 @@ def axes_operand(op: Operation, k: int, rank: int) -> list[int]:
 
 def reduce_axes(b: Builder, opcode: str, x: Value, axes: Sequence[int], keep_dims: bool,
                 quant: QuantParams | None = None, **attrs: object) -> Value:
-    """REDUCE_<op> once per axis (1.0 takes a single axis and keeps the dim as 1, S7663), then RESHAPE.
+    """REDUCE_<op> once per axis (1.0 takes a single axis and keeps the dim as 1, spec 2.9.6 REDUCE_SUM), then RESHAPE.
 
-    With no axes the input is returned through IDENTITY (L507-544's IDENTITY branch).
+    With no axes the input is returned through IDENTITY (the lower_reduce_op lowering's IDENTITY branch).
     """
     shape = static_shape(x)
     if not axes:
@@ -116,12 +116,13 @@ def expm1(b: Builder, x: Value) -> Value:
 
 
 def float_divide(b: Builder, num: Value, den: Value) -> Value:
-    """num / den as num * RECIPROCAL(den) (L3220-3233); RECIPROCAL is within 1 ulp (S6341)."""
+    """num / den as num * RECIPROCAL(den) (lowering doc: tfl.div); RECIPROCAL is within 1 ulp (spec 2.6.11
+    RECIPROCAL)."""
     return b.mul(num, b.reciprocal(den))
 
 
 def select(b: Builder, cond: Value, on_true: Value, on_false: Value) -> Value:
-    """SELECT with equal-rank broadcasting of all three inputs (S6732)."""
+    """SELECT with equal-rank broadcasting of all three inputs (spec 2.7.1 SELECT)."""
     c, t, f = b.broadcast_ranks(cond, on_true, on_false)
     return b.emit("SELECT", [c, t, f]).result
 
