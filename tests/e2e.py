@@ -134,7 +134,7 @@ def inputs_for(graph: Graph, seed: int, lo: float = -1.0, hi: float = 1.0) -> di
             q = v.type.quant
             a, b = v.dtype.range()
             zp = q.zp
-            if v.name in unsigned_io(graph):  # the i8 input carries zp - 128 (tf2tosa.quant.boundary)
+            if v.name in unsigned_io(graph):  # the i8 input carries zp - 128 (tf2tosa.converter.passes.unsigned_io)
                 a, b, zp = 0, 255, zp + 128
             x = np.round(rng.uniform(lo, hi, shape) / q.s) + zp
             out[v.name] = np.clip(x, a, b).astype(np.uint8 if v.name in unsigned_io(graph) else v.dtype.np_dtype())

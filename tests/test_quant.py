@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tf2tosa.converter.passes.unsigned_io import legalize_unsigned_io
 from tf2tosa.errors import Unsupported
 from tf2tosa.executor import run
 from tf2tosa.ir import DType, Graph, QuantParams, TensorType, Value
@@ -25,7 +26,6 @@ from tf2tosa.quant import (
     compute_scale_16,
     compute_scale_32,
     fused_activation_q,
-    legalize_unsigned_io,
     quantize_multiplier_arrays,
     requantize,
     rescale,

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, TensorType, Value, has_value
+from ..serializer.flexbuffer import decode_flexbuffer
 from ..tosa.builder import Builder
 from . import delegate
 from .lowering import tf_ops
@@ -239,8 +240,6 @@ def _flex_options(op: Operation, what: str) -> dict[str, Any]:
     TransformTensorBilinear)."""
     dec = op.attrs.get("custom_options_decoded")
     if dec is None and op.attrs.get("custom_options"):
-        from ..converter.tflite_options import decode_flexbuffer
-
         try:
             dec = decode_flexbuffer(bytes(op.attrs["custom_options"]))
         except ValueError as e:

@@ -18,9 +18,10 @@ depth-first order of that tree.  The size of block ``j`` is ``dim_metadata[trave
 (read exactly as LiteRT reads it).
 
 TOSA has no sparse tensors: every sparse constant becomes a dense ``tosa.CONST``.  :func:`densify` is a pure
-function of the stored values, the dense shape and the attribute; :func:`densify_constants` rewrites the sparse
-``tfl.const`` ops of a graph in place (for ops that read sparse weights directly, e.g. FULLY_CONNECTED with 1x4
-block-sparse weights); ``tfl.densify`` then just forwards its operand.
+function of the stored values, the dense shape and the attribute; the ``densify`` graph pass
+(:mod:`tf2tosa.converter.passes.densify`) rewrites the sparse ``tfl.const`` ops of a graph in place (for ops that
+read sparse weights directly, e.g. FULLY_CONNECTED with 1x4 block-sparse weights); ``tfl.densify`` then just
+forwards its operand.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import Graph, Operation, Value
+from ..ir import Operation, Value
 from ..tosa.builder import Builder
 from .registry import legalize
 
@@ -153,21 +154,6 @@ def densify_op(op: Operation) -> None:
     op.attrs["values"] = dense
     op.attrs["sparsity_densified"] = True
     del op.attrs["sparsity"]
-
-
-def densify_constants(graph: Graph) -> list[str]:
-    """Densify every sparse ``tfl.const`` of ``graph`` (before legalization); returns the problems found.
-
-    A constant whose metadata is inconsistent is left alone and reported (its consumers then fail with that
-    reason through :func:`dense_operand`)."""
-    problems = []
-    for op in list(graph.ops.values()):
-        if op.name == "tfl.const" and op.attrs.get("sparsity") is not None:
-            try:
-                densify_op(op)
-            except Unsupported as e:
-                problems.append(e.reason)
-    return problems
 
 
 def dense_operand(v: Value) -> Value:

@@ -140,7 +140,7 @@ def quantize_value(b: Builder, x: Value, q: QuantParams, out: DType) -> Value:
 def quantize(b: Builder, op: Operation) -> list[Value]:
     """fp32 → i8/i16 (:func:`quantize_value`), or requantize i8/i16 → i8/i16 with one RESCALE by s_in/s_out
     (TFLite's Requantize: MultiplyByQuantizedMultiplier, i.e. DOUBLE_ROUND).  uint8 tensors were already turned into
-    int8 with zp − 128 (quant.boundary), so uint8 ↔ int8 is an int8 requantize (the identity when only the zero
+    int8 with zp − 128 (the unsigned_io pass), so uint8 ↔ int8 is an int8 requantize (the identity when only the zero
     point moved by 128)."""
     x = op.operands[0]
     res = op.results[0].type

@@ -13,11 +13,10 @@
 """
 
 from .activation import activation_bounds, fused_activation_q
-from .boundary import legalize_unsigned_io
 from .rescale import requantize, rescale, rescale_from_i32, rescale_to_i32, rounding_mode
 from .scale import compute_scale_16, compute_scale_32, quantize_multiplier, quantize_multiplier_arrays
 from .table import apply_table_i8, apply_table_i16, table_i8, table_i16
 
 __all__ = ["activation_bounds", "apply_table_i8", "apply_table_i16", "compute_scale_16", "compute_scale_32",
-           "fused_activation_q", "legalize_unsigned_io", "quantize_multiplier", "quantize_multiplier_arrays",
+           "fused_activation_q", "quantize_multiplier", "quantize_multiplier_arrays",
            "requantize", "rescale", "rescale_from_i32", "rescale_to_i32", "rounding_mode", "table_i8", "table_i16"]

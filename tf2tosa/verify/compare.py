@@ -259,7 +259,7 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     unsigned = g.unsigned_io
 
     def as_source(name: str, a: np.ndarray) -> np.ndarray:
-        """uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (tf2tosa.quant.boundary)."""
+        """uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (the unsigned_io pass)."""
         return a.view(np.uint8) if name in unsigned and a.dtype == np.int8 else a
 
     # by name, unless the TFLite names cannot identify the inputs (unnamed or repeated tensor names)

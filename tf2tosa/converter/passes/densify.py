@@ -1,15 +1,31 @@
 """Sparse constants (TFLite sparsity).
 
 before: ``tfl.const`` ops may carry a ``sparsity`` record (compressed weights); after: they hold dense values.
-Problems are recorded as failures of ``tfl.const (sparse)`` on the context.  The decoding itself is
-:func:`tf2tosa.legalizations.tfl_sparse.densify_constants`.
+Problems are recorded as failures of ``tfl.const (sparse)`` on the context.  Decoding one sparse tensor is
+:func:`tf2tosa.legalizations.tfl_sparse.densify_op`, which the ``tfl.densify`` rule shares.
 """
 
 from __future__ import annotations
 
+from ...errors import Unsupported
 from ...ir import Graph
-from ...legalizations.tfl_sparse import densify_constants
+from ...legalizations.tfl_sparse import densify_op
 from ...tosa.context import LegalizeContext
+
+
+def densify_constants(graph: Graph) -> list[str]:
+    """Densify every sparse ``tfl.const`` of ``graph`` (before legalization); returns the problems found.
+
+    A constant whose metadata is inconsistent is left alone and reported (its consumers then fail with that
+    reason through :func:`dense_operand`)."""
+    problems = []
+    for op in list(graph.ops.values()):
+        if op.name == "tfl.const" and op.attrs.get("sparsity") is not None:
+            try:
+                densify_op(op)
+            except Unsupported as e:
+                problems.append(e.reason)
+    return problems
 
 
 def densify(graph: Graph, context: LegalizeContext) -> None:
