@@ -275,16 +275,8 @@ def _spec_check(g: Any, trace: Mapping[str, np.ndarray]) -> tuple[str, float]:
     the spec's dot-product bound (§1.10.3) says by how much, so another fp32 implementation's output may be that
     far (relative to its scale) from the fp64 result even where our own kernel is far more accurate (an RFFT2D
     done with an FFT in fp64 vs the reference model's direct fp32 DFT)."""
-    from tf2tosa.executor import evaluate_op
     from tf2tosa.executor.compliance import check_op, op_accuracy
-    from tf2tosa.executor.registry import PRECISE
-
-    def fp64(op: Any, ins: list[np.ndarray]) -> list[np.ndarray]:
-        token = PRECISE.set(True)
-        try:
-            return evaluate_op(op, ins)
-        finally:
-            PRECISE.reset(token)
+    from tf2tosa.verify.spec_check import evaluate_fp64 as fp64
 
     bad: list[str] = []
     rel = 0.0

@@ -53,7 +53,8 @@ class ComplianceReport:
         return "\n".join([head] + [f"  {f.op} {f.result}: {f.message}" for f in self.failures[:10]])
 
 
-def _fp64(op: Operation, inputs: list[np.ndarray]) -> list[np.ndarray]:
+def evaluate_fp64(op: Operation, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """``op``'s results re-evaluated in fp64 (the executor's precise mode): the reference of the spec's bounds."""
     token = PRECISE.set(True)
     try:
         return evaluate_op(op, inputs)
@@ -69,11 +70,12 @@ def check_graph(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.nda
         if op.opcode in _SKIP or not any(r.dtype.is_float for r in op.results):
             continue
         ins = [trace[v.name] for v in op.operands]
-        refs = _fp64(op, ins)
+        refs = evaluate_fp64(op, ins)
 
         def bound(ins: list[np.ndarray] = ins, op: Operation = op) -> np.ndarray:
             # §1.10.3: the same op on the absolute values of its float operands
-            return _fp64(op, [np.abs(x) if np.issubdtype(np.asarray(x).dtype, np.floating) else x for x in ins])[0]
+            absolute = [np.abs(x) if np.issubdtype(np.asarray(x).dtype, np.floating) else x for x in ins]
+            return evaluate_fp64(op, absolute)[0]
 
         for i, r in enumerate(op.results):
             if not r.dtype.is_float:
