@@ -986,3 +986,26 @@ def test_newer_schema_case_op_fp8_and_unsupported_types() -> None:
                            "inputs": [0], "outputs": [0]}], [], [b""])
         with pytest.raises(ModelLoadError, match=word):
             load_tflite(bad)
+
+
+def test_zero_scale_only_on_constants() -> None:
+    """TFLite gives an all-zero channel of per-channel weights the scale 0.0 (int16x8 DFT matrices do); that loads.
+    The same scale on a computed tensor is refused, naming the tensor."""
+    def model(zero_on: str) -> bytes:
+        tensors = [
+            {"name": "x", "shape": [1, 3], "type": I8, "quant": ([0.0 if zero_on == "x" else 0.5], [0], 0)},
+            {"name": "w", "shape": [3, 1], "type": I8, "buffer": 1,
+             "quant": ([0.25, 0.0 if zero_on == "w" else 0.5, 0.125], [0], 0)},
+            {"name": "y", "shape": [1, 3], "type": I8, "quant": ([0.5], [0], 0)},
+        ]
+        return _tfl_model(
+            [{"tensors": tensors, "ops": [{"opcode": 0, "inputs": [0, 1], "outputs": [2]}],
+              "inputs": [0], "outputs": [2]}],
+            [(CUSTOM, "Foo")], [b"", np.array([1, 0, 3], np.int8).tobytes()])
+
+    g = load_tflite(model("w"))
+    op = next(op for op in g.ops.values() if op.name == "tfl.custom")
+    q = op.operands[1].type.quant
+    assert q is not None and q.scale == (0.25, 0.0, 0.125)
+    with pytest.raises(ModelLoadError, match=r"tensor 'x' has scale 0\.0 \(scales must be positive and finite\)"):
+        load_tflite(model("x"))

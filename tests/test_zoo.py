@@ -139,3 +139,14 @@ def test_failure_reasons_are_one_line() -> None:
     from models.zoo.core import _refusal
 
     assert _refusal(RuntimeError("ConverterError: op X.\nop X.")) == "op X."
+
+
+@requires_litert
+@requires_tf
+def test_int16x8_zero_scale_channels(tmp_path: Path) -> None:
+    """The int16x8 log-mel front ends hold a DFT matrix whose first sine row is all zero, which TFLite quantizes with
+    the per-channel scale 0.0: they convert and are bit-exact with the reference kernels."""
+    run = tz.run_zoo("log_mel_frontend/int16x8,kws_end_to_end/int16x8", jobs=1, report_dir=tmp_path, progress=False)
+    assert [(r["variant"], r["status"]) for r in run.results] == [("int16x8", "PASS")] * 2, \
+        [r["reason"] for r in run.results]
+    assert all(r["compared"] and r["mismatches"] == 0 and r["ref_mismatches"] == 0 for r in run.results)

@@ -388,6 +388,15 @@ class _Loader:
         arr = b.DataAsNumpy()  # raises when the vector runs past the end of the file
         return memoryview(arr.tobytes() if not isinstance(arr, int) else b"")
 
+    def _holds_data(self, index: int) -> bool:
+        """Whether buffer ``index`` holds data (a constant tensor), without reading the data."""
+        if not 0 < index < len(self.buffers):
+            return False
+        b = self.table(self.model.Buffers(index), f"Buffer {index}")
+        if int(b.Offset()) > 1:
+            return int(b.Size()) > 0
+        return not b.DataIsNone() and int(b.DataLength()) > 0
+
     # ------------------------------------------------------------- tensors
     def _tensor(self, st: Any, i: int) -> _Tensor:
         self.where = f"tensor {i}"
@@ -440,10 +449,14 @@ class _Loader:
         if q.ScaleIsNone() or self.vlen(q.ScaleLength(), "scale") == 0:
             return None
         scale = [float(x) for x in q.ScaleAsNumpy()]
-        if not all(math.isfinite(s) and s > 0 for s in scale):
-            bad = next(s for s in scale if not (math.isfinite(s) and s > 0))
-            self.fail(f"quantization of tensor {_q(name)} has scale {bad} (scales must be positive and finite)",
-                      tensor=name)
+        # TFLite's converter gives an all-zero channel (or tensor) of constant weights the scale 0.0: every value of
+        # it dequantizes to 0 whatever the scale, and its RESCALE multiplier becomes 0 (quant.scale).  A scale of 0
+        # on a computed tensor has no meaning (TFLite would divide by it), so only constants may carry it.
+        low = 0.0 if self._holds_data(int(t.Buffer())) else math.ulp(0.0)
+        if not all(math.isfinite(s) and s >= low for s in scale):
+            bad = next(s for s in scale if not (math.isfinite(s) and s >= low))
+            what = "scales of constants must be finite and >= 0" if low == 0.0 else "scales must be positive and finite"
+            self.fail(f"quantization of tensor {_q(name)} has scale {bad} ({what})", tensor=name)
         zp: list[int] = []
         if not q.ZeroPointIsNone() and self.vlen(q.ZeroPointLength(), "zero_point", 8):
             zp = [int(x) for x in q.ZeroPointAsNumpy()]

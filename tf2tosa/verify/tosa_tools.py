@@ -331,8 +331,9 @@ class _Worker:
 
         def pump() -> None:
             assert proc.stdout is not None
-            for line in proc.stdout:
-                lines.put(line)
+            with proc.stdout:
+                for line in proc.stdout:
+                    lines.put(line)
             lines.put(None)
 
         threading.Thread(target=pump, daemon=True).start()
@@ -370,6 +371,11 @@ class _Worker:
             if self.proc.poll() is None:
                 self.proc.kill()
             self.proc.wait()
+            if self.proc.stdin is not None:  # stdout is closed by its reader thread at end of file
+                try:
+                    self.proc.stdin.close()
+                except OSError:  # the flush into a killed worker fails
+                    pass
             self.proc = None
 
 
