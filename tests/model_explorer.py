@@ -26,7 +26,8 @@ def python_exe() -> Path:
 
 
 def available() -> bool:
-    return python_exe().is_file() and any((venv_dir() / "lib").glob("python*/site-packages/tosa_adapter_model_explorer"))
+    packages = (venv_dir() / "lib").glob("python*/site-packages/tosa_adapter_model_explorer")
+    return python_exe().is_file() and any(packages)
 
 
 def adapter_view(paths: Sequence[str | os.PathLike[str]], batch: int = 64) -> list[dict[str, Any]]:
