@@ -2,9 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 TOSA_VENV := .venv-tosa
+ME_VENV := .venv-me
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 TOSA_STAMP := $(TOSA_VENV)/.installed-stamp
+ME_STAMP := $(ME_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
 .PHONY: all env demo test lint typecheck pytest docs bench zoo zoo-shot fuzz chromium install-test clean
@@ -24,7 +26,13 @@ $(TOSA_STAMP): requirements-tosa.txt
 	$(TOSA_VENV)/bin/pip install -q -r requirements-tosa.txt
 	touch $@
 
-env: $(STAMP) $(TOSA_STAMP)
+# Model Explorer's TOSA adapter pins conflicting packages too: its own environment for the interop test.
+$(ME_STAMP): requirements-me.txt
+	test -x $(ME_VENV)/bin/python || $(PYTHON) -m venv $(ME_VENV)
+	$(ME_VENV)/bin/pip install -q -r requirements-me.txt
+	touch $@
+
+env: $(STAMP) $(TOSA_STAMP) $(ME_STAMP)
 
 demo: env
 	$(BIN)/tf2tosa demo
@@ -71,4 +79,4 @@ chromium:
 	command -v chromium >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q chromium)
 
 clean:
-	rm -rf $(VENV) $(TOSA_VENV) .cache out
+	rm -rf $(VENV) $(TOSA_VENV) $(ME_VENV) .cache out

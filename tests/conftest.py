@@ -18,6 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # make ``import modelgen`` work from any rootdir
 
+import model_explorer  # noqa: E402
 import modelgen  # noqa: E402
 import tosa_hook  # noqa: E402
 
@@ -27,7 +28,7 @@ CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 #: a skip whose reason says one of the tools CI must have (tosa-opt, the reference model, LiteRT, TensorFlow) is
 #: absent fails under CI=true; other skips (Chromium, downloaded real models, the spec seed) stay skips
 _CI_TOOLS = ("tensorflow", "keras", "litert", "tosa-tools", "tosa_tools", "tosa.fbs", "tosa-opt",
-             "reference model", "tosa_reference_model", "tosa_verif_build_tests")
+             "reference model", "tosa_reference_model", "tosa_verif_build_tests", "model explorer")
 _ABSENT = ("not installed", "not available", "not found", "no module named", "could not import", "needs tensorflow",
            "cannot build the model")
 
@@ -102,6 +103,8 @@ def _ci_missing_tools() -> list[str]:
         missing.append("LiteRT (ai_edge_litert)")
     if not HAVE_TF:
         missing.append("TensorFlow")
+    if not model_explorer.available():
+        missing.append(f"Model Explorer's TOSA adapter ({model_explorer.venv_dir()})")
     return missing
 
 

@@ -39,6 +39,7 @@ def _skip(reason: str) -> SimpleNamespace:
     ("tosa-tools environment not available", True),
     ("tosa.fbs not available: the tosa-tools environment is not installed", True),
     ("the cached model needs TensorFlow to build", True),
+    ("Model Explorer adapter environment not installed (/x/.venv-me): make env", True),
     ("chromium is not installed (apt-get install -y chromium)", False),  # .ci/run installs it when it can
     ("LiteRT: 'Registration failed' (op version not registered)", False),  # a LiteRT limit, not a missing tool
     ("no real models: run `python tools/fetch_real_models.py` first", False),  # needs the network

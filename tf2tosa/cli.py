@@ -492,6 +492,9 @@ def zoo(list_: bool = typer.Option(False, "--list", help="list the selected mode
                                            "(default out/zoo)"),
         models: Path | None = typer.Option(None, "--models", metavar="DIR", help="folder holding the model "
                                            "definitions (models/ of a tf2tosa checkout; default: this checkout)"),
+        cluster: str | None = typer.Option(None, "--cluster", metavar="ADDRESS", help="run one job per model "
+                                           "variant on the Dask scheduler at ADDRESS (tcp://host:8786; needs "
+                                           "tf2tosa[cluster]) instead of local processes"),
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
         ) -> dict[str, Any]:
     """Run the model-zoo regression suite: build, convert, validate, run and compare every model variant."""
@@ -500,7 +503,7 @@ def zoo(list_: bool = typer.Option(False, "--list", help="list the selected mode
     out = _out()
     runs: list[Any] = []
     code = zoo_command(list_only=list_, filter=filter, jobs=jobs, report=str(report) if report else None,
-                       echo=out.echo, on_run=runs.append, models=str(models) if models else None)
+                       echo=out.echo, on_run=runs.append, models=str(models) if models else None, cluster=cluster)
     run_ = runs[0] if runs else None
     results = [] if run_ is None else [
         {"model": r.get("model"), "variant": r.get("variant"), "family": r.get("family"),

@@ -14,7 +14,8 @@ cached in ``.cache/real_models``):
 
 Every variant ends with a status (``PASS``, ``FAIL``, ``INVALID``, ``UNSUPPORTED``, ``ERROR``, ``SKIP``,
 ``XFAIL``/``XPASS`` for known gaps) and a one-line reason for anything but a pass.  Models run in parallel worker
-processes (``jobs``); results go to ``zoo.json``, ``zoo.md`` and ``zoo.html`` (:mod:`.verify.report`).
+processes (``jobs``), or one job per model variant on a Dask distributed cluster (``cluster``, the ``[cluster]``
+extra); results go to ``zoo.json``, ``zoo.md`` and ``zoo.html`` (:mod:`.verify.report`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import numpy as np
 
 from . import executor
 from .api import convert
-from .errors import ConversionError, InputError, UnsupportedOpsError
+from .errors import ConversionError, InputError, MissingExtraError, UnsupportedOpsError
 from .ir import Graph
 from .verify import tosa_tools
 from .verify.compare import compare
@@ -501,6 +502,74 @@ def check_model(name: str, variants: Sequence[str], options: Mapping[str, Any] |
     return out
 
 
+# ------------------------------------------------------------------------------------------------ a cluster
+#: how long connecting to a ``--cluster`` scheduler, and waiting for its first worker, may take (seconds)
+CLUSTER_TIMEOUT = 10.0
+
+
+def cluster_job(name: str, variant: str, options: Mapping[str, Any], models_root: str | None) -> list[dict[str, Any]]:
+    """One model variant on a cluster worker: :func:`check_model` after pointing the worker at the model
+    definitions (``models_root``, the ``--models`` folder, which must be readable on the worker)."""
+    if models_root is not None:
+        os.environ[MODELS_ENV] = models_root
+    return check_model(name, [variant], options)
+
+
+def connect_cluster(address: str, timeout: float = CLUSTER_TIMEOUT) -> Any:
+    """A ``distributed.Client`` of the Dask scheduler at ``address`` with at least one worker; one-line
+    :class:`InputError` naming the address when it cannot be reached within ``timeout`` seconds, and
+    :class:`MissingExtraError` without the ``[cluster]`` extra."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise MissingExtraError("--cluster needs Dask distributed: pip install 'tf2tosa[cluster]'") from None
+    from distributed.comm import parse_address
+    from distributed.comm.registry import get_backend
+
+    try:  # a malformed address fails here: a Client that fails on it would stall the exit closing itself
+        scheme, location = parse_address(address)
+        get_backend(scheme)
+        if not location.strip(":/"):
+            raise ValueError("no host")
+    except (ValueError, TypeError) as e:
+        raise InputError(f"not a Dask scheduler address: {address} ({_one_line(e, 160)}); expected "
+                         "tcp://host:port") from None
+    try:
+        client = Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError, ValueError, TypeError) as e:
+        raise InputError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: "
+                         f"{_one_line(e, 160)}") from None
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (OSError, TimeoutError) as e:
+        client.close()
+        raise InputError(f"the Dask scheduler at {address} has no worker after {timeout:g} s: "
+                         f"{_one_line(e, 160)}") from None
+    return client
+
+
+def _run_on_cluster(client: Any, chosen: Sequence[tuple[Any, list[str]]], opts: Mapping[str, Any],
+                    take: Callable[[str, list[dict[str, Any]]], None]) -> None:
+    """Submit one :func:`cluster_job` per model variant and hand each result to ``take`` as it arrives."""
+    from distributed import as_completed
+
+    root = os.environ.get(MODELS_ENV)
+    futs: dict[Any, tuple[Any, str]] = {}
+    for mdef, vs in chosen:
+        for v in vs:
+            f = client.submit(cluster_job, mdef.name, v, dict(opts), root, key=f"tf2tosa-zoo-{mdef.name}/{v}",
+                              pure=False)
+            futs[f] = (mdef, v)
+    for f in as_completed(list(futs), loop=client.loop):
+        mdef, v = futs[f]
+        try:
+            rs = f.result()
+        except Exception as e:  # noqa: BLE001 - a worker died or could not import the project
+            rs = [asdict(VariantResult(mdef.name, mdef.family, v, "ERROR", f"cluster worker failed: {_one_line(e)}",
+                                       description=mdef.description))]
+        take(mdef.name, rs)
+
+
 # ------------------------------------------------------------------------------------------------ the run
 @dataclass
 class ZooRun:
@@ -579,16 +648,21 @@ class _Progress:
 
 def run_zoo(filter: str | None = None, jobs: int = 1, report_dir: str | os.PathLike[str] | None = None,
             list_only: bool = False, *, layers: bool = True, num_inputs: int = 2, include_real: bool = True,
-            progress: bool = True, on_result: Callable[[dict[str, Any]], None] | None = None) -> ZooRun:
+            progress: bool = True, on_result: Callable[[dict[str, Any]], None] | None = None,
+            cluster: str | None = None) -> ZooRun:
     """Run the model zoo (see the module docstring).
 
     ``filter``: see :func:`select`.  ``jobs``: worker processes (1 runs in this process).  ``report_dir``: where
     ``zoo.json``/``zoo.md``/``zoo.html`` go (``out/zoo`` by default; nothing is written for ``list_only``).
     ``list_only`` returns the selection as results with status ``LISTED`` without building anything.
+    ``cluster``: the address of a Dask scheduler (``tcp://host:8786``); one job per model variant runs on its
+    workers instead of local processes (``jobs`` is then ignored).
     """
     chosen = select(filter, include_real=include_real)
     started = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
     meta: dict[str, Any] = {"started": started, "filter": filter or "", "jobs": jobs, "num_inputs": num_inputs}
+    if cluster is not None:
+        meta["cluster"] = cluster
     if list_only:
         rows = [{"model": m.name, "family": m.family, "variant": v, "status": "LISTED", "description": m.description,
                  "known_gap": m.gap(v) or ""} for m, vs in chosen for v in vs]
@@ -597,6 +671,9 @@ def run_zoo(filter: str | None = None, jobs: int = 1, report_dir: str | os.PathL
         from .outputs import preflight
 
         preflight(report_dir)  # an unwritable report folder fails now, not after the whole run
+    client = connect_cluster(cluster) if cluster is not None else None  # an unreachable one fails now too
+    if client is not None:
+        meta["jobs"] = len(client.scheduler_info().get("workers", {}))
     meta.update(_versions())
     opts = {"layers": layers, "num_inputs": num_inputs}
     total = sum(len(vs) for _, vs in chosen)
@@ -612,7 +689,9 @@ def run_zoo(filter: str | None = None, jobs: int = 1, report_dir: str | os.PathL
         bar.update(name, rs)
 
     try:
-        if jobs <= 1:
+        if client is not None:
+            _run_on_cluster(client, chosen, opts, take)
+        elif jobs <= 1:
             for mdef, vs in chosen:
                 take(mdef.name, check_model(mdef.name, vs, opts))
         else:
@@ -635,6 +714,8 @@ def run_zoo(filter: str | None = None, jobs: int = 1, report_dir: str | os.PathL
                         take(mdef.name, rs)
     finally:
         bar.close()
+        if client is not None:
+            client.close()
     order = [f"{m.name}/{v}" for m, vs in chosen for v in vs]
     results = [by_key[k] for k in order if k in by_key]
     meta["wall_s"] = time.perf_counter() - t0
@@ -649,13 +730,14 @@ def run_zoo(filter: str | None = None, jobs: int = 1, report_dir: str | os.PathL
 
 def zoo_command(list_only: bool = False, filter: str | None = None, jobs: int = 1, report: str | None = None,
                 echo: Callable[[str], None] = print, on_run: Callable[[ZooRun], object] | None = None,
-                models: str | None = None) -> int:
+                models: str | None = None, cluster: str | None = None) -> int:
     """The body of ``tf2tosa zoo``: prints the selection (``--list``) or runs it; returns the exit code
     (0: no variant FAIL/INVALID/UNSUPPORTED/ERROR, 1 otherwise).  ``on_run`` receives the finished run.
-    ``models``: the folder holding the ``models`` package (default: this checkout; worker processes inherit it)."""
+    ``models``: the folder holding the ``models`` package (default: this checkout; worker processes inherit it,
+    cluster workers get its path with each job).  ``cluster``: a Dask scheduler address (see :func:`run_zoo`)."""
     if models is not None:
         os.environ[MODELS_ENV] = os.path.abspath(models)
-    run = run_zoo(filter=filter, jobs=jobs, report_dir=report, list_only=list_only)
+    run = run_zoo(filter=filter, jobs=jobs, report_dir=report, list_only=list_only, cluster=cluster)
     if on_run is not None:
         on_run(run)
     if list_only:

@@ -1,0 +1,140 @@
+"""``tf2tosa zoo --cluster``: the zoo on a Dask distributed cluster.  A ``LocalCluster`` of two worker processes
+runs a subset, and its report equals the serial (``--jobs 1``) one model for model; an unreachable scheduler is one
+line naming it within the connect time-out; without the ``[cluster]`` extra ``--jobs`` still works and
+``--cluster`` says which extra to install."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import requires_litert, requires_tf
+
+from tf2tosa import zoo as tz
+from tf2tosa.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+HAVE_DISTRIBUTED = importlib.util.find_spec("distributed") is not None
+requires_distributed = pytest.mark.skipif(not HAVE_DISTRIBUTED, reason="distributed (the [cluster] extra) is not "
+                                          "installed")
+#: the record fields that measure time or say where a job ran; everything else must be equal
+VOLATILE = {"build_s", "convert_s", "run_s", "cached"}
+SUBSET = "lenet5/float32,lenet5/int8,resnet8/float32,resnet8/int8"
+SUBSET_SLOW = "classification,audio,detection"  # 64 variants: float32, int8, int16x8, fp16
+
+
+def _closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _records(path: Path) -> dict[str, dict[str, Any]]:
+    results = json.loads(path.read_text())["results"]
+    return {f"{r['model']}/{r['variant']}": {k: v for k, v in r.items() if k not in VOLATILE} for r in results}
+
+
+@requires_distributed
+def test_unreachable_scheduler_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import distributed
+
+    made: list[Any] = []
+    real = distributed.Client
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        made.append(kwargs.get("timeout"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "Client", spy)
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    with pytest.raises(SystemExit) as exc:
+        main(["zoo", "--cluster", address, "--filter", "lenet5/int8", "--report", str(tmp_path / "zoo")])
+    assert exc.value.code != 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and address in lines[0], err
+    # the client was asked to give up within 30 s (the connect time-out is what bounds the wait)
+    assert made and all(t is not None and 0 < t <= 30 for t in made), made
+    assert not (tmp_path / "zoo").exists() or not list((tmp_path / "zoo").iterdir())
+
+
+@requires_distributed
+@pytest.mark.parametrize("address", ["nonsense://x", "tcp://"])
+def test_malformed_address(address: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["zoo", "--cluster", address, "--filter", "lenet5/int8"])
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and address in lines[0], lines
+
+
+def test_without_the_extra() -> None:
+    """With ``distributed`` unimportable, ``--list``/``--jobs`` never touch it and ``--cluster`` names the extra."""
+    code = ("import sys; sys.modules['distributed'] = None\n"
+            "from tf2tosa.cli import main\n"
+            "try:\n"
+            "    main(sys.argv[1:])\n"
+            "except SystemExit as e:\n"
+            "    sys.exit(e.code)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ok = subprocess.run([sys.executable, "-c", code, "zoo", "--list", "--filter", "lenet5", "--jobs", "2"], cwd=ROOT,
+                        env=env, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and "lenet5/int8" in ok.stdout, ok.stderr
+    bad = subprocess.run([sys.executable, "-c", code, "zoo", "--cluster", "tcp://127.0.0.1:1", "--filter", "lenet5"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    lines = [ln for ln in bad.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "tf2tosa[cluster]" in lines[0], bad.stderr
+
+
+@pytest.fixture(scope="module")
+def local_cluster() -> Iterator[str]:
+    """A LocalCluster of two single-threaded worker processes; yields its scheduler address.
+
+    Dask starts workers with ``OPENBLAS_NUM_THREADS=1`` (``distributed.nanny.pre-spawn-environ``); the serial run
+    here uses this process's BLAS threads, and a different thread count changes the last bits of fp64 sums (the
+    executor-vs-reference-model error of densenet_mini/float32 is 5.7e-15 with two threads, 4.1e-15 with one).
+    The workers therefore keep this process's environment, so that both runs compute under the same conditions."""
+    if not HAVE_DISTRIBUTED:
+        pytest.skip("distributed (the [cluster] extra) is not installed")
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                         silence_logs=50) as cluster:
+        yield cluster.scheduler_address
+
+
+def _same_as_serial(address: str, subset: str, tmp_path: Path, all_pass: bool = True) -> None:
+    serial = tz.run_zoo(subset, jobs=1, report_dir=tmp_path / "serial", progress=False)
+    dist = tz.run_zoo(subset, report_dir=tmp_path / "cluster", progress=False, cluster=address)
+    assert dist.meta["cluster"] == address and dist.meta["jobs"] == 2
+    a, b = _records(serial.paths["json"]), _records(dist.paths["json"])
+    assert list(a) == list(b) == [f"{m.name}/{v}" for m, vs in tz.select(subset) for v in vs]  # all, in order
+    for key in a:
+        assert a[key] == b[key], key
+    if all_pass:
+        assert all(r["status"] == "PASS" for r in a.values()), {k: r["reason"] for k, r in a.items()}
+
+
+@requires_litert
+@requires_tf
+def test_local_cluster_report_equals_serial(local_cluster: str, tmp_path: Path) -> None:
+    _same_as_serial(local_cluster, SUBSET, tmp_path)
+
+
+@pytest.mark.slow
+@requires_litert
+@requires_tf
+def test_local_cluster_report_equals_serial_more(local_cluster: str, tmp_path: Path) -> None:
+    _same_as_serial(local_cluster, SUBSET_SLOW, tmp_path, all_pass=False)
