@@ -47,21 +47,24 @@ class TosaModel:
 
         return to_bytes(self.graph)
 
-    def to_mlir(self) -> str:
-        """TOSA-dialect MLIR text."""
+    def to_mlir(self, syntax: str = "generic") -> str:
+        """TOSA-dialect MLIR text: ``syntax="generic"`` (MLIR's generic operation form, read by tosa-opt and
+        IREE alike) or ``"upstream"`` (the custom assembly of today's upstream TOSA dialect, as IREE prints it)."""
         from .serializer import to_mlir
 
-        return to_mlir(self.graph)
+        return to_mlir(self.graph, syntax=syntax)
 
-    def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None) -> None:
-        """Write the ``.tosa`` file (and optionally the ``.mlir`` text): both or neither, each atomically.
+    def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None,
+             mlir_syntax: str = "generic") -> None:
+        """Write the ``.tosa`` file (and optionally the ``.mlir`` text in ``mlir_syntax``, see :meth:`to_mlir`):
+        both or neither, each atomically.
 
         Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
         from .outputs import write_files
 
         files: dict[str | os.PathLike[str], bytes] = {path: self.to_bytes()}
         if mlir is not None:
-            files[mlir] = self.to_mlir().encode()
+            files[mlir] = self.to_mlir(mlir_syntax).encode()
         write_files(files)
 
     # ------------------------------------------------------------------- run

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import click
 import typer
 
 from .cli_output import (
@@ -45,6 +46,8 @@ QUIET = typer.Option(False, "-q", "--quiet", help="print only the result line, w
 VERBOSE = typer.Option(False, "-v", "--verbose", help="also show TensorFlow/LiteRT logs, dependency warnings and "
                        "progress lines when stderr is not a terminal")
 
+#: the --mlir-syntax choices (tf2tosa.serializer.mlir.SYNTAXES; kept here so --help imports no serializer)
+MLIR_SYNTAXES = ("generic", "upstream")
 ORACLE_HELP = ("what integer and float outputs are judged against: ref (LiteRT's reference kernels, the default for "
                ".tflite), optimized (LiteRT's default kernels) or tensorflow (the default for TensorFlow models)")
 
@@ -213,6 +216,11 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             output: Path = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write"),
             mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
                                              help="also write TOSA-dialect MLIR text here"),
+            mlir_syntax: str = typer.Option("generic", "--mlir-syntax", click_type=click.Choice(MLIR_SYNTAXES),
+                                            help="syntax of the --mlir text: generic (MLIR's generic operation "
+                                            "form; tosa-opt and IREE read it) or upstream (today's upstream TOSA "
+                                            "dialect assembly with keyword attributes; IREE reads it, tosa-opt "
+                                            "2026.8.0 does not)"),
             input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
                                                          help="NAME=1,224,224,3 (repeatable)"),
             verify: bool = typer.Option(False, "--verify/--no-verify", help="then compare with LiteRT / TensorFlow "
@@ -248,7 +256,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
                        qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll)
         prog(1, 3 if verify else 2, "writing")
-        m.save(output, mlir=mlir)
+        m.save(output, mlir=mlir, mlir_syntax=mlir_syntax)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
     seconds = time.perf_counter() - t0
     out.result(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
