@@ -160,3 +160,39 @@ def test_bad_mlir_is_one_error() -> None:
     with pytest.raises(iree.IreeError, match="m.mlir: IREE could not compile"):
         iree.compile_mlir("module { func.func @main() { \"tosa.nope\"() : () -> () return } }", name="m.mlir",
                           use_cache=False)
+
+
+# ---------------------------------------------------------------------------------------- the command line
+def test_cli_run_and_verify_with_the_iree_backend(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`run --backend iree` gives IREE's outputs (equal to the executor's on this int8 model); `verify --backend
+    iree` reports IREE's agreement with the executor on the first input set (JSON checked against its schema)."""
+    pytest.importorskip("jsonschema")
+    from test_cli_json import F32, INT8, call
+
+    tosa = tmp_path / "m.tosa"
+    assert call(capsys, "convert", INT8, "-o", tosa, "--mlir", tmp_path / "m.mlir", "--json")[0] == 0
+    code, obj = call(capsys, "run", tosa, "--backend", "iree", "--json")
+    assert code == 0 and obj["backend"] == "iree"
+    _, ours = call(capsys, "run", tosa, "--json")
+    assert [(o["min"], o["max"]) for o in obj["outputs"]] == [(o["min"], o["max"]) for o in ours["outputs"]]
+    code, obj = call(capsys, "run", tosa, "--backend", "iree", "--profile-ops", "--json")
+    assert code == 1 and "--profile-ops" in obj["error"]["message"]
+    if __import__("importlib.util").util.find_spec("ai_edge_litert") is None:
+        pytest.skip("LiteRT is not installed (verify needs it)")
+    code, obj = call(capsys, "verify", F32, "--num", "1", "--backend", "iree", "--json")
+    assert code == 0 and obj["backend"]["agree"] and obj["backend"]["outputs"][0]["max_abs_err"] is not None
+    code, obj = call(capsys, "verify", F32, "--num", "1", "--json")
+    assert obj["backend"] is None
+
+
+def test_cli_unknown_backend_and_syntax_are_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from test_cli_json import INT8
+
+    from tf2tosa.cli import main
+
+    for argv in (["run", str(INT8), "--backend", "tpu"],
+                 ["convert", str(INT8), "-o", str(tmp_path / "m.tosa"), "--mlir-syntax", "pretty"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+    assert not list(tmp_path.iterdir())

@@ -8,8 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidGraphError, ModelLoadError
+from .errors import InputError, InvalidGraphError, ModelLoadError
 from .ir import Graph
+
+#: the runtimes `run` takes: the embedded executor (the oracle) and IREE (compiled from our MLIR)
+BACKENDS = ("executor", "iree")
 
 
 class TosaModel:
@@ -68,11 +71,30 @@ class TosaModel:
         write_files(files)
 
     # ------------------------------------------------------------------- run
-    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-        """Run the program in the embedded executor."""
+    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], backend: str = "executor"
+            ) -> dict[str, np.ndarray]:
+        """Run the program in the embedded executor, or (``backend="iree"``) compile its MLIR with IREE (cached by
+        content) and run that; see :mod:`tf2tosa.verify.iree`."""
+        if backend == "iree":
+            from .verify import iree
+
+            return iree.run(self.graph, inputs, name=self.source_path or "model")
+        if backend != "executor":
+            raise InputError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
         from .executor import run
 
         return run(self.graph, inputs)  # type: ignore[arg-type]
+
+    def backend_agreement(self, inputs: Mapping[str, np.ndarray], backend: str = "iree") -> list[dict[str, Any]]:
+        """How ``backend`` agrees with the embedded executor (the oracle) on one input set: per output, integers
+        bit-exact, floats within 1e-5 × max|executor| or no farther from the float64 result than the executor
+        (:func:`tf2tosa.verify.iree.agreement`)."""
+        from .executor import run
+        from .verify import iree
+
+        theirs = self.run(inputs, backend=backend)
+        return iree.agreement(self.graph, run(self.graph, inputs), theirs,  # type: ignore[arg-type]
+                              fp64=run(self.graph, inputs, precise=True))  # type: ignore[arg-type]
 
     def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
                oracle: str | None = None, reference_kernels: bool | None = None, progress: Any = None) -> Any:

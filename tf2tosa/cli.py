@@ -12,10 +12,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-import click
 import typer
 
 from .cli_output import (
@@ -46,8 +46,23 @@ QUIET = typer.Option(False, "-q", "--quiet", help="print only the result line, w
 VERBOSE = typer.Option(False, "-v", "--verbose", help="also show TensorFlow/LiteRT logs, dependency warnings and "
                        "progress lines when stderr is not a terminal")
 
-#: the --mlir-syntax choices (tf2tosa.serializer.mlir.SYNTAXES; kept here so --help imports no serializer)
-MLIR_SYNTAXES = ("generic", "upstream")
+class MlirSyntax(str, Enum):
+    """--mlir-syntax (tf2tosa.serializer.mlir.SYNTAXES; spelled out here so --help imports no serializer)"""
+
+    generic = "generic"
+    upstream = "upstream"
+
+
+class Backend(str, Enum):
+    """--backend (tf2tosa.api.BACKENDS)"""
+
+    executor = "executor"
+    iree = "iree"
+
+
+BACKEND = typer.Option(Backend.executor, "--backend",
+                       help="executor (the embedded executor, the oracle) or iree (compile the MLIR with IREE, "
+                       "cached by content, and run that; needs the [iree] extra)")
 ORACLE_HELP = ("what integer and float outputs are judged against: ref (LiteRT's reference kernels, the default for "
                ".tflite), optimized (LiteRT's default kernels) or tensorflow (the default for TensorFlow models)")
 
@@ -216,7 +231,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             output: Path = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write"),
             mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
                                              help="also write TOSA-dialect MLIR text here"),
-            mlir_syntax: str = typer.Option("generic", "--mlir-syntax", click_type=click.Choice(MLIR_SYNTAXES),
+            mlir_syntax: MlirSyntax = typer.Option(MlirSyntax.generic, "--mlir-syntax",
                                             help="syntax of the --mlir text: generic (MLIR's generic operation "
                                             "form; tosa-opt and IREE read it) or upstream (today's upstream TOSA "
                                             "dialect assembly with keyword attributes; IREE reads it, tosa-opt "
@@ -256,7 +271,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
                        qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll)
         prog(1, 3 if verify else 2, "writing")
-        m.save(output, mlir=mlir, mlir_syntax=mlir_syntax)
+        m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
     seconds = time.perf_counter() - t0
     out.result(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
@@ -292,15 +307,18 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
                                                help="write each output as NAME.npy"),
         seed: int = typer.Option(0, help="seed for inputs not given with --input"),
         profile_ops: bool = typer.Option(False, "--profile-ops", help="print the time spent in each op"),
+        backend: Backend = BACKEND,
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
         ) -> dict[str, Any]:
-    """Run a .tosa file in the embedded executor."""
+    """Run a .tosa file in the embedded executor (or, with --backend iree, in IREE)."""
     import numpy as np
 
     from .api import load
     from .verify.compare import random_inputs
 
     out = _out()
+    if profile_ops and backend is not Backend.executor:
+        raise InputError("--profile-ops times the embedded executor: it cannot be used with --backend iree")
     m = load(str(model))
     given = _check_inputs(m, _load_inputs(input))
     feed = {**random_inputs(m.graph, seed), **given}
@@ -315,7 +333,7 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             if not (out.json or out.quiet):
                 _print_profile(prof)
         else:
-            outs = m.run(feed)
+            outs = m.run(feed, backend=backend.value)
     results = []
     files: dict[str | os.PathLike[str], bytes] = {}
     for name, arr in outs.items():
@@ -334,7 +352,7 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         from .outputs import write_files
 
         write_files(files, make_dirs=True)  # every output or none
-    return {"model": str(model), "seed": seed, "outputs": results, "profile": profile}
+    return {"model": str(model), "seed": seed, "backend": backend.value, "outputs": results, "profile": profile}
 
 
 def _custom_ops(graph: Any) -> list[str]:
@@ -433,6 +451,9 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                                    help="write the per-layer error plot here"),
            layers_png: Path | None = typer.Option(None, "--layers-png", metavar="PATH",
                                                   help="also a PNG of it (headless Chromium)"),
+           backend: Backend = typer.Option(Backend.executor, "--backend",
+                                       help="iree: also compile the MLIR with IREE, run it on the first input set "
+                                       "and report its agreement with the executor (the executor stays the oracle)"),
            json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
            ) -> dict[str, Any]:
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
@@ -468,9 +489,24 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
             layer_report = verify_layers(str(model), seed=seed, graph=m.graph, reference_kernels=report.oracle == "ref",
                                          out_html=str(layers_html) if layers_html else None,
                                          out_png=str(layers_png) if layers_png else None)
+        backend_rows = None
+        if backend is Backend.iree:
+            from .verify.compare import random_inputs
+
+            prog(0, 0, "running in IREE")
+            first = sets[0] if sets else random_inputs(m.graph, seed)
+            backend_rows = m.backend_agreement(first, backend.value)
     for w in m.graph.meta.get("warnings", []):
         out.warn_once(str(w))
     out.result(str(report))
+    if backend_rows is not None:
+        agree = all(r["ok"] for r in backend_rows)
+        detail = "; ".join(f"{r['name']}: " + (f"{r['mismatches']} mismatches" if r["mismatches"] is not None
+                                                else f"max err {r['max_abs_err']:.3g} (bound {r['bound']:.3g})")
+                           for r in backend_rows)
+        out.result(f"IREE vs executor on the first input: {'agree' if agree else 'DISAGREE'} ({detail})")
+        if not agree:
+            out.exit_code = EXIT_VERIFY
     if layer_report is not None:
         out.result(layer_report.summary())
         for p in (layers_html, layers_png):
@@ -485,6 +521,9 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
     if not report.ok or (layer_report is not None and layer_report.first_divergent is not None):
         out.exit_code = EXIT_VERIFY
     return {"model": str(model), "report": report.to_dict(),
+            "backend": None if backend_rows is None else {"name": backend.value,
+                                                          "agree": all(r["ok"] for r in backend_rows),
+                                                          "outputs": backend_rows},
             "layers": layer_report.to_dict() if layer_report is not None else None,
             "html": str(report_html) if report_html else None}
 

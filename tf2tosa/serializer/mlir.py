@@ -247,7 +247,8 @@ class _Printer:
             v = op.operands[0]
             if self.generic:
                 name_prop = _properties([("name", _string(variable_name(op)))])
-                self.lines.append(f'{indent}"tosa.variable_write"({env[v.id]}){name_prop} : ({mlir_type(v.type)}) -> ()')
+                self.lines.append(f'{indent}"tosa.variable_write"({env[v.id]}){name_prop} : '
+                                  f"({mlir_type(v.type)}) -> ()")
             else:
                 self.lines.append(f"{indent}tosa.variable_write {_symbol(variable_name(op))}, {env[v.id]} : "
                                   f"{mlir_type(v.type)}")

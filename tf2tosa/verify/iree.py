@@ -191,4 +191,5 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], *
     return IreeProgram(graph, name=name, use_cache=use_cache)(inputs)
 
 
-__all__ = ["CACHE_ENV", "COMPILE_FLAGS", "FLOAT_TOLERANCE", "IreeError", "IreeProgram", "agreement", "available", "cache_dir", "compile_mlir", "run"]
+__all__ = ["CACHE_ENV", "COMPILE_FLAGS", "FLOAT_TOLERANCE", "IreeError", "IreeProgram", "agreement", "available",
+           "cache_dir", "compile_mlir", "run"]
