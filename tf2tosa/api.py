@@ -85,6 +85,24 @@ class TosaModel:
 
         return run(self.graph, inputs)  # type: ignore[arg-type]
 
+    def check_target(self, target: str) -> list[Any]:
+        """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,
+        ``"pro-int-8k"``, ``"pro-fp-8k"``): a list of :class:`tf2tosa.tosa.targets.Problem`, empty when it
+        takes the program."""
+        from .tosa.targets import TARGETS, check
+
+        if target not in TARGETS:
+            raise InputError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+        return check(self.graph, target)
+
+    def require_target(self, target: str) -> None:
+        """Raise one :class:`~tf2tosa.errors.TargetError` listing everything ``target`` cannot take."""
+        from .errors import TargetError
+
+        problems = self.check_target(target)
+        if problems:
+            raise TargetError(target, problems, file=self.source_path)
+
     def backend_agreement(self, inputs: Mapping[str, np.ndarray], backend: str = "iree") -> list[dict[str, Any]]:
         """How ``backend`` agrees with the embedded executor (the oracle) on one input set: per output, integers
         bit-exact, floats within 1e-5 × max|executor| or no farther from the float64 result than the executor

@@ -53,6 +53,20 @@ class MlirSyntax(str, Enum):
     upstream = "upstream"
 
 
+class TargetName(str, Enum):
+    """--target (tf2tosa.tosa.targets.TARGETS)"""
+
+    ethos_u85 = "ethos-u85"
+    ethos_u55 = "ethos-u55"
+    pro_int_8k = "pro-int-8k"
+    pro_fp_8k = "pro-fp-8k"
+
+
+TARGET_HELP = ("check the program for a target: ethos-u85 / ethos-u55 (what Vela 5.2 takes from a .tosa file), "
+               "pro-int-8k / pro-fp-8k (the TOSA 1.0 profile alone at level 8K); lists every op it cannot take "
+               "and the option that fixes it")
+
+
 class Backend(str, Enum):
     """--backend (tf2tosa.api.BACKENDS)"""
 
@@ -255,6 +269,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             rounding: str = typer.Option("double", "--rounding", metavar="double|single",
                                          help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
                                               "or single (PRO-INT only)"),
+            target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP + "; convert fails "
+                                                     "(writing nothing) when there is any"),
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -270,6 +286,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         prog(0, 3 if verify else 2, "legalizing")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
                        qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll)
+        if target is not None:
+            m.require_target(target.value)
         prog(1, 3 if verify else 2, "writing")
         m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
@@ -389,8 +407,10 @@ def _print_profile(prof: dict[str, float], top: int = 15) -> None:
 @_user_errors
 def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file, or a model to convert first"),
             signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
+            target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP),
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
-    """Show the ops, tensors and the profiles/extensions a TOSA program needs."""
+    """Show the ops, tensors and the profiles/extensions a TOSA program needs (and, with --target, everything a
+    target cannot take)."""
     from .api import convert as do_convert
     from .api import load
     from .converter.tensorflow import is_tensorflow_source
@@ -422,8 +442,18 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
                  f"(the executor and the reference model cannot run them):")
         for name in custom:
             out.echo(f"  {name}")
+    target_report = None
+    if target is not None:
+        problems = m.check_target(target.value)
+        if problems:
+            out.echo(f"target {target.value}: {len(problems)} thing(s) it cannot take:")
+            for p in problems:
+                out.echo(f"  {p}")
+        else:
+            out.echo(f"target {target.value}: takes the program")
+        target_report = {"name": target.value, "ok": not problems, "problems": [p.to_dict() for p in problems]}
     return {"file": str(file), "format": "TOSA 1.0", **_model_facts(m), "custom_ops": custom,
-            "inexact": g.inexact}
+            "inexact": g.inexact, "target": target_report}
 
 
 @app.command()
