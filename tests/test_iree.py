@@ -174,7 +174,8 @@ def _resize16() -> Graph:
 def test_i16_transpose_conv_stride1_compiles() -> None:
     g = _tconv16(1)
     x = (np.arange(4, dtype=np.int16) * 1000).reshape(1, 2, 2, 1)
-    assert np.array_equal(iree.run(g, {"x": x}, use_cache=False)[g.outputs[0].name], run(g, {"x": x})[g.outputs[0].name])
+    name = g.outputs[0].name
+    assert np.array_equal(iree.run(g, {"x": x}, use_cache=False)[name], run(g, {"x": x})[name])
 
 
 @pytest.mark.xfail(strict=True, raises=iree.IreeError, reason=IREE_TCONV_BUG)

@@ -8,7 +8,6 @@ MAX_STRIDE/MAX_SCALE).
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -214,15 +213,12 @@ def test_ethos_u55_names_vela_u55_limits() -> None:
 # ------------------------------------------------------------------------------------------------ command line
 def test_cli_inspect_and_convert_target(tmp_path: Path) -> None:
     import json
-
-    from tf2tosa.cli import main
+    import sys
 
     def cli(*argv: str) -> tuple[int, str]:
-        proc = subprocess.run([os.fspath(Path(os.sys.executable)), "-m", "tf2tosa", *argv], capture_output=True,
-                              text=True, timeout=600, check=False, cwd=ROOT)
+        proc = subprocess.run([sys.executable, "-m", "tf2tosa", *argv], capture_output=True, text=True, timeout=600,
+                              check=False, cwd=ROOT)
         return proc.returncode, proc.stdout + proc.stderr
-
-    del main
     code, text = cli("inspect", str(SAMPLES / "small_cnn_int8.tflite"), "--target", "ethos-u85")
     assert code == 0 and "target ethos-u85: takes the program" in text
     code, text = cli("inspect", str(SAMPLES / "small_cnn_f32.tflite"), "--target", "ethos-u85", "--json")
@@ -245,3 +241,18 @@ def test_api_target_error() -> None:
     assert exc.value.details()["problems"] and exc.value.file
     with pytest.raises(tf2tosa.errors.InputError, match="unknown target"):
         m.check_target("npu")
+
+
+def test_cli_target_json_matches_the_schemas(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("jsonschema")
+    from test_cli_json import F32, INT8, call
+
+    code, obj = call(capsys, "inspect", INT8, "--target", "pro-int-8k", "--json")
+    assert code == 0 and obj["target"]["name"] == "pro-int-8k" and not obj["target"]["ok"]
+    assert {p["fix"] for p in obj["target"]["problems"]} == {"--rounding single"}
+    code, obj = call(capsys, "inspect", INT8, "--json")
+    assert obj["target"] is None
+    code, obj = call(capsys, "convert", F32, "-o", tmp_path / "m.tosa", "--target", "ethos-u85", "--json")
+    assert code == 1 and obj["error"]["class"] == "TargetError"
+    assert obj["error"]["details"]["target"] == "ethos-u85" and obj["error"]["details"]["problems"]
+    assert not (tmp_path / "m.tosa").exists()
