@@ -120,6 +120,20 @@ def _sample(name: str) -> Callable[[], Graph]:
     return lambda: tf2tosa.convert(str(SAMPLES / f"{name}.tflite")).graph
 
 
+def _zoo(key: str) -> Callable[[], Graph]:
+    """A zoo model variant (float inputs/outputs around an integer body for int16x8); skipped when it is not in
+    the zoo cache and TensorFlow is not there to build it."""
+    def build() -> Graph:
+        from models.zoo import REGISTRY, build_tflite, cache_path
+
+        name, variant = key.split("/")
+        if not cache_path(REGISTRY[name], variant).exists():
+            pytest.importorskip("tensorflow", reason="tensorflow is not installed (needed to build the zoo model)")
+        return tf2tosa.convert(build_tflite(REGISTRY[name], variant).data).graph
+
+    return build
+
+
 # ------------------------------------------------------------------------------------------------ the tests
 @pytest.mark.parametrize("name", ["small_cnn_int8", "mlp_uint8io"])
 def test_vela_accepts_what_we_pass(name: str, tmp_path: Path) -> None:
@@ -134,6 +148,7 @@ def test_vela_accepts_what_we_pass(name: str, tmp_path: Path) -> None:
 REJECTED = {
     "profile (a float model)": (_sample("small_cnn_f32"), "profile", "tosa.CONV2D", None),
     "profile (float edge)": (float_edge, "profile", "tosa.CAST", "--io int"),
+    "profile (int16x8 with float I/O)": (_zoo("resnet8/int16x8"), "profile", "tosa.", "--io int"),
     "extension (EXT-DYNAMIC)": (dynamic_rescale, "extension", "tosa.RESCALE", "--input-shape"),
     "operator (dynamic weights)": (dynamic_weights, "operator", "tosa.TRANSPOSE_CONV2D", None),
 }

@@ -182,9 +182,19 @@ TARGETS: dict[str, Target] = {
     "pro-fp-8k": Target("pro-fp-8k", "TOSA 1.0 PRO-FP at level 8K, no extensions", "PRO-FP", frozenset()),
 }
 
-#: opcodes TFLite's QUANTIZE/DEQUANTIZE lower to (float <-> integer conversion at a model's edge)
+#: opcodes TFLite's QUANTIZE/DEQUANTIZE lower to (float <-> integer conversion at a model's edge), for graphs
+#: whose ops carry no source location
 _EDGE_OPS = frozenset({"CAST", "MUL", "ADD", "SUB", "CLAMP", "RESHAPE", "IDENTITY", "FLOOR", "CEIL", "RECIPROCAL",
-                       "MAXIMUM", "MINIMUM", "CONST", "CONST_SHAPE", "RESCALE"})
+                       "MAXIMUM", "MINIMUM", "CONST", "CONST_SHAPE", "RESCALE", "ABS", "NEGATE", "SELECT",
+                       "GREATER", "GREATER_EQUAL", "EQUAL"})
+#: source ops (the ``location`` our converter records) that convert between float and integer
+_EDGE_SOURCES = ("QUANTIZE#", "DEQUANTIZE#")
+
+
+def _is_conversion(op: Operation) -> bool:
+    if op.location:
+        return op.location.startswith(_EDGE_SOURCES)
+    return op.opcode in _EDGE_OPS
 
 
 def _edge_float_ops(graph: Graph) -> set[int]:
@@ -216,7 +226,7 @@ def _edge_float_ops(graph: Graph) -> set[int]:
         seen |= comp
         ops = [float_ops[i] for i in comp]
         touches_io = any(v.id in io for op in ops for v in (*op.operands, *op.results))
-        if touches_io and all(op.opcode in _EDGE_OPS for op in ops):
+        if touches_io and all(_is_conversion(op) for op in ops):
             edge |= comp
     return edge
 
