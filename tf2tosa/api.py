@@ -222,12 +222,55 @@ def _validate_loaded(graph: Graph, name: str | None) -> None:
             _validate_loaded(region, name)
 
 
+def _mlir_to_tosa(path: str | os.PathLike[str]) -> tuple[bytes, str]:
+    """The ``.tosa`` bytes of TOSA-dialect MLIR text, serialized by Arm's ``tosa-opt --tosa-serialize``.
+
+    The generic syntax (what ``--mlir`` writes by default) and tosa-opt's own syntax are read directly; text in
+    upstream's keyword syntax is first re-printed in the generic form by IREE's ``iree-opt`` when IREE is there."""
+    import subprocess
+
+    from .errors import MissingExtraError
+    from .verify import tosa_tools
+
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelLoadError(f"cannot read MLIR text: {getattr(e, 'strerror', None) or e}", file=name) from None
+    if not tosa_tools.available():
+        raise MissingExtraError("reading MLIR needs tosa-opt (the tosa-tools environment .venv-tosa: "
+                                "make .venv-tosa)", file=name)
+    try:
+        return tosa_tools.serialize_mlir(text), name
+    except tosa_tools.ToolError as first:
+        from .verify import iree
+
+        if iree.available():
+            from iree.compiler.tools.binaries import find_tool
+
+            proc = subprocess.run([find_tool("iree-opt"), "--mlir-print-op-generic", "-"], input=text, text=True,
+                                  capture_output=True, check=False)
+            if proc.returncode == 0:
+                try:
+                    return tosa_tools.serialize_mlir(proc.stdout), name
+                except tosa_tools.ToolError:
+                    pass
+        lines = [ln.strip() for ln in str(first).splitlines() if "error:" in ln]
+        raise ModelLoadError(f"not TOSA-dialect MLIR that tosa-opt can read: {lines[0] if lines else first}",
+                             file=name) from None
+
+
 def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
-    """Read a ``.tosa`` flatbuffer (path or bytes) back into a TosaModel."""
+    """Read a ``.tosa`` flatbuffer (path or bytes) back into a TosaModel; a ``.mlir`` path is TOSA-dialect MLIR
+    text, serialized to a flatbuffer by Arm's ``tosa-opt`` first (needs the tosa-tools environment)."""
     from .serializer import from_bytes
     from .tosa import profiles
 
-    data, name = _read_source(path)
+    if isinstance(path, str | os.PathLike) and os.fspath(path).endswith(".mlir"):
+        data, name = _mlir_to_tosa(path)
+    else:
+        data, name = _read_source(path)
     graph = from_bytes(data, name=name)
     _validate_loaded(graph, name)
     profs, exts = profiles.requirements(graph)
