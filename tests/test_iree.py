@@ -274,3 +274,15 @@ def test_cli_unknown_backend_and_syntax_are_usage_errors(capsys: pytest.CaptureF
             main(argv)
         assert exc.value.code == 2
     assert not list(tmp_path.iterdir())
+
+
+def test_missing_iree_is_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                  tmp_path: Path) -> None:
+    from tf2tosa.cli import main
+
+    tf2tosa.convert(str(SAMPLES[0])).save(tmp_path / "m.tosa")
+    monkeypatch.setattr(iree, "available", lambda: False)
+    with pytest.raises(SystemExit) as exc:
+        main(["run", str(tmp_path / "m.tosa"), "--backend", "iree"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 1 and len(err) == 1 and "pip install 'tf2tosa[iree]'" in err[0]
