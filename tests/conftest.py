@@ -27,7 +27,7 @@ HOOK_REPORT = ROOT / ".cache" / "tosa_hook.json"
 CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 #: a skip whose reason says one of the tools CI must have (tosa-opt, the reference model, LiteRT, TensorFlow) is
 #: absent fails under CI=true; other skips (Chromium, downloaded real models, the spec seed) stay skips
-_CI_TOOLS = ("tensorflow", "keras", "litert", "tosa-tools", "tosa_tools", "tosa.fbs", "tosa-opt",
+_CI_TOOLS = ("tensorflow", "keras", "litert", "tosa-tools", "tosa_tools", "tosa.fbs", "tosa-opt", "iree", "vela",
              "reference model", "tosa_reference_model", "tosa_verif_build_tests", "model explorer")
 _ABSENT = ("not installed", "not available", "not found", "no module named", "could not import", "needs tensorflow",
            "cannot build the model")

@@ -8,8 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidGraphError, ModelLoadError
+from .errors import InputError, InvalidGraphError, ModelLoadError
 from .ir import Graph
+
+#: the runtimes `run` takes: the embedded executor (the oracle) and IREE (compiled from our MLIR)
+BACKENDS = ("executor", "iree")
 
 
 class TosaModel:
@@ -47,29 +50,69 @@ class TosaModel:
 
         return to_bytes(self.graph)
 
-    def to_mlir(self) -> str:
-        """TOSA-dialect MLIR text."""
+    def to_mlir(self, syntax: str = "generic") -> str:
+        """TOSA-dialect MLIR text: ``syntax="generic"`` (MLIR's generic operation form, read by tosa-opt and
+        IREE alike) or ``"upstream"`` (the custom assembly of today's upstream TOSA dialect, as IREE prints it)."""
         from .serializer import to_mlir
 
-        return to_mlir(self.graph)
+        return to_mlir(self.graph, syntax=syntax)
 
-    def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None) -> None:
-        """Write the ``.tosa`` file (and optionally the ``.mlir`` text): both or neither, each atomically.
+    def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None,
+             mlir_syntax: str = "generic") -> None:
+        """Write the ``.tosa`` file (and optionally the ``.mlir`` text in ``mlir_syntax``, see :meth:`to_mlir`):
+        both or neither, each atomically.
 
         Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
         from .outputs import write_files
 
         files: dict[str | os.PathLike[str], bytes] = {path: self.to_bytes()}
         if mlir is not None:
-            files[mlir] = self.to_mlir().encode()
+            files[mlir] = self.to_mlir(mlir_syntax).encode()
         write_files(files)
 
     # ------------------------------------------------------------------- run
-    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-        """Run the program in the embedded executor."""
+    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], backend: str = "executor"
+            ) -> dict[str, np.ndarray]:
+        """Run the program in the embedded executor, or (``backend="iree"``) compile its MLIR with IREE (cached by
+        content) and run that; see :mod:`tf2tosa.verify.iree`."""
+        if backend == "iree":
+            from .verify import iree
+
+            return iree.run(self.graph, inputs, name=self.source_path or "model")
+        if backend != "executor":
+            raise InputError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
         from .executor import run
 
         return run(self.graph, inputs)  # type: ignore[arg-type]
+
+    def check_target(self, target: str) -> list[Any]:
+        """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,
+        ``"pro-int-8k"``, ``"pro-fp-8k"``): a list of :class:`tf2tosa.tosa.targets.Problem`, empty when it
+        takes the program."""
+        from .tosa.targets import TARGETS, check
+
+        if target not in TARGETS:
+            raise InputError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
+        return check(self.graph, target)
+
+    def require_target(self, target: str) -> None:
+        """Raise one :class:`~tf2tosa.errors.TargetError` listing everything ``target`` cannot take."""
+        from .errors import TargetError
+
+        problems = self.check_target(target)
+        if problems:
+            raise TargetError(target, problems, file=self.source_path)
+
+    def backend_agreement(self, inputs: Mapping[str, np.ndarray], backend: str = "iree") -> list[dict[str, Any]]:
+        """How ``backend`` agrees with the embedded executor (the oracle) on one input set: per output, integers
+        bit-exact, floats within 1e-5 × max|executor| or no farther from the float64 result than the executor
+        (:func:`tf2tosa.verify.iree.agreement`)."""
+        from .executor import run
+        from .verify import iree
+
+        theirs = self.run(inputs, backend=backend)
+        return iree.agreement(self.graph, run(self.graph, inputs), theirs,  # type: ignore[arg-type]
+                              fp64=run(self.graph, inputs, precise=True))  # type: ignore[arg-type]
 
     def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
                oracle: str | None = None, reference_kernels: bool | None = None, progress: Any = None) -> Any:
@@ -179,12 +222,55 @@ def _validate_loaded(graph: Graph, name: str | None) -> None:
             _validate_loaded(region, name)
 
 
+def _mlir_to_tosa(path: str | os.PathLike[str]) -> tuple[bytes, str]:
+    """The ``.tosa`` bytes of TOSA-dialect MLIR text, serialized by Arm's ``tosa-opt --tosa-serialize``.
+
+    The generic syntax (what ``--mlir`` writes by default) and tosa-opt's own syntax are read directly; text in
+    upstream's keyword syntax is first re-printed in the generic form by IREE's ``iree-opt`` when IREE is there."""
+    import subprocess
+
+    from .errors import MissingExtraError
+    from .verify import tosa_tools
+
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelLoadError(f"cannot read MLIR text: {getattr(e, 'strerror', None) or e}", file=name) from None
+    if not tosa_tools.available():
+        raise MissingExtraError("reading MLIR needs tosa-opt (the tosa-tools environment .venv-tosa: "
+                                "make .venv-tosa)", file=name)
+    try:
+        return tosa_tools.serialize_mlir(text), name
+    except tosa_tools.ToolError as first:
+        from .verify import iree
+
+        if iree.available():
+            from iree.compiler.tools.binaries import find_tool
+
+            proc = subprocess.run([find_tool("iree-opt"), "--mlir-print-op-generic", "-"], input=text, text=True,
+                                  capture_output=True, check=False)
+            if proc.returncode == 0:
+                try:
+                    return tosa_tools.serialize_mlir(proc.stdout), name
+                except tosa_tools.ToolError:
+                    pass
+        lines = [ln.strip() for ln in str(first).splitlines() if "error:" in ln]
+        raise ModelLoadError(f"not TOSA-dialect MLIR that tosa-opt can read: {lines[0] if lines else first}",
+                             file=name) from None
+
+
 def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
-    """Read a ``.tosa`` flatbuffer (path or bytes) back into a TosaModel."""
+    """Read a ``.tosa`` flatbuffer (path or bytes) back into a TosaModel; a ``.mlir`` path is TOSA-dialect MLIR
+    text, serialized to a flatbuffer by Arm's ``tosa-opt`` first (needs the tosa-tools environment)."""
     from .serializer import from_bytes
     from .tosa import profiles
 
-    data, name = _read_source(path)
+    if isinstance(path, str | os.PathLike) and os.fspath(path).endswith(".mlir"):
+        data, name = _mlir_to_tosa(path)
+    else:
+        data, name = _read_source(path)
     graph = from_bytes(data, name=name)
     _validate_loaded(graph, name)
     profs, exts = profiles.requirements(graph)

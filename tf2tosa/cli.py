@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,6 +46,37 @@ QUIET = typer.Option(False, "-q", "--quiet", help="print only the result line, w
 VERBOSE = typer.Option(False, "-v", "--verbose", help="also show TensorFlow/LiteRT logs, dependency warnings and "
                        "progress lines when stderr is not a terminal")
 
+class MlirSyntax(str, Enum):
+    """--mlir-syntax (tf2tosa.serializer.mlir.SYNTAXES; spelled out here so --help imports no serializer)"""
+
+    generic = "generic"
+    upstream = "upstream"
+
+
+class TargetName(str, Enum):
+    """--target (tf2tosa.tosa.targets.TARGETS)"""
+
+    ethos_u85 = "ethos-u85"
+    ethos_u55 = "ethos-u55"
+    pro_int_8k = "pro-int-8k"
+    pro_fp_8k = "pro-fp-8k"
+
+
+TARGET_HELP = ("check the program for a target: ethos-u85 / ethos-u55 (what Vela 5.2 takes from a .tosa file), "
+               "pro-int-8k / pro-fp-8k (the TOSA 1.0 profile alone at level 8K); lists every op it cannot take "
+               "and the option that fixes it")
+
+
+class Backend(str, Enum):
+    """--backend (tf2tosa.api.BACKENDS)"""
+
+    executor = "executor"
+    iree = "iree"
+
+
+BACKEND = typer.Option(Backend.executor, "--backend",
+                       help="executor (the embedded executor, the oracle) or iree (compile the MLIR with IREE, "
+                       "cached by content, and run that; needs the [iree] extra)")
 ORACLE_HELP = ("what integer and float outputs are judged against: ref (LiteRT's reference kernels, the default for "
                ".tflite), optimized (LiteRT's default kernels) or tensorflow (the default for TensorFlow models)")
 
@@ -213,6 +245,11 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             output: Path = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write"),
             mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
                                              help="also write TOSA-dialect MLIR text here"),
+            mlir_syntax: MlirSyntax = typer.Option(MlirSyntax.generic, "--mlir-syntax",
+                                            help="syntax of the --mlir text: generic (MLIR's generic operation "
+                                            "form; tosa-opt and IREE read it) or upstream (today's upstream TOSA "
+                                            "dialect assembly with keyword attributes; IREE reads it, tosa-opt "
+                                            "2026.8.0 does not)"),
             input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
                                                          help="NAME=1,224,224,3 (repeatable)"),
             verify: bool = typer.Option(False, "--verify/--no-verify", help="then compare with LiteRT / TensorFlow "
@@ -232,6 +269,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             rounding: str = typer.Option("double", "--rounding", metavar="double|single",
                                          help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
                                               "or single (PRO-INT only)"),
+            target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP + "; convert fails "
+                                                     "(writing nothing) when there is any"),
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -247,8 +286,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         prog(0, 3 if verify else 2, "legalizing")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
                        qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll)
+        if target is not None:
+            m.require_target(target.value)
         prog(1, 3 if verify else 2, "writing")
-        m.save(output, mlir=mlir)
+        m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
     seconds = time.perf_counter() - t0
     out.result(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
@@ -284,15 +325,18 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
                                                help="write each output as NAME.npy"),
         seed: int = typer.Option(0, help="seed for inputs not given with --input"),
         profile_ops: bool = typer.Option(False, "--profile-ops", help="print the time spent in each op"),
+        backend: Backend = BACKEND,
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
         ) -> dict[str, Any]:
-    """Run a .tosa file in the embedded executor."""
+    """Run a .tosa file in the embedded executor (or, with --backend iree, in IREE)."""
     import numpy as np
 
     from .api import load
     from .verify.compare import random_inputs
 
     out = _out()
+    if profile_ops and backend is not Backend.executor:
+        raise InputError("--profile-ops times the embedded executor: it cannot be used with --backend iree")
     m = load(str(model))
     given = _check_inputs(m, _load_inputs(input))
     feed = {**random_inputs(m.graph, seed), **given}
@@ -307,7 +351,7 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             if not (out.json or out.quiet):
                 _print_profile(prof)
         else:
-            outs = m.run(feed)
+            outs = m.run(feed, backend=backend.value)
     results = []
     files: dict[str | os.PathLike[str], bytes] = {}
     for name, arr in outs.items():
@@ -326,7 +370,7 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         from .outputs import write_files
 
         write_files(files, make_dirs=True)  # every output or none
-    return {"model": str(model), "seed": seed, "outputs": results, "profile": profile}
+    return {"model": str(model), "seed": seed, "backend": backend.value, "outputs": results, "profile": profile}
 
 
 def _custom_ops(graph: Any) -> list[str]:
@@ -363,8 +407,10 @@ def _print_profile(prof: dict[str, float], top: int = 15) -> None:
 @_user_errors
 def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file, or a model to convert first"),
             signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
+            target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP),
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
-    """Show the ops, tensors and the profiles/extensions a TOSA program needs."""
+    """Show the ops, tensors and the profiles/extensions a TOSA program needs (and, with --target, everything a
+    target cannot take)."""
     from .api import convert as do_convert
     from .api import load
     from .converter.tensorflow import is_tensorflow_source
@@ -396,8 +442,18 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
                  f"(the executor and the reference model cannot run them):")
         for name in custom:
             out.echo(f"  {name}")
+    target_report = None
+    if target is not None:
+        problems = m.check_target(target.value)
+        if problems:
+            out.echo(f"target {target.value}: {len(problems)} thing(s) it cannot take:")
+            for p in problems:
+                out.echo(f"  {p}")
+        else:
+            out.echo(f"target {target.value}: takes the program")
+        target_report = {"name": target.value, "ok": not problems, "problems": [p.to_dict() for p in problems]}
     return {"file": str(file), "format": "TOSA 1.0", **_model_facts(m), "custom_ops": custom,
-            "inexact": g.inexact}
+            "inexact": g.inexact, "target": target_report}
 
 
 @app.command()
@@ -425,6 +481,9 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                                    help="write the per-layer error plot here"),
            layers_png: Path | None = typer.Option(None, "--layers-png", metavar="PATH",
                                                   help="also a PNG of it (headless Chromium)"),
+           backend: Backend = typer.Option(Backend.executor, "--backend",
+                                       help="iree: also compile the MLIR with IREE, run it on the first input set "
+                                       "and report its agreement with the executor (the executor stays the oracle)"),
            json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
            ) -> dict[str, Any]:
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
@@ -460,9 +519,24 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
             layer_report = verify_layers(str(model), seed=seed, graph=m.graph, reference_kernels=report.oracle == "ref",
                                          out_html=str(layers_html) if layers_html else None,
                                          out_png=str(layers_png) if layers_png else None)
+        backend_rows = None
+        if backend is Backend.iree:
+            from .verify.compare import random_inputs
+
+            prog(0, 0, "running in IREE")
+            first = sets[0] if sets else random_inputs(m.graph, seed)
+            backend_rows = m.backend_agreement(first, backend.value)
     for w in m.graph.meta.get("warnings", []):
         out.warn_once(str(w))
     out.result(str(report))
+    if backend_rows is not None:
+        agree = all(r["ok"] for r in backend_rows)
+        detail = "; ".join(f"{r['name']}: " + (f"{r['mismatches']} mismatches" if r["mismatches"] is not None
+                                                else f"max err {r['max_abs_err']:.3g} (bound {r['bound']:.3g})")
+                           for r in backend_rows)
+        out.result(f"IREE vs executor on the first input: {'agree' if agree else 'DISAGREE'} ({detail})")
+        if not agree:
+            out.exit_code = EXIT_VERIFY
     if layer_report is not None:
         out.result(layer_report.summary())
         for p in (layers_html, layers_png):
@@ -477,6 +551,9 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
     if not report.ok or (layer_report is not None and layer_report.first_divergent is not None):
         out.exit_code = EXIT_VERIFY
     return {"model": str(model), "report": report.to_dict(),
+            "backend": None if backend_rows is None else {"name": backend.value,
+                                                          "agree": all(r["ok"] for r in backend_rows),
+                                                          "outputs": backend_rows},
             "layers": layer_report.to_dict() if layer_report is not None else None,
             "html": str(report_html) if report_html else None}
 

@@ -46,6 +46,19 @@ class UnsupportedOpsError(ConversionError):
                                 sorted(self.reasons.items())]}
 
 
+class TargetError(ConversionError):
+    """The program uses something the chosen target (``--target``) cannot take; ``problems`` lists every item
+    (:class:`tf2tosa.tosa.targets.Problem`: rule, op, tensor, message, fix)."""
+
+    def __init__(self, target: str, problems: list[Any], file: str | None = None) -> None:
+        self.target, self.problems = target, problems
+        items = "; ".join(str(p) for p in problems)
+        super().__init__(f"{len(problems)} thing(s) the target {target} cannot take: {items}", file=file)
+
+    def details(self) -> dict[str, Any] | None:
+        return {"target": self.target, "problems": [p.to_dict() for p in self.problems]}
+
+
 class InputError(ConversionError):
     """A user-supplied input (name, shape, dtype or file) does not match the model."""
 

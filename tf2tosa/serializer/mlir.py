@@ -1,12 +1,19 @@
-"""Print an IR graph of ``tosa.*`` operations as TOSA-dialect MLIR text.
+"""Print an IR graph of ``tosa.*`` operations as TOSA-dialect MLIR text, in one of two syntaxes.
 
-The syntax is the one the MLIR TOSA dialect of LLVM (as bundled with ``tosa-tools``'
-``tosa-opt``) prints and parses for TOSA 1.0:
+``generic`` (the default): MLIR's generic operation form for every ``tosa.*`` op,
+``%3 = "tosa.conv2d"(%a, %w, ...) <{acc_type = f32, pad = array<i64: ...>, ...}> : (types) -> type``,
+with enumerations as ``#tosa.rounding_mode<DOUBLE_ROUND>``, regions as ``({ ^bb0(...): ... }, { ... })``
+and module-level ``"tosa.variable"() <{sym_name = ..., var_shape = ..., type = ...}>``.  The generic form
+does not depend on any op's custom assembly, so both ``tosa-opt`` (tosa-tools 2026.8.0) and IREE 3.13
+read it, although their TOSA dialects print differently.
 
-* most ops use the default form ``%3 = tosa.conv2d %a, %w, ... {attrs} : (types) -> type``;
-* ``"tosa.const"() <{values = dense<...> : T}> : () -> T`` and
-  ``tosa.const_shape {values = dense<[...]> : tensor<Nxindex>} : () -> !tosa.shape<N>``;
-* ``tosa.cond_if`` / ``tosa.while_loop`` with their regions ending in ``tosa.yield``.
+``upstream``: the custom assembly of today's upstream LLVM TOSA dialect (what IREE 3.13 prints):
+keyword attributes in the spec's argument order, ``tosa.conv2d %a, %w, ... pad([1, 1, 1, 1]) stride([1, 1])
+dilation([1, 1]) acc_type(f32) local_bound(false) : (types) -> type``, enumerations as
+``rounding_mode<DOUBLE_ROUND>`` (``nan_mode`` left out when ``PROPAGATE``), ``tosa.const values(dense<...>)``
+and ``tosa.const_shape values(dense<...>)``; ``tosa.cond_if`` / ``tosa.while_loop`` regions and the
+``tosa.variable @name = ...`` declarations in their custom form.  tosa-opt 2026.8.0 (an older dialect
+with ``{attr = ...}`` dictionaries) does not read this syntax.
 
 Graph input/output names are kept as ``{tosa.tensor_name = "..."}`` argument/result
 attributes (what ``tosa-opt --tosa-deserialize`` prints, and what
@@ -30,6 +37,8 @@ from ..tosa import optable as catalogue
 from .tosa_writer import encode_array, variable_name, variable_type
 
 HEX_THRESHOLD = 16
+#: the printable forms: MLIR's generic operation form, and the custom assembly of upstream LLVM's TOSA dialect
+SYNTAXES = ("generic", "upstream")
 
 _ELEM = {DType.BOOL: "i1", DType.INT4: "i4", DType.INT8: "i8", DType.INT16: "i16", DType.INT32: "i32",
          DType.INT48: "i48", DType.FP16: "f16", DType.BF16: "bf16", DType.FP32: "f32",
@@ -124,7 +133,7 @@ def _symbol(name: str) -> str:
     return "@" + _string(name)
 
 
-def _variables(graph: Graph) -> list[str]:
+def _variables(graph: Graph, generic: bool) -> list[str]:
     """Module-level ``tosa.variable`` declarations for every variable the graph (or a region) uses."""
     decls: dict[str, str] = {}
 
@@ -134,8 +143,15 @@ def _variables(graph: Graph) -> list[str]:
                 name = variable_name(op)
                 if name not in decls:
                     vtype, init = variable_type(g, name, op)
-                    value = f" = {_dense(init, vtype)}" if init is not None else f" : {mlir_type(vtype)}"
-                    decls[name] = f"  tosa.variable {_symbol(name)}{value}"
+                    if generic:
+                        shape = _dense(np.asarray(vtype.static_shape, np.int64), TensorType((vtype.rank,), DType.SHAPE))
+                        props = [("sym_name", _string(name)), ("type", _ELEM[vtype.dtype]), ("var_shape", shape)]
+                        if init is not None:
+                            props.append(("initial_value", _dense(init, vtype)))
+                        decls[name] = f'  "tosa.variable"(){_properties(props)} : () -> ()'
+                    else:
+                        value = f" = {_dense(init, vtype)}" if init is not None else f" : {mlir_type(vtype)}"
+                        decls[name] = f"  tosa.variable {_symbol(name)}{value}"
             for sub in op.regions:
                 visit(sub)
 
@@ -143,12 +159,21 @@ def _variables(graph: Graph) -> list[str]:
     return list(decls.values())
 
 
+def _properties(items: Sequence[tuple[str, str]]) -> str:
+    """`` <{k = v, ...}>``: an op's properties in the generic form, sorted by name (none: empty)."""
+    if not items:
+        return ""
+    return " <{" + ", ".join(f"{k} = {v}" for k, v in sorted(items)) + "}>"
+
+
 def _block_args(names: Sequence[str], g: Graph) -> str:
     return ", ".join(f"{a}: {mlir_type(v.type)}" for a, v in zip(names, g.inputs))
 
 
 class _Printer:
-    def __init__(self) -> None:
+    def __init__(self, syntax: str = "generic") -> None:
+        #: MLIR's generic operation form for every ``tosa.*`` op (``"tosa.conv2d"(...) <{...}>``)
+        self.generic = syntax == "generic"
         self.lines: list[str] = []
         self.counter = 0
         self.args = 0
@@ -165,7 +190,10 @@ class _Printer:
 
     # ---------------------------------------------------------------- attributes
     def attrs(self, op: Operation) -> str:
-        items: list[tuple[str, str]] = []
+        """The op's attributes: ``<{k = v, ...}>`` (generic form, sorted by name) or, in the upstream custom
+        assembly, ``k(v)`` keywords (``k<V>`` for enumerations) in the spec's argument order; the upstream form
+        leaves out ``nan_mode`` when it is the default ``PROPAGATE``."""
+        items: list[tuple[str, str, str]] = []  # (name, generic value, upstream keyword)
         in_dtype = op.operands[0].type.dtype if op.operands else DType.FP32
         for a in catalogue.get(op.opcode).attrs:
             name, kind = a.name, a.kind
@@ -174,25 +202,27 @@ class _Printer:
             v = op.attrs[name]
             if kind == "i32_list":
                 elem = "i32" if name in _I32_ARRAYS else "i64"
-                items.append((name, f"array<{elem}: {', '.join(str(int(x)) for x in np.asarray(v).reshape(-1))}>"))
+                ints = ", ".join(str(int(x)) for x in np.asarray(v).reshape(-1))
+                items.append((name, f"array<{elem}: {ints}>", f"{name}([{ints}])"))
             elif kind == "i32":
-                items.append((name, f"{int(v)} : i32"))
+                items.append((name, f"{int(v)} : i32", f"{name}({int(v)})"))
             elif kind == "bool":
-                items.append((name, "true" if v else "false"))
+                items.append((name, "true" if v else "false", f"{name}({'true' if v else 'false'})"))
             elif kind == "acc_type":
-                items.append((name, _ACC[str(v).upper()]))
-            elif kind in ("nan_mode", "rounding_mode"):
-                items.append((name, str(v).upper()))
-            elif kind == "resize_mode":
-                mode = str(v).upper()
-                items.append((name, "NEAREST_NEIGHBOR" if mode == "NEAREST" else mode))
+                items.append((name, _ACC[str(v).upper()], f"{name}({_ACC[str(v).upper()]})"))
+            elif kind in ("nan_mode", "rounding_mode", "resize_mode"):
+                value = str(v).upper()
+                value = "NEAREST_NEIGHBOR" if kind == "resize_mode" and value == "NEAREST" else value
+                keyword = "" if kind == "nan_mode" and value == "PROPAGATE" else f"{name}<{value}>"
+                items.append((name, f"#tosa.{kind}<{value}>", keyword))
             elif kind == "scalar":
-                items.append((name, f"{_scalar(v, in_dtype)} : {_ELEM[in_dtype]}"))
+                scalar = f"{_scalar(v, in_dtype)} : {_ELEM[in_dtype]}"
+                items.append((name, scalar, f"{name}({scalar})"))
             elif kind in ("string", "bytes"):
-                items.append((name, _string(v)))
-        if not items:
-            return ""
-        return " {" + ", ".join(f"{k} = {v}" for k, v in sorted(items)) + "}"
+                items.append((name, _string(v), f"{name}({_string(v)})"))
+        if self.generic:
+            return _properties([(k, v) for k, v, _ in items])
+        return "".join(f" {kw}" for _, _, kw in items if kw)
 
     # ---------------------------------------------------------------- ops
     def block(self, g: Graph, env: dict[int, str], indent: str, terminator: str) -> None:
@@ -200,7 +230,10 @@ class _Printer:
             self.op(op, env, indent)
         outs = [env[v.id] for v in g.outputs]
         types = ", ".join(mlir_type(v.type) for v in g.outputs)
-        self.lines.append(f"{indent}{terminator} {', '.join(outs)} : {types}" if outs else f"{indent}{terminator}")
+        if self.generic and terminator.startswith("tosa."):
+            self.lines.append(f'{indent}"{terminator}"({", ".join(outs)}) : ({types}) -> ()')
+        else:
+            self.lines.append(f"{indent}{terminator} {', '.join(outs)} : {types}" if outs else f"{indent}{terminator}")
 
     def op(self, op: Operation, env: dict[int, str], indent: str) -> None:
         if op.dialect != "tosa" or op.opcode not in catalogue.OPS:
@@ -212,8 +245,13 @@ class _Printer:
             if len(op.operands) != 1:
                 raise InvalidGraphError("VARIABLE_WRITE takes one operand", op=op.name)
             v = op.operands[0]
-            self.lines.append(f"{indent}tosa.variable_write {_symbol(variable_name(op))}, {env[v.id]} : "
-                              f"{mlir_type(v.type)}")
+            if self.generic:
+                name_prop = _properties([("name", _string(variable_name(op)))])
+                self.lines.append(f'{indent}"tosa.variable_write"({env[v.id]}){name_prop} : '
+                                  f"({mlir_type(v.type)}) -> ()")
+            else:
+                self.lines.append(f"{indent}tosa.variable_write {_symbol(variable_name(op))}, {env[v.id]} : "
+                                  f"{mlir_type(v.type)}")
             return
         name = self.fresh()
         n = len(op.results)
@@ -225,17 +263,24 @@ class _Printer:
         except KeyError as e:
             raise InvalidGraphError("operand defined outside this graph", op=op.name) from e
         rtypes = [r.type for r in op.results]
-        if code == "VARIABLE_READ":
+        if self.generic and code not in ("COND_IF", "WHILE_LOOP"):
+            if code == "VARIABLE_READ":
+                attrs = _properties([("name", _string(variable_name(op)))])
+            elif code in ("CONST", "CONST_SHAPE"):
+                attrs = _properties([("values", _dense(op.attrs["values"], op.result.type))])
+            else:
+                attrs = self.attrs(op)
+            self.lines.append(f'{indent}{lhs} = "tosa.{code.lower()}"({", ".join(args)}){attrs} : '
+                              f"({_types([v.type for v in op.operands])}) -> {_results(rtypes)}")
+        elif code == "VARIABLE_READ":
             self.lines.append(f"{indent}{lhs} = tosa.variable_read {_symbol(variable_name(op))} : "
                               f"{mlir_type(op.result.type)}")
-        elif code == "CONST":
+        elif code in ("CONST", "CONST_SHAPE"):
             t = op.result.type
-            self.lines.append(f'{indent}{lhs} = "tosa.const"() <{{values = {_dense(op.attrs["values"], t)}}}> '
+            self.lines.append(f"{indent}{lhs} = tosa.{code.lower()} values({_dense(op.attrs['values'], t)}) "
                               f": () -> {mlir_type(t)}")
-        elif code == "CONST_SHAPE":
-            t = op.result.type
-            self.lines.append(f"{indent}{lhs} = tosa.const_shape {{values = {_dense(op.attrs['values'], t)}}} "
-                              f": () -> {mlir_type(t)}")
+        elif self.generic:  # COND_IF, WHILE_LOOP
+            self.generic_regions(op, lhs, args, env, indent)
         elif code == "COND_IF":
             self.cond_if(op, lhs, args, env, indent)
         elif code == "WHILE_LOOP":
@@ -251,6 +296,22 @@ class _Printer:
             env[v.id] = a
             names.append(a)
         return names
+
+    def generic_regions(self, op: Operation, lhs: str, args: list[str], env: dict[int, str], indent: str) -> None:
+        """COND_IF (then, else) or WHILE_LOOP (cond, body) in the generic form: each region a block with arguments."""
+        if len(op.regions) != 2 or (op.opcode == "COND_IF" and not op.operands):
+            raise InvalidGraphError(f"{op.opcode} needs two regions" + (" and a condition" if op.opcode == "COND_IF"
+                                                                       else ""), op=op.name)
+        self.lines.append(f'{indent}{lhs} = "tosa.{op.opcode.lower()}"({", ".join(args)}) ({{')
+        for i, g in enumerate(op.regions):
+            genv = dict(env)
+            gargs = self._region_args(g, genv)
+            if i:
+                self.lines.append(f"{indent}}}, {{")
+            self.lines.append(f"{indent}^bb0({_block_args(gargs, g)}):" if gargs else f"{indent}^bb0:")
+            self.block(g, genv, indent + "  ", "tosa.yield")
+        self.lines.append(f"{indent}}}) : ({_types([v.type for v in op.operands])}) -> "
+                          f"{_results([r.type for r in op.results])}")
 
     def cond_if(self, op: Operation, lhs: str, args: list[str], env: dict[int, str], indent: str) -> None:
         if len(op.regions) != 2 or not op.operands:
@@ -293,13 +354,17 @@ class _Printer:
 
 
 def to_mlir(graph: Graph, profiles: Sequence[str] | None = None, extensions: Sequence[str] | None = None,
-            level: str = "8k", func_name: str = "main") -> str:
+            level: str = "8k", func_name: str = "main", syntax: str = "generic") -> str:
     """TOSA-dialect MLIR text of ``graph``.
+
+    ``syntax``: one of :data:`SYNTAXES` (see the module docstring).
 
     When ``profiles`` is given, the module carries a ``tosa.target_env`` attribute for spec 1.0
     with those profiles and ``extensions`` (spec names such as ``PRO-INT``, ``EXT-INT16``).
     """
-    p = _Printer()
+    if syntax not in SYNTAXES:
+        raise InvalidGraphError(f"unknown MLIR syntax {syntax!r} (choose from {', '.join(SYNTAXES)})")
+    p = _Printer(syntax)
     env: dict[int, str] = {}
     params = []
     for v in graph.inputs:
@@ -317,7 +382,7 @@ def to_mlir(graph: Graph, profiles: Sequence[str] | None = None, extensions: Seq
         header = (f'module attributes {{tosa.target_env = #tosa.target_env<specification_version = "1.0", '
                   f'level = "{level}", profiles = [{profs}], extensions = [{exts}]>}} {{')
     signature = f"  func.func @{func_name}({', '.join(params)}) -> ({results}) {{"
-    lines = [header, *_variables(graph), signature, *body, "  }", "}"]
+    lines = [header, *_variables(graph, p.generic), signature, *body, "  }", "}"]
     return "\n".join(lines) + "\n"
 
 
