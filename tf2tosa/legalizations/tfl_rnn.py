@@ -38,8 +38,9 @@ BIDIRECTIONAL_SEQUENCE_LSTM with ``merge_outputs`` and batch > 1 offsets each ba
 (reading past the state tensor), and BIDIRECTIONAL_SEQUENCE_RNN in non-stacking mode feeds the backward cell
 ``input`` instead of ``aux_input``; the time-major paths agree with the lowering.
 
-Not lowered (``Unsupported`` with the reason): quantized (full integer) and hybrid (int8 weights with float
-activations) variants, the SIGN_BIT activation, dynamic shapes.
+Full-integer UNIDIRECTIONAL_SEQUENCE_LSTM (int8 activations, int16 cell state) is :mod:`.tfl_rnn_int`.
+Not lowered (``Unsupported`` with the reason): the other quantized (full integer) recurrent ops and hybrid (int8
+weights with float activations) variants, the SIGN_BIT activation, dynamic shapes.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from ..tosa.builder import Builder
 from .lowering.legalize_common import fused_activation
 from .lowering.numeric import static_shape
 from .registry import legalize
+from .tfl_rnn_int import integer_lstm_direction
 
 GATES = ("i", "f", "c", "o")
 _LN_EPS = 1e-8
@@ -340,13 +342,17 @@ def _require_float_io(op: Operation) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ rules
-@legalize("tfl.unidirectional_sequence_lstm")
+@legalize("tfl.unidirectional_sequence_lstm", dtypes=("fp32", "i8"))
 def unidirectional_sequence_lstm(b: Builder, op: Operation) -> list[Value]:
     """LSTM unrolled over time: one MATMUL for all input projections, then per step a recurrent MATMUL, gate
     SLICEs, SIGMOID/activation, the cell update (CLAMP for cell_clip) and the optional projection."""
+    time_major = bool(op.attrs.get("time_major", False))
+    if op.operands[0].dtype in (DType.INT8, DType.INT16):
+        xs = _time_major(b, op.operands[0], time_major)
+        _check_steps(op, static_shape(xs)[0])
+        return [_stack_steps(b, integer_lstm_direction(b, op, xs), time_major)]
     _require_float_io(op)
     act = _activation(op)
-    time_major = bool(op.attrs.get("time_major", False))
     cell = _lstm_cell(op, base=1, peep_base=9, bias_base=12, proj=16, state=18, ln_base=20, aux_base=None)
     xs = _time_major(b, op.operands[0], time_major)
     outs = lstm_direction(b, op, cell, xs, None, act, _clip(op, "cell_clip"), _clip(op, "proj_clip"),
@@ -486,8 +492,8 @@ def bidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.variable", dtypes=("fp32", "i8", "i16"))
 def variable(b: Builder, op: Operation) -> list[Value]:
-    """A TFLite ``is_variable`` tensor (the state of LSTM/RNN ops): its initial value (zeros unless the file stores
-    one) as a CONST - the TOSA program is one inference from the initial state."""
+    """A TFLite ``is_variable`` tensor (the state of LSTM/RNN ops): its initial value (zeros - an int8 tensor's zero
+    point - unless the file stores one) as a CONST - the TOSA program is one inference from the initial state."""
     r = op.results[0]
     if not r.type.is_static:
         raise Unsupported(f"variable tensor {r.source or r.name} with a dynamic shape")
@@ -497,7 +503,9 @@ def variable(b: Builder, op: Operation) -> list[Value]:
     if init is not None and np.asarray(init).size != int(np.prod(shape, dtype=np.int64)):
         raise Unsupported(f"variable tensor {r.source or r.name}: initial value of {np.asarray(init).size} "
                           f"elements for shape {list(shape)}")
-    arr = np.zeros(shape, r.dtype.np_dtype()) if init is None else np.asarray(init).reshape(shape)
+    # LiteRT's ResetVariableTensor fills an int8 variable with its zero point (every other type with zero bytes)
+    fill = r.type.quant.zero_point[0] if r.dtype is DType.INT8 and r.type.quant is not None else 0
+    arr = np.full(shape, fill, r.dtype.np_dtype()) if init is None else np.asarray(init).reshape(shape)
     if not r.dtype.is_tosa:
         raise Unsupported(f"variable tensor {r.source or r.name} of type {r.dtype.value}")
     return [b.const(arr, r.dtype, quant=r.type.quant, name=r.name)]
