@@ -336,6 +336,47 @@ def _tf_lstm_bytes(batch: int = 2, steps: int = 5, n_in: int = 3, units: int = 4
         return bytes(tf.lite.TFLiteConverter.from_saved_model(d).convert())
 
 
+def _tf_lstm_int8_bytes(batch: int = 1, steps: int = 5, n_in: int = 3, units: int = 4, time_major: bool = False,
+                        classes: int = 0, seed: int = 4) -> bytes:
+    """The Keras-2-marked LSTM of :func:`_tf_lstm_bytes`, full-integer quantized (int8 in/out, a representative
+    dataset from ``seed``): TFLite emits an int8 UNIDIRECTIONAL_SEQUENCE_LSTM with an int16 cell state.
+    ``classes`` > 0: a keyword-spotting head after it - the last step's output → FULLY_CONNECTED → SOFTMAX."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    xs = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+
+    class Lstm(tf.Module):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.k = tf.Variable(_w(rng, n_in, 4 * units))
+            self.r = tf.Variable(_w(rng, units, 4 * units))
+            self.b = tf.Variable(_w(rng, 4 * units))
+            self.fc = tf.Variable(_w(rng, units, max(classes, 1)))
+            self.fc_b = tf.Variable(_w(rng, max(classes, 1)))
+            self.fn = _keras2_lstm_fn(tf, batch, steps, n_in, units, time_major, False, 1)
+
+        @tf.function(input_signature=[tf.TensorSpec(xs, tf.float32, name="x0")])
+        def __call__(self, x: Any) -> Any:
+            z = tf.zeros((batch, units))
+            seq = self.fn(x, z, z, self.k, self.r, self.b)[1]
+            if not classes:
+                return seq
+            last = seq[-1] if time_major else seq[:, -1]
+            return tf.nn.softmax(tf.matmul(last, self.fc) + self.fc_b)
+
+    m = Lstm()
+    data = [[rng.uniform(-1, 1, xs).astype(np.float32)] for _ in range(16)]
+    with tempfile.TemporaryDirectory() as d:
+        tf.saved_model.save(m, d, signatures=m.__call__.get_concrete_function())
+        conv = tf.lite.TFLiteConverter.from_saved_model(d)
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.representative_dataset = lambda: iter(data)
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        conv.inference_input_type = tf.int8
+        conv.inference_output_type = tf.int8
+        return bytes(conv.convert())
+
+
 def _spectrogram_bytes(shape: tuple[int, ...] = (1, 16, 32), fft: tuple[int, int] | None = None,
                        kind: str = "log_abs") -> bytes:
     """kind: "log_abs" (log(|rfft2d(x)| + 1e-3)), "real_imag" (2·re + im) or "complex" (the complex64 itself)."""
@@ -401,6 +442,11 @@ MODELS: dict[str, Callable[[], bytes]] = {
     "unidirectional_sequence_lstm/tf_time_major": _entry("ulstm_tf_tm", _tf_lstm_bytes, time_major=True),
     "unidirectional_sequence_lstm/tf_go_backwards": _entry("ulstm_tf_back", _tf_lstm_bytes, go_backwards=True),
     "unidirectional_sequence_lstm/tf_bidirectional": _entry("ulstm_tf_bi", _tf_lstm_bytes, bidirectional=True),
+    "unidirectional_sequence_lstm/int8": _entry("ulstm_int8", _tf_lstm_int8_bytes),
+    "unidirectional_sequence_lstm/int8_batch2_time_major": _entry("ulstm_int8_tm", _tf_lstm_int8_bytes, batch=2,
+                                                                   time_major=True, n_in=5, units=6, seed=11),
+    "unidirectional_sequence_lstm/int8_keyword_spotter": _entry(
+        "kws_lstm_int8", _tf_lstm_int8_bytes, steps=49, n_in=10, units=16, classes=12, seed=12),
     # written directly (variants no TF2 path emits)
     "unidirectional_sequence_lstm/peephole_clip_projection": _entry(
         "ulstm_pcp", _ulstm_bytes, peephole=True, cell_clip=0.8, proj_clip=0.6, projection=True, n_out=3),
@@ -438,7 +484,9 @@ MODELS: dict[str, Callable[[], bytes]] = {
 }
 
 #: integer models: compared with LiteRT's reference kernels (BUILTIN_REF), 0 mismatches
-INT_MODELS = frozenset({"densify/fc_int8"})
+INT_MODELS = frozenset({"densify/fc_int8", "unidirectional_sequence_lstm/int8",
+                        "unidirectional_sequence_lstm/int8_batch2_time_major",
+                        "unidirectional_sequence_lstm/int8_keyword_spotter"})
 
 #: models tf2tosa must refuse, with the expected reason
 REFUSED: dict[str, tuple[Callable[[], bytes], str]] = {
