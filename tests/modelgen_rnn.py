@@ -53,18 +53,26 @@ class _Net:
     buffers: list[Any] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)
 
-    def tensor(self, name: str, shape: Sequence[int], data: np.ndarray | None = None, variable: bool = False) -> int:
+    def tensor(self, name: str, shape: Sequence[int], data: np.ndarray | None = None, variable: bool = False,
+               dtype: str = "FLOAT32", quant: tuple[float, int] | None = None) -> int:
+        """``dtype``: a TensorType name (the data is stored as that type); ``quant``: per-tensor (scale, zp)."""
         from tensorflow.lite.python import schema_py_generated as s
 
         t = s.TensorT()
         t.name = name.encode()
         t.shape = [int(d) for d in shape]
-        t.type = s.TensorType.FLOAT32
+        t.type = getattr(s.TensorType, dtype)
         t.buffer = 0
         t.isVariable = variable
+        if quant is not None:
+            qp = s.QuantizationParametersT()
+            qp.scale = [float(quant[0])]
+            qp.zeroPoint = [int(quant[1])]
+            t.quantization = qp
         if data is not None:
+            np_type = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32}[dtype]
             buf = s.BufferT()
-            buf.data = np.frombuffer(np.ascontiguousarray(data, np.float32).tobytes(), np.uint8)
+            buf.data = np.frombuffer(np.ascontiguousarray(data, np_type).tobytes(), np.uint8)
             self.buffers.append(buf)
             t.buffer = len(self.buffers)  # buffer 0 is the empty sentinel
         self.tensors.append(t)
@@ -275,6 +283,61 @@ def _birnn_bytes(batch: int = 2, steps: int = 4, n_in: int = 3, units: int = 4, 
                          "merge_outputs": merge}, build)
 
 
+def _svdf_bytes(batch: int = 2, n_in: int = 6, n_filter: int = 8, memory: int = 5, rank: int = 2,
+                int8: bool = False, act: str = "RELU", bias: bool = True, seed: int = 21) -> bytes:
+    """A one-op SVDF model (no TF path emits SVDF).  ``int8``: the full-integer form LiteRT's ``EvalIntegerSVDF``
+    runs - int8 input/output/weights_feature, int16 weights_time/state, int32 bias - with scales picked from the
+    float weights' ranges; the state keeps its zero-filled initial value."""
+    rng = np.random.default_rng(seed)
+    wf, wt = _w(rng, n_filter, n_in), _w(rng, n_filter, memory)
+    b = _w(rng, n_filter // rank)
+    s_y, zp_y = 0.02, -5
+
+    def build(net: _Net) -> tuple[list[int], list[tuple[str, list[int]]]]:
+        if not int8:
+            ins = [net.input("x", (batch, n_in)), net.tensor("weights_feature", wf.shape, wf),
+                   net.tensor("weights_time", wt.shape, wt),
+                   net.tensor("bias", b.shape, b) if bias else -1,
+                   net.tensor("state", (batch, n_filter * memory), variable=True)]
+            return ins, [("y", [batch, n_filter // rank])]
+        s_x, zp_x = 1.0 / 127.0, 3
+        s_wf = float(np.abs(wf).max()) / 127.0
+        s_wt = float(np.abs(wt).max()) / 32767.0
+        s_state = 2.0 ** -11
+        x = net.tensor("x", (batch, n_in), dtype="INT8", quant=(s_x, zp_x))
+        net.inputs.append(x)
+        ins = [x,
+               net.tensor("weights_feature", wf.shape, np.round(wf / s_wf), dtype="INT8", quant=(s_wf, 0)),
+               net.tensor("weights_time", wt.shape, np.round(wt / s_wt), dtype="INT16", quant=(s_wt, 0)),
+               net.tensor("bias", b.shape, np.round(b / (s_state * s_wt)), dtype="INT32",
+                          quant=(s_state * s_wt, 0)) if bias else -1,
+               net.tensor("state", (batch, n_filter * memory), variable=True, dtype="INT16", quant=(s_state, 0))]
+        return ins, [("y", [batch, n_filter // rank])]
+
+    data = one_op_model("SVDF", "SVDFOptions", {"rank": rank, "fused_activation_function": _act_code(act)}, build)
+    if not int8:
+        return data
+    return _requantize_output(data, "INT8", (s_y, zp_y))
+
+
+def _requantize_output(data: bytes, dtype: str, quant: tuple[float, int]) -> bytes:
+    """The model with its (single) output tensor retyped and quantized (one_op_model writes float outputs)."""
+    from tensorflow.lite.python import schema_py_generated as s
+
+    import flatbuffers
+
+    m = s.ModelT.InitFromObj(s.Model.GetRootAsModel(data, 0))
+    sg = m.subgraphs[0]
+    t = sg.tensors[sg.outputs[0]]
+    t.type = getattr(s.TensorType, dtype)
+    qp = s.QuantizationParametersT()
+    qp.scale, qp.zeroPoint = [float(quant[0])], [int(quant[1])]
+    t.quantization = qp
+    fb = flatbuffers.Builder(1024)
+    fb.Finish(m.Pack(fb), file_identifier=b"TFL3")
+    return bytes(fb.Output())
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # TensorFlow-built models
 # ---------------------------------------------------------------------------------------------------------------
@@ -431,7 +494,7 @@ def _sparse_bytes(kind: str = "fc_block", density: float = 0.2, seed: int = 5, i
 # The catalogue
 # ---------------------------------------------------------------------------------------------------------------
 def _entry(name: str, fn: Callable[..., bytes], **params: Any) -> Callable[[], bytes]:
-    extra: tuple[Any, ...] = (one_op_model, _lstm_cell_tensors, _keras2_lstm_fn, _Net)
+    extra: tuple[Any, ...] = (one_op_model, _lstm_cell_tensors, _keras2_lstm_fn, _Net, _requantize_output)
     return lambda: cached(f"rnn-{name}", fn, params, extra=extra)
 
 
@@ -470,6 +533,11 @@ MODELS: dict[str, Callable[[], bytes]] = {
     "bidirectional_sequence_rnn/aux_cross": _entry("birnn_aux", _birnn_bytes, aux="cross"),
     "bidirectional_sequence_rnn/aux_bw_input": _entry("birnn_auxbw", _birnn_bytes, aux="bw_input", merge=False,
                                                       time_major=True),
+    "svdf/float_rank2": _entry("svdf_f", _svdf_bytes),
+    "svdf/float_rank1_no_bias_memory1": _entry("svdf_f1", _svdf_bytes, rank=1, memory=1, bias=False, act="NONE"),
+    "svdf/int8_rank2": _entry("svdf_i8", _svdf_bytes, int8=True),
+    "svdf/int8_rank1_batch1": _entry("svdf_i8_r1", _svdf_bytes, int8=True, rank=1, batch=1, n_filter=16,
+                                     memory=10, seed=22),
     "lstm/peephole_layer_norm": _entry("lstm_step", _lstm_step_bytes),
     "rnn/relu": _entry("rnn_step", _rnn_step_bytes),
     # FFT / complex
@@ -486,7 +554,8 @@ MODELS: dict[str, Callable[[], bytes]] = {
 #: integer models: compared with LiteRT's reference kernels (BUILTIN_REF), 0 mismatches
 INT_MODELS = frozenset({"densify/fc_int8", "unidirectional_sequence_lstm/int8",
                         "unidirectional_sequence_lstm/int8_batch2_time_major",
-                        "unidirectional_sequence_lstm/int8_keyword_spotter"})
+                        "unidirectional_sequence_lstm/int8_keyword_spotter", "svdf/int8_rank2",
+                        "svdf/int8_rank1_batch1"})
 
 #: models tf2tosa must refuse, with the expected reason
 REFUSED: dict[str, tuple[Callable[[], bytes], str]] = {
@@ -495,5 +564,5 @@ REFUSED: dict[str, tuple[Callable[[], bytes], str]] = {
 }
 
 #: models whose ops carry state (``is_variable`` tensors): LiteRT must start each input set from a fresh interpreter
-STATEFUL_PREFIXES = ("unidirectional_sequence_lstm", "bidirectional_sequence_lstm", "unidirectional_sequence_rnn",
+STATEFUL_PREFIXES = ("svdf/", "unidirectional_sequence_lstm", "bidirectional_sequence_lstm", "unidirectional_sequence_rnn",
                      "bidirectional_sequence_rnn", "lstm/", "rnn/")
