@@ -322,9 +322,8 @@ def _svdf_bytes(batch: int = 2, n_in: int = 6, n_filter: int = 8, memory: int = 
 
 def _requantize_output(data: bytes, dtype: str, quant: tuple[float, int]) -> bytes:
     """The model with its (single) output tensor retyped and quantized (one_op_model writes float outputs)."""
-    from tensorflow.lite.python import schema_py_generated as s
-
     import flatbuffers
+    from tensorflow.lite.python import schema_py_generated as s
 
     m = s.ModelT.InitFromObj(s.Model.GetRootAsModel(data, 0))
     sg = m.subgraphs[0]
@@ -564,5 +563,5 @@ REFUSED: dict[str, tuple[Callable[[], bytes], str]] = {
 }
 
 #: models whose ops carry state (``is_variable`` tensors): LiteRT must start each input set from a fresh interpreter
-STATEFUL_PREFIXES = ("svdf/", "unidirectional_sequence_lstm", "bidirectional_sequence_lstm", "unidirectional_sequence_rnn",
-                     "bidirectional_sequence_rnn", "lstm/", "rnn/")
+STATEFUL_PREFIXES = ("svdf/", "unidirectional_sequence_lstm", "bidirectional_sequence_lstm",
+                     "unidirectional_sequence_rnn", "bidirectional_sequence_rnn", "lstm/", "rnn/")

@@ -338,7 +338,9 @@ def _clip(op: Operation, name: str) -> float:
 def _require_float_io(op: Operation) -> None:
     x = op.operands[0]
     if x.type.is_quantized or x.dtype is not DType.FP32:
-        raise Unsupported(f"quantized {op.name} (input {x.type}); only float32 is lowered")
+        why = "LiteRT's kernel for it is float32 or hybrid only (no full-integer kernel to be bit-exact with)" \
+            if op.name != "tfl.lstm" else "only float32 is lowered"
+        raise Unsupported(f"quantized {op.name} (input {x.type}): {why}")
 
 
 # ------------------------------------------------------------------------------------------------ rules
