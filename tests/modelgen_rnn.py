@@ -52,6 +52,7 @@ class _Net:
     tensors: list[Any] = field(default_factory=list)
     buffers: list[Any] = field(default_factory=list)
     inputs: list[int] = field(default_factory=list)
+    intermediates: list[int] = field(default_factory=list)
 
     def tensor(self, name: str, shape: Sequence[int], data: np.ndarray | None = None, variable: bool = False,
                dtype: str = "FLOAT32", quant: tuple[float, int] | None = None) -> int:
@@ -109,6 +110,8 @@ def one_op_model(code_name: str, options_name: str, options: dict[str, Any],
     o.opcodeIndex = 0
     o.inputs = list(op_inputs)
     o.outputs = out_idx
+    if net.intermediates:
+        o.intermediates = list(net.intermediates)
     o.builtinOptionsType = getattr(s.BuiltinOptions, options_name)
     o.builtinOptions = opts
     sg = s.SubGraphT()
@@ -320,6 +323,60 @@ def _svdf_bytes(batch: int = 2, n_in: int = 6, n_filter: int = 8, memory: int = 
     return _requantize_output(data, "INT8", (s_y, zp_y))
 
 
+def _ulstm_int8_bytes(batch: int = 2, steps: int = 4, n_in: int = 5, n_cell: int = 6, n_out: int = 6,
+                      cifg: bool = False, peephole: bool = False, projection: bool = False, proj_bias: bool = True,
+                      cell_clip: float = 0.0, proj_clip: float = 0.0, time_major: bool = False,
+                      seed: int = 31) -> bytes:
+    """A hand-quantized full-integer UNIDIRECTIONAL_SEQUENCE_LSTM (the variants TF's converter never emits: CIFG,
+    peephole, projection, clipping): int8 input/weights/output state, int16 cell state (2^-11) and peephole
+    weights, int32 biases, five intermediates (only the fifth, the effective hidden scale, quantized - the kernel
+    uses 2^-12 for the gates without layer norm).  The scales keep the gates in the sigmoid/tanh's working range;
+    LiteRT's integer kernel is the oracle whatever they are."""
+    rng = np.random.default_rng(seed)
+    s_x, zp_x = 0.01, 3
+    s_h, zp_h = 1.0 / 128.0, -10
+    s_hidden, zp_hidden = (0.0078, -7) if projection else (s_h, zp_h)
+    n_rec = n_out if projection else n_cell
+
+    def q8(name: str, *shape: int, scale: float = 0.01) -> int:
+        return net_ref[0].tensor(name, shape, rng.integers(-127, 128, shape), dtype="INT8", quant=(scale, 0))
+
+    def q32(name: str, n: int, lim: int) -> int:
+        return net_ref[0].tensor(name, (n,), rng.integers(-lim, lim + 1, n), dtype="INT32", quant=(1e-4, 0))
+
+    def q16(name: str, n: int, scale: float, lim: int) -> int:
+        return net_ref[0].tensor(name, (n,), rng.integers(-lim, lim + 1, n), dtype="INT16", quant=(scale, 0))
+
+    net_ref: list[_Net] = []
+
+    def build(net: _Net) -> tuple[list[int], list[tuple[str, list[int]]]]:
+        net_ref.append(net)
+        xs = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+        x = net.tensor("x", xs, dtype="INT8", quant=(s_x, zp_x))
+        net.inputs.append(x)
+        gates = ("input", "forget", "cell", "output")
+        has = {g: not (cifg and g == "input") for g in gates}
+        ins = [x]
+        ins += [q8(f"{g}_w", n_cell, n_in) if has[g] else -1 for g in gates]
+        ins += [q8(f"{g}_r", n_cell, n_rec) if has[g] else -1 for g in gates]
+        ins += [q16(f"{g}_peep", n_cell, 5e-5, 1000) if peephole and has[g] else -1
+                for g in ("input", "forget", "output")]
+        ins += [q32(f"{g}_b", n_cell, 3000) if has[g] else -1 for g in gates]
+        ins += [q8("proj_w", n_out, n_cell) if projection else -1,
+                q32("proj_b", n_out, 500) if projection and proj_bias else -1]
+        ins += [net.tensor("h_state", (batch, n_out), variable=True, dtype="INT8", quant=(s_h, zp_h)),
+                net.tensor("c_state", (batch, n_cell), variable=True, dtype="INT16", quant=(2.0 ** -11, 0))]
+        ins += [-1] * 4
+        net.intermediates = [net.tensor(f"intermediate{k}", (0,)) for k in range(4)]
+        net.intermediates.append(net.tensor("effective_hidden", (0,), dtype="INT8", quant=(s_hidden, zp_hidden)))
+        return ins, [("y", [steps, batch, n_out] if time_major else [batch, steps, n_out])]
+
+    data = one_op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", "UnidirectionalSequenceLSTMOptions",
+                        {"fused_activation_function": _act_code("TANH"), "cell_clip": cell_clip,
+                         "proj_clip": proj_clip, "time_major": time_major}, build)
+    return _requantize_output(data, "INT8", (s_h, zp_h))
+
+
 def _requantize_output(data: bytes, dtype: str, quant: tuple[float, int]) -> bytes:
     """The model with its (single) output tensor retyped and quantized (one_op_model writes float outputs)."""
     import flatbuffers
@@ -493,7 +550,8 @@ def _sparse_bytes(kind: str = "fc_block", density: float = 0.2, seed: int = 5, i
 # The catalogue
 # ---------------------------------------------------------------------------------------------------------------
 def _entry(name: str, fn: Callable[..., bytes], **params: Any) -> Callable[[], bytes]:
-    extra: tuple[Any, ...] = (one_op_model, _lstm_cell_tensors, _keras2_lstm_fn, _Net, _requantize_output)
+    extra: tuple[Any, ...] = (one_op_model, _lstm_cell_tensors, _keras2_lstm_fn, _Net, _requantize_output,
+                              _ulstm_int8_bytes)
     return lambda: cached(f"rnn-{name}", fn, params, extra=extra)
 
 
@@ -507,6 +565,13 @@ MODELS: dict[str, Callable[[], bytes]] = {
     "unidirectional_sequence_lstm/int8": _entry("ulstm_int8", _tf_lstm_int8_bytes),
     "unidirectional_sequence_lstm/int8_batch2_time_major": _entry("ulstm_int8_tm", _tf_lstm_int8_bytes, batch=2,
                                                                    time_major=True, n_in=5, units=6, seed=11),
+    "unidirectional_sequence_lstm/int8_cifg_peephole_clip": _entry(
+        "ulstm_int8_cpc", _ulstm_int8_bytes, cifg=True, peephole=True, cell_clip=3.0),
+    "unidirectional_sequence_lstm/int8_peephole_projection": _entry(
+        "ulstm_int8_pp", _ulstm_int8_bytes, peephole=True, projection=True, proj_clip=0.5, time_major=True,
+        seed=32),
+    "unidirectional_sequence_lstm/int8_projection_no_bias": _entry(
+        "ulstm_int8_pnb", _ulstm_int8_bytes, projection=True, proj_bias=False, n_out=3, seed=33),
     "unidirectional_sequence_lstm/int8_keyword_spotter": _entry(
         "kws_lstm_int8", _tf_lstm_int8_bytes, steps=49, n_in=10, units=16, classes=12, seed=12),
     # written directly (variants no TF2 path emits)
@@ -554,10 +619,16 @@ MODELS: dict[str, Callable[[], bytes]] = {
 INT_MODELS = frozenset({"densify/fc_int8", "unidirectional_sequence_lstm/int8",
                         "unidirectional_sequence_lstm/int8_batch2_time_major",
                         "unidirectional_sequence_lstm/int8_keyword_spotter", "svdf/int8_rank2",
+                        "unidirectional_sequence_lstm/int8_cifg_peephole_clip",
+                        "unidirectional_sequence_lstm/int8_peephole_projection",
+                        "unidirectional_sequence_lstm/int8_projection_no_bias",
                         "svdf/int8_rank1_batch1"})
 
 #: models tf2tosa must refuse, with the expected reason
 REFUSED: dict[str, tuple[Callable[[], bytes], str]] = {
+    "unidirectional_sequence_lstm/int8_peephole_projection_narrow": (
+        _entry("ulstm_int8_ppn", _ulstm_int8_bytes, peephole=True, projection=True, n_out=4, seed=32),
+        "peephole and n_output 4 != n_cell 6"),
     "rfft2d/complex_output": (_entry("spec_complex", _spectrogram_bytes, kind="complex"),
                               "complex64 model output: TOSA 1.0 has no complex tensors"),
 }

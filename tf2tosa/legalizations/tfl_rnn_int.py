@@ -6,9 +6,11 @@ Per time step and gate g ∈ {i, f, c, o} (all int32 tensors holding the kernel'
 
     x_g  = sat16(MBQM(Σ (x - zp_x)·W_g + bias_g, s_xg))           one MATMUL + RESCALE (i16) for every step at once
     z_g  = sat16(MBQM(Σ (h - zp_h)·R_g, s_hg) + x_g)              MATMUL + per-channel RESCALE (i32) + ADD + CLAMP
-    i, f, o = logistic(z as Q3.12) in Q0.15, c̃ = tanh(z as Q3.12)
+    z_g  = sat16(MBQM(p_g·c, s_pg) + z_g)                         (peephole; i, f read the old c, o the new one)
+    i, f, o = logistic(z as Q3.12) in Q0.15, c̃ = tanh(z as Q3.12)  (CIFG: i = 32767 - f)
     c    = clip(sat16(RDBPOT(f·c, 15) + RDBPOT(i·c̃, 30 + log2(s_c))), ±quantized cell_clip)
     h    = sat8(MBQM(o·tanh(c as Q(15 + log2 s_c)), 2^-30 / s_hidden) + zp_hidden)
+    (projection: h = clip(sat8(MBQM(Σ (sat8(MBQM(o·tanh c, ·) - zp_hidden) + zp_hidden)·P + b_P, s_P) + zp_h)))
 
 with ``s_xg = s_W·s_x / 2^-12`` and ``s_hg = s_R·s_h / 2^-12`` computed in float32 as the kernel does (the
 intermediate scale is 2^-12 without layer norm), MBQM = TFLite's MultiplyByQuantizedMultiplier = RESCALE
@@ -22,13 +24,14 @@ re-implementation in :mod:`tf2tosa.quant.tflite_reference` (``logistic16``, ``ta
 All tables of an op live in one constant (sigmoid, tanh Q3.12, tanh of the cell format), indexed with an offset.
 
 The initial state is the ``tfl.variable`` value: LiteRT's ``ResetVariableTensor`` fills an int8 state with its
-zero point.  The input/output state scales are the ones TFLite's converter writes (hidden = output state).
+zero point.
 
 Refused with the reason (``Unsupported``): int16 activations ("16x8": LiteRT has no such kernel for this op and
-TF's converter refuses to build one); not yet lowered, because no model verified against LiteRT exercises them
-(TF's converter emits none of them from Keras layers): layer norm (``ApplyLayerNorm``), peephole, projection,
-CIFG; diagonal recurrent weights (no integer kernel), asymmetric weights, cell-state scales that are not a power
-of two or whose tanh format the kernel does not dispatch (integer bits outside 0…6).
+TF's converter refuses to build one), layer-norm coefficients (``ApplyLayerNorm``'s data-dependent integer inverse
+square root is not lowered yet), diagonal recurrent weights (no integer kernel), asymmetric weights, cell-state
+scales that are not a power of two or whose tanh format the kernel does not dispatch (integer bits outside 0…6),
+peephole with projection when n_output != n_cell (LiteRT's ``CalculateLstmGateInteger8x8_16`` passes n_output
+as the peephole vector length, so its result is not the documented cell).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import functools
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, Value, has_value
+from ..ir import DType, Operation, QuantParams, Value, has_value
 from ..quant import tflite_reference as R
 from ..quant.elementwise import Fx
 from ..quant.rescale import rescale
@@ -110,21 +113,20 @@ class _IntLstm:
         if h0 is None or c0 is None:
             raise Unsupported(f"integer {op.name}: output or cell state operand missing")
         self.h0, self.c0 = h0, c0
-        variants = [what for what, present in (
-            ("layer norm", any(_opt(op, k) is not None for k in range(20, 24))),
-            ("peephole", any(v is not None for v in self.peep.values())),
-            ("projection", self.proj_w is not None or self.proj_b is not None),
-            ("CIFG", self.w_x["i"] is None)) if present]
-        if variants:
-            raise Unsupported(f"integer {op.name} with {', '.join(variants)}: not lowered yet (no LiteRT-verified "
-                              f"model exercises it)")
+        if any(_opt(op, k) is not None for k in range(20, 24)):
+            raise Unsupported(f"integer layer-norm {op.name}: ApplyLayerNorm (integer mean/variance and "
+                              f"inverse square root) is not lowered yet")
         if bool(op.attrs.get("diagonal_recurrent_tensors", False)):
             raise Unsupported(f"integer {op.name} with diagonal recurrent weights (LiteRT has no integer kernel)")
-        self.gates = list(GATES)
+        self.cifg = self.w_x["i"] is None
+        self.gates = [g for g in GATES if not (g == "i" and self.cifg)]
         for g in self.gates:
             for what, d in (("input", self.w_x), ("recurrent", self.w_h), ("bias", self.bias)):
                 if d[g] is None:
                     raise Unsupported(f"integer {op.name}: {what} weights of gate {g} missing")
+        self.peephole = self.peep["o"] is not None
+        if self.peephole and any(self.peep[g] is None for g in ("f", "o") + (() if self.cifg else ("i",))):
+            raise Unsupported(f"integer {op.name}: peephole weights given for some gates only")
         self.s_h, self.zp_h = _qp(op, h0, "output state", DType.INT8)
         s_c, _ = _qp(op, c0, "cell state", DType.INT16)
         cell_scale = int(round(np.log2(s_c)))
@@ -145,16 +147,38 @@ class _IntLstm:
                                    divide=inter_s[k]) for k, g in enumerate(GATES) if g in self.gates}
         self.s_hg = {g: _f32_scale(_sym(op, self._w(self.w_h, g), f"recurrent weights {g}", DType.INT8),
                                    self.s_h, divide=inter_s[k]) for k, g in enumerate(GATES) if g in self.gates}
+        self.s_pg: dict[str, float] = {}
+        if self.peephole:
+            for k, g in ((0, "i"), (1, "f"), (3, "o")):
+                p = self.peep[g]
+                if p is not None:
+                    ps = _sym(op, p, f"peephole weights {g}", DType.INT16)
+                    self.s_pg[g] = float(_F32(2.0 ** cell_scale * float(_F32(ps)) / float(_F32(inter_s[k]))))
         self.s_out_hidden = float(_F32(2.0 ** -15 / float(_F32(self.s_hidden)) * 2.0 ** -15))
         for g in self.gates:
             bv = self._w(self.bias, g)
             if bv.dtype is not DType.INT32:
                 raise Unsupported(f"integer {op.name}: bias {g} is {bv.type}, expected int32")
+        if self.proj_w is not None:
+            ps = _sym(op, self.proj_w, "projection weights", DType.INT8)
+            self.s_proj = _f32_scale(ps, self.s_hidden, divide=self.s_h)
+            if not -128 <= -self.zp_hidden <= 127:
+                raise Unsupported(f"integer {op.name}: hidden zero point {self.zp_hidden} (its negation is the "
+                                  f"projection's input zero point)")
         s_c32 = _F32(s_c)
         cell_clip = float(op.attrs.get("cell_clip", 0.0) or 0.0)
         self.cell_clip = int(np.trunc(min(max(float(_F32(_F32(cell_clip) / s_c32)), -32768.0), 32767.0))) \
             if cell_clip > 0 else 0
+        proj_clip = float(op.attrs.get("proj_clip", 0.0) or 0.0)
+        self.proj_clip = int(np.trunc(min(max(float(_F32(_F32(proj_clip) / _F32(self._out_scale()))), -128.0),
+                                          127.0))) if proj_clip > 0 else 0
         self.table: Value | None = None
+
+    def _out_scale(self) -> float:
+        q = self.op.results[0].type.quant
+        if q is None:
+            raise Unsupported(f"integer {self.op.name}: the output is not quantized")
+        return float(q.scale[0])
 
     @staticmethod
     def _w(d: dict[str, Value | None], g: str) -> Value:
@@ -194,6 +218,15 @@ class _IntLstm:
         g = b.emit("GATHER", [self.table, b.reshape(idx, [1, int(np.prod(shape))])]).result
         return b.cast(b.reshape(g, shape), DType.INT32)
 
+    def _peep(self, z: Value, g: str, c: Value) -> Value:
+        p = self.peep[g]
+        if p is None:
+            return z
+        b = self.b
+        n = static_shape(p)[0]
+        pc = b.mul(c, b.reshape(b.cast(p, DType.INT32), [1, 1, n]))
+        return self._clamp16(self.fx.add(z, rescale(b, pc, self.s_pg[g], DType.INT32)))
+
     # --------------------------------------------------------------------------------------------- cell
     def run(self, xs: Value, reverse: bool = False) -> list[Value]:
         """xs [T, B, I] int8 → per-step [1, B, n_out] int8 outputs in time order."""
@@ -201,6 +234,10 @@ class _IntLstm:
         t_len, batch, n_in = static_shape(xs)
         n_cell = static_shape(self._w(self.w_x, self.gates[0]))[0]
         n_out = static_shape(self._w(self.w_h, self.gates[0]))[1]
+        if self.peephole and n_out != n_cell:
+            raise Unsupported(f"integer {op.name} with peephole and n_output {n_out} != n_cell {n_cell}: LiteRT's "
+                              f"integer kernel runs the peephole product over n_output elements per batch (not the "
+                              f"documented n_cell), which the lowering does not reproduce")
         if static_shape(self.h0)[-1] != n_out or static_shape(self.c0)[-1] != n_cell:
             raise Unsupported(f"{op.name}: state shapes {self.h0.shape}, {self.c0.shape} vs n_output {n_out}, "
                               f"n_cell {n_cell}")
@@ -223,20 +260,41 @@ class _IntLstm:
             gx_t = b.slice(gx, [0, t * batch, 0], [1, batch, width])
             zh = rescale(b, self._matmul(h, rec, self.zp_h), h_scales, DType.INT32)
             z = self._clamp16(fx.add(zh, gx_t))
-            pre = {g: b.slice(z, [0, 0, k * n_cell], [1, batch, n_cell]) for k, g in enumerate(gates)}
-            f = self._act(pre["f"], 0)
-            i = self._act(pre["i"], 0)
+            pre = {g: b.slice(z, [0, 0, k * n_cell], [1, batch, n_cell]) if len(gates) > 1 else z
+                   for k, g in enumerate(gates)}
+            f = self._act(self._peep(pre["f"], "f", c), 0)
+            i = fx.sub(R.I16_MAX, f) if self.cifg else self._act(self._peep(pre["i"], "i", c), 0)
             g_act = self._act(pre["c"], 1)
             fc = fx.rdbpot(b.mul(f, c), 15)
             ig = fx.rdbpot(b.mul(i, g_act), 30 + self.cell_scale)
             c = self._clamp16(fx.add(fc, ig))
             if self.cell_clip > 0:
                 c = self._clip(c, -self.cell_clip, self.cell_clip)
-            o = self._act(pre["o"], 0)
-            h = rescale(b, b.mul(o, self._act(c, 2)), self.s_out_hidden, DType.INT8, out_zp=self.zp_hidden,
-                        out_quant=out_q)
+            o = self._act(self._peep(pre["o"], "o", c), 0)
+            ot = b.mul(o, self._act(c, 2))
+            if self.proj_w is None:
+                h = rescale(b, ot, self.s_out_hidden, DType.INT8, out_zp=self.zp_hidden, out_quant=out_q)
+            else:
+                h = self._project(ot, out_q)
             outs[t] = h
         return [v for v in outs if v is not None]
+
+    def _project(self, ot: Value, out_q: QuantParams | None) -> Value:
+        """CalculateLstmOutputInteger8x8_16 with projection (the kernel's ``-hidden_zp`` included)."""
+        b = self.b
+        assert self.proj_w is not None
+        s1 = rescale(b, ot, self.s_out_hidden, DType.INT8, out_zp=-self.zp_hidden)
+        acc = self._matmul(s1, self._rows3([self.proj_w]), -self.zp_hidden)
+        if self.proj_b is not None:
+            if self.proj_b.dtype is not DType.INT32:
+                raise Unsupported(f"integer {self.op.name}: projection bias is {self.proj_b.type}, expected int32")
+            n = static_shape(self.proj_b)[0]
+            acc = self.fx.add(acc, b.reshape(self.proj_b, [1, 1, n]))
+        h = rescale(b, acc, self.s_proj, DType.INT8, out_zp=self.zp_h, out_quant=out_q)
+        if self.proj_clip > 0:
+            h = b.clamp(h, -self.proj_clip, self.proj_clip)
+        return h
+
 
 def integer_lstm_direction(b: Builder, op: Operation, xs: Value, reverse: bool = False) -> list[Value]:
     """The integer LSTM over time-major xs [T, B, I] (int8): per-step [1, B, n_out] int8 outputs."""
