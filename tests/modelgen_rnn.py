@@ -377,6 +377,30 @@ def _ulstm_int8_bytes(batch: int = 2, steps: int = 4, n_in: int = 5, n_cell: int
     return _requantize_output(data, "INT8", (s_h, zp_h))
 
 
+def _hybrid_bytes(base: str, suffixes: tuple[str, ...] = ("_w", "_r", "_peep", "proj_w"), **params: Any) -> bytes:
+    """``base(**params)`` (a builder of this module, by name) with its float weight tensors (names ending in
+    ``suffixes``) quantized to symmetric per-tensor int8 (scale max|w| / 127): the hybrid form LiteRT runs for
+    int8 recurrent weights with float activations."""
+    import flatbuffers
+    from tensorflow.lite.python import schema_py_generated as s
+
+    m = s.ModelT.InitFromObj(s.Model.GetRootAsModel(globals()[base](**params), 0))
+    for t in m.subgraphs[0].tensors:
+        if not t.name.decode().endswith(suffixes) or t.buffer == 0:
+            continue
+        buf = m.buffers[t.buffer]
+        w = np.frombuffer(bytes(bytearray(buf.data)), np.float32)
+        scale = float(np.abs(w).max()) / 127.0
+        buf.data = np.frombuffer(np.round(w / scale).astype(np.int8).tobytes(), np.uint8)
+        t.type = s.TensorType.INT8
+        qp = s.QuantizationParametersT()
+        qp.scale, qp.zeroPoint = [scale], [0]
+        t.quantization = qp
+    fb = flatbuffers.Builder(1024)
+    fb.Finish(m.Pack(fb), file_identifier=b"TFL3")
+    return bytes(fb.Output())
+
+
 def _requantize_output(data: bytes, dtype: str, quant: tuple[float, int]) -> bytes:
     """The model with its (single) output tensor retyped and quantized (one_op_model writes float outputs)."""
     import flatbuffers
@@ -551,7 +575,8 @@ def _sparse_bytes(kind: str = "fc_block", density: float = 0.2, seed: int = 5, i
 # ---------------------------------------------------------------------------------------------------------------
 def _entry(name: str, fn: Callable[..., bytes], **params: Any) -> Callable[[], bytes]:
     extra: tuple[Any, ...] = (one_op_model, _lstm_cell_tensors, _keras2_lstm_fn, _Net, _requantize_output,
-                              _ulstm_int8_bytes)
+                              _ulstm_int8_bytes, _hybrid_bytes, _ulstm_bytes, _bilstm_bytes, _urnn_bytes,
+                              _birnn_bytes)
     return lambda: cached(f"rnn-{name}", fn, params, extra=extra)
 
 
@@ -602,6 +627,17 @@ MODELS: dict[str, Callable[[], bytes]] = {
     "svdf/int8_rank2": _entry("svdf_i8", _svdf_bytes, int8=True),
     "svdf/int8_rank1_batch1": _entry("svdf_i8_r1", _svdf_bytes, int8=True, rank=1, batch=1, n_filter=16,
                                      memory=10, seed=22),
+    "unidirectional_sequence_rnn/hybrid_int8": _entry("urnn_hybrid", _hybrid_bytes, base="_urnn_bytes",
+                                                      suffixes=("w", "r")),
+    "bidirectional_sequence_rnn/hybrid_int8_split": _entry(
+        "birnn_hybrid", _hybrid_bytes, base="_birnn_bytes", suffixes=("_w", "_r"), merge=False),
+    "bidirectional_sequence_lstm/hybrid_int8_split_time_major": _entry("bilstm_hybrid", _hybrid_bytes,
+                                                                       base="_bilstm_bytes"),
+    "bidirectional_sequence_lstm/hybrid_int8_peephole_merge": _entry(
+        "bilstm_hybrid_pm", _hybrid_bytes, base="_bilstm_bytes", merge=True, peephole=True, cell_clip=1.0),
+    "unidirectional_sequence_lstm/hybrid_int8_peephole_projection": _entry(
+        "ulstm_hybrid_pp", _hybrid_bytes, base="_ulstm_bytes", peephole=True, projection=True, n_out=3,
+        proj_clip=0.6),
     "lstm/peephole_layer_norm": _entry("lstm_step", _lstm_step_bytes),
     "rnn/relu": _entry("rnn_step", _rnn_step_bytes),
     # FFT / complex
@@ -626,6 +662,10 @@ INT_MODELS = frozenset({"densify/fc_int8", "unidirectional_sequence_lstm/int8",
 
 #: models tf2tosa must refuse, with the expected reason
 REFUSED: dict[str, tuple[Callable[[], bytes], str]] = {
+    "bidirectional_sequence_rnn/hybrid_int8_time_major": (
+        _entry("birnn_hybrid_tm", _hybrid_bytes, base="_birnn_bytes", suffixes=("_w", "_r"), merge=False,
+               time_major=True),
+        "hybrid time-major tfl.bidirectional_sequence_rnn: LiteRT's hybrid kernel runs the whole sequence once"),
     "unidirectional_sequence_lstm/int8_peephole_projection_narrow": (
         _entry("ulstm_int8_ppn", _ulstm_int8_bytes, peephole=True, projection=True, n_out=4, seed=32),
         "peephole and n_output 4 != n_cell 6"),

@@ -56,6 +56,7 @@ from ..tosa.builder import Builder
 from .lowering.legalize_common import fused_activation
 from .lowering.numeric import static_shape
 from .registry import legalize
+from .tfl_rnn_hybrid import Weights, dequantized, stack, weight_scale, wmatmul
 from .tfl_rnn_int import integer_lstm_direction
 
 GATES = ("i", "f", "c", "o")
@@ -78,7 +79,11 @@ def _req(op: Operation, k: int, what: str) -> Value:
     return v
 
 
-def _check_float(op: Operation, *values: Value | None) -> None:
+def _check_float(op: Operation, *values: Value | None, weights: tuple[Value | None, ...] = ()) -> None:
+    """Float32 operands; ``weights`` may also be per-tensor symmetric int8 (hybrid, :mod:`.tfl_rnn_hybrid`)."""
+    for w in weights:
+        if w is not None:
+            weight_scale(op, w)
     for v in values:
         if v is None:
             continue
@@ -122,10 +127,18 @@ class LstmCell:
         return [g for g in GATES if not (g == "i" and self.cifg)]
 
     def values(self) -> list[Value | None]:
-        out: list[Value | None] = [self.proj_w, self.proj_b]
-        for d in (self.w_x, self.w_h, self.peep, self.bias, self.ln, self.w_aux):
+        """The operands that must be float32 (weights aside)."""
+        out: list[Value | None] = [self.proj_b]
+        for d in (self.bias, self.ln):
             out += list(d.values())
         return out
+
+    def weights(self) -> tuple[Value | None, ...]:
+        """The weight operands (float32, or int8 in a hybrid op)."""
+        out: list[Value | None] = [self.proj_w]
+        for d in (self.w_x, self.w_h, self.peep, self.w_aux):
+            out += list(d.values())
+        return tuple(out)
 
 
 def _lstm_cell(op: Operation, base: int, peep_base: int, bias_base: int, proj: int, state: int,
@@ -150,7 +163,7 @@ def _lstm_cell(op: Operation, base: int, peep_base: int, bias_base: int, proj: i
     aux_given = [g for g in cell.gates() if w_aux[g] is not None]
     if aux_given and len(aux_given) != len(cell.gates()):
         raise Unsupported(f"{op.name}: auxiliary weights given for some gates only")
-    _check_float(op, *cell.values(), cell.h0, cell.c0)
+    _check_float(op, *cell.values(), cell.h0, cell.c0, weights=cell.weights())
     return cell
 
 
@@ -166,28 +179,10 @@ def _check_steps(op: Operation, t_len: int) -> None:
                           f"TF2TOSA_MAX_RNN_STEPS)")
 
 
-def _rows3(b: Builder, v: Value) -> Value:
-    """A [rows, cols] weight → the [1, cols, rows] right operand of MATMUL (x·Wᵀ)."""
-    if v.type.rank != 2:
-        raise Unsupported(f"weight {v.name} has rank {v.type.rank}, expected 2")
-    r, c = static_shape(v)
-    return b.reshape(b.transpose(v, [1, 0]), [1, c, r])
-
-
-def _stack_rows(b: Builder, ws: list[Value]) -> Value:
-    """Gate weight matrices [n, k] side by side as one [1, k, G·n] MATMUL operand."""
-    return _rows3(b, b.concat(ws, 0))
-
-
 def _vec3(b: Builder, vs: list[Value]) -> Value:
     """[n] vectors concatenated → [1, 1, G·n]."""
     cat = b.concat([b.reshape(v, [static_shape(v)[0]]) for v in vs], 0)
     return b.reshape(cat, [1, 1, static_shape(cat)[0]])
-
-
-def _matmul(b: Builder, x: Value, w: Value) -> Value:
-    zp = b.zp(0.0, DType.FP32)
-    return b.matmul(x, w, zp, zp)
 
 
 def _add(b: Builder, x: Value, y: Value) -> Value:
@@ -198,10 +193,10 @@ def _fconst(b: Builder, value: float) -> Value:
     return b.const(np.full([1, 1, 1], value, np.float32), DType.FP32)
 
 
-def _input_projection(b: Builder, xs: Value, ws: list[Value], bias: Value | None) -> Value:
-    """xs [T, B, I] → [1, T·B, G·n] = x·Wᵀ (+ bias) for every step at once."""
+def _input_projection(b: Builder, op: Operation, xs: Value, ws: list[Value], bias: Value | None) -> Value:
+    """xs [T, B, I] → [1, T·B, G·n] = x·Wᵀ (+ bias) for every step at once (hybrid: each row quantized)."""
     t, batch, n_in = static_shape(xs)
-    y = _matmul(b, b.reshape(xs, [1, t * batch, n_in]), _stack_rows(b, ws))
+    y = wmatmul(b, b.reshape(xs, [1, t * batch, n_in]), stack(b, op, ws))
     return _add(b, y, bias) if bias is not None else y
 
 
@@ -250,26 +245,31 @@ def lstm_direction(b: Builder, op: Operation, cell: LstmCell, xs: Value, aux: Va
                           f"n_cell {n_cell}")
     width = len(gates) * n_cell
     pre_bias = None if cell.layer_norm else _vec3(b, [_gate_b(cell, g) for g in gates])
-    proj_x = _input_projection(b, xs, [_gate_w(cell, g) for g in gates], pre_bias)
+    proj_x = _input_projection(b, op, xs, [_gate_w(cell, g) for g in gates], pre_bias)
     if aux is not None and cell.w_aux[gates[0]] is not None:
         aux_ws = [cell.w_aux[g] for g in gates]
-        proj_x = _add(b, proj_x, _input_projection(b, aux, [w for w in aux_ws if w is not None], None))
+        proj_x = _add(b, proj_x, _input_projection(b, op, aux, [w for w in aux_ws if w is not None], None))
+    rec: Value | None = None
+    rec_w: Weights | None = None
     if diagonal:
         if n_out != n_cell:
             raise Unsupported(f"{op.name}: diagonal recurrent weights need n_output == n_cell")
+        if any(weight_scale(op, w) is not None for w in cell.weights() if w is not None):
+            raise Unsupported(f"hybrid {op.name} with diagonal recurrent weights")
         rec = _vec3(b, [_gate_r(cell, g) for g in gates])
     else:
-        rec = _stack_rows(b, [_gate_r(cell, g) for g in gates])
+        rec_w = stack(b, op, [_gate_r(cell, g) for g in gates])
     h = b.reshape(cell.h0, [1, batch, n_out])
     c = b.reshape(cell.c0, [1, batch, n_cell])
     one = _fconst(b, 1.0)
-    peep = {g: b.reshape(v, [1, 1, n_cell]) for g, v in cell.peep.items() if v is not None}
+    peep = {g: b.reshape(dequantized(b, op, v), [1, 1, n_cell]) for g, v in cell.peep.items() if v is not None}
     outs: list[Value | None] = [None] * t_len
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
-        if diagonal:
+        if rec is not None:
             z = _add(b, _step_rows(b, proj_x, t, batch), b.mul(b.concat([h] * len(gates), 2), rec))
         else:
-            z = _add(b, _step_rows(b, proj_x, t, batch), _matmul(b, h, rec))
+            assert rec_w is not None
+            z = _add(b, _step_rows(b, proj_x, t, batch), wmatmul(b, h, rec_w))
         pre = {g: (b.slice(z, [0, 0, k * n_cell], [1, batch, n_cell]) if width != n_cell else z)
                for k, g in enumerate(gates)}
 
@@ -301,7 +301,7 @@ def lstm_direction(b: Builder, op: Operation, cell: LstmCell, xs: Value, aux: Va
         o = b.sigmoid(finish("o", o_pre))
         h = b.mul(o, fused_activation(b, c, act))
         if cell.proj_w is not None:
-            h = _matmul(b, h, _rows3(b, cell.proj_w))
+            h = wmatmul(b, h, stack(b, op, [cell.proj_w]))
             if cell.proj_b is not None:
                 h = _add(b, h, b.reshape(cell.proj_b, [1, 1, n_out]))
             if proj_clip > 0:
@@ -393,7 +393,7 @@ def rnn(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported(f"tfl.rnn input of rank {len(shape)} (rank 2 expected)")
     w, r, bias, h0 = (_req(op, k, n) for k, n in ((1, "weights"), (2, "recurrent weights"), (3, "bias"),
                                                    (4, "hidden state")))
-    _check_float(op, w, r, bias, h0)
+    _check_float(op, bias, h0, weights=(w, r))
     (h,) = rnn_direction(b, op, w, r, bias, h0, b.reshape(x, [1, *shape]), None, None, act, reverse=False)
     return [b.reshape(h, static_shape(op.results[0]))]
 
@@ -443,14 +443,14 @@ def rnn_direction(b: Builder, op: Operation, w: Value, r: Value, bias: Value, h0
     units = static_shape(w)[0]
     if static_shape(r) != [units, units] or static_shape(h0)[-1] != units:
         raise Unsupported(f"{op.name}: recurrent weights {r.shape} / state {h0.shape} vs {units} units")
-    proj_x = _input_projection(b, xs, [w], _vec3(b, [bias]))
+    proj_x = _input_projection(b, op, xs, [w], _vec3(b, [bias]))
     if aux is not None and w_aux is not None:
-        proj_x = _add(b, proj_x, _input_projection(b, aux, [w_aux], None))
-    rec = _rows3(b, r)
+        proj_x = _add(b, proj_x, _input_projection(b, op, aux, [w_aux], None))
+    rec = stack(b, op, [r])
     h = b.reshape(h0, [1, batch, units])
     outs: list[Value | None] = [None] * t_len
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
-        h = fused_activation(b, _add(b, _step_rows(b, proj_x, t, batch), _matmul(b, h, rec)), act)
+        h = fused_activation(b, _add(b, _step_rows(b, proj_x, t, batch), wmatmul(b, h, rec)), act)
         outs[t] = h
     return [v for v in outs if v is not None]
 
@@ -463,7 +463,7 @@ def unidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
     time_major = bool(op.attrs.get("time_major", False))
     w, r, bias, h0 = (_req(op, k, n) for k, n in ((1, "weights"), (2, "recurrent weights"), (3, "bias"),
                                                    (4, "hidden state")))
-    _check_float(op, w, r, bias, h0)
+    _check_float(op, bias, h0, weights=(w, r))
     xs = _time_major(b, op.operands[0], time_major)
     outs = rnn_direction(b, op, w, r, bias, h0, xs, None, None, act, reverse=False)
     return [_stack_steps(b, outs, time_major)]
@@ -480,7 +480,10 @@ def bidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
     bw = [_req(op, k, n) for k, n in ((5, "bw weights"), (6, "bw recurrent weights"), (7, "bw bias"),
                                       (8, "bw hidden state"))]
     aux, fw_aux_w, bw_aux_w = _opt(op, 9), _opt(op, 10), _opt(op, 11)
-    _check_float(op, *fw, *bw, aux, fw_aux_w, bw_aux_w)
+    _check_float(op, fw[2], fw[3], bw[2], bw[3], aux, weights=(fw[0], fw[1], bw[0], bw[1], fw_aux_w, bw_aux_w))
+    if time_major and weight_scale(op, fw[0]) is not None:
+        raise Unsupported(f"hybrid time-major {op.name}: LiteRT's hybrid kernel runs the whole sequence once per "
+                          f"time step (an extra outer loop over time), which the lowering does not reproduce")
     non_stacking, use_aux = _aux_mode(op, aux, fw_aux_w is not None)
     xs = _time_major(b, op.operands[0], time_major)
     aux_t = _time_major(b, aux, time_major) if aux is not None else None
