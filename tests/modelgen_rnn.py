@@ -326,12 +326,13 @@ def _svdf_bytes(batch: int = 2, n_in: int = 6, n_filter: int = 8, memory: int = 
 def _ulstm_int8_bytes(batch: int = 2, steps: int = 4, n_in: int = 5, n_cell: int = 6, n_out: int = 6,
                       cifg: bool = False, peephole: bool = False, projection: bool = False, proj_bias: bool = True,
                       cell_clip: float = 0.0, proj_clip: float = 0.0, time_major: bool = False,
-                      seed: int = 31) -> bytes:
+                      x16: bool = False, seed: int = 31) -> bytes:
     """A hand-quantized full-integer UNIDIRECTIONAL_SEQUENCE_LSTM (the variants TF's converter never emits: CIFG,
     peephole, projection, clipping): int8 input/weights/output state, int16 cell state (2^-11) and peephole
     weights, int32 biases, five intermediates (only the fifth, the effective hidden scale, quantized - the kernel
     uses 2^-12 for the gates without layer norm).  The scales keep the gates in the sigmoid/tanh's working range;
-    LiteRT's integer kernel is the oracle whatever they are."""
+    LiteRT's integer kernel is the oracle whatever they are.  ``x16``: an int16 input (the "16x8" form, which
+    LiteRT cannot run: for the refusal test)."""
     rng = np.random.default_rng(seed)
     s_x, zp_x = 0.01, 3
     s_h, zp_h = 1.0 / 128.0, -10
@@ -352,7 +353,7 @@ def _ulstm_int8_bytes(batch: int = 2, steps: int = 4, n_in: int = 5, n_cell: int
     def build(net: _Net) -> tuple[list[int], list[tuple[str, list[int]]]]:
         net_ref.append(net)
         xs = (steps, batch, n_in) if time_major else (batch, steps, n_in)
-        x = net.tensor("x", xs, dtype="INT8", quant=(s_x, zp_x))
+        x = net.tensor("x", xs, dtype="INT16" if x16 else "INT8", quant=(s_x, 0 if x16 else zp_x))
         net.inputs.append(x)
         gates = ("input", "forget", "cell", "output")
         has = {g: not (cifg and g == "input") for g in gates}
@@ -662,6 +663,8 @@ INT_MODELS = frozenset({"densify/fc_int8", "unidirectional_sequence_lstm/int8",
 
 #: models tf2tosa must refuse, with the expected reason
 REFUSED: dict[str, tuple[Callable[[], bytes], str]] = {
+    "unidirectional_sequence_lstm/int16x8": (_entry("ulstm_16x8", _ulstm_int8_bytes, x16=True),
+                                             "16x8 tfl.unidirectional_sequence_lstm"),
     "bidirectional_sequence_rnn/hybrid_int8_time_major": (
         _entry("birnn_hybrid_tm", _hybrid_bytes, base="_birnn_bytes", suffixes=("_w", "_r"), merge=False,
                time_major=True),

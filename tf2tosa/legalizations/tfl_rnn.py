@@ -1,4 +1,4 @@
-"""Recurrent TFLite ops, unrolled over their static time dimension (float32).
+"""Recurrent TFLite ops, unrolled over their static time dimension (float32, hybrid int8 weights, full integer).
 
 * ``tfl.unidirectional_sequence_lstm`` (24 operands: peephole, CIFG, projection, layer norm, diagonal "indy"
   recurrent weights), ``tfl.bidirectional_sequence_lstm`` (48 operands: two cells, auxiliary input),
@@ -38,9 +38,16 @@ BIDIRECTIONAL_SEQUENCE_LSTM with ``merge_outputs`` and batch > 1 offsets each ba
 (reading past the state tensor), and BIDIRECTIONAL_SEQUENCE_RNN in non-stacking mode feeds the backward cell
 ``input`` instead of ``aux_input``; the time-major paths agree with the lowering.
 
-Full-integer UNIDIRECTIONAL_SEQUENCE_LSTM (int8 activations, int16 cell state) is :mod:`.tfl_rnn_int`.
-Not lowered (``Unsupported`` with the reason): the other quantized (full integer) recurrent ops and hybrid (int8
-weights with float activations) variants, the SIGN_BIT activation, dynamic shapes.
+Integer forms, each following LiteRT's kernel for it:
+
+* full-integer UNIDIRECTIONAL_SEQUENCE_LSTM (int8 activations, int16 cell state): :mod:`.tfl_rnn_int`;
+* hybrid ops (int8 weights, float32 activations; LiteRT's only int8 form of the other recurrent ops, which have
+  no full-integer kernel): every weight product goes through :mod:`.tfl_rnn_hybrid` (rows quantized on the fly,
+  int8 MATMUL, float scaling); peephole weights are dequantized as the kernel does.  Time-major hybrid
+  BIDIRECTIONAL_SEQUENCE_RNN is refused: LiteRT's kernel wraps its time loop in a second loop over time.
+
+Not lowered (``Unsupported`` with the reason): full-integer forms of the ops LiteRT has no full-integer kernel
+for, asymmetric hybrid input quantization, the SIGN_BIT activation, dynamic shapes.
 """
 
 from __future__ import annotations
@@ -347,7 +354,9 @@ def _require_float_io(op: Operation) -> None:
 @legalize("tfl.unidirectional_sequence_lstm", dtypes=("fp32", "i8"))
 def unidirectional_sequence_lstm(b: Builder, op: Operation) -> list[Value]:
     """LSTM unrolled over time: one MATMUL for all input projections, then per step a recurrent MATMUL, gate
-    SLICEs, SIGMOID/activation, the cell update (CLAMP for cell_clip) and the optional projection."""
+    SLICEs, SIGMOID/activation, the cell update (CLAMP for cell_clip) and the optional projection; hybrid int8
+    weights quantize each product's rows on the fly; int8 (int16 cell state) follows LiteRT's integer kernel
+    bit-exactly (gemmlowp int16 sigmoid/tanh as GATHER tables)."""
     time_major = bool(op.attrs.get("time_major", False))
     if op.operands[0].dtype in (DType.INT8, DType.INT16):
         xs = _time_major(b, op.operands[0], time_major)
@@ -414,7 +423,8 @@ def _merge_or_split(b: Builder, op: Operation, fw: list[Value], bw: list[Value],
 
 @legalize("tfl.bidirectional_sequence_lstm")
 def bidirectional_sequence_lstm(b: Builder, op: Operation) -> list[Value]:
-    """Two LSTM cells, the backward one over reversed time; merge_outputs concatenates [fw, bw] (axis -1)."""
+    """Two LSTM cells, the backward one over reversed time; merge_outputs concatenates [fw, bw] (axis -1); hybrid
+    int8 weights as LiteRT's hybrid kernel (rows quantized on the fly)."""
     _require_float_io(op)
     act = _activation(op)
     time_major = bool(op.attrs.get("time_major", True))
@@ -457,7 +467,8 @@ def rnn_direction(b: Builder, op: Operation, w: Value, r: Value, bias: Value, h0
 
 @legalize("tfl.unidirectional_sequence_rnn")
 def unidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
-    """Basic RNN cell unrolled over time: h_t = act(W·x_t + R·h_{t-1} + b) (LiteRT's RnnBatchStep)."""
+    """Basic RNN cell unrolled over time: h_t = act(W·x_t + R·h_{t-1} + b) (LiteRT's RnnBatchStep, float or
+    hybrid int8 weights)."""
     _require_float_io(op)
     act = _activation(op)
     time_major = bool(op.attrs.get("time_major", False))
