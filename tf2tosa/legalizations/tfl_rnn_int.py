@@ -228,7 +228,7 @@ class _IntLstm:
         return self._clamp16(self.fx.add(z, rescale(b, pc, self.s_pg[g], DType.INT32)))
 
     # --------------------------------------------------------------------------------------------- cell
-    def run(self, xs: Value, reverse: bool = False) -> list[Value]:
+    def run(self, xs: Value) -> list[Value]:
         """xs [T, B, I] int8 → per-step [1, B, n_out] int8 outputs in time order."""
         b, fx, op = self.b, self.fx, self.op
         t_len, batch, n_in = static_shape(xs)
@@ -255,8 +255,8 @@ class _IntLstm:
         h = b.reshape(self.h0, [1, batch, n_out])
         c = b.cast(b.reshape(self.c0, [1, batch, n_cell]), DType.INT32)
         out_q = self.op.results[0].type.quant
-        outs: list[Value | None] = [None] * t_len
-        for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
+        outs: list[Value] = []
+        for t in range(t_len):
             gx_t = b.slice(gx, [0, t * batch, 0], [1, batch, width])
             zh = rescale(b, self._matmul(h, rec, self.zp_h), h_scales, DType.INT32)
             z = self._clamp16(fx.add(zh, gx_t))
@@ -276,8 +276,8 @@ class _IntLstm:
                 h = rescale(b, ot, self.s_out_hidden, DType.INT8, out_zp=self.zp_hidden, out_quant=out_q)
             else:
                 h = self._project(ot, out_q)
-            outs[t] = h
-        return [v for v in outs if v is not None]
+            outs.append(h)
+        return outs
 
     def _project(self, ot: Value, out_q: QuantParams | None) -> Value:
         """CalculateLstmOutputInteger8x8_16 with projection (the kernel's ``-hidden_zp`` included)."""
@@ -296,6 +296,6 @@ class _IntLstm:
         return h
 
 
-def integer_lstm_direction(b: Builder, op: Operation, xs: Value, reverse: bool = False) -> list[Value]:
+def integer_lstm_direction(b: Builder, op: Operation, xs: Value) -> list[Value]:
     """The integer LSTM over time-major xs [T, B, I] (int8): per-step [1, B, n_out] int8 outputs."""
-    return _IntLstm(b, op).run(xs, reverse)
+    return _IntLstm(b, op).run(xs)
