@@ -481,10 +481,12 @@ def _tf_lstm_bytes(batch: int = 2, steps: int = 5, n_in: int = 3, units: int = 4
 
 
 def _tf_lstm_int8_bytes(batch: int = 1, steps: int = 5, n_in: int = 3, units: int = 4, time_major: bool = False,
-                        classes: int = 0, seed: int = 4) -> bytes:
+                        classes: int = 0, dynamic_range: bool = False, seed: int = 4) -> bytes:
     """The Keras-2-marked LSTM of :func:`_tf_lstm_bytes`, full-integer quantized (int8 in/out, a representative
     dataset from ``seed``): TFLite emits an int8 UNIDIRECTIONAL_SEQUENCE_LSTM with an int16 cell state.
-    ``classes`` > 0: a keyword-spotting head after it - the last step's output → FULLY_CONNECTED → SOFTMAX."""
+    ``classes`` > 0: a keyword-spotting head after it - the last step's output → FULLY_CONNECTED → SOFTMAX.
+    ``dynamic_range``: TF's dynamic-range quantization instead (no dataset; int8 weights of >= 1024 elements,
+    float activations): a hybrid LSTM with ``asymmetric_quantize_inputs``."""
     tf = _tf()
     rng = np.random.default_rng(seed)
     xs = (steps, batch, n_in) if time_major else (batch, steps, n_in)
@@ -514,10 +516,11 @@ def _tf_lstm_int8_bytes(batch: int = 1, steps: int = 5, n_in: int = 3, units: in
         tf.saved_model.save(m, d, signatures=m.__call__.get_concrete_function())
         conv = tf.lite.TFLiteConverter.from_saved_model(d)
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = lambda: iter(data)
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
+        if not dynamic_range:
+            conv.representative_dataset = lambda: iter(data)
+            conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            conv.inference_input_type = tf.int8
+            conv.inference_output_type = tf.int8
         return bytes(conv.convert())
 
 
@@ -591,6 +594,8 @@ MODELS: dict[str, Callable[[], bytes]] = {
     "unidirectional_sequence_lstm/int8": _entry("ulstm_int8", _tf_lstm_int8_bytes),
     "unidirectional_sequence_lstm/int8_batch2_time_major": _entry("ulstm_int8_tm", _tf_lstm_int8_bytes, batch=2,
                                                                    time_major=True, n_in=5, units=6, seed=11),
+    "unidirectional_sequence_lstm/tf_dynamic_range_hybrid": _entry(
+        "ulstm_dyn", _tf_lstm_int8_bytes, batch=2, steps=6, n_in=40, units=32, dynamic_range=True, seed=13),
     "unidirectional_sequence_lstm/int8_cifg_peephole_clip": _entry(
         "ulstm_int8_cpc", _ulstm_int8_bytes, cifg=True, peephole=True, cell_clip=3.0),
     "unidirectional_sequence_lstm/int8_peephole_projection": _entry(
