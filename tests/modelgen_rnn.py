@@ -326,13 +326,14 @@ def _svdf_bytes(batch: int = 2, n_in: int = 6, n_filter: int = 8, memory: int = 
 def _ulstm_int8_bytes(batch: int = 2, steps: int = 4, n_in: int = 5, n_cell: int = 6, n_out: int = 6,
                       cifg: bool = False, peephole: bool = False, projection: bool = False, proj_bias: bool = True,
                       cell_clip: float = 0.0, proj_clip: float = 0.0, time_major: bool = False,
-                      x16: bool = False, seed: int = 31) -> bytes:
+                      x16: bool = False, layer_norm: bool = False, seed: int = 31) -> bytes:
     """A hand-quantized full-integer UNIDIRECTIONAL_SEQUENCE_LSTM (the variants TF's converter never emits: CIFG,
-    peephole, projection, clipping): int8 input/weights/output state, int16 cell state (2^-11) and peephole
-    weights, int32 biases, five intermediates (only the fifth, the effective hidden scale, quantized - the kernel
-    uses 2^-12 for the gates without layer norm).  The scales keep the gates in the sigmoid/tanh's working range;
-    LiteRT's integer kernel is the oracle whatever they are.  ``x16``: an int16 input (the "16x8" form, which
-    LiteRT cannot run: for the refusal test)."""
+    peephole, projection, clipping, layer norm): int8 input/weights/output state, int16 cell state (2^-11) and
+    peephole weights, int32 biases, five intermediates (without layer norm only the fifth, the effective hidden
+    scale, is quantized - the kernel uses 2^-12 for the gates).  The scales keep the gates in the sigmoid/tanh's
+    working range; LiteRT's integer kernel is the oracle whatever they are.  ``layer_norm``: int16 coefficients
+    γ·2^14 (scale 2^-14), int32 biases β·2^24 (added inside ApplyLayerNorm), quantized gate intermediates.
+    ``x16``: an int16 input (the "16x8" form, which LiteRT cannot run: for the refusal test)."""
     rng = np.random.default_rng(seed)
     s_x, zp_x = 0.01, 3
     s_h, zp_h = 1.0 / 128.0, -10
@@ -367,8 +368,16 @@ def _ulstm_int8_bytes(batch: int = 2, steps: int = 4, n_in: int = 5, n_cell: int
                 q32("proj_b", n_out, 500) if projection and proj_bias else -1]
         ins += [net.tensor("h_state", (batch, n_out), variable=True, dtype="INT8", quant=(s_h, zp_h)),
                 net.tensor("c_state", (batch, n_cell), variable=True, dtype="INT16", quant=(2.0 ** -11, 0))]
-        ins += [-1] * 4
-        net.intermediates = [net.tensor(f"intermediate{k}", (0,)) for k in range(4)]
+        if layer_norm:
+            ins[12:16] = [net.tensor(f"{g}_ln_b", (n_cell,), rng.integers(-(1 << 23), 1 << 23, n_cell),
+                                     dtype="INT32", quant=(1e-7, 0)) if has[g] else -1 for g in gates]
+            ins += [net.tensor(f"{g}_ln", (n_cell,), rng.integers(8192, 24576, n_cell), dtype="INT16",
+                               quant=(2.0 ** -14, 0)) if has[g] else -1 for g in gates]
+            net.intermediates = [net.tensor(f"intermediate{k}", (0,), dtype="INT16", quant=(0.0007, 0))
+                                 for k in range(4)]
+        else:
+            ins += [-1] * 4
+            net.intermediates = [net.tensor(f"intermediate{k}", (0,)) for k in range(4)]
         net.intermediates.append(net.tensor("effective_hidden", (0,), dtype="INT8", quant=(s_hidden, zp_hidden)))
         return ins, [("y", [steps, batch, n_out] if time_major else [batch, steps, n_out])]
 
@@ -596,6 +605,11 @@ MODELS: dict[str, Callable[[], bytes]] = {
                                                                    time_major=True, n_in=5, units=6, seed=11),
     "unidirectional_sequence_lstm/tf_dynamic_range_hybrid": _entry(
         "ulstm_dyn", _tf_lstm_int8_bytes, batch=2, steps=6, n_in=40, units=32, dynamic_range=True, seed=13),
+    "unidirectional_sequence_lstm/int8_layer_norm": _entry(
+        "ulstm_int8_ln", _ulstm_int8_bytes, n_cell=8, n_out=8, layer_norm=True, seed=34),
+    "unidirectional_sequence_lstm/int8_layer_norm_cifg_peephole_projection": _entry(
+        "ulstm_int8_lncpp", _ulstm_int8_bytes, n_cell=16, n_out=16, layer_norm=True, cifg=True, peephole=True,
+        projection=True, cell_clip=2.0, seed=35),
     "unidirectional_sequence_lstm/int8_cifg_peephole_clip": _entry(
         "ulstm_int8_cpc", _ulstm_int8_bytes, cifg=True, peephole=True, cell_clip=3.0),
     "unidirectional_sequence_lstm/int8_peephole_projection": _entry(
@@ -662,6 +676,8 @@ INT_MODELS = frozenset({"densify/fc_int8", "unidirectional_sequence_lstm/int8",
                         "unidirectional_sequence_lstm/int8_batch2_time_major",
                         "unidirectional_sequence_lstm/int8_keyword_spotter", "svdf/int8_rank2",
                         "unidirectional_sequence_lstm/int8_cifg_peephole_clip",
+                        "unidirectional_sequence_lstm/int8_layer_norm",
+                        "unidirectional_sequence_lstm/int8_layer_norm_cifg_peephole_projection",
                         "unidirectional_sequence_lstm/int8_peephole_projection",
                         "unidirectional_sequence_lstm/int8_projection_no_bias",
                         "svdf/int8_rank1_batch1"})

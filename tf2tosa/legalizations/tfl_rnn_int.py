@@ -7,13 +7,15 @@ Per time step and gate g ∈ {i, f, c, o} (all int32 tensors holding the kernel'
     x_g  = sat16(MBQM(Σ (x - zp_x)·W_g + bias_g, s_xg))           one MATMUL + RESCALE (i16) for every step at once
     z_g  = sat16(MBQM(Σ (h - zp_h)·R_g, s_hg) + x_g)              MATMUL + per-channel RESCALE (i32) + ADD + CLAMP
     z_g  = sat16(MBQM(p_g·c, s_pg) + z_g)                         (peephole; i, f read the old c, o the new one)
+    z_g  = LayerNorm(z_g)·γ_g + β_g                               (layer norm, ``ApplyLayerNorm``, below)
     i, f, o = logistic(z as Q3.12) in Q0.15, c̃ = tanh(z as Q3.12)  (CIFG: i = 32767 - f)
     c    = clip(sat16(RDBPOT(f·c, 15) + RDBPOT(i·c̃, 30 + log2(s_c))), ±quantized cell_clip)
     h    = sat8(MBQM(o·tanh(c as Q(15 + log2 s_c)), 2^-30 / s_hidden) + zp_hidden)
     (projection: h = clip(sat8(MBQM(Σ (sat8(MBQM(o·tanh c, ·) - zp_hidden) + zp_hidden)·P + b_P, s_P) + zp_h)))
 
-with ``s_xg = s_W·s_x / 2^-12`` and ``s_hg = s_R·s_h / 2^-12`` computed in float32 as the kernel does (the
-intermediate scale is 2^-12 without layer norm), MBQM = TFLite's MultiplyByQuantizedMultiplier = RESCALE
+with ``s_xg = s_W·s_x / s_ig`` and ``s_hg = s_R·s_h / s_ig`` computed in float32 as the kernel does (the
+intermediate scale s_ig is 2^-12 without layer norm, the gate intermediate's scale with it; with layer norm the
+bias moves into the normalisation), MBQM = TFLite's MultiplyByQuantizedMultiplier = RESCALE
 (DOUBLE_ROUND where the shift exceeds 31, :mod:`tf2tosa.quant.rescale`), RDBPOT = round half away from zero
 (:class:`tf2tosa.quant.elementwise.Fx`).
 
@@ -23,15 +25,20 @@ reproduce them; they are one ``GATHER`` from a 65536-entry int16 table per funct
 re-implementation in :mod:`tf2tosa.quant.tflite_reference` (``logistic16``, ``tanh16``) — exact by construction.
 All tables of an op live in one constant (sigmoid, tanh Q3.12, tanh of the cell format), indexed with an offset.
 
+Layer norm (``ApplyLayerNorm``) per row of n = 2^k gate values: mean = Σz·2^(10-k), the kernel's int64 variance
+computed exactly in int32 pieces (see ``_IntLstm._layer_norm``; below 1 it becomes ``max(1, 10000·s_γ)``), its inverse
+square root by ``GetInvSqrtQuantizedMultiplierExp`` as TOSA ops (CLZ, data-dependent shifts, 5 Newton steps in
+gemmlowp Q3.28), then ``sat16(MBQM(RDBPOT(MBQM(1024·z - mean, inv, -shift)·γ + β, 10), s_γ·2^12))``.
+
 The initial state is the ``tfl.variable`` value: LiteRT's ``ResetVariableTensor`` fills an int8 state with its
 zero point.
 
 Refused with the reason (``Unsupported``): int16 activations ("16x8": LiteRT has no such kernel for this op and
-TF's converter refuses to build one), layer-norm coefficients (``ApplyLayerNorm``'s data-dependent integer inverse
-square root is not lowered yet), diagonal recurrent weights (no integer kernel), asymmetric weights, cell-state
-scales that are not a power of two or whose tanh format the kernel does not dispatch (integer bits outside 0…6),
-peephole with projection when n_output != n_cell (LiteRT's ``CalculateLstmGateInteger8x8_16`` passes n_output
-as the peephole vector length, so its result is not the documented cell).
+TF's converter refuses to build one), layer norm with n_cell not a power of two or above 1024 (LiteRT's
+``2^20 / n_cell`` is only right for powers of two), diagonal recurrent weights (no integer kernel), asymmetric
+weights, cell-state scales that are not a power of two or whose tanh format the kernel does not dispatch (integer
+bits outside 0…6), peephole with projection when n_output != n_cell (LiteRT's ``CalculateLstmGateInteger8x8_16``
+passes n_output as the peephole vector length, so its result is not the documented cell).
 """
 
 from __future__ import annotations
@@ -113,9 +120,7 @@ class _IntLstm:
         if h0 is None or c0 is None:
             raise Unsupported(f"integer {op.name}: output or cell state operand missing")
         self.h0, self.c0 = h0, c0
-        if any(_opt(op, k) is not None for k in range(20, 24)):
-            raise Unsupported(f"integer layer-norm {op.name}: ApplyLayerNorm (integer mean/variance and "
-                              f"inverse square root) is not lowered yet")
+        self.ln = {g: _opt(op, 20 + k) for k, g in enumerate(GATES)}
         if bool(op.attrs.get("diagonal_recurrent_tensors", False)):
             raise Unsupported(f"integer {op.name} with diagonal recurrent weights (LiteRT has no integer kernel)")
         self.cifg = self.w_x["i"] is None
@@ -142,7 +147,18 @@ class _IntLstm:
         if len(inter) < 5 or inter[4] is None:
             raise Unsupported(f"integer {op.name}: the effective hidden scale (intermediate tensor 4) is missing")
         self.s_hidden, self.zp_hidden = float(inter[4][0][0]), int(inter[4][1][0])
+        self.layer_norm = self.ln["f"] is not None
         inter_s = [2.0 ** -12] * 4  # without layer norm the kernel's intermediate scales are fixed
+        self.ln_scale: dict[str, float] = {}
+        if self.layer_norm:
+            if any(self.ln[g] is None for g in self.gates):
+                raise Unsupported(f"integer {op.name}: layer norm coefficients missing for some gates")
+            for k in range(4):
+                if len(inter) < 4 or inter[k] is None:
+                    raise Unsupported(f"integer layer-norm {op.name}: intermediate {k} is not quantized")
+                inter_s[k] = float(_F32(inter[k][0][0]))
+            for g in self.gates:
+                self.ln_scale[g] = _sym(op, self._w(self.ln, g), f"layer norm coefficients {g}", DType.INT16)
         self.s_xg = {g: _f32_scale(_sym(op, self._w(self.w_x, g), f"input weights {g}", DType.INT8), self.s_x,
                                    divide=inter_s[k]) for k, g in enumerate(GATES) if g in self.gates}
         self.s_hg = {g: _f32_scale(_sym(op, self._w(self.w_h, g), f"recurrent weights {g}", DType.INT8),
@@ -218,6 +234,74 @@ class _IntLstm:
         g = b.emit("GATHER", [self.table, b.reshape(idx, [1, int(np.prod(shape))])]).result
         return b.cast(b.reshape(g, shape), DType.INT32)
 
+    def _ln(self, z: Value, g: str) -> Value:
+        return self._layer_norm(z, g) if self.layer_norm else z
+
+    def _layer_norm(self, z: Value, g: str) -> Value:
+        """ApplyLayerNorm over the last axis of z [1, B, n] (int16 values in int32), n = 2^k <= 1024.
+
+        The kernel's int64 variance ``trunc((Σz²·2^(20-k) - mean²) / 2^20)`` (mean = Σz·2^(10-k)) equals
+        ``floor(D / n²)`` with ``D = n·Σz² - (Σz)²``.  With q = floor(Σz / n), r = Σz - q·n and d = z - q:
+        ``D = n·Σd² - r²``, and ``floor(D / n²) = e1 - [e0·n < r²]`` where e1, e0 are the quotient and remainder
+        of Σd² by n.  Σd² (up to 2^42) is kept as ``2^16·H + L`` from d = 2^8·dh + dl, so every intermediate
+        fits in int32."""
+        b, fx = self.b, self.fx
+        n = static_shape(z)[2]
+        k = n.bit_length() - 1
+        w = self._w(self.ln, g)
+        bias = self._w(self.bias, g)
+        ssum = b.reduce_sum(z, axis=2)
+        q = fx.shr(ssum, k)
+        r = b.binary("BITWISE_AND", ssum, fx.c(n - 1))
+        d = fx.sub(z, q)
+        dh = fx.shr(d, 8)
+        dl = b.binary("BITWISE_AND", d, fx.c(255))
+        a = b.reduce_sum(b.mul(dh, dh), axis=2)
+        bb = b.reduce_sum(b.mul(dh, dl), axis=2)
+        c = b.reduce_sum(b.mul(dl, dl), axis=2)
+        # Σd² = 2^16·a + 2^9·bb + c = 2^16·(a + bh) + (2^9·bl + c), bb = 2^7·bh + bl
+        bh = fx.shr(bb, 7)
+        low = fx.add(b.mul(b.binary("BITWISE_AND", bb, fx.c(127)), fx.c(1 << 9)), c)
+        high = fx.add(fx.add(a, bh), fx.shr(low, 16))
+        low = b.binary("BITWISE_AND", low, fx.c(0xFFFF))
+        e1 = fx.add(b.mul(high, fx.c(1 << (16 - k))), fx.shr(low, k))
+        e0 = b.binary("BITWISE_AND", low, fx.c(n - 1))
+        var = fx.sub(e1, fx.where(fx.gt(b.mul(r, r), b.mul(e0, fx.c(n))), 1, 0))
+        limit = max(1, int(np.trunc(float(_F32(10000.0 * _F32(self.ln_scale[g]))))))
+        var = fx.where(fx.gt(1, var), limit, var)
+        inv, shift = self._inv_sqrt(var)
+        mean = b.mul(ssum, fx.c(1 << (10 - k)))
+        shifted = fx.sub(b.mul(z, fx.c(1024)), mean)
+        rescaled = fx.mulhi(shifted, inv)
+        rescaled = fx.add(rescaled, fx.where(fx.gt(shift, 0), fx.shr(rescaled, 31), 0))
+        rescaled = fx.shr(rescaled, shift, rnd=True)
+        val3 = fx.add(b.mul(rescaled, b.reshape(b.cast(w, DType.INT32), [1, 1, n])),
+                      b.reshape(bias, [1, 1, n]))
+        val4 = fx.rdbpot(val3, 10)
+        val5 = rescale(b, val4, float(self.ln_scale[g]) * 4096.0, DType.INT32)
+        return self._clamp16(val5)
+
+    def _inv_sqrt(self, v: Value) -> tuple[Value, Value]:
+        """GetInvSqrtQuantizedMultiplierExp(v, -1) elementwise on int32 v >= 1: (multiplier, right shift >= 0)."""
+        b, fx = self.b, self.fx
+        one = fx.gt(2, v)  # the kernel's input <= 1 case
+        big = fx.gt(v, (1 << 29) - 1)
+        v = fx.where(big, fx.shr(v, 2), v)
+        shift = fx.where(big, 12, 11)
+        pairs = fx.sub(fx.shr(fx.sub(b.clz(v), 1), 1), 1)
+        shift = fx.sub(shift, pairs)
+        v = b.binary("LOGICAL_LEFT_SHIFT", v, b.mul(pairs, fx.c(2)))
+        half_input = fx.rdbpot(fx.shr(v, 1), 1, nonneg=True)
+        x: Value = fx.c(1 << 28)
+        for _ in range(5):
+            x3 = fx.sat_shl(fx.mulhi(fx.mulhi(x, x), x), 6)
+            x = fx.sat_shl(fx.sub(fx.mulhi((1 << 28) + (1 << 27), x), fx.mulhi(half_input, x3)), 3)
+        x = fx.mulhi(x, 1518500250)
+        neg = fx.gt(0, shift)
+        x = fx.where(neg, b.binary("LOGICAL_LEFT_SHIFT", x, fx.sub(0, fx.where(neg, shift, 0))), x)
+        shift = fx.where(neg, 0, shift)
+        return fx.where(one, R.I32_MAX, x), fx.where(one, 0, shift)
+
     def _peep(self, z: Value, g: str, c: Value) -> Value:
         p = self.peep[g]
         if p is None:
@@ -238,6 +322,9 @@ class _IntLstm:
             raise Unsupported(f"integer {op.name} with peephole and n_output {n_out} != n_cell {n_cell}: LiteRT's "
                               f"integer kernel runs the peephole product over n_output elements per batch (not the "
                               f"documented n_cell), which the lowering does not reproduce")
+        if self.layer_norm and (n_cell & (n_cell - 1) or n_cell > 1024):
+            raise Unsupported(f"integer layer-norm {op.name} with n_cell {n_cell}: LiteRT's ApplyLayerNorm is only "
+                              f"right for a power of two (its 2^20 / n_cell), lowered up to 1024")
         if static_shape(self.h0)[-1] != n_out or static_shape(self.c0)[-1] != n_cell:
             raise Unsupported(f"{op.name}: state shapes {self.h0.shape}, {self.c0.shape} vs n_output {n_out}, "
                               f"n_cell {n_cell}")
@@ -246,8 +333,9 @@ class _IntLstm:
         # input contributions of every step: sat16(MBQM(Σ(x - zp)·W + bias)) per gate column
         acc = self._matmul(b.reshape(xs, [1, t_len * batch, n_in]), self._rows3([self._w(self.w_x, g)
                                                                                  for g in gates]), self.zp_x)
-        bias = b.concat([self._w(self.bias, g) for g in gates], 0)
-        acc = fx.add(acc, b.reshape(bias, [1, 1, width]))
+        if not self.layer_norm:  # with layer norm the bias is added inside ApplyLayerNorm
+            bias = b.concat([self._w(self.bias, g) for g in gates], 0)
+            acc = fx.add(acc, b.reshape(bias, [1, 1, width]))
         x_scales = np.repeat([self.s_xg[g] for g in gates], n_cell)
         gx = b.cast(rescale(b, acc, x_scales, DType.INT16), DType.INT32)
         rec = self._rows3([self._w(self.w_h, g) for g in gates])
@@ -262,15 +350,15 @@ class _IntLstm:
             z = self._clamp16(fx.add(zh, gx_t))
             pre = {g: b.slice(z, [0, 0, k * n_cell], [1, batch, n_cell]) if len(gates) > 1 else z
                    for k, g in enumerate(gates)}
-            f = self._act(self._peep(pre["f"], "f", c), 0)
-            i = fx.sub(R.I16_MAX, f) if self.cifg else self._act(self._peep(pre["i"], "i", c), 0)
-            g_act = self._act(pre["c"], 1)
+            f = self._act(self._ln(self._peep(pre["f"], "f", c), "f"), 0)
+            i = fx.sub(R.I16_MAX, f) if self.cifg else self._act(self._ln(self._peep(pre["i"], "i", c), "i"), 0)
+            g_act = self._act(self._ln(pre["c"], "c"), 1)
             fc = fx.rdbpot(b.mul(f, c), 15)
             ig = fx.rdbpot(b.mul(i, g_act), 30 + self.cell_scale)
             c = self._clamp16(fx.add(fc, ig))
             if self.cell_clip > 0:
                 c = self._clip(c, -self.cell_clip, self.cell_clip)
-            o = self._act(self._peep(pre["o"], "o", c), 0)
+            o = self._act(self._ln(self._peep(pre["o"], "o", c), "o"), 0)
             ot = b.mul(o, self._act(c, 2))
             if self.proj_w is None:
                 h = rescale(b, ot, self.s_out_hidden, DType.INT8, out_zp=self.zp_hidden, out_quant=out_q)
