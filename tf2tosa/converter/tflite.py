@@ -41,6 +41,8 @@ Operations (op name → attrs)
 
   - ``op_version`` (int): the OperatorCode version;
   - ``intermediates`` (list[str]): tensor names of the operator's intermediates, when any;
+  - ``intermediate_quant``: their quantization, ``[scales, zero points]`` or None each (the integer LSTM reads
+    its effective hidden scale there);
   - ``custom_options`` (bytes) when a builtin op carries them;
   - ``side_effect`` (True) for ops without results, ops that update a variable
     tensor in place, and ASSIGN_VARIABLE / CALL_ONCE / HASHTABLE_IMPORT … ;
@@ -684,7 +686,11 @@ class _Loader:
                     refs.append(int(s))
             inter = self.ivec(o, "Intermediates", f"intermediates of operator {i}")
             if inter:
-                attrs["intermediates"] = [check_index(ti, f"{loc} intermediates").name for ti in inter]
+                its = [check_index(ti, f"{loc} intermediates") for ti in inter]
+                attrs["intermediates"] = [t.name for t in its]
+                attrs["intermediate_quant"] = [
+                    None if t.type.quant is None else [list(t.type.quant.scale), list(t.type.quant.zero_point)]
+                    for t in its]
             operands = [value_of(ti, loc) for ti in ins]
             if any(v.producer is not None and v.producer.name == "tfl.variable" for v in operands) \
                     or bname in _SIDE_EFFECT_OPS or not outs:

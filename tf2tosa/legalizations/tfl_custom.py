@@ -82,7 +82,6 @@ UNLOWERABLE: dict[str, str] = {
                                    "graphs have static shapes",
     # ops a rule may cover later; the reason is only reported while none exists
     "tfl.reduce_window": "StableHLO-style generic windowed reduction (a reduction body subgraph) is not lowered",
-    "tfl.svdf": "SVDF (stateful rank-decomposed filter) is not lowered",
     "tfl.external_const": "constants in an external file are not loaded",
 }
 

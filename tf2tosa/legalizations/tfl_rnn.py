@@ -1,4 +1,4 @@
-"""Recurrent TFLite ops, unrolled over their static time dimension (float32).
+"""Recurrent TFLite ops, unrolled over their static time dimension (float32, hybrid int8 weights, full integer).
 
 * ``tfl.unidirectional_sequence_lstm`` (24 operands: peephole, CIFG, projection, layer norm, diagonal "indy"
   recurrent weights), ``tfl.bidirectional_sequence_lstm`` (48 operands: two cells, auxiliary input),
@@ -38,8 +38,16 @@ BIDIRECTIONAL_SEQUENCE_LSTM with ``merge_outputs`` and batch > 1 offsets each ba
 (reading past the state tensor), and BIDIRECTIONAL_SEQUENCE_RNN in non-stacking mode feeds the backward cell
 ``input`` instead of ``aux_input``; the time-major paths agree with the lowering.
 
-Not lowered (``Unsupported`` with the reason): quantized (full integer) and hybrid (int8 weights with float
-activations) variants, the SIGN_BIT activation, dynamic shapes.
+Integer forms, each following LiteRT's kernel for it:
+
+* full-integer UNIDIRECTIONAL_SEQUENCE_LSTM (int8 activations, int16 cell state): :mod:`.tfl_rnn_int`;
+* hybrid ops (int8 weights, float32 activations; LiteRT's only int8 form of the other recurrent ops, which have
+  no full-integer kernel): every weight product goes through :mod:`.tfl_rnn_hybrid` (rows quantized on the fly,
+  int8 MATMUL, float scaling); peephole weights are dequantized as the kernel does.  Time-major hybrid
+  BIDIRECTIONAL_SEQUENCE_RNN is refused: LiteRT's kernel wraps its time loop in a second loop over time.
+
+Not lowered (``Unsupported`` with the reason): full-integer forms of the ops LiteRT has no full-integer kernel
+for, asymmetric hybrid input quantization, the SIGN_BIT activation, dynamic shapes.
 """
 
 from __future__ import annotations
@@ -55,6 +63,8 @@ from ..tosa.builder import Builder
 from .lowering.legalize_common import fused_activation
 from .lowering.numeric import static_shape
 from .registry import legalize
+from .tfl_rnn_hybrid import Weights, dequantized, stack, weight_scale, wmatmul
+from .tfl_rnn_int import integer_lstm_direction
 
 GATES = ("i", "f", "c", "o")
 _LN_EPS = 1e-8
@@ -76,7 +86,11 @@ def _req(op: Operation, k: int, what: str) -> Value:
     return v
 
 
-def _check_float(op: Operation, *values: Value | None) -> None:
+def _check_float(op: Operation, *values: Value | None, weights: tuple[Value | None, ...] = ()) -> None:
+    """Float32 operands; ``weights`` may also be per-tensor symmetric int8 (hybrid, :mod:`.tfl_rnn_hybrid`)."""
+    for w in weights:
+        if w is not None:
+            weight_scale(op, w)
     for v in values:
         if v is None:
             continue
@@ -120,10 +134,18 @@ class LstmCell:
         return [g for g in GATES if not (g == "i" and self.cifg)]
 
     def values(self) -> list[Value | None]:
-        out: list[Value | None] = [self.proj_w, self.proj_b]
-        for d in (self.w_x, self.w_h, self.peep, self.bias, self.ln, self.w_aux):
+        """The operands that must be float32 (weights aside)."""
+        out: list[Value | None] = [self.proj_b]
+        for d in (self.bias, self.ln):
             out += list(d.values())
         return out
+
+    def weights(self) -> tuple[Value | None, ...]:
+        """The weight operands (float32, or int8 in a hybrid op)."""
+        out: list[Value | None] = [self.proj_w]
+        for d in (self.w_x, self.w_h, self.peep, self.w_aux):
+            out += list(d.values())
+        return tuple(out)
 
 
 def _lstm_cell(op: Operation, base: int, peep_base: int, bias_base: int, proj: int, state: int,
@@ -148,7 +170,7 @@ def _lstm_cell(op: Operation, base: int, peep_base: int, bias_base: int, proj: i
     aux_given = [g for g in cell.gates() if w_aux[g] is not None]
     if aux_given and len(aux_given) != len(cell.gates()):
         raise Unsupported(f"{op.name}: auxiliary weights given for some gates only")
-    _check_float(op, *cell.values(), cell.h0, cell.c0)
+    _check_float(op, *cell.values(), cell.h0, cell.c0, weights=cell.weights())
     return cell
 
 
@@ -164,28 +186,10 @@ def _check_steps(op: Operation, t_len: int) -> None:
                           f"TF2TOSA_MAX_RNN_STEPS)")
 
 
-def _rows3(b: Builder, v: Value) -> Value:
-    """A [rows, cols] weight → the [1, cols, rows] right operand of MATMUL (x·Wᵀ)."""
-    if v.type.rank != 2:
-        raise Unsupported(f"weight {v.name} has rank {v.type.rank}, expected 2")
-    r, c = static_shape(v)
-    return b.reshape(b.transpose(v, [1, 0]), [1, c, r])
-
-
-def _stack_rows(b: Builder, ws: list[Value]) -> Value:
-    """Gate weight matrices [n, k] side by side as one [1, k, G·n] MATMUL operand."""
-    return _rows3(b, b.concat(ws, 0))
-
-
 def _vec3(b: Builder, vs: list[Value]) -> Value:
     """[n] vectors concatenated → [1, 1, G·n]."""
     cat = b.concat([b.reshape(v, [static_shape(v)[0]]) for v in vs], 0)
     return b.reshape(cat, [1, 1, static_shape(cat)[0]])
-
-
-def _matmul(b: Builder, x: Value, w: Value) -> Value:
-    zp = b.zp(0.0, DType.FP32)
-    return b.matmul(x, w, zp, zp)
 
 
 def _add(b: Builder, x: Value, y: Value) -> Value:
@@ -196,10 +200,10 @@ def _fconst(b: Builder, value: float) -> Value:
     return b.const(np.full([1, 1, 1], value, np.float32), DType.FP32)
 
 
-def _input_projection(b: Builder, xs: Value, ws: list[Value], bias: Value | None) -> Value:
-    """xs [T, B, I] → [1, T·B, G·n] = x·Wᵀ (+ bias) for every step at once."""
+def _input_projection(b: Builder, op: Operation, xs: Value, ws: list[Value], bias: Value | None) -> Value:
+    """xs [T, B, I] → [1, T·B, G·n] = x·Wᵀ (+ bias) for every step at once (hybrid: each row quantized)."""
     t, batch, n_in = static_shape(xs)
-    y = _matmul(b, b.reshape(xs, [1, t * batch, n_in]), _stack_rows(b, ws))
+    y = wmatmul(b, b.reshape(xs, [1, t * batch, n_in]), stack(b, op, ws))
     return _add(b, y, bias) if bias is not None else y
 
 
@@ -248,26 +252,31 @@ def lstm_direction(b: Builder, op: Operation, cell: LstmCell, xs: Value, aux: Va
                           f"n_cell {n_cell}")
     width = len(gates) * n_cell
     pre_bias = None if cell.layer_norm else _vec3(b, [_gate_b(cell, g) for g in gates])
-    proj_x = _input_projection(b, xs, [_gate_w(cell, g) for g in gates], pre_bias)
+    proj_x = _input_projection(b, op, xs, [_gate_w(cell, g) for g in gates], pre_bias)
     if aux is not None and cell.w_aux[gates[0]] is not None:
         aux_ws = [cell.w_aux[g] for g in gates]
-        proj_x = _add(b, proj_x, _input_projection(b, aux, [w for w in aux_ws if w is not None], None))
+        proj_x = _add(b, proj_x, _input_projection(b, op, aux, [w for w in aux_ws if w is not None], None))
+    rec: Value | None = None
+    rec_w: Weights | None = None
     if diagonal:
         if n_out != n_cell:
             raise Unsupported(f"{op.name}: diagonal recurrent weights need n_output == n_cell")
+        if any(weight_scale(op, w) is not None for w in cell.weights() if w is not None):
+            raise Unsupported(f"hybrid {op.name} with diagonal recurrent weights")
         rec = _vec3(b, [_gate_r(cell, g) for g in gates])
     else:
-        rec = _stack_rows(b, [_gate_r(cell, g) for g in gates])
+        rec_w = stack(b, op, [_gate_r(cell, g) for g in gates])
     h = b.reshape(cell.h0, [1, batch, n_out])
     c = b.reshape(cell.c0, [1, batch, n_cell])
     one = _fconst(b, 1.0)
-    peep = {g: b.reshape(v, [1, 1, n_cell]) for g, v in cell.peep.items() if v is not None}
+    peep = {g: b.reshape(dequantized(b, op, v), [1, 1, n_cell]) for g, v in cell.peep.items() if v is not None}
     outs: list[Value | None] = [None] * t_len
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
-        if diagonal:
+        if rec is not None:
             z = _add(b, _step_rows(b, proj_x, t, batch), b.mul(b.concat([h] * len(gates), 2), rec))
         else:
-            z = _add(b, _step_rows(b, proj_x, t, batch), _matmul(b, h, rec))
+            assert rec_w is not None
+            z = _add(b, _step_rows(b, proj_x, t, batch), wmatmul(b, h, rec_w))
         pre = {g: (b.slice(z, [0, 0, k * n_cell], [1, batch, n_cell]) if width != n_cell else z)
                for k, g in enumerate(gates)}
 
@@ -299,7 +308,7 @@ def lstm_direction(b: Builder, op: Operation, cell: LstmCell, xs: Value, aux: Va
         o = b.sigmoid(finish("o", o_pre))
         h = b.mul(o, fused_activation(b, c, act))
         if cell.proj_w is not None:
-            h = _matmul(b, h, _rows3(b, cell.proj_w))
+            h = wmatmul(b, h, stack(b, op, [cell.proj_w]))
             if cell.proj_b is not None:
                 h = _add(b, h, b.reshape(cell.proj_b, [1, 1, n_out]))
             if proj_clip > 0:
@@ -336,17 +345,25 @@ def _clip(op: Operation, name: str) -> float:
 def _require_float_io(op: Operation) -> None:
     x = op.operands[0]
     if x.type.is_quantized or x.dtype is not DType.FP32:
-        raise Unsupported(f"quantized {op.name} (input {x.type}); only float32 is lowered")
+        why = "LiteRT's kernel for it is float32 or hybrid only (no full-integer kernel to be bit-exact with)" \
+            if op.name != "tfl.lstm" else "only float32 is lowered"
+        raise Unsupported(f"quantized {op.name} (input {x.type}): {why}")
 
 
 # ------------------------------------------------------------------------------------------------ rules
-@legalize("tfl.unidirectional_sequence_lstm")
+@legalize("tfl.unidirectional_sequence_lstm", dtypes=("fp32", "i8"))
 def unidirectional_sequence_lstm(b: Builder, op: Operation) -> list[Value]:
     """LSTM unrolled over time: one MATMUL for all input projections, then per step a recurrent MATMUL, gate
-    SLICEs, SIGMOID/activation, the cell update (CLAMP for cell_clip) and the optional projection."""
+    SLICEs, SIGMOID/activation, the cell update (CLAMP for cell_clip) and the optional projection; hybrid int8
+    weights quantize each product's rows on the fly; int8 (int16 cell state) follows LiteRT's integer kernel
+    bit-exactly (gemmlowp int16 sigmoid/tanh as GATHER tables)."""
+    time_major = bool(op.attrs.get("time_major", False))
+    if op.operands[0].dtype in (DType.INT8, DType.INT16):
+        xs = _time_major(b, op.operands[0], time_major)
+        _check_steps(op, static_shape(xs)[0])
+        return [_stack_steps(b, integer_lstm_direction(b, op, xs), time_major)]
     _require_float_io(op)
     act = _activation(op)
-    time_major = bool(op.attrs.get("time_major", False))
     cell = _lstm_cell(op, base=1, peep_base=9, bias_base=12, proj=16, state=18, ln_base=20, aux_base=None)
     xs = _time_major(b, op.operands[0], time_major)
     outs = lstm_direction(b, op, cell, xs, None, act, _clip(op, "cell_clip"), _clip(op, "proj_clip"),
@@ -385,7 +402,7 @@ def rnn(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported(f"tfl.rnn input of rank {len(shape)} (rank 2 expected)")
     w, r, bias, h0 = (_req(op, k, n) for k, n in ((1, "weights"), (2, "recurrent weights"), (3, "bias"),
                                                    (4, "hidden state")))
-    _check_float(op, w, r, bias, h0)
+    _check_float(op, bias, h0, weights=(w, r))
     (h,) = rnn_direction(b, op, w, r, bias, h0, b.reshape(x, [1, *shape]), None, None, act, reverse=False)
     return [b.reshape(h, static_shape(op.results[0]))]
 
@@ -406,7 +423,8 @@ def _merge_or_split(b: Builder, op: Operation, fw: list[Value], bw: list[Value],
 
 @legalize("tfl.bidirectional_sequence_lstm")
 def bidirectional_sequence_lstm(b: Builder, op: Operation) -> list[Value]:
-    """Two LSTM cells, the backward one over reversed time; merge_outputs concatenates [fw, bw] (axis -1)."""
+    """Two LSTM cells, the backward one over reversed time; merge_outputs concatenates [fw, bw] (axis -1); hybrid
+    int8 weights as LiteRT's hybrid kernel (rows quantized on the fly)."""
     _require_float_io(op)
     act = _activation(op)
     time_major = bool(op.attrs.get("time_major", True))
@@ -435,27 +453,28 @@ def rnn_direction(b: Builder, op: Operation, w: Value, r: Value, bias: Value, h0
     units = static_shape(w)[0]
     if static_shape(r) != [units, units] or static_shape(h0)[-1] != units:
         raise Unsupported(f"{op.name}: recurrent weights {r.shape} / state {h0.shape} vs {units} units")
-    proj_x = _input_projection(b, xs, [w], _vec3(b, [bias]))
+    proj_x = _input_projection(b, op, xs, [w], _vec3(b, [bias]))
     if aux is not None and w_aux is not None:
-        proj_x = _add(b, proj_x, _input_projection(b, aux, [w_aux], None))
-    rec = _rows3(b, r)
+        proj_x = _add(b, proj_x, _input_projection(b, op, aux, [w_aux], None))
+    rec = stack(b, op, [r])
     h = b.reshape(h0, [1, batch, units])
     outs: list[Value | None] = [None] * t_len
     for t in (range(t_len - 1, -1, -1) if reverse else range(t_len)):
-        h = fused_activation(b, _add(b, _step_rows(b, proj_x, t, batch), _matmul(b, h, rec)), act)
+        h = fused_activation(b, _add(b, _step_rows(b, proj_x, t, batch), wmatmul(b, h, rec)), act)
         outs[t] = h
     return [v for v in outs if v is not None]
 
 
 @legalize("tfl.unidirectional_sequence_rnn")
 def unidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
-    """Basic RNN cell unrolled over time: h_t = act(W·x_t + R·h_{t-1} + b) (LiteRT's RnnBatchStep)."""
+    """Basic RNN cell unrolled over time: h_t = act(W·x_t + R·h_{t-1} + b) (LiteRT's RnnBatchStep, float or
+    hybrid int8 weights)."""
     _require_float_io(op)
     act = _activation(op)
     time_major = bool(op.attrs.get("time_major", False))
     w, r, bias, h0 = (_req(op, k, n) for k, n in ((1, "weights"), (2, "recurrent weights"), (3, "bias"),
                                                    (4, "hidden state")))
-    _check_float(op, w, r, bias, h0)
+    _check_float(op, bias, h0, weights=(w, r))
     xs = _time_major(b, op.operands[0], time_major)
     outs = rnn_direction(b, op, w, r, bias, h0, xs, None, None, act, reverse=False)
     return [_stack_steps(b, outs, time_major)]
@@ -472,7 +491,10 @@ def bidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
     bw = [_req(op, k, n) for k, n in ((5, "bw weights"), (6, "bw recurrent weights"), (7, "bw bias"),
                                       (8, "bw hidden state"))]
     aux, fw_aux_w, bw_aux_w = _opt(op, 9), _opt(op, 10), _opt(op, 11)
-    _check_float(op, *fw, *bw, aux, fw_aux_w, bw_aux_w)
+    _check_float(op, fw[2], fw[3], bw[2], bw[3], aux, weights=(fw[0], fw[1], bw[0], bw[1], fw_aux_w, bw_aux_w))
+    if time_major and weight_scale(op, fw[0]) is not None:
+        raise Unsupported(f"hybrid time-major {op.name}: LiteRT's hybrid kernel runs the whole sequence once per "
+                          f"time step (an extra outer loop over time), which the lowering does not reproduce")
     non_stacking, use_aux = _aux_mode(op, aux, fw_aux_w is not None)
     xs = _time_major(b, op.operands[0], time_major)
     aux_t = _time_major(b, aux, time_major) if aux is not None else None
@@ -486,8 +508,8 @@ def bidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tfl.variable", dtypes=("fp32", "i8", "i16"))
 def variable(b: Builder, op: Operation) -> list[Value]:
-    """A TFLite ``is_variable`` tensor (the state of LSTM/RNN ops): its initial value (zeros unless the file stores
-    one) as a CONST - the TOSA program is one inference from the initial state."""
+    """A TFLite ``is_variable`` tensor (the state of LSTM/RNN ops): its initial value (zeros - an int8 tensor's zero
+    point - unless the file stores one) as a CONST - the TOSA program is one inference from the initial state."""
     r = op.results[0]
     if not r.type.is_static:
         raise Unsupported(f"variable tensor {r.source or r.name} with a dynamic shape")
@@ -497,7 +519,9 @@ def variable(b: Builder, op: Operation) -> list[Value]:
     if init is not None and np.asarray(init).size != int(np.prod(shape, dtype=np.int64)):
         raise Unsupported(f"variable tensor {r.source or r.name}: initial value of {np.asarray(init).size} "
                           f"elements for shape {list(shape)}")
-    arr = np.zeros(shape, r.dtype.np_dtype()) if init is None else np.asarray(init).reshape(shape)
+    # LiteRT's ResetVariableTensor fills an int8 variable with its zero point (every other type with zero bytes)
+    fill = r.type.quant.zero_point[0] if r.dtype is DType.INT8 and r.type.quant is not None else 0
+    arr = np.full(shape, fill, r.dtype.np_dtype()) if init is None else np.asarray(init).reshape(shape)
     if not r.dtype.is_tosa:
         raise Unsupported(f"variable tensor {r.source or r.name} of type {r.dtype.value}")
     return [b.const(arr, r.dtype, quant=r.type.quant, name=r.name)]

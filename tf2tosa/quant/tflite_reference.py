@@ -613,3 +613,87 @@ def log_softmax_i8(x: Any, s_in: float) -> Arr:
     adjusted = np.maximum(diff_min - 1, mbqm(wrap32(log_sum + I32_MIN), rq, rs))
     out = np.clip(rdbpot(wrap32(diff_q5 - log_sum), 31 - 5 - 4) + 127, -128, 127)
     return np.where(diff > adjusted, out, -128)
+
+
+# ----------------------------------------------------------------------------- gemmlowp int16 fixed point
+# gemmlowp's templates instantiated with ``int16_t`` raws (``FixedPoint<int16_t, k>``): the LSTM integer kernels'
+# ``ApplySigmoid`` (F3 → F0) and ``ApplyTanh`` (Fk → F0, k = 0…6).  Add/Sub/Neg wrap to int16 as C's narrowing
+# conversion does; products are srdhm16; the int32 constants of the generic code are rounded to their 16-bit
+# value by RoundingDivideByPOT(c, 16) (``RescaleConstantInitializer``).
+def _const16(c: int) -> int:
+    return int(rdbpot(c, 16))
+
+
+def _sat_pot16(x: Arr, e: int) -> Arr:
+    """SaturatingRoundingMultiplyByPOT<e> on int16 raws."""
+    x = i64(x)
+    if e == 0:
+        return x
+    if e < 0:
+        return rdbpot(x, -e)
+    thr = (1 << (15 - e)) - 1
+    return np.where(x > thr, I16_MAX, np.where(x < -thr, I16_MIN, wrap16(x << e)))
+
+
+def _half_sum16(a: Arr, b: Any) -> Arr:
+    s = i64(a) + i64(b)
+    return wrap16(trunc_div(s + np.where(s >= 0, 1, -1), 2))
+
+
+def _exp_quarter16(a: Arr) -> Arr:
+    """exp_on_interval_between_negative_one_quarter_and_0_excl, F0 int16."""
+    constant_term, one_third = _const16(1895147668), _const16(715827883)
+    x = wrap16(i64(a) + (1 << 12))
+    x2 = srdhm16(x, x)
+    x3 = srdhm16(x2, x)
+    x4 = srdhm16(x2, x2)
+    x4_over_4 = _sat_pot16(x4, -2)
+    t = _sat_pot16(wrap16(srdhm16(wrap16(x4_over_4 + x3), one_third) + x2), -1)
+    return np.clip(constant_term + srdhm16(constant_term, wrap16(x + t)), I16_MIN, I16_MAX)  # AddSaturatingIf16Bit
+
+
+def exp_on_negative_values16(a: Arr, integer_bits: int) -> Arr:
+    """exp(a) as an F0 int16 raw for an F``integer_bits`` int16 raw ``a <= 0``."""
+    a = i64(a)
+    frac = 15 - integer_bits
+    one_quarter = 1 << (frac - 2)
+    a_mod = wrap16((a & (one_quarter - 1)) - one_quarter)
+    result = _exp_quarter16(_sat_pot16(a_mod, integer_bits))
+    remainder = wrap16(a_mod - a)
+    for exponent, mult in EXP_BARREL:
+        if integer_bits > exponent:
+            bit = wrap16(1 << (frac + exponent))
+            result = np.where((remainder & bit) != 0, srdhm16(result, _const16(mult)), result)
+    if integer_bits > 5:
+        result = np.where(a < wrap16(_const16(-(1 << (36 - integer_bits)))), 0, result)
+    return np.where(a == 0, I16_MAX, result)
+
+
+def _newton16(a: Arr) -> Arr:
+    """The shared Newton-Raphson part of one_over_one_plus_x / one_minus_x_over_one_plus_x (F2 result)."""
+    half_den = _half_sum16(a, I16_MAX)
+    x = wrap16(_const16(1515870810) + srdhm16(half_den, _const16(-1010580540)))
+    one_f2 = 1 << 13
+    for _ in range(3):
+        one_minus = wrap16(one_f2 - srdhm16(half_den, x))
+        x = wrap16(x + _sat_pot16(srdhm16(x, one_minus), 2))
+    return x
+
+
+def logistic16(a: Any, integer_bits: int) -> Arr:
+    """gemmlowp::logistic(FixedPoint<int16_t, integer_bits>) → F0 raw (TFLite's int16 ApplySigmoid with 3 bits)."""
+    a = i64(a)
+    positive = a > 0
+    abs_in = np.where(positive, a, wrap16(-a))
+    pos = _sat_pot16(_newton16(exp_on_negative_values16(wrap16(-abs_in), integer_bits)), 1)  # F2 as F1 → F0
+    neg = wrap16(I16_MAX - pos)
+    return np.where(a == 0, _const16(1 << 30), np.where(positive, pos, neg))
+
+
+def tanh16(a: Any, integer_bits: int) -> Arr:
+    """gemmlowp::tanh(FixedPoint<int16_t, integer_bits>) → F0 raw (TFLite's int16 ApplyTanh)."""
+    a = i64(a)
+    negative = a < 0
+    n = np.where(negative, a, wrap16(-a))
+    t = _sat_pot16(wrap16(_newton16(exp_on_negative_values16(n, integer_bits + 1)) - (1 << 13)), 2)
+    return np.where(a == 0, 0, np.where(negative, wrap16(-t), t))
