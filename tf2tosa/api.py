@@ -141,8 +141,16 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     """
     from .converter.pipeline import ConvertOptions, convert_graph
     from .converter.source import convert_options, convert_tflite_data
+    from .converter.nnef import is_nnef_source
     from .converter.tensorflow import is_tensorflow_source
 
+    if is_nnef_source(source):
+        from .converter.source import convert_nnef_path
+
+        path = os.fspath(source)
+        graph = convert_nnef_path(path, convert_options(input_shapes=input_shapes, fold=fold, rounding=rounding,
+                                                        **extra))
+        return TosaModel(graph, source_path=path)
     if is_tensorflow_source(source):
         import importlib.util
 

@@ -26,3 +26,22 @@ def convert_tflite_data(data: bytes, path: str, options: ConvertOptions) -> Grap
     graph.meta["file"] = path
     convert_graph(graph, options, file=path)
     return graph
+
+
+def convert_nnef_path(path: str, options: ConvertOptions) -> Graph:
+    """Load an NNEF model (directory, ``.tgz`` or ``graph.nnef``) and convert it.
+
+    The standard compound operations that have a rule of their own (``nnef.softmax``, ``nnef.max_pool`` …) stay
+    whole (their rules lower them as the TFLite rules do, bit-exact for quantized graphs); every other fragment is
+    expanded to primitives by the parser.  The layout pass (:func:`.passes.layout.to_channels_last`) runs before
+    legalization; its transpose counts are kept in ``graph.meta["layout"]``."""
+    from ..legalizations.registry import get_rule
+    from .nnef import COMPOUND_OPS, load_nnef
+    from .passes.layout import to_channels_last
+
+    keep = sorted(name for name in COMPOUND_OPS if get_rule(f"nnef.{name}") is not None)
+    graph = load_nnef(path, keep=keep)
+    graph.meta["file"] = path
+    graph.meta["layout"] = to_channels_last(graph)
+    convert_graph(graph, options, file=path)
+    return graph
