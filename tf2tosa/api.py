@@ -72,16 +72,28 @@ class TosaModel:
         return run(self.graph, inputs)  # type: ignore[arg-type]
 
     def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
-               oracle: str | None = None, reference_kernels: bool | None = None, progress: Any = None) -> Any:
+               oracle: str | None = None, reference_kernels: bool | None = None, progress: Any = None,
+               reference: str | os.PathLike[str] | bytes | None = None) -> Any:
         """Compare with the source runtime on ``inputs`` (or ``num`` seeded random inputs); returns a VerifyReport.
 
         ``oracle``: ``"ref"`` (LiteRT's reference kernels, the default for .tflite sources; integer outputs must
         match them bit for bit, and how far LiteRT's optimized kernels differ is reported in ``report.info``),
         ``"optimized"`` (LiteRT's default kernels) or ``"tensorflow"`` (the default for TensorFlow sources).
         ``reference_kernels`` is the deprecated boolean form of ``oracle="ref"`` / ``"optimized"``.
+        An NNEF model is compared with ``reference`` (the ``.tflite`` it was converted from) when given, else with
+        the executor's fp64 evaluation of the program.
         """
         from .verify.compare import resolve_oracle, verify_tflite
 
+        if self.graph.meta.get("source_format") == "nnef":
+            # NNEF has no runtime among our dependencies: the .tflite it came from when given, else fp64
+            if reference is None:
+                from .verify.compare import verify_fp64
+
+                return verify_fp64(self, inputs, seed=seed, num=num, progress=progress)
+            ref, _ = _read_source(reference)
+            return verify_tflite(self, inputs=inputs, seed=seed, num=num, oracle=oracle,
+                                 reference_kernels=reference_kernels, tflite=ref, progress=progress)
         if self.tf_source is not None:
             qat = self.graph.meta.get("qat") or {}
             if qat.get("mode") == "int8":

@@ -209,7 +209,7 @@ def _model_facts(m: Any) -> dict[str, Any]:
 @app.command()
 @_user_errors
 def convert(model: Path = typer.Argument(..., metavar="MODEL",
-                                         help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
+                                         help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, .keras, .h5 or frozen .pb"),
             output: Path = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write"),
             mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
                                              help="also write TOSA-dialect MLIR text here"),
@@ -370,13 +370,20 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     from .converter.tensorflow import is_tensorflow_source
 
     out = _out()
-    if file.suffix == ".tflite" or is_tensorflow_source(str(file)):
+    from .converter.nnef import is_nnef_source
+
+    if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
             m = do_convert(str(file), signature=signature)
     else:
         m = load(str(file))
     g = m.graph
-    out.echo(f"{file}: TOSA 1.0")
+    frontend = _frontend(g)
+    out.echo(f"{file}: TOSA 1.0" + (f" (converted by the {frontend} frontend)" if frontend else ""))
+    layout = g.meta.get("layout")
+    if layout:
+        out.echo(f"layout:     {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
+                 f"{layout['transposes_after']} after")
     out.echo(f"profiles:   {', '.join(m.profiles) or '-'}")
     out.echo(f"extensions: {', '.join(m.extensions) or '-'}")
     out.echo("inputs:")
@@ -396,14 +403,19 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
                  f"(the executor and the reference model cannot run them):")
         for name in custom:
             out.echo(f"  {name}")
-    return {"file": str(file), "format": "TOSA 1.0", **_model_facts(m), "custom_ops": custom,
-            "inexact": g.inexact}
+    return {"file": str(file), "format": "TOSA 1.0", "frontend": frontend, "layout": layout, **_model_facts(m),
+            "custom_ops": custom, "inexact": g.inexact}
+
+
+def _frontend(g: Any) -> str | None:
+    """The frontend that made ``g`` (None for a .tosa read back)."""
+    return {"nnef": "NNEF", "tflite": "TFLite", "tensorflow": "TensorFlow"}.get(g.meta.get("source_format", ""))
 
 
 @app.command()
 @_user_errors
 def verify(model: Path = typer.Argument(..., metavar="MODEL",
-                                        help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
+                                        help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, .keras, .h5 or frozen .pb"),
            input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
                                                         help="NAME=1,224,224,3"),
            input: list[str] | None = typer.Option(None, "--input", metavar="NAME=FILE.npy",
@@ -415,6 +427,10 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                                  help="deprecated: --oracle ref (now the default)"),
            rounding: str = typer.Option("double", "--rounding", metavar="double|single", help="double or single"),
            signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
+           nnef_reference: Path | None = typer.Option(None, "--reference", metavar="M.TFLITE",
+                                                      help="NNEF models: the .tflite the model was converted from, "
+                                                      "run in LiteRT as the oracle (default: the executor's fp64 "
+                                                      "evaluation)"),
            layers: bool = typer.Option(False, "--layers", help="also compare every layer with LiteRT and name the "
                                        "first diverging one (.tflite only)"),
            report_html: Path | None = typer.Option(None, "--report", metavar="PATH",
@@ -451,7 +467,10 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
             from .verify.compare import random_inputs
 
             sets = [{**random_inputs(m.graph, seed), **given}]
-        report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog)
+        if nnef_reference is not None and m.graph.meta.get("source_format") != "nnef":
+            raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
+        report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
+                          reference=str(nnef_reference) if nnef_reference is not None else None)
         layer_report = None
         if layers or layers_html or layers_png:
             from .verify.layers import verify_layers

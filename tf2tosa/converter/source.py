@@ -42,6 +42,33 @@ def convert_nnef_path(path: str, options: ConvertOptions) -> Graph:
     keep = sorted(name for name in COMPOUND_OPS if get_rule(f"nnef.{name}") is not None)
     graph = load_nnef(path, keep=keep)
     graph.meta["file"] = path
+    _check_nnef_quantization(graph, path)
     graph.meta["layout"] = to_channels_last(graph)
     convert_graph(graph, options, file=path)
     return graph
+
+
+def _check_nnef_quantization(graph: Graph, path: str) -> None:
+    """Refuse activations whose ``graph.quant`` entry TOSA's integer profiles cannot carry: a computed tensor must
+    be i8 or i16 (or i32 with zero point 0); one ModelLoadError names the first such tensor and the count."""
+    from ..errors import ModelLoadError
+    from ..ir import DType
+
+    bad = []
+    for op in graph.topological_order():
+        if op.name == "nnef.const":
+            continue
+        for r in op.results:
+            q = r.type.quant
+            if q is None:
+                continue
+            if r.dtype in (DType.INT8, DType.INT16) or (r.dtype is DType.INT32 and not any(q.zero_point)):
+                continue
+            bad.append((op, r))
+    if bad:
+        op, r = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise ModelLoadError(f"graph.quant gives tensor '{r.source}' a {r.dtype.value} quantization with zero point "
+                             f"{list(r.type.quant.zero_point)[:1]}, which TOSA's integer profiles cannot express "
+                             f"for a computed tensor{more}", file=str(Path(path) / "graph.quant")
+                             if Path(path).is_dir() else path, op=f"{op.name} ({op.location})", tensor=r.source)
