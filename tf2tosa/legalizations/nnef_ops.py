@@ -167,7 +167,7 @@ def copy(b: Builder, op: Operation) -> list[Value]:
 _UNARY = {"exp": "tfl.exp", "log": "tfl.log", "sin": "tfl.sin", "cos": "tfl.cos", "abs": "tfl.abs",
           "neg": "tfl.neg", "sign": "tfl.sign", "floor": "tfl.floor", "ceil": "tfl.ceil", "not": "tfl.logical_not",
           "sqrt": "tfl.sqrt", "rsqrt": "tfl.rsqrt", "sqr": "tfl.square", "relu": "tfl.relu", "sigmoid": "tfl.logistic",
-          "tanh": "tfl.tanh", "elu": "tfl.elu"}
+          "tanh": "tfl.tanh"}
 _BINARY = {"add": "tfl.add", "sub": "tfl.sub", "mul": "tfl.mul", "div": "tfl.div", "pow": "tfl.pow",
            "min": "tfl.minimum", "max": "tfl.maximum", "lt": "tfl.less", "gt": "tfl.greater", "le": "tfl.less_equal",
            "ge": "tfl.greater_equal", "eq": "tfl.equal", "ne": "tfl.not_equal", "and": "tfl.logical_and",
@@ -263,8 +263,28 @@ _float_unary("rsqr", "``rsqr``: 1 / x².", lambda b, x: b.emit("RECIPROCAL", [b.
 _float_unary("silu", "``silu``: x · sigmoid(x).", lambda b, x: b.mul(x, b.emit("SIGMOID", [x]).result))
 _float_unary("softplus", "``softplus``: log(exp(x) + 1).",
              lambda b, x: _log(b, b.binary("ADD", _exp(b, x), fconst(b, 1.0, x))))
-_float_unary("softabs", "``softabs``: sqrt(x² + ε) (ε = the ``epsilon`` attribute is not modelled: 0).",
-             lambda b, x: _sqrt(b, b.mul(x, x)))
+
+
+@legalize("nnef.softabs")
+def softabs(b: Builder, op: Operation) -> list[Value]:
+    """``softabs(x, epsilon)``: sqrt(x² + ε)."""
+    x = op.operands[0]
+    require_float(op, x)
+    return [_sqrt(b, b.binary("ADD", b.mul(x, x), fconst(b, float(op.attrs.get("epsilon", 0.0)), x)))]
+
+
+@legalize("nnef.elu", dtypes=_Q)
+def elu(b: Builder, op: Operation) -> list[Value]:
+    """``elu(x, alpha)``: select(x < 0, alpha·(exp(x) − 1), x); quantized (alpha 1): tfl.elu's TABLE."""
+    x = op.operands[0]
+    alpha = float(op.attrs.get("alpha", 1.0))
+    if x.type.is_quantized:
+        if alpha != 1.0:
+            raise Unsupported(f"quantized elu with alpha {alpha}")
+        return via(b, op, "tfl.elu", [x])
+    require_float(op, x)
+    neg = b.mul(b.binary("SUB", _exp(b, x), fconst(b, 1.0, x)), fconst(b, alpha, x))
+    return [b.emit("SELECT", [b.binary("GREATER", fconst(b, 0.0, x), x), neg, x]).result]
 
 
 def _atan2(b: Builder, op: Operation, y: Value, x: Value) -> Value:
@@ -720,6 +740,20 @@ def avg_pool(b: Builder, op: Operation) -> list[Value]:
     """``avg_pool`` over H, W: tfl.average_pool_2d's lowering (border 'ignore' counts only the input; 'constant'
     counts the zero padding)."""
     return [_pool(b, op, "tfl.average_pool_2d")]
+
+
+@legalize("nnef.box", dtypes=_Q)
+def box(b: Builder, op: Operation) -> list[Value]:
+    """``box`` over H, W: the windowed mean (``normalize``) as tfl.average_pool_2d, or the windowed sum (float:
+    that mean times the window size); border 'constant' counts the zero padding, 'ignore' does not."""
+    y = _pool(b, op, "tfl.average_pool_2d")
+    if op.attrs.get("normalize"):
+        return [y]
+    require_float(op, op.operands[0])
+    kernel, _, _ = _pool_window(op, op.operands[0])
+    if str(op.attrs.get("border", "constant")) != "constant" and any(_pairs(op.attrs.get("padding"))):
+        raise Unsupported("box without normalize and with border other than 'constant'")
+    return [b.mul(y, fconst(b, float(kernel[0] * kernel[1]), y))]
 
 
 @legalize("nnef.rms_pool")

@@ -23,9 +23,9 @@ from ...ir import Graph, Operation, QuantParams, TensorType, Value
 _TO_NHWC = [0, 2, 3, 1]
 _TO_NCHW = [0, 3, 1, 2]
 #: ops whose data input (operand 0) is NCHW; the pools' window attributes have one entry per dimension
-SPATIAL = frozenset({"conv", "deconv", "max_pool", "avg_pool", "rms_pool", "nearest_upsample",
+SPATIAL = frozenset({"conv", "deconv", "box", "max_pool", "avg_pool", "rms_pool", "nearest_upsample",
                      "multilinear_upsample", "nearest_downsample", "area_downsample"})
-_FULL_RANK_ATTRS = {"max_pool", "avg_pool", "rms_pool"}
+_FULL_RANK_ATTRS = {"box", "max_pool", "avg_pool", "rms_pool"}
 #: elementwise ops and activations: any layout, operands broadcast (leading dimensions aligned)
 ELEMENTWISE = frozenset("""
 add sub mul div pow min max lt gt le ge eq ne and or select clamp prelu copy exp log sin cos tan sinh cosh tanh
