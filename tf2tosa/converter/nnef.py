@@ -540,8 +540,11 @@ def _variable_data(folder: Path, label: str, name: str, t: TensorType, nt: Any, 
                    loc: str) -> np.ndarray:
     """The data of a variable, checked against the graph's shape and type and quantized if needed."""
     f = folder / (label.lstrip("/") + ".dat")
-    dat = read_dat(f, tensor=name)
     fname = shown(f)
+    try:
+        dat = read_dat(f, tensor=name)
+    except ModelLoadError as e:  # name the variable operation too
+        raise ModelLoadError(e.message, file=fname, op=loc, tensor=name) from None
 
     def fail(msg: str) -> ModelLoadError:
         return ModelLoadError(msg, file=fname, op=loc, tensor=name)
