@@ -10,7 +10,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -104,7 +103,8 @@ def auto_pads(size: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
 
 def np_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | float, stride: Sequence[int],
             pads: Sequence[tuple[int, int]], groups: int, dilation: Sequence[int] = (1, 1)) -> np.ndarray:
-    """Spec 4.3 conv: output[n, o, y, x] = Σ_{c in o's group, ky, kx} input[n, c, y·s + ky·d − p, …] · filter[o, c', ky, kx]."""
+    """Spec 4.3 conv: output[n, o, y, x] = Σ_{c in o's group, ky, kx} input[n, c, y·s + ky·d − p, …] ·
+    filter[o, c', ky, kx]."""
     x, w = x.astype(F64), w.astype(F64)
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
@@ -119,7 +119,9 @@ def np_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | float, stride: Sequ
         for ky in range(kh):
             for kx in range(kw):
                 y0, x0 = ky * dilation[0], kx * dilation[1]
-                patch = xp[:, grp * cg:(grp + 1) * cg, y0:y0 + stride[0] * oh:stride[0], x0:x0 + stride[1] * ow:stride[1]]
+                rows = slice(y0, y0 + stride[0] * oh, stride[0])
+                cols = slice(x0, x0 + stride[1] * ow, stride[1])
+                patch = xp[:, grp * cg:(grp + 1) * cg, rows, cols]
                 out[:, oc] += np.einsum("nchw,c->nhw", patch, w[oc, :, ky, kx])
     b = np.asarray(bias, F64).reshape(-1)
     return out + (b.reshape(1, -1, 1, 1) if b.size > 1 else b[0])
@@ -322,7 +324,8 @@ def test_slice_tile(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("border,mode", [("constant", "constant"), ("reflect", "reflect"), ("replicate", "edge")])
 def test_pad(tmp_path: Path, border: str, mode: str) -> None:
-    run_case(tmp_path, f"pad_{border}", f"out = pad(x, padding = [(0, 0), (0, 0), (1, 2), (2, 1)], border = '{border}');",
+    run_case(tmp_path, f"pad_{border}",
+             f"out = pad(x, padding = [(0, 0), (0, 0), (1, 2), (2, 1)], border = '{border}');",
              {"x": X}, ["out"], [np.pad(f(X), [(0, 0), (0, 0), (1, 2), (2, 1)], mode=mode)])
 
 
@@ -356,7 +359,6 @@ def test_deconv(tmp_path: Path, padding: str) -> None:
     w = rand(4, 6, 3, 3)
     if padding == "[]":
         out_hw = (6, 8)
-        pads = [((3 - 1 + 1) // 2 - (1 if False else 0), 0)] * 2
         total = [max(0, (3 - 1) * 2 + 3 - 6), max(0, (4 - 1) * 2 + 3 - 8)]
         pads = [(t // 2, t - t // 2) for t in total]
     else:
@@ -373,7 +375,8 @@ POOL_X = rand(1, 3, 6, 7)
 @pytest.mark.parametrize("op,border,padding", [
     ("max_pool", "ignore", "[]"), ("max_pool", "constant", "[(0, 0), (0, 0), (1, 1), (0, 1)]"),
     ("avg_pool", "ignore", "[]"), ("avg_pool", "constant", "[(0, 0), (0, 0), (1, 0), (1, 1)]"),
-    ("box", "constant", "[(0, 0), (0, 0), (0, 0), (0, 0)]"), ("rms_pool", "ignore", "[(0, 0), (0, 0), (0, 0), (0, 0)]")])
+    ("box", "constant", "[(0, 0), (0, 0), (0, 0), (0, 0)]"),
+    ("rms_pool", "ignore", "[(0, 0), (0, 0), (0, 0), (0, 0)]")])
 def test_pool(tmp_path: Path, op: str, border: str, padding: str) -> None:
     size, stride = (1, 1, 3, 2), (1, 1, 2, 2)
     pads = ([(0, 0), (0, 0)] + auto_pads((6, 7), (3, 2), (2, 2), (1, 1))) if padding == "[]" else eval(padding)  # noqa: S307

@@ -151,9 +151,9 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
     EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
     """
+    from .converter.nnef import is_nnef_source
     from .converter.pipeline import ConvertOptions, convert_graph
     from .converter.source import convert_options, convert_tflite_data
-    from .converter.nnef import is_nnef_source
     from .converter.tensorflow import is_tensorflow_source
 
     if is_nnef_source(source):

@@ -209,7 +209,8 @@ def _model_facts(m: Any) -> dict[str, Any]:
 @app.command()
 @_user_errors
 def convert(model: Path = typer.Argument(..., metavar="MODEL",
-                                         help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, .keras, .h5 or frozen .pb"),
+                                         help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, "
+                                         ".keras, .h5 or frozen .pb"),
             output: Path = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write"),
             mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
                                              help="also write TOSA-dialect MLIR text here"),
@@ -415,7 +416,8 @@ def _frontend(g: Any) -> str | None:
 @app.command()
 @_user_errors
 def verify(model: Path = typer.Argument(..., metavar="MODEL",
-                                        help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, .keras, .h5 or frozen .pb"),
+                                        help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, "
+                                         ".keras, .h5 or frozen .pb"),
            input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
                                                         help="NAME=1,224,224,3"),
            input: list[str] | None = typer.Option(None, "--input", metavar="NAME=FILE.npy",

@@ -67,6 +67,7 @@ def _check_nnef_quantization(graph: Graph, path: str) -> None:
             bad.append((op, r))
     if bad:
         op, r = bad[0]
+        assert r.type.quant is not None
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise ModelLoadError(f"graph.quant gives tensor '{r.source}' a {r.dtype.value} quantization with zero point "
                              f"{list(r.type.quant.zero_point)[:1]}, which TOSA's integer profiles cannot express "

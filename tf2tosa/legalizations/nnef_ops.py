@@ -26,7 +26,7 @@ from .lowering.layout import resolve_reshape
 from .lowering.legalize_common import positive_axis
 from .lowering.numeric import fconst, float_divide, require_float, static_shape
 from .lowering.padding import same_padding
-from .registry import legalize
+from .registry import RULES, legalize
 
 _ANY = ("fp32", "i8", "i32", "bool")
 _Q = ("fp32", "i8")
@@ -822,4 +822,15 @@ def area_downsample(b: Builder, op: Operation) -> list[Value]:
     return [_out(b, op, y[0])]
 
 
-__all__ = ["TO_NCHW", "TO_NHWC", "permute_type", "transpose"]
+#: operations whose quantized (i8) path the three-way zoo check exercises, bit-exact with LiteRT's reference kernels;
+#: the support table (docs/ops.md) claims i8 for these only, whatever the tfl rule underneath accepts
+I8_TESTED = frozenset("""
+add avg_pool clamp concat const conv copy leaky_relu linear max_pool max_reduce mean_reduce mul multilinear_upsample
+nearest_upsample pad relu reshape sigmoid softmax split squeeze tanh transpose unsqueeze unstack
+""".split())
+for _name, _info in RULES.items():
+    if _name.startswith("nnef."):
+        _info.dtypes = tuple(d for d in _info.dtypes if d != "i8" or _name[5:] in I8_TESTED)
+
+
+__all__ = ["I8_TESTED", "TO_NCHW", "TO_NHWC", "permute_type", "transpose"]

@@ -137,8 +137,10 @@ def _sink(graph: Graph, op: Operation) -> bool:
         if kept != sorted(kept):
             return False
         attrs["axes"] = axes
-        operands = [op.operands[0].producer.operands[0]]  # type: ignore[union-attr]
-        new = graph.add_op(op.name, operands, [op.result.type], attrs, [op.result.name + "_"], op.location)
+        producer = op.operands[0].producer
+        assert producer is not None
+        new = graph.add_op(op.name, [producer.operands[0]], [op.result.type], attrs, [op.result.name + "_"],
+                           location=op.location)
         _replace(graph, op, new.result)
         return True
     else:
@@ -156,7 +158,7 @@ def _sink(graph: Graph, op: Operation) -> bool:
                 return False
             operands.append(c)
     new_t = _ptype(op.result.type, inv)
-    new = graph.add_op(op.name, operands, [new_t], attrs, [op.result.name + "_t"], op.location)
+    new = graph.add_op(op.name, operands, [new_t], attrs, [op.result.name + "_t"], location=op.location)
     back = _transpose(graph, new.result, perm, op.result.name, op.location)
     _replace(graph, op, back)
     return True
