@@ -254,12 +254,16 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     seconds = time.perf_counter() - t0
     out.result(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
                f"extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
+    layout = m.graph.meta.get("layout")
+    if layout:
+        out.info(f"layout: {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
+                 f"{layout['transposes_after']} after")
     for w in m.graph.meta.get("warnings", []):
         out.warn_once(str(w))
     custom = _custom_ops(m.graph)
     payload: dict[str, Any] = {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None,
                                "ops": ops, **_model_facts(m), "custom_ops": custom, "seconds": round(seconds, 3),
-                               "verify": None, "verify_skipped": None}
+                               "verify": None, "verify_skipped": None, "layout": layout}
     if custom:
         out.warn(f"{len(custom)} op(s) kept as TOSA CUSTOM operators (not runnable): {', '.join(sorted(set(custom)))}")
         if verify:
