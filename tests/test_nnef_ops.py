@@ -486,3 +486,17 @@ def test_layout_pass_cancels_transposes(tmp_path: Path) -> None:
     layout = m.graph.meta["layout"]
     assert layout == {"transposes_before": 6, "transposes_after": 2}  # only the graph's input and output remain
     assert sum(op.name == "tosa.TRANSPOSE" for op in m.graph.ops.values()) == 2
+
+
+def test_logarithmic_quantization_in_graph_quant(tmp_path: Path) -> None:
+    """A ``graph.quant`` logarithmic entry: the tensor is followed by logarithmic_quantize (it stays float)."""
+    x = rand(2, 3, 4, 5, lo=0.3, hi=3.0) * np.where(RNG.random((2, 3, 4, 5)) < 0.5, -1, 1).astype(np.float32)
+    folder = write_graph(tmp_path / "logq.nnef", "y = neg(x);", {"x": ((2, 3, 4, 5), "scalar")}, ["y"])
+    (folder / "graph.quant").write_text('"x": logarithmic_quantize(max = 2.0, bits = 3);\n')
+    q = np.clip(np.log2(np.abs(f(x))), 1.0 - 7.0, 1.0)
+    q = np.sign(q) * np.floor(np.abs(q) + 0.5)
+    want = -(np.sign(f(x)) * 2.0 ** q)
+    model = tf2tosa.convert(folder)
+    check_close("logq", list(model.run([x]).values())[0], want, "executor")
+    if tosa_tools.available():
+        check_close("logq", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0], want, "Arm")

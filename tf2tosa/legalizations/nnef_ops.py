@@ -384,6 +384,31 @@ def softmax(b: Builder, op: Operation) -> list[Value]:
     return [transpose(b, y, inv)]
 
 
+@legalize("nnef.logarithmic_quantize")
+def logarithmic_quantize(b: Builder, op: Operation) -> list[Value]:
+    """``logarithmic_quantize(x, max, bits)`` (spec 4.9.5), also what a ``graph.quant`` logarithmic entry adds:
+    sign(x) · 2^round(clamp(log2|x|, m − r, m)), m = ceil(log2 max), r = 2^bits − 1; a float result (TOSA has no
+    logarithmic integer type)."""
+    x = op.operands[0]
+    require_float(op, x)
+    mx = op.attrs.get("max")
+    if mx is None:
+        mx = _literal(op.operands[1]) if len(op.operands) > 1 else None
+    if mx is None:
+        raise Unsupported("logarithmic_quantize with a tensor 'max'")
+    m = float(np.ceil(np.log2(float(mx))))
+    r = float(2 ** int(op.attrs["bits"]) - 1)
+    lg = b.mul(_log(b, b.emit("ABS", [x]).result), fconst(b, 1.0 / np.log(2.0), x))
+    q = b.clamp(lg, m - r, m)
+    # round half away from zero, as the rule for ``round``
+    mag = b.emit("FLOOR", [b.binary("ADD", b.emit("ABS", [q]).result, fconst(b, 0.5, q))]).result
+    q = b.emit("SELECT", [b.binary("GREATER_EQUAL", q, fconst(b, 0.0, q)), mag,
+                          b.mul(mag, fconst(b, -1.0, q))]).result
+    p2 = b.emit("EXP", [b.mul(q, fconst(b, float(np.log(2.0)), q))]).result
+    sign = via(b, op, "tfl.sign", [x], results=[_detached(b, x.type)])[0]
+    return [b.mul(sign, p2)]
+
+
 # ------------------------------------------------------------------------------------------------ reductions
 _REDUCE = {"sum_reduce": "tfl.sum", "mean_reduce": "tfl.mean", "max_reduce": "tfl.reduce_max",
            "min_reduce": "tfl.reduce_min", "any_reduce": "tfl.reduce_any", "all_reduce": "tfl.reduce_all"}
