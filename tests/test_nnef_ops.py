@@ -500,3 +500,21 @@ def test_logarithmic_quantization_in_graph_quant(tmp_path: Path) -> None:
     check_close("logq", list(model.run([x]).values())[0], want, "executor")
     if tosa_tools.available():
         check_close("logq", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0], want, "Arm")
+
+
+@pytest.mark.parametrize("stride,padding,border", [((2, 2), "[(0, 0), (0, 0), (0, 0), (0, 0)]", "constant"),
+                                                   ((1, 2), "[(0, 0), (0, 0), (1, 1), (0, 1)]", "ignore")])
+def test_argmax_pool(tmp_path: Path, stride: tuple[int, int], padding: str, border: str) -> None:
+    """argmax_pool: the row-major index of the window's maximum (spec 4.4), first one on ties."""
+    x = POOL_X
+    pads = eval(padding)  # noqa: S307
+    xp = pad_nchw(f(x), pads, -np.inf if border == "ignore" else 0.0)
+    oh = (xp.shape[2] - 3) // stride[0] + 1
+    ow = (xp.shape[3] - 2) // stride[1] + 1
+    want = np.zeros((1, 3, oh, ow), np.int32)
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * stride[0]:i * stride[0] + 3, j * stride[1]:j * stride[1] + 2]
+            want[:, :, i, j] = np.argmax(win.reshape(1, 3, -1), axis=2)
+    run_case(tmp_path, "argmax_pool", f"out = argmax_pool(x, size = [1, 1, 3, 2], stride = [1, 1, {stride[0]}, "
+             f"{stride[1]}], padding = {padding}, border = '{border}');", {"x": x}, ["out"], [want])

@@ -22,7 +22,7 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, TensorType, Value
 from ..tosa.builder import Builder
 from .delegate import via
-from .lowering.layout import resolve_reshape
+from .lowering.layout import resolve_reshape, take_every
 from .lowering.legalize_common import positive_axis
 from .lowering.numeric import fconst, float_divide, require_float, static_shape
 from .lowering.padding import same_padding
@@ -779,6 +779,45 @@ def box(b: Builder, op: Operation) -> list[Value]:
     if str(op.attrs.get("border", "constant")) != "constant" and any(_pairs(op.attrs.get("padding"))):
         raise Unsupported("box without normalize and with border other than 'constant'")
     return [b.mul(y, fconst(b, float(kernel[0] * kernel[1]), y))]
+
+
+def _strided(b: Builder, x: Value, axis: int, count: int, stride: int, start: int) -> Value:
+    """Elements start + k·stride (k < count) along ``axis``: a SLICE of the span, then every stride-th."""
+    shape = static_shape(x)
+    begin = [0] * len(shape)
+    begin[axis] = start
+    size = list(shape)
+    size[axis] = (count - 1) * stride + 1
+    return take_every(b, b.slice(x, begin, size), axis, count, stride)
+
+
+@legalize("nnef.argmax_pool")
+def argmax_pool(b: Builder, op: Operation) -> list[Value]:
+    """``argmax_pool`` over H, W (spec 4.4: the row-major index of the maximum within each window, padding with
+    0 for border 'constant' and left out for 'ignore'): the window's kh·kw strided views stacked on a last axis,
+    then ARGMAX (the first maximum, as the spec's arg max)."""
+    x = op.operands[0]
+    if x.type.rank != 4:
+        raise Unsupported(f"argmax_pool on a rank-{x.type.rank} tensor")
+    require_float(op, x)
+    n, c, h, w = static_shape(x)
+    kernel, stride, _ = _pool_window(op, x)
+    dil = _ints(op.attrs.get("dilation"), 4)[2:]
+    pads = _spatial_pads(op, [h, w], kernel, stride, dil, True)
+    border = str(op.attrs.get("border", "constant"))
+    if border not in ("constant", "ignore"):
+        raise Unsupported(f"argmax_pool border '{border}'")
+    fill = float(np.finfo(np.float32).min) if border == "ignore" else 0.0
+    xp = b.pad(x, [0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]], fill)
+    oh, ow = (int(d) for d in op.results[0].shape[2:])
+    views = []
+    for ky in range(kernel[0]):
+        for kx in range(kernel[1]):
+            v = _strided(b, xp, 2, oh, stride[0], ky * dil[0])
+            v = _strided(b, v, 3, ow, stride[1], kx * dil[1])
+            views.append(b.reshape(v, [n, c, oh, ow, 1]))
+    stacked = b.concat(views, 4)
+    return [b.emit("ARGMAX", [stacked], {"axis": 4}, out_dtype=DType.INT32).result]
 
 
 @legalize("nnef.rms_pool")
