@@ -86,8 +86,15 @@ def check(tflite: str | os.PathLike[str], *, reference: bool = True, seed: int =
     inputs = litert.random_inputs(data, seed=seed)
     integer = any(np.dtype(d["dtype"]).kind in "iu" for d in litert.output_details(data))
     ref = litert.run_tflite(data, inputs, reference_kernels=integer)
+    # uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (the unsigned_io pass)
+    unsigned = model.graph.unsigned_io
+    feed = [a.view(np.int8) if a.dtype == np.uint8 else a for a in inputs.values()]
+
+    def as_source(outs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {k: (v.view(np.uint8) if k in unsigned and v.dtype == np.int8 else v) for k, v in outs.items()}
+
     try:
-        ours = model.run(list(inputs.values()))
+        ours = as_source(model.run(feed))
     except ConversionError as e:  # e.g. nnef-tools turned a uint8 model input into int8
         res.stage, res.detail = "run", str(e).splitlines()[0][:400]
         return res
@@ -97,7 +104,9 @@ def check(tflite: str | os.PathLike[str], *, reference: bool = True, seed: int =
         mism += m
         worst_rel = max(worst_rel, rel)
     res.mismatches, res.max_rel = mism, worst_rel
-    direct = tf2tosa.convert(str(path)).run(list(inputs.values()))
+    dm = tf2tosa.convert(str(path))
+    direct = {k: (v.view(np.uint8) if k in dm.graph.unsigned_io and v.dtype == np.int8 else v)
+              for k, v in dm.run(feed).items()}
     res.same_as_direct = all(np.array_equal(np.asarray(a).reshape(-1), np.asarray(b).reshape(-1))
                              for a, b in zip(direct.values(), ours.values()))
     if mism or worst_rel > FLOAT_TOL:
@@ -109,7 +118,7 @@ def check(tflite: str | os.PathLike[str], *, reference: bool = True, seed: int =
         if not ok:
             res.stage, res.detail = "tosa-opt", msg.strip().splitlines()[0] if msg.strip() else "invalid"
             return res
-        arm = tosa_tools.run_reference(blob, list(inputs.values()))
+        arm = as_source(tosa_tools.run_reference(blob, feed))
         for a, o, r in zip(arm.values(), ours.values(), ref.values()):
             if np.asarray(r).dtype.kind == "f":
                 _, rel = _compare(a, r)

@@ -49,7 +49,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 # --------------------------------------------------------------------------- three-way
 @requires_nnef_tools
-@pytest.mark.parametrize("sample", ["small_cnn_f32", "small_cnn_int8", "depthwise_f32", "mlp_f32"])
+@pytest.mark.parametrize("sample", ["small_cnn_f32", "small_cnn_int8", "depthwise_f32", "mlp_f32", "mlp_uint8io"])
 def test_three_way_samples(sample: str) -> None:
     r = nnef_threeway.check(SAMPLES / f"{sample}.tflite")
     assert r.ok, f"{r.stage}: {r.detail}"

@@ -50,7 +50,7 @@ def convert_nnef_path(path: str, options: ConvertOptions) -> Graph:
 
 def _check_nnef_quantization(graph: Graph, path: str) -> None:
     """Refuse activations whose ``graph.quant`` entry TOSA's integer profiles cannot carry: a computed tensor must
-    be i8 or i16 (or i32 with zero point 0); one ModelLoadError names the first such tensor and the count."""
+    be i8, u8 (the unsigned_io pass makes it i8) or i16 (or i32 with zero point 0); one ModelLoadError names the first such tensor and the count."""
     from ..errors import ModelLoadError
     from ..ir import DType
 
@@ -62,7 +62,7 @@ def _check_nnef_quantization(graph: Graph, path: str) -> None:
             q = r.type.quant
             if q is None:
                 continue
-            if r.dtype in (DType.INT8, DType.INT16) or (r.dtype is DType.INT32 and not any(q.zero_point)):
+            if r.dtype in (DType.INT8, DType.UINT8, DType.INT16) or (r.dtype is DType.INT32 and not any(q.zero_point)):
                 continue
             bad.append((op, r))
     if bad:
