@@ -291,6 +291,18 @@ def test_reduce(tmp_path: Path, op: str) -> None:
              [REDUCE[op](f(X), axis=(1, 3), keepdims=True)])
 
 
+def test_sum_reduce_normalize(tmp_path: Path) -> None:
+    run_case(tmp_path, "sum_norm", "out = sum_reduce(x, axes = [0, 2], normalize = true);", {"x": X}, ["out"],
+             [np.mean(f(X), axis=(0, 2), keepdims=True)])
+
+
+def test_gather(tmp_path: Path) -> None:
+    """gather along an axis with integer indices."""
+    idx = np.array([[2, 0], [1, 1]], np.int32)
+    run_case(tmp_path, "gather", "out = gather(x, i, axis = 2);", {"x": X, "i": idx}, ["out"],
+             [np.take(f(X), idx, axis=2)])
+
+
 def test_argmax_reduce(tmp_path: Path) -> None:
     run_case(tmp_path, "argmax", "out = argmax_reduce(x, axes = [2]);", {"x": X}, ["out"],
              [np.argmax(X, axis=2)[:, :, None, :].astype(np.int32)])

@@ -420,9 +420,11 @@ def _reduce(nnef_name: str, tfl_name: str) -> None:
         axes = sorted({positive_axis(int(a), x.type.rank) for a in op.attrs.get("axes", [])})
         if not axes:
             return via(b, op, "tfl.reshape", [x], {"new_shape": list(op.results[0].shape)})
-        return via(b, op, tfl_name, [x, _const(b, axes)], {"keep_dims": True})
+        name = "tfl.mean" if nnef_name == "sum_reduce" and op.attrs.get("normalize") else tfl_name
+        return via(b, op, name, [x, _const(b, axes)], {"keep_dims": True})
 
-    rule.__doc__ = f"``{nnef_name}`` (reduced dimensions kept as 1): {tfl_name}'s lowering."
+    rule.__doc__ = f"``{nnef_name}`` (reduced dimensions kept as 1): {tfl_name}'s lowering" + (
+        " (tfl.mean's with ``normalize = true``)." if nnef_name == "sum_reduce" else ".")
     legalize(f"nnef.{nnef_name}", dtypes=_Q)(rule)
 
 
