@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ir import Graph
+from ..ir import Graph, Value
 from .pipeline import ConvertOptions, convert_graph
 from .tflite import load_tflite
 
@@ -50,26 +50,33 @@ def convert_nnef_path(path: str, options: ConvertOptions) -> Graph:
 
 def _check_nnef_quantization(graph: Graph, path: str) -> None:
     """Refuse activations whose ``graph.quant`` entry TOSA's integer profiles cannot carry: a computed tensor must
-    be i8, u8 (the unsigned_io pass makes it i8) or i16 (or i32 with zero point 0); one ModelLoadError names the first such tensor and the count."""
+    be i8, u8 (the unsigned_io pass makes it i8) or i16 (or i32 with zero point 0); one ModelLoadError names the
+    first such tensor and the count."""
     from ..errors import ModelLoadError
     from ..ir import DType
 
-    bad = []
-    for op in graph.topological_order():
-        if op.name == "nnef.const":
-            continue
-        for r in op.results:
-            q = r.type.quant
-            if q is None:
-                continue
-            if r.dtype in (DType.INT8, DType.UINT8, DType.INT16) or (r.dtype is DType.INT32 and not any(q.zero_point)):
-                continue
-            bad.append((op, r))
+    def expressible(v: Value) -> bool:
+        q = v.type.quant
+        return (q is None or v.dtype in (DType.INT8, DType.UINT8, DType.INT16)
+                or (v.dtype is DType.INT32 and not any(q.zero_point)))
+
+    bad = [("external", v) for v in graph.inputs if not expressible(v)]
+    bad += [(f"{op.name} ({op.location})", r) for op in graph.topological_order() if op.name != "nnef.const"
+            for r in op.results if not expressible(r)]
     if bad:
-        op, r = bad[0]
+        where, r = bad[0]
         assert r.type.quant is not None
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise ModelLoadError(f"graph.quant gives tensor '{r.source}' a {r.dtype.value} quantization with zero point "
                              f"{list(r.type.quant.zero_point)[:1]}, which TOSA's integer profiles cannot express "
-                             f"for a computed tensor{more}", file=str(Path(path) / "graph.quant")
-                             if Path(path).is_dir() else path, op=f"{op.name} ({op.location})", tensor=r.source)
+                             f"for a computed tensor{more}", file=_quant_file(path), op=where, tensor=r.source)
+
+
+def _quant_file(path: str) -> str:
+    """The ``graph.quant`` of an NNEF model as the user knows it (inside the archive, if any)."""
+    p = Path(path)
+    if p.is_dir():
+        return str(p / "graph.quant")
+    if p.name.endswith(".nnef"):
+        return str(p.parent / "graph.quant")
+    return f"{p}:graph.quant"
