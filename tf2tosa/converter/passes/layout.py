@@ -8,8 +8,9 @@ softmax with their axes renumbered, concat, pad, squeeze), and a transpose of a 
 NCHW↔NHWC pairs between consecutive layers cancel.  An elementwise op's constant operands are permuted with it
 (after NNEF's broadcasting, which aligns leading dimensions).
 
-:func:`to_channels_last` returns the transpose count before (the ``nnef.transpose`` ops plus the two each
-spatial op would need) and after; the pipeline keeps it in ``graph.meta["layout"]``.
+:func:`to_channels_last` returns the transpose count before (the ``nnef.transpose`` ops of computed tensors
+plus the two each spatial op would need) and after (transposes of constants, such as nnef-tools' OHWI → OIHW
+filter transposes, are not counted: constant folding removes them); the route keeps it in ``graph.meta["layout"]``.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def _transpose(graph: Graph, x: Value, perm: Sequence[int], name: str, location:
 
 
 def _count(graph: Graph) -> int:
-    return sum(1 for op in graph.ops.values() if op.name == "nnef.transpose")
+    """Transposes of computed tensors (a transpose of a constant, e.g. a filter, is folded away later)."""
+    return sum(1 for op in graph.ops.values() if op.name == "nnef.transpose" and not op.operands[0].is_const)
 
 
 def _wrap(graph: Graph, op: Operation) -> bool:
