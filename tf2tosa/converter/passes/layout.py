@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...ir import Graph, Operation, QuantParams, TensorType, Value
+from ...ir import Graph, Operation, TensorType, Value
+from ...legalizations.nnef_ops import permute_type as _ptype
 
 _TO_NHWC = [0, 2, 3, 1]
 _TO_NCHW = [0, 3, 1, 2]
@@ -34,13 +35,6 @@ asin acos atan asinh acosh atanh abs sign rcp neg not floor ceil round sqr sqrt 
 gelu silu softplus leaky_relu softabs
 """.split())
 _AXES = frozenset({"sum_reduce", "mean_reduce", "max_reduce", "min_reduce", "any_reduce", "all_reduce", "softmax"})
-
-
-def _ptype(t: TensorType, perm: Sequence[int]) -> TensorType:
-    q = t.quant
-    if q is not None and q.axis is not None:
-        q = QuantParams(q.scale, q.zero_point, list(perm).index(q.axis))
-    return TensorType(tuple(t.shape[p] for p in perm), t.dtype, q)
 
 
 def _inverse(perm: Sequence[int]) -> list[int]:
