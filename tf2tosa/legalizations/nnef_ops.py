@@ -369,11 +369,20 @@ def gelu(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("nnef.softmax", dtypes=_Q)
 def softmax(b: Builder, op: Operation) -> list[Value]:
-    """``softmax(x, axes)`` over the last axis: tfl.softmax's lowering; other single axes are transposed last."""
+    """``softmax(x, axes)`` over the last axis: tfl.softmax's lowering; other single axes are transposed last;
+    several axes (float): the fragment's exp(x − max) / sum."""
     x = op.operands[0]
     axes = sorted(positive_axis(int(a), x.type.rank) for a in op.attrs.get("axes", [1]))
-    if len(axes) != 1:
-        raise Unsupported(f"softmax over several axes {axes}")
+    if len(axes) != 1:  # the fragment's body: e / sum(e), e = exp(x − max), reductions over every axis
+        require_float(op, x)
+        m = x
+        for a in axes:
+            m = b.emit("REDUCE_MAX", [m], {"axis": a}).result
+        e = _exp(b, b.binary("SUB", x, m))
+        total = e
+        for a in axes:
+            total = b.emit("REDUCE_SUM", [total], {"axis": a}).result
+        return [float_divide(b, e, total)]
     a, r = axes[0], x.type.rank
     if a == r - 1:
         return via(b, op, "tfl.softmax", [x], {"beta": 1.0})
