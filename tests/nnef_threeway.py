@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import nnef_convert  # noqa: E402
+try:
+    import nnef_convert  # pytest puts tests/ on the path
+except ImportError:  # python -m tests.nnef_threeway
+    from tests import nnef_convert
 
 FLOAT_TOL = 1e-5
 
