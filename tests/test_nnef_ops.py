@@ -379,6 +379,18 @@ def test_deconv(tmp_path: Path, padding: str) -> None:
              f"output_shape = [1, 6, {out_hw[0]}, {out_hw[1]}]);", {"x": x}, ["out"], [want], variables={"w": w})
 
 
+def test_deconv_grouped(tmp_path: Path) -> None:
+    """groups = 2: input channels 0-1 feed output channels 0-2 through filter rows 0-1, channels 2-3 the rest."""
+    x = rand(1, 4, 3, 3)
+    w = rand(4, 3, 2, 2)
+    bias = rand(1, 6)
+    want = np.concatenate([np_deconv(x[:, :2], w[:2], (2, 2), (6, 6), [(0, 0), (0, 0)]),
+                           np_deconv(x[:, 2:], w[2:], (2, 2), (6, 6), [(0, 0), (0, 0)])], axis=1)
+    want = want + f(bias).reshape(1, 6, 1, 1)
+    run_case(tmp_path, "deconv_g2", "out = deconv(x, w, b, stride = [2, 2], padding = [(0, 0), (0, 0)], groups = 2);",
+             {"x": x}, ["out"], [want], variables={"w": w, "b": bias})
+
+
 POOL_X = rand(1, 3, 6, 7)
 
 

@@ -704,9 +704,11 @@ def deconv(b: Builder, op: Operation) -> list[Value]:
     ci, o, kh, kw = static_shape(w)
     out_t = _out_nhwc_type(op)
     n, oh, ow, oc = (int(d) for d in out_t.shape)
-    groups = int(op.attrs.get("groups", 1))
-    if groups != 1 or _ints(op.attrs.get("dilation"), 2) != [1, 1]:
-        raise Unsupported(f"deconv with groups {groups} / dilation {op.attrs.get('dilation')}")
+    groups = int(op.attrs.get("groups", 1)) or c
+    if _ints(op.attrs.get("dilation"), 2) != [1, 1]:
+        raise Unsupported(f"deconv with dilation {op.attrs.get('dilation')}")
+    if ci != c or c % groups or oc != o * groups:
+        raise Unsupported(f"deconv filter {[ci, o, kh, kw]} with {groups} groups on {c} channels")
     stride = _ints(op.attrs.get("stride"), 2)
     pads = _pairs(op.attrs.get("padding"))
     if not pads:
@@ -719,12 +721,27 @@ def deconv(b: Builder, op: Operation) -> list[Value]:
             if p_[0] != same_padding(size, k, s)[0]:
                 raise Unsupported(f"deconv padding {pads}")
         padding = "SAME"
-    wt = transpose(b, w, (1, 2, 3, 0))
-    rest = [] if _is_zero(bias) else [bias]
-    y = via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, oc]), wt, x, *rest],
-            {"padding": padding, "stride_h": stride[0], "stride_w": stride[1], "fused_activation_function": "NONE"},
-            results=[_detached(b, out_t)])
-    return [_out(b, op, y[0])]
+    attrs = {"padding": padding, "stride_h": stride[0], "stride_w": stride[1], "fused_activation_function": "NONE"}
+    wt = transpose(b, w, (1, 2, 3, 0))  # [O/groups, KH, KW, C]: output channel j of group g is g·O/groups + j
+    if groups == 1:
+        rest = [] if _is_zero(bias) else [bias]
+        y = via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, oc]), wt, x, *rest], attrs,
+                results=[_detached(b, out_t)])[0]
+        return [_out(b, op, y)]
+    if x.type.is_quantized:
+        raise Unsupported("grouped deconv on quantized tensors")
+    cg = c // groups
+    parts = []
+    for g in range(groups):  # one TRANSPOSE_CONV2D per group, concatenated on the channels
+        xg = b.slice(x, [0, 0, 0, g * cg], [n, ih, iw, cg])
+        wg = b.slice(wt, [0, 0, 0, g * cg], [o, kh, kw, cg])
+        tg = TensorType((n, oh, ow, o), out_t.dtype)
+        parts.append(via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, o]), wg, xg], attrs,
+                         results=[_detached(b, tg)])[0])
+    y = b.concat(parts, 3)
+    if not _is_zero(bias):
+        y = b.binary("ADD", y, b.reshape(bias, [1, 1, 1, oc]) if bias.type.rank != 0 else bias)
+    return [_out(b, op, y)]
 
 
 # ------------------------------------------------------------------------------------------------ pooling
