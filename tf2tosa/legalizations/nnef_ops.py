@@ -697,7 +697,8 @@ def conv(b: Builder, op: Operation) -> list[Value]:
 @legalize("nnef.deconv", dtypes=_Q)
 def deconv(b: Builder, op: Operation) -> list[Value]:
     """``deconv`` (2-D, dilation 1): tfl.transpose_conv's lowering, one per group for ``groups`` > 1 (float); the
-    filter [C, O/groups, KH, KW] becomes [O/groups, KH, KW, C]; the automatic padding is TFLite's SAME on the output size, no padding VALID."""
+    filter [C, O/groups, KH, KW] becomes [O/groups, KH, KW, C]; the automatic padding is TFLite's SAME on the output
+    size, no padding VALID."""
     x = _nhwc(b, op, op.operands[0])
     w, bias = op.operands[1], op.operands[2]
     _, ih, iw, c = static_shape(x)
