@@ -115,16 +115,28 @@ class TosaModel:
                               fp64=run(self.graph, inputs, precise=True))  # type: ignore[arg-type]
 
     def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
-               oracle: str | None = None, reference_kernels: bool | None = None, progress: Any = None) -> Any:
+               oracle: str | None = None, reference_kernels: bool | None = None, progress: Any = None,
+               reference: str | os.PathLike[str] | bytes | None = None) -> Any:
         """Compare with the source runtime on ``inputs`` (or ``num`` seeded random inputs); returns a VerifyReport.
 
         ``oracle``: ``"ref"`` (LiteRT's reference kernels, the default for .tflite sources; integer outputs must
         match them bit for bit, and how far LiteRT's optimized kernels differ is reported in ``report.info``),
         ``"optimized"`` (LiteRT's default kernels) or ``"tensorflow"`` (the default for TensorFlow sources).
         ``reference_kernels`` is the deprecated boolean form of ``oracle="ref"`` / ``"optimized"``.
+        An NNEF model is compared with ``reference`` (the ``.tflite`` it was converted from) when given, else with
+        the executor's fp64 evaluation of the program.
         """
         from .verify.compare import resolve_oracle, verify_tflite
 
+        if self.graph.meta.get("source_format") == "nnef":
+            # NNEF has no runtime among our dependencies: the .tflite it came from when given, else fp64
+            if reference is None:
+                from .verify.compare import verify_fp64
+
+                return verify_fp64(self, inputs, seed=seed, num=num, progress=progress)
+            ref, _ = _read_source(reference)
+            return verify_tflite(self, inputs=inputs, seed=seed, num=num, oracle=oracle,
+                                 reference_kernels=reference_kernels, tflite=ref, progress=progress)
         if self.tf_source is not None:
             qat = self.graph.meta.get("qat") or {}
             if qat.get("mode") == "int8":
@@ -182,10 +194,18 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
     EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
     """
+    from .converter.nnef import is_nnef_source
     from .converter.pipeline import ConvertOptions, convert_graph
     from .converter.source import convert_options, convert_tflite_data
     from .converter.tensorflow import is_tensorflow_source
 
+    if is_nnef_source(source):
+        from .converter.source import convert_nnef_path
+
+        path = os.fspath(source)
+        graph = convert_nnef_path(path, convert_options(input_shapes=input_shapes, fold=fold, rounding=rounding,
+                                                        **extra))
+        return TosaModel(graph, source_path=path)
     if is_tensorflow_source(source):
         import importlib.util
 

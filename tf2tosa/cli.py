@@ -241,7 +241,8 @@ def _model_facts(m: Any) -> dict[str, Any]:
 @app.command()
 @_user_errors
 def convert(model: Path = typer.Argument(..., metavar="MODEL",
-                                         help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
+                                         help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, "
+                                         ".keras, .h5 or frozen .pb"),
             output: Path = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write"),
             mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
                                              help="also write TOSA-dialect MLIR text here"),
@@ -294,12 +295,16 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     seconds = time.perf_counter() - t0
     out.result(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
                f"extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
+    layout = m.graph.meta.get("layout")
+    if layout:
+        out.info(f"layout: {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
+                 f"{layout['transposes_after']} after")
     for w in m.graph.meta.get("warnings", []):
         out.warn_once(str(w))
     custom = _custom_ops(m.graph)
     payload: dict[str, Any] = {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None,
                                "ops": ops, **_model_facts(m), "custom_ops": custom, "seconds": round(seconds, 3),
-                               "verify": None, "verify_skipped": None}
+                               "verify": None, "verify_skipped": None, "layout": layout}
     if custom:
         out.warn(f"{len(custom)} op(s) kept as TOSA CUSTOM operators (not runnable): {', '.join(sorted(set(custom)))}")
         if verify:
@@ -416,13 +421,20 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     from .converter.tensorflow import is_tensorflow_source
 
     out = _out()
-    if file.suffix == ".tflite" or is_tensorflow_source(str(file)):
+    from .converter.nnef import is_nnef_source
+
+    if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
             m = do_convert(str(file), signature=signature)
     else:
         m = load(str(file))
     g = m.graph
-    out.echo(f"{file}: TOSA 1.0")
+    frontend = _frontend(g)
+    out.echo(f"{file}: TOSA 1.0" + (f" (converted by the {frontend} frontend)" if frontend else ""))
+    layout = g.meta.get("layout")
+    if layout:
+        out.echo(f"layout:     {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
+                 f"{layout['transposes_after']} after")
     out.echo(f"profiles:   {', '.join(m.profiles) or '-'}")
     out.echo(f"extensions: {', '.join(m.extensions) or '-'}")
     out.echo("inputs:")
@@ -452,14 +464,20 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
         else:
             out.echo(f"target {target.value}: takes the program")
         target_report = {"name": target.value, "ok": not problems, "problems": [p.to_dict() for p in problems]}
-    return {"file": str(file), "format": "TOSA 1.0", **_model_facts(m), "custom_ops": custom,
-            "inexact": g.inexact, "target": target_report}
+    return {"file": str(file), "format": "TOSA 1.0", "frontend": frontend, "layout": layout, **_model_facts(m),
+            "custom_ops": custom, "inexact": g.inexact, "target": target_report}
+
+
+def _frontend(g: Any) -> str | None:
+    """The frontend that made ``g`` (None for a .tosa read back)."""
+    return {"nnef": "NNEF", "tflite": "TFLite", "tensorflow": "TensorFlow"}.get(g.meta.get("source_format", ""))
 
 
 @app.command()
 @_user_errors
 def verify(model: Path = typer.Argument(..., metavar="MODEL",
-                                        help="the model: .tflite, SavedModel dir, .keras, .h5 or frozen .pb"),
+                                        help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, "
+                                         ".keras, .h5 or frozen .pb"),
            input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
                                                         help="NAME=1,224,224,3"),
            input: list[str] | None = typer.Option(None, "--input", metavar="NAME=FILE.npy",
@@ -471,6 +489,10 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                                  help="deprecated: --oracle ref (now the default)"),
            rounding: str = typer.Option("double", "--rounding", metavar="double|single", help="double or single"),
            signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
+           nnef_reference: Path | None = typer.Option(None, "--reference", metavar="M.TFLITE",
+                                                      help="NNEF models: the .tflite the model was converted from, "
+                                                      "run in LiteRT as the oracle (default: the executor's fp64 "
+                                                      "evaluation)"),
            layers: bool = typer.Option(False, "--layers", help="also compare every layer with LiteRT and name the "
                                        "first diverging one (.tflite only)"),
            report_html: Path | None = typer.Option(None, "--report", metavar="PATH",
@@ -510,7 +532,10 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
             from .verify.compare import random_inputs
 
             sets = [{**random_inputs(m.graph, seed), **given}]
-        report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog)
+        if nnef_reference is not None and m.graph.meta.get("source_format") != "nnef":
+            raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
+        report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
+                          reference=str(nnef_reference) if nnef_reference is not None else None)
         layer_report = None
         if layers or layers_html or layers_png:
             from .verify.layers import verify_layers

@@ -80,7 +80,7 @@ from ..errors import MissingExtraError, ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, QuantParams, TensorType
 
-__all__ = ["load_nnef", "read_dat", "PRIMITIVE_OPS", "COMPOUND_OPS", "DatTensor"]
+__all__ = ["is_nnef_source", "load_nnef", "read_dat", "PRIMITIVE_OPS", "COMPOUND_OPS", "DatTensor"]
 
 #: Standard operations without a body in the parser's standard library (nnef 1.0.10).
 PRIMITIVE_OPS: frozenset[str] = frozenset("""
@@ -540,8 +540,11 @@ def _variable_data(folder: Path, label: str, name: str, t: TensorType, nt: Any, 
                    loc: str) -> np.ndarray:
     """The data of a variable, checked against the graph's shape and type and quantized if needed."""
     f = folder / (label.lstrip("/") + ".dat")
-    dat = read_dat(f, tensor=name)
     fname = shown(f)
+    try:
+        dat = read_dat(f, tensor=name)
+    except ModelLoadError as e:  # name the variable operation too
+        raise ModelLoadError(e.message, file=fname, op=loc, tensor=name) from None
 
     def fail(msg: str) -> ModelLoadError:
         return ModelLoadError(msg, file=fname, op=loc, tensor=name)
@@ -589,3 +592,14 @@ def _constant_data(op: Any, t: TensorType, name: str, gname: str, loc: str) -> n
     if t.quant is not None:
         return _quantize_array(arr, t.dtype, t.quant)
     return np.array(arr, dtype=t.dtype.np_dtype())
+
+
+def is_nnef_source(source: object) -> bool:
+    """True for a path naming an NNEF model: a directory holding ``graph.nnef``, a ``.nnef`` file, or a
+    ``.tgz`` / ``.tar.gz`` / ``.tar`` archive."""
+    if not isinstance(source, (str, os.PathLike)):
+        return False
+    p = Path(source)
+    if p.is_dir():
+        return (p / "graph.nnef").is_file()
+    return p.name.endswith((".nnef", ".tgz", ".tar.gz", ".tar"))

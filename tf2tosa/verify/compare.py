@@ -34,7 +34,7 @@ FLOAT_BOUND_SOURCE = ("tf2tosa's output tolerance: the oracle sums in its own or
 RATIO_EDGES = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 ORACLE_TEXT = {"ref": "LiteRT reference kernels (BUILTIN_REF)", "optimized": "LiteRT optimized kernels",
-               "tensorflow": "TensorFlow"}
+               "tensorflow": "TensorFlow", "fp64": "the executor's fp64 evaluation (NNEF: no source runtime)"}
 
 
 def require_litert() -> None:
@@ -336,6 +336,36 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     if note:
         report.info.append(note)
     tell(total - 1, total, "spec bounds")
+    report.spec = spec_check(g, sets[0])
+    report.inexact = g.inexact
+    return report
+
+
+def verify_fp64(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
+                num: int = 1, rtol: float = FLOAT_RTOL, progress: Any = None) -> VerifyReport:
+    """Compare the executor with its own fp64 evaluation of the same program (``precise``: every float op in
+    fp64, as the Arm reference model's precise mode), for sources without a runtime of their own (NNEF).
+
+    Integer outputs must match exactly (integer arithmetic does not depend on the float precision); float ones
+    within ``rtol`` x max |fp64|.  This checks the program's float rounding, not the conversion: give the
+    source ``.tflite`` (``verify --reference``) for that."""
+    tell = progress or (lambda *a: None)
+    g = model.graph
+    sets = [dict(s) for s in inputs] if inputs is not None else [random_inputs(g, seed + i) for i in range(num)]
+    worst: dict[str, OutputReport] = {}
+    for k, s in enumerate(sets):
+        tell(k, len(sets) + 1, f"executor fp32 and fp64, input set {k + 1}/{len(sets)}")
+        got, ref = run(g, s), run(g, s, precise=True)
+        for v in g.outputs:
+            r = np.asarray(ref[v.name])
+            o = np.asarray(got[v.name])
+            if r.dtype == np.float64 and o.dtype.kind == "f":
+                r = r.astype(np.float64)
+            rep = compare(v.name, o, r, rtol)
+            prev = worst.get(v.name)
+            worst[v.name] = rep if prev is None else prev.merge(rep)
+    report = VerifyReport(model.source_path or g.name, len(sets), [worst[v.name] for v in g.outputs], oracle="fp64")
+    tell(len(sets), len(sets) + 1, "spec bounds")
     report.spec = spec_check(g, sets[0])
     report.inexact = g.inexact
     return report

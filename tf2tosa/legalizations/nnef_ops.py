@@ -1,0 +1,929 @@
+"""Rules for the NNEF standard operations (``nnef.*`` ops of :mod:`tf2tosa.converter.nnef`).
+
+Semantics are the NNEF 1.0 specification's (the seed document, chapter 4): NCHW data, OIHW filters, ``groups = 0``
+for depthwise, ``border`` modes, explicit or automatic (``padding = []``) padding, broadcasting that aligns the
+*leading* dimensions, ``reshape`` with 0 (copy the dimension) and -1 (infer it).
+
+Every rule lowers through the rule of the TFLite op with the same meaning (:func:`.delegate.via`), so the float
+and the quantized arithmetic (RESCALE, TABLE, bias and accumulator types) is the one the ``tfl.*`` rules use and is
+bit-exact with LiteRT's reference kernels where those are.  Spatial operations run in NHWC: the layout pass
+(:mod:`tf2tosa.converter.passes.layout`) marks them ``layout = "NHWC"`` and moves the transposes; without the
+mark a rule transposes its own input and output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir import DType, Operation, QuantParams, TensorType, Value
+from ..tosa.builder import Builder
+from .delegate import via
+from .lowering.layout import resolve_reshape, take_every
+from .lowering.legalize_common import positive_axis
+from .lowering.numeric import fconst, float_divide, require_float, static_shape
+from .lowering.padding import same_padding
+from .registry import RULES, legalize
+
+_ANY = ("fp32", "i8", "i32", "bool")
+_Q = ("fp32", "i8")
+TO_NHWC = (0, 2, 3, 1)
+TO_NCHW = (0, 3, 1, 2)
+
+
+# ----------------------------------------------------------------------------------------------------- helpers
+def permute_type(t: TensorType, perm: Sequence[int]) -> TensorType:
+    """The type of ``transpose(x, perm)`` for ``x`` of type ``t`` (a per-channel axis follows its dimension)."""
+    q = t.quant
+    if q is not None and q.axis is not None:
+        q = QuantParams(q.scale, q.zero_point, list(perm).index(q.axis))
+    return TensorType(tuple(t.shape[p] for p in perm), t.dtype, q)
+
+
+def transpose(b: Builder, x: Value, perm: Sequence[int]) -> Value:
+    """TRANSPOSE keeping a per-channel quantization axis attached to its dimension."""
+    y = b.transpose(x, list(perm))
+    if y is not x and x.type.quant is not None and x.type.quant.axis is not None:
+        y.type = permute_type(x.type, perm)
+    return y
+
+
+def _detached(b: Builder, t: TensorType, name: str = "nnef_result") -> Value:
+    """A result value for a :func:`via` proxy op (never added to the graph)."""
+    return Value(b.graph, -1, name, t)
+
+
+def _const(b: Builder, values: Any, dtype: DType = DType.INT32) -> Value:
+    return b.const(np.asarray(values), dtype, name="nnef_param")
+
+
+def _literal(v: Value) -> float | int | bool | None:
+    """The value of a rank-0 (or single-element) constant operand, else None."""
+    arr = v.const()
+    if arr is None or np.asarray(arr).size != 1:
+        return None
+    return np.asarray(arr).reshape(-1)[0].item()
+
+
+def _is_zero(v: Value) -> bool:
+    lit = _literal(v)
+    return lit is not None and lit == 0 and v.type.rank == 0
+
+
+def _leading(b: Builder, v: Value, rank: int) -> Value:
+    """NNEF broadcasting aligns leading dimensions: append trailing 1s up to ``rank``."""
+    if v.type.rank >= rank:
+        return v
+    if v.is_const:
+        arr = np.asarray(v.const())
+        return b.const(arr.reshape(arr.shape + (1,) * (rank - arr.ndim)), v.dtype, quant=v.type.quant,
+                       name="nnef_broadcast")
+    return b.reshape(v, tuple(v.shape) + (1,) * (rank - v.type.rank))
+
+
+def _nhwc(b: Builder, op: Operation, x: Value) -> Value:
+    """The NHWC form of the rule's 4-D data input."""
+    if x.type.rank != 4:
+        raise Unsupported(f"{op.name} on a rank-{x.type.rank} tensor (2-D spatial operations only)")
+    return x if op.attrs.get("layout") == "NHWC" else transpose(b, x, TO_NHWC)
+
+
+def _out(b: Builder, op: Operation, y: Value) -> Value:
+    return y if op.attrs.get("layout") == "NHWC" else transpose(b, y, TO_NCHW)
+
+
+def _out_nhwc_type(op: Operation) -> TensorType:
+    t = op.results[0].type
+    return t if op.attrs.get("layout") == "NHWC" else permute_type(t, TO_NHWC)
+
+
+def _pairs(padding: Any) -> list[tuple[int, int]]:
+    return [(int(p[0]), int(p[1])) for p in (padding or [])]
+
+
+def _spatial_pads(op: Operation, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
+                  dilation: Sequence[int], full_rank: bool) -> list[int]:
+    """[top, bottom, left, right]; ``padding = []`` is the spec's automatic padding (as TF's SAME)."""
+    pads = _pairs(op.attrs.get("padding"))
+    if not pads:
+        out: list[int] = []
+        for i in range(2):
+            out += list(same_padding(in_hw[i], kernel[i], stride[i], dilation[i]))
+        return out
+    if full_rank:  # pooling: one pair per dimension (NCHW, or NHWC after the layout pass)
+        nhwc = op.attrs.get("layout") == "NHWC"
+        batch_chan = [pads[0], pads[3]] if nhwc else [pads[0], pads[1]]
+        if any(p != (0, 0) for p in batch_chan):
+            raise Unsupported(f"{op.name} pads the batch or channel dimension: {pads}")
+        pads = pads[1:3] if nhwc else pads[2:4]
+    if len(pads) != 2:
+        raise Unsupported(f"padding {pads} for a 2-D window")
+    return [pads[0][0], pads[0][1], pads[1][0], pads[1][1]]
+
+
+def _window_padding(b: Builder, x: Value, pads: list[int], in_hw: Sequence[int], kernel: Sequence[int],
+                    stride: Sequence[int], dilation: Sequence[int], pad_value: float | int) -> tuple[Value, str]:
+    """The TFLite padding name for ``pads``; pads neither SAME nor VALID are applied with a PAD first."""
+    same: list[int] = []
+    for i in range(2):
+        same += list(same_padding(in_hw[i], kernel[i], stride[i], dilation[i]))
+    if pads == same:
+        return x, "SAME"
+    if not any(pads):
+        return x, "VALID"
+    if min(pads) < 0:
+        raise Unsupported(f"negative padding {pads}")
+    return b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], pad_value), "VALID"
+
+
+def _zero_of(x: Value) -> float | int:
+    q = x.type.quant
+    return int(q.zero_point[0]) if q is not None else 0
+
+
+def _ints(v: Any, n: int, default: int = 1) -> list[int]:
+    vals = [int(a) for a in (v or [])]
+    return vals if vals else [default] * n
+
+
+# ------------------------------------------------------------------------------------------------ constants
+@legalize("nnef.const", dtypes=_ANY)
+def const(b: Builder, op: Operation) -> list[Value]:
+    """CONST of a variable (``.dat``), ``constant`` or literal; quantized data as stored (graph.quant)."""
+    t = op.results[0].type
+    return [b.const(np.asarray(op.attrs["values"]), t.dtype, quant=t.quant, name=b.name_hint or "const")]
+
+
+@legalize("nnef.copy", dtypes=_ANY)
+def copy(b: Builder, op: Operation) -> list[Value]:
+    """``copy``: the identity (a RESCALE when graph.quant gives the copy another quantization)."""
+    return via(b, op, "tfl.reshape", [op.operands[0]], {"new_shape": list(op.results[0].shape)})
+
+
+# ------------------------------------------------------------------------------------------------ elementwise
+_UNARY = {"exp": "tfl.exp", "log": "tfl.log", "sin": "tfl.sin", "cos": "tfl.cos", "abs": "tfl.abs",
+          "neg": "tfl.neg", "sign": "tfl.sign", "floor": "tfl.floor", "ceil": "tfl.ceil", "not": "tfl.logical_not",
+          "sqrt": "tfl.sqrt", "rsqrt": "tfl.rsqrt", "sqr": "tfl.square", "relu": "tfl.relu", "sigmoid": "tfl.logistic",
+          "tanh": "tfl.tanh"}
+_BINARY = {"add": "tfl.add", "sub": "tfl.sub", "mul": "tfl.mul", "div": "tfl.div", "pow": "tfl.pow",
+           "min": "tfl.minimum", "max": "tfl.maximum", "lt": "tfl.less", "gt": "tfl.greater", "le": "tfl.less_equal",
+           "ge": "tfl.greater_equal", "eq": "tfl.equal", "ne": "tfl.not_equal", "and": "tfl.logical_and",
+           "or": "tfl.logical_or"}
+
+
+def _operands_ranked(b: Builder, op: Operation) -> list[Value]:
+    """The tensor operands with NNEF's leading-aligned broadcasting made explicit (equal ranks)."""
+    rank = max(v.type.rank for v in op.operands)
+    return [_leading(b, v, rank) for v in op.operands]
+
+
+def _unary(nnef_name: str, tfl_name: str) -> None:
+    def rule(b: Builder, op: Operation) -> list[Value]:
+        return via(b, op, tfl_name, op.operands[:1])
+
+    rule.__doc__ = f"``{nnef_name}``: {tfl_name}'s lowering."
+    legalize(f"nnef.{nnef_name}", dtypes=_Q)(rule)
+
+
+def _binary(nnef_name: str, tfl_name: str) -> None:
+    def rule(b: Builder, op: Operation) -> list[Value]:
+        return via(b, op, tfl_name, _operands_ranked(b, op))
+
+    rule.__doc__ = f"``{nnef_name}``: {tfl_name}'s lowering, NNEF broadcasting (leading dimensions aligned)."
+    legalize(f"nnef.{nnef_name}", dtypes=_Q)(rule)
+
+
+for _n, _t in _UNARY.items():
+    _unary(_n, _t)
+for _n, _t in _BINARY.items():
+    _binary(_n, _t)
+
+
+@legalize("nnef.round")
+def round_(b: Builder, op: Operation) -> list[Value]:
+    """``round``: nearest integer, halves away from zero (sign(x)·floor(|x| + 0.5))."""
+    x = op.operands[0]
+    require_float(op, x)
+    mag = b.emit("FLOOR", [b.binary("ADD", b.emit("ABS", [x]).result, fconst(b, 0.5, x))]).result
+    pos = b.binary("GREATER_EQUAL", x, fconst(b, 0.0, x))
+    return [b.emit("SELECT", [pos, mag, b.emit("NEGATE", [mag, b.zp(0, x.dtype), b.zp(0, x.dtype)]).result]).result]
+
+
+@legalize("nnef.rcp")
+def rcp(b: Builder, op: Operation) -> list[Value]:
+    """``rcp``: 1 / x (RECIPROCAL)."""
+    require_float(op, op.operands[0])
+    return [b.emit("RECIPROCAL", [op.operands[0]]).result]
+
+
+def _float_unary(name: str, doc: str, fn: Any) -> None:
+    def rule(b: Builder, op: Operation) -> list[Value]:
+        x = op.operands[0]
+        require_float(op, x)
+        return [fn(b, x)]
+
+    rule.__doc__ = doc
+    legalize(f"nnef.{name}")(rule)
+
+
+def _exp(b: Builder, x: Value) -> Value:
+    return b.emit("EXP", [x]).result
+
+
+def _log(b: Builder, x: Value) -> Value:
+    return b.emit("LOG", [x]).result
+
+
+def _neg(b: Builder, x: Value) -> Value:
+    return b.mul(x, fconst(b, -1.0, x))
+
+
+def _sqrt(b: Builder, x: Value) -> Value:
+    return b.emit("POW", [x, fconst(b, 0.5, x)]).result
+
+
+_float_unary("tan", "``tan``: SIN / COS.",
+             lambda b, x: float_divide(b, b.emit("SIN", [x]).result, b.emit("COS", [x]).result))
+_float_unary("sinh", "``sinh``: (e^x − e^−x) / 2.",
+             lambda b, x: b.mul(b.binary("SUB", _exp(b, x), _exp(b, _neg(b, x))), fconst(b, 0.5, x)))
+_float_unary("cosh", "``cosh``: (e^x + e^−x) / 2.",
+             lambda b, x: b.mul(b.binary("ADD", _exp(b, x), _exp(b, _neg(b, x))), fconst(b, 0.5, x)))
+_float_unary("asinh", "``asinh``: log(x + sqrt(x² + 1)).",
+             lambda b, x: _log(b, b.binary("ADD", x, _sqrt(b, b.binary("ADD", b.mul(x, x), fconst(b, 1.0, x))))))
+_float_unary("acosh", "``acosh``: log(x + sqrt(x² − 1)).",
+             lambda b, x: _log(b, b.binary("ADD", x, _sqrt(b, b.binary("SUB", b.mul(x, x), fconst(b, 1.0, x))))))
+_float_unary("atanh", "``atanh``: log((1 + x) / (1 − x)) / 2.",
+             lambda b, x: b.mul(_log(b, float_divide(b, b.binary("ADD", fconst(b, 1.0, x), x),
+                                                     b.binary("SUB", fconst(b, 1.0, x), x))), fconst(b, 0.5, x)))
+_float_unary("log2", "``log2``: LOG(x) / ln 2.", lambda b, x: b.mul(_log(b, x), fconst(b, 1.0 / np.log(2.0), x)))
+_float_unary("rsqr", "``rsqr``: 1 / x².", lambda b, x: b.emit("RECIPROCAL", [b.mul(x, x)]).result)
+_float_unary("silu", "``silu``: x · sigmoid(x).", lambda b, x: b.mul(x, b.emit("SIGMOID", [x]).result))
+_float_unary("softplus", "``softplus``: log(exp(x) + 1).",
+             lambda b, x: _log(b, b.binary("ADD", _exp(b, x), fconst(b, 1.0, x))))
+
+
+@legalize("nnef.softabs")
+def softabs(b: Builder, op: Operation) -> list[Value]:
+    """``softabs(x, epsilon)``: sqrt(x² + ε)."""
+    x = op.operands[0]
+    require_float(op, x)
+    return [_sqrt(b, b.binary("ADD", b.mul(x, x), fconst(b, float(op.attrs.get("epsilon", 0.0)), x)))]
+
+
+@legalize("nnef.elu", dtypes=_Q)
+def elu(b: Builder, op: Operation) -> list[Value]:
+    """``elu(x, alpha)``: select(x < 0, alpha·(exp(x) − 1), x); quantized (alpha 1): tfl.elu's TABLE."""
+    x = op.operands[0]
+    alpha = float(op.attrs.get("alpha", 1.0))
+    if x.type.is_quantized:
+        if alpha != 1.0:
+            raise Unsupported(f"quantized elu with alpha {alpha}")
+        return via(b, op, "tfl.elu", [x])
+    require_float(op, x)
+    neg = b.mul(b.binary("SUB", _exp(b, x), fconst(b, 1.0, x)), fconst(b, alpha, x))
+    return [b.emit("SELECT", [b.binary("GREATER", fconst(b, 0.0, x), x), neg, x]).result]
+
+
+def _atan2(b: Builder, op: Operation, y: Value, x: Value) -> Value:
+    return via(b, op, "tfl.atan2", [y, x], results=[_detached(b, op.results[0].type)])[0]
+
+
+@legalize("nnef.atan")
+def atan(b: Builder, op: Operation) -> list[Value]:
+    """``atan``: atan2(x, 1) (tfl.atan2's lowering)."""
+    x = op.operands[0]
+    require_float(op, x)
+    return [_atan2(b, op, x, b.const(np.ones(static_shape(x)), x.dtype))]
+
+
+@legalize("nnef.asin")
+def asin(b: Builder, op: Operation) -> list[Value]:
+    """``asin``: atan2(x, sqrt(1 − x²))."""
+    x = op.operands[0]
+    require_float(op, x)
+    return [_atan2(b, op, x, _sqrt(b, b.binary("SUB", fconst(b, 1.0, x), b.mul(x, x))))]
+
+
+@legalize("nnef.acos")
+def acos(b: Builder, op: Operation) -> list[Value]:
+    """``acos``: atan2(sqrt(1 − x²), x)."""
+    x = op.operands[0]
+    require_float(op, x)
+    return [_atan2(b, op, _sqrt(b, b.binary("SUB", fconst(b, 1.0, x), b.mul(x, x))), x)]
+
+
+@legalize("nnef.select", dtypes=_Q)
+def select(b: Builder, op: Operation) -> list[Value]:
+    """``select(c, t, f)``: tfl.select_v2's lowering, NNEF broadcasting."""
+    return via(b, op, "tfl.select_v2", _operands_ranked(b, op))
+
+
+@legalize("nnef.clamp", dtypes=_Q)
+def clamp(b: Builder, op: Operation) -> list[Value]:
+    """``clamp(x, a, b)``: CLAMP for scalar bounds (quantized: tfl.relu / relu6 / relu_n1_to_1 when the bounds are
+    theirs, else CLAMP at the quantized bounds); tensor bounds: MAXIMUM then MINIMUM."""
+    x, lo_v, hi_v = op.operands[:3]
+    lo, hi = _literal(lo_v), _literal(hi_v)
+    if lo is None or hi is None:
+        mx = via(b, op, "tfl.maximum", _operands_ranked(b, op)[:2],
+                 results=[_detached(b, op.results[0].type)])[0]
+        return via(b, op, "tfl.minimum", [mx, _leading(b, hi_v, x.type.rank)])
+    if x.type.is_quantized:
+        for name, bounds in (("tfl.relu6", (0.0, 6.0)), ("tfl.relu_n1_to_1", (-1.0, 1.0))):
+            if (float(lo), float(hi)) == bounds:
+                return via(b, op, name, [x])
+        out = op.results[0].type
+        assert out.quant is not None
+        q = via(b, op, "tfl.reshape", [x], {"new_shape": list(out.shape)})[0]
+        s, z = out.quant.scale[0], out.quant.zero_point[0]
+        qlo, qhi = out.dtype.range()
+        lo_q = max(qlo, int(np.round(float(lo) / s)) + z)
+        hi_q = min(qhi, int(np.round(float(hi) / s)) + z)
+        return [b.clamp(q, lo_q, hi_q)]
+    require_float(op, x)
+    return [b.clamp(x, float(lo), float(hi))]
+
+
+@legalize("nnef.leaky_relu", dtypes=_Q)
+def leaky_relu(b: Builder, op: Operation) -> list[Value]:
+    """``leaky_relu(x, alpha)``: tfl.leaky_relu's lowering."""
+    return via(b, op, "tfl.leaky_relu", op.operands[:1], {"alpha": float(op.attrs.get("alpha", 0.0))})
+
+
+@legalize("nnef.prelu", dtypes=_Q)
+def prelu(b: Builder, op: Operation) -> list[Value]:
+    """``prelu(x, alpha)``: select(x < 0, alpha·x, x), alpha broadcast NNEF-style (tfl.prelu's lowering)."""
+    return via(b, op, "tfl.prelu", _operands_ranked(b, op))
+
+
+@legalize("nnef.gelu")
+def gelu(b: Builder, op: Operation) -> list[Value]:
+    """``gelu``: x · sigmoid(1.702 x), the parser's standard-library definition."""
+    x = op.operands[0]
+    require_float(op, x)
+    return [b.mul(x, b.emit("SIGMOID", [b.mul(x, fconst(b, 1.702, x))]).result)]
+
+
+@legalize("nnef.softmax", dtypes=_Q)
+def softmax(b: Builder, op: Operation) -> list[Value]:
+    """``softmax(x, axes)`` over the last axis: tfl.softmax's lowering; other single axes are transposed last;
+    several axes (float): the fragment's exp(x − max) / sum."""
+    x = op.operands[0]
+    axes = sorted(positive_axis(int(a), x.type.rank) for a in op.attrs.get("axes", [1]))
+    if len(axes) != 1:  # the fragment's body: e / sum(e), e = exp(x − max), reductions over every axis
+        require_float(op, x)
+        m = x
+        for a in axes:
+            m = b.emit("REDUCE_MAX", [m], {"axis": a}).result
+        e = _exp(b, b.binary("SUB", x, m))
+        total = e
+        for a in axes:
+            total = b.emit("REDUCE_SUM", [total], {"axis": a}).result
+        return [float_divide(b, e, total)]
+    a, r = axes[0], x.type.rank
+    if a == r - 1:
+        return via(b, op, "tfl.softmax", [x], {"beta": 1.0})
+    perm = [i for i in range(r) if i != a] + [a]
+    inv = [perm.index(i) for i in range(r)]
+    y = via(b, op, "tfl.softmax", [transpose(b, x, perm)], {"beta": 1.0},
+            results=[_detached(b, permute_type(op.results[0].type, perm))])[0]
+    return [transpose(b, y, inv)]
+
+
+@legalize("nnef.logarithmic_quantize")
+def logarithmic_quantize(b: Builder, op: Operation) -> list[Value]:
+    """``logarithmic_quantize(x, max, bits)`` (spec 4.9.5), also what a ``graph.quant`` logarithmic entry adds:
+    sign(x) · 2^round(clamp(log2|x|, m − r, m)), m = ceil(log2 max), r = 2^bits − 1; a float result (TOSA has no
+    logarithmic integer type)."""
+    x = op.operands[0]
+    require_float(op, x)
+    mx = op.attrs.get("max")
+    if mx is None:
+        mx = _literal(op.operands[1]) if len(op.operands) > 1 else None
+    if mx is None:
+        raise Unsupported("logarithmic_quantize with a tensor 'max'")
+    m = float(np.ceil(np.log2(float(mx))))
+    r = float(2 ** int(op.attrs["bits"]) - 1)
+    lg = b.mul(_log(b, b.emit("ABS", [x]).result), fconst(b, 1.0 / np.log(2.0), x))
+    q = b.clamp(lg, m - r, m)
+    # round half away from zero, as the rule for ``round``
+    mag = b.emit("FLOOR", [b.binary("ADD", b.emit("ABS", [q]).result, fconst(b, 0.5, q))]).result
+    q = b.emit("SELECT", [b.binary("GREATER_EQUAL", q, fconst(b, 0.0, q)), mag,
+                          b.mul(mag, fconst(b, -1.0, q))]).result
+    p2 = b.emit("EXP", [b.mul(q, fconst(b, float(np.log(2.0)), q))]).result
+    sign = via(b, op, "tfl.sign", [x], results=[_detached(b, x.type)])[0]
+    return [b.mul(sign, p2)]
+
+
+# ------------------------------------------------------------------------------------------------ reductions
+_REDUCE = {"sum_reduce": "tfl.sum", "mean_reduce": "tfl.mean", "max_reduce": "tfl.reduce_max",
+           "min_reduce": "tfl.reduce_min", "any_reduce": "tfl.reduce_any", "all_reduce": "tfl.reduce_all"}
+
+
+def _reduce(nnef_name: str, tfl_name: str) -> None:
+    def rule(b: Builder, op: Operation) -> list[Value]:
+        x = op.operands[0]
+        axes = sorted({positive_axis(int(a), x.type.rank) for a in op.attrs.get("axes", [])})
+        if not axes:
+            return via(b, op, "tfl.reshape", [x], {"new_shape": list(op.results[0].shape)})
+        name = "tfl.mean" if nnef_name == "sum_reduce" and op.attrs.get("normalize") else tfl_name
+        return via(b, op, name, [x, _const(b, axes)], {"keep_dims": True})
+
+    rule.__doc__ = f"``{nnef_name}`` (reduced dimensions kept as 1): {tfl_name}'s lowering" + (
+        " (tfl.mean's with ``normalize = true``)." if nnef_name == "sum_reduce" else ".")
+    legalize(f"nnef.{nnef_name}", dtypes=_Q)(rule)
+
+
+for _n, _t in _REDUCE.items():
+    _reduce(_n, _t)
+
+
+def _arg_reduce(nnef_name: str, tfl_name: str) -> None:
+    def rule(b: Builder, op: Operation) -> list[Value]:
+        x = op.operands[0]
+        axes = sorted({positive_axis(int(a), x.type.rank) for a in op.attrs.get("axes", [])})
+        if len(axes) != 1:
+            raise Unsupported(f"{nnef_name} over {len(axes)} axes (one is supported)")
+        shape = list(op.results[0].shape)
+        squeezed = TensorType(tuple(d for i, d in enumerate(shape) if i != axes[0]), DType.INT32)
+        y = via(b, op, tfl_name, [x, _const(b, axes)], {"output_type": "INT32"},
+                results=[_detached(b, squeezed)])[0]
+        return [b.reshape(y, shape)]
+
+    rule.__doc__ = f"``{nnef_name}`` over one axis (kept as 1): {tfl_name}'s lowering."
+    legalize(f"nnef.{nnef_name}", dtypes=("fp32", "i8"))(rule)
+
+
+_arg_reduce("argmax_reduce", "tfl.arg_max")
+_arg_reduce("argmin_reduce", "tfl.arg_min")
+
+
+# ------------------------------------------------------------------------------------------------ layout
+@legalize("nnef.reshape", "nnef.squeeze", "nnef.unsqueeze", dtypes=_ANY)
+def reshape(b: Builder, op: Operation) -> list[Value]:
+    """``reshape`` (0 copies a dimension, -1 is inferred; ``axis_start``/``axis_count`` honoured through the
+    inferred result shape), ``squeeze``, ``unsqueeze``: RESHAPE (tfl.reshape's lowering)."""
+    x = op.operands[0]
+    target = [int(d) for d in op.results[0].shape]
+    if op.opcode == "reshape" and "shape" in op.attrs and not op.attrs.get("axis_count", -1) >= 0:
+        spec = [int(d) for d in op.attrs["shape"]]
+        dims = [int(x.shape[i]) if d == 0 and i < x.type.rank else d for i, d in enumerate(spec)]
+        resolved = resolve_reshape(int(np.prod(static_shape(x))), dims)
+        if resolved != target:
+            raise Unsupported(f"reshape to {spec} gives {resolved}, the graph declares {target}")
+    return via(b, op, "tfl.reshape", [x], {"new_shape": target})
+
+
+@legalize("nnef.transpose", dtypes=_ANY)
+def transpose_(b: Builder, op: Operation) -> list[Value]:
+    """``transpose(x, axes)`` (trailing axes not listed stay): tfl.transpose's lowering."""
+    x = op.operands[0]
+    axes = [int(a) for a in op.attrs["axes"]]
+    axes += list(range(len(axes), x.type.rank))
+    return via(b, op, "tfl.transpose", [x, _const(b, axes)])
+
+
+@legalize("nnef.concat", dtypes=_ANY)
+def concat(b: Builder, op: Operation) -> list[Value]:
+    """``concat(values, axis)``: tfl.concatenation's lowering."""
+    return via(b, op, "tfl.concatenation", list(op.operands), {"axis": int(op.attrs["axis"])})
+
+
+@legalize("nnef.stack", dtypes=_ANY)
+def stack(b: Builder, op: Operation) -> list[Value]:
+    """``stack(values, axis)``: tfl.pack's lowering."""
+    return via(b, op, "tfl.pack", list(op.operands), {"axis": int(op.attrs["axis"]), "values_count":
+                                                      len(op.operands)})
+
+
+@legalize("nnef.unstack", dtypes=_ANY)
+def unstack(b: Builder, op: Operation) -> list[Value]:
+    """``unstack(value, axis)``: tfl.unpack's lowering."""
+    return via(b, op, "tfl.unpack", op.operands[:1], {"axis": int(op.attrs["axis"]), "num": len(op.results)})
+
+
+@legalize("nnef.split", dtypes=_ANY)
+def split(b: Builder, op: Operation) -> list[Value]:
+    """``split(value, axis, ratios)``: tfl.split_v's lowering with sizes from the ratios."""
+    x = op.operands[0]
+    axis = positive_axis(int(op.attrs["axis"]), x.type.rank)
+    sizes = [int(r.shape[axis]) for r in op.results]
+    return via(b, op, "tfl.split_v", [x, _const(b, sizes), _const(b, [axis])], {"num_splits": len(sizes)})
+
+
+@legalize("nnef.slice", dtypes=_ANY)
+def slice_(b: Builder, op: Operation) -> list[Value]:
+    """``slice(x, axes, begin, end, stride)`` (end 0 = to the end, negatives from the end): tfl.strided_slice's
+    lowering."""
+    x = op.operands[0]
+    shape = static_shape(x)
+    r = len(shape)
+    begin, end, strides = [0] * r, list(shape), [1] * r
+    steps = list(op.attrs.get("stride") or [])
+    for k, a in enumerate(op.attrs["axes"]):
+        a = positive_axis(int(a), r)
+        s = int(steps[k]) if k < len(steps) else 1
+        lo, hi = int(op.attrs["begin"][k]), int(op.attrs["end"][k])
+        if lo < 0:
+            lo += shape[a]
+        if hi <= 0 and not (s < 0 and hi == -shape[a] - 1):
+            hi = hi + shape[a] if (hi != 0 or s < 0) else shape[a]
+        begin[a], end[a], strides[a] = lo, hi, s
+    return via(b, op, "tfl.strided_slice", [x, _const(b, begin), _const(b, end), _const(b, strides)],
+               {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0,
+                "offset": False})
+
+
+@legalize("nnef.tile", dtypes=_ANY)
+def tile(b: Builder, op: Operation) -> list[Value]:
+    """``tile(x, repeats)``: TILE."""
+    return via(b, op, "tfl.tile", [op.operands[0], _const(b, [int(r) for r in op.attrs["repeats"]])])
+
+
+@legalize("nnef.pad", dtypes=_ANY)
+def pad(b: Builder, op: Operation) -> list[Value]:
+    """``pad(x, padding, border, value)``: constant → tfl.pad/padv2, reflect → tfl.mirror_pad REFLECT,
+    replicate → edge rows repeated with CONCAT."""
+    x = op.operands[0]
+    pads = _pairs(op.attrs["padding"])
+    pads += [(0, 0)] * (x.type.rank - len(pads))
+    border = str(op.attrs.get("border", "constant"))
+    arr = _const(b, np.asarray(pads, np.int32).reshape(-1, 2))
+    if border == "constant":
+        value = float(op.attrs.get("value", 0.0))
+        if value == 0.0:
+            return via(b, op, "tfl.pad", [x, arr])
+        if x.type.is_quantized:
+            raise Unsupported("a non-zero pad value on a quantized tensor")
+        return via(b, op, "tfl.padv2", [x, arr, b.const(np.array([value]), x.dtype)])
+    if border == "reflect":
+        return via(b, op, "tfl.mirror_pad", [x, arr], {"mode": "REFLECT"})
+    if border == "replicate":
+        y = x
+        for axis, (lo, hi) in enumerate(pads):
+            n = int(y.shape[axis])
+            parts = []
+            size = list(y.shape)
+            size[axis] = 1
+            if lo:
+                first = b.slice(y, [0] * y.type.rank, size)
+                parts.append(b.tile(first, [lo if i == axis else 1 for i in range(y.type.rank)]))
+            parts.append(y)
+            if hi:
+                start = [0] * y.type.rank
+                start[axis] = n - 1
+                last = b.slice(y, start, size)
+                parts.append(b.tile(last, [hi if i == axis else 1 for i in range(y.type.rank)]))
+            y = b.concat(parts, axis) if len(parts) > 1 else y
+        return [y]
+    raise Unsupported(f"pad border '{border}'")
+
+
+@legalize("nnef.gather", dtypes=_ANY)
+def gather(b: Builder, op: Operation) -> list[Value]:
+    """``gather(input, indices, axis)``: tfl.gather's lowering."""
+    return via(b, op, "tfl.gather", op.operands[:2], {"axis": int(op.attrs.get("axis", 0)), "batch_dims": 0})
+
+
+@legalize("nnef.cast", dtypes=_ANY)
+def cast(b: Builder, op: Operation) -> list[Value]:
+    """``cast``: tfl.cast's lowering."""
+    return via(b, op, "tfl.cast", op.operands[:1])
+
+
+# ------------------------------------------------------------------------------------------------ linear
+@legalize("nnef.linear", dtypes=_Q)
+def linear(b: Builder, op: Operation) -> list[Value]:
+    """``linear(input, filter, bias)`` = input · filterᵀ + bias: tfl.fully_connected's lowering."""
+    x, w, bias = op.operands[:3]
+    if x.type.rank != 2:
+        raise Unsupported(f"linear input of rank {x.type.rank}")
+    ops = [x, w] if _is_zero(bias) else [x, w, bias]
+    return via(b, op, "tfl.fully_connected", ops, {"keep_num_dims": False})
+
+
+@legalize("nnef.matmul", dtypes=_Q)
+def matmul(b: Builder, op: Operation) -> list[Value]:
+    """``matmul(A, B, transposeA, transposeB)``: tfl.batch_matmul's lowering."""
+    return via(b, op, "tfl.batch_matmul", op.operands[:2], {"adj_x": bool(op.attrs.get("transposeA")),
+                                                            "adj_y": bool(op.attrs.get("transposeB"))})
+
+
+@legalize("nnef.batch_normalization")
+def batch_normalization(b: Builder, op: Operation) -> list[Value]:
+    """``offset + scale · (x − mean) / sqrt(variance + ε)``, parameters broadcast NNEF-style (channel = axis 1)."""
+    x, mean, var, offset, scale = _operands_ranked(b, op)[:5]
+    require_float(op, x)
+    eps = fconst(b, float(op.attrs.get("epsilon", 0.0)), x)
+    inv = b.emit("RSQRT", [b.binary("ADD", var, eps)]).result
+    return [b.binary("ADD", offset, b.mul(b.mul(scale, b.binary("SUB", x, mean)), inv))]
+
+
+@legalize("nnef.l1_normalization", "nnef.l2_normalization")
+def lp_normalization(b: Builder, op: Operation) -> list[Value]:
+    """``x / max(sum(|x|) + bias, ε)`` (l1) or ``x / max(sqrt(sum(x²)) + bias, ε)`` (l2) over ``axes``."""
+    x = op.operands[0]
+    require_float(op, x)
+    axes = sorted({positive_axis(int(a), x.type.rank) for a in op.attrs["axes"]})
+    t = b.emit("ABS", [x]).result if op.opcode == "l1_normalization" else b.mul(x, x)
+    for a in axes:
+        t = b.emit("REDUCE_SUM", [t], {"axis": a}).result
+    if op.opcode == "l2_normalization":
+        t = _sqrt(b, t)
+    t = b.binary("ADD", t, fconst(b, float(op.attrs.get("bias", 0.0)), x))
+    t = b.binary("MAXIMUM", t, fconst(b, float(op.attrs.get("epsilon", 0.0)), x))
+    return [float_divide(b, x, t)]
+
+
+@legalize("nnef.local_response_normalization")
+def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
+    """``x / (bias + alpha · box(x², size, normalize))^beta`` (box over the ``size`` window, zero border)."""
+    x = op.operands[0]
+    require_float(op, x)
+    size = [int(s) for s in op.attrs["size"]]
+    sq = b.mul(x, x)
+    pads: list[int] = []
+    for s in size:
+        pads += [(s - 1) // 2, s - 1 - (s - 1) // 2]
+    padded = b.pad(sq, pads, 0.0)
+    total: Value | None = None  # a windowed sum as a sum of shifted slices (small windows only)
+    shape = static_shape(x)
+    for idx in np.ndindex(*size):
+        part = b.slice(padded, list(idx), shape)
+        total = part if total is None else b.binary("ADD", total, part)
+    assert total is not None
+    n = float(np.prod(size))
+    sigma = b.binary("ADD", fconst(b, float(op.attrs.get("bias", 1.0)), x),
+                     b.mul(total, fconst(b, float(op.attrs.get("alpha", 1.0)) / n, x)))
+    return [float_divide(b, x, b.emit("POW", [sigma, fconst(b, float(op.attrs.get("beta", 0.5)), x)]).result)]
+
+
+# ------------------------------------------------------------------------------------------------ convolution
+@legalize("nnef.conv", dtypes=_Q)
+def conv(b: Builder, op: Operation) -> list[Value]:
+    """``conv`` (2-D; ``groups`` 1, 0 = depthwise, or n): tfl.conv_2d / tfl.depthwise_conv_2d's lowering on the NHWC
+    form, OIHW filters transposed to OHWI / [1, KH, KW, C·M]; padding the automatic one (SAME), none (VALID) or an
+    explicit PAD with the input zero point (``border = 'constant'``)."""
+    x = _nhwc(b, op, op.operands[0])
+    w, bias = op.operands[1], op.operands[2]
+    if w.type.rank != 4:
+        raise Unsupported(f"conv filter of rank {w.type.rank} (2-D convolutions only)")
+    _, ih, iw, c = static_shape(x)
+    o, ig, kh, kw = static_shape(w)
+    groups = int(op.attrs.get("groups", 1)) or c
+    stride, dil = _ints(op.attrs.get("stride"), 2), _ints(op.attrs.get("dilation"), 2)
+    pads = _spatial_pads(op, [ih, iw], [kh, kw], stride, dil, False)
+    border = str(op.attrs.get("border", "constant"))
+    if any(pads) and border != "constant":
+        raise Unsupported(f"conv border '{border}' with padding {pads}")
+    x, padding = _window_padding(b, x, pads, [ih, iw], [kh, kw], stride, dil, _zero_of(x))
+    attrs = {"stride_h": stride[0], "stride_w": stride[1], "dilation_h_factor": dil[0],
+             "dilation_w_factor": dil[1], "padding": padding, "fused_activation_function": "NONE"}
+    res = [_detached(b, _out_nhwc_type(op))]
+    rest = [] if _is_zero(bias) else [bias]
+    if groups == c and ig == 1 and groups > 1:
+        wd = transpose(b, w, (1, 2, 3, 0))
+        y = via(b, op, "tfl.depthwise_conv_2d", [x, wd, *rest], dict(attrs, depth_multiplier=o // c), results=res)
+    elif c == ig * groups:
+        y = via(b, op, "tfl.conv_2d", [x, transpose(b, w, TO_NHWC), *rest], attrs, results=res)
+    else:
+        raise Unsupported(f"conv filter {[o, ig, kh, kw]} with {groups} groups on {c} channels")
+    return [_out(b, op, y[0])]
+
+
+@legalize("nnef.deconv", dtypes=_Q)
+def deconv(b: Builder, op: Operation) -> list[Value]:
+    """``deconv`` (2-D, dilation 1): tfl.transpose_conv's lowering, one per group for ``groups`` > 1 (float); the
+    filter [C, O/groups, KH, KW] becomes [O/groups, KH, KW, C]; the automatic padding is TFLite's SAME on the output
+    size, no padding VALID."""
+    x = _nhwc(b, op, op.operands[0])
+    w, bias = op.operands[1], op.operands[2]
+    _, ih, iw, c = static_shape(x)
+    ci, o, kh, kw = static_shape(w)
+    out_t = _out_nhwc_type(op)
+    n, oh, ow, oc = (int(d) for d in out_t.shape)
+    groups = int(op.attrs.get("groups", 1)) or c
+    if _ints(op.attrs.get("dilation"), 2) != [1, 1]:
+        raise Unsupported(f"deconv with dilation {op.attrs.get('dilation')}")
+    if ci != c or c % groups or oc != o * groups:
+        raise Unsupported(f"deconv filter {[ci, o, kh, kw]} with {groups} groups on {c} channels")
+    stride = _ints(op.attrs.get("stride"), 2)
+    pads = _pairs(op.attrs.get("padding"))
+    if not pads:
+        padding = "SAME"
+    elif not any(a or e for a, e in pads):
+        padding = "VALID"
+    else:
+        padding = ""
+        for p_, size, k, s in zip(pads, (oh, ow), (kh, kw), stride):
+            if p_[0] != same_padding(size, k, s)[0]:
+                raise Unsupported(f"deconv padding {pads}")
+        padding = "SAME"
+    attrs = {"padding": padding, "stride_h": stride[0], "stride_w": stride[1], "fused_activation_function": "NONE"}
+    wt = transpose(b, w, (1, 2, 3, 0))  # [O/groups, KH, KW, C]: output channel j of group g is g·O/groups + j
+    if groups == 1:
+        rest = [] if _is_zero(bias) else [bias]
+        y = via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, oc]), wt, x, *rest], attrs,
+                results=[_detached(b, out_t)])[0]
+        return [_out(b, op, y)]
+    if x.type.is_quantized:
+        raise Unsupported("grouped deconv on quantized tensors")
+    cg = c // groups
+    parts = []
+    for g in range(groups):  # one TRANSPOSE_CONV2D per group, concatenated on the channels
+        xg = b.slice(x, [0, 0, 0, g * cg], [n, ih, iw, cg])
+        wg = b.slice(wt, [0, 0, 0, g * cg], [o, kh, kw, cg])
+        tg = TensorType((n, oh, ow, o), out_t.dtype)
+        parts.append(via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, o]), wg, xg], attrs,
+                         results=[_detached(b, tg)])[0])
+    y = b.concat(parts, 3)
+    if not _is_zero(bias):
+        y = b.binary("ADD", y, b.reshape(bias, [1, 1, 1, oc]) if bias.type.rank != 0 else bias)
+    return [_out(b, op, y)]
+
+
+# ------------------------------------------------------------------------------------------------ pooling
+def _pool_window(op: Operation, x: Value) -> tuple[list[int], list[int], list[int]]:
+    """(kernel, stride, dilation) over H, W; the batch and channel entries must be 1."""
+    nhwc = op.attrs.get("layout") == "NHWC"
+    size = _ints(op.attrs.get("size"), 4)
+    stride = _ints(op.attrs.get("stride"), 4)
+    dil = _ints(op.attrs.get("dilation"), 4)
+    hw, bc = ((1, 2), (0, 3)) if nhwc else ((2, 3), (0, 1))
+    for what, v in (("size", size), ("stride", stride), ("dilation", dil)):
+        if len(v) != 4 or any(v[i] != 1 for i in bc):
+            raise Unsupported(f"{op.opcode} {what} {v}: only windows over the two spatial dimensions")
+    if any(dil[i] != 1 for i in hw):
+        raise Unsupported(f"{op.opcode} dilation {dil}")
+    return [size[i] for i in hw], [stride[i] for i in hw], [1, 1]
+
+
+def _pool(b: Builder, op: Operation, tfl_name: str) -> Value:
+    x = _nhwc(b, op, op.operands[0])
+    _, ih, iw, _ = static_shape(x)
+    kernel, stride, dil = _pool_window(op, x)
+    pads = _spatial_pads(op, [ih, iw], kernel, stride, dil, True)
+    border = str(op.attrs.get("border", "constant"))
+    same = same_padding(ih, kernel[0], stride[0]) + same_padding(iw, kernel[1], stride[1])
+    if any(pads) and border in ("ignore", "same") and (pads == list(same)):
+        padding = "SAME"
+    elif not any(pads):
+        padding = "VALID"
+    elif border == "constant":
+        x = b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], _zero_of(x))
+        padding = "VALID"
+    else:
+        raise Unsupported(f"{op.opcode} border '{border}' with padding {pads}")
+    y = via(b, op, tfl_name, [x], {"filter_height": kernel[0], "filter_width": kernel[1], "stride_h": stride[0],
+                                   "stride_w": stride[1], "padding": padding, "fused_activation_function": "NONE"},
+            results=[_detached(b, _out_nhwc_type(op))])
+    return _out(b, op, y[0])
+
+
+@legalize("nnef.max_pool", dtypes=_Q)
+def max_pool(b: Builder, op: Operation) -> list[Value]:
+    """``max_pool`` over H, W: tfl.max_pool_2d's lowering (border 'ignore' = TFLite's padding, 'constant' pads 0)."""
+    return [_pool(b, op, "tfl.max_pool_2d")]
+
+
+@legalize("nnef.avg_pool", dtypes=_Q)
+def avg_pool(b: Builder, op: Operation) -> list[Value]:
+    """``avg_pool`` over H, W: tfl.average_pool_2d's lowering (border 'ignore' counts only the input; 'constant'
+    counts the zero padding)."""
+    return [_pool(b, op, "tfl.average_pool_2d")]
+
+
+@legalize("nnef.box", dtypes=_Q)
+def box(b: Builder, op: Operation) -> list[Value]:
+    """``box`` over H, W: the windowed mean (``normalize``) as tfl.average_pool_2d, or the windowed sum (float:
+    that mean times the window size); border 'constant' counts the zero padding, 'ignore' does not."""
+    y = _pool(b, op, "tfl.average_pool_2d")
+    if op.attrs.get("normalize"):
+        return [y]
+    require_float(op, op.operands[0])
+    kernel, _, _ = _pool_window(op, op.operands[0])
+    if str(op.attrs.get("border", "constant")) != "constant" and any(_pairs(op.attrs.get("padding"))):
+        raise Unsupported("box without normalize and with border other than 'constant'")
+    return [b.mul(y, fconst(b, float(kernel[0] * kernel[1]), y))]
+
+
+def _strided(b: Builder, x: Value, axis: int, count: int, stride: int, start: int) -> Value:
+    """Elements start + k·stride (k < count) along ``axis``: a SLICE of the span, then every stride-th."""
+    shape = static_shape(x)
+    begin = [0] * len(shape)
+    begin[axis] = start
+    size = list(shape)
+    size[axis] = (count - 1) * stride + 1
+    return take_every(b, b.slice(x, begin, size), axis, count, stride)
+
+
+@legalize("nnef.argmax_pool")
+def argmax_pool(b: Builder, op: Operation) -> list[Value]:
+    """``argmax_pool`` over H, W (spec 4.4: the row-major index of the maximum within each window, padding with
+    0 for border 'constant' and left out for 'ignore'): the window's kh·kw strided views stacked on a last axis,
+    then ARGMAX (the first maximum, as the spec's arg max)."""
+    x = op.operands[0]
+    if x.type.rank != 4:
+        raise Unsupported(f"argmax_pool on a rank-{x.type.rank} tensor")
+    require_float(op, x)
+    n, c, h, w = static_shape(x)
+    kernel, stride, _ = _pool_window(op, x)
+    dil = _ints(op.attrs.get("dilation"), 4)[2:]
+    pads = _spatial_pads(op, [h, w], kernel, stride, dil, True)
+    border = str(op.attrs.get("border", "constant"))
+    if border not in ("constant", "ignore"):
+        raise Unsupported(f"argmax_pool border '{border}'")
+    fill = float(np.finfo(np.float32).min) if border == "ignore" else 0.0
+    xp = b.pad(x, [0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]], fill)
+    oh, ow = (int(d) for d in op.results[0].shape[2:])
+    views = []
+    for ky in range(kernel[0]):
+        for kx in range(kernel[1]):
+            v = _strided(b, xp, 2, oh, stride[0], ky * dil[0])
+            v = _strided(b, v, 3, ow, stride[1], kx * dil[1])
+            views.append(b.reshape(v, [n, c, oh, ow, 1]))
+    stacked = b.concat(views, 4)
+    return [b.emit("ARGMAX", [stacked], {"axis": 4}, out_dtype=DType.INT32).result]
+
+
+@legalize("nnef.rms_pool")
+def rms_pool(b: Builder, op: Operation) -> list[Value]:
+    """``rms_pool``: sqrt(avg_pool(x²))."""
+    x = op.operands[0]
+    require_float(op, x)
+    sq = b.mul(x, x)
+    proxy = Operation(-1, "nnef.avg_pool", [sq], list(op.results), dict(op.attrs), [], op.location)
+    return [_sqrt(b, _pool(b, proxy, "tfl.average_pool_2d"))]
+
+
+# ------------------------------------------------------------------------------------------------ resampling
+def _resize(b: Builder, op: Operation, factor: Sequence[int], nearest: bool, half: bool, align: bool) -> Value:
+    x = _nhwc(b, op, op.operands[0])
+    _, ih, iw, _ = static_shape(x)
+    if len(factor) != 2:
+        raise Unsupported(f"{op.opcode} factor {list(factor)} (2-D only)")
+    size = _const(b, [ih * int(factor[0]), iw * int(factor[1])])
+    name = "tfl.resize_nearest_neighbor" if nearest else "tfl.resize_bilinear"
+    y = via(b, op, name, [x, size], {"align_corners": align, "half_pixel_centers": half},
+            results=[_detached(b, _out_nhwc_type(op))])
+    return _out(b, op, y[0])
+
+
+@legalize("nnef.nearest_upsample", dtypes=_Q)
+def nearest_upsample(b: Builder, op: Operation) -> list[Value]:
+    """``nearest_upsample(x, factor)``: each pixel repeated factor times (tfl.resize_nearest_neighbor)."""
+    return [_resize(b, op, [int(f) for f in op.attrs["factor"]], True, False, False)]
+
+
+@legalize("nnef.multilinear_upsample", dtypes=_Q)
+def multilinear_upsample(b: Builder, op: Operation) -> list[Value]:
+    """``multilinear_upsample`` with method 'symmetric' (half-pixel centres, border 'replicate') or 'aligned'
+    (corners aligned): tfl.resize_bilinear's lowering."""
+    method = str(op.attrs.get("method", "symmetric"))
+    border = str(op.attrs.get("border", "replicate"))
+    factor = [int(f) for f in op.attrs["factor"]]
+    if method == "symmetric" and border == "replicate":
+        return [_resize(b, op, factor, False, True, False)]
+    if method == "aligned":
+        return [_resize(b, op, factor, False, False, True)]
+    raise Unsupported(f"multilinear_upsample method '{method}' with border '{border}'")
+
+
+@legalize("nnef.nearest_downsample", dtypes=_Q)
+def nearest_downsample(b: Builder, op: Operation) -> list[Value]:
+    """``nearest_downsample(x, factor)``: every factor-th pixel (a strided slice)."""
+    x = _nhwc(b, op, op.operands[0])
+    f = [int(v) for v in op.attrs["factor"]]
+    n, h, w, c = static_shape(x)
+    y = b.reshape(x, [n, h // f[0], f[0], w // f[1], f[1], c])
+    y = b.slice(y, [0, 0, 0, 0, 0, 0], [n, h // f[0], 1, w // f[1], 1, c])
+    return [_out(b, op, b.reshape(y, [n, h // f[0], w // f[1], c]))]
+
+
+@legalize("nnef.area_downsample", dtypes=_Q)
+def area_downsample(b: Builder, op: Operation) -> list[Value]:
+    """``area_downsample(x, factor)``: the mean of each factor × factor block (tfl.average_pool_2d VALID)."""
+    x = _nhwc(b, op, op.operands[0])
+    f = [int(v) for v in op.attrs["factor"]]
+    y = via(b, op, "tfl.average_pool_2d", [x], {"filter_height": f[0], "filter_width": f[1], "stride_h": f[0],
+                                                "stride_w": f[1], "padding": "VALID",
+                                                "fused_activation_function": "NONE"},
+            results=[_detached(b, _out_nhwc_type(op))])
+    return [_out(b, op, y[0])]
+
+
+#: operations whose quantized (i8) path the three-way zoo check exercises, bit-exact with LiteRT's reference kernels;
+#: the support table (docs/ops.md) claims i8 for these only, whatever the tfl rule underneath accepts
+I8_TESTED = frozenset("""
+add avg_pool clamp concat const conv copy leaky_relu linear max_pool max_reduce mean_reduce mul multilinear_upsample
+nearest_upsample pad relu reshape sigmoid softmax split squeeze tanh transpose unsqueeze unstack
+""".split())
+for _name, _info in RULES.items():
+    if _name.startswith("nnef."):
+        _info.dtypes = tuple(d for d in _info.dtypes if d != "i8" or _name[5:] in I8_TESTED)
+
+
+__all__ = ["I8_TESTED", "TO_NCHW", "TO_NHWC", "permute_type", "transpose"]
