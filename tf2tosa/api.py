@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,13 +16,25 @@ from .ir import Graph
 class TosaModel:
     """A converted TOSA 1.0 program, with the source it came from (for verification)."""
 
-    def __init__(self, graph: Graph, source: bytes | None = None, source_path: str | None = None,
+    def __init__(self, graph: Graph, source: bytes | mmap.mmap | None = None, source_path: str | None = None,
                  tf_source: Any = None) -> None:
         self.graph = graph
-        self.source = source
+        #: the source ``.tflite``: its bytes, or the read-only map of the file that the constants are views of
+        self._source = source
         self.source_path = source_path
         #: the opened TensorFlow model (converter.tensorflow.TFSource) when converted from TensorFlow
         self.tf_source = tf_source
+
+    @property
+    def source(self) -> bytes | None:
+        """The source ``.tflite``'s bytes (read from the file's map when first asked for)."""
+        if isinstance(self._source, mmap.mmap):
+            self._source = bytes(self._source)
+        return self._source
+
+    @source.setter
+    def source(self, data: bytes | None) -> None:
+        self._source = data
 
     # ----------------------------------------------------------------- facts
     @property
@@ -57,9 +70,10 @@ class TosaModel:
         """Write the ``.tosa`` file (and optionally the ``.mlir`` text): both or neither, each atomically.
 
         Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
-        from .outputs import write_files
+        from .outputs import Content, write_files
+        from .serializer.tosa_writer import to_buffer
 
-        files: dict[str | os.PathLike[str], bytes] = {path: self.to_bytes()}
+        files: dict[str | os.PathLike[str], Content] = {path: to_buffer(self.graph)}  # written without a copy
         if mlir is not None:
             files[mlir] = self.to_mlir().encode()
         write_files(files)
@@ -129,6 +143,19 @@ def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
         raise ModelLoadError(f"cannot read model: {e.strerror}", file=path) from None
 
 
+def _map_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes | mmap.mmap, str]:
+    """A ``.tflite`` to convert: bytes as given, a file memory-mapped (its constants are read in place)."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _read_source(source)
+    from .converter.tflite import map_file
+
+    path = str(source)
+    try:
+        return map_file(path), path
+    except OSError as e:
+        raise ModelLoadError(f"cannot read model: {e.strerror}", file=path) from None
+
+
 def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
             rounding: str = "double", fold: bool = True, signature: str = "serving_default",
             **extra: Any) -> TosaModel:
@@ -158,7 +185,7 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
         graph, src = tensorflow_frontend(source, options, signature=signature)
         convert_graph(graph, options, file=src.label)
         return TosaModel(graph, source_path=src.label, tf_source=src)
-    data, path = _read_source(source)
+    data, path = _map_source(source)
     graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, fold=fold,
                                                             rounding=rounding, **extra))
     return TosaModel(graph, source=data, source_path=path)

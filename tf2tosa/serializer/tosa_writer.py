@@ -215,6 +215,31 @@ def encode_array(values: Any, dtype: DType) -> bytes:
     return flat.astype(np_dt).tobytes()
 
 
+_PLAIN = {DType.INT8: "<i1", DType.INT16: "<i2", DType.INT32: "<i4", DType.FP16: "<f2", DType.FP32: "<f4"}
+
+#: bytes per element of constant data (INT4 packs two per byte)
+_ELEMENT_BYTES = {DType.BOOL: 1, DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, DType.INT48: 6, DType.FP16: 2,
+                  DType.BF16: 2, DType.FP32: 4, DType.FP8E4M3: 1, DType.FP8E5M2: 1, DType.SHAPE: 8}
+
+#: the largest flatbuffer: offsets are 32-bit signed
+MAX_FLATBUFFER_BYTES = 2**31 - 1
+
+
+def data_size(t: TensorType) -> int:
+    """Bytes of a constant of type ``t`` in the file, padding to 8 included (from the type: nothing is encoded)."""
+    n = (t.size + 1) // 2 if t.dtype is DType.INT4 else t.size * _ELEMENT_BYTES.get(t.dtype, 8)
+    return n + (-n % 8)
+
+
+def constant_data(values: Any, dtype: DType) -> Any:
+    """The little-endian bytes of constant ``values`` as ``dtype``: for the plain types a contiguous view of the
+    array itself when it already has that layout (no copy), else :func:`encode_array`'s bytes."""
+    np_dt = _PLAIN.get(dtype)
+    if np_dt is None:
+        return encode_array(values, dtype)
+    return np.ascontiguousarray(np.asarray(values).reshape(-1).astype(np_dt, copy=False))
+
+
 def _pad8(data: bytes) -> bytes:
     return data + b"\0" * (-len(data) % 8)
 
@@ -229,7 +254,7 @@ class _Region:
 class _Writer:
     def __init__(self, graph: Graph) -> None:
         self.main = graph
-        self.b = flatbuffers.Builder(1024)
+        self.b = flatbuffers.Builder(_size_estimate(graph))  # sized up front: no regrowth, no copies
         self.used_tensor_names: set[str] = set()
         self.used_region_names: set[str] = {"main"}
         self.regions: list[_Region] = [_Region("main", graph)]
@@ -314,6 +339,18 @@ class _Writer:
         self.b.Bytes[self.b.head:self.b.head + n] = data
         return self.b.EndVector()
 
+    def _data_vector(self, data: Any) -> int:
+        """A ``[ubyte]`` of constant data (bytes or a contiguous array), zero-padded to 8 bytes and 8-byte aligned,
+        copied once: from the array's buffer into the flatbuffer."""
+        raw = memoryview(data).cast("B")
+        n = raw.nbytes
+        padded = n + (-n % 8)
+        self.b.StartVector(1, padded, 8)
+        head = self.b.head = self.b.head - padded
+        self.b.Bytes[head:head + n] = raw
+        self.b.Bytes[head + n:head + padded] = bytes(padded - n)
+        return self.b.EndVector()
+
     # ------------------------------------------------------------ attributes
     def _attribute(self, g: Graph, op: Operation) -> int:
         opcode = op.opcode
@@ -369,7 +406,7 @@ class _Writer:
         return self.b.EndObject()
 
     # ------------------------------------------------------------ tables
-    def _tensor(self, name: str, v: Value, data: bytes | None) -> int:
+    def _tensor(self, name: str, v: Value, data: Any) -> int:
         t = v.type
         if not t.is_static:
             raise InvalidGraphError(f"tensor shape {t.shape} is not static", tensor=v.name)
@@ -377,7 +414,7 @@ class _Writer:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
         name_off = self._string(name)
         shape_off = self._i32_vector(list(t.static_shape))
-        data_off = self._byte_vector(data) if data is not None else None
+        data_off = self._data_vector(data) if data is not None else None
         self.b.StartObject(14)
         self.b.PrependUOffsetTRelativeSlot(T_NAME, name_off, 0)
         self.b.PrependUOffsetTRelativeSlot(T_SHAPE, shape_off, 0)
@@ -492,7 +529,7 @@ class _Writer:
                     if vals.size != r.type.size:
                         raise InvalidGraphError(f"CONST values have {vals.size} elements, type needs {r.type.size}",
                                                 op=op.name, tensor=r.name)
-                    data = _pad8(encode_array(vals, r.type.dtype))
+                    data = constant_data(vals, r.type.dtype)
                 tensor_offs.append(self._tensor(names[r.id], r, data))
         try:
             in_names = [names[v.id] for v in g.inputs]
@@ -523,7 +560,7 @@ class _Writer:
         self.b.PrependUOffsetTRelativeSlot(R_BLOCKS, blocks_vec, 0)
         return self.b.EndObject()
 
-    def write(self) -> bytes:
+    def write(self) -> bytearray:
         self._name_graph(self.main)
         region_offs = [self._region(r) for r in self.regions]
         regions_vec = self._offset_vector(region_offs)
@@ -539,7 +576,9 @@ class _Writer:
         self.b.PrependUOffsetTRelativeSlot(G_REGIONS, regions_vec, 0)
         root = self.b.EndObject()
         self.b.Finish(root, file_identifier=FILE_IDENTIFIER)
-        return bytes(self.b.Output())
+        out = self.b.Bytes
+        del out[:self.b.Head()]  # the unused front: CPython moves the buffer's start, the data is not copied
+        return out
 
 
 VARIABLE_OPS = frozenset({"VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE"})
@@ -593,14 +632,49 @@ def _loc(op: Operation) -> str:
     return f"({op.location})" if op.location else ""
 
 
+def _size_estimate(graph: Graph) -> int:
+    """An upper estimate of the flatbuffer's size, from the types (nothing is encoded); raises
+    :class:`InvalidGraphError` naming the largest constant when the constants alone pass the 2 GiB limit."""
+    data = 0
+    other = 1024
+    largest: tuple[int, str] = (0, "")
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        other += 256 * (len(g.inputs) + len(g.outputs)) + 512
+        for op in g.ops.values():
+            other += 512 + 256 * len(op.results) + 64 * len(op.operands) + 2 * len(op.location or "")
+            stack.extend(op.regions)
+            if op.opcode in ("CONST", "CONST_SHAPE", "VARIABLE") and op.results:
+                n = data_size(op.results[0].type)
+                data += n
+                largest = max(largest, (n, op.results[0].name))
+    if data + other > MAX_FLATBUFFER_BYTES:
+        raise InvalidGraphError(
+            f"the program's constants take {data / 2**30:.2f} GiB, more than a TOSA flatbuffer can hold (2 GiB: "
+            f"32-bit offsets); the largest is {largest[0] / 2**20:.1f} MiB", file=graph.meta.get("file"),
+            tensor=largest[1])
+    return data + other
+
+
+def to_buffer(graph: Graph) -> bytearray:
+    """Serialize ``graph`` (``tosa.*`` operations only) to a TOSA flatbuffer, returned as the builder's own buffer
+    (no copy of the whole file; :func:`to_bytes` for immutable bytes)."""
+    try:
+        return _Writer(graph).write()
+    except flatbuffers.builder.BuilderSizeError:
+        raise InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit offsets)",
+                                file=graph.meta.get("file")) from None
+
+
 def to_bytes(graph: Graph) -> bytes:
     """Serialize ``graph`` (``tosa.*`` operations only) to TOSA flatbuffer bytes."""
-    return _Writer(graph).write()
+    return bytes(to_buffer(graph))
 
 
 def save(graph: Graph, path: str | os.PathLike[str]) -> None:
     """Write ``graph`` to ``path`` atomically (temporary file in the same directory, then rename)."""
-    data = to_bytes(graph)
+    data = to_buffer(graph)
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".tosa", dir=directory)
