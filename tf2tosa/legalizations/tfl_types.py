@@ -163,6 +163,8 @@ def dequantize(b: Builder, op: Operation) -> list[Value]:
     x = op.operands[0]
     out = tosa_dtype(op.results[0].type.dtype)
     if x.dtype in _FLOATS and not x.type.is_quantized:
+        if x.dtype is DType.FP16 and x.is_const:  # fp16 weights: the fp16_weights pass may store them as fp16
+            b.graph.meta["fp16_weights"] = b.graph.meta.get("fp16_weights", 0) + 1
         return [b.cast(data_operand(b, x), out)]
     c = x.const()
     q = x.type.quant
