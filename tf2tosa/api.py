@@ -71,9 +71,10 @@ class TosaModel:
 
         Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
         from .outputs import Content, write_files
-        from .serializer.tosa_writer import to_buffer
+        from .serializer.tosa_writer import write_file
 
-        files: dict[str | os.PathLike[str], Content] = {path: to_buffer(self.graph)}  # written without a copy
+        # built in a file map: the whole flatbuffer is never in memory
+        files: dict[str | os.PathLike[str], Content] = {path: lambda tmp: write_file(self.graph, tmp)}
         if mlir is not None:
             files[mlir] = self.to_mlir().encode()
         write_files(files)
@@ -158,14 +159,17 @@ def _map_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes | mmap.mm
 
 def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
             rounding: str = "double", fold: bool = True, signature: str = "serving_default",
-            **extra: Any) -> TosaModel:
+            fp16_weights: str = "keep", **extra: Any) -> TosaModel:
     """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), a TensorFlow SavedModel directory, a ``.keras`` /
     ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
 
     ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``rounding`` is the
     requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
     EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
+    ``fp16_weights``: ``"keep"`` stores float16 weights (TFLite's DEQUANTIZE of an fp16 constant) as fp16 constants
+    and a CAST to fp32, so the ``.tosa`` stays about the source's size; ``"expand"`` stores them as fp32 constants.
     """
+    extra["fp16_weights"] = fp16_weights
     from .converter.pipeline import ConvertOptions, convert_graph
     from .converter.source import convert_options, convert_tflite_data
     from .converter.tensorflow import is_tensorflow_source

@@ -112,7 +112,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     """Run the whole pipeline on a frontend graph (every frontend's: ``.tflite`` and TensorFlow); returns the same
     graph, now in TOSA form.  The passes are :mod:`.passes`, in the order listed there."""
     options = options or ConvertOptions()
-    fp16_mode = passes.fp16_weights_mode(options.extra.get("fp16_weights"))
+    fp16_mode = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file)
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file)
 
     ctx = legalize_context(options, file)

@@ -30,6 +30,7 @@ graph always gives the same bytes.
 
 from __future__ import annotations
 
+import mmap
 import os
 import tempfile
 from dataclasses import dataclass
@@ -251,10 +252,55 @@ class _Region:
     graph: Graph
 
 
+#: constant data is copied in pieces of this size when the output is a file map (see :func:`write_file`)
+_PIECE = 4 << 20
+_PAGE = mmap.PAGESIZE
+
+
+def _page_up(n: int) -> int:
+    return -(-n // _PAGE) * _PAGE
+
+
+def _drop(mm: mmap.mmap, start: int, end: int) -> None:
+    """Release the whole pages of ``mm[start:end]`` from memory (a file map re-reads them from the file if they
+    are touched again; nothing is lost)."""
+    lo, hi = _page_up(start), end // _PAGE * _PAGE
+    if hi > lo:
+        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def _file_region(arr: np.ndarray) -> tuple[mmap.mmap, int] | None:
+    """(map, offset) when ``arr``'s data lies in a memory-mapped file (a constant read in place from a .tflite)."""
+    base: Any = arr
+    for _ in range(16):  # arrays and memoryviews over one another, down to the map
+        if isinstance(base, np.ndarray):
+            base = base.base
+        elif isinstance(base, memoryview):
+            base = base.obj
+        else:
+            break
+    if not isinstance(base, mmap.mmap):
+        return None
+    mm = base
+    start = np.frombuffer(mm, dtype=np.uint8, count=1).ctypes.data
+    offset = arr.ctypes.data - start
+    return (mm, offset) if 0 <= offset and offset + arr.nbytes <= len(mm) else None
+
+
 class _Writer:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, out: mmap.mmap | None = None) -> None:
         self.main = graph
-        self.b = flatbuffers.Builder(_size_estimate(graph))  # sized up front: no regrowth, no copies
+        estimate = _size_estimate(graph)
+        if out is None:
+            self.b = flatbuffers.Builder(estimate)  # sized up front: no regrowth, no copies
+        else:
+            # built in place in a file map: pages are released once written (the flatbuffer is written back to
+            # front and never changes what lies above its head), so memory does not grow with the constants
+            self.b = flatbuffers.Builder(0)
+            self.b.Bytes = out  # type: ignore[assignment]
+            self.b.head = flatbuffers.number_types.UOffsetTFlags.py_type(len(out))
+        self.out = out
+        self.released = len(out) if out is not None else 0
         self.used_tensor_names: set[str] = set()
         self.used_region_names: set[str] = {"main"}
         self.regions: list[_Region] = [_Region("main", graph)]
@@ -347,8 +393,19 @@ class _Writer:
         padded = n + (-n % 8)
         self.b.StartVector(1, padded, 8)
         head = self.b.head = self.b.head - padded
-        self.b.Bytes[head:head + n] = raw
         self.b.Bytes[head + n:head + padded] = bytes(padded - n)
+        out = self.out
+        if out is None or n < 2 * _PIECE:
+            self.b.Bytes[head:head + n] = raw
+        else:  # piece by piece from the end, releasing the written pages and the source's mapped pages
+            source = _file_region(data) if isinstance(data, np.ndarray) else None
+            for lo in range((n - 1) // _PIECE * _PIECE, -1, -_PIECE):
+                hi = min(lo + _PIECE, n)
+                out[head + lo:head + hi] = raw[lo:hi]
+                if source is not None:
+                    _drop(source[0], source[1] + lo, source[1] + hi)
+                _drop(out, head + lo, self.released)
+                self.released = min(self.released, _page_up(head + lo))
         return self.b.EndVector()
 
     # ------------------------------------------------------------ attributes
@@ -577,6 +634,8 @@ class _Writer:
         root = self.b.EndObject()
         self.b.Finish(root, file_identifier=FILE_IDENTIFIER)
         out = self.b.Bytes
+        if not isinstance(out, bytearray):  # the file map: the flatbuffer is its tail
+            return memoryview(out)[self.b.Head():]  # type: ignore[return-value]
         del out[:self.b.Head()]  # the unused front: CPython moves the buffer's start, the data is not copied
         return out
 
@@ -667,6 +726,51 @@ def to_buffer(graph: Graph) -> bytearray:
                                 file=graph.meta.get("file")) from None
 
 
+def _copy_file(src: int, dst: int, offset: int, count: int) -> None:
+    """Copy ``count`` bytes of file ``src`` from ``offset`` to the end of file ``dst`` (in the kernel if it can)."""
+    done = 0
+    while done < count:
+        try:
+            k = os.copy_file_range(src, dst, count - done, offset + done)
+        except OSError:
+            k = os.write(dst, os.pread(src, min(count - done, _PIECE), offset + done))
+        if k <= 0:
+            raise OSError(f"short copy ({done} of {count} bytes)")
+        done += k
+
+
+def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
+    """Serialize ``graph`` into the file ``path`` without holding the whole flatbuffer in memory.
+
+    The flatbuffer is built in a memory map of a scratch file beside ``path`` (sparse, as large as the size
+    estimate allows), whose pages are released as they are written; its tail, the finished flatbuffer, is then
+    copied into ``path`` by the kernel.  The bytes are those of :func:`to_bytes`.  Not atomic by itself: callers
+    give a temporary path (:func:`tf2tosa.outputs.write_files` does)."""
+    path = os.fspath(path)
+    capacity = min(2 * _size_estimate(graph) + (1 << 20), flatbuffers.Builder.MAX_BUFFER_SIZE)
+    fd, scratch = tempfile.mkstemp(prefix=".scratch-", suffix=".tosa", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        os.ftruncate(fd, capacity)
+        with mmap.mmap(fd, capacity) as mm:
+            try:
+                data: Any = _Writer(graph, mm).write()
+            except flatbuffers.builder.BuilderSizeError:
+                raise InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit "
+                                        "offsets)", file=graph.meta.get("file")) from None
+            with open(path, "wb") as f:
+                if isinstance(data, memoryview) and data.obj is mm:
+                    size = len(data)
+                    data.release()
+                    _copy_file(fd, f.fileno(), capacity - size, size)
+                else:  # the builder outgrew the map and moved to memory
+                    f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+    finally:
+        os.close(fd)
+        os.unlink(scratch)
+
+
 def to_bytes(graph: Graph) -> bytes:
     """Serialize ``graph`` (``tosa.*`` operations only) to TOSA flatbuffer bytes."""
     return bytes(to_buffer(graph))
@@ -674,13 +778,12 @@ def to_bytes(graph: Graph) -> bytes:
 
 def save(graph: Graph, path: str | os.PathLike[str]) -> None:
     """Write ``graph`` to ``path`` atomically (temporary file in the same directory, then rename)."""
-    data = to_buffer(graph)
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".tosa", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        os.close(fd)
+        write_file(graph, tmp)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)

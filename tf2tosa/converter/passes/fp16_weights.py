@@ -24,11 +24,11 @@ MIN_ELEMENTS = 64
 MODES = ("keep", "expand")
 
 
-def fp16_weights_mode(value: object) -> str:
+def fp16_weights_mode(value: object, file: str | None = None) -> str:
     """The ``fp16_weights`` option checked: ``"keep"`` (the default) or ``"expand"``."""
     mode = "keep" if value is None else str(value)
     if mode not in MODES:
-        raise InputError(f"fp16_weights must be 'keep' or 'expand', not {value!r}")
+        raise InputError(f"fp16_weights (--fp16-weights) must be 'keep' or 'expand', not {value!r}", file=file)
     return mode
 
 
