@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import struct
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -364,19 +365,35 @@ class _Writer:
         return self.b.CreateString(s)
 
     def _offset_vector(self, offsets: list[int]) -> int:
-        self.b.StartVector(4, len(offsets), 4)
-        for off in reversed(offsets):
-            self.b.PrependUOffsetTRelative(off)
-        return self.b.EndVector()
+        """A vector of offsets, the bytes ``PrependUOffsetTRelative`` would write element by element, packed at once
+        (StartVector has aligned the head and made room for all of them)."""
+        b, n = self.b, len(offsets)
+        b.StartVector(4, n, 4)
+        if n:
+            first = len(b.Bytes) - b.head  # Offset() before the last element is prepended
+            rel = []
+            for i, off in enumerate(reversed(offsets)):
+                if off > first + 4 * i:
+                    raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+                rel.append(first + 4 * i - off + 4)
+            rel.reverse()
+            b.head -= 4 * n
+            struct.pack_into(f"<{n}I", b.Bytes, b.head, *rel)
+        return b.EndVector()
 
     def _string_vector(self, items: list[str]) -> int:
         return self._offset_vector([self._string(s) for s in items])
 
     def _i32_vector(self, items: list[int]) -> int:
-        self.b.StartVector(4, len(items), 4)
-        for x in reversed(items):
-            self.b.PrependInt32(int(x))
-        return self.b.EndVector()
+        b, n = self.b, len(items)
+        b.StartVector(4, n, 4)
+        if n:
+            try:
+                struct.pack_into(f"<{n}i", b.Bytes, b.head - 4 * n, *(int(x) for x in items))
+            except struct.error as e:  # as flatbuffers' own range check reports it
+                raise TypeError(f"bad int32 vector: {e}") from None
+            b.head -= 4 * n
+        return b.EndVector()
 
     def _byte_vector(self, data: bytes, align: int = 8) -> int:
         n = len(data)
