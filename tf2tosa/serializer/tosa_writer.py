@@ -30,6 +30,7 @@ graph always gives the same bytes.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import struct
@@ -719,7 +720,9 @@ def _size_estimate(graph: Graph) -> int:
         g = stack.pop()
         other += 256 * (len(g.inputs) + len(g.outputs)) + 512
         for op in g.ops.values():
-            other += 512 + 256 * len(op.results) + 64 * len(op.operands) + 2 * len(op.location or "")
+            # tables, vtables, shape vectors; each name is written as a string where it is defined and where used
+            other += 512 + len(op.location or "") + sum(256 + 2 * len(r.name) for r in op.results) \
+                + sum(16 + len(v.name) for v in op.operands)
             stack.extend(op.regions)
             if op.opcode in ("CONST", "CONST_SHAPE", "VARIABLE") and op.results:
                 n = data_size(op.results[0].type)
@@ -764,10 +767,16 @@ def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
     copied into ``path`` by the kernel.  The bytes are those of :func:`to_bytes`.  Not atomic by itself: callers
     give a temporary path (:func:`tf2tosa.outputs.write_files` does)."""
     path = os.fspath(path)
-    capacity = min(2 * _size_estimate(graph) + (1 << 20), flatbuffers.Builder.MAX_BUFFER_SIZE)
+    estimate = _size_estimate(graph)
+    capacity = min(estimate + estimate // 8 + (1 << 20), flatbuffers.Builder.MAX_BUFFER_SIZE)
     fd, scratch = tempfile.mkstemp(prefix=".scratch-", suffix=".tosa", dir=os.path.dirname(os.path.abspath(path)))
     try:
         os.ftruncate(fd, capacity)
+        try:  # reserve the disk space: a full disk is then an OSError here, not a fault while writing the map
+            os.posix_fallocate(fd, 0, capacity)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
         with mmap.mmap(fd, capacity) as mm:
             try:
                 data: Any = _Writer(graph, mm).write()
