@@ -413,7 +413,7 @@ class _Writer:
         head = self.b.head = self.b.head - padded
         self.b.Bytes[head + n:head + padded] = bytes(padded - n)
         out = self.out
-        if out is None or n < 2 * _PIECE:
+        if out is None or n < _PAGE:
             self.b.Bytes[head:head + n] = raw
         else:  # piece by piece from the end, releasing the written pages and the source's mapped pages
             source = _file_region(data) if isinstance(data, np.ndarray) else None
@@ -422,8 +422,9 @@ class _Writer:
                 out[head + lo:head + hi] = raw[lo:hi]
                 if source is not None:
                     _drop(source[0], source[1] + lo, source[1] + hi)
-                _drop(out, head + lo, self.released)
-                self.released = min(self.released, _page_up(head + lo))
+                if self.released - (head + lo) >= _PIECE:  # everything above the head is final
+                    _drop(out, head + lo, self.released)
+                    self.released = min(self.released, _page_up(head + lo))
         return self.b.EndVector()
 
     # ------------------------------------------------------------ attributes

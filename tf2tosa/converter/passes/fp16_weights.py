@@ -32,11 +32,18 @@ def fp16_weights_mode(value: object, file: str | None = None) -> str:
     return mode
 
 
-def _fp16_exact(values: np.ndarray) -> np.ndarray | None:
-    """``values`` as float16 when that is exact for every element (NaNs excluded), else None."""
-    with np.errstate(over="ignore"):
-        half = values.astype(np.float16)
-    return half if np.array_equal(half.astype(np.float32), values) else None
+def _fp16_exact(values: np.ndarray, piece: int = 1 << 20) -> np.ndarray | None:
+    """``values`` as float16 when that is exact for every element (NaNs excluded), else None; checked piece by
+    piece, so no fp32 temporary of the whole constant is made."""
+    flat = values.reshape(-1)
+    half = np.empty(flat.shape, np.float16)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for lo in range(0, flat.size, piece):
+            part = flat[lo:lo + piece]
+            half[lo:lo + piece] = part
+            if not np.array_equal(half[lo:lo + piece].astype(np.float32), part):
+                return None
+    return half.reshape(values.shape)
 
 
 def keep_fp16_weights(graph: Graph) -> int:
