@@ -132,9 +132,7 @@ _NO_VALUE_TYPE = TensorType((), DType.FP32)
 
 def _oneline(text: str, limit: int) -> str:
     """``text`` with control characters escaped, cut to ``limit`` characters."""
-    if len(text) <= limit and text.isprintable():  # the common case, without a pass per character
-        return text
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    out = text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
