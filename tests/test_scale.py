@@ -182,3 +182,24 @@ def test_fp16_weights_bad_choice_is_one_line(fp16_model: Path, tmp_path: Path) -
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(lines) == 1 and "--fp16-weights" in lines[0] and str(fp16_model) in lines[0], proc.stderr
     assert not out.exists()
+
+
+def test_file_writer_fallbacks_give_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the kernel copy, and when the map is too small (the builder then grows in memory), the file still
+    holds the in-memory writer's bytes."""
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 600_000), DType.FP32))
+    c = g.add_const(np.arange(600_000, dtype=np.float32).reshape(1, -1), DType.FP32, name="w")
+    g.outputs = [g.add_op("tosa.ADD", [x, c], [x.type]).result]
+    expected = tosa_writer.to_bytes(g)
+
+    def no_kernel_copy(*args: Any) -> int:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(tosa_writer.os, "copy_file_range", no_kernel_copy, raising=False)
+    tosa_writer.save(g, tmp_path / "a.tosa")
+    assert (tmp_path / "a.tosa").read_bytes() == expected
+    monkeypatch.setattr(tosa_writer, "_size_estimate", lambda graph: 1024)
+    tosa_writer.save(g, tmp_path / "b.tosa")
+    assert (tmp_path / "b.tosa").read_bytes() == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tosa", "b.tosa"]

@@ -267,7 +267,7 @@ def _drop(mm: mmap.mmap, start: int, end: int) -> None:
     """Release the whole pages of ``mm[start:end]`` from memory (a file map re-reads them from the file if they
     are touched again; nothing is lost)."""
     lo, hi = _page_up(start), end // _PAGE * _PAGE
-    if hi > lo:
+    if hi > lo and hasattr(mmap, "MADV_DONTNEED"):  # (not on every platform: then the pages just stay)
         mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
@@ -412,7 +412,7 @@ class _Writer:
         self.b.StartVector(1, padded, 8)
         head = self.b.head = self.b.head - padded
         self.b.Bytes[head + n:head + padded] = bytes(padded - n)
-        out = self.out
+        out = self.out if self.b.Bytes is self.out else None  # (None too when the builder outgrew the map)
         if out is None or n < _PAGE:
             self.b.Bytes[head:head + n] = raw
         else:  # piece by piece from the end, releasing the written pages and the source's mapped pages
@@ -750,11 +750,17 @@ def to_buffer(graph: Graph) -> bytearray:
 def _copy_file(src: int, dst: int, offset: int, count: int) -> None:
     """Copy ``count`` bytes of file ``src`` from ``offset`` to the end of file ``dst`` (in the kernel if it can)."""
     done = 0
+    in_kernel = hasattr(os, "copy_file_range")  # Linux
     while done < count:
-        try:
-            k = os.copy_file_range(src, dst, count - done, offset + done)
-        except OSError:
-            k = os.write(dst, os.pread(src, min(count - done, _PIECE), offset + done))
+        k = 0
+        if in_kernel:
+            try:
+                k = os.copy_file_range(src, dst, count - done, offset + done)
+            except OSError:  # e.g. a file system that cannot: copy through user space from here on
+                in_kernel = False
+        if not in_kernel:
+            os.lseek(src, offset + done, os.SEEK_SET)
+            k = os.write(dst, os.read(src, min(count - done, _PIECE)))
         if k <= 0:
             raise OSError(f"short copy ({done} of {count} bytes)")
         done += k
@@ -774,7 +780,8 @@ def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
     try:
         os.ftruncate(fd, capacity)
         try:  # reserve the disk space: a full disk is then an OSError here, not a fault while writing the map
-            os.posix_fallocate(fd, 0, capacity)
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, capacity)
         except OSError as e:
             if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
                 raise
