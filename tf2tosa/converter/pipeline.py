@@ -124,6 +124,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     if fp16_mode == "keep":
         passes.keep_fp16_weights(graph)
     graph.meta.pop("fp16_weights", None)
+    graph.meta.pop("fp16_sources", None)
     passes.remove_identities(graph)
     graph.remove_dead_ops()
     passes.name_outputs(graph)

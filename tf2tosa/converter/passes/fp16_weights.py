@@ -48,6 +48,7 @@ def _fp16_exact(values: np.ndarray, piece: int = 1 << 20) -> np.ndarray | None:
 
 def keep_fp16_weights(graph: Graph) -> int:
     """Store the fp16-exact fp32 constants of a graph with fp16 weights as fp16 + CAST; returns how many."""
+    sources: dict[int, np.ndarray] = graph.meta.pop("fp16_sources", {})
     if not graph.meta.pop("fp16_weights", 0):
         return 0
     count = 0
@@ -55,7 +56,12 @@ def keep_fp16_weights(graph: Graph) -> int:
         if op.name != "tosa.CONST" or op.result.dtype is not DType.FP32 or op.result.type.size < MIN_ELEMENTS:
             continue
         r = op.result
-        half = _fp16_exact(np.asarray(op.attrs["values"]))
+        src = sources.get(r.id)
+        half: np.ndarray | None
+        if src is not None and src.dtype == np.float16 and src.size == r.type.size and not np.isnan(src).any():
+            half = src.reshape(r.type.static_shape)  # the source's own fp16 values, a view of the .tflite
+        else:
+            half = _fp16_exact(np.asarray(op.attrs["values"]))
         if half is None:
             continue
         c = graph.add_op("tosa.CONST", [], [r.type.with_dtype(DType.FP16)], {"values": half}, [f"{r.name}_fp16"],
