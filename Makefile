@@ -55,6 +55,7 @@ docs: $(STAMP)
 bench: env
 	$(BIN)/python benchmarks/bench_convert.py
 	$(BIN)/python benchmarks/bench_executor.py
+	$(BIN)/python benchmarks/bench_scale.py
 
 # A long fuzz run (tools/fuzz.py): N mutated .tflite/.tosa inputs, half structure-aware; findings in out/fuzz.
 N ?= 10000

@@ -157,6 +157,8 @@ def pytest_configure(config: pytest.Config) -> None:
     wrapped_to_bytes = RECORDER.wrap_to_bytes(tf2tosa.serializer.tosa_writer.to_bytes)
     tf2tosa.serializer.tosa_writer.to_bytes = wrapped_to_bytes  # type: ignore[assignment]
     tf2tosa.serializer.to_bytes = wrapped_to_bytes  # type: ignore[assignment]
+    tf2tosa.serializer.tosa_writer.write_file = RECORDER.wrap_write_file(  # type: ignore[assignment]
+        tf2tosa.serializer.tosa_writer.write_file)
     wrapped_run = RECORDER.wrap_run(tf2tosa.executor.runner.run)
     tf2tosa.executor.runner.run = wrapped_run  # type: ignore[assignment]
     tf2tosa.executor.run = wrapped_run  # type: ignore[assignment]

@@ -89,6 +89,16 @@ class Recorder:
 
         return to_bytes
 
+    def wrap_write_file(self, orig: Callable[..., None]) -> Callable[..., None]:
+        """Saving writes the file through a map (``tosa_writer.write_file``), not through ``to_bytes``."""
+        @functools.wraps(orig)
+        def write_file(graph: Any, path: Any, *args: Any, **kwargs: Any) -> None:
+            orig(graph, path, *args, **kwargs)
+            if not self.busy:
+                self._record(graph, Path(path).read_bytes())
+
+        return write_file
+
     def wrap_run(self, orig: Callable[..., dict[str, np.ndarray]]) -> Callable[..., dict[str, np.ndarray]]:
         @functools.wraps(orig)
         def run(graph: Any, inputs: Any, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,13 +19,25 @@ BACKENDS = ("executor", "iree")
 class TosaModel:
     """A converted TOSA 1.0 program, with the source it came from (for verification)."""
 
-    def __init__(self, graph: Graph, source: bytes | None = None, source_path: str | None = None,
+    def __init__(self, graph: Graph, source: bytes | mmap.mmap | None = None, source_path: str | None = None,
                  tf_source: Any = None) -> None:
         self.graph = graph
-        self.source = source
+        #: the source ``.tflite``: its bytes, or the read-only map of the file that the constants are views of
+        self._source = source
         self.source_path = source_path
         #: the opened TensorFlow model (converter.tensorflow.TFSource) when converted from TensorFlow
         self.tf_source = tf_source
+
+    @property
+    def source(self) -> bytes | None:
+        """The source ``.tflite``'s bytes (read from the file's map when first asked for)."""
+        if isinstance(self._source, mmap.mmap):
+            self._source = bytes(self._source)
+        return self._source
+
+    @source.setter
+    def source(self, data: bytes | None) -> None:
+        self._source = data
 
     # ----------------------------------------------------------------- facts
     @property
@@ -63,9 +76,11 @@ class TosaModel:
         both or neither, each atomically.
 
         Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
-        from .outputs import write_files
+        from .outputs import Content, write_files
+        from .serializer.tosa_writer import write_file
 
-        files: dict[str | os.PathLike[str], bytes] = {path: self.to_bytes()}
+        # built in a file map: the whole flatbuffer is never in memory
+        files: dict[str | os.PathLike[str], Content] = {path: lambda tmp: write_file(self.graph, tmp)}
         if mlir is not None:
             files[mlir] = self.to_mlir(mlir_syntax).encode()
         write_files(files)
@@ -184,16 +199,32 @@ def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
         raise ModelLoadError(f"cannot read model: {e.strerror}", file=path) from None
 
 
+def _map_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes | mmap.mmap, str]:
+    """A ``.tflite`` to convert: bytes as given, a file memory-mapped (its constants are read in place)."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _read_source(source)
+    from .converter.tflite import map_file
+
+    path = str(source)
+    try:
+        return map_file(path), path
+    except OSError as e:
+        raise ModelLoadError(f"cannot read model: {e.strerror}", file=path) from None
+
+
 def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
             rounding: str = "double", fold: bool = True, signature: str = "serving_default",
-            **extra: Any) -> TosaModel:
+            fp16_weights: str = "keep", **extra: Any) -> TosaModel:
     """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), a TensorFlow SavedModel directory, a ``.keras`` /
     ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
 
     ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``rounding`` is the
     requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
     EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
+    ``fp16_weights``: ``"keep"`` stores float16 weights (TFLite's DEQUANTIZE of an fp16 constant) as fp16 constants
+    and a CAST to fp32, so the ``.tosa`` stays about the source's size; ``"expand"`` stores them as fp32 constants.
     """
+    extra["fp16_weights"] = fp16_weights
     from .converter.nnef import is_nnef_source
     from .converter.pipeline import ConvertOptions, convert_graph
     from .converter.source import convert_options, convert_tflite_data
@@ -221,7 +252,7 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
         graph, src = tensorflow_frontend(source, options, signature=signature)
         convert_graph(graph, options, file=src.label)
         return TosaModel(graph, source_path=src.label, tf_source=src)
-    data, path = _read_source(source)
+    data, path = _map_source(source)
     graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, fold=fold,
                                                             rounding=rounding, **extra))
     return TosaModel(graph, source=data, source_path=path)

@@ -272,6 +272,9 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                                               "or single (PRO-INT only)"),
             target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP + "; convert fails "
                                                      "(writing nothing) when there is any"),
+            fp16_weights: str = typer.Option("keep", "--fp16-weights", metavar="keep|expand",
+                                             help="float16 weights: keep (fp16 constants + CAST, the file stays "
+                                                  "the source's size) or expand (fp32 constants)"),
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -286,7 +289,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
-                       qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll)
+                       qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
+                       fp16_weights=fp16_weights)
         if target is not None:
             m.require_target(target.value)
         prog(1, 3 if verify else 2, "writing")

@@ -19,7 +19,7 @@ from pathlib import Path
 from .errors import OutputError
 
 #: a file's content: the bytes, or a function that writes the file at the (temporary) path it is given
-Content = bytes | Callable[[Path], None]
+Content = bytes | bytearray | memoryview | Callable[[Path], None]
 
 _REASONS = {
     errno.ENOENT: "the directory does not exist",

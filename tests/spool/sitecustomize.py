@@ -19,9 +19,24 @@ def _wrap(module: Any, spool: str) -> None:
     import json
 
     orig = module.to_bytes
+    orig_write_file = module.write_file
 
     def to_bytes(graph: Any, *args: Any, **kwargs: Any) -> bytes:
         data: bytes = orig(graph, *args, **kwargs)
+        _spool(graph, data)
+        return data
+
+    def write_file(graph: Any, path: Any, *args: Any, **kwargs: Any) -> None:
+        """Saving writes the file through a map (``tosa_writer.write_file``), not through ``to_bytes``."""
+        orig_write_file(graph, path, *args, **kwargs)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return
+        _spool(graph, data)
+
+    def _spool(graph: Any, data: bytes) -> None:
         try:
             sha = hashlib.sha256(data).hexdigest()
             path = os.path.join(spool, sha + ".tosa")
@@ -35,9 +50,9 @@ def _wrap(module: Any, spool: str) -> None:
                 os.replace(tmp, path)
         except (OSError, TypeError, ValueError):  # the spool is best effort; the product's write is unaffected
             pass
-        return data
 
     module.to_bytes = to_bytes
+    module.write_file = write_file
 
 
 if _SPOOL:

@@ -112,6 +112,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     """Run the whole pipeline on a frontend graph (every frontend's: ``.tflite`` and TensorFlow); returns the same
     graph, now in TOSA form.  The passes are :mod:`.passes`, in the order listed there."""
     options = options or ConvertOptions()
+    fp16_mode = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file)
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file)
 
     ctx = legalize_context(options, file)
@@ -120,6 +121,10 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     passes.refresh_shapes(graph)
     if options.fold:
         passes.fold_constants(graph)
+    if fp16_mode == "keep":
+        passes.keep_fp16_weights(graph)
+    graph.meta.pop("fp16_weights", None)
+    graph.meta.pop("fp16_sources", None)
     passes.remove_identities(graph)
     graph.remove_dead_ops()
     passes.name_outputs(graph)

@@ -3,6 +3,7 @@ importing :mod:`tf2tosa.api` (see docs/architecture.md, "Layers")."""
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ def convert_options(*, input_shapes: Mapping[str, Sequence[int]] | None = None, 
     return ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, extra=dict(extra))
 
 
-def convert_tflite_data(data: bytes, path: str, options: ConvertOptions) -> Graph:
+def convert_tflite_data(data: bytes | mmap.mmap, path: str, options: ConvertOptions) -> Graph:
     """Load and convert a ``.tflite`` read from ``path`` (``"<bytes>"`` when it came as bytes)."""
     graph = load_tflite(data, name=Path(path).stem if path != "<bytes>" else None,
                         file=path if path != "<bytes>" else None)

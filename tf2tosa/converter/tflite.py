@@ -88,6 +88,7 @@ one-line message naming the file.
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import re
 import struct
@@ -133,7 +134,7 @@ _NO_VALUE_TYPE = TensorType((), DType.FP32)
 
 def _oneline(text: str, limit: int) -> str:
     """``text`` with control characters escaped, cut to ``limit`` characters."""
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    out = text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
@@ -166,7 +167,7 @@ class _Tensor:
     sparsity: dict[str, Any] | None
 
 
-def load_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview, name: str | None = None,
+def load_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview | mmap.mmap, name: str | None = None,
                 file: str | None = None) -> Graph:
     """Load a ``.tflite`` model (a path or the file's bytes) into the IR.
 
@@ -174,14 +175,18 @@ def load_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview,
     bytes were read from, for error messages.
     Raises :class:`ModelLoadError` for a missing, truncated or corrupt file.
     """
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source)
+    data: bytes | mmap.mmap
+    if isinstance(source, (bytes, mmap.mmap)):
+        data = source  # read in place: constants become read-only views of these bytes
+        label = file or name or "<bytes>"
+    elif isinstance(source, (bytearray, memoryview)):
+        data = bytes(source)  # a mutable buffer is copied once, so the graph cannot change under it
         label = file or name or "<bytes>"
     else:
         file = os.fspath(source)
         label = file
         try:
-            data = Path(file).read_bytes()
+            data = map_file(file)
         except OSError as e:
             raise ModelLoadError(f"cannot read TFLite model: {e.strerror or e}", file=label) from e
     loader = _Loader(data, file, label, name)
@@ -203,8 +208,17 @@ def load_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview,
                              file=label) from e
 
 
+def map_file(path: str | os.PathLike[str]) -> bytes | mmap.mmap:
+    """The file's bytes as a read-only memory map (pages are read when touched, never copied), or ``b""`` for an
+    empty file (which cannot be mapped).  Raises OSError."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
 class _Loader:
-    def __init__(self, buf: bytes, file: str | None, label: str, name: str | None) -> None:
+    def __init__(self, buf: bytes | mmap.mmap, file: str | None, label: str, name: str | None) -> None:
         self.buf = buf
         self.n = len(buf)
         self.file = file
@@ -388,7 +402,7 @@ class _Loader:
         if length == 0:
             return None
         arr = b.DataAsNumpy()  # raises when the vector runs past the end of the file
-        return memoryview(arr.tobytes() if not isinstance(arr, int) else b"")
+        return memoryview(arr if not isinstance(arr, int) else b"")  # a view of the file, not a copy
 
     def _holds_data(self, index: int) -> bool:
         """Whether buffer ``index`` holds data (a constant tensor), without reading the data."""
@@ -450,7 +464,7 @@ class _Loader:
         q = self.table(q, f"QuantizationParameters of {_q(name)}")
         if q.ScaleIsNone() or self.vlen(q.ScaleLength(), "scale") == 0:
             return None
-        scale = [float(x) for x in q.ScaleAsNumpy()]
+        scale = [float(x) for x in q.ScaleAsNumpy().tolist()]
         # TFLite's converter gives an all-zero channel (or tensor) of constant weights the scale 0.0: every value of
         # it dequantizes to 0 whatever the scale, and its RESCALE multiplier becomes 0 (quant.scale).  A scale of 0
         # on a computed tensor has no meaning (TFLite would divide by it), so only constants may carry it.
@@ -461,7 +475,7 @@ class _Loader:
             self.fail(f"quantization of tensor {_q(name)} has scale {bad} ({what})", tensor=name)
         zp: list[int] = []
         if not q.ZeroPointIsNone() and self.vlen(q.ZeroPointLength(), "zero_point", 8):
-            zp = [int(x) for x in q.ZeroPointAsNumpy()]
+            zp = [int(x) for x in q.ZeroPointAsNumpy().tolist()]
         if not zp:
             zp = [0] * len(scale)
         elif len(zp) == 1 and len(scale) > 1:
@@ -541,7 +555,8 @@ class _Loader:
         if nbytes != count * st.itemsize:
             self.fail(f"constant tensor {_q(t.name)} of shape {list(shape)} and type {dtype.value} needs "
                       f"{count * st.itemsize} bytes but its buffer has {nbytes}", tensor=t.name)
-        arr = np.frombuffer(data, dtype=st).reshape(shape).copy()
+        # a read-only view of the file's bytes: constants are not copied (they go to the .tosa from here)
+        arr = np.frombuffer(data, dtype=st).reshape(shape)
         return self._native(arr, dtype), extra
 
     @staticmethod

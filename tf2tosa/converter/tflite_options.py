@@ -19,6 +19,7 @@ so e.g. ``fused_activation_function`` is always present for ops that have it.
 
 from __future__ import annotations
 
+import mmap
 import re
 from functools import cache
 from typing import Any
@@ -220,7 +221,7 @@ def _read_fields(cls_name: str, obj: Any, max_len: int) -> dict[str, Any]:
     return out
 
 
-def decode_options(cls_name: str, buf: bytes | bytearray, pos: int) -> dict[str, Any]:
+def decode_options(cls_name: str, buf: bytes | bytearray | mmap.mmap, pos: int) -> dict[str, Any]:
     """Decode the options table ``cls_name`` located at ``pos`` in ``buf``.
 
     The caller is responsible for checking that ``pos`` is a valid table position.
@@ -233,7 +234,7 @@ def decode_options(cls_name: str, buf: bytes | bytearray, pos: int) -> dict[str,
     return _read_fields(cls_name, obj, len(buf))
 
 
-def _read_raw(cls_name: str, buf: bytes | bytearray, pos: int) -> dict[str, Any]:
+def _read_raw(cls_name: str, buf: bytes | bytearray | mmap.mmap, pos: int) -> dict[str, Any]:
     tab = flatbuffers.table.Table(buf, pos)
     out: dict[str, Any] = {}
     for field, voff, _kind in _RAW_TABLES[cls_name]:

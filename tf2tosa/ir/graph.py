@@ -126,6 +126,9 @@ class Graph:
         self.meta: dict[str, Any] = {}
         self._ids = itertools.count()
         self._names: set[str] = set()
+        #: bumped by every change of the ops or edges; the topological order is cached per version
+        self._version = 0
+        self._order: tuple[tuple[int, int], list[Operation]] | None = None
 
     # ------------------------------------------------------------------ metadata read across packages
     @property
@@ -171,6 +174,7 @@ class Graph:
             op.results.append(Value(self, next(self._ids), self.unique_name(base), t, op, i))
         self.ops[op.id] = op
         self.nx.add_node(op.id)
+        self._version += 1
         for k, v in enumerate(operands):
             self._add_edge(v, op, k)
         return op
@@ -188,6 +192,7 @@ class Graph:
     def _add_edge(self, v: Value, consumer: Operation, k: int) -> None:
         src = v.producer.id if v.producer is not None else INPUT
         self.nx.add_edge(src, consumer.id, key=(v.id, k), value=v, index=k)
+        self._version += 1
 
     def set_operand(self, op: Operation, k: int, v: Value) -> None:
         old = op.operands[k]
@@ -196,14 +201,27 @@ class Graph:
         op.operands[k] = v
         self._add_edge(v, op, k)
 
+    def truncate_operands(self, op: Operation, n: int) -> None:
+        """Drop the operands of ``op`` from position ``n`` on."""
+        for k in range(len(op.operands) - 1, n - 1, -1):
+            w = op.operands[k]
+            self.nx.remove_edge(w.producer.id if w.producer is not None else INPUT, op.id, key=(w.id, k))
+            op.operands.pop()
+        self._version += 1
+
     def remove_op(self, op: Operation) -> None:
         """Remove an operation; its results must be unused."""
         for r in op.results:
             if self.uses(r) or r in self.outputs:
                 raise ValueError(f"cannot remove {op}: result {r.name} still used")
             self._names.discard(r.name)
+        self.discard_op(op)
+
+    def discard_op(self, op: Operation) -> None:
+        """Remove an operation and its edges without checking its uses (a caller removing a whole subgraph)."""
         self.nx.remove_node(op.id)
         del self.ops[op.id]
+        self._version += 1
 
     # ---------------------------------------------------------------- queries
     def uses(self, v: Value) -> list[tuple[Operation, int]]:
@@ -222,9 +240,15 @@ class Graph:
         self.outputs = [new if o is old else o for o in self.outputs]
 
     def topological_order(self) -> list[Operation]:
-        """Operations in a deterministic topological order (ties broken by creation id)."""
-        order = nx.lexicographical_topological_sort(self.nx)
-        return [self.ops[n] for n in order if n != INPUT]
+        """Operations in a deterministic topological order (ties broken by creation id).
+
+        The sort is done once per version of the graph (every change of its ops or edges through these methods
+        makes a new version), so passes that only read the graph share one sort; the caller gets its own list."""
+        key = (self._version, self.nx.number_of_nodes())
+        if self._order is None or self._order[0] != key:
+            order = nx.lexicographical_topological_sort(self.nx)
+            self._order = (key, [self.ops[n] for n in order if n != INPUT])
+        return list(self._order[1])
 
     def __iter__(self) -> Iterator[Operation]:
         return iter(self.topological_order())
@@ -248,8 +272,7 @@ class Graph:
             stack.extend(v.producer for v in op.operands if v.producer is not None)
         dead = [op for op in self.topological_order() if op.id not in live and not op.attrs.get("side_effect")]
         for op in reversed(dead):
-            self.nx.remove_node(op.id)
-            del self.ops[op.id]
+            self.discard_op(op)
         return len(dead)
 
     def op_counts(self) -> dict[str, int]:

@@ -271,8 +271,7 @@ def _rollback(graph: Graph, before: set[int]) -> None:
     """Remove every op added to ``graph`` since ``before`` (its op ids) was taken."""
     new = [op for op in graph.topological_order() if op.id not in before]
     for op in reversed(new):
-        graph.nx.remove_node(op.id)
-        del graph.ops[op.id]
+        graph.discard_op(op)
         for r in op.results:
             graph._names.discard(r.name)
 

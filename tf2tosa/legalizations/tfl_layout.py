@@ -15,7 +15,6 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value, has_value
-from ..ir.graph import INPUT
 from ..quant.activation import fused_activation_q
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
@@ -247,10 +246,7 @@ def _drop_empty(b: Builder, op: Operation, v: Value) -> None:
             raise Unsupported("concatenation of empty split_v pieces only (TOSA has no empty tensors, S760)")
         for k in range(len(user.operands)):
             g.set_operand(user, k, keep[0])  # detach v everywhere, then shrink the operand list
-        for k in range(len(user.operands) - 1, len(keep) - 1, -1):
-            w = user.operands[k]
-            g.nx.remove_edge(w.producer.id if w.producer is not None else INPUT, user.id, key=(w.id, k))
-            user.operands.pop()
+        g.truncate_operands(user, len(keep))
         for k, w in enumerate(keep):
             g.set_operand(user, k, w)
 

@@ -163,7 +163,12 @@ def dequantize(b: Builder, op: Operation) -> list[Value]:
     x = op.operands[0]
     out = tosa_dtype(op.results[0].type.dtype)
     if x.dtype in _FLOATS and not x.type.is_quantized:
-        return [b.cast(data_operand(b, x), out)]
+        y = b.cast(data_operand(b, x), out)
+        if x.dtype is DType.FP16 and x.is_const:  # fp16 weights: the fp16_weights pass may store them as fp16
+            b.graph.meta["fp16_weights"] = b.graph.meta.get("fp16_weights", 0) + 1
+            if y.is_const:  # the pass can reuse the source's fp16 array for this constant
+                b.graph.meta.setdefault("fp16_sources", {})[y.id] = x.const()
+        return [y]
     c = x.const()
     q = x.type.quant
     if c is not None and q is not None:

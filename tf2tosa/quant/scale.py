@@ -111,11 +111,39 @@ def quantize_multiplier_arrays(scales: Sequence[float] | np.ndarray, scale32: bo
     flat = np.asarray(scales, dtype=np.float64).reshape(-1)
     if flat.size == 0:
         raise Unsupported("empty scale vector")
+    fast = _multiplier_arrays(flat, scale32)
+    if fast is not None:
+        return fast
     fn = compute_scale_32 if scale32 else compute_scale_16
     pairs = [fn(float(s)) for s in flat]
     mult = np.array([p[0] for p in pairs], dtype=np.int32 if scale32 else np.int16)
     shift = np.array([p[1] for p in pairs], dtype=np.int8)
     return mult, shift
+
+
+def _multiplier_arrays(flat: np.ndarray, scale32: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`compute_scale_32` / :func:`compute_scale_16` over a float64 array, the same float64 operations
+    elementwise; None when a scale needs the scalar path's error (not finite, negative, too large)."""
+    if not np.all(np.isfinite(flat)) or np.any(flat < 0.0):
+        return None
+    m, e = np.frexp(flat)
+    q = np.floor(m * float(1 << 31) + 0.5).astype(np.int64)
+    e = e.astype(np.int64)
+    full = q == (1 << 31)
+    q = np.where(full, q // 2, q)
+    e = np.where(full, e + 1, e)
+    zero = (flat == 0.0) | (e < -31)
+    q = np.where(zero, 0, q)
+    if scale32:
+        mult, shift = q, 31 - e
+    else:
+        mult, shift = np.where(q < 0x7FFF0000, (q + (1 << 15)) >> 16, 0x7FFF), 15 - e
+    if np.any(~zero & (shift < MIN_SHIFT)):
+        return None
+    flushed = zero | (shift > MAX_SHIFT)
+    mult = np.where(flushed, 0, mult)
+    shift = np.where(flushed, MAX_SHIFT, shift)
+    return mult.astype(np.int32 if scale32 else np.int16), shift.astype(np.int8)
 
 
 def scale_of(multiplier: int, shift: int) -> float:

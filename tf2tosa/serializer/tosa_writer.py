@@ -30,7 +30,10 @@ graph always gives the same bytes.
 
 from __future__ import annotations
 
+import errno
+import mmap
 import os
+import struct
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -215,6 +218,31 @@ def encode_array(values: Any, dtype: DType) -> bytes:
     return flat.astype(np_dt).tobytes()
 
 
+_PLAIN = {DType.INT8: "<i1", DType.INT16: "<i2", DType.INT32: "<i4", DType.FP16: "<f2", DType.FP32: "<f4"}
+
+#: bytes per element of constant data (INT4 packs two per byte)
+_ELEMENT_BYTES = {DType.BOOL: 1, DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, DType.INT48: 6, DType.FP16: 2,
+                  DType.BF16: 2, DType.FP32: 4, DType.FP8E4M3: 1, DType.FP8E5M2: 1, DType.SHAPE: 8}
+
+#: the largest flatbuffer: offsets are 32-bit signed
+MAX_FLATBUFFER_BYTES = 2**31 - 1
+
+
+def data_size(t: TensorType) -> int:
+    """Bytes of a constant of type ``t`` in the file, padding to 8 included (from the type: nothing is encoded)."""
+    n = (t.size + 1) // 2 if t.dtype is DType.INT4 else t.size * _ELEMENT_BYTES.get(t.dtype, 8)
+    return n + (-n % 8)
+
+
+def constant_data(values: Any, dtype: DType) -> Any:
+    """The little-endian bytes of constant ``values`` as ``dtype``: for the plain types a contiguous view of the
+    array itself when it already has that layout (no copy), else :func:`encode_array`'s bytes."""
+    np_dt = _PLAIN.get(dtype)
+    if np_dt is None:
+        return encode_array(values, dtype)
+    return np.ascontiguousarray(np.asarray(values).reshape(-1).astype(np_dt, copy=False))
+
+
 def _pad8(data: bytes) -> bytes:
     return data + b"\0" * (-len(data) % 8)
 
@@ -226,10 +254,55 @@ class _Region:
     graph: Graph
 
 
+#: constant data is copied in pieces of this size when the output is a file map (see :func:`write_file`)
+_PIECE = 4 << 20
+_PAGE = mmap.PAGESIZE
+
+
+def _page_up(n: int) -> int:
+    return -(-n // _PAGE) * _PAGE
+
+
+def _drop(mm: mmap.mmap, start: int, end: int) -> None:
+    """Release the whole pages of ``mm[start:end]`` from memory (a file map re-reads them from the file if they
+    are touched again; nothing is lost)."""
+    lo, hi = _page_up(start), end // _PAGE * _PAGE
+    if hi > lo and hasattr(mmap, "MADV_DONTNEED"):  # (not on every platform: then the pages just stay)
+        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def _file_region(arr: np.ndarray) -> tuple[mmap.mmap, int] | None:
+    """(map, offset) when ``arr``'s data lies in a memory-mapped file (a constant read in place from a .tflite)."""
+    base: Any = arr
+    for _ in range(16):  # arrays and memoryviews over one another, down to the map
+        if isinstance(base, np.ndarray):
+            base = base.base
+        elif isinstance(base, memoryview):
+            base = base.obj
+        else:
+            break
+    if not isinstance(base, mmap.mmap):
+        return None
+    mm = base
+    start = np.frombuffer(mm, dtype=np.uint8, count=1).ctypes.data
+    offset = arr.ctypes.data - start
+    return (mm, offset) if 0 <= offset and offset + arr.nbytes <= len(mm) else None
+
+
 class _Writer:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, out: mmap.mmap | None = None) -> None:
         self.main = graph
-        self.b = flatbuffers.Builder(1024)
+        estimate = _size_estimate(graph)
+        if out is None:
+            self.b = flatbuffers.Builder(estimate)  # sized up front: no regrowth, no copies
+        else:
+            # built in place in a file map: pages are released once written (the flatbuffer is written back to
+            # front and never changes what lies above its head), so memory does not grow with the constants
+            self.b = flatbuffers.Builder(0)
+            self.b.Bytes = out  # type: ignore[assignment]
+            self.b.head = flatbuffers.number_types.UOffsetTFlags.py_type(len(out))
+        self.out = out
+        self.released = len(out) if out is not None else 0
         self.used_tensor_names: set[str] = set()
         self.used_region_names: set[str] = {"main"}
         self.regions: list[_Region] = [_Region("main", graph)]
@@ -293,25 +366,65 @@ class _Writer:
         return self.b.CreateString(s)
 
     def _offset_vector(self, offsets: list[int]) -> int:
-        self.b.StartVector(4, len(offsets), 4)
-        for off in reversed(offsets):
-            self.b.PrependUOffsetTRelative(off)
-        return self.b.EndVector()
+        """A vector of offsets, the bytes ``PrependUOffsetTRelative`` would write element by element, packed at once
+        (StartVector has aligned the head and made room for all of them)."""
+        b, n = self.b, len(offsets)
+        b.StartVector(4, n, 4)
+        if n:
+            first = len(b.Bytes) - b.head  # Offset() before the last element is prepended
+            rel = []
+            for i, off in enumerate(reversed(offsets)):
+                if off > first + 4 * i:
+                    raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+                rel.append(first + 4 * i - off + 4)
+            rel.reverse()
+            b.head -= 4 * n
+            struct.pack_into(f"<{n}I", b.Bytes, b.head, *rel)
+        return b.EndVector()
 
     def _string_vector(self, items: list[str]) -> int:
         return self._offset_vector([self._string(s) for s in items])
 
     def _i32_vector(self, items: list[int]) -> int:
-        self.b.StartVector(4, len(items), 4)
-        for x in reversed(items):
-            self.b.PrependInt32(int(x))
-        return self.b.EndVector()
+        b, n = self.b, len(items)
+        b.StartVector(4, n, 4)
+        if n:
+            try:
+                struct.pack_into(f"<{n}i", b.Bytes, b.head - 4 * n, *(int(x) for x in items))
+            except struct.error as e:  # as flatbuffers' own range check reports it
+                raise TypeError(f"bad int32 vector: {e}") from None
+            b.head -= 4 * n
+        return b.EndVector()
 
     def _byte_vector(self, data: bytes, align: int = 8) -> int:
         n = len(data)
         self.b.StartVector(1, n, align)
         self.b.head = self.b.head - n
         self.b.Bytes[self.b.head:self.b.head + n] = data
+        return self.b.EndVector()
+
+    def _data_vector(self, data: Any) -> int:
+        """A ``[ubyte]`` of constant data (bytes or a contiguous array), zero-padded to 8 bytes and 8-byte aligned,
+        copied once: from the array's buffer into the flatbuffer."""
+        raw = memoryview(data).cast("B")
+        n = raw.nbytes
+        padded = n + (-n % 8)
+        self.b.StartVector(1, padded, 8)
+        head = self.b.head = self.b.head - padded
+        self.b.Bytes[head + n:head + padded] = bytes(padded - n)
+        out = self.out if self.b.Bytes is self.out else None  # (None too when the builder outgrew the map)
+        if out is None or n < _PAGE:
+            self.b.Bytes[head:head + n] = raw
+        else:  # piece by piece from the end, releasing the written pages and the source's mapped pages
+            source = _file_region(data) if isinstance(data, np.ndarray) else None
+            for lo in range((n - 1) // _PIECE * _PIECE, -1, -_PIECE):
+                hi = min(lo + _PIECE, n)
+                out[head + lo:head + hi] = raw[lo:hi]
+                if source is not None:
+                    _drop(source[0], source[1] + lo, source[1] + hi)
+                if self.released - (head + lo) >= _PIECE:  # everything above the head is final
+                    _drop(out, head + lo, self.released)
+                    self.released = min(self.released, _page_up(head + lo))
         return self.b.EndVector()
 
     # ------------------------------------------------------------ attributes
@@ -369,7 +482,7 @@ class _Writer:
         return self.b.EndObject()
 
     # ------------------------------------------------------------ tables
-    def _tensor(self, name: str, v: Value, data: bytes | None) -> int:
+    def _tensor(self, name: str, v: Value, data: Any) -> int:
         t = v.type
         if not t.is_static:
             raise InvalidGraphError(f"tensor shape {t.shape} is not static", tensor=v.name)
@@ -377,7 +490,7 @@ class _Writer:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
         name_off = self._string(name)
         shape_off = self._i32_vector(list(t.static_shape))
-        data_off = self._byte_vector(data) if data is not None else None
+        data_off = self._data_vector(data) if data is not None else None
         self.b.StartObject(14)
         self.b.PrependUOffsetTRelativeSlot(T_NAME, name_off, 0)
         self.b.PrependUOffsetTRelativeSlot(T_SHAPE, shape_off, 0)
@@ -492,7 +605,7 @@ class _Writer:
                     if vals.size != r.type.size:
                         raise InvalidGraphError(f"CONST values have {vals.size} elements, type needs {r.type.size}",
                                                 op=op.name, tensor=r.name)
-                    data = _pad8(encode_array(vals, r.type.dtype))
+                    data = constant_data(vals, r.type.dtype)
                 tensor_offs.append(self._tensor(names[r.id], r, data))
         try:
             in_names = [names[v.id] for v in g.inputs]
@@ -523,7 +636,7 @@ class _Writer:
         self.b.PrependUOffsetTRelativeSlot(R_BLOCKS, blocks_vec, 0)
         return self.b.EndObject()
 
-    def write(self) -> bytes:
+    def write(self) -> bytearray:
         self._name_graph(self.main)
         region_offs = [self._region(r) for r in self.regions]
         regions_vec = self._offset_vector(region_offs)
@@ -539,7 +652,11 @@ class _Writer:
         self.b.PrependUOffsetTRelativeSlot(G_REGIONS, regions_vec, 0)
         root = self.b.EndObject()
         self.b.Finish(root, file_identifier=FILE_IDENTIFIER)
-        return bytes(self.b.Output())
+        out = self.b.Bytes
+        if not isinstance(out, bytearray):  # the file map: the flatbuffer is its tail
+            return memoryview(out)[self.b.Head():]  # type: ignore[return-value]
+        del out[:self.b.Head()]  # the unused front: CPython moves the buffer's start, the data is not copied
+        return out
 
 
 VARIABLE_OPS = frozenset({"VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE"})
@@ -593,20 +710,114 @@ def _loc(op: Operation) -> str:
     return f"({op.location})" if op.location else ""
 
 
+def _size_estimate(graph: Graph) -> int:
+    """An upper estimate of the flatbuffer's size, from the types (nothing is encoded); raises
+    :class:`InvalidGraphError` naming the largest constant when the constants alone pass the 2 GiB limit."""
+    data = 0
+    other = 1024
+    largest: tuple[int, str] = (0, "")
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        other += 256 * (len(g.inputs) + len(g.outputs)) + 512
+        for op in g.ops.values():
+            # tables, vtables, shape vectors; each name is written as a string where it is defined and where used
+            other += 512 + len(op.location or "") + sum(256 + 2 * len(r.name) for r in op.results) \
+                + sum(16 + len(v.name) for v in op.operands)
+            stack.extend(op.regions)
+            if op.opcode in ("CONST", "CONST_SHAPE", "VARIABLE") and op.results:
+                n = data_size(op.results[0].type)
+                data += n
+                largest = max(largest, (n, op.results[0].name))
+    if data + other > MAX_FLATBUFFER_BYTES:
+        raise InvalidGraphError(
+            f"the program's constants take {data / 2**30:.2f} GiB, more than a TOSA flatbuffer can hold (2 GiB: "
+            f"32-bit offsets); the largest is {largest[0] / 2**20:.1f} MiB", file=graph.meta.get("file"),
+            tensor=largest[1])
+    return data + other
+
+
+def to_buffer(graph: Graph) -> bytearray:
+    """Serialize ``graph`` (``tosa.*`` operations only) to a TOSA flatbuffer, returned as the builder's own buffer
+    (no copy of the whole file; :func:`to_bytes` for immutable bytes)."""
+    try:
+        return _Writer(graph).write()
+    except flatbuffers.builder.BuilderSizeError:
+        raise InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit offsets)",
+                                file=graph.meta.get("file")) from None
+
+
+def _copy_file(src: int, dst: int, offset: int, count: int) -> None:
+    """Copy ``count`` bytes of file ``src`` from ``offset`` to the end of file ``dst`` (in the kernel if it can)."""
+    done = 0
+    in_kernel = hasattr(os, "copy_file_range")  # Linux
+    while done < count:
+        k = 0
+        if in_kernel:
+            try:
+                k = os.copy_file_range(src, dst, count - done, offset + done)
+            except OSError:  # e.g. a file system that cannot: copy through user space from here on
+                in_kernel = False
+        if not in_kernel:
+            os.lseek(src, offset + done, os.SEEK_SET)
+            k = os.write(dst, os.read(src, min(count - done, _PIECE)))
+        if k <= 0:
+            raise OSError(f"short copy ({done} of {count} bytes)")
+        done += k
+
+
+def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
+    """Serialize ``graph`` into the file ``path`` without holding the whole flatbuffer in memory.
+
+    The flatbuffer is built in a memory map of a scratch file beside ``path`` (sparse, as large as the size
+    estimate allows), whose pages are released as they are written; its tail, the finished flatbuffer, is then
+    copied into ``path`` by the kernel.  The bytes are those of :func:`to_bytes`.  Not atomic by itself: callers
+    give a temporary path (:func:`tf2tosa.outputs.write_files` does)."""
+    path = os.fspath(path)
+    estimate = _size_estimate(graph)
+    capacity = min(estimate + estimate // 8 + (1 << 20), flatbuffers.Builder.MAX_BUFFER_SIZE)
+    fd, scratch = tempfile.mkstemp(prefix=".scratch-", suffix=".tosa", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        os.ftruncate(fd, capacity)
+        try:  # reserve the disk space: a full disk is then an OSError here, not a fault while writing the map
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, capacity)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
+        with mmap.mmap(fd, capacity) as mm:
+            try:
+                data: Any = _Writer(graph, mm).write()
+            except flatbuffers.builder.BuilderSizeError:
+                raise InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit "
+                                        "offsets)", file=graph.meta.get("file")) from None
+            with open(path, "wb") as f:
+                if isinstance(data, memoryview) and data.obj is mm:
+                    size = len(data)
+                    data.release()
+                    _copy_file(fd, f.fileno(), capacity - size, size)
+                else:  # the builder outgrew the map and moved to memory
+                    f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+    finally:
+        os.close(fd)
+        os.unlink(scratch)
+
+
 def to_bytes(graph: Graph) -> bytes:
     """Serialize ``graph`` (``tosa.*`` operations only) to TOSA flatbuffer bytes."""
-    return _Writer(graph).write()
+    return bytes(to_buffer(graph))
 
 
 def save(graph: Graph, path: str | os.PathLike[str]) -> None:
     """Write ``graph`` to ``path`` atomically (temporary file in the same directory, then rename)."""
-    data = to_bytes(graph)
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".tosa", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        os.close(fd)
+        write_file(graph, tmp)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)

@@ -82,7 +82,8 @@ def install() -> None:
     @functools.wraps(orig_write)
     def write(self: Any) -> bytes:
         data = orig_write(self)
-        record("tosa", _normalized(self.main, data, lambda g: orig_write(tosa_writer._Writer(g))))
+        # bytes(): a file-mapped write returns a memoryview of the map (tosa_writer.write_file)
+        record("tosa", bytes(_normalized(self.main, bytes(data), lambda g: orig_write(tosa_writer._Writer(g)))))
         return data
 
     tosa_writer._Writer.write = write  # type: ignore[method-assign]

@@ -6,8 +6,9 @@
 4. :mod:`.constants` — the frontend constants still in use become tosa.CONST with TOSA types;
 5. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
 6. :mod:`.fold` — ops with constant operands folded;
-7. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
-8. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt.
+7. :mod:`.fp16_weights` — the source's float16 weights stored as fp16 constants + CAST (``--fp16-weights keep``);
+8. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
+9. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt.
 
 Each module's docstring names its input and output form.
 """
@@ -18,11 +19,13 @@ from ...tosa.constants import narrow_constant, retype
 from .constants import finish_constants
 from .densify import densify
 from .fold import fold_constants
+from .fp16_weights import fp16_weights_mode, keep_fp16_weights
 from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
 from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_shapes
 from .unsigned_io import unsigned_io
 
-__all__ = ["densify", "finish_constants", "fold_constants", "name_outputs", "narrow_constant", "rebuild_tensor_map",
-           "refresh_shapes", "remove_identities", "resolve_input_shapes", "retype", "unsigned_io"]
+__all__ = ["densify", "finish_constants", "fold_constants", "fp16_weights_mode", "keep_fp16_weights", "name_outputs",
+           "narrow_constant", "rebuild_tensor_map", "refresh_shapes", "remove_identities", "resolve_input_shapes",
+           "retype", "unsigned_io"]

@@ -1,0 +1,205 @@
+"""Conversion speed and scale (issue 16): the cached topological order, constants read in place from the mapped
+.tflite and written once, the file-mapped writer, fp16 weights kept as fp16 + CAST, the 2 GiB limit.
+
+Oracles: networkx's own sort for the order; TFLite's scalar QuantizeMultiplier (``compute_scale_32/16``) for the
+vectorized multipliers; LiteRT (``verify``) and Arm's reference model for the fp16-weight programs; the in-memory
+writer's bytes for the file-mapped writer.  Timings are not asserted here (benchmarks/bench_convert.py and
+benchmarks/bench_scale.py measure them).
+"""
+
+from __future__ import annotations
+
+import mmap
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import tf2tosa
+from tf2tosa.errors import InvalidGraphError
+from tf2tosa.ir.graph import INPUT, Graph
+from tf2tosa.ir.types import DType, TensorType
+from tf2tosa.quant.scale import compute_scale_16, compute_scale_32, quantize_multiplier_arrays
+from tf2tosa.serializer import tosa_writer
+from tf2tosa.verify import tosa_tools
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = sorted((ROOT / "models" / "samples").glob("*.tflite"))
+needs_tools = pytest.mark.skipif(not tosa_tools.available(), reason="tosa-tools environment not available")
+
+
+def _networkx_order(g: Graph) -> list[int]:
+    return [n for n in nx.lexicographical_topological_sort(g.nx) if n != INPUT]
+
+
+def test_topological_order_follows_every_change() -> None:
+    g = Graph()
+    x = g.add_input("x", TensorType((2,), DType.FP32))
+    a = g.add_op("tosa.ABS", [x], [x.type]).result
+    b = g.add_op("tosa.NEGATE", [a], [x.type]).result
+    g.outputs = [b]
+    first = g.topological_order()
+    assert [op.id for op in first] == _networkx_order(g)
+    first.clear()  # the caller's list is its own
+    assert len(g.topological_order()) == 2
+    c = g.add_op("tosa.EXP", [x], [x.type])  # a new op
+    g.set_operand(b.producer, 0, c.result)  # type: ignore[arg-type]  # an edge moved
+    assert [op.id for op in g.topological_order()] == _networkx_order(g)
+    g.remove_op(a.producer)  # type: ignore[arg-type]
+    assert [op.id for op in g.topological_order()] == _networkx_order(g)
+    cat = g.add_op("tosa.CONCAT", [c.result, b, b], [TensorType((6,), DType.FP32)], {"axis": 0})
+    g.truncate_operands(cat, 1)
+    assert cat.operands == [c.result] and [op.id for op in g.topological_order()] == _networkx_order(g)
+    g.discard_op(cat)
+    assert cat.id not in g.ops and [op.id for op in g.topological_order()] == _networkx_order(g)
+
+
+def test_vectorized_multipliers_equal_tflite_scalar() -> None:
+    rng = np.random.default_rng(16)
+    scales = np.concatenate([np.exp(rng.uniform(-45.0, 9.0, 20000)),
+                             [0.0, 2.0**-31, 2.0**-32, 2.0**-40, 2.0**-48, 2.0**-49, 1.0, np.nextafter(1.0, 0.0)]])
+    for scale32, fn in ((True, compute_scale_32), (False, compute_scale_16)):
+        mult, shift = quantize_multiplier_arrays(scales, scale32)
+        ref = [fn(float(s)) for s in scales]
+        assert mult.tolist() == [m for m, _ in ref]
+        assert shift.tolist() == [s for _, s in ref]
+
+
+@pytest.mark.skipif(not SAMPLES, reason="no sample models")
+def test_constants_are_views_of_the_mapped_file(tmp_path: Path) -> None:
+    """A converted .tflite's weights are read-only views of the file's map (never copied), and the file-mapped
+    writer gives the bytes of the in-memory one."""
+    sample = next(p for p in SAMPLES if "small_cnn_f32" in p.name)
+    m = tf2tosa.convert(sample)
+    big = [np.asarray(op.attrs["values"]) for op in m.graph.ops.values()
+           if op.opcode == "CONST" and op.result.type.size >= 64]
+    assert big
+    mapped = [tosa_writer._file_region(a) for a in big]
+    assert all(r is not None and isinstance(r[0], mmap.mmap) for r in mapped)
+    assert not any(a.flags.writeable for a in big)
+    out = tmp_path / "m.tosa"
+    m.save(out)
+    assert out.read_bytes() == m.to_bytes()
+    assert not list(tmp_path.glob(".*")), "no scratch or temporary file is left"
+    assert m.source == sample.read_bytes()  # the source bytes for verify, read from the map when asked for
+
+
+def test_file_writer_pieces_and_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Constants larger than two pieces are copied piece by piece into the map, releasing the written pages; the
+    bytes do not change."""
+    released: list[int] = []
+    drop = tosa_writer._drop
+    monkeypatch.setattr(tosa_writer, "_drop", lambda mm, lo, hi: (released.append(hi - lo), drop(mm, lo, hi)))
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 3 * 1024 * 1024 + 5), DType.FP32))
+    w = np.random.default_rng(3).standard_normal(x.type.shape).astype(np.float32)
+    c = g.add_const(w, DType.FP32, name="w")
+    g.outputs = [g.add_op("tosa.ADD", [x, c], [x.type]).result]
+    path = tmp_path / "big.tosa"
+    tosa_writer.save(g, path)
+    data = path.read_bytes()
+    assert data == tosa_writer.to_bytes(g)
+    assert len(released) >= 3 and sum(released) >= w.nbytes - tosa_writer._PIECE
+
+
+def test_over_two_gib_is_refused_before_building(tmp_path: Path) -> None:
+    g = Graph()
+    huge = np.broadcast_to(np.float32(1.0), (2**29 + 1,))  # 2 GiB + 4 bytes described, 4 bytes allocated
+    g.meta["file"] = "huge.tflite"
+    c = g.add_op("tosa.CONST", [], [TensorType(huge.shape, DType.FP32)], {"values": huge}, ["huge_weights"]).result
+    g.outputs = [c]
+    with pytest.raises(InvalidGraphError) as e:
+        tosa_writer.to_bytes(g)
+    msg = str(e.value)
+    assert "2 GiB" in msg and "huge_weights" in msg and "huge.tflite" in msg
+    with pytest.raises(InvalidGraphError, match="2 GiB"):
+        tosa_writer.save(g, tmp_path / "x.tosa")
+    with pytest.raises(InvalidGraphError, match="2 GiB"):
+        tf2tosa.TosaModel(g).save(tmp_path / "y.tosa")
+    assert not list(tmp_path.iterdir()), "no output, temporary or scratch file is left"
+
+
+# ------------------------------------------------------------------------------------------------ fp16 weights
+def _fp16_conv_bytes(width: int = 24, seed: int = 16) -> bytes:
+    from tests import modelgen
+
+    tf = modelgen._tf()
+    rng = np.random.default_rng(seed)
+    w1 = rng.standard_normal((3, 3, width, width)).astype(np.float32) * 0.2
+    w2 = rng.standard_normal((1, 1, width, width)).astype(np.float32) * 0.2
+    bias = rng.standard_normal(width).astype(np.float32)
+
+    def f(x: Any) -> Any:
+        y = tf.nn.relu(tf.nn.conv2d(x, w1, 1, "SAME") + bias)
+        return tf.nn.conv2d(y, w2, 1, "SAME")
+
+    return modelgen.convert(f, [(1, 8, 8, width)], fp16_weights=True)
+
+
+@pytest.fixture(scope="module")
+def fp16_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("tensorflow")
+    from tests import modelgen
+
+    data = modelgen.cached("fp16_conv_weights", _fp16_conv_bytes, {"width": 24, "seed": 16})
+    path = tmp_path_factory.mktemp("fp16") / "fp16_conv.tflite"
+    path.write_bytes(data)
+    return path
+
+
+def test_fp16_weights_kept_as_fp16_and_cast(fp16_model: Path, tmp_path: Path) -> None:
+    size = fp16_model.stat().st_size
+    keep = tf2tosa.convert(fp16_model)  # keep is the default
+    expand = tf2tosa.convert(fp16_model, fp16_weights="expand")
+    casts = [op for op in keep.graph.ops.values() if op.opcode == "CAST"]
+    assert len(casts) >= 2 and all(op.operands[0].dtype is DType.FP16 and op.operands[0].is_const for op in casts)
+    assert not any(op.opcode == "CAST" for op in expand.graph.ops.values())
+    keep_bytes, expand_bytes = keep.to_bytes(), expand.to_bytes()
+    assert len(keep_bytes) <= 1.1 * size < 1.5 * size < len(expand_bytes)
+    assert keep.profiles == ["PRO-FP"] and not keep.extensions
+    for m in (keep, expand):  # LiteRT is the oracle
+        report = m.verify(seed=3)
+        assert report.ok, report
+    keep.save(tmp_path / "keep.tosa")  # (the .tosa hook validates and runs the written files too)
+    expand.save(tmp_path / "expand.tosa")
+    if tosa_tools.available():  # Arm's reference model: fp16 + CAST is exactly the fp32 program
+        x = np.random.default_rng(5).standard_normal((1, 8, 8, 24)).astype(np.float32)
+        a = tosa_tools.run_reference(tmp_path / "keep.tosa", [x])
+        b = tosa_tools.run_reference(tmp_path / "expand.tosa", [x])
+        assert [v.tobytes() for v in a.values()] == [v.tobytes() for v in b.values()]
+
+
+def test_fp16_weights_bad_choice_is_one_line(fp16_model: Path, tmp_path: Path) -> None:
+    cli = [str(Path(sys.executable).with_name("tf2tosa"))]
+    out = tmp_path / "x.tosa"
+    proc = subprocess.run([*cli, "convert", str(fp16_model), "-o", str(out), "--fp16-weights", "half"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "--fp16-weights" in lines[0] and str(fp16_model) in lines[0], proc.stderr
+    assert not out.exists()
+
+
+def test_file_writer_fallbacks_give_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the kernel copy, and when the map is too small (the builder then grows in memory), the file still
+    holds the in-memory writer's bytes."""
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 600_000), DType.FP32))
+    c = g.add_const(np.arange(600_000, dtype=np.float32).reshape(1, -1), DType.FP32, name="w")
+    g.outputs = [g.add_op("tosa.ADD", [x, c], [x.type]).result]
+    expected = tosa_writer.to_bytes(g)
+
+    def no_kernel_copy(*args: Any) -> int:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(tosa_writer.os, "copy_file_range", no_kernel_copy, raising=False)
+    tosa_writer.save(g, tmp_path / "a.tosa")
+    assert (tmp_path / "a.tosa").read_bytes() == expected
+    monkeypatch.setattr(tosa_writer, "_size_estimate", lambda graph: 1024)
+    tosa_writer.save(g, tmp_path / "b.tosa")
+    assert (tmp_path / "b.tosa").read_bytes() == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tosa", "b.tosa"]
