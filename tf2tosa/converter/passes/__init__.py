@@ -7,7 +7,8 @@
 5. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
 6. :mod:`.fold` — ops with constant operands folded;
 7. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
-8. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt.
+8. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt;
+9. :mod:`.state_io` — with ``--state-io`` only: EXT-VARIABLE variables become state inputs/outputs.
 
 Each module's docstring names its input and output form.
 """
@@ -22,7 +23,9 @@ from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
 from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_shapes
+from .state_io import state_io
 from .unsigned_io import unsigned_io
 
 __all__ = ["densify", "finish_constants", "fold_constants", "name_outputs", "narrow_constant", "rebuild_tensor_map",
-           "refresh_shapes", "remove_identities", "resolve_input_shapes", "retype", "unsigned_io"]
+           "refresh_shapes", "remove_identities", "resolve_input_shapes", "retype", "state_io",
+           "unsigned_io"]

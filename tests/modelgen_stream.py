@@ -1,0 +1,70 @@
+"""Streaming (stateful) ``.tflite`` test models built from fixed seeds (cached like :mod:`tests.modelgen`).
+
+Each keeps state in TensorFlow resource variables, which TFLite (``experimental_enable_resource_variables``) keeps as
+``VAR_HANDLE`` / ``READ_VARIABLE`` / ``ASSIGN_VARIABLE`` with a ``CALL_ONCE`` subgraph assigning the initial values.
+
+* :func:`kws_model`: a keyword spotter: a ring buffer of the last ``K`` feature frames (state 1) feeding a streaming
+  1-D convolution front end, a dense classifier and a softmax, and an exponential moving average of the class
+  probabilities (state 2).  Both variables are read and written every step; their initial values are non-trivial.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tests.modelgen import _tf, cached
+
+#: feature bins per frame, frames in the ring buffer, conv channels, classes
+FEAT, K, HID, CLASSES = 8, 4, 6, 5
+
+
+def _kws_bytes(quant: str | None, seed: int) -> bytes:
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    w_conv = (rng.standard_normal((3, FEAT, HID)) * 0.4).astype(np.float32)
+    b_conv = (rng.standard_normal(HID) * 0.1).astype(np.float32)
+    w_fc = (rng.standard_normal(((K - 2) * HID, CLASSES)) * 0.4).astype(np.float32)
+    b_fc = (rng.standard_normal(CLASSES) * 0.1).astype(np.float32)
+    ring0 = rng.uniform(-0.5, 0.5, (1, K, FEAT)).astype(np.float32)
+    ema0 = np.full((1, CLASSES), 1.0 / CLASSES, np.float32)
+
+    class KWS(tf.Module):  # type: ignore[name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.ring = tf.Variable(ring0, name="ring")
+            self.ema = tf.Variable(ema0, name="ema")
+
+        @tf.function(input_signature=[tf.TensorSpec((1, 1, FEAT), tf.float32, name="frame")])
+        def __call__(self, frame: Any) -> Any:
+            buf = tf.concat([self.ring[:, 1:, :], frame], axis=1)
+            self.ring.assign(buf)
+            h = tf.nn.relu(tf.nn.conv1d(buf, w_conv, stride=1, padding="VALID") + b_conv)
+            logits = tf.matmul(tf.reshape(h, (1, (K - 2) * HID)), w_fc) + b_fc
+            p = tf.nn.softmax(logits)
+            ema = self.ema * 0.75 + p * 0.25
+            self.ema.assign(ema)
+            return {"probs": p, "smoothed": ema}
+
+    m = KWS()
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([m.__call__.get_concrete_function()], m)
+    conv.experimental_enable_resource_variables = True
+    if quant == "int8":
+        rep_rng = np.random.default_rng(seed + 1)
+        data = [[rep_rng.uniform(-1, 1, (1, 1, FEAT)).astype(np.float32)] for _ in range(32)]
+
+        def rep() -> Any:
+            yield from data
+
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.representative_dataset = rep
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        conv.inference_input_type = tf.int8
+        conv.inference_output_type = tf.int8
+    return bytes(conv.convert())
+
+
+def kws_model(quant: str | None = None, seed: int = 12) -> bytes:
+    """The streaming keyword spotter (float, or ``quant="int8"``)."""
+    return cached(f"stream_kws-{quant or 'f32'}", _kws_bytes, {"quant": quant, "seed": seed})

@@ -1,0 +1,217 @@
+"""Streaming sessions: run a TOSA program step after step with its state carried between invocations.
+
+A :class:`Session` holds the state of one stream.  It works on both forms of a stateful program:
+
+* **EXT-VARIABLE form**: the graph declares ``VARIABLE``s; the session owns the RFC's persistent
+  ``variable_tensors`` (the ``variables`` dict the executor updates, see :mod:`.variable`), so each
+  :meth:`Session.run` is one ``tosa_execute_graph`` invocation with the state of the previous ones;
+* **state-as-I/O form** (``--state-io``, :mod:`tf2tosa.converter.passes.state_io`): each variable is a graph input
+  ``<name>_state_in`` and a graph output ``<name>_state_out``; the session feeds the previous state in and keeps the
+  next state, so the caller sees the same inputs and outputs as in the EXT-VARIABLE form.
+
+Two sessions on one graph share nothing.  ``session.state`` reads and sets the state by variable name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..ir.graph import Graph
+from ..ir.types import DType, TensorType
+from .runner import run
+
+#: suffixes of the graph input / output that carry a variable's state in the state-as-I/O form
+STATE_IN_SUFFIX = "_state_in"
+STATE_OUT_SUFFIX = "_state_out"
+
+
+@dataclass(frozen=True)
+class StateVariable:
+    """One piece of state: its variable name, type, initial value (None: none known) and, in the state-as-I/O form,
+    the graph input and output carrying it."""
+
+    name: str
+    type: TensorType
+    initial: np.ndarray | None = None
+    input: str | None = None
+    output: str | None = None
+
+
+def _var_type(attrs: Mapping[str, Any]) -> TensorType:
+    dt = attrs.get("type")
+    if not isinstance(dt, DType):
+        init = attrs.get("initial_value")
+        dt = DType.FP32 if init is None else next(d for d in DType if d.is_tosa and d.np_dtype() == np.asarray(init).dtype)
+    shape = attrs.get("var_shape")
+    if shape is None:
+        shape = np.asarray(attrs.get("initial_value")).shape
+    return TensorType(tuple(int(d) for d in np.asarray(shape).reshape(-1)), dt)
+
+
+def state_variables(graph: Graph) -> list[StateVariable]:
+    """The program's state: its ``VARIABLE`` declarations, or its state input/output pairs (recorded by the
+    state-as-I/O pass in ``graph.meta["state_io"]``, else found by name in a ``.tosa`` read back)."""
+    found: list[StateVariable] = []
+    for op in sorted(graph.ops.values(), key=lambda o: o.id):
+        if op.opcode == "VARIABLE":
+            init = op.attrs.get("initial_value")
+            found.append(StateVariable(str(op.attrs.get("name", op.attrs.get("uid"))), _var_type(op.attrs),
+                                       None if init is None else np.asarray(init)))
+    recorded = {str(p["variable"]): p for p in graph.meta.get("state_io") or []}
+    outs = {v.name: v for v in graph.outputs}
+    for v in graph.inputs:
+        if not v.name.endswith(STATE_IN_SUFFIX):
+            continue
+        name = v.name[: -len(STATE_IN_SUFFIX)]
+        o = outs.get(name + STATE_OUT_SUFFIX)
+        if o is None or tuple(o.type.shape) != tuple(v.type.shape) or o.dtype is not v.dtype:
+            continue
+        init = recorded.get(name, {}).get("initial")
+        found.append(StateVariable(name, v.type, None if init is None else np.asarray(init), v.name, o.name))
+    return found
+
+
+def check_state_value(var: StateVariable, value: Any, what: str = "state") -> np.ndarray:
+    """``value`` as the variable's storage array; an :class:`InputError` naming the variable when its shape or
+    dtype is not the variable's."""
+    arr = np.asarray(value)
+    want = np.dtype(var.type.dtype.np_dtype())
+    if arr.dtype != want:
+        if arr.dtype.kind in "iu" and want.kind in "iu" and arr.dtype.itemsize == want.itemsize:
+            arr = arr.view(want)
+        else:
+            raise InputError(f"{what} of variable {var.name!r}: dtype {arr.dtype} given, the variable holds {want}",
+                             tensor=var.name)
+    if tuple(arr.shape) != tuple(var.type.shape):
+        raise InputError(f"{what} of variable {var.name!r}: shape {list(arr.shape)} given, the variable has shape "
+                         f"{list(var.type.shape)}", tensor=var.name)
+    return np.array(arr, copy=True)
+
+
+class _StateView(MutableMapping[str, np.ndarray]):
+    """``session.state``: variable name -> its current value (a copy); assigning sets it (checked)."""
+
+    def __init__(self, session: Session) -> None:
+        self._s = session
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        self._s._var(name)
+        got = self._s._values.get(name)
+        if got is None:
+            raise KeyError(name)
+        return np.array(got, copy=True)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._s._values[name] = check_state_value(self._s._var(name), value)
+
+    def __delitem__(self, name: str) -> None:
+        self._s._var(name)
+        self._s._values.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([v.name for v in self._s.variables if v.name in self._s._values])
+
+    def __len__(self) -> int:
+        return sum(1 for v in self._s.variables if v.name in self._s._values)
+
+
+class Session:
+    """One stream of invocations of ``graph`` (see the module docstring).
+
+    ``run(inputs)`` runs one step; ``reset()`` returns to the initial state; ``state`` reads or sets the state by
+    variable name; ``steps`` counts the steps run since the last reset.
+    """
+
+    def __init__(self, graph: Graph, file: str | None = None) -> None:
+        self.graph = graph
+        self.file = file
+        self.variables = state_variables(graph)
+        self._by_name = {v.name: v for v in self.variables}
+        self._state_inputs = {v.input: v for v in self.variables if v.input is not None}
+        self._state_outputs = {v.output: v for v in self.variables if v.output is not None}
+        #: variable name -> value; in the EXT-VARIABLE form this is the executor's persistent variable store
+        self._values: dict[str, np.ndarray] = {}
+        self.steps = 0
+        self.reset()
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def state_io(self) -> bool:
+        """True for the state-as-I/O form (the state travels through graph inputs and outputs)."""
+        return bool(self._state_inputs)
+
+    @property
+    def input_names(self) -> list[str]:
+        """The inputs a step takes (the state inputs are the session's)."""
+        return [v.name for v in self.graph.inputs if v.name not in self._state_inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        """The outputs a step returns (the state outputs are kept as the next state)."""
+        return [v.name for v in self.graph.outputs if v.name not in self._state_outputs]
+
+    @property
+    def state(self) -> MutableMapping[str, np.ndarray]:
+        return _StateView(self)
+
+    @state.setter
+    def state(self, values: Mapping[str, Any]) -> None:
+        view = _StateView(self)
+        for k, v in values.items():
+            view[k] = v
+
+    def _var(self, name: str) -> StateVariable:
+        got = self._by_name.get(name)
+        if got is None:
+            known = ", ".join(sorted(self._by_name)) or "none"
+            raise InputError(f"no state variable named {name!r} (variables: {known})", file=self.file, tensor=name)
+        return got
+
+    # ------------------------------------------------------------------- runs
+    def reset(self) -> None:
+        """Back to the initial state: the next step is the first invocation (variables without an initial value
+        hold nothing until written or set)."""
+        self._values.clear()
+        if self.state_io:
+            for v in self.variables:
+                if v.initial is not None:
+                    self._values[v.name] = check_state_value(v, v.initial, "initial value")
+        self.steps = 0
+
+    def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.ndarray]:
+        """One step: returns the outputs by name (without the state outputs) and keeps the new state."""
+        if not isinstance(inputs, Mapping):
+            names = self.input_names
+            if len(inputs) != len(names):
+                raise InputError(f"{len(inputs)} inputs given, a step takes {len(names)}: {', '.join(names)}",
+                                 file=self.file)
+            inputs = dict(zip(names, inputs))
+        feed = dict(inputs)
+        for name in feed:
+            if name in self._state_inputs:
+                raise InputError(f"input {name!r} carries the state of variable {self._state_inputs[name].name!r}: "
+                                 "set it through the session's state", file=self.file, tensor=name)
+        if self.state_io:
+            for name, var in self._state_inputs.items():
+                got = self._values.get(var.name)
+                if got is None:
+                    raise InputError(f"variable {var.name!r} is read before any write: it has no initial value; "
+                                     "set its state first (session.state / --state NAME=FILE.npy)",
+                                     file=self.file, tensor=var.name)
+                feed[name] = got
+            outs = run(self.graph, feed)
+            for name, var in self._state_outputs.items():
+                self._values[var.name] = np.array(outs.pop(name), copy=True)
+        else:
+            outs = run(self.graph, feed, variables=self._values)
+        self.steps += 1
+        return outs
+
+
+__all__ = ["STATE_IN_SUFFIX", "STATE_OUT_SUFFIX", "Session", "StateVariable", "check_state_value",
+           "state_variables"]
