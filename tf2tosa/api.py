@@ -166,9 +166,9 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
 
     ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``state_io=True`` turns each
-    EXT-VARIABLE variable into a state input ``NAME_state_in`` and output ``NAME_state_out`` (see ``session()``).  ``rounding`` is the
-    requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
-    EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
+    EXT-VARIABLE variable into a state input ``NAME_state_in`` and output ``NAME_state_out`` (see ``session()``).
+    ``rounding`` is the requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference
+    kernels, needs EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
     """
     from .converter.pipeline import ConvertOptions, convert_graph
     from .converter.source import convert_options, convert_tflite_data

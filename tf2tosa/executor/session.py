@@ -46,7 +46,8 @@ def _var_type(attrs: Mapping[str, Any]) -> TensorType:
     dt = attrs.get("type")
     if not isinstance(dt, DType):
         init = attrs.get("initial_value")
-        dt = DType.FP32 if init is None else next(d for d in DType if d.is_tosa and d.np_dtype() == np.asarray(init).dtype)
+        kind = None if init is None else np.asarray(init).dtype
+        dt = next((d for d in (DType.FP32, DType.FP16, DType.INT8) if d.np_dtype() == kind), DType.FP32)
     shape = attrs.get("var_shape")
     if shape is None:
         shape = np.asarray(attrs.get("initial_value")).shape

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..ir.graph import Operation
 from ..ir.types import DType
-from .registry import ExecutionError, PRECISE, bind, kernel, op_label, require, to_out
+from .registry import PRECISE, ExecutionError, bind, kernel, op_label, require, to_out
 from .runner import ExecState, current_state
 
 

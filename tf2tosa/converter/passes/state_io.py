@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidGraphError
-from ...ir import Graph, TensorType, Value
 from ...executor.session import STATE_IN_SUFFIX, STATE_OUT_SUFFIX
+from ...ir import Graph, TensorType, Value
 from ...ir.types import DType
 
 
