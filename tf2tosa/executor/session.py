@@ -77,7 +77,7 @@ def state_variables(graph: Graph) -> list[StateVariable]:
     return found
 
 
-def check_state_value(var: StateVariable, value: Any, what: str = "state") -> np.ndarray:
+def check_state_value(var: StateVariable, value: Any, what: str = "state", file: str | None = None) -> np.ndarray:
     """``value`` as the variable's storage array; an :class:`InputError` naming the variable when its shape or
     dtype is not the variable's."""
     arr = np.asarray(value)
@@ -87,10 +87,10 @@ def check_state_value(var: StateVariable, value: Any, what: str = "state") -> np
             arr = arr.view(want)
         else:
             raise InputError(f"{what} of variable {var.name!r}: dtype {arr.dtype} given, the variable holds {want}",
-                             tensor=var.name)
+                             file=file, tensor=var.name)
     if tuple(arr.shape) != tuple(var.type.shape):
         raise InputError(f"{what} of variable {var.name!r}: shape {list(arr.shape)} given, the variable has shape "
-                         f"{list(var.type.shape)}", tensor=var.name)
+                         f"{list(var.type.shape)}", file=file, tensor=var.name)
     return np.array(arr, copy=True)
 
 
@@ -108,7 +108,7 @@ class _StateView(MutableMapping[str, np.ndarray]):
         return np.array(got, copy=True)
 
     def __setitem__(self, name: str, value: Any) -> None:
-        self._s._values[name] = check_state_value(self._s._var(name), value)
+        self._s._values[name] = check_state_value(self._s._var(name), value, file=self._s.file)
 
     def __delitem__(self, name: str) -> None:
         self._s._var(name)
@@ -181,7 +181,7 @@ class Session:
         if self.state_io:
             for v in self.variables:
                 if v.initial is not None:
-                    self._values[v.name] = check_state_value(v, v.initial, "initial value")
+                    self._values[v.name] = check_state_value(v, v.initial, "initial value", self.file)
         self.steps = 0
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.ndarray]:
