@@ -68,3 +68,46 @@ def _kws_bytes(quant: str | None, seed: int) -> bytes:
 def kws_model(quant: str | None = None, seed: int = 12) -> bytes:
     """The streaming keyword spotter (float, or ``quant="int8"``)."""
     return cached(f"stream_kws-{quant or 'f32'}", _kws_bytes, {"quant": quant, "seed": seed})
+
+
+def _types_bytes(seed: int) -> bytes:
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    init = {"count": np.array([2_000_000_007, -1_234_567_891], np.int32),
+            "ring8": rng.integers(-128, 128, (1, 4)).astype(np.int8),
+            "ring_u8": np.array([[200, 3, 255, 128]], np.uint8),
+            "acc": rng.uniform(-1, 1, (1, 4)).astype(np.float32)}
+
+    class Types(tf.Module):  # type: ignore[name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.v = {k: tf.Variable(a, name=k) for k, a in init.items()}
+
+        @tf.function(input_signature=[tf.TensorSpec((1, 1), tf.int8, name="x8"),
+                                      tf.TensorSpec((1, 1), tf.uint8, name="xu8"),
+                                      tf.TensorSpec((1, 4), tf.float32, name="xf")])
+        def __call__(self, x8: Any, xu8: Any, xf: Any) -> Any:
+            v = self.v
+            count = v["count"] + tf.constant([1, -2], tf.int32)
+            v["count"].assign(count)
+            r8 = tf.concat([v["ring8"][:, 1:], x8], axis=1)
+            v["ring8"].assign(r8)
+            ru = tf.concat([v["ring_u8"][:, 1:], xu8], axis=1)
+            v["ring_u8"].assign(ru)
+            acc = v["acc"] * 0.5 + xf
+            v["acc"].assign(acc)
+            return {"count": count, "r8": r8, "ru8": ru, "acc": acc}
+
+    m = Types()
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([m.__call__.get_concrete_function()], m)
+    conv.experimental_enable_resource_variables = True
+    return bytes(conv.convert())
+
+
+def state_types_model(seed: int = 21) -> bytes:
+    """Resource variables of the state types streaming models use (int32 counter, int8 and uint8 ring buffers, a
+    float32 accumulator), each with a non-trivial CALL_ONCE initial value, all read and written every step.
+
+    (TFLite has no int16 resource variables: its converter refuses ``VarHandleOp`` of int16 as "neither a custom op
+    nor a flex op".)"""
+    return cached("stream_types-v2", _types_bytes, {"seed": seed})
