@@ -111,3 +111,65 @@ def state_types_model(seed: int = 21) -> bytes:
     (TFLite has no int16 resource variables: its converter refuses ``VarHandleOp`` of int16 as "neither a custom op
     nor a flex op".)"""
     return cached("stream_types-v2", _types_bytes, {"seed": seed})
+
+
+def _rnn_bytes(quant: str | None, seed: int) -> bytes:
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    units, gunits = 8, 6
+
+    def w(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.4).astype(np.float32)
+
+    lw, lu, lb = w(FEAT, 4 * units), w(units, 4 * units), w(4 * units)  # LSTM: gates i, f, g, o (Keras order)
+    gw, gu, gb = w(units, 3 * gunits), w(gunits, 3 * gunits), w(3 * gunits)  # GRU: gates z, r, h
+    hw, hb = w(gunits, CLASSES), w(CLASSES)
+    h0 = rng.uniform(-0.5, 0.5, (1, units)).astype(np.float32)
+    c0 = rng.uniform(-0.5, 0.5, (1, units)).astype(np.float32)
+
+    class StatefulRNN(tf.Module):  # type: ignore[name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.h = tf.Variable(h0, name="lstm_h")
+            self.c = tf.Variable(c0, name="lstm_c")
+            self.g = tf.Variable(np.zeros((1, gunits), np.float32), name="gru_h")
+
+        @tf.function(input_signature=[tf.TensorSpec((1, FEAT), tf.float32, name="frame")])
+        def __call__(self, frame: Any) -> Any:
+            z = tf.matmul(frame, lw) + tf.matmul(self.h, lu) + lb  # one LSTM step (Keras LSTMCell's equations)
+            i, f, g, o = tf.split(z, 4, axis=1)
+            c = tf.sigmoid(f) * self.c + tf.sigmoid(i) * tf.tanh(g)
+            h = tf.sigmoid(o) * tf.tanh(c)
+            self.h.assign(h)
+            self.c.assign(c)
+            xz, xr, xh = tf.split(tf.matmul(h, gw) + gb, 3, axis=1)  # one GRU step (reset after the matmul)
+            hz, hr, hh = tf.split(tf.matmul(self.g, gu), 3, axis=1)
+            zt = tf.sigmoid(xz + hz)
+            rt = tf.sigmoid(xr + hr)
+            cand = tf.tanh(xh + rt * hh)
+            gh = zt * self.g + (1.0 - zt) * cand
+            self.g.assign(gh)
+            return {"logits": tf.matmul(gh, hw) + hb}
+
+    m = StatefulRNN()
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([m.__call__.get_concrete_function()], m)
+    conv.experimental_enable_resource_variables = True
+    if quant == "int8":
+        rep_rng = np.random.default_rng(seed + 1)
+        data = [[rep_rng.uniform(-1, 1, (1, FEAT)).astype(np.float32)] for _ in range(32)]
+
+        def rep() -> Any:
+            yield from data
+
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.representative_dataset = rep
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        conv.inference_input_type = tf.int8
+        conv.inference_output_type = tf.int8
+    return bytes(conv.convert())
+
+
+def stateful_rnn_model(quant: str | None = None, seed: int = 5) -> bytes:
+    """A streaming LSTM cell feeding a GRU cell (Keras cells), one frame per invocation, their states (LSTM h and c,
+    GRU h) in resource variables with non-trivial initial values, and a dense head (float, or ``quant="int8"``)."""
+    return cached(f"stream_rnn-{quant or 'f32'}", _rnn_bytes, {"quant": quant, "seed": seed})
