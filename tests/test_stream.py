@@ -291,6 +291,9 @@ def test_verify_steps_api_and_cli(tmp_path: Path) -> None:
         rep = tf2tosa.convert(data, state_io=sio).verify_steps(STEPS, seed=4)
         assert rep.ok and rep.runs == STEPS and rep.steps is not None and len(rep.steps) == STEPS
         assert all(o.mismatches == 0 for o in rep.outputs)
+    # plain verify of a stateful model compares its input sets as consecutive steps (LiteRT keeps the state)
+    rep = tf2tosa.convert(ms.kws_model(None)).verify(num=3)
+    assert rep.ok and rep.steps is not None and len(rep.steps) == 3
     model = tmp_path / "kws_int8.tflite"
     model.write_bytes(data)
     for extra in ([], ["--state-io"]):

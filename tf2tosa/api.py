@@ -131,6 +131,18 @@ class TosaModel:
             return verify_tensorflow(self, self.tf_source, inputs, seed=seed, num=num)
         if self.source is None:
             raise ModelLoadError("this model has no source to verify against")
+        if self.state_variables:
+            # a stateful program: LiteRT's resource variables carry state from one invocation to the next, so the
+            # input sets are compared as consecutive steps of one stream (a session on our side)
+            from .executor.session import Session
+
+            names = Session(self.graph).input_names
+            frames = ({n: np.stack([np.asarray(st[n]) for st in inputs]) for n in names
+                       if all(n in st for st in inputs)} if inputs is not None else None)
+            steps = len(inputs) if inputs is not None else num
+            return self.verify_steps(steps, frames, seed=seed, oracle=resolve_oracle(oracle, reference_kernels,
+                                                                                    tensorflow_source=False),
+                                     progress=progress)
         return verify_tflite(self, inputs=inputs, seed=seed, num=num, oracle=oracle,
                              reference_kernels=reference_kernels, progress=progress)
 
