@@ -363,6 +363,14 @@ def test_cli_run_steps_inspect_and_bad_input(counter_files: tuple[Path, Path], t
     insp = _cli("inspect", io_form)
     assert "acc: tensor<2xfp32>: input acc_state_in -> output acc_state_out" in insp.stdout
     assert "acc: tensor<2xfp32>: EXT-VARIABLE" in _cli("inspect", var).stdout
+    # the --json objects follow their schemas
+    jsonschema = pytest.importorskip("jsonschema")
+    schemas = ROOT / "docs" / "schemas"
+    jsonschema.validate(obj, json.loads((schemas / "run.json").read_text()))
+    obj = json.loads(_cli("inspect", io_form, "--json").stdout)
+    jsonschema.validate(obj, json.loads((schemas / "inspect.json").read_text()))
+    assert obj["state"] == [{"variable": "acc", "type": "tensor<2xfp32>", "input": "acc_state_in",
+                             "output": "acc_state_out", "initial": False}]
 
     # bad input: one line naming the input / the variable
     _one_error(_cli("run", var, "--steps", 7, "--input", f"x={frames}"), "--steps 7", "'x'", "6 step(s)")
