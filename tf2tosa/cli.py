@@ -308,7 +308,8 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
     if steps is not None or state:
         if profile_ops:
             raise InputError("--profile-ops profiles one run; it does not combine with --steps/--state")
-        return _run_steps(m, model, given, steps or 1, _load_inputs(state, "--state"), output_dir, seed)
+        n = steps if steps is not None else 1
+        return _run_steps(m, model, given, n, _load_inputs(state, "--state"), output_dir, seed)
     feed = {**random_inputs(m.graph, seed), **given}
     profile: dict[str, Any] | None = None
     with _progress(f"run {model.name}") as prog:

@@ -82,12 +82,9 @@ def check_state_value(var: StateVariable, value: Any, what: str = "state", file:
     dtype is not the variable's."""
     arr = np.asarray(value)
     want = np.dtype(var.type.dtype.np_dtype())
-    if arr.dtype != want:
-        if arr.dtype.kind in "iu" and want.kind in "iu" and arr.dtype.itemsize == want.itemsize:
-            arr = arr.view(want)
-        else:
-            raise InputError(f"{what} of variable {var.name!r}: dtype {arr.dtype} given, the variable holds {want}",
-                             file=file, tensor=var.name)
+    if arr.dtype != want:  # no silent reinterpretation: uint8 state is stored as u - 128, not as its bits
+        raise InputError(f"{what} of variable {var.name!r}: dtype {arr.dtype} given, the variable holds {want} "
+                         "(the TOSA storage form, see the guide's state types)", file=file, tensor=var.name)
     if tuple(arr.shape) != tuple(var.type.shape):
         raise InputError(f"{what} of variable {var.name!r}: shape {list(arr.shape)} given, the variable has shape "
                          f"{list(var.type.shape)}", file=file, tensor=var.name)
