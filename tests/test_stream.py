@@ -408,13 +408,20 @@ def test_state_types_and_call_once_initialisers() -> None:
     assert (init["ring_u8"].astype(np.int16) + 128).tolist() == [[200, 3, 255, 128]]
     names = {v.source: v.name for v in m_var.graph.outputs}
     frames = _frames(m_var.graph, s, seed=11)
+    assert s.state["count"].dtype == np.int32 and s.state["count"].tolist() == [2_000_000_007, -1_234_567_891]
+    assert s.state["ring_u8"].dtype == np.uint8 and s.state["ring_u8"].tolist() == [[200, 3, 255, 128]]
     for f in frames:
         out = s.run(f)
-        c = s.state["count"].astype(np.int64)
-        dec = sum(((c[..., j] + 128) << (8 * j)) for j in range(3)) + (c[..., 3] << 24)
-        assert dec.tolist() == out[names["StatefulPartitionedCall:1"]].tolist()
-        ring_u8 = out[names["StatefulPartitionedCall:3"]].view(np.uint8)
-        assert (s.state["ring_u8"].astype(np.int16) + 128).tolist() == ring_u8.tolist()
+        # session.state shows the source's values, decoded from the stored form
+        assert s.state["count"].tolist() == out[names["StatefulPartitionedCall:1"]].tolist()
+        assert s.state["ring_u8"].tolist() == out[names["StatefulPartitionedCall:3"]].view(np.uint8).tolist()
+    for value in (np.array([-2**31, 2**31 - 1], np.int32), np.array([0, -1], np.int32)):
+        s.state["count"] = value  # set, encoded, read back, and the next step counts on from it
+        assert s.state["count"].tolist() == value.tolist()
+        out = s.run(frames[0])
+        assert out[names["StatefulPartitionedCall:1"]].tolist() == (value + np.array([1, -2], np.int32)).tolist()
+    with pytest.raises(InputError, match="'ring_u8'.*int8"):
+        s.state["ring_u8"] = np.zeros((1, 4), np.int8)
     if not tosa_tools.available():
         pytest.skip("Arm tools not installed")
     for m in (m_var, m_io):

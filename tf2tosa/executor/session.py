@@ -40,6 +40,47 @@ class StateVariable:
     initial: np.ndarray | None = None
     input: str | None = None
     output: str | None = None
+    #: how the stored (TOSA) form holds the source's values, when they differ (``graph.meta["state_encoding"]``):
+    #: ``"i32-bytes"`` / ``"i16-bytes"`` (the value's bytes, last axis), ``"u8-offset"`` (uint8 stored as u - 128)
+    encoding: str | None = None
+
+    @property
+    def value_dtype(self) -> np.dtype:
+        """The dtype of the source's values (what ``session.state`` shows and takes)."""
+        enc = {"i32-bytes": np.int32, "i16-bytes": np.int16, "u8-offset": np.uint8}.get(self.encoding or "")
+        return np.dtype(enc) if enc is not None else np.dtype(self.type.dtype.np_dtype())
+
+    @property
+    def value_shape(self) -> tuple[int, ...]:
+        shape = tuple(int(d) for d in self.type.shape)
+        return shape[:-1] if self.encoding in ("i32-bytes", "i16-bytes") else shape
+
+
+_BYTES = {"i32-bytes": 4, "i16-bytes": 2}
+
+
+def decode_state(var: StateVariable, stored: np.ndarray) -> np.ndarray:
+    """The source's value of a stored state (the inverse of :func:`encode_state`)."""
+    if var.encoding == "u8-offset":
+        return (stored.astype(np.int16) + 128).astype(np.uint8)
+    n = _BYTES.get(var.encoding or "")
+    if n:
+        x = stored.astype(np.int64)
+        v = sum(((x[..., j] + 128) << (8 * j)) for j in range(n - 1)) + (x[..., n - 1] << (8 * (n - 1)))
+        return np.asarray(v).astype(var.value_dtype)
+    return np.array(stored, copy=True)
+
+
+def encode_state(var: StateVariable, value: np.ndarray) -> np.ndarray:
+    """A source value in the stored (TOSA) form."""
+    if var.encoding == "u8-offset":
+        return (value.astype(np.int16) - 128).astype(np.int8)
+    n = _BYTES.get(var.encoding or "")
+    if n:
+        x = value.astype(np.int64)
+        parts = [((x >> (8 * j)) & 255) - 128 for j in range(n - 1)] + [x >> (8 * (n - 1))]
+        return np.stack(parts, axis=-1).astype(np.int8)
+    return np.array(value, copy=True)
 
 
 def _var_type(attrs: Mapping[str, Any]) -> TensorType:
@@ -58,11 +99,13 @@ def state_variables(graph: Graph) -> list[StateVariable]:
     """The program's state: its ``VARIABLE`` declarations, or its state input/output pairs (recorded by the
     state-as-I/O pass in ``graph.meta["state_io"]``, else found by name in a ``.tosa`` read back)."""
     found: list[StateVariable] = []
+    encoding: dict[str, str] = dict(graph.meta.get("state_encoding") or {})
     for op in sorted(graph.ops.values(), key=lambda o: o.id):
         if op.opcode == "VARIABLE":
             init = op.attrs.get("initial_value")
-            found.append(StateVariable(str(op.attrs.get("name", op.attrs.get("uid"))), _var_type(op.attrs),
-                                       None if init is None else np.asarray(init)))
+            name = str(op.attrs.get("name", op.attrs.get("uid")))
+            found.append(StateVariable(name, _var_type(op.attrs), None if init is None else np.asarray(init),
+                                       encoding=encoding.get(name)))
     recorded = {str(p["variable"]): p for p in graph.meta.get("state_io") or []}
     outs = {v.name: v for v in graph.outputs}
     for v in graph.inputs:
@@ -73,14 +116,21 @@ def state_variables(graph: Graph) -> list[StateVariable]:
         if o is None or tuple(o.type.shape) != tuple(v.type.shape) or o.dtype is not v.dtype:
             continue
         init = recorded.get(name, {}).get("initial")
-        found.append(StateVariable(name, v.type, None if init is None else np.asarray(init), v.name, o.name))
+        found.append(StateVariable(name, v.type, None if init is None else np.asarray(init), v.name, o.name,
+                                   encoding.get(name)))
     return found
 
 
-def check_state_value(var: StateVariable, value: Any, what: str = "state", file: str | None = None) -> np.ndarray:
-    """``value`` as the variable's storage array; an :class:`InputError` naming the variable when its shape or
-    dtype is not the variable's."""
+def check_state_value(var: StateVariable, value: Any, what: str = "state", file: str | None = None,
+                      stored: bool = False) -> np.ndarray:
+    """``value`` (a source value, or with ``stored`` the stored form) as the variable's stored array; an
+    :class:`InputError` naming the variable when its shape or dtype is not the variable's."""
     arr = np.asarray(value)
+    if var.encoding and not stored:
+        if arr.dtype != var.value_dtype or tuple(arr.shape) != var.value_shape:
+            raise InputError(f"{what} of variable {var.name!r}: {arr.dtype} {list(arr.shape)} given, the variable "
+                             f"holds {var.value_dtype} {list(var.value_shape)}", file=file, tensor=var.name)
+        return encode_state(var, arr)
     want = np.dtype(var.type.dtype.np_dtype())
     if arr.dtype != want:  # no silent reinterpretation: uint8 state is stored as u - 128, not as its bits
         raise InputError(f"{what} of variable {var.name!r}: dtype {arr.dtype} given, the variable holds {want} "
@@ -92,7 +142,8 @@ def check_state_value(var: StateVariable, value: Any, what: str = "state", file:
 
 
 class _StateView(MutableMapping[str, np.ndarray]):
-    """``session.state``: variable name -> its current value (a copy); assigning sets it (checked)."""
+    """``session.state``: variable name -> its current value (a copy, in the source's type: int32/int16/uint8 state
+    stored in another form is decoded); assigning sets it (checked, encoded)."""
 
     def __init__(self, session: Session) -> None:
         self._s = session
@@ -102,7 +153,7 @@ class _StateView(MutableMapping[str, np.ndarray]):
         got = self._s._values.get(name)
         if got is None:
             raise KeyError(name)
-        return np.array(got, copy=True)
+        return decode_state(self._s._var(name), got)
 
     def __setitem__(self, name: str, value: Any) -> None:
         self._s._values[name] = check_state_value(self._s._var(name), value, file=self._s.file)
@@ -172,13 +223,12 @@ class Session:
 
     # ------------------------------------------------------------------- runs
     def reset(self) -> None:
-        """Back to the initial state: the next step is the first invocation (variables without an initial value
-        hold nothing until written or set)."""
+        """Back to the initial state: the next step starts from the variables' initial values (variables without
+        one hold nothing until written or set)."""
         self._values.clear()
-        if self.state_io:
-            for v in self.variables:
-                if v.initial is not None:
-                    self._values[v.name] = check_state_value(v, v.initial, "initial value", self.file)
+        for v in self.variables:  # the state before the first step (what the first VARIABLE would allocate)
+            if v.initial is not None:
+                self._values[v.name] = check_state_value(v, v.initial, "initial value", self.file, stored=True)
         self.steps = 0
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.ndarray]:
@@ -211,5 +261,5 @@ class Session:
         return outs
 
 
-__all__ = ["STATE_IN_SUFFIX", "STATE_OUT_SUFFIX", "Session", "StateVariable", "check_state_value",
-           "state_variables"]
+__all__ = ["STATE_IN_SUFFIX", "STATE_OUT_SUFFIX", "Session", "StateVariable", "check_state_value", "decode_state",
+           "encode_state", "state_variables"]

@@ -754,6 +754,11 @@ def _declare(b: Builder, state: _Variables, name: str, t: TensorType) -> None:
     home = Builder(state.home, location=b.location, fold=False)
     op = home.emit("VARIABLE", [], attrs, result_types=[])
     op.attrs["side_effect"] = True
+    # how the stored form maps to the source's values (sessions show and take the source's values)
+    if t.dtype in _BYTE_STATE:
+        state.home.meta.setdefault("state_encoding", {})[name] = f"{t.dtype.value}-bytes"
+    elif t.dtype is DType.INT8 and t.quant is not None and init is not None and init.dtype == np.uint8:
+        state.home.meta.setdefault("state_encoding", {})[name] = "u8-offset"
 
 
 @legalize("tfl.call_once")
