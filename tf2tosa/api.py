@@ -128,6 +128,35 @@ class TosaModel:
         theirs = self.run(inputs, backend=backend)
         return iree.agreement(self.graph, run(self.graph, inputs), theirs,  # type: ignore[arg-type]
                               fp64=run(self.graph, inputs, precise=True))  # type: ignore[arg-type]
+    def session(self) -> Any:
+        """A new streaming :class:`~tf2tosa.executor.session.Session`: ``run(inputs)`` is one invocation and keeps
+        the variables' state for the next (EXT-VARIABLE, or the state inputs/outputs of a ``state_io=True``
+        conversion); ``reset()`` goes back to the initial state; ``state`` reads or sets it by variable name.
+        Sessions are independent of each other."""
+        from .executor.session import Session
+
+        return Session(self.graph, file=self.source_path or self.graph.meta.get("file"))
+
+    @property
+    def state_variables(self) -> list[Any]:
+        """The program's state (:class:`~tf2tosa.executor.session.StateVariable`: name, type, initial value and,
+        in the state-as-I/O form, the input/output pair), in declaration order."""
+        from .executor.session import state_variables
+
+        return state_variables(self.graph)
+
+    def verify_steps(self, steps: int, frames: Mapping[str, np.ndarray] | None = None, *, seed: int = 0,
+                     oracle: str | None = None, state: Mapping[str, np.ndarray] | None = None,
+                     progress: Any = None) -> Any:
+        """Run ``steps`` consecutive invocations in a session and in LiteRT's interpreter (one interpreter invoked
+        ``steps`` times on the same inputs) and compare every step; returns a VerifyReport with ``steps`` set.
+
+        ``frames`` (input name -> array whose leading axis is the step) gives inputs; other inputs are seeded
+        random, one set per step.  ``state`` sets the initial state of the session (only where the source's own
+        initial value is not known: a state-as-I/O ``.tosa``)."""
+        from .verify.stream import verify_stream
+
+        return verify_stream(self, steps, frames, seed=seed, oracle=oracle, state=state, progress=progress)
 
     def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
                oracle: str | None = None, reference_kernels: bool | None = None, progress: Any = None,
@@ -171,6 +200,18 @@ class TosaModel:
             return verify_tensorflow(self, self.tf_source, inputs, seed=seed, num=num)
         if self.source is None:
             raise ModelLoadError("this model has no source to verify against")
+        if self.state_variables:
+            # a stateful program: LiteRT's resource variables carry state from one invocation to the next, so the
+            # input sets are compared as consecutive steps of one stream (a session on our side)
+            from .executor.session import Session
+
+            names = Session(self.graph).input_names
+            frames = ({n: np.stack([np.asarray(st[n]) for st in inputs]) for n in names
+                       if all(n in st for st in inputs)} if inputs is not None else None)
+            steps = len(inputs) if inputs is not None else num
+            return self.verify_steps(steps, frames, seed=seed, oracle=resolve_oracle(oracle, reference_kernels,
+                                                                                    tensorflow_source=False),
+                                     progress=progress)
         return verify_tflite(self, inputs=inputs, seed=seed, num=num, oracle=oracle,
                              reference_kernels=reference_kernels, progress=progress)
 
@@ -218,7 +259,9 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), a TensorFlow SavedModel directory, a ``.keras`` /
     ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
 
-    ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``rounding`` is the
+    ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``state_io=True`` turns each
+    EXT-VARIABLE variable into a state input ``NAME_state_in`` and output ``NAME_state_out`` (see ``session()``).
+    ``rounding`` is the
     requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
     EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
     ``fp16_weights``: ``"keep"`` stores float16 weights (TFLite's DEQUANTIZE of an fp16 constant) as fp16 constants

@@ -77,6 +77,13 @@ class Backend(str, Enum):
 BACKEND = typer.Option(Backend.executor, "--backend",
                        help="executor (the embedded executor, the oracle) or iree (compile the MLIR with IREE, "
                        "cached by content, and run that; needs the [iree] extra)")
+STATE_IO = typer.Option(False, "--state-io", help="turn each EXT-VARIABLE variable into a graph input NAME_state_in "
+                        "(the previous state) and output NAME_state_out (the next), for runtimes and NPU compilers "
+                        "without EXT-VARIABLE")
+STEPS_HELP = ("run N consecutive invocations of one stream, the state carried from each to the next; --input "
+              "NAME=frames.npy gives the frames (leading axis: the step)")
+STATE_HELP = "NAME=state.npy: the state variable's value before the first step (repeatable)"
+
 ORACLE_HELP = ("what integer and float outputs are judged against: ref (LiteRT's reference kernels, the default for "
                ".tflite), optimized (LiteRT's default kernels) or tensorflow (the default for TensorFlow models)")
 
@@ -174,18 +181,18 @@ def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def _load_inputs(items: list[str] | None) -> dict[str, Any]:
+def _load_inputs(items: list[str] | None, option: str = "--input") -> dict[str, Any]:
     import numpy as np
 
     out: dict[str, Any] = {}
     for item in items or []:
         name, sep, path = item.partition("=")
         if not sep:
-            raise InputError(f"bad --input {item!r}; expected NAME=file.npy")
+            raise InputError(f"bad {option} {item!r}; expected NAME=file.npy")
         try:
             out[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as e:
-            raise InputError(f"cannot read input file {path!r}: {e}", tensor=name) from None
+            raise InputError(f"cannot read {option} file {path!r}: {e}", tensor=name) from None
     return out
 
 
@@ -275,6 +282,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             fp16_weights: str = typer.Option("keep", "--fp16-weights", metavar="keep|expand",
                                              help="float16 weights: keep (fp16 constants + CAST, the file stays "
                                                   "the source's size) or expand (fp32 constants)"),
+            state_io: bool = STATE_IO,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -290,7 +298,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         prog(0, 3 if verify else 2, "legalizing")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
                        qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
-                       fp16_weights=fp16_weights)
+                       fp16_weights=fp16_weights, state_io=state_io)
         if target is not None:
             m.require_target(target.value)
         prog(1, 3 if verify else 2, "writing")
@@ -335,9 +343,12 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         seed: int = typer.Option(0, help="seed for inputs not given with --input"),
         profile_ops: bool = typer.Option(False, "--profile-ops", help="print the time spent in each op"),
         backend: Backend = BACKEND,
+        steps: int | None = typer.Option(None, "--steps", metavar="N", help=STEPS_HELP),
+        state: list[str] | None = typer.Option(None, "--state", metavar="NAME=FILE.npy", help=STATE_HELP),
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
         ) -> dict[str, Any]:
-    """Run a .tosa file in the embedded executor (or, with --backend iree, in IREE)."""
+    """Run a .tosa file in the embedded executor (or, with --backend iree, in IREE; with --steps, as a stream of
+    invocations)."""
     import numpy as np
 
     from .api import load
@@ -348,6 +359,11 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         raise InputError("--profile-ops times the embedded executor: it cannot be used with --backend iree")
     m = load(str(model))
     given = _check_inputs(m, _load_inputs(input))
+    if steps is not None or state:
+        if profile_ops:
+            raise InputError("--profile-ops profiles one run; it does not combine with --steps/--state")
+        n = steps if steps is not None else 1
+        return _run_steps(m, model, given, n, _load_inputs(state, "--state"), output_dir, seed)
     feed = {**random_inputs(m.graph, seed), **given}
     profile: dict[str, Any] | None = None
     with _progress(f"run {model.name}") as prog:
@@ -379,7 +395,69 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         from .outputs import write_files
 
         write_files(files, make_dirs=True)  # every output or none
-    return {"model": str(model), "seed": seed, "backend": backend.value, "outputs": results, "profile": profile}
+    return {"model": str(model), "seed": seed, "backend": backend.value, "outputs": results, "profile": profile,
+            "steps": None, "state": []}
+
+
+def _npy(arr: Any) -> bytes:
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def _run_steps(m: Any, model: Path, given: dict[str, Any], steps: int, state: dict[str, Any],
+               output_dir: Path | None, seed: int) -> dict[str, Any]:
+    """``run --steps``: one session, ``steps`` invocations; outputs stacked along a leading step axis."""
+    import numpy as np
+
+    from .verify.stream import step_inputs
+
+    out = _out()
+    session = m.session()
+    if state:
+        session.state = state
+    sets = step_inputs(m.graph, session, steps, given, seed, str(model))
+    per_output: dict[str, list[Any]] = {n: [] for n in session.output_names}
+    with _progress(f"run {model.name}") as prog:
+        for k, s in enumerate(sets):
+            prog(k, steps, f"step {k + 1}/{steps}")
+            for name, arr in session.run(s).items():
+                per_output[name].append(arr)
+    out.result(f"{model}: {steps} step(s) of one stream"
+               + (f", state carried in {len(session.variables)} variable(s)" if session.variables else ""))
+    results = []
+    files: dict[str | os.PathLike[str], bytes] = {}
+    for name, arrs in per_output.items():
+        arr = np.stack(arrs)
+        lo = arr.min().item() if arr.size else 0
+        hi = arr.max().item() if arr.size else 0
+        out.result(f"{name}: shape={list(arr.shape)} dtype={arr.dtype} min={lo} max={hi}")
+        file = output_dir / f"{name}.npy" if output_dir is not None else None
+        if file is not None:
+            files[file] = _npy(arr)
+        results.append({"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype), "min": lo, "max": hi,
+                        "file": str(file) if file else None})
+    final = []
+    for name, arr in session.state.items():
+        file = output_dir / f"state_{name}.npy" if output_dir is not None else None
+        if file is not None:
+            files[file] = _npy(arr)
+        out.echo(f"  state {name}: shape={list(arr.shape)} dtype={arr.dtype}" + (f" -> {file}" if file else ""))
+        final.append({"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype),
+                      "file": str(file) if file else None})
+    if output_dir is not None:
+        from .outputs import write_files
+
+        write_files(files, make_dirs=True)  # every output or none
+    return {"model": str(model), "seed": seed, "backend": "executor", "outputs": results, "profile": None,
+            "steps": steps, "state": final}
+
+
+def _state_facts(m: Any) -> list[dict[str, Any]]:
+    return [{"variable": v.name, "type": str(v.type), "input": v.input, "output": v.output,
+             "initial": v.initial is not None} for v in m.state_variables]
 
 
 def _custom_ops(graph: Any) -> list[str]:
@@ -468,8 +546,14 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
         else:
             out.echo(f"target {target.value}: takes the program")
         target_report = {"name": target.value, "ok": not problems, "problems": [p.to_dict() for p in problems]}
+    state = _state_facts(m)
+    if state:
+        out.echo("state (kept across invocations):")
+        for st in state:
+            how = (f"input {st['input']} -> output {st['output']}" if st["input"] else "EXT-VARIABLE")
+            out.echo(f"  {st['variable']}: {st['type']}: {how}")
     return {"file": str(file), "format": "TOSA 1.0", "frontend": frontend, "layout": layout, **_model_facts(m),
-            "custom_ops": custom, "inexact": g.inexact, "target": target_report}
+            "custom_ops": custom, "inexact": g.inexact, "target": target_report, "state": state}
 
 
 def _frontend(g: Any) -> str | None:
@@ -510,6 +594,11 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
            backend: Backend = typer.Option(Backend.executor, "--backend",
                                        help="iree: also compile the MLIR with IREE, run it on the first input set "
                                        "and report its agreement with the executor (the executor stays the oracle)"),
+           steps: int | None = typer.Option(None, "--steps", metavar="N",
+                                            help="compare N consecutive invocations of one stream, step by step, "
+                                            "with LiteRT's interpreter invoked N times (--input NAME=frames.npy: "
+                                            "the frames, leading axis the step)"),
+           state_io: bool = STATE_IO,
            json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
            ) -> dict[str, Any]:
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
@@ -527,19 +616,25 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         require_litert()
     if (layers or layers_html or layers_png) and not tflite:
         raise InputError(f"{model}: per-layer comparison needs a .tflite file")
+    if steps is not None and (layers or layers_html or layers_png):
+        raise InputError("--layers compares one invocation; it does not combine with --steps")
     with _progress(f"verify {model.name}") as prog, _quiet_deps():
         prog(0, 0, "converting")
-        m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature)
+        m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
+                       state_io=state_io)
         given = _check_inputs(m, _load_inputs(input))
         sets = None
-        if given:
-            from .verify.compare import random_inputs
+        if steps is not None:
+            report = m.verify_steps(steps, given, seed=seed, oracle=oracle, progress=prog)
+        else:
+            if given:
+                from .verify.compare import random_inputs
 
-            sets = [{**random_inputs(m.graph, seed), **given}]
-        if nnef_reference is not None and m.graph.meta.get("source_format") != "nnef":
-            raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
-        report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
-                          reference=str(nnef_reference) if nnef_reference is not None else None)
+                sets = [{**random_inputs(m.graph, seed), **given}]
+            if nnef_reference is not None and m.graph.meta.get("source_format") != "nnef":
+                raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
+            report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
+                              reference=str(nnef_reference) if nnef_reference is not None else None)
         layer_report = None
         if layers or layers_html or layers_png:
             from .verify.layers import verify_layers

@@ -128,9 +128,17 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     passes.remove_identities(graph)
     graph.remove_dead_ops()
     passes.name_outputs(graph)
+    if options.extra.get("state_io"):
+        passes.state_io(graph, file)
     passes.rebuild_tensor_map(graph)
     check_tosa(graph, file)
     profs, exts = profiles.requirements(graph)
+    if "EXT-VARIABLE" in exts:
+        names = sorted({str(op.attrs.get("name")) for op in graph.ops.values() if op.opcode == "VARIABLE"})
+        warnings.append(f"the graph keeps state across invocations in {len(names)} EXT-VARIABLE variable(s) "
+                        f"({', '.join(names)}); a runtime or NPU compiler without EXT-VARIABLE loses it (Vela turns "
+                        "VARIABLE ops into identities): convert with --state-io (state_io=True) to carry the state "
+                        "as graph inputs/outputs instead")
     warnings += [f"{e['op']} ({e['tensor']}) is not bit-exact with TFLite: {e['reason']}"
                  for e in graph.inexact]
     warnings += graph.meta.pop("frontend_warnings", [])  # what the frontend has to tell (e.g. how it loaded)

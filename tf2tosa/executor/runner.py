@@ -25,6 +25,8 @@ class ExecState:
 
     variables: dict[str, np.ndarray] = field(default_factory=dict)
     declared: set[str] = field(default_factory=set)
+    #: per variable declared in this invocation: its var_shape and var_t (EXT-VARIABLE, spec 2.17.1 VARIABLE)
+    declarations: dict[str, tuple[tuple[int, ...], DType | None]] = field(default_factory=dict)
     depth: int = 0
     #: MAX_NESTING of the level in force (COND_IF / WHILE_LOOP ERROR_IF, spec 2.16.1 COND_IF, spec 2.16.2 WHILE_LOOP)
     max_nesting: int = 256

@@ -38,7 +38,11 @@ that references it and is never modified.
     disappears.  A variable nothing assigns outside that subgraph is read as a ``tosa.CONST`` of its initial value
     (the TFLite converter usually freezes such variables itself).  A variable the model assigns keeps its state
     across invocations, like in LiteRT: a ``VARIABLE`` declaration (with the initial value, in the top-level graph),
-    ``VARIABLE_READ`` and ``VARIABLE_WRITE`` (EXT-VARIABLE; fp16, fp32 or i8 tensors, spec 2.17.1 VARIABLE).  The IR
+    ``VARIABLE_READ`` and ``VARIABLE_WRITE`` (EXT-VARIABLE; fp16, fp32 or i8 tensors, spec 2.17.1 VARIABLE).
+    int16/int32 state, which TOSA 1.0 cannot declare, is kept as its bytes in an i8 variable of shape
+    ``[*shape, 2 or 4]`` (byte j < n-1: ``((x >> 8j) & 255) - 128``; the last: the signed top byte), encoded before
+    the write and decoded after the read with PRO-INT shifts, masks and CASTs: exact for every value.  uint8 state
+    (TFLite's uint8 ring buffers) is stored as ``u - 128`` in an i8 variable (the unsigned_io pass).  The IR
     orders ops
     by data dependencies only, so the legalization keeps the order safe by construction: a read after a write
     takes the written value, and only the last write of an invocation is emitted; an assigned variable used inside
@@ -668,21 +672,92 @@ def _var_name(handle: Value) -> str:
     return _clean(f"{container}_{shared}" if container else shared)
 
 
+#: variable types TOSA 1.0 cannot declare, kept as their bytes in an i8 VARIABLE of shape ``[*shape, bytes]``
+_BYTE_STATE = {DType.INT16: 2, DType.INT32: 4}
+
+
+def _storage_type(t: TensorType) -> TensorType:
+    """The VARIABLE's type for a value of type ``t``: ``t`` itself, or the i8 byte form of an int16/int32 value."""
+    n = _BYTE_STATE.get(t.dtype)
+    return TensorType((*t.static_shape, n), DType.INT8) if n else t
+
+
+def _const_like(b: Builder, rank: int, value: int) -> Value:
+    return b.const(np.full((1,) * rank, value, np.int32), DType.INT32, name="c")
+
+
+def _to_bytes(b: Builder, x: Value) -> Value:
+    """int16/int32 ``x`` as i8 ``[*shape, n]``: byte j < n-1 holds ``((x >> 8j) & 255) - 128``, the last byte the
+    signed top byte ``x >> 8(n-1)`` (every byte in [-128, 127], so each CAST to i8 is exact)."""
+    n = _BYTE_STATE[x.dtype]
+    shape = tuple(x.type.static_shape)
+    r = len(shape)
+    x32 = b.cast(x, DType.INT32)
+    parts = []
+    for j in range(n):
+        v = x32 if j == 0 else b.binary("ARITHMETIC_RIGHT_SHIFT", x32, _const_like(b, r, 8 * j), round=False)
+        if j < n - 1:
+            v = b.binary("SUB", b.binary("BITWISE_AND", v, _const_like(b, r, 255)), _const_like(b, r, 128))
+        parts.append(b.reshape(b.cast(v, DType.INT8), (*shape, 1)))
+    return b.concat(parts, axis=r)
+
+
+def _from_bytes(b: Builder, v: Value, dtype: DType) -> Value:
+    """The inverse of :func:`_to_bytes`: OR of ``(byte_j + 128) << 8j`` and the sign-extended top byte shifted."""
+    n = _BYTE_STATE[dtype]
+    shape = tuple(v.type.static_shape[:-1])
+    r = len(shape)
+    v32 = b.cast(v, DType.INT32)
+    acc: Value | None = None
+    for j in range(n):
+        p = b.reshape(b.slice(v32, [0] * r + [j], [*shape, 1]), shape)
+        if j < n - 1:
+            p = b.binary("ADD", p, _const_like(b, r, 128))
+        if j:
+            p = b.binary("LOGICAL_LEFT_SHIFT", p, _const_like(b, r, 8 * j))
+        acc = p if acc is None else b.binary("BITWISE_OR", acc, p)
+    assert acc is not None
+    return b.cast(acc, dtype)
+
+
+def _bytes_np(init: np.ndarray, dtype: DType) -> np.ndarray:
+    """:func:`_to_bytes` of a constant (the initial value)."""
+    n = _BYTE_STATE[dtype]
+    x = init.astype(np.int64)
+    parts = [((x >> (8 * j)) & 255) - 128 for j in range(n - 1)] + [x >> (8 * (n - 1))]
+    return np.stack(parts, axis=-1).astype(np.int8)
+
+
+def _initial_for(init: np.ndarray, t: TensorType) -> np.ndarray:
+    """A CALL_ONCE initial value in the variable's storage type: uint8 data of a variable the unsigned_io pass stored
+    as i8 (``u - 128``, zero point -128) is shifted likewise; anything else is converted as is."""
+    if init.dtype == np.uint8 and t.dtype is DType.INT8 and t.quant is not None:
+        return (init.astype(np.int16) - 128).astype(np.int8)
+    return init.astype(t.dtype.np_dtype())
+
+
 def _declare(b: Builder, state: _Variables, name: str, t: TensorType) -> None:
     if state.declared(name):
         return
-    if t.dtype not in _VAR_TYPES or not t.is_static:
+    if not t.is_static or (t.dtype not in _VAR_TYPES and t.dtype not in _BYTE_STATE):
         raise Unsupported(f"resource variable {name} of type {t}: TOSA variables hold fp16, fp32 or i8 tensors "
-                          "of static shape (S10640)")
+                          "of static shape (spec 2.17.1 VARIABLE; int16/int32 state is kept as i8 bytes)")
     init = state.initial.get(name)
-    attrs: dict[str, Any] = {"name": name, "var_shape": list(t.static_shape), "type": t.dtype}
+    st = _storage_type(t)
+    attrs: dict[str, Any] = {"name": name, "var_shape": list(st.static_shape), "type": st.dtype}
     if init is not None:
         if init.size != t.size:
             raise Unsupported(f"initial value of resource variable {name} has {init.size} elements, not {t.size}")
-        attrs["initial_value"] = init.astype(t.dtype.np_dtype()).reshape(t.static_shape)
+        value = _initial_for(init, t).reshape(t.static_shape)
+        attrs["initial_value"] = _bytes_np(value, t.dtype) if t.dtype in _BYTE_STATE else value
     home = Builder(state.home, location=b.location, fold=False)
     op = home.emit("VARIABLE", [], attrs, result_types=[])
     op.attrs["side_effect"] = True
+    # how the stored form maps to the source's values (sessions show and take the source's values)
+    if t.dtype in _BYTE_STATE:
+        state.home.meta.setdefault("state_encoding", {})[name] = f"{t.dtype.value}-bytes"
+    elif t.dtype is DType.INT8 and t.quant is not None and init is not None and init.dtype == np.uint8:
+        state.home.meta.setdefault("state_encoding", {})[name] = "u8-offset"
 
 
 @legalize("tfl.call_once")
@@ -714,13 +789,14 @@ def read_variable(b: Builder, op: Operation) -> list[Value]:
             raise Unsupported(f"resource variable {name} is read but never initialised")
         if not t.is_static:
             t = t.with_shape(init.shape)
-        return [b.const(init.reshape(t.static_shape), t.dtype, quant=t.quant, name=name)]
+        return [b.const(_initial_for(init, t).reshape(t.static_shape), t.dtype, quant=t.quant, name=name)]
     state.check_home(b, name)
     last = state.last_write(name)
     if last is not None:  # read after write: the value written (a later READ could be scheduled before the WRITE)
         return [last[0]]
     _declare(b, state, name, t)
-    return [b.emit("VARIABLE_READ", [], {"name": name}, result_types=[t], names=[name]).result]
+    got = b.emit("VARIABLE_READ", [], {"name": name}, result_types=[_storage_type(t)], names=[name]).result
+    return [_from_bytes(b, got, t.dtype) if t.dtype in _BYTE_STATE else got]
 
 
 @legalize("tfl.assign_variable")
@@ -736,7 +812,8 @@ def assign_variable(b: Builder, op: Operation) -> list[Value]:
     last = state.last_write(name)
     if last is not None:
         b.graph.remove_op(last[1])
-    w = b.emit("VARIABLE_WRITE", [x], {"name": name}, result_types=[])
+    w = b.emit("VARIABLE_WRITE", [_to_bytes(b, x) if x.dtype in _BYTE_STATE else x], {"name": name},
+               result_types=[])
     w.attrs["side_effect"] = True
     state.written[name] = (x, w)
     return []

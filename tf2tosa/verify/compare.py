@@ -134,14 +134,22 @@ class VerifyReport:
     #: difference in LSB, the elements that differ and the total (``max_lsb`` None without integer outputs), on
     #: float outputs max |optimized - reference| / max |reference| (``max_rel``, None without float outputs)
     optimized_diff: dict[str, Any] | None = None
+    #: ``verify --steps``: per consecutive invocation (step), whether it passed, its largest error and mismatches
+    steps: list[dict[str, Any]] | None = None
 
     @property
     def ok(self) -> bool:
         return all(o.ok for o in self.outputs) and (self.spec is None or self.spec.ok)
 
     def __str__(self) -> str:
-        lines = [f"verify {self.model}: {self.runs} input set(s) against {ORACLE_TEXT.get(self.oracle, self.oracle)}, "
+        runs = (f"{self.runs} consecutive step(s) of one stream" if self.steps is not None
+                else f"{self.runs} input set(s)")
+        lines = [f"verify {self.model}: {runs} against {ORACLE_TEXT.get(self.oracle, self.oracle)}, "
                  f"{'PASS' if self.ok else 'FAIL'}"]
+        if self.steps is not None:
+            bad = [st["step"] for st in self.steps if not st["ok"]]
+            lines.append(f"  steps: {len(self.steps) - len(bad)} of {len(self.steps)} pass"
+                         + (f"; first failing step {bad[0]}" if bad else ""))
         for o in self.outputs:
             lines.append(f"  {o.name} {list(o.shape)} {o.dtype}: max_abs={o.max_abs:.3g} max|ref|={o.max_ref:.3g} "
                          f"rel={o.rel:.3g} mismatches={o.mismatches} {'ok' if o.ok else 'FAIL'}"
@@ -166,7 +174,7 @@ class VerifyReport:
                     "worst": None if w is None else {"op": w.op, "result": w.result, "worst": _finite(w.worst)}}
         return {"model": self.model, "ok": self.ok, "oracle": self.oracle, "runs": self.runs,
                 "outputs": [o.to_dict() for o in self.outputs], "spec": spec, "info": list(self.info),
-                "optimized_diff": self.optimized_diff, "inexact": list(self.inexact),
+                "optimized_diff": self.optimized_diff, "inexact": list(self.inexact), "steps": self.steps,
                 "float_bound_source": FLOAT_BOUND_SOURCE if any(o.is_float for o in self.outputs) else None}
 
 

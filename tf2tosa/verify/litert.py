@@ -240,7 +240,8 @@ def job(cfg):
     for r in range(runs):
         for k, name in enumerate(names):
             interp.set_tensor(by_name[name]["index"], np.ascontiguousarray(data[f"r{r}_i{k}"]))
-        interp.reset_all_variables()  # each input set starts from the initial state (LSTM/RNN variables)
+        if not cfg.get("stream") or r == 0:  # a stream keeps the variables' state from invocation to invocation
+            interp.reset_all_variables()  # each input set starts from the initial state (LSTM/RNN variables)
         interp.invoke()
         for j, d in enumerate(outs):
             result[f"r{r}_o{j}"] = np.array(interp.get_tensor(d["index"]))
@@ -407,7 +408,7 @@ def _normalise_inputs(inputs: Inputs, details: list[dict[str, Any]]) -> list[np.
 
 def _run(model: ModelLike, input_sets: Sequence[Inputs], *, reference_kernels: bool, preserve_all_tensors: bool,
          num_threads: int, all_tensors: bool, timeout: float,
-         worker: LiteRTWorker | None) -> tuple[list[str], list[dict[str, np.ndarray]]]:
+         worker: LiteRTWorker | None, stream: bool = False) -> tuple[list[str], list[dict[str, np.ndarray]]]:
     buf = _model_bytes(model)
     details = input_details(buf)
     arrays = [_normalise_inputs(s, details) for s in input_sets]
@@ -424,7 +425,7 @@ def _run(model: ModelLike, input_sets: Sequence[Inputs], *, reference_kernels: b
         cfg = {"model": model_path, "inputs": in_path, "outputs": out_path, "runs": len(arrays),
                "input_names": [d["name"] for d in details], "reference_kernels": reference_kernels,
                "preserve_all_tensors": preserve_all_tensors or all_tensors, "num_threads": num_threads,
-               "all_tensors": all_tensors}
+               "all_tensors": all_tensors, "stream": stream}
         if worker is not None:
             worker.request(cfg, timeout)
         else:
@@ -469,11 +470,15 @@ def run_tflite(model: ModelLike, inputs: Inputs, *, reference_kernels: bool = Fa
 
 def run_tflite_many(model: ModelLike, input_sets: Sequence[Inputs], *, reference_kernels: bool = False,
                     preserve_all_tensors: bool = False, num_threads: int = 1, timeout: float = DEFAULT_TIMEOUT,
-                    worker: LiteRTWorker | None = None) -> list[dict[str, np.ndarray]]:
-    """Like :func:`run_tflite` for several input sets, with one child process and one interpreter."""
+                    worker: LiteRTWorker | None = None, stream: bool = False) -> list[dict[str, np.ndarray]]:
+    """Like :func:`run_tflite` for several input sets, with one child process and one interpreter.
+
+    With ``stream`` the input sets are consecutive invocations of one stream: the interpreter's variable tensors are
+    reset once, before the first, and keep their state from each invocation to the next (resource variables keep
+    theirs in any case, as LiteRT does)."""
     names, results = _run(model, input_sets, reference_kernels=reference_kernels,
                           preserve_all_tensors=preserve_all_tensors, num_threads=num_threads, all_tensors=False,
-                          timeout=timeout, worker=worker)
+                          timeout=timeout, worker=worker, stream=stream)
     if len(set(names)) != len(names):
         raise LiteRTError(f"model has duplicate output tensor names {names}")
     return [{n: res[f"o{j}"] for j, n in enumerate(names)} for res in results]

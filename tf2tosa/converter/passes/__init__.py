@@ -8,7 +8,8 @@
 6. :mod:`.fold` — ops with constant operands folded;
 7. :mod:`.fp16_weights` — the source's float16 weights stored as fp16 constants + CAST (``--fp16-weights keep``);
 8. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
-9. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt.
+9. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt;
+10. :mod:`.state_io` — with ``--state-io`` only: EXT-VARIABLE variables become state inputs/outputs.
 
 Each module's docstring names its input and output form.
 """
@@ -24,8 +25,9 @@ from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
 from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_shapes
+from .state_io import state_io
 from .unsigned_io import unsigned_io
 
 __all__ = ["densify", "finish_constants", "fold_constants", "fp16_weights_mode", "keep_fp16_weights", "name_outputs",
            "narrow_constant", "rebuild_tensor_map", "refresh_shapes", "remove_identities", "resolve_input_shapes",
-           "retype", "unsigned_io"]
+           "retype", "state_io", "unsigned_io"]

@@ -30,7 +30,13 @@ pass asks; the i8 graph output carries the uint8 quantization (zp), describing t
 ``graph.meta["unsigned_io"]`` lists the names of the input/output values whose i8 arrays carry uint8 bits; the
 verifier views those arrays as uint8.
 
-Not handled: non-quantized uint8 tensors (e.g. a uint8 image fed to ``tfl.cast``) — their rules see u8 values;
+0. (first) Non-quantized uint8 values are read as quantized uint8 (scale 1, zero point 0) when every one of them only
+   flows through ops that move elements (concatenation, slices, reshapes …, resource-variable reads and writes) and
+   the model's inputs/outputs: TFLite's uint8 ring buffers.  Their variables then hold ``u - 128`` in an i8
+   ``VARIABLE`` (TOSA 1.0 has no uint8 variables), and the initial values are shifted the same way
+   (:mod:`tf2tosa.legalizations.tfl_control`).
+
+Not handled: other non-quantized uint8 tensors (e.g. a uint8 image fed to ``tfl.cast``) — their rules see u8 values;
 uint8 values inside nested regions (control-flow bodies).
 """
 
@@ -77,10 +83,36 @@ def _retype_internal(graph: Graph) -> None:
             r.type = TensorType(r.shape, DType.INT8, _to_i8_quant(q))
 
 
+#: ops that only move, select or store elements: a uint8 value flowing through them alone keeps its meaning when
+#: every element is stored shifted by -128 (the resource-variable ops: TFLite's uint8 ring buffers)
+_MOVE_OPS = frozenset({"tfl.concatenation", "tfl.strided_slice", "tfl.slice", "tfl.reshape", "tfl.transpose",
+                       "tfl.squeeze", "tfl.expand_dims", "tfl.gather", "tfl.pack", "tfl.unpack", "tfl.split",
+                       "tfl.tile", "tfl.reverse_v2", "tfl.read_variable", "tfl.assign_variable"})
+
+
+def _plain_u8_as_quantized(graph: Graph) -> None:
+    """Non-quantized uint8 values that only flow through element-moving ops (and the model's inputs/outputs, and
+    resource variables) are read as quantized uint8 with scale 1 and zero point 0, so the steps below store them as
+    i8 holding ``u - 128`` (zero point -128): exact, and a uint8 resource variable becomes a legal i8 VARIABLE."""
+    plain: list[Value] = []
+    for v in graph.values():
+        if v.dtype is not DType.UINT8 or v.type.quant is not None:
+            continue
+        p = v.producer
+        if p is not None and p.name not in _MOVE_OPS:
+            return
+        if any(op.name not in _MOVE_OPS for op, _ in graph.uses(v)):
+            return
+        plain.append(v)
+    for v in plain:
+        v.type = TensorType(v.shape, DType.UINT8, QuantParams((1.0,), (0,)))
+
+
 def legalize_unsigned_io(graph: Graph, context: LegalizeContext | None = None) -> None:
     """Rewrite uint8 graph inputs/outputs as i8 tensors with unsigned RESCALEs (spec 2.13.2 RESCALE, lowering doc:
     convert_tfl_uint8)."""
     unsigned: list[str] = list(graph.meta.get("unsigned_io", []))
+    _plain_u8_as_quantized(graph)
     for v in list(graph.inputs) + list(graph.outputs):
         if v.dtype is DType.UINT8 and v.type.quant is None:
             raise InvalidGraphError("non-quantized uint8 model inputs/outputs are not supported",
