@@ -2,9 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 TOSA_VENV := .venv-tosa
+VELA_VENV := .venv-vela
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 TOSA_STAMP := $(TOSA_VENV)/.installed-stamp
+VELA_STAMP := $(VELA_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
 .PHONY: all env demo test lint typecheck pytest docs bench zoo zoo-shot fuzz chromium install-test clean
@@ -24,7 +26,13 @@ $(TOSA_STAMP): requirements-tosa.txt
 	$(TOSA_VENV)/bin/pip install -q -r requirements-tosa.txt
 	touch $@
 
-env: $(STAMP) $(TOSA_STAMP)
+# Arm's Vela (Ethos-U NPU compiler) for the NPU interop tests and benchmarks/bench_npu.py.
+$(VELA_STAMP): requirements-vela.txt
+	test -x $(VELA_VENV)/bin/python || $(PYTHON) -m venv $(VELA_VENV)
+	$(VELA_VENV)/bin/pip install -q -r requirements-vela.txt
+	touch $@
+
+env: $(STAMP) $(TOSA_STAMP) $(VELA_STAMP)
 
 demo: env
 	$(BIN)/tf2tosa demo
@@ -71,4 +79,4 @@ chromium:
 	command -v chromium >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q chromium)
 
 clean:
-	rm -rf $(VENV) $(TOSA_VENV) .cache out
+	rm -rf $(VENV) $(TOSA_VENV) $(VELA_VENV) .cache out
