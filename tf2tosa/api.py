@@ -40,6 +40,47 @@ class TosaModel:
     def output_names(self) -> list[str]:
         return [v.name for v in self.graph.outputs]
 
+    @property
+    def io_quantization(self) -> dict[str, list[dict[str, Any]]] | None:
+        """With ``io="int"``: for each integer model input and output, its ``name``, integer ``dtype``, ``scale`` and
+        ``zero_point`` (real = scale × (q − zero_point)) and the ``float_dtype`` of the source's edge; else None."""
+        meta = self.graph.meta.get("io_quantization")
+        if not meta:
+            return None
+        named = {"inputs": self.graph.inputs, "outputs": self.graph.outputs}
+        return {role: [{"name": named[role][e["index"]].name, **{k: v for k, v in e.items() if k != "index"}}
+                       for e in meta.get(role, [])] for role in ("inputs", "outputs")}
+
+    def quantize_inputs(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        """Inputs keyed by name, float arrays for an integer model input quantized as TFLite's QUANTIZE kernel does
+        (``io="int"``); integer arrays and other inputs pass unchanged."""
+        from .converter.passes.integer_io import quantize
+
+        names = self.input_names
+        named = dict(inputs) if isinstance(inputs, Mapping) else dict(zip(names, inputs))
+        for e in (self.io_quantization or {}).get("inputs", []):
+            a = named.get(e["name"])
+            if a is not None and np.issubdtype(np.asarray(a).dtype, np.floating):
+                named[e["name"]] = quantize(np.asarray(a), e["dtype"], e["scale"], e["zero_point"])
+        return named
+
+    def dequantize_outputs(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The integer model outputs of ``io="int"`` as float, dequantized as TFLite's DEQUANTIZE kernel does."""
+        from .converter.passes.integer_io import dequantize
+
+        out = dict(outputs)
+        for e in (self.io_quantization or {}).get("outputs", []):
+            if e["name"] in out:
+                out[e["name"]] = dequantize(out[e["name"]], e["scale"], e["zero_point"])
+        return out
+
+    def io_quantization_json(self) -> str | None:
+        """The ``.json`` sidecar of an ``io="int"`` model (None otherwise): :attr:`io_quantization` as JSON."""
+        import json
+
+        q = self.io_quantization
+        return None if q is None else json.dumps({"io_quantization": q}, indent=2, sort_keys=True) + "\n"
+
     # ---------------------------------------------------------------- output
     def to_bytes(self) -> bytes:
         """The TOSA 1.0 flatbuffer."""
@@ -54,7 +95,8 @@ class TosaModel:
         return to_mlir(self.graph)
 
     def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None) -> None:
-        """Write the ``.tosa`` file (and optionally the ``.mlir`` text): both or neither, each atomically.
+        """Write the ``.tosa`` file (and optionally the ``.mlir`` text): both or neither, each atomically.  A model
+        converted with ``io="int"`` also gets its sidecar ``<path>.json`` (:meth:`io_quantization_json`).
 
         Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
         from .outputs import write_files
@@ -62,13 +104,19 @@ class TosaModel:
         files: dict[str | os.PathLike[str], bytes] = {path: self.to_bytes()}
         if mlir is not None:
             files[mlir] = self.to_mlir().encode()
+        side = self.io_quantization_json()
+        if side is not None:
+            files[sidecar_path(path)] = side.encode()
         write_files(files)
 
     # ------------------------------------------------------------------- run
     def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-        """Run the program in the embedded executor."""
+        """Run the program in the embedded executor.  With ``io="int"``, float data for an integer input is quantized
+        on the host first (:meth:`quantize_inputs`); outputs are the program's (integer) tensors."""
         from .executor import run
 
+        if self.io_quantization:
+            inputs = self.quantize_inputs(inputs)
         return run(self.graph, inputs)  # type: ignore[arg-type]
 
     def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
@@ -109,6 +157,13 @@ class TosaModel:
         return f"<TosaModel {self.graph.name}: {ops} ops, profiles={self.profiles}, extensions={self.extensions}>"
 
 
+def sidecar_path(path: str | os.PathLike[str]) -> str:
+    """Where the ``io="int"`` sidecar of the ``.tosa`` at ``path`` goes: the same name with ``.json``."""
+    p = os.fspath(path)
+    root, ext = os.path.splitext(p)
+    return (root if ext == ".tosa" else p) + ".json"
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename, so no half-written file is left.
 
@@ -130,7 +185,7 @@ def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
 
 
 def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-            rounding: str = "double", fold: bool = True, signature: str = "serving_default",
+            rounding: str = "double", fold: bool = True, signature: str = "serving_default", io: str = "float",
             **extra: Any) -> TosaModel:
     """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), a TensorFlow SavedModel directory, a ``.keras`` /
     ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
@@ -138,6 +193,8 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``rounding`` is the
     requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
     EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
+    ``io="int"`` moves the QUANTIZE/DEQUANTIZE at a quantized model's edges to the host: the program then takes and
+    returns int8/int16 tensors, and :attr:`TosaModel.io_quantization` gives their scales and zero points.
     """
     from .converter.pipeline import ConvertOptions, convert_graph
     from .converter.source import convert_options, convert_tflite_data
@@ -154,13 +211,13 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
             raise MissingExtraError("TensorFlow models need TensorFlow: pip install 'tf2tosa[tf]'",
                                     file=os.fspath(source))
 
-        options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, extra=dict(extra))
+        options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, io=io, extra=dict(extra))
         graph, src = tensorflow_frontend(source, options, signature=signature)
         convert_graph(graph, options, file=src.label)
         return TosaModel(graph, source_path=src.label, tf_source=src)
     data, path = _read_source(source)
     graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, fold=fold,
-                                                            rounding=rounding, **extra))
+                                                            rounding=rounding, io=io, **extra))
     return TosaModel(graph, source=data, source_path=path)
 
 
@@ -180,7 +237,8 @@ def _validate_loaded(graph: Graph, name: str | None) -> None:
 
 
 def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
-    """Read a ``.tosa`` flatbuffer (path or bytes) back into a TosaModel."""
+    """Read a ``.tosa`` flatbuffer (path or bytes) back into a TosaModel; an ``io="int"`` sidecar next to it
+    (``model.json``) restores :attr:`TosaModel.io_quantization`."""
     from .serializer import from_bytes
     from .tosa import profiles
 
@@ -189,4 +247,24 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     _validate_loaded(graph, name)
     profs, exts = profiles.requirements(graph)
     graph.meta.update(profiles=profs, extensions=exts, file=name)
+    if not isinstance(path, (bytes, bytearray, memoryview)) and os.path.isfile(sidecar_path(path)):
+        _read_sidecar(graph, sidecar_path(path))
     return TosaModel(graph)
+
+
+def _read_sidecar(graph: Graph, side: str) -> None:
+    """``meta["io_quantization"]`` from the ``io="int"`` sidecar ``side`` (entries matched to the graph by name)."""
+    import json
+
+    try:
+        with open(side, encoding="utf-8") as f:
+            doc = json.load(f)["io_quantization"]
+        meta: dict[str, list[dict[str, Any]]] = {}
+        for role, values in (("inputs", graph.inputs), ("outputs", graph.outputs)):
+            index = {v.name: i for i, v in enumerate(values)}
+            meta[role] = [{"index": index[e["name"]], "dtype": str(e["dtype"]), "scale": float(e["scale"]),
+                           "zero_point": int(e["zero_point"]), "float_dtype": str(e.get("float_dtype", "fp32"))}
+                          for e in doc.get(role, [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ModelLoadError(f"unreadable io quantization sidecar ({type(e).__name__}: {e})", file=side) from None
+    graph.meta["io_quantization"] = meta

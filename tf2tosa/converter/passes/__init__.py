@@ -1,6 +1,7 @@
 """Graph passes run around legalization, one module per pass, in the order the pipeline runs them:
 
 1. :mod:`.input_shapes` — static input shapes;
+2. :mod:`.integer_io` — with ``--io int`` only: a quantized model's edge QUANTIZE/DEQUANTIZE removed;
 2. :mod:`.unsigned_io` — uint8 model inputs/outputs as int8 with unsigned RESCALEs;
 3. :mod:`.densify` — sparse constants made dense (then the rules run: :func:`..pipeline.legalize_graph`);
 4. :mod:`.constants` — the frontend constants still in use become tosa.CONST with TOSA types;
@@ -20,9 +21,11 @@ from .densify import densify
 from .fold import fold_constants
 from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
+from .integer_io import integer_io, integer_io_names
 from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_shapes
 from .unsigned_io import unsigned_io
 
-__all__ = ["densify", "finish_constants", "fold_constants", "name_outputs", "narrow_constant", "rebuild_tensor_map",
-           "refresh_shapes", "remove_identities", "resolve_input_shapes", "retype", "unsigned_io"]
+__all__ = ["densify", "finish_constants", "fold_constants", "integer_io", "integer_io_names", "name_outputs",
+           "narrow_constant", "rebuild_tensor_map", "refresh_shapes", "remove_identities", "resolve_input_shapes",
+           "retype", "unsigned_io"]
