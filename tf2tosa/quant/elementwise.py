@@ -107,6 +107,56 @@ def gather_table(b: Builder, index: Value, values: np.ndarray, dtype: DType, q: 
     return tag(b.reshape(g, shape), q)
 
 
+#: below this many elements one GATHER costs an NPU less than the ~17 elementwise ops of :func:`table_i32_bytes`
+#: (Vela 5.2 on ethos-u85-256: GATHER ~40 cycles per element, an elementwise op ~80 cycles plus ~1 per element)
+BYTE_TABLE_MIN_ELEMENTS = 64
+
+
+def lookup_i32(b: Builder, d: Value, values: np.ndarray, idx8: Value | None = None) -> tuple[Value, Value | None]:
+    """``values[d]`` for an i32 index ``d`` in [0, 256): byte-split TABLEs on large tensors, one GATHER on small
+    ones (both exact; the cheaper per case).  Returns the result and the i8 index to reuse (None with GATHER)."""
+    n = int(np.prod([int(x) for x in d.shape])) if d.shape else 1
+    if n < BYTE_TABLE_MIN_ELEMENTS:
+        return gather_table(b, d, values, DType.INT32), None
+    idx8 = idx8 if idx8 is not None else byte_index(b, d)
+    return table_i32_bytes(b, idx8, values), idx8
+
+
+def byte_index(b: Builder, d: Value) -> Value:
+    """An i32 index ``d`` in [0, 256) as the i8 input ``d - 128`` of :func:`table_i32_bytes` (ADD, CAST)."""
+    return b.cast(b.binary("ADD", d, const(b, -128, d)), DType.INT8)
+
+
+def table_i32_bytes(b: Builder, idx8: Value, values: np.ndarray, q: QuantParams | None = None) -> Value:
+    """``values[idx8 + 128]`` (256 int32 entries) for an i8 index, as PRO-INT TABLEs, one per byte of the values.
+
+    Same result as :func:`gather_table` over ``d = idx8 + 128``, in ops an NPU runs as lookups rather than as a
+    gather (Vela's GATHER on Ethos-U85 costs ~100 cycles per element).  The values are split into ``n`` bytes, the
+    fewest that hold them as ``n``-byte two's complement numbers: the top byte is a signed i8 table (CAST
+    sign-extends it, exact), the others unsigned (CAST then BITWISE_AND 255); LOGICAL_LEFT_SHIFT by ``8k`` and
+    BITWISE_OR put them together (bit operations: no overflow, spec: LOGICAL_LEFT_SHIFT, BITWISE_OR).
+    """
+    vals = np.asarray(values, dtype=np.int64).reshape(-1)
+    if vals.shape != (256,) or vals.min() < -(1 << 31) or vals.max() >= 1 << 31:
+        raise Unsupported(f"a byte-split table needs 256 int32 entries, got shape {list(vals.shape)}")
+    n = next(k for k in (1, 2, 3, 4) if vals.min() >= -(1 << (8 * k - 1)) and vals.max() < 1 << (8 * k - 1))
+    u = vals & 0xFFFFFFFF
+    acc: Value | None = None
+    for k in range(n):
+        byte = (u >> (8 * k)) & 0xFF
+        if k < n - 1 and not byte.any():
+            continue
+        part = b.cast(apply_table_i8(b, idx8, (byte ^ 0x80).astype(np.int64) - 0x80, None), DType.INT32)
+        if k < n - 1:
+            part = b.binary("BITWISE_AND", part, const(b, 0xFF, part))
+        if k:
+            part = b.binary("LOGICAL_LEFT_SHIFT", part, const(b, 8 * k, part))
+        acc = part if acc is None else b.binary("BITWISE_OR", acc, part)
+    if acc is None:  # every entry 0
+        acc = b.binary("BITWISE_AND", b.cast(idx8, DType.INT32), const(b, 0, idx8))
+    return tag(acc, q)
+
+
 def lut16(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:
     """An int16 elementwise function as one 65536-entry lookup: ``table[x + 32768]``."""
     idx = b.binary("ADD", b.cast(x, DType.INT32), const(b, 32768, x))
