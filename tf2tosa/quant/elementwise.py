@@ -21,7 +21,7 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
 from ..tosa.builder import Builder
 from . import tflite_reference as R
-from .rescale import rescale
+from .rescale import merged_widen_rescale, rescale, rescale_raw, rounding_mode
 from .table import apply_table_i8
 
 QDTYPES = (DType.INT8, DType.INT16)
@@ -91,6 +91,20 @@ def widen(b: Builder, x: Value, zp: int = 0, left_shift: int = 0) -> Value:
         raise Unsupported(f"{x.dtype.value} with zero point {zp}")
     x32 = b.cast(x, DType.INT32)
     return b.mul(x32, const(b, 1 << left_shift, x32)) if left_shift else x32
+
+
+def widen_scaled(b: Builder, x: Value, zp: int, left_shift: int, scale: float) -> Value:
+    """``RESCALE((x - zp)·2^left_shift, scale)`` to i32, TFLite's ADD/SUB input stage (spec: RESCALE).
+
+    For an i8 input one RESCALE does both steps when some (multiplier, shift) gives the same result on all 256
+    codes (:func:`.rescale.merged_widen_rescale` checks every code): always for the input of the larger scale,
+    whose factor ``s / (2·max_s)`` is exactly 1/2.  Otherwise the two RESCALEs stay.
+    """
+    if x.dtype is DType.INT8:
+        merged = merged_widen_rescale(np.arange(-128, 128), zp, left_shift, scale, rounding_mode(b))
+        if merged is not None:
+            return rescale_raw(b, x, *merged, DType.INT32, in_zp=zp)
+    return requant(b, widen(b, x, zp, left_shift), scale, DType.INT32)
 
 
 def table8(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:
