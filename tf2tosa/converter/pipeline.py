@@ -128,6 +128,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     if options.fold:
         passes.fold_constants(graph)
     passes.remove_identities(graph)
+    passes.fold_pad(graph)
     graph.remove_dead_ops()
     passes.integer_io_names(graph)
     passes.name_outputs(graph)

@@ -187,7 +187,8 @@ def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: flo
     want = apply_scale_32(v << left_shift, mult, shift2, two_step_mode)
     for s in range(10, 63):
         base = mult * 2.0 ** (s + left_shift - shift2)
-        for m in sorted({int(np.floor(base)) + k for k in (-1, 0, 1, 2)}):
+        near = int(np.floor(base + 0.5))  # the nearest multiplier first (exact when the scale is dyadic)
+        for m in sorted({int(np.floor(base)) + k for k in (-1, 0, 1, 2)}, key=lambda c: (abs(c - near), c)):
             if not 0 <= m < 1 << 31:
                 continue
             for dbl in ((False, True) if mode == "DOUBLE_ROUND" and s > 31 else (False,)):
