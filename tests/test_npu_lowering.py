@@ -111,3 +111,23 @@ def test_int8_add_and_softmax_models_bit_exact() -> None:
         assert any(o.producer.operands[0].dtype.value == "i8" for o in add.operands)
     report = m.verify(num=3, oracle="ref")
     assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+
+
+def test_float_island_of_int8_layer_norm_becomes_a_table() -> None:
+    """TFLite leaves LayerNorm's NEG in float (DEQUANTIZE → NEG → QUANTIZE); it becomes one i8 TABLE, so the graph
+    is PRO-INT only, and stays bit-exact."""
+    tf = modelgen._tf()
+    keras = tf.keras
+    keras.utils.set_random_seed(4)
+    inp = keras.Input((16, 8), batch_size=1)
+    out = keras.layers.LayerNormalization()(keras.layers.Dense(8)(inp))
+    model = keras.Model(inp, out)
+    buf = _model("layer_norm", model, (1, 16, 8), "int8", test_float_island_of_int8_layer_norm_becomes_a_table)
+    from tf2tosa.converter.tflite import load_tflite
+
+    names = [op.name for op in load_tflite(buf).ops.values()]
+    assert "tfl.neg" in names and "tfl.dequantize" in names  # the float island is in the source
+    m = tf2tosa.convert(buf)
+    assert m.profiles == ["PRO-INT"], (m.profiles, m.graph.op_counts())
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report

@@ -123,6 +123,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     if options.io == "int":
         passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (meta["io_quantization"])
     passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
+    passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
     legalize_graph(graph, options, file=file, context=ctx)
     passes.refresh_shapes(graph)
     if options.fold:

@@ -3,6 +3,7 @@
 1. :mod:`.input_shapes` — static input shapes;
 2. :mod:`.integer_io` — with ``--io int`` only: a quantized model's edge QUANTIZE/DEQUANTIZE removed;
 2. :mod:`.unsigned_io` — uint8 model inputs/outputs as int8 with unsigned RESCALEs;
+2. :mod:`.integer_islands` — int8 DEQUANTIZE → NEG/ABS → QUANTIZE chains as one TABLE;
 3. :mod:`.densify` — sparse constants made dense (then the rules run: :func:`..pipeline.legalize_graph`);
 4. :mod:`.constants` — the frontend constants still in use become tosa.CONST with TOSA types;
 5. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
@@ -24,10 +25,11 @@ from .fold_pad import fold_pad
 from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
 from .integer_io import integer_io, integer_io_names
+from .integer_islands import integer_islands
 from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_shapes
 from .unsigned_io import unsigned_io
 
 __all__ = ["densify", "finish_constants", "fold_constants", "fold_pad", "integer_io", "integer_io_names",
-           "name_outputs", "narrow_constant", "rebuild_tensor_map", "refresh_shapes", "remove_identities",
-           "resolve_input_shapes", "retype", "unsigned_io"]
+           "integer_islands", "name_outputs", "narrow_constant", "rebuild_tensor_map", "refresh_shapes",
+           "remove_identities", "resolve_input_shapes", "retype", "unsigned_io"]
