@@ -131,6 +131,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     passes.remove_identities(graph)
     passes.fold_pad(graph)
     graph.remove_dead_ops()
+    passes.dedup_constants(graph)
     passes.integer_io_names(graph)
     passes.name_outputs(graph)
     passes.rebuild_tensor_map(graph)

@@ -9,6 +9,7 @@
 5. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
 6. :mod:`.fold` — ops with constant operands folded;
 7. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
+7. :mod:`.dedup_constants` — equal constants merged into one shared op;
 7. :mod:`.fold_pad` — a PAD of the input zero point folded into the CONV2D/DEPTHWISE_CONV2D padding;
 8. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from ...tosa.constants import narrow_constant, retype
 from .constants import finish_constants
+from .dedup_constants import dedup_constants
 from .densify import densify
 from .fold import fold_constants
 from .fold_pad import fold_pad
@@ -30,6 +32,6 @@ from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_shapes
 from .unsigned_io import unsigned_io
 
-__all__ = ["densify", "finish_constants", "fold_constants", "fold_pad", "integer_io", "integer_io_names",
-           "integer_islands", "name_outputs", "narrow_constant", "rebuild_tensor_map", "refresh_shapes",
-           "remove_identities", "resolve_input_shapes", "retype", "unsigned_io"]
+__all__ = ["dedup_constants", "densify", "finish_constants", "fold_constants", "fold_pad", "integer_io",
+           "integer_io_names", "integer_islands", "name_outputs", "narrow_constant", "rebuild_tensor_map",
+           "refresh_shapes", "remove_identities", "resolve_input_shapes", "retype", "unsigned_io"]
