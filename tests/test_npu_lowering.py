@@ -154,3 +154,24 @@ def test_constants_deduplicated_and_the_file_runs(tmp_path: Any) -> None:
     assert (tmp_path / "m.tosa").read_bytes() == tf2tosa.convert(sample).to_bytes()
     report = m.verify(num=2, oracle="ref")
     assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+
+
+def test_int8_mul_by_constant_keeps_the_int8_constant() -> None:
+    """x · c (a per-channel constant, as an unfused BatchNorm): the constant stays int8 behind a RESCALE (i8 → i32,
+    zero point), which Vela runs as one int8 MUL, instead of being folded into an i32 constant; still bit-exact."""
+    c = np.linspace(-1.5, 2.0, 8).astype(np.float32)
+
+    def fn(x: Any) -> Any:
+        return x * c
+
+    buf = _model("mul_const", fn, (1, 6, 6, 8), "int8", test_int8_mul_by_constant_keeps_the_int8_constant)
+    m = tf2tosa.convert(buf)
+    muls = [op for op in m.graph.topological_order() if op.opcode == "MUL"]
+    assert muls
+    for mul in muls:
+        producers = [o.producer for o in mul.operands[:2]]
+        producers = [p.operands[0].producer if p is not None and p.opcode == "RESHAPE" else p for p in producers]
+        assert any(p is not None and p.opcode == "RESCALE" and p.operands[0].is_const and
+                   p.operands[0].dtype.value == "i8" for p in producers), [str(o.type) for o in mul.operands]
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report

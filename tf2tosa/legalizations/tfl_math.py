@@ -30,6 +30,7 @@ from ..quant.elementwise import (
     table8,
     tag,
     widen,
+    widen_kept,
     widen_scaled,
 )
 from ..tosa.builder import Builder
@@ -527,8 +528,8 @@ def _q_mul(b: Builder, op: Operation) -> Value:
     if z1 == 0 and z2 == 0:  # MUL i8×i8 / i16×i16 → i32 has no zero points (spec 2.5.14 MUL)
         prod = b.emit("MUL", [*b.broadcast_ranks(x, y), b.const(np.array([0]), DType.INT8, name="shift")],
                       out_dtype=DType.INT32).result
-    else:
-        prod = b.mul(widen(b, x, z1), widen(b, y, z2))
+    else:  # a constant operand stays an int8 constant + RESCALE (widen_kept): one int8 MUL on an NPU
+        prod = b.mul(widen_kept(b, x, z1), widen_kept(b, y, z2))
     out = requant(b, prod, f32_div(f32(s1) * f32(s2), so), dt, out_zp=zo, q=r.type.quant)
     return tag(fused_activation_q(b, out, op.attrs.get("fused_activation_function"), out_quant(op)), r.type.quant)
 

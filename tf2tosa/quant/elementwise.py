@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
-from ..tosa.builder import Builder
+from ..tosa.builder import KEEP_UNFOLDED, Builder
 from . import tflite_reference as R
 from .rescale import merged_widen_rescale, rescale, rescale_raw, rounding_mode
 from .table import apply_table_i8
@@ -91,6 +91,23 @@ def widen(b: Builder, x: Value, zp: int = 0, left_shift: int = 0) -> Value:
         raise Unsupported(f"{x.dtype.value} with zero point {zp}")
     x32 = b.cast(x, DType.INT32)
     return b.mul(x32, const(b, 1 << left_shift, x32)) if left_shift else x32
+
+
+def widen_kept(b: Builder, x: Value, zp: int) -> Value:
+    """``x - zp`` in i32; for a constant i8 ``x`` kept as a RESCALE of the int8 constant instead of folded into an
+    i32 constant.  The value is the same; an NPU compiler (Vela) runs RESCALE(i8 → i32, zp) → MUL → RESCALE as one
+    int8 MUL with zero points, and a MUL by a folded i32 constant as costlier 32-bit passes."""
+    if x.dtype is not DType.INT8 or not x.is_const:
+        return widen(b, x, zp)
+    fold, b.fold = b.fold, False
+    try:
+        r = rescale(b, x, 1.0, DType.INT32, in_zp=zp, double_round=False)
+    finally:
+        b.fold = fold
+    assert r.producer is not None
+    kept = b.graph.meta.setdefault(KEEP_UNFOLDED, [])
+    kept.append(r.producer.id)
+    return r
 
 
 def widen_scaled(b: Builder, x: Value, zp: int, left_shift: int, scale: float) -> Value:
