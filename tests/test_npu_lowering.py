@@ -175,3 +175,26 @@ def test_int8_mul_by_constant_keeps_the_int8_constant() -> None:
                    p.operands[0].dtype.value == "i8" for p in producers), [str(o.type) for o in mul.operands]
     report = m.verify(num=3, oracle="ref")
     assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+
+
+def test_single_rescale_for_fully_connected_matches_the_double_rounding() -> None:
+    """The window check of ``single_rescale_exact`` agrees with a brute force over every accumulator: whenever it
+    accepts a RESCALE, ``clip(round_half_away(fl64(acc·s)) + zp)`` (LiteRT's double requantization, numpy) equals
+    the RESCALE on all ``|acc| <= bound``; exact negative ties (s = 1/4) are refused (half up ≠ half away)."""
+    from tf2tosa.quant.conv import single_rescale_exact
+
+    assert single_rescale_exact([0.25], 1000, 0) is None
+    accepted = 0
+    for _ in range(120):
+        s = float(RNG.uniform(1e-4, 0.3))
+        zp, bound = int(RNG.integers(-128, 128)), int(RNG.integers(100, 200_000))
+        got = single_rescale_exact([s], bound, zp)
+        if got is None:
+            continue
+        accepted += 1
+        (mult,), (shift,) = got
+        acc = np.arange(-bound, bound + 1, dtype=np.int64)
+        prod = acc * s
+        want = np.clip((np.sign(prod) * np.floor(np.abs(prod) + 0.5)).astype(np.int64) + zp, -128, 127)
+        np.testing.assert_array_equal(np.clip(apply_scale_32(acc, mult, shift, False) + zp, -128, 127), want)
+    assert accepted > 100
