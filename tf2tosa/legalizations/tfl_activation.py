@@ -331,10 +331,11 @@ def _q_softmax(b: Builder, op: Operation) -> Value:
     k = np.arange(256)
     valid = -k >= diff_min
     exp_q0 = np.where(valid, R.exp_on_negative_values(R.srdhm(R.wrap32(-k << ls), q), 5), 0)
-    terms, idx8 = lookup_i32(b, d, R.rdbpot(exp_q0, 12))
+    exp_v, _ = lookup_i32(b, d, exp_q0)
+    terms = fx.rdbpot(exp_v, 12, nonneg=True)  # exp_q0 >= 0: RoundingDivideByPOT is a rounding right shift
     total = b.emit("REDUCE_SUM", [terms], {"axis": axis}).result
     recip, bits_over_unit = get_reciprocal(fx, total, 12)
-    prod = fx.mulhi(recip, lookup_i32(b, d, exp_q0, idx8)[0])
+    prod = fx.mulhi(recip, exp_v)
     unsat = fx.rdbpot(prod, fx.add(bits_over_unit, 31 - 8), nonneg=True)
     return saturate(b, unsat, DType.INT8, out_zp=-128, q=r.type.quant)
 
