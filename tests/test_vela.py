@@ -71,8 +71,15 @@ def _zoo_integer_models() -> list[tuple[str, str]]:
             if variant not in mdef.unsupported and not mdef.gap(variant)]
 
 
-#: models whose integer .tosa Vela 5.2.0 refuses, ours and Arm's pipeline's alike (found by the sweep below)
-VELA_REFUSES: dict[str, str] = {}
+#: the zoo variants the sweep below cannot pass, and why (measured with Vela 5.2.0 and LiteRT 2.3 on 2026-11-25)
+KNOWN: dict[tuple[str, str], str] = {
+    ("espcn_x2", "int8"): "LiteRT's BUILTIN_REF cannot run the model ('Registration failed'): no oracle",
+    ("espcn_x2", "int16x8"): "TFLite's 16x8 conversion leaves DEPTH_TO_SPACE in float at the output (PRO-FP op); "
+                             "LiteRT's BUILTIN_REF cannot run the model either",
+    ("kws_end_to_end", "int16x8"): "the .tflite holds a quantization scale of 0.0 (refused on load)",
+    ("log_mel_frontend", "int16x8"): "the .tflite holds a quantization scale of 0.0 (refused on load)",
+    ("bidirectional_lstm", "int16x8"): "Vela does not finish the 11k-op unrolled int16 BiLSTM within 5 minutes",
+}
 
 
 @pytest.mark.slow
@@ -83,15 +90,15 @@ def test_zoo_model_all_on_npu_and_bit_exact(tmp_path: Path, name: str, variant: 
     from models.zoo import REGISTRY, build_tflite
     from models.zoo.core import TFLiteRefused
 
+    if (name, variant) in KNOWN:
+        pytest.xfail(KNOWN[name, variant])
     try:
         info = build_tflite(REGISTRY[name], variant)
     except TFLiteRefused as e:
         pytest.skip(f"TFLite cannot build {name} {variant}: {e}")
     m = _convert_int_io(info.data)
     m.save(tmp_path / "m.tosa")
-    if name in VELA_REFUSES:
-        pytest.xfail(VELA_REFUSES[name])
-    res = compile_for_npu(tmp_path / "m.tosa")
+    res = compile_for_npu(tmp_path / "m.tosa", timeout=300)
     assert res.cpu_ops == 0, res
     report = m.verify(num=2, oracle="ref")
     assert report.ok and all(o.mismatches == 0 for o in report.outputs if not o.is_float), report
