@@ -180,14 +180,16 @@ def test_int8_mul_by_constant_keeps_the_int8_constant() -> None:
 def test_single_rescale_for_fully_connected_matches_the_double_rounding() -> None:
     """The window check of ``single_rescale_exact`` agrees with a brute force over every accumulator: whenever it
     accepts a RESCALE, ``clip(round_half_away(fl64(acc·s)) + zp)`` (LiteRT's double requantization, numpy) equals
-    the RESCALE on all ``|acc| <= bound``; exact negative ties (s = 1/4) are refused (half up ≠ half away)."""
+    the RESCALE on all ``|acc| <= bound``, also with exact ties (s = 1/4: half away from zero needs the multiplier
+    one above 2^30, which nudges negative ties down)."""
     from tf2tosa.quant.conv import single_rescale_exact
 
-    assert single_rescale_exact([0.25], 1000, 0) is None
+    assert single_rescale_exact([0.25], 1000, 0) == ([(1 << 30) + 1], [32])
     accepted = 0
-    for _ in range(120):
-        s = float(RNG.uniform(1e-4, 0.3))
-        zp, bound = int(RNG.integers(-128, 128)), int(RNG.integers(100, 200_000))
+    cases = [(0.25, 0, 1000), (0.125, 5, 4000)] + [
+        (float(RNG.uniform(1e-4, 0.3)), int(RNG.integers(-128, 128)), int(RNG.integers(100, 200_000)))
+        for _ in range(120)]
+    for s, zp, bound in cases:
         got = single_rescale_exact([s], bound, zp)
         if got is None:
             continue

@@ -176,6 +176,33 @@ def exact_split(scales: Sequence[float]) -> tuple[list[int], list[int], int] | N
     return [m >> lbits for m in big], [m & ((1 << lbits) - 1) for m in big], lbits
 
 
+def _single_rescale_channel(sc: float, bound: int, zp_out: int, lo: int, hi: int, top: int,
+                            half: np.ndarray) -> tuple[int, int] | None:
+    """The first (multiplier, shift) candidate that passes :func:`single_rescale_exact`'s check for one channel:
+    the nearest multiplier at the largest shift, then its neighbours and smaller shifts (LiteRT's double product
+    can round onto a half-integer, which a neighbouring multiplier may reproduce)."""
+    top_shift = min(62, int(np.floor(np.log2(((1 << 31) - 1) / sc))))
+    for shift in range(top_shift, top_shift - 4, -1):
+        near = int(np.floor(sc * 2.0**shift + 0.5))
+        for mult in (near, near + 1, near - 1):
+            if not 0 < mult < 1 << 31 or shift < 2 or (shift < 32 and bound >= 1 << (shift - 1)):
+                continue
+            err = float(bound) * abs(sc - mult / 2.0**shift) + (top + 1) * 2.0**-50 + 1e-12
+            width = int(np.ceil(2 * err / sc)) + 3
+            if width > 64:
+                continue
+            start = np.floor((half - err) / sc).astype(np.int64) - 1
+            acc = (start[:, None] + np.arange(width, dtype=np.int64)[None, :]).ravel()
+            acc = acc[np.abs(acc) <= bound]
+            prod = acc.astype(np.float64) * np.float64(sc)
+            tfl = np.sign(prod) * np.floor(np.abs(prod) + 0.5)
+            want = np.clip(tfl.astype(np.int64) + zp_out, lo, hi)
+            got = np.clip(((acc * mult + (1 << (shift - 1))) >> shift) + zp_out, lo, hi)
+            if np.array_equal(want, got):
+                return mult, shift
+    return None
+
+
 def single_rescale_exact(scales: Sequence[float], bound: int, zp_out: int, lo: int = -128,
                          hi: int = 127) -> tuple[list[int], list[int]] | None:
     """Per-channel SINGLE_ROUND RESCALE ``(multiplier, shift)`` pairs equal to LiteRT's double-precision
@@ -197,28 +224,11 @@ def single_rescale_exact(scales: Sequence[float], bound: int, zp_out: int, lo: i
     for sc in scales:
         if not 0.0 < sc < 0.5:
             return None
-        shift = min(62, int(np.floor(np.log2(((1 << 31) - 1) / sc))))
-        mult = int(np.floor(sc * 2.0**shift + 0.5))
-        while mult >= 1 << 31:
-            shift -= 1
-            mult = int(np.floor(sc * 2.0**shift + 0.5))
-        if shift < 2 or (shift < 32 and bound >= 1 << (shift - 1)):
+        found = _single_rescale_channel(sc, bound, zp_out, lo, hi, top, half)
+        if found is None:
             return None
-        err = float(bound) * abs(sc - mult / 2.0**shift) + (top + 1) * 2.0**-50 + 1e-12
-        width = int(np.ceil(2 * err / sc)) + 3
-        if width > 64:
-            return None
-        start = np.floor((half - err) / sc).astype(np.int64) - 1
-        acc = (start[:, None] + np.arange(width, dtype=np.int64)[None, :]).ravel()
-        acc = acc[np.abs(acc) <= bound]
-        prod = acc.astype(np.float64) * np.float64(sc)
-        tfl = np.sign(prod) * np.floor(np.abs(prod) + 0.5)
-        want = np.clip(tfl.astype(np.int64) + zp_out, lo, hi)
-        got = np.clip(((acc * mult + (1 << (shift - 1))) >> shift) + zp_out, lo, hi)
-        if not np.array_equal(want, got):
-            return None
-        mults.append(mult)
-        shifts.append(shift)
+        mults.append(found[0])
+        shifts.append(found[1])
     return mults, shifts
 
 
