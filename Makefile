@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 TOSA_STAMP := $(TOSA_VENV)/.installed-stamp
 ME_STAMP := $(ME_VENV)/.installed-stamp
+VELA_VENV := .venv-vela
+VELA_STAMP := $(VELA_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
 .PHONY: all env demo test lint typecheck pytest docs bench zoo zoo-shot fuzz chromium install-test clean
@@ -32,7 +34,13 @@ $(ME_STAMP): requirements-me.txt
 	$(ME_VENV)/bin/pip install -q -r requirements-me.txt
 	touch $@
 
-env: $(STAMP) $(TOSA_STAMP) $(ME_STAMP)
+# Arm's Vela (Ethos-U NPU compiler) for the NPU interop tests and benchmarks/bench_npu.py.
+$(VELA_STAMP): requirements-vela.txt
+	test -x $(VELA_VENV)/bin/python || $(PYTHON) -m venv $(VELA_VENV)
+	$(VELA_VENV)/bin/pip install -q -r requirements-vela.txt
+	touch $@
+
+env: $(STAMP) $(TOSA_STAMP) $(ME_STAMP) $(VELA_STAMP)
 
 demo: env
 	$(BIN)/tf2tosa demo
@@ -80,4 +88,4 @@ chromium:
 	command -v chromium >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q chromium)
 
 clean:
-	rm -rf $(VENV) $(TOSA_VENV) $(ME_VENV) .cache out
+	rm -rf $(VENV) $(TOSA_VENV) $(ME_VENV) $(VELA_VENV) .cache out

@@ -56,6 +56,47 @@ class TosaModel:
     def output_names(self) -> list[str]:
         return [v.name for v in self.graph.outputs]
 
+    @property
+    def io_quantization(self) -> dict[str, list[dict[str, Any]]] | None:
+        """With ``io="int"``: for each integer model input and output, its ``name``, integer ``dtype``, ``scale`` and
+        ``zero_point`` (real = scale × (q − zero_point)) and the ``float_dtype`` of the source's edge; else None."""
+        meta = self.graph.meta.get("io_quantization")
+        if not meta:
+            return None
+        named = {"inputs": self.graph.inputs, "outputs": self.graph.outputs}
+        return {role: [{"name": named[role][e["index"]].name, **{k: v for k, v in e.items() if k != "index"}}
+                       for e in meta.get(role, [])] for role in ("inputs", "outputs")}
+
+    def quantize_inputs(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        """Inputs keyed by name, float arrays for an integer model input quantized as TFLite's QUANTIZE kernel does
+        (``io="int"``); integer arrays and other inputs pass unchanged."""
+        from .converter.passes.integer_io import quantize
+
+        names = self.input_names
+        named = dict(inputs) if isinstance(inputs, Mapping) else dict(zip(names, inputs))
+        for e in (self.io_quantization or {}).get("inputs", []):
+            a = named.get(e["name"])
+            if a is not None and np.issubdtype(np.asarray(a).dtype, np.floating):
+                named[e["name"]] = quantize(np.asarray(a), e["dtype"], e["scale"], e["zero_point"])
+        return named
+
+    def dequantize_outputs(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The integer model outputs of ``io="int"`` as float, dequantized as TFLite's DEQUANTIZE kernel does."""
+        from .converter.passes.integer_io import dequantize
+
+        out = dict(outputs)
+        for e in (self.io_quantization or {}).get("outputs", []):
+            if e["name"] in out:
+                out[e["name"]] = dequantize(out[e["name"]], e["scale"], e["zero_point"])
+        return out
+
+    def io_quantization_json(self) -> str | None:
+        """The ``.json`` sidecar of an ``io="int"`` model (None otherwise): :attr:`io_quantization` as JSON."""
+        import json
+
+        q = self.io_quantization
+        return None if q is None else json.dumps({"io_quantization": q}, indent=2, sort_keys=True) + "\n"
+
     # ---------------------------------------------------------------- output
     def to_bytes(self) -> bytes:
         """The TOSA 1.0 flatbuffer."""
@@ -73,7 +114,8 @@ class TosaModel:
     def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None,
              mlir_syntax: str = "generic") -> None:
         """Write the ``.tosa`` file (and optionally the ``.mlir`` text in ``mlir_syntax``, see :meth:`to_mlir`):
-        both or neither, each atomically.
+        both or neither, each atomically.  A model converted with ``io="int"`` also gets its sidecar
+        ``<path>.json`` (:meth:`io_quantization_json`).
 
         Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
         from .outputs import Content, write_files
@@ -83,13 +125,19 @@ class TosaModel:
         files: dict[str | os.PathLike[str], Content] = {path: lambda tmp: write_file(self.graph, tmp)}
         if mlir is not None:
             files[mlir] = self.to_mlir(mlir_syntax).encode()
+        side = self.io_quantization_json()
+        if side is not None:
+            files[sidecar_path(path)] = side.encode()
         write_files(files)
 
     # ------------------------------------------------------------------- run
     def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], backend: str = "executor"
             ) -> dict[str, np.ndarray]:
         """Run the program in the embedded executor, or (``backend="iree"``) compile its MLIR with IREE (cached by
-        content) and run that; see :mod:`tf2tosa.verify.iree`."""
+        content) and run that; see :mod:`tf2tosa.verify.iree`.  With ``io="int"``, float data for an integer input
+        is quantized on the host first (:meth:`quantize_inputs`); outputs are the program's (integer) tensors."""
+        if self.io_quantization:
+            inputs = self.quantize_inputs(inputs)
         if backend == "iree":
             from .verify import iree
 
@@ -128,6 +176,7 @@ class TosaModel:
         theirs = self.run(inputs, backend=backend)
         return iree.agreement(self.graph, run(self.graph, inputs), theirs,  # type: ignore[arg-type]
                               fp64=run(self.graph, inputs, precise=True))  # type: ignore[arg-type]
+
     def session(self) -> Any:
         """A new streaming :class:`~tf2tosa.executor.session.Session`: ``run(inputs)`` is one invocation and keeps
         the variables' state for the next (EXT-VARIABLE, or the state inputs/outputs of a ``state_io=True``
@@ -220,6 +269,13 @@ class TosaModel:
         return f"<TosaModel {self.graph.name}: {ops} ops, profiles={self.profiles}, extensions={self.extensions}>"
 
 
+def sidecar_path(path: str | os.PathLike[str]) -> str:
+    """Where the ``io="int"`` sidecar of the ``.tosa`` at ``path`` goes: the same name with ``.json``."""
+    p = os.fspath(path)
+    root, ext = os.path.splitext(p)
+    return (root if ext == ".tosa" else p) + ".json"
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename, so no half-written file is left.
 
@@ -254,7 +310,7 @@ def _map_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes | mmap.mm
 
 
 def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-            rounding: str = "double", fold: bool = True, signature: str = "serving_default",
+            rounding: str = "double", fold: bool = True, signature: str = "serving_default", io: str = "float",
             fp16_weights: str = "keep", **extra: Any) -> TosaModel:
     """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), a TensorFlow SavedModel directory, a ``.keras`` /
     ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
@@ -266,6 +322,8 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
     ``fp16_weights``: ``"keep"`` stores float16 weights (TFLite's DEQUANTIZE of an fp16 constant) as fp16 constants
     and a CAST to fp32, so the ``.tosa`` stays about the source's size; ``"expand"`` stores them as fp32 constants.
+    ``io="int"`` moves the QUANTIZE/DEQUANTIZE at a quantized model's edges to the host: the program then takes and
+    returns int8/int16 tensors, and :attr:`TosaModel.io_quantization` gives their scales and zero points.
     """
     extra["fp16_weights"] = fp16_weights
     from .converter.nnef import is_nnef_source
@@ -291,13 +349,13 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
             raise MissingExtraError("TensorFlow models need TensorFlow: pip install 'tf2tosa[tf]'",
                                     file=os.fspath(source))
 
-        options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, extra=dict(extra))
+        options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, io=io, extra=dict(extra))
         graph, src = tensorflow_frontend(source, options, signature=signature)
         convert_graph(graph, options, file=src.label)
         return TosaModel(graph, source_path=src.label, tf_source=src)
     data, path = _map_source(source)
     graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, fold=fold,
-                                                            rounding=rounding, **extra))
+                                                            rounding=rounding, io=io, **extra))
     return TosaModel(graph, source=data, source_path=path)
 
 
@@ -357,7 +415,8 @@ def _mlir_to_tosa(path: str | os.PathLike[str]) -> tuple[bytes, str]:
 
 def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     """Read a ``.tosa`` flatbuffer (path or bytes) back into a TosaModel; a ``.mlir`` path is TOSA-dialect MLIR
-    text, serialized to a flatbuffer by Arm's ``tosa-opt`` first (needs the tosa-tools environment)."""
+    text, serialized to a flatbuffer by Arm's ``tosa-opt`` first (needs the tosa-tools environment).  An ``io="int"``
+    sidecar next to a ``.tosa`` (``model.json``) restores :attr:`TosaModel.io_quantization`."""
     from .serializer import from_bytes
     from .tosa import profiles
 
@@ -369,4 +428,24 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     _validate_loaded(graph, name)
     profs, exts = profiles.requirements(graph)
     graph.meta.update(profiles=profs, extensions=exts, file=name)
+    if not isinstance(path, (bytes, bytearray, memoryview)) and os.path.isfile(sidecar_path(path)):
+        _read_sidecar(graph, sidecar_path(path))
     return TosaModel(graph)
+
+
+def _read_sidecar(graph: Graph, side: str) -> None:
+    """``meta["io_quantization"]`` from the ``io="int"`` sidecar ``side`` (entries matched to the graph by name)."""
+    import json
+
+    try:
+        with open(side, encoding="utf-8") as f:
+            doc = json.load(f)["io_quantization"]
+        meta: dict[str, list[dict[str, Any]]] = {}
+        for role, values in (("inputs", graph.inputs), ("outputs", graph.outputs)):
+            index = {v.name: i for i, v in enumerate(values)}
+            meta[role] = [{"index": index[e["name"]], "dtype": str(e["dtype"]), "scale": float(e["scale"]),
+                           "zero_point": int(e["zero_point"]), "float_dtype": str(e.get("float_dtype", "fp32"))}
+                          for e in doc.get(role, [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ModelLoadError(f"unreadable io quantization sidecar ({type(e).__name__}: {e})", file=side) from None
+    graph.meta["io_quantization"] = meta

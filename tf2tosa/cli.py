@@ -42,6 +42,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 # options every command takes
 JSON = typer.Option(False, "--json", help="print one JSON object (docs/schemas/COMMAND.json) instead of text, "
                     "also on failure")
+IO = typer.Option("float", "--io", metavar="float|int",
+                  help="int: a quantized model's edge QUANTIZE/DEQUANTIZE move to the host, so the program takes and "
+                       "returns int8/int16 (scales and zero points in inspect and the .json sidecar)")
 QUIET = typer.Option(False, "-q", "--quiet", help="print only the result line, warnings and errors")
 VERBOSE = typer.Option(False, "-v", "--verbose", help="also show TensorFlow/LiteRT logs, dependency warnings and "
                        "progress lines when stderr is not a terminal")
@@ -201,11 +204,14 @@ def _check_inputs(m: Any, given: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
     by_name = {v.name: v for v in m.graph.inputs}
+    int_io = {e["name"] for e in (m.io_quantization or {}).get("inputs", [])}
     for k, arr in list(given.items()):
         v = by_name.get(k)
         if v is None:
             raise InputError(f"no model input named {k!r} (inputs: {', '.join(sorted(by_name))})", tensor=k)
         want = np.dtype(v.dtype.np_dtype())
+        if k in int_io and arr.dtype.kind == "f":
+            continue  # float data for an integer model input (--io int): quantized on the host as TFLite would
         if arr.dtype != want:
             if arr.dtype.kind in "iu" and want.kind in "iu" and arr.dtype.itemsize == want.itemsize:
                 given[k] = arr.view(want)  # uint8 data for an i8 input carrying uint8 bits, and the like
@@ -242,7 +248,20 @@ def _model_facts(m: Any) -> dict[str, Any]:
                 "dtype": v.dtype.value, "type": str(v.type)}
 
     return {"profiles": m.profiles, "extensions": m.extensions, "inputs": [value(v) for v in g.inputs],
-            "outputs": [value(v) for v in g.outputs], "op_counts": dict(g.op_counts())}
+            "outputs": [value(v) for v in g.outputs], "op_counts": dict(g.op_counts()),
+            "io_quantization": m.io_quantization}
+
+
+def _echo_io_quantization(out: Out, m: Any) -> None:
+    """The scales and zero points of an ``--io int`` program's integer edges (real = scale × (q − zero_point))."""
+    q = m.io_quantization
+    if not q:
+        return
+    out.echo("integer I/O (--io int; real = scale * (q - zero_point)):")
+    for role in ("inputs", "outputs"):
+        for e in q[role]:
+            out.echo(f"  {role[:-1]:6s} {e['name']}: {e['dtype']} scale={e['scale']!r} zero_point={e['zero_point']} "
+                     f"(source {e['float_dtype']})")
 
 
 @app.command()
@@ -283,6 +302,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                                              help="float16 weights: keep (fp16 constants + CAST, the file stays "
                                                   "the source's size) or expand (fp32 constants)"),
             state_io: bool = STATE_IO,
+            io_: str = IO,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -298,7 +318,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         prog(0, 3 if verify else 2, "legalizing")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
                        qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
-                       fp16_weights=fp16_weights, state_io=state_io)
+                       fp16_weights=fp16_weights, state_io=state_io, io=io_)
         if target is not None:
             m.require_target(target.value)
         prog(1, 3 if verify else 2, "writing")
@@ -311,6 +331,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     if layout:
         out.info(f"layout: {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
                  f"{layout['transposes_after']} after")
+    if m.io_quantization:
+        from .api import sidecar_path
+
+        out.info(f"integer I/O: scales and zero points in {sidecar_path(output)}")
     for w in m.graph.meta.get("warnings", []):
         out.warn_once(str(w))
     custom = _custom_ops(m.graph)
@@ -345,6 +369,8 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         backend: Backend = BACKEND,
         steps: int | None = typer.Option(None, "--steps", metavar="N", help=STEPS_HELP),
         state: list[str] | None = typer.Option(None, "--state", metavar="NAME=FILE.npy", help=STATE_HELP),
+        dequantize: bool = typer.Option(False, "--dequantize", help="--io int programs: give the integer outputs "
+                                        "as float, dequantized as TFLite would (float inputs are always accepted)"),
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
         ) -> dict[str, Any]:
     """Run a .tosa file in the embedded executor (or, with --backend iree, in IREE; with --steps, as a stream of
@@ -364,7 +390,7 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             raise InputError("--profile-ops profiles one run; it does not combine with --steps/--state")
         n = steps if steps is not None else 1
         return _run_steps(m, model, given, n, _load_inputs(state, "--state"), output_dir, seed)
-    feed = {**random_inputs(m.graph, seed), **given}
+    feed = m.quantize_inputs({**random_inputs(m.graph, seed), **given})
     profile: dict[str, Any] | None = None
     with _progress(f"run {model.name}") as prog:
         prog(0, 1, "executing")
@@ -377,6 +403,8 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
                 _print_profile(prof)
         else:
             outs = m.run(feed, backend=backend.value)
+    if dequantize:
+        outs = m.dequantize_outputs(outs)
     results = []
     files: dict[str | os.PathLike[str], bytes] = {}
     for name, arr in outs.items():
@@ -495,9 +523,11 @@ def _print_profile(prof: dict[str, float], top: int = 15) -> None:
 def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file, or a model to convert first"),
             signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
             target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP),
+            io_: str = IO,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
-    """Show the ops, tensors and the profiles/extensions a TOSA program needs (and, with --target, everything a
-    target cannot take)."""
+    """Show the ops, tensors and the profiles/extensions a TOSA program needs (with --target, everything a target
+    cannot take; for an --io int program, the scales and zero points of its integer inputs and outputs, from its
+    .json sidecar)."""
     from .api import convert as do_convert
     from .api import load
     from .converter.tensorflow import is_tensorflow_source
@@ -507,7 +537,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
 
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
-            m = do_convert(str(file), signature=signature)
+            m = do_convert(str(file), signature=signature, io=io_)
     else:
         m = load(str(file))
     g = m.graph
@@ -525,6 +555,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     out.echo("outputs:")
     for v in g.outputs:
         out.echo(f"  {v.name}: {v.type}")
+    _echo_io_quantization(out, m)
     out.echo("ops:")
     for name, n in g.op_counts().items():
         out.echo(f"  {name:28s} {n}")
@@ -581,6 +612,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                                       help="NNEF models: the .tflite the model was converted from, "
                                                       "run in LiteRT as the oracle (default: the executor's fp64 "
                                                       "evaluation)"),
+           io_: str = IO,
            layers: bool = typer.Option(False, "--layers", help="also compare every layer with LiteRT and name the "
                                        "first diverging one (.tflite only)"),
            report_html: Path | None = typer.Option(None, "--report", metavar="PATH",
@@ -618,10 +650,12 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         raise InputError(f"{model}: per-layer comparison needs a .tflite file")
     if steps is not None and (layers or layers_html or layers_png):
         raise InputError("--layers compares one invocation; it does not combine with --steps")
+    if (layers or layers_html or layers_png) and io_ == "int":
+        raise InputError(f"{model}: per-layer comparison is not available with --io int yet")
     with _progress(f"verify {model.name}") as prog, _quiet_deps():
         prog(0, 0, "converting")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
-                       state_io=state_io)
+                       state_io=state_io, io=io_)
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:

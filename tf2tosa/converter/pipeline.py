@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConversionError, InvalidGraphError, Unsupported, UnsupportedOpsError
+from ..errors import ConversionError, InputError, InvalidGraphError, Unsupported, UnsupportedOpsError
 from ..ir import DType, Graph
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
 from ..tosa import profiles
@@ -33,6 +33,9 @@ class ConvertOptions:
     #: requantization rounding: "double" reproduces TFLite's reference kernels (needs EXT-DOUBLEROUND),
     #: "single" keeps to the PRO-INT core (SINGLE_ROUND)
     rounding: str = "double"
+    #: model I/O: "float" keeps the source's edges; "int" moves the edge QUANTIZE/DEQUANTIZE of a quantized model
+    #: to the host (:mod:`.passes.integer_io`), so the program takes and returns its integer tensors
+    io: str = "float"
     #: extra knobs for later paths (rounding, custom ops …)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -116,7 +119,12 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file)
 
     ctx = legalize_context(options, file)
+    if options.io not in ("float", "int"):
+        raise InputError(f"io must be 'float' or 'int', not {options.io!r}", file=file)
+    if options.io == "int":
+        passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (meta["io_quantization"])
     passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
+    passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
     legalize_graph(graph, options, file=file, context=ctx)
     passes.refresh_shapes(graph)
     if options.fold:
@@ -126,7 +134,10 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     graph.meta.pop("fp16_weights", None)
     graph.meta.pop("fp16_sources", None)
     passes.remove_identities(graph)
+    passes.fold_pad(graph)
     graph.remove_dead_ops()
+    passes.dedup_constants(graph)
+    passes.integer_io_names(graph)
     passes.name_outputs(graph)
     if options.extra.get("state_io"):
         passes.state_io(graph, file)

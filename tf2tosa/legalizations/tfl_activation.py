@@ -22,10 +22,10 @@ from ..quant.elementwise import (
     Fx,
     f32,
     f32_div,
-    gather_table,
     get_reciprocal,
     is_quantized,
     log_x_ge_1,
+    lookup_i32,
     lut16,
     out_quant,
     qparams,
@@ -307,7 +307,8 @@ def _q_softmax(b: Builder, op: Operation) -> Value:
     """TFLite's reference quantized softmax over the last axis.
 
     int8 (reference_ops::Softmax, gemmlowp fixed point): ``d = max - x`` in [0, 255] indexes two int32 tables
-    (GATHER) holding ``exp_on_negative_values`` of the rescaled difference in Q0.31 and its Q12.19 form; the
+    holding ``exp_on_negative_values`` of the rescaled difference in Q0.31 and its Q12.19 form (i8 TABLEs, one per
+    byte, or one GATHER on small tensors: :func:`lookup_i32`); the
     row sum (REDUCE_SUM i32) goes through GetReciprocal (CLZ + Newton-Raphson, :class:`Fx`); then
     ``rdbpot(recip·exp, nbits + 23) - 128``.  Replaces the tfl.softmax lowering's 16-bit tables (EXT-INT16, saturated,
     §6.1).
@@ -330,10 +331,11 @@ def _q_softmax(b: Builder, op: Operation) -> Value:
     k = np.arange(256)
     valid = -k >= diff_min
     exp_q0 = np.where(valid, R.exp_on_negative_values(R.srdhm(R.wrap32(-k << ls), q), 5), 0)
-    terms = gather_table(b, d, R.rdbpot(exp_q0, 12), DType.INT32)
+    exp_v, _ = lookup_i32(b, d, exp_q0)
+    terms = fx.rdbpot(exp_v, 12, nonneg=True)  # exp_q0 >= 0: RoundingDivideByPOT is a rounding right shift
     total = b.emit("REDUCE_SUM", [terms], {"axis": axis}).result
     recip, bits_over_unit = get_reciprocal(fx, total, 12)
-    prod = fx.mulhi(recip, gather_table(b, d, exp_q0, DType.INT32))
+    prod = fx.mulhi(recip, exp_v)
     unsat = fx.rdbpot(prod, fx.add(bits_over_unit, 31 - 8), nonneg=True)
     return saturate(b, unsat, DType.INT8, out_zp=-128, q=r.type.quant)
 
@@ -378,11 +380,12 @@ def _q_log_softmax(b: Builder, op: Operation) -> Value:
     terms = np.where(-k >= diff_min, R.rdbpot(R.exp_on_negative_values(diff_q5, 5), 12), 0)
     d, _ = row_max_index(b, x, axis)
     fx = Fx(b, x.type.rank)
-    total = b.emit("REDUCE_SUM", [gather_table(b, d, terms, DType.INT32)], {"axis": axis}).result
+    terms_v, idx8 = lookup_i32(b, d, terms)
+    total = b.emit("REDUCE_SUM", [terms_v], {"axis": axis}).result
     log_sum = log_x_ge_1(fx, total, 5, 12)
     reverse = requant(b, fx.add(log_sum, R.I32_MIN), rq * 2.0 ** (rs - 31), DType.INT32)
     adjusted = b.binary("MAXIMUM", reverse, fx.c(diff_min - 1))
     keep = fx.gt(b.negate(d, b.zp(0, DType.INT32), b.zp(0, DType.INT32)), adjusted)
-    val = fx.rdbpot(fx.sub(gather_table(b, d, diff_q5, DType.INT32), log_sum), 31 - 5 - 4)
+    val = fx.rdbpot(fx.sub(lookup_i32(b, d, diff_q5, idx8)[0], log_sum), 31 - 5 - 4)
     out = saturate(b, val, DType.INT8, out_zp=127)
     return tag(select(b, keep, out, b.const(np.full((1,) * x.type.rank, -128), DType.INT8)), r.type.quant)

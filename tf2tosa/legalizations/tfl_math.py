@@ -30,6 +30,8 @@ from ..quant.elementwise import (
     table8,
     tag,
     widen,
+    widen_kept,
+    widen_scaled,
 )
 from ..tosa.builder import Builder
 from .lowering.legalize_common import float_zp, fused_activation
@@ -500,7 +502,9 @@ def _q_add_sub(b: Builder, op: Operation, opcode: str) -> Value:
 
     ``left_shift`` = 20 (int8) / 15 (int16): ``(x - zp)·2^left_shift`` exactly in i32, then one RESCALE per
     input by ``s_in / (2·max_s)``, ADD/SUB in i32, RESCALE by ``2·max_s / (2^left_shift·s_out)``, all with
-    TFLite's multipliers and DOUBLE_ROUND — folding 2^left_shift into the input RESCALE is not bit-exact.
+    TFLite's multipliers and DOUBLE_ROUND.  Folding 2^left_shift into the input RESCALE is not bit-exact in
+    general; an int8 input gets one RESCALE where one is, checked on all 256 codes (:func:`widen_scaled`: always
+    the input of the larger scale).
     """
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     dt = _same_types(op)
@@ -509,8 +513,8 @@ def _q_add_sub(b: Builder, op: Operation, opcode: str) -> Value:
         raise Unsupported(f"{op.name}: int16 power-of-two-scale kernel (pot_scale_int16)")
     shift = 20 if dt is DType.INT8 else 15
     twice = 2.0 * max(f32(s1), f32(s2))
-    a = requant(b, widen(b, x, z1, shift), f32(s1) / twice, DType.INT32)
-    c = requant(b, widen(b, y, z2, shift), f32(s2) / twice, DType.INT32)
+    a = widen_scaled(b, x, z1, shift, f32(s1) / twice)
+    c = widen_scaled(b, y, z2, shift, f32(s2) / twice)
     out = requant(b, b.binary(opcode, a, c), twice / ((1 << shift) * f32(so)), dt, out_zp=zo, q=r.type.quant)
     return tag(fused_activation_q(b, out, op.attrs.get("fused_activation_function"), out_quant(op)), r.type.quant)
 
@@ -524,8 +528,8 @@ def _q_mul(b: Builder, op: Operation) -> Value:
     if z1 == 0 and z2 == 0:  # MUL i8×i8 / i16×i16 → i32 has no zero points (spec 2.5.14 MUL)
         prod = b.emit("MUL", [*b.broadcast_ranks(x, y), b.const(np.array([0]), DType.INT8, name="shift")],
                       out_dtype=DType.INT32).result
-    else:
-        prod = b.mul(widen(b, x, z1), widen(b, y, z2))
+    else:  # a constant operand stays an int8 constant + RESCALE (widen_kept): one int8 MUL on an NPU
+        prod = b.mul(widen_kept(b, x, z1), widen_kept(b, y, z2))
     out = requant(b, prod, f32_div(f32(s1) * f32(s2), so), dt, out_zp=zo, q=r.type.quant)
     return tag(fused_activation_q(b, out, op.attrs.get("fused_activation_function"), out_quant(op)), r.type.quant)
 
@@ -553,8 +557,8 @@ def _q_squared_difference(b: Builder, op: Operation) -> Value:
         raise Unsupported(f"{op.name} on {x.dtype.value} (TFLite: int8 only)")
     (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
     twice = 2.0 * max(f32(s1), f32(s2))
-    a = requant(b, widen(b, x, z1, 7), f32(s1) / twice, DType.INT32)
-    c = requant(b, widen(b, y, z2, 7), f32(s2) / twice, DType.INT32)
+    a = widen_scaled(b, x, z1, 7, f32(s1) / twice)
+    c = widen_scaled(b, y, z2, 7, f32(s2) / twice)
     d = b.binary("SUB", a, c)
     return requant(b, b.mul(d, d), twice * twice / ((1 << 14) * f32(so)), DType.INT8, out_zp=zo, q=r.type.quant)
 

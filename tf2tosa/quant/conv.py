@@ -176,6 +176,62 @@ def exact_split(scales: Sequence[float]) -> tuple[list[int], list[int], int] | N
     return [m >> lbits for m in big], [m & ((1 << lbits) - 1) for m in big], lbits
 
 
+def _single_rescale_channel(sc: float, bound: int, zp_out: int, lo: int, hi: int, top: int,
+                            half: np.ndarray) -> tuple[int, int] | None:
+    """The first (multiplier, shift) candidate that passes :func:`single_rescale_exact`'s check for one channel:
+    the nearest multiplier at the largest shift, then its neighbours and smaller shifts (LiteRT's double product
+    can round onto a half-integer, which a neighbouring multiplier may reproduce)."""
+    top_shift = min(62, int(np.floor(np.log2(((1 << 31) - 1) / sc))))
+    for shift in range(top_shift, top_shift - 4, -1):
+        near = int(np.floor(sc * 2.0**shift + 0.5))
+        for mult in (near, near + 1, near - 1):
+            if not 0 < mult < 1 << 31 or shift < 2 or (shift < 32 and bound >= 1 << (shift - 1)):
+                continue
+            err = float(bound) * abs(sc - mult / 2.0**shift) + (top + 1) * 2.0**-50 + 1e-12
+            width = int(np.ceil(2 * err / sc)) + 3
+            if width > 64:
+                continue
+            start = np.floor((half - err) / sc).astype(np.int64) - 1
+            acc = (start[:, None] + np.arange(width, dtype=np.int64)[None, :]).ravel()
+            acc = acc[np.abs(acc) <= bound]
+            prod = acc.astype(np.float64) * np.float64(sc)
+            tfl = np.sign(prod) * np.floor(np.abs(prod) + 0.5)
+            want = np.clip(tfl.astype(np.int64) + zp_out, lo, hi)
+            got = np.clip(((acc * mult + (1 << (shift - 1))) >> shift) + zp_out, lo, hi)
+            if np.array_equal(want, got):
+                return mult, shift
+    return None
+
+
+def single_rescale_exact(scales: Sequence[float], bound: int, zp_out: int, lo: int = -128,
+                         hi: int = 127) -> tuple[list[int], list[int]] | None:
+    """Per-channel SINGLE_ROUND RESCALE ``(multiplier, shift)`` pairs equal to LiteRT's double-precision
+    requantization ``clip(round_half_away(fl64(acc·s[c])) + zp_out, lo, hi)`` on every accumulator ``|acc| <=
+    bound``, or None.
+
+    The candidate is the multiplier below 2^31 with the largest shift: ``acc·M/2^S`` is within
+    ``d = bound·|s - M/2^S|`` of ``acc·s``, and ``fl64(acc·s)`` within ``|acc·s|·2^-53``.  So the two roundings can
+    only differ where ``acc·s`` lies within ``d`` (plus that float error) of a half-integer ``n + 1/2``; elsewhere
+    both equal the nearest integer.  The check tries every integer ``acc`` in a window of one unit beyond each such
+    interval, for every ``n`` up to where all outputs saturate (both roundings are monotone, so beyond it they
+    agree): an exhaustive check of the only places they can differ, hence a proof.  Scales of 1/2 or more, and
+    windows wider than 64 accumulators (a scale so small that ``d/s`` is large), keep the exact multi-op form.
+    """
+    mults: list[int] = []
+    shifts: list[int] = []
+    top = max(abs(lo - zp_out), abs(hi - zp_out)) + 2
+    half = np.arange(-top, top + 1, dtype=np.float64) + 0.5
+    for sc in scales:
+        if not 0.0 < sc < 0.5:
+            return None
+        found = _single_rescale_channel(sc, bound, zp_out, lo, hi, top, half)
+        if found is None:
+            return None
+        mults.append(found[0])
+        shifts.append(found[1])
+    return mults, shifts
+
+
 def round_scale_exact(b: Builder, acc: Value, scales: Sequence[float], out: Value) -> Value | None:
     """``clip(round_half_away(acc·s[c]) + zp_out)`` computed exactly from an i32 accumulator (last dim = channels).
 
@@ -258,8 +314,16 @@ def fc_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tf
     y = None
     if bound < (1 << 31) - 1:
         acc32 = acc if acc.dtype is DType.INT32 else rescale(b, acc, 1.0, DType.INT32, scale32=False)
-        # int8 outputs: the double product's rounding can only matter once in ~2^27 channels (see exact_round)
-        y = round_scale_exact(b, acc32, scales, out) if acc.dtype is DType.INT32 else None
+        # int8 outputs: the double product's rounding can only matter once in ~2^27 channels (see exact_round);
+        # one RESCALE where an exhaustive check over the reachable accumulators proves it equal
+        single = None
+        if acc.dtype is DType.INT32 and out.dtype is DType.INT8:
+            single = single_rescale_exact(scales, bound, per_tensor(out, "output")[1])
+        if single is not None:
+            y = rescale_raw(b, acc32, single[0], single[1], DType.INT8, out_zp=per_tensor(out, "output")[1],
+                            out_quant=qparams(out), double_round=False)
+        elif acc.dtype is DType.INT32:
+            y = round_scale_exact(b, acc32, scales, out)
         if y is None:
             neg, limbs = X.limbs_of_i32(b, acc32)
             y = _saturate_out(b, X.round_scaled(b, neg, limbs, scales, double_product=True), out)
@@ -321,4 +385,4 @@ def same_quant(a: Value, b_: Value) -> bool:
 
 __all__ = ["ACC", "acc_bound", "conv_output", "conv_scales", "exact_split", "fc_output", "is_quantized", "note_inexact",
            "per_tensor", "qparams", "quant_bias", "require_act_type", "requantize_acc", "rescale_raw",
-           "round_scale_exact", "same_quant", "tfl_product_scale", "to_i32", "weight_zp"]
+           "round_scale_exact", "same_quant", "single_rescale_exact", "tfl_product_scale", "to_i32", "weight_zp"]

@@ -19,9 +19,9 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
-from ..tosa.builder import Builder
+from ..tosa.builder import KEEP_UNFOLDED, Builder
 from . import tflite_reference as R
-from .rescale import rescale
+from .rescale import merged_widen_rescale, rescale, rescale_raw, rounding_mode
 from .table import apply_table_i8
 
 QDTYPES = (DType.INT8, DType.INT16)
@@ -93,6 +93,37 @@ def widen(b: Builder, x: Value, zp: int = 0, left_shift: int = 0) -> Value:
     return b.mul(x32, const(b, 1 << left_shift, x32)) if left_shift else x32
 
 
+def widen_kept(b: Builder, x: Value, zp: int) -> Value:
+    """``x - zp`` in i32; for a constant i8 ``x`` kept as a RESCALE of the int8 constant instead of folded into an
+    i32 constant.  The value is the same; an NPU compiler (Vela) runs RESCALE(i8 → i32, zp) → MUL → RESCALE as one
+    int8 MUL with zero points, and a MUL by a folded i32 constant as costlier 32-bit passes."""
+    if x.dtype is not DType.INT8 or not x.is_const:
+        return widen(b, x, zp)
+    fold, b.fold = b.fold, False
+    try:
+        r = rescale(b, x, 1.0, DType.INT32, in_zp=zp, double_round=False)
+    finally:
+        b.fold = fold
+    assert r.producer is not None
+    kept = b.graph.meta.setdefault(KEEP_UNFOLDED, [])
+    kept.append(r.producer.id)
+    return r
+
+
+def widen_scaled(b: Builder, x: Value, zp: int, left_shift: int, scale: float) -> Value:
+    """``RESCALE((x - zp)·2^left_shift, scale)`` to i32, TFLite's ADD/SUB input stage (spec: RESCALE).
+
+    For an i8 input one RESCALE does both steps when some (multiplier, shift) gives the same result on all 256
+    codes (:func:`.rescale.merged_widen_rescale` checks every code): always for the input of the larger scale,
+    whose factor ``s / (2·max_s)`` is exactly 1/2.  Otherwise the two RESCALEs stay.
+    """
+    if x.dtype is DType.INT8:
+        merged = merged_widen_rescale(np.arange(-128, 128), zp, left_shift, scale, rounding_mode(b))
+        if merged is not None:
+            return rescale_raw(b, x, *merged, DType.INT32, in_zp=zp)
+    return requant(b, widen(b, x, zp, left_shift), scale, DType.INT32)
+
+
 def table8(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:
     """``TABLE`` i8 with entry ``v + 128`` for code ``v`` (spec: TABLE)."""
     return apply_table_i8(b, x, np.asarray(table).astype(np.int8), q)
@@ -105,6 +136,56 @@ def gather_table(b: Builder, index: Value, values: np.ndarray, dtype: DType, q: 
     table = b.const(np.asarray(values).reshape(1, -1, 1), dtype, name="lut")
     g = b.emit("GATHER", [table, b.reshape(index, [1, n])]).result
     return tag(b.reshape(g, shape), q)
+
+
+#: below this many elements one GATHER costs an NPU less than the ~17 elementwise ops of :func:`table_i32_bytes`
+#: (Vela 5.2 on ethos-u85-256: GATHER ~40 cycles per element, an elementwise op ~80 cycles plus ~1 per element)
+BYTE_TABLE_MIN_ELEMENTS = 64
+
+
+def lookup_i32(b: Builder, d: Value, values: np.ndarray, idx8: Value | None = None) -> tuple[Value, Value | None]:
+    """``values[d]`` for an i32 index ``d`` in [0, 256): byte-split TABLEs on large tensors, one GATHER on small
+    ones (both exact; the cheaper per case).  Returns the result and the i8 index to reuse (None with GATHER)."""
+    n = int(np.prod([int(x) for x in d.shape])) if d.shape else 1
+    if n < BYTE_TABLE_MIN_ELEMENTS:
+        return gather_table(b, d, values, DType.INT32), None
+    idx8 = idx8 if idx8 is not None else byte_index(b, d)
+    return table_i32_bytes(b, idx8, values), idx8
+
+
+def byte_index(b: Builder, d: Value) -> Value:
+    """An i32 index ``d`` in [0, 256) as the i8 input ``d - 128`` of :func:`table_i32_bytes` (ADD, CAST)."""
+    return b.cast(b.binary("ADD", d, const(b, -128, d)), DType.INT8)
+
+
+def table_i32_bytes(b: Builder, idx8: Value, values: np.ndarray, q: QuantParams | None = None) -> Value:
+    """``values[idx8 + 128]`` (256 int32 entries) for an i8 index, as PRO-INT TABLEs, one per byte of the values.
+
+    Same result as :func:`gather_table` over ``d = idx8 + 128``, in ops an NPU runs as lookups rather than as a
+    gather (Vela's GATHER on Ethos-U85 costs ~100 cycles per element).  The values are split into ``n`` bytes, the
+    fewest that hold them as ``n``-byte two's complement numbers: the top byte is a signed i8 table (CAST
+    sign-extends it, exact), the others unsigned (CAST then BITWISE_AND 255); LOGICAL_LEFT_SHIFT by ``8k`` and
+    BITWISE_OR put them together (bit operations: no overflow, spec: LOGICAL_LEFT_SHIFT, BITWISE_OR).
+    """
+    vals = np.asarray(values, dtype=np.int64).reshape(-1)
+    if vals.shape != (256,) or vals.min() < -(1 << 31) or vals.max() >= 1 << 31:
+        raise Unsupported(f"a byte-split table needs 256 int32 entries, got shape {list(vals.shape)}")
+    n = next(k for k in (1, 2, 3, 4) if vals.min() >= -(1 << (8 * k - 1)) and vals.max() < 1 << (8 * k - 1))
+    u = vals & 0xFFFFFFFF
+    acc: Value | None = None
+    for k in range(n):
+        byte = (u >> (8 * k)) & 0xFF
+        if k < n - 1 and not byte.any():
+            continue
+        part = b.cast(apply_table_i8(b, idx8, (byte ^ 0x80).astype(np.int64) - 0x80, None), DType.INT32)
+        if k < n - 1:
+            part = b.binary("BITWISE_AND", part, const(b, 0xFF, part))
+        if k:
+            part = b.binary("LOGICAL_LEFT_SHIFT", part, const(b, 8 * k, part))
+        acc = part if acc is None else b.binary("BITWISE_OR", acc, part)
+    if acc is None:  # every entry 0
+        acc = b.binary("BITWISE_AND", b.cast(idx8, DType.INT32), const(b, 0, idx8))
+    return tag(acc, q)
 
 
 def lut16(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:

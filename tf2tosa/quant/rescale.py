@@ -159,3 +159,49 @@ def max_input_magnitude(scale: float, scale32: bool = True) -> int:
         return (1 << 47) - 1
     _, shift = compute_scale_32(scale)
     return (1 << (shift - 1)) - 1
+
+
+def apply_scale_32(value: np.ndarray, multiplier: int, shift: int, double_round: bool) -> np.ndarray:
+    """The spec's apply_scale_32 (spec 4.5.5) in numpy int64, without its REQUIREs (callers keep to the ranges)."""
+    v = np.asarray(value, dtype=np.int64)
+    rnd = np.full(v.shape, 1 << (shift - 1), dtype=np.int64)
+    if double_round and shift > 31:
+        rnd = rnd + np.where(v >= 0, 1 << 30, -(1 << 30))
+    return (v * np.int64(multiplier) + rnd) >> shift
+
+
+def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: float,
+                         mode: str) -> tuple[int, int, str] | None:
+    """One RESCALE ``(multiplier, shift, rounding_mode)`` that maps every input code ``x`` of ``codes`` exactly as
+    the two steps ``(x - zp)·2^left_shift`` (exact) then RESCALE by ``scale`` with ``mode`` do, or None.
+
+    TFLite's quantized ADD/SUB (and SQUARED_DIFFERENCE) scale each input by ``2^left_shift`` and then by a
+    multiplier with rounding; the two roundings of the second step need not be one rounding of ``x - zp``.  This
+    searches the shifts 10..62 (apply_scale_32's value range needs ``|x - zp| < 2^(shift-1)``) and the multipliers
+    next to ``multiplier·2^(shift + left_shift - shift_2)`` for a pair whose results on *every* code equal the two
+    steps' (SINGLE_ROUND preferred; DOUBLE_ROUND only above shift 31): the check over all codes is the proof.
+    """
+    mult, shift2 = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
+    two_step_mode = mode == "DOUBLE_ROUND" and shift2 > 31
+    v = np.asarray(codes, dtype=np.int64) - zp
+    want = apply_scale_32(v << left_shift, mult, shift2, two_step_mode)
+    for s in range(10, 63):
+        base = mult * 2.0 ** (s + left_shift - shift2)
+        near = int(np.floor(base + 0.5))  # the nearest multiplier first (exact when the scale is dyadic)
+        for m in sorted({int(np.floor(base)) + k for k in (-1, 0, 1, 2)}, key=lambda c: (abs(c - near), c)):
+            if not 0 <= m < 1 << 31:
+                continue
+            for dbl in ((False, True) if mode == "DOUBLE_ROUND" and s > 31 else (False,)):
+                if np.array_equal(apply_scale_32(v, m, s, dbl), want):
+                    return m, s, "DOUBLE_ROUND" if dbl else "SINGLE_ROUND"
+    return None
+
+
+def rescale_raw(b: Builder, x: Value, multiplier: int, shift: int, mode: str, out_dtype: DType, *, in_zp: int = 0,
+                out_zp: int = 0) -> Value:
+    """``tosa.RESCALE`` with an explicit per-tensor 32-bit multiplier, shift and rounding mode."""
+    attrs = {"scale32": True, "rounding_mode": mode, "per_channel": False, "input_unsigned": False,
+             "output_unsigned": False}
+    operands = [x, b.const(np.array([multiplier]), DType.INT32, name="multiplier"),
+                b.const(np.array([shift]), DType.INT8, name="shift"), b.zp(in_zp, x.dtype), b.zp(out_zp, out_dtype)]
+    return b.emit("RESCALE", operands, attrs, out_dtype=out_dtype).result

@@ -30,6 +30,9 @@ from .context import LegalizeContext
 #: ops never folded (they have state, regions or are already constants)
 _NO_FOLD = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE", "COND_IF", "WHILE_LOOP",
                       "CUSTOM"})
+#: ``graph.meta`` key of the ids of ops kept unfolded on purpose (an NPU compiler reads the small op better than
+#: its folded constant, e.g. the zero-point RESCALE of an int8 MUL operand: see ``quant.elementwise.widen_kept``)
+KEEP_UNFOLDED = "keep_unfolded"
 #: folding skipped when the result would be larger than this many elements (keeps weights of
 #: broadcast/tile ops from blowing up)
 FOLD_LIMIT = 1 << 24
@@ -49,6 +52,8 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
     """Evaluate ``op`` (a TOSA op whose operands are all constant) with the executor's kernel and replace it by a
     CONST / CONST_SHAPE op holding the value; returns the constant op, or None when ``op`` is not foldable."""
     if op.opcode in _NO_FOLD or not op.operands or not all(v.is_const for v in op.operands):
+        return None
+    if op.id in graph.meta.get(KEEP_UNFOLDED, ()):
         return None
     if len(op.results) != 1 or not op.result.type.is_static or op.result.type.size > FOLD_LIMIT:
         return None

@@ -35,8 +35,7 @@ __all__ = ["TARGETS", "Problem", "Target", "check"]
 #: options the fixes name (kept in one place so the messages match the command line)
 FIX_IO_INT = "--io int (integer inputs and outputs: the QUANTIZE/DEQUANTIZE at the model's edges move to the host)"
 FIX_ROUNDING = "--rounding single"
-FIX_STATE = ("host-carried state (the upcoming --state-io option) is not available yet; the program needs "
-             "EXT-VARIABLE")
+FIX_STATE = "--state-io (each variable becomes a state input/output pair: the host carries the state)"
 FIX_DYNAMIC = "--input-shape NAME=DIMS (static shapes)"
 FIX_UNROLL = "--max-unroll N (unroll a loop with a static trip count)"
 

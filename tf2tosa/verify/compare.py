@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..converter.passes.integer_io import dequantize, quantize
 from ..converter.tflite import load_tflite
 from ..errors import InputError, MissingExtraError
 from ..executor import run
@@ -265,10 +266,31 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     sets = [dict(s) for s in inputs] if inputs is not None else [random_inputs(g, seed + i) for i in range(num)]
     src_names = {v.name: (v.source or v.name) for v in g.inputs}
     unsigned = g.unsigned_io
+    # io="int": the source model quantizes/dequantizes at these edges itself (converter/passes/integer_io.py)
+    io_q = model.io_quantization or {}
+    q_in = {e["name"]: e for e in io_q.get("inputs", [])}
+    q_out = {e["name"]: e for e in io_q.get("outputs", [])}
+    source_sets = [dict(s) for s in sets]  # what LiteRT gets: float data for the integer edges
+    for s, src in zip(sets, source_sets):
+        for name, e in q_in.items():
+            if name not in s:
+                continue
+            a = np.asarray(s[name])
+            if np.issubdtype(a.dtype, np.floating):  # TFLite quantizes it; the executor gets the same integers
+                s[name] = quantize(a, e["dtype"], e["scale"], e["zero_point"])
+            else:  # integers: their float value, which TFLite's QUANTIZE maps back to exactly these integers
+                src[name] = dequantize(a, e["scale"], e["zero_point"])
 
     def as_source(name: str, a: np.ndarray) -> np.ndarray:
         """uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (the unsigned_io pass)."""
         return a.view(np.uint8) if name in unsigned and a.dtype == np.int8 else a
+
+    def as_ours(name: str, r: np.ndarray) -> np.ndarray:
+        """A source output of an integer edge back to integers: TFLite's QUANTIZE of its DEQUANTIZE result, which
+        recovers the integer exactly (|q - zp| < 2^16, relative error of the two float32 steps < 2^-22)."""
+        e = q_out.get(name)
+        return r if e is None or not np.issubdtype(r.dtype, np.floating) else quantize(
+            r, e["dtype"], e["scale"], e["zero_point"])
 
     # by name, unless the TFLite names cannot identify the inputs (unnamed or repeated tensor names)
     named = [v.source for v in g.inputs]
@@ -281,9 +303,9 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     keys: dict[str, str] = dict(g.meta.get("signature_names") or {})
     by_key_in = positional and bool(g.inputs) and all(keys.get(v.name) in sig_in for v in g.inputs)
     litert_sets: list[Any] = (
-        [{sig_in[keys[v.name]]: as_source(v.name, s[v.name]) for v in g.inputs} for s in sets] if by_key_in
-        else [[as_source(v.name, s[v.name]) for v in g.inputs] for s in sets] if positional
-        else [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in sets])
+        [{sig_in[keys[v.name]]: as_source(v.name, s[v.name]) for v in g.inputs} for s in source_sets] if by_key_in
+        else [[as_source(v.name, s[v.name]) for v in g.inputs] for s in source_sets] if positional
+        else [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in source_sets])
     out_tensor = {v.name: sig_out[keys[v.name]] for v in g.outputs if keys.get(v.name) in sig_out}
     total = 2 + len(sets) + (oracle == "ref")
     with LiteRTWorker() as worker:
@@ -313,11 +335,13 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
             r = pick(ref, i, out_tensor.get(v.name) if positional else v.source)
             if r is None:
                 continue
+            r = as_ours(v.name, r)
             rep = compare(v.name, as_source(v.name, got[v.name]), r, rtol)
             prev = worst.get(v.name)
             worst[v.name] = rep if prev is None else prev.merge(rep)
             if others is not None:
                 o = pick(others[k], i, out_tensor.get(v.name) if positional else v.source)
+                o = None if o is None else as_ours(v.name, o)
                 if o is None or o.shape != r.shape or not o.size:
                     continue
                 if np.issubdtype(r.dtype, np.floating):

@@ -1,15 +1,19 @@
 """Graph passes run around legalization, one module per pass, in the order the pipeline runs them:
 
 1. :mod:`.input_shapes` — static input shapes;
-2. :mod:`.unsigned_io` — uint8 model inputs/outputs as int8 with unsigned RESCALEs;
-3. :mod:`.densify` — sparse constants made dense (then the rules run: :func:`..pipeline.legalize_graph`);
-4. :mod:`.constants` — the frontend constants still in use become tosa.CONST with TOSA types;
-5. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
-6. :mod:`.fold` — ops with constant operands folded;
-7. :mod:`.fp16_weights` — the source's float16 weights stored as fp16 constants + CAST (``--fp16-weights keep``);
-8. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
-9. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt;
-10. :mod:`.state_io` — with ``--state-io`` only: EXT-VARIABLE variables become state inputs/outputs.
+2. :mod:`.integer_io` — with ``--io int`` only: a quantized model's edge QUANTIZE/DEQUANTIZE removed;
+3. :mod:`.unsigned_io` — uint8 model inputs/outputs as int8 with unsigned RESCALEs;
+4. :mod:`.integer_islands` — int8 DEQUANTIZE → NEG/ABS → QUANTIZE chains as one TABLE;
+5. :mod:`.densify` — sparse constants made dense (then the rules run: :func:`..pipeline.legalize_graph`);
+6. :mod:`.constants` — the frontend constants still in use become tosa.CONST with TOSA types;
+7. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
+8. :mod:`.fold` — ops with constant operands folded;
+9. :mod:`.fp16_weights` — the source's float16 weights stored as fp16 constants + CAST (``--fp16-weights keep``);
+10. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
+11. :mod:`.fold_pad` — a PAD of the input zero point folded into the CONV2D/DEPTHWISE_CONV2D padding;
+12. :mod:`.dedup_constants` — equal constants merged into one shared op;
+13. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt;
+14. :mod:`.state_io` — with ``--state-io`` only: EXT-VARIABLE variables become state inputs/outputs.
 
 Each module's docstring names its input and output form.
 """
@@ -18,16 +22,21 @@ from __future__ import annotations
 
 from ...tosa.constants import narrow_constant, retype
 from .constants import finish_constants
+from .dedup_constants import dedup_constants
 from .densify import densify
 from .fold import fold_constants
+from .fold_pad import fold_pad
 from .fp16_weights import fp16_weights_mode, keep_fp16_weights
 from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
+from .integer_io import integer_io, integer_io_names
+from .integer_islands import integer_islands
 from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_shapes
 from .state_io import state_io
 from .unsigned_io import unsigned_io
 
-__all__ = ["densify", "finish_constants", "fold_constants", "fp16_weights_mode", "keep_fp16_weights", "name_outputs",
+__all__ = ["dedup_constants", "densify", "finish_constants", "fold_constants", "fold_pad", "fp16_weights_mode",
+           "integer_io", "integer_io_names", "integer_islands", "keep_fp16_weights", "name_outputs",
            "narrow_constant", "rebuild_tensor_map", "refresh_shapes", "remove_identities", "resolve_input_shapes",
            "retype", "state_io", "unsigned_io"]

@@ -1,0 +1,119 @@
+"""Integer model I/O (``--io int``): the QUANTIZE/DEQUANTIZE at a quantized model's edges move to the host.
+
+before (a frontend graph, ``tfl`` ops)::
+
+    input f32 ──tfl.quantize──► x i8 (scale s, zp z) ──► …body… ──► y i8 (s', z') ──tfl.dequantize──► output f32
+
+after::
+
+    input i8 (s, z) ──► …body… ──► output i8 (s', z')
+
+The graph input keeps its name and source tensor and takes the quantized type of the QUANTIZE result; the graph
+output becomes the DEQUANTIZE's operand, which takes the source tensor name of the float output (so it is named and
+paired with the source runtime's output as before; :func:`integer_io_names` sets it after legalization, so the
+rules name their intermediate values after the integer tensor).  ``graph.meta["io_quantization"]`` records, per
+converted input and output position, the integer type, scale and zero point: what a host must apply to
+talk to the program (:func:`quantize` / :func:`dequantize` below do it the way TFLite's kernels do).
+
+An input qualifies when it is float and every use is a ``tfl.quantize`` to the same per-tensor int8/int16/uint8
+type; an output when it is produced by a ``tfl.dequantize`` of a per-tensor quantized int8/int16/uint8 value.
+Other inputs and outputs stay as they are.  A graph with no qualifying edge (a float model, or an integer model whose
+edges are already integer) is refused with one :class:`~tf2tosa.errors.InputError`.
+
+Run before :mod:`.unsigned_io` (a uint8 QUANTIZE result becomes a uint8 graph input, which that pass handles) and
+before legalization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ...ir import DType, Graph, Value
+
+#: the integer types a model edge can take
+_INT_IO = (DType.INT8, DType.INT16, DType.UINT8)
+
+
+def _per_tensor(v: Value) -> bool:
+    q = v.type.quant
+    return v.dtype in _INT_IO and q is not None and not q.per_channel
+
+
+def _entry(index: int, v: Value, float_dtype: DType) -> dict[str, Any]:
+    q = v.type.quant
+    assert q is not None
+    return {"index": index, "dtype": v.dtype.value, "scale": float(q.scale[0]), "zero_point": int(q.zero_point[0]),
+            "float_dtype": float_dtype.value}
+
+
+def integer_io(graph: Graph, file: str | None = None) -> None:
+    """Remove the edge QUANTIZE/DEQUANTIZE ops of ``graph`` (see the module docstring); refuse a graph without any."""
+    ins: list[dict[str, Any]] = []
+    outs: list[dict[str, Any]] = []
+    for i, v in enumerate(graph.inputs):
+        uses = graph.uses(v)
+        if not v.dtype.is_float or not uses or v in graph.outputs:
+            continue
+        quants = [op for op, _ in uses]
+        if any(op.name != "tfl.quantize" for op in quants):
+            continue
+        results = [op.results[0] for op in quants]
+        if not all(_per_tensor(r) for r in results) or len({r.type for r in results}) != 1:
+            continue
+        float_dtype = v.dtype
+        v.type = results[0].type
+        for q_op, r in zip(quants, results):
+            graph.replace_all_uses(r, v)
+            graph.remove_op(q_op)
+        ins.append(_entry(i, v, float_dtype))
+    for i, w in enumerate(graph.outputs):
+        dq = w.producer
+        if dq is None or dq.name != "tfl.dequantize" or not w.dtype.is_float:
+            continue
+        u = dq.operands[0]
+        if not _per_tensor(u):
+            continue
+        graph.outputs[i] = u
+        if w not in graph.outputs and not graph.uses(w):
+            graph.remove_op(dq)
+            graph._names.discard(w.name)  # the integer output takes the float output's name
+        outs.append({**_entry(i, u, w.dtype), "source": w.source})
+    if not ins and not outs:
+        raise InputError("--io int needs a quantized model with float inputs or outputs that it quantizes or "
+                         "dequantizes at its edges; this model has none (a float model, or its I/O is integer "
+                         "already)", file=file)
+    graph.remove_dead_ops()
+    graph.meta["io_quantization"] = {"inputs": ins, "outputs": outs}
+
+
+def integer_io_names(graph: Graph) -> None:
+    """After legalization: each integer output takes the source tensor of the float output it replaced, so it is
+    named (:mod:`.outputs`) and paired with the source runtime's output as the float one was."""
+    for e in graph.meta.get("io_quantization", {}).get("outputs", []):
+        source = e.pop("source", None)
+        if source:
+            graph.outputs[e["index"]].source = source
+
+
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    """C's ``round``: halves away from zero (TFLite's ``TfLiteRound``)."""
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def quantize(data: np.ndarray, dtype: str, scale: float, zero_point: int) -> np.ndarray:
+    """Float → integer as TFLite's QUANTIZE reference kernel (``AffineQuantize``): ``round(x / scale) + zp`` with the
+    division in float32 and C's ``round``, clamped to the type's range."""
+    dt = DType(dtype)
+    x = np.asarray(data, dtype=np.float32) / np.float32(scale)
+    q = _round_half_away(x.astype(np.float64)) + zero_point
+    lo, hi = (0, 255) if dt is DType.UINT8 else dt.range()
+    return np.clip(q, lo, hi).astype(np.uint8 if dt is DType.UINT8 else dt.np_dtype())
+
+
+def dequantize(data: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Integer → float32 as TFLite's DEQUANTIZE reference kernel: ``float(scale * (q - zp))`` (the product in
+    double, one rounding to float32)."""
+    return (np.float64(scale) * (np.asarray(data).astype(np.int64) - zero_point).astype(np.float64)).astype(np.float32)
