@@ -151,6 +151,8 @@ def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round
     half = I64(1) << (s - 1)
     big = s > 31
     double = double_round and bool(np.any(big))
+    if value.size and _rescale_32_float(value, m, s, double, zp_add, lo, hi, out):
+        return
     mixed = double and s.ndim > 0 and not bool(np.all(big))
     # rounding constant: 2^(s-1), plus 2^30 when double rounding (negative values then subtract 2^31 below)
     const = half + (np.where(big, I64(1) << 30, I64(0)) if double else I64(0))
@@ -185,6 +187,71 @@ def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round
         np.minimum(b, hi, out=b)
         np.maximum(b, lo, out=b)
         np.copyto(out[i:i + rows], b, casting="unsafe")
+
+
+#: every integer of magnitude below this is exact in float64
+EXACT64 = 1 << 53
+
+
+def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: bool, zp_add: int, lo: int, hi: int,
+                      out: np.ndarray) -> bool:
+    """:func:`rescale_32_into` in float64, when every intermediate is an exactly represented integer; returns False
+    (nothing written) when the bound does not hold and the int64 path must run.
+
+    With ``v`` the value, ``T = v * m + (±2^30 when double rounding and shift > 31) + 2^(s-1)`` is an integer and
+    ``floor(T * 2^-s) == (v * m + round) >> s``: the multiply by a power of two and the floor are exact.  Every
+    partial sum is an integer of magnitude at most ``max|v| * max(m) + 2^30 + 2^(max(s)-1)``; when that is below
+    2^53 every float64 operation is exact (adding the zero point to the floored integer too).  The value REQUIRE is
+    checked on the extremes (exactly per element when the shift is per channel and the extremes do not settle it).
+    """
+    vmin, vmax = int(value.min()), int(value.max())
+    mmax = int(m.max()) if m.ndim else int(m)
+    if int(s.max()) > 53:
+        return False
+    const = I64(1) << (s - 1)
+    cmax = int(const.max())
+    if max(abs(vmin), abs(vmax)) * mmax + (1 << 30) + cmax >= EXACT64:
+        return False
+    half_lo = int(s.min()) - 1  # the smallest 2^(s-1): the value REQUIRE holds everywhere if the extremes meet it
+    if not (vmin >= -(1 << half_lo) and vmax < (1 << half_lo)):
+        half = I64(1) << (s - 1)
+        _req((value >= -half) & (value < half), "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
+    c = value.shape[-1]
+    rows = max(1, BLOCK // max(1, c))
+    n = min(rows, value.shape[0])
+    # per-channel vectors tiled to a whole block: same-shape float operations run at full vector speed
+    def tile(a: np.ndarray) -> np.ndarray | float:
+        return np.ascontiguousarray(np.broadcast_to(a, (n, c))) if a.ndim else float(a)
+    mf, cf = tile(m.astype(np.float64)), tile(const.astype(np.float64))
+    sf = tile(np.ldexp(1.0, -s))
+    dterm = tile(np.where(s > 31, 2.0 ** 30, 0.0)) if double else None
+    buf = np.empty((n, c), np.float64)
+    tmp = np.empty((n, c), np.float64) if double else None
+    flo, fhi = float(lo), float(hi)
+    for i in range(0, value.shape[0], rows):
+        v = value[i:i + rows]
+        k = v.shape[0]
+        b = buf[:k]
+        np.copyto(b, v, casting="unsafe")
+        if isinstance(mf, np.ndarray):
+            np.multiply(b, mf[:k], out=b)
+        else:
+            b *= mf
+        if double:
+            # +2^30 for v >= 0, -2^30 for v < 0: the sign of v * m (m >= 0; v == 0 gives +0.0, v < 0 with m == 0
+            # gives -0.0), so copysign takes it from the product
+            t = tmp[:k]  # type: ignore[index]
+            np.copysign(dterm[:k] if isinstance(dterm, np.ndarray) else float(dterm or 0.0), b, out=t)
+            b += t
+        b += cf[:k] if isinstance(cf, np.ndarray) else cf
+        b *= sf[:k] if isinstance(sf, np.ndarray) else sf
+        np.floor(b, out=b)
+        if zp_add:
+            b += zp_add  # integers: exact
+        np.minimum(b, fhi, out=b)
+        np.maximum(b, flo, out=b)
+        np.copyto(out[i:i + rows], b, casting="unsafe")
+    return True
 
 
 def apply_scale_16(value: Any, multiplier: Any, shift: Any) -> np.ndarray:

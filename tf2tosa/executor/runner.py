@@ -16,6 +16,7 @@ from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
 from ..tosa import catalogue, profiles
 from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
+from .activation import clamp_inplace
 from .registry import ERROR, KERNELS, PRECISE, UNPREDICTABLE, VALID, ExecutionError, UnpredictableError, op_label
 
 
@@ -125,29 +126,77 @@ def _check_input(v: Value, a: Any) -> np.ndarray:
     return arr
 
 
-_PLANS: weakref.WeakKeyDictionary[Graph, tuple[Any, list[Operation], list[list[int]]]] = weakref.WeakKeyDictionary()
+@dataclass
+class _Plan:
+    """How :func:`run_graph` runs a graph: the ops in topological order; per op, the values no later op reads
+    (freed once it has run: a reference count per value, so peak memory follows the live set, not the whole graph);
+    the single-result CONST ops (their values are put in the environment before the first op); and the CLAMPs that
+    may overwrite their operand (a fresh convolution result read by nothing else)."""
+
+    key: Any
+    order: list[Operation]
+    frees: list[list[int]]
+    consts: list[Operation]
+    inplace: set[int]
+    #: per CONST op id: (its values array, a read-only view of it) - kernels cannot write into the graph's
+    #: constants, and their prepared forms (converted weights, bounds) are cached by the view's identity
+    views: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
-def _plan(graph: Graph) -> tuple[list[Operation], list[list[int]]]:
-    """``graph.topological_order()`` and, per op, the values no later op reads (freed after it runs, so peak
-    memory follows the live set, not the whole graph); cached while the graph's ops and edges are unchanged."""
+_PLANS: weakref.WeakKeyDictionary[Graph, _Plan] = weakref.WeakKeyDictionary()
+
+#: ops whose float result is a fresh array no other value shares (CLAMP may then work in place)
+_FRESH = frozenset({"CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D"})
+
+
+def _plan(graph: Graph) -> _Plan:
+    """The :class:`_Plan` of ``graph``, cached while its ops and edges are unchanged."""
     key = (tuple(graph.ops), tuple(graph.nx.edges(keys=True)) if graph.nx.is_multigraph() else
            tuple(graph.nx.edges()))
     hit = _PLANS.get(graph)
-    if hit is not None and hit[0] == key:
-        return hit[1], hit[2]
+    if hit is not None and hit.key == key:
+        return hit
     order = graph.topological_order()
     last: dict[int, int] = {}
+    readers: dict[int, int] = {}
     for i, op in enumerate(order):
         for v in op.operands:
             last[v.id] = i
+            readers[v.id] = readers.get(v.id, 0) + 1
     keep = {v.id for v in graph.outputs}
     frees: list[list[int]] = [[] for _ in order]
     for vid, i in last.items():
         if vid not in keep:
             frees[i].append(vid)
-    _PLANS[graph] = (key, order, frees)
-    return order, frees
+    consts = [op for op in order if op.opcode == "CONST" and op.dialect == "tosa" and len(op.results) == 1
+              and not op.operands]
+    inplace = set()
+    for op in order:
+        if op.opcode != "CLAMP" or op.dialect != "tosa" or not op.operands:
+            continue
+        v = op.operands[0]
+        prod = v.producer
+        if (prod is not None and prod.dialect == "tosa" and prod.opcode in _FRESH and readers.get(v.id) == 1
+                and v.id not in keep and v.type == op.results[0].type and v.dtype is DType.FP32):
+            inplace.add(op.id)
+    plan = _Plan(key, order, frees, consts, inplace)
+    _PLANS[graph] = plan
+    return plan
+
+
+def _const_view(plan: _Plan, op: Operation, precise: bool) -> np.ndarray | None:
+    """The read-only view of a CONST op's values when they are already in the result's storage type and shape."""
+    vals = op.attrs.get("values")
+    t = op.results[0].type
+    if not (isinstance(vals, np.ndarray) and vals.shape == t.shape and vals.dtype == t.dtype.np_dtype()
+            and not (precise and t.dtype.is_float)):
+        return None
+    hit = plan.views.get(op.id)
+    if hit is None or hit[0] is not vals:
+        view = vals.view()
+        view.flags.writeable = False
+        hit = plan.views[op.id] = (vals, view)
+    return hit[1]
 
 
 def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], state: ExecState) -> list[np.ndarray]:
@@ -159,21 +208,23 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             trace[v.name] = env[v.id]
     prof = state.profile if state.depth == 0 else None
     precise = PRECISE.get()
-    order, frees = _plan(graph)
-    for i, op in enumerate(order):
-        if i and trace is None:
-            for vid in frees[i - 1]:
-                env.pop(vid, None)
-        if op.opcode == "CONST" and prof is None and op.dialect == "tosa" and len(op.results) == 1:
-            # fast path: a constant already in its storage type and shape is its own value
-            vals = op.attrs.get("values")
-            r0 = op.results[0]
-            t = r0.type
-            if (isinstance(vals, np.ndarray) and vals.shape == t.shape and vals.dtype == t.dtype.np_dtype()
-                    and not (precise and t.dtype.is_float)):
-                env[r0.id] = vals
-                if trace is not None:
-                    trace[r0.name] = vals
+    plan = _plan(graph)
+    skip: set[int] = set()
+    if trace is None:
+        # constants first: their values need no kernel (a CONST reads nothing, so order does not matter)
+        for op in plan.consts:
+            view = _const_view(plan, op, precise)
+            if view is not None:
+                env[op.results[0].id] = view
+                skip.add(op.id)
+    inplace = plan.inplace if trace is None else set()
+    for i, op in enumerate(plan.order):
+        if op.id in skip:
+            continue
+        if trace is not None and op.opcode == "CONST" and op in plan.consts:
+            view = _const_view(plan, op, precise)
+            if view is not None:
+                env[op.results[0].id] = trace[op.results[0].name] = view
                 continue
         ins = []
         for v in op.operands:
@@ -181,7 +232,10 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
                 raise ExecutionError(f"operand {v.name} has no value (not produced in this graph)", op=op_label(op))
             ins.append(env[v.id])
         t0 = time.perf_counter() if prof is not None else 0.0
-        outs = evaluate_op(op, ins)
+        if op.id in inplace and ins[0].flags.writeable and ins[0].dtype == np.float32:
+            outs = [clamp_inplace(op, ins)]
+        else:
+            outs = evaluate_op(op, ins)
         if prof is not None:
             key = f"{op.name}#{op.id}"
             prof[key] = prof.get(key, 0.0) + time.perf_counter() - t0
@@ -189,6 +243,9 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             env[r.id] = a
             if trace is not None:
                 trace[r.name] = a
+        if trace is None:
+            for vid in plan.frees[i]:
+                env.pop(vid, None)
     out = []
     for v in graph.outputs:
         if v.id not in env:
