@@ -251,9 +251,7 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
         # the REQUIREs need the data: the zero points subtracted first, exact float (bound max|x - izp| *
         # max_oc sum|w - wzp|) or int64, then the checked bias add
         zft = _exact_float(zpb * prep.abs_sum)
-        wm = prep.w64 if zft is not None else _int_operand(w, wzp, None).reshape(oc, kk).T
-        if zft is np.float32:
-            wm = prep.f32()
+        wm = prep.matrix(zft) if zft is not None else _int_operand(w, wzp, None).reshape(oc, kk).T
         if all(k == 1 for k in ks) and all(s_ == 1 for s_ in stride) and not any(pad):
             cols = _int_operand(x, izp, zft).reshape(m, ic)
         else:
@@ -276,26 +274,30 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
 
 
 class _GemmWeights:
-    """A constant integer weight [OC, K] prepared for exact float GEMM: ``w - wzp`` transposed to [K, OC] in float64
-    and float32, the largest per-channel sum of ``|w - wzp|`` and the per-channel sums of ``w - wzp``.
+    """A constant integer weight [OC, K] prepared for exact float GEMM: the largest per-channel sum of ``|w - wzp|``,
+    the per-channel sums of ``w - wzp`` and, made when first needed, ``w - wzp`` as a [K, OC] float32 or float64
+    matrix (only the type in use is kept: memory stays near the model's size).
 
     With ``|x| <= xmax`` for the raw input values, every partial sum of ``x @ (w - wzp)`` (in whatever order BLAS adds)
     is an integer of magnitude at most ``xmax * max_oc sum_k |w - wzp|``; below 2^24 float32 holds every one exactly,
     below 2^53 float64 does."""
 
     def __init__(self, w2: np.ndarray, wzp: int) -> None:
-        w64 = w2.astype(np.float64)
-        if wzp:
-            w64 -= wzp
-        self.w64 = np.ascontiguousarray(w64.T)
-        self.w32: np.ndarray | None = None
-        self.abs_sum = float(np.abs(w64).sum(axis=1).max()) if w64.size else 0.0
-        self.col_sum = w64.sum(axis=1).astype(np.int64) if w64.size else np.zeros(w2.shape[0], np.int64)
+        self._w2, self._wzp = w2, wzp
+        wi = w2.astype(np.int64) - wzp
+        self.abs_sum = float(np.abs(wi).sum(axis=1).max()) if wi.size else 0.0
+        self.col_sum = wi.sum(axis=1) if wi.size else np.zeros(w2.shape[0], np.int64)
+        self._mats: dict[type, np.ndarray] = {}
 
-    def f32(self) -> np.ndarray:
-        if self.w32 is None:
-            self.w32 = self.w64.astype(np.float32)
-        return self.w32
+    def matrix(self, ft: type[np.floating]) -> np.ndarray:
+        """``(w - wzp).T`` in ``ft`` (exact: |w - wzp| < 2^16)."""
+        m = self._mats.get(ft)
+        if m is None:
+            a = self._w2.astype(ft)
+            if self._wzp:
+                a -= self._wzp
+            m = self._mats[ft] = np.ascontiguousarray(a.T)
+        return m
 
     def plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType
              ) -> tuple[type[np.floating], np.ndarray, np.ndarray] | None:
@@ -312,7 +314,7 @@ class _GemmWeights:
         ft = _exact_float(float(xmax) * self.abs_sum + (float(np.abs(shift).max()) if shift.size else 0.0))
         if ft is None:
             return None
-        return ft, (self.f32() if ft is np.float32 else self.w64), shift.astype(ft)
+        return ft, self.matrix(ft), shift.astype(ft)
 
 
 @kernel("CONV2D")
@@ -367,6 +369,13 @@ def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     acc2 = acc.reshape(n_, oh, ow, c * mm)
     if is_float:
         return [to_out(_float_bias(op, acc2, bias), op)]
+    lo, hi = out_dtype(op).range()
+    bmax = float(np.abs(bias).max()) if bias.size else 0.0
+    reach = _zp_bound(in_dtype(op, 0), izp) * tap_sum + bmax
+    if ft is not None and reach <= min(-lo, hi) and reach < (_EXACT32 if ft is np.float32 else _EXACT):
+        # |acc| and |acc + bias| are bounded inside out_t (the REQUIREs hold) and every sum is exact: no data pass
+        acc2 += bias.reshape(-1).astype(ft)
+        return [to_out(acc2, op)]
     return [to_out(_finish_int(op, acc2, bias, None), op)]
 
 
