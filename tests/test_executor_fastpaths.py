@@ -311,3 +311,74 @@ def test_padding_contributes_nothing_even_with_infinite_weights(op: str) -> None
     assert not np.isnan(got).any()
     assert got[0, 0] == 4.0 and got[0, 1] == 6.0 and got[1, 0] == 6.0  # the inf tap falls on padding
     assert np.isinf(got[1, 1]) and np.isinf(got[2, 2])  # ... and on real inputs elsewhere
+
+
+def _conv_rescale_graph(rng: np.random.Generator, shift: int) -> tuple[Any, dict[str, Any], list[Any]]:
+    from tests.executor_testing import GraphBuilder
+
+    args, attrs = _conv_i8(rng, 3)
+    b = GraphBuilder("conv_rescale")
+    (acc,) = b.add("CONV2D", args, D.INT32, attrs, output=False)
+    mult = rng.integers(1 << 30, 1 << 31, 3)
+    shifts = np.array([shift, shift + 1, shift + 2])
+    b.add("RESCALE", [acc, Const(mult, D.INT32), Const(shifts, D.INT8), Const(np.array([0]), D.INT32),
+                      Const(np.array([-5]), D.INT8)], D.INT8,
+          {"scale32": True, "rounding_mode": "DOUBLE_ROUND", "per_channel": True, "input_unsigned": False,
+           "output_unsigned": False})
+    return b, {"mult": mult, "shift": shifts}, args
+
+
+def test_conv_then_rescale_run_fused_and_match_the_pseudo_code() -> None:
+    """CONV2D whose i32 result only a RESCALE reads runs fused (its exact accumulator goes straight to the RESCALE):
+    the output equals CONV2D then RESCALE on Python integers."""
+    from tf2tosa.executor import run_with_profile
+
+    rng = np.random.default_rng(21)
+    b, q, args = _conv_rescale_graph(rng, 33)
+    out, prof = run_with_profile(b.graph, b.feed)
+    assert any(k.startswith("tosa.CONV2D+RESCALE#") for k in prof)
+    acc = _conv_reference(args[0].arr, args[1].arr, args[2].arr, -7, 3, 1)
+    got = out[b.graph.outputs[0].name]
+    for idx in np.ndindex(acc.shape):
+        c = idx[-1]
+        assert got[idx] == _rescale_scalar(int(acc[idx]), int(q["mult"][c]), int(q["shift"][c]), 0, -5, -128, 127,
+                                           True)
+
+
+def test_fused_rescale_failure_names_the_rescale() -> None:
+    """A REQUIRE of the RESCALE that fails inside the fused run is reported at the RESCALE, as when run apart."""
+    from tf2tosa.executor import run_checked
+
+    b, _, _ = _conv_rescale_graph(np.random.default_rng(22), 33)
+    assert run_checked(b.graph, b.feed, validate=False).ok
+    resc = next(op for op in b.graph.ops.values() if op.opcode == "RESCALE")
+    shift_op = resc.operands[2].producer
+    assert shift_op is not None
+    shift_op.attrs["values"] = np.array([3, 4, 5], np.int8)  # |acc| >= 2^(shift-1): the value REQUIRE fails
+    res = run_checked(b.graph, b.feed, validate=False)
+    assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message
+    assert res.op is not None and "RESCALE" in res.op
+
+
+def test_clamp_after_conv_runs_in_place_without_touching_other_values() -> None:
+    """CLAMP over a float convolution result nobody else reads overwrites it; a result also read elsewhere is left
+    alone.  Checked against numpy (a 1x1 convolution is a matmul)."""
+    from tests.executor_testing import GraphBuilder
+
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((1, 4, 4, 8)).astype(np.float32)
+    w = rng.standard_normal((5, 1, 1, 8)).astype(np.float32)
+    z = Const(np.array([0.0], np.float32))
+    attrs = {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "acc_type": "FP32"}
+    b = GraphBuilder("conv_clamp")
+    xin = In(x, name="x")
+    (c1,) = b.add("CONV2D", [xin, Const(w), Const(np.zeros(5, np.float32)), z, z], D.FP32, attrs, output=False)
+    b.add("CLAMP", [c1], D.FP32, {"min_val": np.float32(-0.5), "max_val": np.float32(0.5), "nan_mode": "PROPAGATE"})
+    (c2,) = b.add("CONV2D", [b.graph.inputs[0], Const(w), Const(np.zeros(5, np.float32)), z, z], D.FP32, attrs)
+    b.add("CLAMP", [c2], D.FP32, {"min_val": np.float32(-0.5), "max_val": np.float32(0.5), "nan_mode": "PROPAGATE"})
+    out = run(b.graph, b.feed)
+    names = [v.name for v in b.graph.outputs]
+    ref = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0].astype(np.float64))
+    assert np.allclose(out[names[0]], np.clip(ref, -0.5, 0.5), atol=1e-5)
+    assert np.allclose(out[names[1]], ref, atol=1e-5)  # the conv output also read by the graph: not clamped
+    assert np.allclose(out[names[2]], np.clip(ref, -0.5, 0.5), atol=1e-5)

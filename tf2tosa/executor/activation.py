@@ -30,8 +30,10 @@ def _float_clamp(op: Operation, ins: list[np.ndarray], out: np.ndarray | None) -
     xf = fcompute(args.input, in_dtype(op, 0))
     lower, upper = (np.fmax, np.fmin) if str(catalogue_attr(op, "nan_mode")).upper() == "IGNORE" else \
         (np.maximum, np.minimum)
-    res = lower(xf, flo, out=out)
-    return upper(res, fhi, out=res)  # type: ignore[no-any-return]
+    if out is None:
+        return upper(lower(xf, flo), fhi)  # type: ignore[no-any-return]
+    lower(xf, flo, out=out)
+    return upper(out, fhi, out=out)  # type: ignore[no-any-return]
 
 
 def clamp_inplace(op: Operation, ins: list[np.ndarray]) -> np.ndarray:

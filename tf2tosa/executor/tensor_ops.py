@@ -204,7 +204,7 @@ def _float_bias(op: Operation, acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return acc
 
 
-def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
+def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int, raw: bool = False) -> np.ndarray:
     args = bind(op, ins)
     x, w, bias = args.input, args.weight, args.bias
     izp, wzp = scalar(args.input_zp), scalar(args.weight_zp)
@@ -258,7 +258,8 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
             xp = np.pad(_int_operand(x, izp, zft), pads)
             cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
         acc = np.matmul(cols, wm).reshape(n_, *outs, oc)
-        return to_out(_finish_int(op, acc, bias, None), op)
+        res = _finish_int(op, acc, bias, None)
+        return res if raw else to_out(res, op)
     ft, wm, shift = plan
     # raw input values (padding with input_zp, which is 0 after the zero point is subtracted); the zero point's
     # share, input_zp * sum_k (w - wzp), goes into the per-channel ``shift`` with the bias
@@ -270,7 +271,8 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
         cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
     acc = np.matmul(cols, wm)
     acc += shift
-    return to_out(acc.reshape(n_, *outs, oc), op)
+    res = acc.reshape(n_, *outs, oc)
+    return res if raw else to_out(res, op)
 
 
 class _GemmWeights:
@@ -332,6 +334,10 @@ def conv3d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 @kernel("DEPTHWISE_CONV2D")
 def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     """spec 2.3.5 DEPTHWISE_CONV2D: weight [KH,KW,C,M], output channel c*M+m."""
+    return [_depthwise(op, ins, False)]
+
+
+def _depthwise(op: Operation, ins: list[np.ndarray], raw: bool) -> np.ndarray:
     args = bind(op, ins)
     x, w, bias = args.input, args.weight, args.bias
     izp, wzp = scalar(args.input_zp), scalar(args.weight_zp)
@@ -368,15 +374,24 @@ def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     _depthwise_taps(xc, wf, acc, (pt, pl), (sy, sx), (dy, dx))
     acc2 = acc.reshape(n_, oh, ow, c * mm)
     if is_float:
-        return [to_out(_float_bias(op, acc2, bias), op)]
+        return to_out(_float_bias(op, acc2, bias), op)
     lo, hi = out_dtype(op).range()
     bmax = float(np.abs(bias).max()) if bias.size else 0.0
     reach = _zp_bound(in_dtype(op, 0), izp) * tap_sum + bmax
     if ft is not None and reach <= min(-lo, hi) and reach < (_EXACT32 if ft is np.float32 else _EXACT):
         # |acc| and |acc + bias| are bounded inside out_t (the REQUIREs hold) and every sum is exact: no data pass
         acc2 += bias.reshape(-1).astype(ft)
-        return [to_out(acc2, op)]
-    return [to_out(_finish_int(op, acc2, bias, None), op)]
+    else:
+        acc2 = _finish_int(op, acc2, bias, None)
+    return acc2 if raw else to_out(acc2, op)
+
+
+#: integer convolutions whose result the runner may hand straight to a RESCALE: the kernel's work (every ERROR_IF
+#: and REQUIRE included) without the final cast to the i32 storage type - exact integers in an int64 or float array
+ACCUMULATORS: dict[str, Callable[[Operation, list[np.ndarray]], np.ndarray]] = {
+    "CONV2D": lambda op, ins: _conv_nd(op, ins, 2, raw=True),
+    "DEPTHWISE_CONV2D": lambda op, ins: _depthwise(op, ins, True),
+}
 
 
 def _depthwise_taps(xc: np.ndarray, wf: np.ndarray, acc: np.ndarray, pad: tuple[int, int], stride: tuple[int, int],
