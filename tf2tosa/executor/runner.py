@@ -258,6 +258,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             if view is not None:
                 env[op.results[0].id] = view
                 skip.add(op.id)
+    const_ids = {op.id for op in plan.consts} if trace is not None else set()
     inplace = plan.inplace if trace is None else set()
     fused = plan.fused if trace is None else {}
     for i, op in enumerate(plan.order):
@@ -266,7 +267,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
                 for vid in plan.frees[i]:
                     env.pop(vid, None)
             continue
-        if trace is not None and op.opcode == "CONST" and op in plan.consts:
+        if trace is not None and op.opcode == "CONST" and op.id in const_ids:
             view = _const_view(plan, op, precise)
             if view is not None:
                 env[op.results[0].id] = trace[op.results[0].name] = view
