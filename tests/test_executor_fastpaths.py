@@ -1,7 +1,9 @@
 """The executor's fast paths compute exactly what the spec's pseudo-code does.
 
-* exact integer accumulation: float BLAS while every partial sum is below 2^53 (float64) or 2^24 (float32,
-  depthwise), int64 otherwise - checked against Python integers, and checked to be the path actually taken;
+* exact integer accumulation: float BLAS while every partial sum is provably below 2^24 (float32) or 2^53
+  (float64), int64 otherwise - checked against Python integers and int64 on adversarial extremes, and checked to
+  be the path actually taken;
+* RESCALE in float64 while every intermediate is an integer below 2^53, int64 otherwise;
 * blocked RESCALE / apply_scale_32 against a scalar transcription of S11743-11756 and S10067-10122;
 * vectorised TABLE against the scalar lookup (S843-854, S5383-5397).
 """
@@ -75,16 +77,73 @@ def _conv_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int, wz
 
 
 @pytest.mark.parametrize("k", [1, 3])
-def test_int8_conv_uses_float64_blas_and_is_exact(monkeypatch: pytest.MonkeyPatch, k: int) -> None:
+def test_int8_conv_uses_float32_blas_when_the_bound_allows_and_is_exact(monkeypatch: pytest.MonkeyPatch,
+                                                                        k: int) -> None:
     rng = np.random.default_rng(k)
     args, attrs = _conv_i8(rng, k)
     spy = _Spy()
     monkeypatch.setattr(tensor_ops.np, "matmul", spy)
     (got,) = run_single("CONV2D", args, D.INT32, attrs)
     monkeypatch.undo()
-    assert spy.dtypes and set(spy.dtypes) == {("float64", "float64")}
+    # raw inputs |x| <= 128, sum_k |w - wzp| <= 131 * K and the folded bias: far below 2^24
+    assert spy.dtypes and set(spy.dtypes) == {("float32", "float32")}
     want = _conv_reference(args[0].arr, args[1].arr, args[2].arr, -7, 3, 1 if k == 3 else 0)
     assert got.tolist() == want.tolist()
+
+
+def _int64_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int, wzp: int) -> np.ndarray:
+    """Unpadded stride-1 CONV2D in int64 (the reference for the adversarial cases)."""
+    oc, kh, kw, _ = w.shape
+    oh, ow = x.shape[1] - kh + 1, x.shape[2] - kw + 1
+    xi, wi = x.astype(np.int64) - izp, w.astype(np.int64) - wzp
+    out = np.zeros((x.shape[0], oh, ow, oc), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            out += np.einsum("nhwc,oc->nhwo", xi[:, ky:ky + oh, kx:kx + ow], wi[:, ky, kx])
+    return out + bias.astype(np.int64)
+
+
+@pytest.mark.parametrize(("ic", "want_type"), [(8, "float32"), (2000, "float64")])
+def test_int8_conv_on_adversarial_extremes(monkeypatch: pytest.MonkeyPatch, ic: int, want_type: str) -> None:
+    """Products at their extremes (x = -128 against weights -128 / 127 with the zero point pushing |x - zp| to 255):
+    the float32 path is taken only while the bound proves every partial sum below 2^24, and both paths equal int64.
+    With IC = 2000 the sums pass 2^24, where float32 is no longer exact."""
+    rng = np.random.default_rng(ic)
+    x = np.full((1, 3, 3, ic), -128, np.int8)
+    x[0, 1, 1, ::3] = 127
+    w = np.where(rng.random((2, 1, 1, ic)) < 0.5, -128, 127).astype(np.int8)
+    w[1] = 127  # channel 1: odd products (255 * 127) of one sign, the sums grow monotonically to the bound
+    bias = np.array([(1 << 20) + 1, -(1 << 20) - 3], np.int32)
+    args = [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32), Const(np.array([127]), D.INT8),
+            Const(np.array([0]), D.INT8)]
+    spy = _Spy()
+    monkeypatch.setattr(tensor_ops.np, "matmul", spy)
+    (got,) = run_single("CONV2D", args, D.INT32, {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1],
+                                                  "acc_type": "INT32"})
+    monkeypatch.undo()
+    assert {a for a, _ in spy.dtypes} == {want_type}
+    want = _int64_conv(x, w, bias, 127, 0)
+    assert got.tolist() == want.tolist()
+    if want_type == "float64":  # float32 would be wrong here: the bound check is needed
+        approx = (x.astype(np.float32) - 127).reshape(9, ic) @ w.reshape(2, ic).T.astype(np.float32)
+        assert (approx.astype(np.int64) + bias).tolist() != want.reshape(9, 2).tolist()
+
+
+def test_depthwise_int8_adversarial_extremes_equal_int64() -> None:
+    """Depthwise with |x - izp| = 255 and |w| = 128 everywhere, 3x3 taps and padding: exact."""
+    x = np.full((1, 5, 5, 4), -128, np.int8)
+    w = np.full((3, 3, 4, 1), -128, np.int8)
+    w[:, :, 1] = 127
+    bias = np.array([1 << 30, -(1 << 30), 7, -7], np.int32)
+    (got,) = run_single("DEPTHWISE_CONV2D", [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32),
+                                             Const(np.array([127]), D.INT8), Const(np.array([0]), D.INT8)],
+                        D.INT32, {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT32"})
+    xp = np.pad(x.astype(np.int64) - 127, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    want = np.zeros((1, 5, 5, 4), np.int64)
+    for ky in range(3):
+        for kx in range(3):
+            want += xp[:, ky:ky + 5, kx:kx + 5] * w[ky, kx, :, 0].astype(np.int64)
+    assert got.tolist() == (want + bias).tolist()
 
 
 def test_int8_depthwise_accumulates_exactly_in_float32() -> None:
@@ -174,6 +233,37 @@ def test_rescale_kernel_matches_the_pseudo_code(per_channel: bool) -> None:
                                                     True)
 
 
+@pytest.mark.parametrize("double", [False, True])
+def test_rescale_float64_path_on_adversarial_extremes(monkeypatch: pytest.MonkeyPatch, double: bool) -> None:
+    """RESCALE's float64 evaluation against Python integers for every value at the edges of its 2^53 bound:
+    the largest multiplier, values at the ends of the REQUIRE range, shifts either side of 31 (double rounding),
+    ties of the rounding and zero points; beyond the bound the int64 path must run (and agrees too)."""
+    used: list[bool] = []
+    orig = nm._rescale_32_float
+
+    def spy(*a: Any) -> bool:
+        used.append(orig(*a))
+        return used[-1]
+
+    monkeypatch.setattr(nm, "_rescale_32_float", spy)
+    m = np.array([(1 << 31) - 1, 1 << 30, 0, 1, (1 << 31) - 1, 1518500250], np.int64)
+    s = np.array([31, 32, 33, 25, 40, 45], np.int64)
+    for vmax, float_path in [((1 << 21) + 5, True), ((1 << 23), False)]:
+        edge = [0, 1, -1, vmax, -vmax, vmax - 1, -vmax + 1, 1 << 20, -(1 << 20), (1 << 20) + 1]
+        ties = [(1 << 30) + 1, -(1 << 30) - 1, 3 << 29, -(3 << 29)]
+        vals = np.array([[v] * len(m) for v in edge + ties + [vmax // 3, -vmax // 7]], np.int64)
+        vals = np.clip(vals, -vmax, vmax)
+        for ozp, (lo, hi) in [(0, (-(1 << 31), (1 << 31) - 1)), (-128, (-128, 127)), (5, (-(1 << 15), (1 << 15) - 1))]:
+            out = np.empty(vals.shape, np.int64)
+            used.clear()
+            nm.rescale_32_into(vals, m, s, double, ozp, lo, hi, out)
+            assert used == [float_path]
+            for r in range(vals.shape[0]):
+                for c in range(len(m)):
+                    want = min(max(_scale_32_scalar(int(vals[r, c]), int(m[c]), int(s[c]), double) + ozp, lo), hi)
+                    assert out[r, c] == want, (int(vals[r, c]), int(m[c]), int(s[c]), ozp)
+
+
 def test_table_lookups_match_the_pseudo_code() -> None:
     rng = np.random.default_rng(2)
     t8 = rng.integers(-128, 128, 256).astype(np.int8)
@@ -221,3 +311,74 @@ def test_padding_contributes_nothing_even_with_infinite_weights(op: str) -> None
     assert not np.isnan(got).any()
     assert got[0, 0] == 4.0 and got[0, 1] == 6.0 and got[1, 0] == 6.0  # the inf tap falls on padding
     assert np.isinf(got[1, 1]) and np.isinf(got[2, 2])  # ... and on real inputs elsewhere
+
+
+def _conv_rescale_graph(rng: np.random.Generator, shift: int) -> tuple[Any, dict[str, Any], list[Any]]:
+    from tests.executor_testing import GraphBuilder
+
+    args, attrs = _conv_i8(rng, 3)
+    b = GraphBuilder("conv_rescale")
+    (acc,) = b.add("CONV2D", args, D.INT32, attrs, output=False)
+    mult = rng.integers(1 << 30, 1 << 31, 3)
+    shifts = np.array([shift, shift + 1, shift + 2])
+    b.add("RESCALE", [acc, Const(mult, D.INT32), Const(shifts, D.INT8), Const(np.array([0]), D.INT32),
+                      Const(np.array([-5]), D.INT8)], D.INT8,
+          {"scale32": True, "rounding_mode": "DOUBLE_ROUND", "per_channel": True, "input_unsigned": False,
+           "output_unsigned": False})
+    return b, {"mult": mult, "shift": shifts}, args
+
+
+def test_conv_then_rescale_run_fused_and_match_the_pseudo_code() -> None:
+    """CONV2D whose i32 result only a RESCALE reads runs fused (its exact accumulator goes straight to the RESCALE):
+    the output equals CONV2D then RESCALE on Python integers."""
+    from tf2tosa.executor import run_with_profile
+
+    rng = np.random.default_rng(21)
+    b, q, args = _conv_rescale_graph(rng, 33)
+    out, prof = run_with_profile(b.graph, b.feed)
+    assert any(k.startswith("tosa.CONV2D+RESCALE#") for k in prof)
+    acc = _conv_reference(args[0].arr, args[1].arr, args[2].arr, -7, 3, 1)
+    got = out[b.graph.outputs[0].name]
+    for idx in np.ndindex(acc.shape):
+        c = idx[-1]
+        assert got[idx] == _rescale_scalar(int(acc[idx]), int(q["mult"][c]), int(q["shift"][c]), 0, -5, -128, 127,
+                                           True)
+
+
+def test_fused_rescale_failure_names_the_rescale() -> None:
+    """A REQUIRE of the RESCALE that fails inside the fused run is reported at the RESCALE, as when run apart."""
+    from tf2tosa.executor import run_checked
+
+    b, _, _ = _conv_rescale_graph(np.random.default_rng(22), 33)
+    assert run_checked(b.graph, b.feed, validate=False).ok
+    resc = next(op for op in b.graph.ops.values() if op.opcode == "RESCALE")
+    shift_op = resc.operands[2].producer
+    assert shift_op is not None
+    shift_op.attrs["values"] = np.array([3, 4, 5], np.int8)  # |acc| >= 2^(shift-1): the value REQUIRE fails
+    res = run_checked(b.graph, b.feed, validate=False)
+    assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message
+    assert res.op is not None and "RESCALE" in res.op
+
+
+def test_clamp_after_conv_runs_in_place_without_touching_other_values() -> None:
+    """CLAMP over a float convolution result nobody else reads overwrites it; a result also read elsewhere is left
+    alone.  Checked against numpy (a 1x1 convolution is a matmul)."""
+    from tests.executor_testing import GraphBuilder
+
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((1, 4, 4, 8)).astype(np.float32)
+    w = rng.standard_normal((5, 1, 1, 8)).astype(np.float32)
+    z = Const(np.array([0.0], np.float32))
+    attrs = {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "acc_type": "FP32"}
+    b = GraphBuilder("conv_clamp")
+    xin = In(x, name="x")
+    (c1,) = b.add("CONV2D", [xin, Const(w), Const(np.zeros(5, np.float32)), z, z], D.FP32, attrs, output=False)
+    b.add("CLAMP", [c1], D.FP32, {"min_val": np.float32(-0.5), "max_val": np.float32(0.5), "nan_mode": "PROPAGATE"})
+    (c2,) = b.add("CONV2D", [b.graph.inputs[0], Const(w), Const(np.zeros(5, np.float32)), z, z], D.FP32, attrs)
+    b.add("CLAMP", [c2], D.FP32, {"min_val": np.float32(-0.5), "max_val": np.float32(0.5), "nan_mode": "PROPAGATE"})
+    out = run(b.graph, b.feed)
+    names = [v.name for v in b.graph.outputs]
+    ref = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0].astype(np.float64))
+    assert np.allclose(out[names[0]], np.clip(ref, -0.5, 0.5), atol=1e-5)
+    assert np.allclose(out[names[1]], ref, atol=1e-5)  # the conv output also read by the graph: not clamped
+    assert np.allclose(out[names[2]], np.clip(ref, -0.5, 0.5), atol=1e-5)

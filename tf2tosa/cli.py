@@ -504,18 +504,26 @@ def _profile_summary(prof: dict[str, float]) -> dict[str, Any]:
 
 
 def _print_profile(prof: dict[str, float], top: int = 15) -> None:
+    """Two rich tables on stdout: the time per op type (count, total, mean, share) and the slowest ops."""
+    from rich.console import Console
+    from rich.table import Table
+
     total = sum(prof.values()) or 1e-12
-    by_kind: dict[str, tuple[int, float]] = {}
-    for key, t in prof.items():
-        kind = key.split("#")[0]
-        n, acc = by_kind.get(kind, (0, 0.0))
-        by_kind[kind] = (n + 1, acc + t)
-    typer.echo(f"time per op kind (total {total * 1e3:.1f} ms):")
-    for kind, (n, t) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
-        typer.echo(f"  {kind:28s} x{n:<4d} {t * 1e3:9.2f} ms {100 * t / total:5.1f}%")
-    typer.echo(f"slowest {min(top, len(prof))} ops:")
+    summary = _profile_summary(prof)
+    kinds = Table(title=f"time per op type (total {total * 1e3:.1f} ms)", title_justify="left")
+    for col in ("op type", "count", "ms", "mean ms", "%"):
+        kinds.add_column(col, justify="left" if col == "op type" else "right")
+    for kind, e in sorted(summary["by_kind"].items(), key=lambda kv: -kv[1]["ms"]):
+        kinds.add_row(kind, str(e["count"]), f"{e['ms']:.2f}", f"{e['ms'] / e['count']:.3f}",
+                      f"{100 * e['ms'] / (total * 1e3):.1f}")
+    slow = Table(title=f"slowest {min(top, len(prof))} ops", title_justify="left")
+    slow.add_column("op")
+    slow.add_column("ms", justify="right")
     for key, t in sorted(prof.items(), key=lambda kv: -kv[1])[:top]:
-        typer.echo(f"  {key:40s} {t * 1e3:9.2f} ms")
+        slow.add_row(key, f"{t * 1e3:.2f}")
+    console = Console(highlight=False)
+    console.print(kinds)
+    console.print(slow)
 
 
 @app.command()

@@ -20,6 +20,27 @@ def erf_f32(x: np.ndarray) -> np.ndarray:
     return np.asarray(_erf64(x.astype(np.float64)), dtype=np.float64).astype(fdt())
 
 
+def _float_clamp(op: Operation, ins: list[np.ndarray], out: np.ndarray | None) -> np.ndarray:
+    args = bind(op, ins)
+    lo = np.asarray(args.min_val).reshape(-1)[0].item()
+    hi = np.asarray(args.max_val).reshape(-1)[0].item()
+    flo, fhi = F32(lo), F32(hi)
+    error_if(np.isnan(flo) or np.isnan(fhi), op, "NaN clamp bound")
+    error_if(fhi < flo, op, f"max_val {hi} < min_val {lo}")
+    xf = fcompute(args.input, in_dtype(op, 0))
+    lower, upper = (np.fmax, np.fmin) if str(catalogue_attr(op, "nan_mode")).upper() == "IGNORE" else \
+        (np.maximum, np.minimum)
+    if out is None:
+        return upper(lower(xf, flo), fhi)  # type: ignore[no-any-return]
+    lower(xf, flo, out=out)
+    return upper(out, fhi, out=out)  # type: ignore[no-any-return]
+
+
+def clamp_inplace(op: Operation, ins: list[np.ndarray]) -> np.ndarray:
+    """CLAMP of an fp32 operand no other op reads, written over it (the runner's plan decides when)."""
+    return _float_clamp(op, ins, ins[0])
+
+
 @kernel("CLAMP")
 def clamp(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     """spec 2.4.1 CLAMP."""
@@ -29,15 +50,7 @@ def clamp(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     lo = np.asarray(args.min_val).reshape(-1)[0].item()
     hi = np.asarray(args.max_val).reshape(-1)[0].item()
     if dt.is_float:
-        flo, fhi = F32(lo), F32(hi)
-        error_if(np.isnan(flo) or np.isnan(fhi), op, "NaN clamp bound")
-        error_if(fhi < flo, op, f"max_val {hi} < min_val {lo}")
-        xf = fcompute(x, dt)
-        if str(catalogue_attr(op, "nan_mode")).upper() == "IGNORE":
-            out = np.fmin(np.fmax(xf, flo), fhi)
-        else:
-            out = np.minimum(np.maximum(xf, flo), fhi)
-        return [to_out(out, op)]
+        return [to_out(_float_clamp(op, ins, None), op)]
     ilo, ihi = int(lo), int(hi)
     error_if(ihi < ilo, op, f"max_val {hi} < min_val {lo}")
     return [to_out(np.clip(x.astype(np.int64), ilo, ihi), op)]

@@ -151,6 +151,8 @@ def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round
     half = I64(1) << (s - 1)
     big = s > 31
     double = double_round and bool(np.any(big))
+    if value.size and _rescale_32_float(value, m, s, double, zp_add, lo, hi, out):
+        return
     mixed = double and s.ndim > 0 and not bool(np.all(big))
     # rounding constant: 2^(s-1), plus 2^30 when double rounding (negative values then subtract 2^31 below)
     const = half + (np.where(big, I64(1) << 30, I64(0)) if double else I64(0))
@@ -185,6 +187,72 @@ def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round
         np.minimum(b, hi, out=b)
         np.maximum(b, lo, out=b)
         np.copyto(out[i:i + rows], b, casting="unsafe")
+
+
+#: every integer of magnitude below this is exact in float64
+EXACT64 = 1 << 53
+
+
+def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: bool, zp_add: int, lo: int, hi: int,
+                      out: np.ndarray) -> bool:
+    """:func:`rescale_32_into` in float64, when every intermediate is an exactly represented integer; returns False
+    (nothing written) when the bound does not hold and the int64 path must run.
+
+    With ``v`` the value, ``T = v * m + (±2^30 when double rounding and shift > 31) + 2^(s-1)`` is an integer and
+    ``floor(T * 2^-s) == (v * m + round) >> s``.  It is evaluated scaled by 2^-s (an exact power-of-two scaling), as
+    ``floor(v * (m * 2^-s) ± 2^(30-s) + 0.5)``: every partial sum is 2^-s times an integer of magnitude at most
+    ``max|v| * max(m) + 2^30 + 2^(max(s)-1)``; when that is below 2^53 every float64 operation is exact (adding
+    the zero point too: before the floor when the bound still holds with ``|zp| * 2^max(s)`` added, else after).
+    The value REQUIRE is checked on the extremes (exactly per element when the shift is per channel and the extremes
+    do not settle it).
+    """
+    vmin, vmax = int(value.min()), int(value.max())
+    mmax = int(m.max()) if m.ndim else int(m)
+    if int(s.max()) > 53:
+        return False
+    reach = max(abs(vmin), abs(vmax)) * mmax + (1 << 30) + (1 << (int(s.max()) - 1))
+    if reach >= EXACT64:
+        return False
+    half_lo = int(s.min()) - 1  # the smallest 2^(s-1): the value REQUIRE holds everywhere if the extremes meet it
+    if not (vmin >= -(1 << half_lo) and vmax < (1 << half_lo)):
+        half = I64(1) << (s - 1)
+        _req((value >= -half) & (value < half), "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
+    # computed scaled by 2^-s (exact: powers of two, no underflow for s <= 53): y = v * (m * 2^-s), the rounding
+    # constant is 0.5 whatever the shift, and the zero point joins it when the sums stay below 2^53 with it
+    fold = reach + abs(zp_add) * (1 << int(s.max())) < EXACT64
+    c = value.shape[-1]
+    rows = max(1, BLOCK // max(1, c))
+    n = min(rows, value.shape[0])
+
+    def tile(a: np.ndarray) -> np.ndarray | float:
+        # per-channel vectors tiled to a whole block: same-shape float operations run at full vector speed
+        return np.ascontiguousarray(np.broadcast_to(a, (n, c))) if a.ndim else float(a)
+
+    f = tile(np.ldexp(m.astype(np.float64), -s))
+    dterm = tile(np.ldexp(np.where(s > 31, 1.0, 0.0), 30 - s)) if double else None
+    const = 0.5 + zp_add if fold else 0.5
+    buf = np.empty((n, c), np.float64)
+    tmp = np.empty((n, c), np.float64) if double else None
+    flo, fhi = float(lo), float(hi)
+    for i in range(0, value.shape[0], rows):
+        v = value[i:i + rows]
+        k = v.shape[0]
+        b = buf[:k]
+        np.copyto(b, v, casting="unsafe")
+        b *= f[:k] if isinstance(f, np.ndarray) else f
+        if double:
+            # +2^30 for v >= 0, -2^30 for v < 0 (scaled): the sign of v * m (m >= 0; v == 0 gives +0.0, v < 0 with
+            # m == 0 gives -0.0), so copysign takes it from the product
+            t = tmp[:k]  # type: ignore[index]
+            np.copysign(dterm[:k] if isinstance(dterm, np.ndarray) else float(dterm or 0.0), b, out=t)
+            b += t
+        b += const
+        np.floor(b, out=b)
+        if zp_add and not fold:
+            b += zp_add  # integers: exact
+        np.clip(b, flo, fhi, out=b)
+        np.copyto(out[i:i + rows], b, casting="unsafe")
+    return True
 
 
 def apply_scale_16(value: Any, multiplier: Any, shift: Any) -> np.ndarray:

@@ -16,7 +16,9 @@ from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
 from ..tosa import catalogue, profiles
 from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
+from .activation import clamp_inplace
 from .registry import ERROR, KERNELS, PRECISE, UNPREDICTABLE, VALID, ExecutionError, UnpredictableError, op_label
+from .tensor_ops import ACCUMULATORS
 
 
 @dataclass
@@ -76,17 +78,41 @@ def evaluate_op(op: Operation, inputs: Sequence[np.ndarray]) -> list[np.ndarray]
     if fn is None:
         raise ExecutionError(f"no executor kernel for {op.name}", op=op_label(op))
     args = [storage(a, v.type) for a, v in zip(inputs, op.operands)]
+    outs = _call(op, fn, args)
+    if len(outs) != len(op.results):
+        raise ExecutionError(f"kernel returned {len(outs)} results, op has {len(op.results)}", op=op_label(op))
+    return [_check_result(op, i, a) for i, a in enumerate(outs)]
+
+
+def _call(op: Operation, fn: Any, args: list[np.ndarray]) -> Any:
+    """``fn(op, args)`` with a kernel's failures located at ``op``."""
     try:
-        outs = fn(op, args)
+        return fn(op, args)
     except ExecutionError as e:
         if e.op is None:
             raise e.at(op_label(op)) from None
         raise
     except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError, OverflowError) as e:
         raise ExecutionError(f"kernel failed: {type(e).__name__}: {e}", op=op_label(op)) from e
-    if len(outs) != len(op.results):
-        raise ExecutionError(f"kernel returned {len(outs)} results, op has {len(op.results)}", op=op_label(op))
-    return [_check_result(op, i, a) for i, a in enumerate(outs)]
+
+
+def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: dict[int, np.ndarray]
+               ) -> np.ndarray | None:
+    """An integer convolution and the RESCALE that alone reads its result, run as one: the convolution's exact
+    accumulator goes to the RESCALE without the cast to i32 and back (the same values: every REQUIRE on the way is
+    checked as when run apart).  None when the RESCALE's other operands are not ready (then both run apart)."""
+    rest = [env.get(v.id) for v in rescale.operands[1:]]
+    if any(a is None for a in rest):
+        return None
+    acc = _call(conv, ACCUMULATORS[conv.opcode], [storage(a, v.type) for a, v in zip(ins, conv.operands)])
+    t = conv.results[0].type
+    if acc.shape != tuple(t.shape):
+        return None  # run apart, where the shape error is reported
+    r_args = [acc] + [storage(a, v.type) for a, v in zip(rest, rescale.operands[1:])]  # type: ignore[arg-type]
+    outs = _call(rescale, KERNELS["RESCALE"], r_args)
+    if len(outs) != 1:  # pragma: no cover - RESCALE has one result
+        raise ExecutionError("kernel returned more than one result", op=op_label(rescale))
+    return _check_result(rescale, 0, outs[0])
 
 
 def _bind_inputs(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[int, np.ndarray]:
@@ -127,29 +153,93 @@ def _check_input(v: Value, a: Any) -> np.ndarray:
     return arr
 
 
-_PLANS: weakref.WeakKeyDictionary[Graph, tuple[Any, list[Operation], list[list[int]]]] = weakref.WeakKeyDictionary()
+@dataclass
+class _Plan:
+    """How :func:`run_graph` runs a graph: the ops in topological order; per op, the values no later op reads
+    (freed once it has run: a reference count per value, so peak memory follows the live set, not the whole graph);
+    the single-result CONST ops (their values are put in the environment before the first op); and the CLAMPs that
+    may overwrite their operand (a fresh convolution result read by nothing else)."""
+
+    key: Any
+    order: list[Operation]
+    frees: list[list[int]]
+    consts: list[Operation]
+    inplace: set[int]
+    #: integer convolution op id -> the RESCALE that alone reads its i32 result, right after it (see _run_fused)
+    fused: dict[int, Operation]
+    #: per CONST op id: (its values array, a read-only view of it) - kernels cannot write into the graph's
+    #: constants, and their prepared forms (converted weights, bounds) are cached by the view's identity
+    views: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
-def _plan(graph: Graph) -> tuple[list[Operation], list[list[int]]]:
-    """``graph.topological_order()`` and, per op, the values no later op reads (freed after it runs, so peak
-    memory follows the live set, not the whole graph); cached while the graph's ops and edges are unchanged."""
+_PLANS: weakref.WeakKeyDictionary[Graph, _Plan] = weakref.WeakKeyDictionary()
+
+#: ops whose float result is a fresh array no other value shares (CLAMP may then work in place)
+_FRESH = frozenset({"CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D"})
+
+
+def _plan(graph: Graph) -> _Plan:
+    """The :class:`_Plan` of ``graph``, cached while its ops and edges are unchanged."""
     key = (tuple(graph.ops), tuple(graph.nx.edges(keys=True)) if graph.nx.is_multigraph() else
            tuple(graph.nx.edges()))
     hit = _PLANS.get(graph)
-    if hit is not None and hit[0] == key:
-        return hit[1], hit[2]
+    if hit is not None and hit.key == key:
+        return hit
     order = graph.topological_order()
     last: dict[int, int] = {}
+    readers: dict[int, int] = {}
     for i, op in enumerate(order):
         for v in op.operands:
             last[v.id] = i
+            readers[v.id] = readers.get(v.id, 0) + 1
     keep = {v.id for v in graph.outputs}
     frees: list[list[int]] = [[] for _ in order]
     for vid, i in last.items():
         if vid not in keep:
             frees[i].append(vid)
-    _PLANS[graph] = (key, order, frees)
-    return order, frees
+    consts = [op for op in order if op.opcode == "CONST" and op.dialect == "tosa" and len(op.results) == 1
+              and not op.operands]
+    inplace = set()
+    for op in order:
+        if op.opcode != "CLAMP" or op.dialect != "tosa" or not op.operands:
+            continue
+        v = op.operands[0]
+        prod = v.producer
+        if (prod is not None and prod.dialect == "tosa" and prod.opcode in _FRESH and readers.get(v.id) == 1
+                and v.id not in keep and v.type == op.results[0].type and v.dtype is DType.FP32):
+            inplace.add(op.id)
+    fused: dict[int, Operation] = {}
+    for i, op in enumerate(order):
+        if op.opcode not in ACCUMULATORS or op.dialect != "tosa" or len(op.results) != 1:
+            continue
+        v = op.results[0]
+        if v.dtype is not DType.INT32 or readers.get(v.id) != 1 or v.id in keep:
+            continue
+        # the reader must come next (CONSTs aside): running it early then changes no order of effects
+        nxt = next((o for o in order[i + 1:] if o.opcode != "CONST"), None)
+        if (nxt is not None and nxt.opcode == "RESCALE" and nxt.dialect == "tosa" and nxt.operands
+                and nxt.operands[0] is v and all(u is not v for u in nxt.operands[1:])):
+            fused[op.id] = nxt
+    plan = _Plan(key, order, frees, consts, inplace, fused)
+    _PLANS[graph] = plan
+    return plan
+
+
+def _const_view(plan: _Plan, op: Operation, precise: bool) -> np.ndarray | None:
+    """The read-only view of a CONST op's values when they are already in the result's storage type and shape."""
+    vals = op.attrs.get("values")
+    t = op.results[0].type
+    hit = plan.views.get(op.id)
+    if hit is not None and hit[0] is vals and not (precise and t.dtype.is_float):
+        return hit[1]  # checked when the view was made (the plan, and so its views, go when the graph changes)
+    if not (isinstance(vals, np.ndarray) and vals.shape == t.shape and vals.dtype == t.dtype.np_dtype()
+            and not (precise and t.dtype.is_float)):
+        return None
+    if hit is None or hit[0] is not vals:
+        view = vals.view()
+        view.flags.writeable = False
+        hit = plan.views[op.id] = (vals, view)
+    return hit[1]
 
 
 def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], state: ExecState) -> list[np.ndarray]:
@@ -161,21 +251,28 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             trace[v.name] = env[v.id]
     prof = state.profile if state.depth == 0 else None
     precise = PRECISE.get()
-    order, frees = _plan(graph)
-    for i, op in enumerate(order):
-        if i and trace is None:
-            for vid in frees[i - 1]:
-                env.pop(vid, None)
-        if op.opcode == "CONST" and prof is None and op.dialect == "tosa" and len(op.results) == 1:
-            # fast path: a constant already in its storage type and shape is its own value
-            vals = op.attrs.get("values")
-            r0 = op.results[0]
-            t = r0.type
-            if (isinstance(vals, np.ndarray) and vals.shape == t.shape and vals.dtype == t.dtype.np_dtype()
-                    and not (precise and t.dtype.is_float)):
-                env[r0.id] = vals
-                if trace is not None:
-                    trace[r0.name] = vals
+    plan = _plan(graph)
+    skip: set[int] = set()
+    if trace is None:
+        # constants first: their values need no kernel (a CONST reads nothing, so order does not matter)
+        for op in plan.consts:
+            view = _const_view(plan, op, precise)
+            if view is not None:
+                env[op.results[0].id] = view
+                skip.add(op.id)
+    const_ids = {op.id for op in plan.consts} if trace is not None else set()
+    inplace = plan.inplace if trace is None else set()
+    fused = plan.fused if trace is None else {}
+    for i, op in enumerate(plan.order):
+        if op.id in skip:
+            if trace is None:
+                for vid in plan.frees[i]:
+                    env.pop(vid, None)
+            continue
+        if trace is not None and op.opcode == "CONST" and op.id in const_ids:
+            view = _const_view(plan, op, precise)
+            if view is not None:
+                env[op.results[0].id] = trace[op.results[0].name] = view
                 continue
         ins = []
         for v in op.operands:
@@ -183,14 +280,27 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
                 raise ExecutionError(f"operand {v.name} has no value (not produced in this graph)", op=op_label(op))
             ins.append(env[v.id])
         t0 = time.perf_counter() if prof is not None else 0.0
-        outs = evaluate_op(op, ins)
+        partner = fused.get(op.id)
+        done = _run_fused(op, ins, partner, env) if partner is not None else None
+        if done is not None:
+            assert partner is not None
+            env[partner.results[0].id] = done
+            skip.add(partner.id)
+            outs = []
+        elif op.id in inplace and ins[0].flags.writeable and ins[0].dtype == np.float32:
+            outs = [clamp_inplace(op, ins)]
+        else:
+            outs = evaluate_op(op, ins)
         if prof is not None:
-            key = f"{op.name}#{op.id}"
+            key = f"{op.name}+RESCALE#{op.id}" if done is not None else f"{op.name}#{op.id}"
             prof[key] = prof.get(key, 0.0) + time.perf_counter() - t0
         for r, a in zip(op.results, outs):
             env[r.id] = a
             if trace is not None:
                 trace[r.name] = a
+        if trace is None:
+            for vid in plan.frees[i]:
+                env.pop(vid, None)
     out = []
     for v in graph.outputs:
         if v.id not in env:

@@ -10,7 +10,10 @@ overflow) is checked on the final sum.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -39,6 +42,35 @@ from .registry import (
 
 _EXACT = float(2 ** 53)
 _EXACT32 = float(2 ** 24)
+
+
+#: elements of a depthwise accumulator block (fits in the L2 cache with its temporary)
+DW_BLOCK = 1 << 16
+
+#: prepared forms of constant weights (zero-point-adjusted, converted, bounds), by the weight array's identity
+_PREPARED: dict[tuple[int, Any], tuple[weakref.ref[np.ndarray], Any]] = {}
+
+
+def _forget(key: tuple[int, Any], _ref: object) -> None:
+    _PREPARED.pop(key, None)
+
+
+def _prepared(w: np.ndarray, what: Any, make: Callable[[], Any]) -> Any:
+    """``make()`` for weight ``w``, computed once while ``w`` lives (weights are read-only constants; an entry goes
+    when its array does).  Arrays that are not constants (their base owns no weakref) are prepared each time."""
+    key = (id(w), what)
+    hit = _PREPARED.get(key)
+    if hit is not None and hit[0]() is w:
+        return hit[1]
+    if w.flags.writeable or w.size < 64:
+        return make()
+    value = make()
+    try:
+        ref = weakref.ref(w, functools.partial(_forget, key))
+    except TypeError:  # pragma: no cover - every ndarray takes weak references
+        return value
+    _PREPARED[key] = (ref, value)
+    return value
 
 
 def _idiv_check(op: Operation, a: int, b: int, what: str) -> int:
@@ -126,25 +158,30 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, a_bound: float | None = None, b_b
 
 
 def _finish_int(op: Operation, acc: np.ndarray, bias: np.ndarray, bias_index: np.ndarray | None) -> np.ndarray:
-    """static_cast<out_t>(acc) + bias with the accumulator/bias REQUIREs (``acc`` int64, or float64 holding
-    exact integers below 2^53, which is updated in place)."""
+    """static_cast<out_t>(acc) + bias with the accumulator/bias REQUIREs (``acc`` int64, or float32/float64 holding
+    exact integers below 2^24/2^53, which is updated in place)."""
     ot = out_dtype(op)
     if acc.dtype.kind != "f":
         nm.check_fits(acc, ot, "accumulator")
     b = bias.reshape(-1)
-    b = b.astype(acc.dtype) if acc.dtype.kind == "f" else b.astype(np.int64)
-    bb = b[0] if b.size == 1 else (b if bias_index is None else b[bias_index])
     if acc.dtype.kind == "f":
         lo, hi = ot.range()
-        bmin, bmax = float(np.min(bb)), float(np.max(bb))
-        if max(abs(bmin), abs(bmax)) + max(abs(lo), abs(hi)) >= _EXACT:  # pragma: no cover - i48 extremes
-            return nm.apply_add_s(acc.astype(np.int64), bb.astype(np.int64), ot)
+        bi = b if bias_index is None or b.size == 1 else b[bias_index]
+        bmin, bmax = (int(bi.min()), int(bi.max())) if bi.size else (0, 0)
         amin, amax = (float(acc.min()), float(acc.max())) if acc.size else (0.0, 0.0)
         require(amin >= lo and amax <= hi, op, f"accumulator overflows {ot.value}")
-        acc += bb  # acc is this kernel's own fresh accumulator
+        reach = max(abs(amin), abs(amax)) + max(abs(bmin), abs(bmax))
+        if acc.dtype == np.float32 and reach >= _EXACT32:
+            acc = acc.astype(np.float64)
+        if reach >= _EXACT:  # pragma: no cover - i48 extremes
+            return nm.apply_add_s(acc.astype(np.int64), bi.astype(np.int64), ot)
+        bb = bi.astype(acc.dtype)
+        acc += bb[0] if bb.size == 1 else bb  # acc is this kernel's own fresh accumulator; every sum is exact
         if acc.size and (amin + bmin < lo or amax + bmax > hi):  # only then can the add overflow: check exactly
             nm.check_fits(acc, ot, "add")
         return acc
+    b = b.astype(np.int64)
+    bb = b[0] if b.size == 1 else (b if bias_index is None else b[bias_index])
     return nm.apply_add_s(acc, bb, ot)
 
 
@@ -167,7 +204,7 @@ def _float_bias(op: Operation, acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return acc
 
 
-def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
+def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int, raw: bool = False) -> np.ndarray:
     args = bind(op, ins)
     x, w, bias = args.input, args.weight, args.bias
     izp, wzp = scalar(args.input_zp), scalar(args.weight_zp)
@@ -195,27 +232,91 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int) -> np.ndarray:
     kk = int(np.prod(ks)) * ic
     m = n_ * int(np.prod(outs))
     if out_dtype(op).is_float:
-        if any(pad) and not np.isfinite(w).all():
+        if any(pad) and not _prepared(w, "finite", lambda: bool(np.isfinite(w).all())):
             acc = _conv_by_taps(x.astype(fdt()), w.astype(fdt()), pad, stride, dil, outs)
             return to_out(_float_bias(op, acc, bias), op)
-        wm = w.astype(fdt()).reshape(oc, kk).T
+        wm = w.astype(fdt(), copy=False).reshape(oc, kk).T
         if all(k == 1 for k in ks) and all(s == 1 for s in stride) and not any(pad):
-            cols = x.astype(fdt()).reshape(m, ic)
+            cols = x.astype(fdt(), copy=False).reshape(m, ic)
         else:
-            xp = np.pad(x.astype(fdt()), pads)
+            xp = np.pad(x.astype(fdt(), copy=False), pads)
             cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
         acc = cols @ wm
         return to_out(_float_bias(op, acc.reshape(n_, *outs, oc), bias), op)
-    bound = _zp_bound(in_dtype(op, 0), izp) * _abs_max(w, wzp) * max(kk, 1)
-    ft = np.float64 if bound < _EXACT else None  # float64 BLAS is exact below 2^53 (float32 only to 2^24)
-    wm = _int_operand(w, wzp, ft).reshape(oc, kk).T
+    prep = _prepared(w, ("gemm", wzp), lambda: _GemmWeights(w.reshape(oc, kk), wzp))
+    lo, hi = in_dtype(op, 0).range()
+    zpb = _zp_bound(in_dtype(op, 0), izp)
+    plan = prep.plan(max(abs(lo), abs(hi), abs(izp)), zpb, izp, bias, out_dtype(op))
+    if plan is None:
+        # the REQUIREs need the data: the zero points subtracted first, exact float (bound max|x - izp| *
+        # max_oc sum|w - wzp|) or int64, then the checked bias add
+        zft = _exact_float(zpb * prep.abs_sum)
+        wm = prep.matrix(zft) if zft is not None else _int_operand(w, wzp, None).reshape(oc, kk).T
+        if all(k == 1 for k in ks) and all(s_ == 1 for s_ in stride) and not any(pad):
+            cols = _int_operand(x, izp, zft).reshape(m, ic)
+        else:
+            xp = np.pad(_int_operand(x, izp, zft), pads)
+            cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
+        acc = np.matmul(cols, wm).reshape(n_, *outs, oc)
+        res = _finish_int(op, acc, bias, None)
+        return res if raw else to_out(res, op)
+    ft, wm, shift = plan
+    # raw input values (padding with input_zp, which is 0 after the zero point is subtracted); the zero point's
+    # share, input_zp * sum_k (w - wzp), goes into the per-channel ``shift`` with the bias
+    xf = x.astype(ft)
     if all(k == 1 for k in ks) and all(s_ == 1 for s_ in stride) and not any(pad):
-        cols = _int_operand(x, izp, ft).reshape(m, ic)
+        cols = xf.reshape(m, ic)
     else:
-        xp = np.pad(_int_operand(x, izp, ft), pads)
+        xp = np.pad(xf, pads, constant_values=izp)
         cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
-    acc = np.matmul(cols, wm).reshape(n_, *outs, oc)
-    return to_out(_finish_int(op, acc, bias, None), op)
+    acc = np.matmul(cols, wm)
+    acc += shift
+    res = acc.reshape(n_, *outs, oc)
+    return res if raw else to_out(res, op)
+
+
+class _GemmWeights:
+    """A constant integer weight [OC, K] prepared for exact float GEMM: the largest per-channel sum of ``|w - wzp|``,
+    the per-channel sums of ``w - wzp`` and, made when first needed, ``w - wzp`` as a [K, OC] float32 or float64
+    matrix (only the type in use is kept: memory stays near the model's size).
+
+    With ``|x| <= xmax`` for the raw input values, every partial sum of ``x @ (w - wzp)`` (in whatever order BLAS adds)
+    is an integer of magnitude at most ``xmax * max_oc sum_k |w - wzp|``; below 2^24 float32 holds every one exactly,
+    below 2^53 float64 does."""
+
+    def __init__(self, w2: np.ndarray, wzp: int) -> None:
+        self._w2, self._wzp = w2, wzp
+        wi = w2.astype(np.int64) - wzp
+        self.abs_sum = float(np.abs(wi).sum(axis=1).max()) if wi.size else 0.0
+        self.col_sum = wi.sum(axis=1) if wi.size else np.zeros(w2.shape[0], np.int64)
+        self._mats: dict[type, np.ndarray] = {}
+
+    def matrix(self, ft: type[np.floating]) -> np.ndarray:
+        """``(w - wzp).T`` in ``ft`` (exact: |w - wzp| < 2^16)."""
+        m = self._mats.get(ft)
+        if m is None:
+            a = self._w2.astype(ft)
+            if self._wzp:
+                a -= self._wzp
+            m = self._mats[ft] = np.ascontiguousarray(a.T)
+        return m
+
+    def plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType
+             ) -> tuple[type[np.floating], np.ndarray, np.ndarray] | None:
+        """For raw inputs ``|x| <= xmax`` with ``|x - izp| <= zp_bound``: (float type, weight matrix, per-channel
+        ``bias - izp * col_sum`` to add to ``x @ (w - wzp)``), when that float type is exact for every partial sum and
+        the bounds prove the accumulator and the bias add inside ``ot`` (the REQUIREs then hold without a data
+        pass); else None."""
+        lo, hi = ot.range()
+        bmax = float(np.abs(bias).max()) if bias.size else 0.0
+        # |acc| <= zp_bound * abs_sum and |acc + bias| <= that + max|bias|
+        if zp_bound * self.abs_sum + bmax > min(-lo, hi):
+            return None
+        shift = bias.reshape(-1).astype(np.int64) - izp * self.col_sum
+        ft = _exact_float(float(xmax) * self.abs_sum + (float(np.abs(shift).max()) if shift.size else 0.0))
+        if ft is None:
+            return None
+        return ft, self.matrix(ft), shift.astype(ft)
 
 
 @kernel("CONV2D")
@@ -233,6 +334,10 @@ def conv3d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 @kernel("DEPTHWISE_CONV2D")
 def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     """spec 2.3.5 DEPTHWISE_CONV2D: weight [KH,KW,C,M], output channel c*M+m."""
+    return [_depthwise(op, ins, False)]
+
+
+def _depthwise(op: Operation, ins: list[np.ndarray], raw: bool) -> np.ndarray:
     args = bind(op, ins)
     x, w, bias = args.input, args.weight, args.bias
     izp, wzp = scalar(args.input_zp), scalar(args.weight_zp)
@@ -252,38 +357,81 @@ def depthwise_conv2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     error_if(bias.size != c * mm and bias.size != 1, op, "bias size is neither C*M nor 1")
     is_float = out_dtype(op).is_float
     if is_float:
-        ft: type[np.floating] | None = fdt()
-        xc, wf = x.astype(fdt()), w.astype(fdt())
+        xc, wf = x.astype(fdt(), copy=False), w.astype(fdt(), copy=False)
     else:
-        ft = _exact_float(_zp_bound(in_dtype(op, 0), izp) * _abs_max(w, wzp) * kh * kw)
-        xc, wf = _int_operand(x, izp, ft), _int_operand(w, wzp, ft)
+        # every partial sum of an output is bounded by max|x - izp| * sum over the taps of |w - wzp| of its channel
+        wf = _prepared(w, ("dw", wzp), lambda: _int_operand(w, wzp, np.float64))
+        tap_sum = _prepared(w, ("dw_abs_sum", wzp),
+                            lambda: float(np.abs(wf).sum(axis=(0, 1)).max()) if wf.size else 0.0)
+        ft = _exact_float(_zp_bound(in_dtype(op, 0), izp) * tap_sum)
+        if ft is np.float32:
+            wf = _prepared(w, ("dw32", wzp), lambda: wf.astype(np.float32))
+        elif ft is None:
+            wf = _int_operand(w, wzp, None)
+        xc = _int_operand(x, izp, ft)
     shape = (n_, oh, ow, c) if mm == 1 else (n_, oh, ow, c, mm)
-    acc = np.zeros(shape, xc.dtype)
-    tmp = np.empty(shape, xc.dtype)
-    # no padded copy: each tap adds into the outputs whose input position is inside the tensor (padding
-    # contributes nothing, as in the pseudo-code, even for an infinite weight)
-    for ky in range(kh):
-        ys = _tap(ky * dy, pt, sy, ih, oh)
-        if ys is None:
-            continue
-        for kx in range(kw):
-            xs_ = _tap(kx * dx, pl, sx, iw, ow)
-            if xs_ is None:
-                continue
-            (oy0, oy1, iy), (ox0, ox1, ix) = ys, xs_
-            xs = xc[:, iy:iy + (oy1 - oy0 - 1) * sy + 1:sy, ix:ix + (ox1 - ox0 - 1) * sx + 1:sx, :]
-            t = tmp[:, oy0:oy1, ox0:ox1]
-            if mm == 1:
-                np.multiply(xs, wf[ky, kx, :, 0], out=t)
-            else:
-                np.multiply(xs[..., None], wf[ky, kx], out=t)
-            acc[:, oy0:oy1, ox0:ox1] += t
+    acc = np.empty(shape, xc.dtype)
+    _depthwise_taps(xc, wf, acc, (pt, pl), (sy, sx), (dy, dx))
     acc2 = acc.reshape(n_, oh, ow, c * mm)
     if is_float:
-        return [to_out(_float_bias(op, acc2, bias), op)]
-    if acc2.dtype == np.float32:
-        acc2 = acc2.astype(np.float64)
-    return [to_out(_finish_int(op, acc2, bias, None), op)]
+        return to_out(_float_bias(op, acc2, bias), op)
+    lo, hi = out_dtype(op).range()
+    bmax = float(np.abs(bias).max()) if bias.size else 0.0
+    reach = _zp_bound(in_dtype(op, 0), izp) * tap_sum + bmax
+    if ft is not None and reach <= min(-lo, hi) and reach < (_EXACT32 if ft is np.float32 else _EXACT):
+        # |acc| and |acc + bias| are bounded inside out_t (the REQUIREs hold) and every sum is exact: no data pass
+        acc2 += bias.reshape(-1).astype(ft)
+    else:
+        acc2 = _finish_int(op, acc2, bias, None)
+    return acc2 if raw else to_out(acc2, op)
+
+
+#: integer convolutions whose result the runner may hand straight to a RESCALE: the kernel's work (every ERROR_IF
+#: and REQUIRE included) without the final cast to the i32 storage type - exact integers in an int64 or float array
+ACCUMULATORS: dict[str, Callable[[Operation, list[np.ndarray]], np.ndarray]] = {
+    "CONV2D": lambda op, ins: _conv_nd(op, ins, 2, raw=True),
+    "DEPTHWISE_CONV2D": lambda op, ins: _depthwise(op, ins, True),
+}
+
+
+def _depthwise_taps(xc: np.ndarray, wf: np.ndarray, acc: np.ndarray, pad: tuple[int, int], stride: tuple[int, int],
+                    dil: tuple[int, int]) -> None:
+    """acc[n, oy, ox, c(, m)] = sum over the taps (ky, kx), in that order, of x[n, iy, ix, c] * w[ky, kx, c(, m)]
+    for the input positions inside the tensor (no padded copy: padding contributes nothing, as in the pseudo-code,
+    even for an infinite weight).  Output rows are done in blocks whose accumulator stays in cache."""
+    n_, ih, iw, c = xc.shape
+    kh, kw, _, mm = wf.shape
+    oh, ow = acc.shape[1], acc.shape[2]
+    (pt, pl), (sy, sx), (dy, dx) = pad, stride, dil
+    row = max(1, n_ * ow * c * mm)
+    step = max(1, DW_BLOCK // row)
+    tmp = np.empty((n_, min(step, oh), ow, *acc.shape[3:]), acc.dtype)
+    xtaps = [(kx, _tap(kx * dx, pl, sx, iw, ow)) for kx in range(kw)]
+    w2 = [[wf[ky, kx, :, 0] if mm == 1 else wf[ky, kx] for kx in range(kw)] for ky in range(kh)]
+    for r0 in range(0, oh, step):
+        r1 = min(oh, r0 + step)
+        a = acc[:, r0:r1]
+        a.fill(0)
+        for ky in range(kh):
+            ys = _tap(ky * dy, pt, sy, ih, oh)
+            if ys is None:
+                continue
+            oy0, oy1 = max(ys[0], r0), min(ys[1], r1)
+            if oy1 <= oy0:
+                continue
+            iy = oy0 * sy + ky * dy - pt
+            xrows = xc[:, iy:iy + (oy1 - oy0 - 1) * sy + 1:sy]
+            for kx, xs_ in xtaps:
+                if xs_ is None:
+                    continue
+                ox0, ox1, ix = xs_
+                xs = xrows[:, :, ix:ix + (ox1 - ox0 - 1) * sx + 1:sx]
+                t = tmp[:, :oy1 - oy0, ox0:ox1]
+                if mm == 1:
+                    np.multiply(xs, w2[ky][kx], out=t)
+                else:
+                    np.multiply(xs[..., None], w2[ky][kx], out=t)
+                a[:, oy0 - r0:oy1 - r0, ox0:ox1] += t
 
 
 @kernel("TRANSPOSE_CONV2D")
@@ -345,7 +493,7 @@ def matmul(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     _zp_check(op, in_dtype(op, 0), azp, "A_zp")
     _zp_check(op, in_dtype(op, 1), bzp, "B_zp")
     if out_dtype(op).is_float:
-        return [to_out(np.matmul(a.astype(fdt()), b.astype(fdt())), op)]
+        return [to_out(np.matmul(a.astype(fdt(), copy=False), b.astype(fdt(), copy=False)), op)]
     acc = exact_matmul(_int_operand(a, azp, np.float64), _int_operand(b, bzp, np.float64),
                        _zp_bound(in_dtype(op, 0), azp), _abs_max(b, bzp))
     nm.check_fits(acc, out_dtype(op), "accumulator")
