@@ -10,13 +10,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConversionError, InvalidGraphError, Unsupported, UnsupportedOpsError
+from ..errors import ConversionError, InputError, InvalidGraphError, Unsupported, UnsupportedOpsError
 from ..ir import DType, Graph
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
 from ..tosa import profiles
 from ..tosa.builder import Builder
 from ..tosa.context import MAX_UNROLL, LegalizeContext
 from . import passes
+from .passes.input_shapes import explain_default_failure
 from .passes.outputs import clean_name
 
 #: frontend ops that legalization leaves alone (constants are retyped at the end, no_value dies)
@@ -29,6 +30,8 @@ class ConvertOptions:
     """Options of :func:`convert_graph` (and of the CLI)."""
 
     input_shapes: Mapping[str, Sequence[int]] | None = None
+    #: sizes of named unknown dimensions (``--dim SYMBOL=VALUE``), e.g. ``{"batch": 4}``
+    dims: Mapping[str, int] | None = None
     fold: bool = True
     #: requantization rounding: "double" reproduces TFLite's reference kernels (needs EXT-DOUBLEROUND),
     #: "single" keeps to the PRO-INT core (SINGLE_ROUND)
@@ -112,19 +115,26 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     """Run the whole pipeline on a frontend graph (every frontend's: ``.tflite`` and TensorFlow); returns the same
     graph, now in TOSA form.  The passes are :mod:`.passes`, in the order listed there."""
     options = options or ConvertOptions()
-    warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file)
-
-    ctx = legalize_context(options, file)
-    passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
-    legalize_graph(graph, options, file=file, context=ctx)
-    passes.refresh_shapes(graph)
-    if options.fold:
-        passes.fold_constants(graph)
-    passes.remove_identities(graph)
-    graph.remove_dead_ops()
-    passes.name_outputs(graph)
-    passes.rebuild_tensor_map(graph)
-    check_tosa(graph, file)
+    warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file, dims=options.dims)
+    try:
+        ctx = legalize_context(options, file)
+        passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
+        legalize_graph(graph, options, file=file, context=ctx)
+        passes.refresh_shapes(graph)
+        if options.fold:
+            passes.fold_constants(graph)
+        passes.remove_identities(graph)
+        graph.remove_dead_ops()
+        passes.name_outputs(graph)
+        passes.rebuild_tensor_map(graph)
+        check_tosa(graph, file)
+    except InputError:
+        raise
+    except ConversionError as e:  # a defaulted dimension may be the cause: say which, and what to pass
+        explained = explain_default_failure(graph, e, file)
+        if explained is e:
+            raise
+        raise explained from e
     profs, exts = profiles.requirements(graph)
     warnings += [f"{e['op']} ({e['tensor']}) is not bit-exact with TFLite: {e['reason']}"
                  for e in graph.inexact]
