@@ -72,7 +72,7 @@ def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]]
     for v in graph.inputs:
         want = shapes.get(v.name, shapes.get(v.source or "", None))
         syms = [_symbol(d, k) for k, d in enumerate(v.shape)]
-        entry: dict[str, Any] = {"input": v.name, "dims": []}
+        entry: dict[str, Any] = {"input": v.name, "shape": [], "dims": []}
         if want is not None:
             want = tuple(int(d) for d in want)
             if len(want) != v.type.rank:
