@@ -181,7 +181,7 @@ def dequantized_outputs(tflite: bytes) -> list[float | None]:
 
 def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi: float = 1.0,
                  reference_kernels: bool = False, max_lsb: int = 0, rounding: str = "double",
-                 spec_check: bool = True) -> E2EResult:
+                 spec_check: bool = True, input_shapes: dict[str, tuple[int, ...]] | None = None) -> E2EResult:
     """Assert the whole chain for one model; returns the measured figures.
 
     * Integer outputs, and float outputs that are a DEQUANTIZE of an integer tensor (quantized models with float
@@ -192,11 +192,14 @@ def check_tflite(name: str, tflite: bytes, *, num: int = 3, lo: float = -1.0, hi
       float op of our fp32 run within the spec's accuracy bound of its fp64 re-evaluation.
     * tosa-opt validation and the Arm reference model runs are done for this and every other ``.tosa`` a test
       produces by the session hook in ``tests/tosa_hook.py``.
+    * ``input_shapes`` specialises a model with unknown dimensions; LiteRT is then resized to the same shapes
+      (``resize_tensor_input`` + ``allocate_tensors``, done by :mod:`tf2tosa.verify.litert` for inputs whose shape
+      differs from the model's).
     """
     from tf2tosa.verify.litert import run_tflite_many
 
     t0 = time.perf_counter()
-    model = tf2tosa.convert(tflite, rounding=rounding)
+    model = tf2tosa.convert(tflite, rounding=rounding, input_shapes=input_shapes)
     res = E2EResult(name, convert_s=time.perf_counter() - t0, profiles=model.profiles, extensions=model.extensions)
     g = model.graph
     res.ops = {k: v for k, v in g.op_counts().items() if k not in ("tosa.CONST", "tosa.CONST_SHAPE")}

@@ -70,6 +70,24 @@ def test_convert_ok(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, obj = call(capsys, "convert", F32, "-o", tmp_path / "m.tosa", "--json")
     assert code == 0 and obj["error"] is None and obj["verify"] is None
     assert obj["profiles"] == ["PRO-FP"] and obj["ops"] > 0 and (tmp_path / "m.tosa").is_file()
+    assert obj["fixed_dims"] == []  # a static model: nothing to fix
+
+
+def test_convert_fixed_dims(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A dynamic-batch model: each fixed dimension, its symbol, size and origin; a bad size is an InputError."""
+    pytest.importorskip("tensorflow")
+    from tests.modelgen_dyn import model
+
+    src = tmp_path / "cnn.tflite"
+    src.write_bytes(model("cnn"))
+    code, obj = call(capsys, "convert", src, "-o", tmp_path / "m.tosa", "--dim", "batch=3", "--json")
+    assert code == 0 and obj["inputs"][0]["shape"] == [3, 16, 16, 3]
+    assert obj["fixed_dims"] == [{"input": "x", "shape": [3, 16, 16, 3],
+                                  "dims": [{"dim": 0, "symbol": "batch", "value": 3, "from": "dim"}]}]
+    code, obj = call(capsys, "convert", src, "-o", tmp_path / "m.tosa", "--json")
+    assert code == 0 and obj["fixed_dims"][0]["dims"][0]["from"] == "default" and obj["warnings"]
+    code, obj = call(capsys, "convert", src, "-o", tmp_path / "m.tosa", "--input-shape", "x=0,16,16,3", "--json")
+    assert code == 1 and error_class(obj) == "InputError" and obj["error"]["tensor"] == "x"
 
 
 @needs_litert

@@ -310,16 +310,20 @@ def _map_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes | mmap.mm
 
 
 def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-            rounding: str = "double", fold: bool = True, signature: str = "serving_default", io: str = "float",
-            fp16_weights: str = "keep", **extra: Any) -> TosaModel:
+            dims: Mapping[str, int] | None = None, rounding: str = "double", fold: bool = True,
+            signature: str = "serving_default", io: str = "float", fp16_weights: str = "keep",
+            **extra: Any) -> TosaModel:
     """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), a TensorFlow SavedModel directory, a ``.keras`` /
     ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
 
-    ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``state_io=True`` turns each
-    EXT-VARIABLE variable into a state input ``NAME_state_in`` and output ``NAME_state_out`` (see ``session()``).
-    ``rounding`` is the
-    requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
-    EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
+    ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``; ``dims`` sets every unknown
+    dimension named by a symbol (``batch``, ``d<k>``: ``tf2tosa inspect`` lists them), e.g. ``{"batch": 4}``.  An
+    unknown dimension given neither way takes its default (the size stored in the ``.tflite``, else 1) with a
+    warning; ``model.graph.meta["fixed_dims"]`` records each fixed dimension, its size and where it came from.
+    ``state_io=True`` turns each EXT-VARIABLE variable into a state input ``NAME_state_in`` and output
+    ``NAME_state_out`` (see ``session()``).
+    ``rounding`` is the requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference
+    kernels, needs EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
     ``fp16_weights``: ``"keep"`` stores float16 weights (TFLite's DEQUANTIZE of an fp16 constant) as fp16 constants
     and a CAST to fp32, so the ``.tosa`` stays about the source's size; ``"expand"`` stores them as fp32 constants.
     ``io="int"`` moves the QUANTIZE/DEQUANTIZE at a quantized model's edges to the host: the program then takes and
@@ -335,7 +339,8 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
         from .converter.source import convert_nnef_path
 
         path = os.fspath(source)
-        graph = convert_nnef_path(path, convert_options(input_shapes=input_shapes, fold=fold, rounding=rounding,
+        graph = convert_nnef_path(path, convert_options(input_shapes=input_shapes, dims=dims, fold=fold,
+                                                        rounding=rounding,
                                                         **extra))
         return TosaModel(graph, source_path=path)
     if is_tensorflow_source(source):
@@ -349,12 +354,13 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
             raise MissingExtraError("TensorFlow models need TensorFlow: pip install 'tf2tosa[tf]'",
                                     file=os.fspath(source))
 
-        options = ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, io=io, extra=dict(extra))
+        options = ConvertOptions(input_shapes=input_shapes, dims=dims, fold=fold, rounding=rounding, io=io,
+                                 extra=dict(extra))
         graph, src = tensorflow_frontend(source, options, signature=signature)
         convert_graph(graph, options, file=src.label)
         return TosaModel(graph, source_path=src.label, tf_source=src)
     data, path = _map_source(source)
-    graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, fold=fold,
+    graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, dims=dims, fold=fold,
                                                             rounding=rounding, io=io, **extra))
     return TosaModel(graph, source=data, source_path=path)
 

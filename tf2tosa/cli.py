@@ -184,6 +184,25 @@ def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def parse_dims(items: list[str] | None) -> dict[str, int]:
+    """``SYMBOL=VALUE`` (repeatable) → {"SYMBOL": VALUE}; the same symbol given two different values is an error."""
+    out: dict[str, int] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            size = int(value)
+        except ValueError:
+            raise InputError(f"bad --dim {item!r}; expected SYMBOL=VALUE, e.g. batch=4") from None
+        name = name.strip()
+        if name in out and out[name] != size:
+            raise InputError(f"symbol {name!r} bound to two values: --dim {name}={out[name]} and --dim {item}",
+                             tensor=name)
+        out[name] = size
+    return out
+
+
 def _load_inputs(items: list[str] | None, option: str = "--input") -> dict[str, Any]:
     import numpy as np
 
@@ -249,7 +268,7 @@ def _model_facts(m: Any) -> dict[str, Any]:
 
     return {"profiles": m.profiles, "extensions": m.extensions, "inputs": [value(v) for v in g.inputs],
             "outputs": [value(v) for v in g.outputs], "op_counts": dict(g.op_counts()),
-            "io_quantization": m.io_quantization}
+            "io_quantization": m.io_quantization, "fixed_dims": list(g.meta.get("fixed_dims", []))}
 
 
 def _echo_io_quantization(out: Out, m: Any) -> None:
@@ -279,6 +298,9 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                                             "2026.8.0 does not)"),
             input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
                                                          help="NAME=1,224,224,3 (repeatable)"),
+            dim: list[str] | None = typer.Option(None, "--dim", metavar="SYMBOL=VALUE",
+                                                 help="size of every unknown dimension named SYMBOL (batch, d1 …: "
+                                                 "`inspect` lists them; repeatable)"),
             verify: bool = typer.Option(False, "--verify/--no-verify", help="then compare with LiteRT / TensorFlow "
                                         "on random inputs (needs the [tf] extra)"),
             oracle: str | None = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP),
@@ -316,8 +338,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     t0 = time.perf_counter()
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
-        m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
-                       qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
+        m = do_convert(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim), rounding=rounding,
+                       signature=signature, qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
                        fp16_weights=fp16_weights, state_io=state_io, io=io_)
         if target is not None:
             m.require_target(target.value)
@@ -327,6 +349,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     seconds = time.perf_counter() - t0
     out.result(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
                f"extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
+    from .converter.passes.input_shapes import fixed_dims_lines
+
+    for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
+        out.result(line)
     layout = m.graph.meta.get("layout")
     if layout:
         out.info(f"layout: {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
@@ -560,6 +586,12 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     out.echo("inputs:")
     for v in g.inputs:
         out.echo(f"  {v.name}: {v.type}")
+    fixed = g.meta.get("fixed_dims", [])
+    if fixed:
+        out.echo("dimension symbols (unknown in the model; fixed with --input-shape NAME=DIMS or --dim SYMBOL=VALUE):")
+        for e in fixed:
+            out.echo(f"  {e['input']}: " + ", ".join(f"dim {d['dim']} {d['symbol']}={d['value']} ({d['from']})"
+                                                     for d in e["dims"]))
     out.echo("outputs:")
     for v in g.outputs:
         out.echo(f"  {v.name}: {v.type}")
@@ -607,6 +639,8 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                          ".keras, .h5 or frozen .pb"),
            input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
                                                         help="NAME=1,224,224,3"),
+           dim: list[str] | None = typer.Option(None, "--dim", metavar="SYMBOL=VALUE",
+                                                help="size of every unknown dimension named SYMBOL (repeatable)"),
            input: list[str] | None = typer.Option(None, "--input", metavar="NAME=FILE.npy",
                                                   help="NAME=x.npy (repeatable)"),
            num: int = typer.Option(3, help="number of random input sets"),
@@ -662,8 +696,8 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         raise InputError(f"{model}: per-layer comparison is not available with --io int yet")
     with _progress(f"verify {model.name}") as prog, _quiet_deps():
         prog(0, 0, "converting")
-        m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
-                       state_io=state_io, io=io_)
+        m = do_convert(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim), rounding=rounding,
+                       signature=signature, state_io=state_io, io=io_)
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:

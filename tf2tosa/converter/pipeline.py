@@ -17,6 +17,7 @@ from ..tosa import profiles
 from ..tosa.builder import Builder
 from ..tosa.context import MAX_UNROLL, LegalizeContext
 from . import passes
+from .passes.input_shapes import explain_default_failure
 from .passes.outputs import clean_name
 
 #: frontend ops that legalization leaves alone (constants are retyped at the end, no_value dies)
@@ -29,6 +30,8 @@ class ConvertOptions:
     """Options of :func:`convert_graph` (and of the CLI)."""
 
     input_shapes: Mapping[str, Sequence[int]] | None = None
+    #: sizes of named unknown dimensions (``--dim SYMBOL=VALUE``), e.g. ``{"batch": 4}``
+    dims: Mapping[str, int] | None = None
     fold: bool = True
     #: requantization rounding: "double" reproduces TFLite's reference kernels (needs EXT-DOUBLEROUND),
     #: "single" keeps to the PRO-INT core (SINGLE_ROUND)
@@ -116,33 +119,40 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     graph, now in TOSA form.  The passes are :mod:`.passes`, in the order listed there."""
     options = options or ConvertOptions()
     fp16_mode = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file)
-    warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file)
-
-    ctx = legalize_context(options, file)
-    if options.io not in ("float", "int"):
-        raise InputError(f"io must be 'float' or 'int', not {options.io!r}", file=file)
-    if options.io == "int":
-        passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (meta["io_quantization"])
-    passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
-    passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
-    legalize_graph(graph, options, file=file, context=ctx)
-    passes.refresh_shapes(graph)
-    if options.fold:
-        passes.fold_constants(graph)
-    if fp16_mode == "keep":
-        passes.keep_fp16_weights(graph)
-    graph.meta.pop("fp16_weights", None)
-    graph.meta.pop("fp16_sources", None)
-    passes.remove_identities(graph)
-    passes.fold_pad(graph)
-    graph.remove_dead_ops()
-    passes.dedup_constants(graph)
-    passes.integer_io_names(graph)
-    passes.name_outputs(graph)
-    if options.extra.get("state_io"):
-        passes.state_io(graph, file)
-    passes.rebuild_tensor_map(graph)
-    check_tosa(graph, file)
+    warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file, dims=options.dims)
+    try:
+        ctx = legalize_context(options, file)
+        if options.io not in ("float", "int"):
+            raise InputError(f"io must be 'float' or 'int', not {options.io!r}", file=file)
+        if options.io == "int":
+            passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (meta["io_quantization"])
+        passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
+        passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
+        legalize_graph(graph, options, file=file, context=ctx)
+        passes.refresh_shapes(graph)
+        if options.fold:
+            passes.fold_constants(graph)
+        if fp16_mode == "keep":
+            passes.keep_fp16_weights(graph)
+        graph.meta.pop("fp16_weights", None)
+        graph.meta.pop("fp16_sources", None)
+        passes.remove_identities(graph)
+        passes.fold_pad(graph)
+        graph.remove_dead_ops()
+        passes.dedup_constants(graph)
+        passes.integer_io_names(graph)
+        passes.name_outputs(graph)
+        if options.extra.get("state_io"):
+            passes.state_io(graph, file)
+        passes.rebuild_tensor_map(graph)
+        check_tosa(graph, file)
+    except InputError:
+        raise
+    except ConversionError as e:  # a defaulted dimension may be the cause: say which, and what to pass
+        explained = explain_default_failure(graph, e, file)
+        if explained is e:
+            raise
+        raise explained from e
     profs, exts = profiles.requirements(graph)
     if "EXT-VARIABLE" in exts:
         names = sorted({str(op.attrs.get("name")) for op in graph.ops.values() if op.opcode == "VARIABLE"})

@@ -15,10 +15,11 @@ from .tflite import load_tflite
 
 def convert_options(*, input_shapes: Mapping[str, Sequence[int]] | None = None, rounding: str = "double",
                     fold: bool = True, signature: str = "serving_default", io: str = "float",
-                    **extra: Any) -> ConvertOptions:
+                    dims: Mapping[str, int] | None = None, **extra: Any) -> ConvertOptions:
     """The :class:`ConvertOptions` for :func:`tf2tosa.convert`'s keyword arguments (``signature`` only selects a
     TensorFlow signature)."""
-    return ConvertOptions(input_shapes=input_shapes, fold=fold, rounding=rounding, io=io, extra=dict(extra))
+    return ConvertOptions(input_shapes=input_shapes, dims=dims, fold=fold, rounding=rounding, io=io,
+                          extra=dict(extra))
 
 
 def convert_tflite_data(data: bytes | mmap.mmap, path: str, options: ConvertOptions) -> Graph:

@@ -1,0 +1,155 @@
+"""Models with unknown dimensions (issue 13, specialisation): built with TensorFlow from fixed seeds and cached like
+:mod:`tests.modelgen`.  Each builder returns ``.tflite`` bytes; ``quant="int8"`` gives a fully int8 model (int8
+inputs and outputs) calibrated on representative data at several sizes of the unknown dimensions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tests.modelgen import _tf, cached
+
+
+def _to_tflite(fn: Callable[..., Any], shape: Sequence[int | None], quant: str | None,
+               rep_shapes: Sequence[tuple[int, ...]], seed: int) -> bytes:
+    tf = _tf()
+    tfn = tf.function(fn, input_signature=[tf.TensorSpec(list(shape), tf.float32, name="x")], autograph=False)
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([tfn.get_concrete_function()], tfn)
+    if quant == "int8":
+        rng = np.random.default_rng(seed + 7919)
+        data = [[rng.uniform(-1.0, 1.0, s).astype(np.float32)] for s in rep_shapes for _ in range(4)]
+
+        def rep() -> Any:
+            yield from data
+
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.representative_dataset = rep
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        conv.inference_input_type = tf.int8
+        conv.inference_output_type = tf.int8
+    elif quant is not None:
+        raise ValueError(f"unknown quant mode {quant!r}")
+    return bytes(conv.convert())
+
+
+def _w(rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def b_cnn(quant: str | None = None, seed: int = 0) -> bytes:
+    """A small CNN over a dynamic batch: [None, 16, 16, 3] → conv/relu/maxpool/conv/relu/mean/dense → [None, 5]."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    w1, w2, wd = _w(rng, (3, 3, 3, 8), 0.3), _w(rng, (3, 3, 8, 8), 0.3), _w(rng, (8, 5), 0.3)
+
+    def fn(x: Any) -> Any:
+        y = tf.nn.relu(tf.nn.conv2d(x, w1, 1, "SAME"))
+        y = tf.nn.max_pool2d(y, 2, 2, "VALID")
+        y = tf.nn.relu(tf.nn.conv2d(y, w2, 1, "SAME"))
+        return tf.matmul(tf.reduce_mean(y, axis=[1, 2]), wd)
+
+    return _to_tflite(fn, [None, 16, 16, 3], quant, [(2, 16, 16, 3), (5, 16, 16, 3)], seed)
+
+
+def b_audio(quant: str | None = None, seed: int = 1) -> bytes:
+    """A log-mel front end over a fully dynamic [None, None] waveform: tf.signal.frame (64 samples, hop 16), a
+    Hann-windowed DFT as two matmuls (real, imaginary), power, a mel matrix, log."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    n, hop, mels = 64, 16, 8
+    k = np.arange(n)
+    win = 0.5 - 0.5 * np.cos(2 * np.pi * k / n)
+    f = n // 2 + 1
+    ang = 2 * np.pi * np.outer(k, np.arange(f)) / n
+    re_m = (np.cos(ang) * win[:, None]).astype(np.float32)
+    im_m = (-np.sin(ang) * win[:, None]).astype(np.float32)
+    mel = (np.abs(rng.standard_normal((f, mels))) * 0.1).astype(np.float32)
+
+    def fn(x: Any) -> Any:
+        frames = tf.signal.frame(x, n, hop)
+        re, im = tf.matmul(frames, re_m), tf.matmul(frames, im_m)
+        return tf.math.log(tf.matmul(re * re + im * im, mel) + 1e-3)
+
+    return _to_tflite(fn, [None, None], quant, [(1, 400), (2, 256)], seed)
+
+
+def b_transformer(quant: str | None = None, seed: int = 2, dim: int = 16, heads: int = 2) -> bytes:
+    """One transformer encoder layer over a dynamic sequence length, [1, None, dim]: multi-head self-attention
+    whose head split/merge reshapes take their targets from tf.shape, residual, layer norm, a ReLU MLP."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    dh = dim // heads
+    wq, wk, wv, wo = (_w(rng, (dim, dim), dim ** -0.5) for _ in range(4))
+    w1, w2 = _w(rng, (dim, 2 * dim), dim ** -0.5), _w(rng, (2 * dim, dim), (2 * dim) ** -0.5)
+    g1, b1 = (1 + _w(rng, (dim,), 0.1)), _w(rng, (dim,), 0.1)
+
+    def norm(y: Any) -> Any:
+        mean = tf.reduce_mean(y, axis=-1, keepdims=True)
+        var = tf.reduce_mean(tf.square(y - mean), axis=-1, keepdims=True)
+        return (y - mean) * tf.math.rsqrt(var + 1e-5) * g1 + b1
+
+    def fn(x: Any) -> Any:
+        s = tf.shape(x)
+        b, t = s[0], s[1]
+
+        def split(y: Any) -> Any:
+            return tf.transpose(tf.reshape(y, tf.stack([b, t, heads, dh])), [0, 2, 1, 3])
+
+        q, k, v = split(tf.matmul(x, wq)), split(tf.matmul(x, wk)), split(tf.matmul(x, wv))
+        att = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) * dh ** -0.5, axis=-1)
+        o = tf.reshape(tf.transpose(tf.matmul(att, v), [0, 2, 1, 3]), tf.stack([b, t, dim]))
+        y = norm(x + tf.matmul(o, wo))
+        return norm(y + tf.matmul(tf.nn.relu(tf.matmul(y, w1)), w2))
+
+    return _to_tflite(fn, [1, None, dim], quant, [(1, 5, dim), (1, 12, dim)], seed)
+
+
+def b_shape_reshape(quant: str | None = None, seed: int = 3) -> bytes:
+    """RESHAPE targets computed from SHAPE/STRIDED_SLICE/PACK arithmetic: [None, None, 4] → [b*n, 4] → matmul →
+    [b, n // 2, 12] → tanh (n must be even)."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    w = _w(rng, (4, 6), 0.3)
+
+    def fn(x: Any) -> Any:
+        s = tf.shape(x)
+        b, n = s[0], s[1]
+        y = tf.matmul(tf.reshape(x, tf.stack([b * n, 4])), w)
+        return tf.nn.tanh(tf.reshape(y, tf.stack([b, n // 2, 12])))
+
+    return _to_tflite(fn, [None, None, 4], quant, [(1, 6, 4), (3, 10, 4)], seed)
+
+
+def b_shape_ops(quant: str | None = None, seed: int = 4) -> bytes:
+    """Every shape-fed op of the specialisation pass on a [None, None] input (n = length, b = batch): RANGE with
+    a computed start (the last 3 positions), WHERE on a computed condition (the even positions), SLICE with a
+    computed size, FILL, BROADCAST_TO, TILE and PAD with computed multiples/paddings."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    w = _w(rng, (1,), 1.0)
+
+    def fn(x: Any) -> Any:
+        s = tf.shape(x)
+        b, n = s[0], s[1]
+        tail = tf.gather(x, tf.range(n - 3, n), axis=1)  # [b, 3]
+        even = tf.gather(x, tf.reshape(tf.cast(tf.where(tf.equal(tf.range(n) % 2, 0)), tf.int32), [-1]),
+                         axis=1)  # [b, ceil(n/2)]
+        head = tf.slice(x, [0, 0], tf.stack([b, n // 2]))  # [b, n // 2]
+        ones = tf.fill(tf.stack([b, 3]), 0.5) + tf.broadcast_to(w, tf.stack([b, 3]))
+        tiled = tf.tile(tail * ones, tf.stack([1, n // 4 + 1]))  # [b, 3 (n // 4 + 1)]
+        padded = tf.pad(head, tf.stack([tf.stack([0, 0]), tf.stack([1, n % 3])]))
+        return tf.concat([tiled, even, padded], axis=1)
+
+    return _to_tflite(fn, [None, None], quant, [(1, 8), (2, 13)], seed)
+
+
+BUILDERS: dict[str, Callable[..., bytes]] = {"cnn": b_cnn, "audio": b_audio, "transformer": b_transformer,
+                                             "shape_reshape": b_shape_reshape, "shape_ops": b_shape_ops}
+
+
+def model(name: str, quant: str | None = None) -> bytes:
+    """The cached ``.tflite`` of ``BUILDERS[name]`` (built on first use)."""
+    return cached(f"dyn/{name}" + (f"_{quant}" if quant else ""), BUILDERS[name], {"quant": quant},
+                  extra=(_to_tflite, _w))
