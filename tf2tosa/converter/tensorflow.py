@@ -588,9 +588,53 @@ def _decode_attr(a: Any) -> Any:
     return []
 
 
+#: functional control-flow ops and the attributes naming their FunctionDefs, in region order (the order the
+#: ``tfl.while`` / ``tfl.if`` rules expect: cond, body / then, else)
+_REGION_ATTRS: dict[str, tuple[str, ...]] = {
+    "While": ("cond", "body"), "StatelessWhile": ("cond", "body"),
+    "If": ("then_branch", "else_branch"), "StatelessIf": ("then_branch", "else_branch"),
+}
+
+
+class _Library:
+    """The FunctionDefs of a frozen graph, loaded on demand as region graphs (one per function, shared by every op
+    that references it, like the TFLite loader's subgraphs)."""
+
+    def __init__(self, tf_graph: Any, file: str) -> None:
+        self.file = file
+        self.fdefs = {f.signature.name: f for f in tf_graph.as_graph_def().library.function}
+        self.graphs: dict[tuple[str, tuple[Any, ...]], Graph] = {}
+
+    def region(self, fname: str, shapes: Sequence[Any], op_name: str) -> Graph:
+        from tensorflow.python.framework.function_def_to_graph import function_def_to_graph
+
+        key = (fname, tuple(str(s) for s in shapes))
+        got = self.graphs.get(key)
+        if got is not None:
+            return got
+        fdef = self.fdefs.get(fname)
+        if fdef is None:
+            raise ModelLoadError(f"function {fname} is not in the graph's library", file=self.file, op=op_name)
+        try:
+            fg = function_def_to_graph(fdef, input_shapes=list(shapes))
+        except Exception as e:
+            raise ModelLoadError(f"function {fname}: {_first_line(e)}", file=self.file, op=op_name) from None
+        in_names = [a.name for a in fdef.signature.input_arg]
+        out_names = [a.name for a in fdef.signature.output_arg]
+        region = graph_from_tf(fg, list(fg.inputs), list(fg.outputs), in_names, out_names, name=_clean(fname),
+                               file=self.file, library=self)
+        region.meta["function"] = fname
+        self.graphs[key] = region
+        return region
+
+
 def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], input_names: Sequence[str],
-                  output_names: Sequence[str], name: str = "main", file: str = "<tensorflow>") -> Graph:
-    """Map a (frozen) tf.Graph into the IR: reachable ops only, forwarded ops removed."""
+                  output_names: Sequence[str], name: str = "main", file: str = "<tensorflow>",
+                  library: _Library | None = None) -> Graph:
+    """Map a (frozen) tf.Graph into the IR: reachable ops only, forwarded ops removed.
+
+    ``While``/``StatelessWhile``/``If``/``StatelessIf`` get their FunctionDefs (the frozen graph's library) as
+    ``op.regions`` (cond, body / then, else), each mapped the same way, for the shapes of the op's inputs."""
     graph = Graph(name)
     values: dict[str, Value] = {}  # TF tensor name -> IR value
     in_tensors = {t.name: (k, n) for k, (t, n) in enumerate(zip(inputs, input_names))}
@@ -632,7 +676,12 @@ def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], 
         types = [TensorType(_shape(t.shape), _dtype(t.dtype, t.name, file)) for t in op.outputs]
         base = _clean(op.name)
         names = [base if k == 0 else f"{base}_{k}" for k in range(len(types))]
-        new = graph.add_op(f"tf.{op.type}", operands, types, attrs, names, location=op.name)
+        regions: list[Graph] = []
+        if op.type in _REGION_ATTRS:
+            library = library if library is not None else _Library(tf_graph, file)
+            shapes = [t.shape for t in (op.inputs if "While" in op.type else op.inputs[1:])]
+            regions = [library.region(str(attrs.get(a)), shapes, op.name) for a in _REGION_ATTRS[op.type]]
+        new = graph.add_op(f"tf.{op.type}", operands, types, attrs, names, regions, location=op.name)
         for t, r in zip(op.outputs, new.results):
             r.source = t.name[:-2] if t.name.endswith(":0") else t.name
             values[t.name] = r

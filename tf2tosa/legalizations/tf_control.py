@@ -1,0 +1,158 @@
+"""Rules for TensorFlow's functional control flow and the TensorList ops of its loops (``tf.*``).
+
+``tf.While`` / ``tf.StatelessWhile`` / ``tf.If`` / ``tf.StatelessIf``
+    The frontend gives them their FunctionDefs as region graphs (cond, body / then, else); they are lowered by the
+    ``tfl.while`` / ``tfl.if`` rules (:mod:`.tfl_control`, through :func:`delegate.via`): a while loop with a trip
+    count known at conversion time is unrolled (counters folded to constants in every copy), otherwise it becomes
+    ``WHILE_LOOP``; a constant condition inlines its branch, otherwise ``COND_IF`` (EXT-CONTROLFLOW).
+
+TensorLists (``TensorListReserve``, ``TensorListFromTensor``, ``TensorListGetItem``, ``TensorListSetItem``,
+``TensorListStack``, ``TensorListLength``, ``TensorListElementShape``)
+    A list of ``n`` elements of a static shape ``s`` is carried as one tensor of shape ``[n, *s]``: reserve is a
+    zero CONST, from-tensor and stack are that tensor, get-item a SLICE (+ RESHAPE) and set-item a CONCAT of the
+    slices around the index and the new element (the "tensor-list write" the ``tfl.while`` unroller flattens into
+    one CONCAT of the step outputs).  The index must be a compile-time constant: TensorLists are lowered only in
+    the *unrolled* form; a loop whose trip count is not static over a TensorList is reported unsupported (TOSA
+    SLICE starts are constants, and there is no dynamic-update op).  Lists that grow (``TensorListPushBack``) are
+    not lowered.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir import DType, Operation, Value
+from ..tosa.builder import Builder
+from . import delegate
+from .lowering.layout import data_operand, static_shape, tosa_dtype
+from .lowering.legalize_common import const_operand
+from .registry import legalize
+
+_ANY = ("fp32", "i32", "bool")
+
+
+# ------------------------------------------------------------------------------------------------ control flow
+@legalize("tf.While", "tf.StatelessWhile", dtypes=_ANY)
+def while_(b: Builder, op: Operation) -> list[Value]:
+    """tfl.while's lowering: unrolled when the trip count is static (≤ max_unroll), else WHILE_LOOP."""
+    if len(op.regions) != 2:
+        raise Unsupported(f"{op.name} without its cond/body functions")
+    return delegate.via(b, op, "tfl.while", regions=op.regions)
+
+
+@legalize("tf.If", "tf.StatelessIf", dtypes=_ANY)
+def if_(b: Builder, op: Operation) -> list[Value]:
+    """tfl.if's lowering: a constant condition inlines its branch, else COND_IF."""
+    if len(op.regions) != 2:
+        raise Unsupported(f"{op.name} without its then/else functions")
+    return delegate.via(b, op, "tfl.if", regions=op.regions)
+
+
+# --------------------------------------------------------------------------------------------------- TensorLists
+def _element_shape(op: Operation, k: int) -> list[int] | None:
+    """The constant element_shape operand ``k`` (None when unknown: rank -1)."""
+    arr = np.asarray(const_operand(op, k, "element_shape")).reshape(-1)
+    if arr.size == 1 and int(arr[0]) == -1 and np.asarray(op.operands[k].const()).ndim == 0:
+        return None
+    return [int(d) for d in arr]
+
+
+def _list(op: Operation, k: int = 0) -> Value:
+    """Operand ``k`` as a list tensor ``[n, *element]`` (a TensorList the rules below made)."""
+    v = op.operands[k]
+    if v.dtype is DType.VARIANT or not v.type.is_static or v.type.rank < 1:
+        raise Unsupported(f"TensorList {v.source or v.name} does not come from TensorListReserve or "
+                          "TensorListFromTensor with static shapes")
+    return v
+
+
+def _index(op: Operation, k: int, n: int) -> int:
+    c = op.operands[k].const()
+    if c is None:
+        raise Unsupported("TensorList index is not a compile-time constant (TensorLists are lowered only in "
+                          "unrolled loops: the trip count must be static)")
+    i = int(np.asarray(c).reshape(-1)[0])
+    if not 0 <= i < n:
+        raise Unsupported(f"TensorList index {i} is outside the list of {n} elements")
+    return i
+
+
+@legalize("tf.TensorListReserve", dtypes=_ANY)
+def list_reserve(b: Builder, op: Operation) -> list[Value]:
+    """A zero CONST of shape [num_elements, *element_shape] (its elements are all written before being read)."""
+    elem = _element_shape(op, 0)
+    n = int(np.asarray(const_operand(op, 1, "num_elements")).reshape(-1)[0])
+    if elem is None or any(d < 0 for d in elem) or n <= 0:
+        raise Unsupported(f"TensorListReserve of {n} elements of shape {elem}: the list needs a static element "
+                          "shape and size (fix the model's batch size)")
+    dt = op.attrs.get("element_dtype")
+    if not isinstance(dt, DType) or not dt.is_tosa:
+        raise Unsupported(f"TensorList of element type {dt}")
+    out = tosa_dtype(dt)
+    return [b.const(np.zeros([n, *elem], out.np_dtype()), out, name=b.name_hint or "tensor_list")]
+
+
+@legalize("tf.TensorListFromTensor", dtypes=_ANY)
+def list_from_tensor(b: Builder, op: Operation) -> list[Value]:
+    """The tensor itself (its leading axis indexes the list)."""
+    x = data_operand(b, op.operands[0])
+    if not x.type.is_static or x.type.rank < 1:
+        raise Unsupported(f"TensorListFromTensor of a tensor of shape {list(x.shape)}")
+    return [x]
+
+
+@legalize("tf.TensorListStack", dtypes=_ANY)
+def list_stack(b: Builder, op: Operation) -> list[Value]:
+    """The list tensor itself."""
+    x = _list(op)
+    n = int(op.attrs.get("num_elements", -1) or -1)
+    if n >= 0 and n != static_shape(x)[0]:
+        raise Unsupported(f"TensorListStack of {n} elements from a list of {static_shape(x)[0]}")
+    return [x]
+
+
+@legalize("tf.TensorListGetItem", dtypes=_ANY)
+def list_get_item(b: Builder, op: Operation) -> list[Value]:
+    """SLICE of element ``index`` (a compile-time constant), RESHAPE to the element shape."""
+    x = _list(op)
+    shape = static_shape(x)
+    i = _index(op, 1, shape[0])
+    part = b.slice(x, [i] + [0] * (len(shape) - 1), [1, *shape[1:]])
+    return [b.reshape(part, shape[1:])]
+
+
+@legalize("tf.TensorListSetItem", dtypes=_ANY)
+def list_set_item(b: Builder, op: Operation) -> list[Value]:
+    """CONCAT of the elements before ``index``, the new one and those after (``index`` a compile-time constant)."""
+    x = _list(op)
+    shape = static_shape(x)
+    i = _index(op, 1, shape[0])
+    item = data_operand(b, op.operands[2])
+    if not item.type.is_static or int(np.prod(static_shape(item))) != int(np.prod(shape[1:])):
+        raise Unsupported(f"TensorListSetItem of an element of shape {list(item.shape)} into a list of "
+                          f"{shape[1:]}")
+    if item.dtype is not x.dtype:
+        raise Unsupported(f"TensorListSetItem of a {item.dtype.value} element into a {x.dtype.value} list")
+    parts: list[Value] = []
+    rest = [0] * (len(shape) - 1)
+    if i > 0:
+        parts.append(b.slice(x, [0, *rest], [i, *shape[1:]]))
+    parts.append(b.reshape(item, [1, *shape[1:]]))
+    if i + 1 < shape[0]:
+        parts.append(b.slice(x, [i + 1, *rest], [shape[0] - i - 1, *shape[1:]]))
+    if len(parts) == 1:
+        return parts
+    return [b.emit("CONCAT", parts, {"axis": 0}).result]
+
+
+@legalize("tf.TensorListLength", dtypes=_ANY)
+def list_length(b: Builder, op: Operation) -> list[Value]:
+    """The number of elements as a rank-0 i32 CONST."""
+    return [b.const(np.asarray(static_shape(_list(op))[0], np.int32), DType.INT32)]
+
+
+@legalize("tf.TensorListElementShape", dtypes=_ANY)
+def list_element_shape(b: Builder, op: Operation) -> list[Value]:
+    """The element shape as an i32 CONST (an int64 shape_type narrowed)."""
+    return [b.const(np.asarray(static_shape(_list(op))[1:], np.int32), DType.INT32)]
