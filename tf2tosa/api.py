@@ -138,6 +138,9 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``.  ``rounding`` is the
     requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference kernels, needs
     EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
+    ``keep_variables=["name", …]`` or ``"all"`` (TensorFlow sources) keeps those resource variables as TOSA
+    variables (EXT-VARIABLE) that hold their state across invocations instead of freezing them; run several steps
+    by passing the same ``variables={}`` dict to :func:`tf2tosa.executor.run`.
     """
     from .converter.pipeline import ConvertOptions, convert_graph
     from .converter.source import convert_options, convert_tflite_data

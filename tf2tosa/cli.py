@@ -232,6 +232,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             rounding: str = typer.Option("double", "--rounding", metavar="double|single",
                                          help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
                                               "or single (PRO-INT only)"),
+            keep_variables: list[str] | None = typer.Option(
+                None, "--keep-variables", metavar="NAME[,NAME]|all",
+                help="TensorFlow: keep these resource variables (or all) as TOSA variables (EXT-VARIABLE) that "
+                     "hold their state across invocations; the others are frozen to constants (repeatable)"),
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -245,8 +249,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     t0 = time.perf_counter()
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
+        keep = [n.strip() for k in keep_variables or [] for n in k.split(",") if n.strip()]
+        more: dict[str, Any] = {"keep_variables": "all" if "all" in keep else keep} if keep else {}
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), rounding=rounding, signature=signature,
-                       qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll)
+                       qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll, **more)
         prog(1, 3 if verify else 2, "writing")
         m.save(output, mlir=mlir)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))

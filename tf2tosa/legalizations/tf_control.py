@@ -156,3 +156,35 @@ def list_length(b: Builder, op: Operation) -> list[Value]:
 def list_element_shape(b: Builder, op: Operation) -> list[Value]:
     """The element shape as an i32 CONST (an int64 shape_type narrowed)."""
     return [b.const(np.asarray(static_shape(_list(op))[1:], np.int32), DType.INT32)]
+
+
+# ------------------------------------------------------------------------------------------ resource variables
+@legalize("tf.VarHandleOp", dtypes=_ANY)
+def var_handle(b: Builder, op: Operation) -> list[Value]:
+    """A variable kept by ``--keep-variables`` (the frontend's handle): tfl.var_handle's lowering."""
+    return delegate.via(b, op, "tfl.var_handle", [])
+
+
+@legalize("tf.ReadVariableOp", dtypes=_ANY)
+def read_variable(b: Builder, op: Operation) -> list[Value]:
+    """tfl.read_variable's lowering: VARIABLE_READ (EXT-VARIABLE) when the model assigns the variable, else a
+    CONST of its value."""
+    return delegate.via(b, op, "tfl.read_variable", op.operands[:1])
+
+
+@legalize("tf.AssignVariableOp", dtypes=_ANY)
+def assign_variable(b: Builder, op: Operation) -> list[Value]:
+    """tfl.assign_variable's lowering: VARIABLE_WRITE (EXT-VARIABLE)."""
+    return delegate.via(b, op, "tfl.assign_variable", op.operands[:2])
+
+
+@legalize("tf.AssignAddVariableOp", "tf.AssignSubVariableOp", dtypes=_ANY)
+def assign_update_variable(b: Builder, op: Operation) -> list[Value]:
+    """The variable read (tfl.read_variable's lowering), ADD / SUB of the value, written back (VARIABLE_WRITE)."""
+    handle, x = op.operands[0], op.operands[1]
+    x = data_operand(b, x)
+    old = delegate.via(b, op, "tfl.read_variable", [handle], results=[x])[0]
+    if old.dtype is not x.dtype:
+        raise Unsupported(f"{op.name} of a {x.dtype.value} value to a {old.dtype.value} variable")
+    new = b.binary("ADD" if op.name == "tf.AssignAddVariableOp" else "SUB", old, x)
+    return delegate.via(b, op, "tfl.assign_variable", [handle, new])
