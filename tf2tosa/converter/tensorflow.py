@@ -758,7 +758,9 @@ def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], 
         for t in op.inputs:
             if t.name not in in_tensors:
                 stack.append(t.op)
-    for op in _program_order(tf_graph, live):
+    ordered = _program_order(tf_graph, live) if variables else \
+        [op for op in tf_graph.get_operations() if op.name in live]
+    for op in ordered:
         if op.type == "Placeholder" and all(t.name in in_tensors for t in op.outputs):
             continue
         kept = variables.get(op.name) if op.type == "Placeholder" else None

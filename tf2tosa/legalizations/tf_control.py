@@ -38,7 +38,14 @@ def while_(b: Builder, op: Operation) -> list[Value]:
     """tfl.while's lowering: unrolled when the trip count is static (≤ max_unroll), else WHILE_LOOP."""
     if len(op.regions) != 2:
         raise Unsupported(f"{op.name} without its cond/body functions")
-    return delegate.via(b, op, "tfl.while", regions=op.regions)
+    try:
+        return delegate.via(b, op, "tfl.while", regions=op.regions)
+    except Unsupported as e:
+        if any(v.dtype is DType.VARIANT for v in op.regions[1].inputs) and "[as a WHILE_LOOP" in e.reason:
+            raise Unsupported("a loop over TensorLists is lowered only unrolled (a trip count known at conversion "
+                              f"time, at most max_unroll={b.context.max_unroll}); this one is not ({e.reason})"
+                              ) from None
+        raise
 
 
 @legalize("tf.If", "tf.StatelessIf", dtypes=_ANY)
@@ -58,9 +65,28 @@ def _element_shape(op: Operation, k: int) -> list[int] | None:
     return [int(d) for d in arr]
 
 
+def _reserved(v: Value) -> tuple[int, list[int] | None, DType] | None:
+    """(size, element shape with -1 for unknown dimensions or None for an unknown rank, element type) of a list
+    that TensorListReserve made without a static element shape (kept as that op until the first
+    TensorListSetItem shows the shape)."""
+    p = v.producer
+    if p is None or p.name != "tf.TensorListReserve":
+        return None
+    elem = _element_shape(p, 0)
+    n = int(np.asarray(const_operand(p, 1, "num_elements")).reshape(-1)[0])
+    dt = p.attrs.get("element_dtype")
+    if n <= 0 or not isinstance(dt, DType) or not dt.is_tosa:
+        raise Unsupported(f"TensorListReserve of {n} elements of shape {elem} and type {dt}: the list needs a "
+                          "known size, rank and element type")
+    return n, elem, tosa_dtype(dt)
+
+
 def _list(op: Operation, k: int = 0) -> Value:
     """Operand ``k`` as a list tensor ``[n, *element]`` (a TensorList the rules below made)."""
     v = op.operands[k]
+    if _reserved(v) is not None:
+        raise Unsupported(f"TensorList {v.source or v.name} is read before an element is set, and its element "
+                          "shape is not static")
     if v.dtype is DType.VARIANT or not v.type.is_static or v.type.rank < 1:
         raise Unsupported(f"TensorList {v.source or v.name} does not come from TensorListReserve or "
                           "TensorListFromTensor with static shapes")
@@ -80,16 +106,14 @@ def _index(op: Operation, k: int, n: int) -> int:
 
 @legalize("tf.TensorListReserve", dtypes=_ANY)
 def list_reserve(b: Builder, op: Operation) -> list[Value]:
-    """A zero CONST of shape [num_elements, *element_shape] (its elements are all written before being read)."""
-    elem = _element_shape(op, 0)
-    n = int(np.asarray(const_operand(op, 1, "num_elements")).reshape(-1)[0])
-    if elem is None or any(d < 0 for d in elem) or n <= 0:
-        raise Unsupported(f"TensorListReserve of {n} elements of shape {elem}: the list needs a static element "
-                          "shape and size (fix the model's batch size)")
-    dt = op.attrs.get("element_dtype")
-    if not isinstance(dt, DType) or not dt.is_tosa:
-        raise Unsupported(f"TensorList of element type {dt}")
-    out = tosa_dtype(dt)
+    """A zero CONST of shape [num_elements, *element_shape]; with unknown dimensions in the element shape (a
+    dynamic batch when traced) the op stays until TensorListSetItem writes the first element, whose shape fixes
+    the list's."""
+    got = _reserved(op.result)
+    assert got is not None
+    n, elem, out = got
+    if elem is None or any(d < 0 for d in elem):
+        return [op.result]
     return [b.const(np.zeros([n, *elem], out.np_dtype()), out, name=b.name_hint or "tensor_list")]
 
 
@@ -125,10 +149,18 @@ def list_get_item(b: Builder, op: Operation) -> list[Value]:
 @legalize("tf.TensorListSetItem", dtypes=_ANY)
 def list_set_item(b: Builder, op: Operation) -> list[Value]:
     """CONCAT of the elements before ``index``, the new one and those after (``index`` a compile-time constant)."""
-    x = _list(op)
+    item = data_operand(b, op.operands[2])
+    reserved = _reserved(op.operands[0])
+    if reserved is not None:  # the first write into a list of unknown element shape: zeros around the item
+        n, elem, dt = reserved
+        got = static_shape(item)
+        if elem is not None and (len(got) != len(elem) or any(e not in (-1, d) for e, d in zip(elem, got))):
+            raise Unsupported(f"TensorListSetItem of an element of shape {got} into a list of {elem}")
+        x = b.const(np.zeros([n, *got], dt.np_dtype()), dt, name="tensor_list")
+    else:
+        x = _list(op)
     shape = static_shape(x)
     i = _index(op, 1, shape[0])
-    item = data_operand(b, op.operands[2])
     if not item.type.is_static or int(np.prod(static_shape(item))) != int(np.prod(shape[1:])):
         raise Unsupported(f"TensorListSetItem of an element of shape {list(item.shape)} into a list of "
                           f"{shape[1:]}")
