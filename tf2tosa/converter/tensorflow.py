@@ -20,7 +20,11 @@ Sources
 
 Variables are frozen with ``convert_variables_to_constants_v2`` (functions inlined, control flow kept as
 ``If``/``While`` ops); a variable that is written by the function cannot be frozen and raises
-:class:`ModelLoadError` naming it.
+:class:`ModelLoadError` naming it, unless it is kept (``keep_variables``, ``--keep-variables``): a kept variable
+stays a resource (``tf.VarHandleOp`` with ``shared_name`` = the variable's name, its load-time value in
+``graph.meta["variable_values"]``), read by ``tf.ReadVariableOp`` and written by ``tf.AssignVariableOp`` /
+``AssignAddVariableOp`` / ``AssignSubVariableOp`` (kept with ``side_effect``, created in TensorFlow's program
+order).
 
 IR produced
 -----------
@@ -31,6 +35,9 @@ IR produced
   name when the IR has none), shapes → ``list[int | None]`` (``None`` for an unknown rank), tensors →
   ``numpy`` arrays, lists → lists, functions → the function name; ``_``-prefixed (internal) attributes dropped;
 * ``Const`` → ``tf.Const`` with ``values`` (a numpy array) and ``dtype``;
+* ``While``/``StatelessWhile`` and ``If``/``StatelessIf`` carry their FunctionDefs (the frozen graph's library) as
+  ``op.regions`` (cond, body / then, else), each an IR graph mapped the same way (inputs/outputs the function's
+  arguments/results, shapes from the op's inputs), one per function and input shapes, shared by the ops using it;
 * ``Identity``, ``IdentityN``, ``StopGradient``, ``Snapshot``, ``PreventGradient``, ``EnsureShape`` and
   ``PlaceholderWithDefault`` are forwarded (their results alias their inputs) and ``NoOp`` / control edges are
   dropped, so none of them reaches legalization;

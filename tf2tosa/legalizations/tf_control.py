@@ -106,9 +106,10 @@ def _index(op: Operation, k: int, n: int) -> int:
 
 @legalize("tf.TensorListReserve", dtypes=_ANY)
 def list_reserve(b: Builder, op: Operation) -> list[Value]:
-    """A zero CONST of shape [num_elements, *element_shape]; with unknown dimensions in the element shape (a
-    dynamic batch when traced) the op stays until TensorListSetItem writes the first element, whose shape fixes
-    the list's."""
+    """A zero CONST of shape [num_elements, *element_shape] (unknown dimensions: from the first write).
+
+    With unknown dimensions in the element shape (a dynamic batch when traced, a TensorArray without
+    element_shape) the op stays until TensorListSetItem writes the first element, whose shape fixes the list's."""
     got = _reserved(op.result)
     assert got is not None
     n, elem, out = got
@@ -199,8 +200,9 @@ def var_handle(b: Builder, op: Operation) -> list[Value]:
 
 @legalize("tf.ReadVariableOp", dtypes=_ANY)
 def read_variable(b: Builder, op: Operation) -> list[Value]:
-    """tfl.read_variable's lowering: VARIABLE_READ (EXT-VARIABLE) when the model assigns the variable, else a
-    CONST of its value."""
+    """tfl.read_variable's lowering: VARIABLE_READ (EXT-VARIABLE) of an assigned variable, else a CONST.
+
+    A variable the model never assigns is read as a CONST of its value at load time."""
     return delegate.via(b, op, "tfl.read_variable", op.operands[:1])
 
 
