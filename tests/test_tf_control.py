@@ -156,6 +156,31 @@ def test_tf_while_loop_dynamic_trip_count() -> None:
     assert res.mismatches == 0 and res.rel <= REL and res.bound_use <= 1.0
 
 
+def test_nested_cond_in_while_and_while_in_cond() -> None:
+    """A tf.cond inside an unrolled loop body (one COND_IF per step); a data-dependent loop inside a branch."""
+
+    def cond_in_while(x: Any) -> Any:
+        def body(i: Any, a: Any) -> Any:
+            return i + 1, tf.cond(tf.reduce_sum(a) > 0.0, lambda: a * 0.5 - 0.3, lambda: a + 0.7)
+
+        return tf.while_loop(lambda i, a: i < 4, body, [0, x])[1]
+
+    def while_in_cond(x: Any) -> Any:
+        def grow(a: Any) -> Any:
+            return tf.while_loop(lambda a: tf.reduce_max(a) < 3.0, lambda a: (a + 1.0,), [a])[0]
+
+        return tf.cond(tf.reduce_sum(x) > 0.0, lambda: grow(x), lambda: x * 2.0)
+
+    res = tfgen.run_case(tfgen.Case("cond_in_while", cond_in_while, [tfgen.In((2, 3))], "StatelessWhile"),
+                         (0, 1, 2, 3))
+    assert res.tosa_ops.get("tosa.COND_IF") == 4 and "tosa.WHILE_LOOP" not in res.tosa_ops
+    assert res.rel <= REL and res.bound_use <= 1.0
+    res = tfgen.run_case(tfgen.Case("while_in_cond", while_in_cond, [tfgen.In((2, 3))], "StatelessIf"),
+                         (0, 1, 2, 3))
+    assert res.tosa_ops.get("tosa.COND_IF") == 1 and res.extensions == ["EXT-CONTROLFLOW"]
+    assert res.rel <= REL and res.bound_use <= 1.0
+
+
 def test_dynamic_loop_over_tensor_list_is_reported() -> None:
     @tf.function(input_signature=[tf.TensorSpec([4, 3], tf.float32, name="x")])
     def f(x: Any) -> Any:
