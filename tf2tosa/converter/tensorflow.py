@@ -524,7 +524,8 @@ def _freeze(src: TFSource, keep: Sequence[str] | str | None = None
     written = [w for w, n in _written_variables(cf) if n not in kept]
     if written:
         raise ModelLoadError(f"variable(s) cannot be frozen because the function writes them: {', '.join(written)} "
-                             "(keep them as TOSA variables with --keep-variables NAME or all)", file=src.label)
+                             "(to keep them as TOSA variables: convert --keep-variables NAME|all, API "
+                             "keep_variables=)", file=src.label)
     from tensorflow.python.framework import convert_to_constants as c2c
 
     try:
