@@ -31,7 +31,7 @@ from tests.e2e import fp32_bound, fp32_noise  # noqa: E402
 from tf2tosa import convert  # noqa: E402
 from tf2tosa.converter.pipeline import convert_graph  # noqa: E402
 from tf2tosa.converter.tensorflow import load_tensorflow  # noqa: E402
-from tf2tosa.errors import ModelLoadError, UnsupportedOpsError  # noqa: E402
+from tf2tosa.errors import InvalidGraphError, ModelLoadError, UnsupportedOpsError  # noqa: E402
 from tf2tosa.executor import run  # noqa: E402
 from tf2tosa.serializer import to_bytes  # noqa: E402
 from tf2tosa.verify import tosa_tools  # noqa: E402
@@ -206,6 +206,16 @@ def test_empty_range_reduction_axes() -> None:
 
     res = tfgen.run_case(tfgen.Case("empty_range", f, [tfgen.In((2, 3))], "Range"), (0, 1))
     assert res.rel <= REL and res.bound_use <= 1.0
+
+
+def test_empty_range_needed_at_run_time_is_one_error() -> None:
+    @tf.function(input_signature=[tf.TensorSpec([3], tf.int32, name="n")])
+    def f(n: Any) -> Any:
+        return n * 2, tf.range(2, 2)
+
+    with pytest.raises(InvalidGraphError) as ei:
+        convert_graph(load_tensorflow(f))
+    assert "no elements (TOSA has no empty tensors" in str(ei.value)
 
 
 # ------------------------------------------------------------------------------------- kept resource variables
