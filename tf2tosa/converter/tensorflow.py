@@ -475,6 +475,15 @@ def _variable_name(v: Any) -> str:
     return str(v.name).split(":")[0]
 
 
+def _unique_variable_name(v: Any, found: Mapping[str, KeptVariable]) -> str:
+    """The variable's name, else its ``path``, else the name with ``_<k>``: distinct from the TOSA names (cleaned)
+    of the variables already kept (Keras 3 names every layer's weight ``kernel``)."""
+    taken = {re.sub(r"[^A-Za-z0-9_]", "_", k.name).strip("_") for k in found.values()}
+    nm = _variable_name(v)
+    candidates = [nm, str(getattr(v, "path", nm))] + [f"{nm}_{k}" for k in range(1, len(found) + 2)]
+    return next(c for c in candidates if re.sub(r"[^A-Za-z0-9_]", "_", c).strip("_") not in taken)
+
+
 def _kept_variables(src: TFSource, keep: Sequence[str] | str | None) -> dict[str, KeptVariable]:
     """The captured variables to keep, by the name of their capture placeholder in the function's graph.
 
@@ -483,6 +492,10 @@ def _kept_variables(src: TFSource, keep: Sequence[str] | str | None) -> dict[str
     if not keep:
         return {}
     cf = src.function
+    if cf is None or src.loader:
+        how = f"read from its {src.loader}" if src.loader else "already frozen"
+        raise ModelLoadError("--keep-variables needs a SavedModel, Keras model or tf.function whose variables can be "
+                             f"revived (this {src.kind} is {how})", file=src.label)
     by_handle = {id(v.handle): v for v in getattr(cf, "variables", ())}
     found: dict[str, KeptVariable] = {}
     names: list[str] = []
@@ -498,7 +511,7 @@ def _kept_variables(src: TFSource, keep: Sequence[str] | str | None) -> dict[str
         aliases = {nm, str(getattr(v, "path", nm))}
         if wanted is None or aliases & wanted:
             used |= aliases & (wanted or set())
-            found[internal.name.split(":")[0]] = KeptVariable(nm, np.asarray(v.numpy()))
+            found[internal.name.split(":")[0]] = KeptVariable(_unique_variable_name(v, found), np.asarray(v.numpy()))
     missing = sorted((wanted or set()) - used)
     if missing:
         raise ModelLoadError(f"--keep-variables: no variable {', '.join(missing)} in the function (its variables: "
@@ -511,6 +524,7 @@ def _freeze(src: TFSource, keep: Sequence[str] | str | None = None
     """The frozen tf.Graph, its flat input / output tensors and the variables kept (by capture placeholder)."""
     tf = _tf()
     if src.kind == "graphdef":
+        _kept_variables(src, keep)  # (refuses keep_variables)
         g = tf.Graph()
         try:
             with g.as_default():
