@@ -201,14 +201,18 @@ def test_rule_reasons_are_gathered() -> None:
     assert "tf.ResizeBilinear x1: size" in msg and "compile-time constant" in msg
 
 
-def test_control_flow_is_reported() -> None:
+def test_control_flow_functions_become_regions() -> None:
+    """If/While keep their FunctionDefs as region graphs (then/else); tests/test_tf_control.py checks the values."""
     @tf.function(input_signature=[tf.TensorSpec([3], tf.float32, name="x")])
     def f(x: Any) -> Any:
         return tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x - 1.0)
 
-    with pytest.raises(UnsupportedOpsError) as ei:
-        convert_graph(load_tensorflow(f))
-    assert "tf.StatelessIf x1" in _one_line(ei.value) or "tf.If x1" in str(ei.value)
+    g = load_tensorflow(f)
+    (op,) = [op for op in g.ops.values() if op.name in ("tf.StatelessIf", "tf.If")]
+    assert len(op.regions) == 2 and all(len(r.inputs) == 1 and len(r.outputs) == 1 for r in op.regions)
+    assert {o.name for r in op.regions for o in r.ops.values()} >= {"tf.Mul", "tf.Sub"}
+    convert_graph(g)
+    assert g.op_counts().get("tosa.COND_IF") == 1
 
 
 def test_frozen_graphdef_pb(tmp_path: Path) -> None:

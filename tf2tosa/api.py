@@ -328,6 +328,9 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     and a CAST to fp32, so the ``.tosa`` stays about the source's size; ``"expand"`` stores them as fp32 constants.
     ``io="int"`` moves the QUANTIZE/DEQUANTIZE at a quantized model's edges to the host: the program then takes and
     returns int8/int16 tensors, and :attr:`TosaModel.io_quantization` gives their scales and zero points.
+    ``keep_variables=["name", …]`` or ``"all"`` (TensorFlow sources) keeps those resource variables as TOSA
+    variables (EXT-VARIABLE) that hold their state across invocations instead of freezing them; run several steps
+    with :meth:`TosaModel.session`.
     """
     extra["fp16_weights"] = fp16_weights
     from .converter.nnef import is_nnef_source

@@ -325,6 +325,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                                                   "the source's size) or expand (fp32 constants)"),
             state_io: bool = STATE_IO,
             io_: str = IO,
+            keep_variables: list[str] | None = typer.Option(
+                None, "--keep-variables", metavar="NAME[,NAME]|all",
+                help="TensorFlow: keep these resource variables (or all) as TOSA variables (EXT-VARIABLE) that "
+                     "hold their state across invocations; the others are frozen to constants (repeatable)"),
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -338,9 +342,11 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     t0 = time.perf_counter()
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
+        keep = [n.strip() for k in keep_variables or [] for n in k.split(",") if n.strip()]
+        more: dict[str, Any] = {"keep_variables": "all" if "all" in keep else keep} if keep else {}
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim), rounding=rounding,
                        signature=signature, qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
-                       fp16_weights=fp16_weights, state_io=state_io, io=io_)
+                       fp16_weights=fp16_weights, state_io=state_io, io=io_, **more)
         if target is not None:
             m.require_target(target.value)
         prog(1, 3 if verify else 2, "writing")

@@ -100,7 +100,7 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
 
 
 def check_tosa(graph: Graph, file: str | None = None) -> None:
-    """Every op is a TOSA op and every value has a TOSA type with a static shape."""
+    """Every op is a TOSA op and every value has a TOSA type with a static shape and at least one element."""
     for v in graph.inputs:
         if not v.dtype.is_tosa:
             raise InvalidGraphError(f"model input of type {v.dtype.value} has no TOSA type", file=file,
@@ -112,6 +112,9 @@ def check_tosa(graph: Graph, file: str | None = None) -> None:
             if not r.dtype.is_tosa or not r.type.is_static:
                 raise InvalidGraphError(f"value of type {r.type} is not a static TOSA tensor", file=file,
                                         op=_op_label(op), tensor=r.source or r.name)
+            if 0 in r.type.static_shape and r.dtype is not DType.SHAPE:  # (an empty tf.Range / tf.Const needed)
+                raise InvalidGraphError(f"value of type {r.type} has no elements (TOSA has no empty tensors, spec "
+                                        "1.11.1 Tensors)", file=file, op=_op_label(op), tensor=r.source or r.name)
 
 
 def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str | None = None) -> Graph:

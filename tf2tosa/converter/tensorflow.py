@@ -20,7 +20,11 @@ Sources
 
 Variables are frozen with ``convert_variables_to_constants_v2`` (functions inlined, control flow kept as
 ``If``/``While`` ops); a variable that is written by the function cannot be frozen and raises
-:class:`ModelLoadError` naming it.
+:class:`ModelLoadError` naming it, unless it is kept (``keep_variables``, ``--keep-variables``): a kept variable
+stays a resource (``tf.VarHandleOp`` with ``shared_name`` = the variable's name, its load-time value in
+``graph.meta["variable_values"]``), read by ``tf.ReadVariableOp`` and written by ``tf.AssignVariableOp`` /
+``AssignAddVariableOp`` / ``AssignSubVariableOp`` (kept with ``side_effect``, created in TensorFlow's program
+order).
 
 IR produced
 -----------
@@ -31,6 +35,9 @@ IR produced
   name when the IR has none), shapes → ``list[int | None]`` (``None`` for an unknown rank), tensors →
   ``numpy`` arrays, lists → lists, functions → the function name; ``_``-prefixed (internal) attributes dropped;
 * ``Const`` → ``tf.Const`` with ``values`` (a numpy array) and ``dtype``;
+* ``While``/``StatelessWhile`` and ``If``/``StatelessIf`` carry their FunctionDefs (the frozen graph's library) as
+  ``op.regions`` (cond, body / then, else), each an IR graph mapped the same way (inputs/outputs the function's
+  arguments/results, shapes from the op's inputs), one per function and input shapes, shared by the ops using it;
 * ``Identity``, ``IdentityN``, ``StopGradient``, ``Snapshot``, ``PreventGradient``, ``EnsureShape`` and
   ``PlaceholderWithDefault`` are forwarded (their results alias their inputs) and ``NoOp`` / control edges are
   dropped, so none of them reaches legalization;
@@ -49,7 +56,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -456,10 +463,68 @@ def _graphdef_source(data: bytes, label: str, outputs: Sequence[str] | None) -> 
 
 
 # ---------------------------------------------------------------------------------------------- freezing
-def _freeze(src: TFSource) -> tuple[Any, list[Any], list[Any]]:
-    """The frozen tf.Graph and its flat input / output tensors."""
+@dataclass
+class KeptVariable:
+    """A resource variable kept as a TOSA variable (``--keep-variables``)."""
+
+    name: str  # the variable's name (``counter``, ``dense/kernel``), the TOSA variable's name once cleaned
+    value: np.ndarray  # its value when the model was loaded: the initial value
+
+
+def _variable_name(v: Any) -> str:
+    return str(v.name).split(":")[0]
+
+
+def _unique_variable_name(v: Any, found: Mapping[str, KeptVariable]) -> str:
+    """The variable's name, else its ``path``, else the name with ``_<k>``: distinct from the TOSA names (cleaned)
+    of the variables already kept (Keras 3 names every layer's weight ``kernel``)."""
+    taken = {re.sub(r"[^A-Za-z0-9_]", "_", k.name).strip("_") for k in found.values()}
+    nm = _variable_name(v)
+    candidates = [nm, str(getattr(v, "path", nm))] + [f"{nm}_{k}" for k in range(1, len(found) + 2)]
+    return next(c for c in candidates if re.sub(r"[^A-Za-z0-9_]", "_", c).strip("_") not in taken)
+
+
+def _kept_variables(src: TFSource, keep: Sequence[str] | str | None) -> dict[str, KeptVariable]:
+    """The captured variables to keep, by the name of their capture placeholder in the function's graph.
+
+    ``keep`` is a list of variable names (or their ``path``), or ``"all"``; a name that is no variable of the
+    function raises :class:`ModelLoadError` listing the variables."""
+    if not keep:
+        return {}
+    cf = src.function
+    if cf is None or src.loader:
+        how = f"read from its {src.loader}" if src.loader else "already frozen"
+        raise ModelLoadError("--keep-variables needs a SavedModel, Keras model or tf.function whose variables can be "
+                             f"revived (this {src.kind} is {how})", file=src.label)
+    by_handle = {id(v.handle): v for v in getattr(cf, "variables", ())}
+    found: dict[str, KeptVariable] = {}
+    names: list[str] = []
+    wanted = None if keep == "all" or (not isinstance(keep, str) and list(keep) == ["all"]) else \
+        {keep} if isinstance(keep, str) else set(keep)
+    used: set[str] = set()
+    for ext, internal in cf.graph.captures:
+        v = by_handle.get(id(ext))
+        if v is None:
+            continue
+        nm = _variable_name(v)
+        names.append(nm)
+        aliases = {nm, str(getattr(v, "path", nm))}
+        if wanted is None or aliases & wanted:
+            used |= aliases & (wanted or set())
+            found[internal.name.split(":")[0]] = KeptVariable(_unique_variable_name(v, found), np.asarray(v.numpy()))
+    missing = sorted((wanted or set()) - used)
+    if missing:
+        raise ModelLoadError(f"--keep-variables: no variable {', '.join(missing)} in the function (its variables: "
+                             f"{', '.join(sorted(set(names))) or 'none'})", file=src.label)
+    return found
+
+
+def _freeze(src: TFSource, keep: Sequence[str] | str | None = None
+            ) -> tuple[Any, list[Any], list[Any], dict[str, KeptVariable]]:
+    """The frozen tf.Graph, its flat input / output tensors and the variables kept (by capture placeholder)."""
     tf = _tf()
     if src.kind == "graphdef":
+        _kept_variables(src, keep)  # (refuses keep_variables)
         g = tf.Graph()
         try:
             with g.as_default():
@@ -467,27 +532,36 @@ def _freeze(src: TFSource) -> tuple[Any, list[Any], list[Any]]:
         except Exception as e:
             raise ModelLoadError(f"invalid GraphDef: {_first_line(e)}", file=src.label) from None
         return g, [g.get_tensor_by_name(t) for t in src.input_tensors], [g.get_tensor_by_name(t)
-                                                                         for t in src.output_tensors]
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
-
+                                                                         for t in src.output_tensors], {}
     cf = src.function
-    written = _written_variables(cf)
+    kept = _kept_variables(src, keep)
+    written = [w for w, n in _written_variables(cf) if n not in kept]
     if written:
-        raise ModelLoadError(f"variable(s) cannot be frozen because the function writes them: {', '.join(written)}",
-                             file=src.label)
+        raise ModelLoadError(f"variable(s) cannot be frozen because the function writes them: {', '.join(written)} "
+                             "(to keep them as TOSA variables: convert --keep-variables NAME|all, API "
+                             "keep_variables=)", file=src.label)
+    from tensorflow.python.framework import convert_to_constants as c2c
+
     try:
-        frozen = convert_variables_to_constants_v2(cf, lower_control_flow=False, aggressive_inlining=True)
+        if kept:
+            data = c2c._FunctionConverterDataInEager(func=cf, lower_control_flow=False, aggressive_inlining=True,
+                                                     variable_names_denylist=sorted(kept))
+            gd, converted = c2c._replace_variables_by_constants(converter_data=data)
+            frozen = c2c._construct_concrete_function(cf, gd, converted)
+        else:
+            frozen = c2c.convert_variables_to_constants_v2(cf, lower_control_flow=False, aggressive_inlining=True)
     except Exception as e:
         raise ModelLoadError(f"variables cannot be frozen: {_first_line(e)}", file=src.label) from None
     n_in = len(src.input_names)
     ins = [t for t in frozen.inputs if t.dtype != tf.resource][:n_in]
     if len(ins) != n_in:
         raise ModelLoadError(f"frozen function has {len(ins)} inputs for a signature of {n_in}", file=src.label)
-    return frozen.graph, ins, list(frozen.outputs)
+    return frozen.graph, ins, list(frozen.outputs), kept
 
 
-def _written_variables(cf: Any) -> list[str]:
-    """Names of the captured variables that an op of ``cf`` (functions inlined) writes."""
+def _written_variables(cf: Any) -> list[tuple[str, str]]:
+    """The captured variables that an op of ``cf`` (functions inlined) writes: (description, capture placeholder
+    name)."""
     try:
         from tensorflow.python.framework import convert_to_constants as c2c
 
@@ -518,14 +592,14 @@ def _written_variables(cf: Any) -> list[str]:
             name = n.input[0]
         return None
 
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     for n in gd.node:
         if not n.op.startswith(_WRITES):
             continue
         for i in n.input:
             o = origin(i)
-            if o is not None and cap_names[o] not in out:
-                out.append(cap_names[o])
+            if o is not None and (cap_names[o], o) not in out:
+                out.append((cap_names[o], o))
     return out
 
 
@@ -588,10 +662,104 @@ def _decode_attr(a: Any) -> Any:
     return []
 
 
+#: ops that write the resource variable of their first operand (kept by ``--keep-variables``)
+_VAR_WRITES = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
+
+
+def _handle_origin(t: Any) -> str:
+    """The op a resource tensor comes from, through forwarded ops (the inliner's ``Identity`` chain)."""
+    for _ in range(1000):
+        if t.op.type not in FORWARDED or not t.op.inputs:
+            break
+        t = t.op.inputs[t.value_index if t.op.type == "IdentityN" else 0]
+    return str(t.op.name)
+
+
+def _program_order(tf_graph: Any, live: set[str]) -> list[Any]:
+    """The ``live`` ops of ``tf_graph`` in a topological order over data *and* control edges, ties broken by the
+    graph's creation order (stable)."""
+    ops = [op for op in tf_graph.get_operations() if op.name in live]
+    index = {op.name: k for k, op in enumerate(ops)}
+    preds: dict[str, set[str]] = {}
+    for op in ops:
+        deps = {t.op.name for t in op.inputs} | {c.name for c in op.control_inputs}
+        preds[op.name] = {d for d in deps if d in index and d != op.name}
+    import heapq
+
+    users: dict[str, list[str]] = {op.name: [] for op in ops}
+    for n, ds in preds.items():
+        for d in ds:
+            users[d].append(n)
+    waiting = {n: len(ds) for n, ds in preds.items()}
+    ready = [index[n] for n, k in waiting.items() if k == 0]
+    heapq.heapify(ready)
+    out: list[Any] = []
+    while ready:
+        op = ops[heapq.heappop(ready)]
+        out.append(op)
+        for u in users[op.name]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, index[u])
+    if len(out) != len(ops):  # a cycle (not a valid graph): keep the creation order
+        return ops
+    return out
+
+
+#: functional control-flow ops and the attributes naming their FunctionDefs, in region order (the order the
+#: ``tfl.while`` / ``tfl.if`` rules expect: cond, body / then, else)
+_REGION_ATTRS: dict[str, tuple[str, ...]] = {
+    "While": ("cond", "body"), "StatelessWhile": ("cond", "body"),
+    "If": ("then_branch", "else_branch"), "StatelessIf": ("then_branch", "else_branch"),
+}
+
+
+class _Library:
+    """The FunctionDefs of a frozen graph, loaded on demand as region graphs (one per function, shared by every op
+    that references it, like the TFLite loader's subgraphs)."""
+
+    def __init__(self, tf_graph: Any, file: str) -> None:
+        self.file = file
+        self.fdefs = {f.signature.name: f for f in tf_graph.as_graph_def().library.function}
+        self.graphs: dict[tuple[str, tuple[Any, ...]], Graph] = {}
+
+    def region(self, fname: str, shapes: Sequence[Any], op_name: str) -> Graph:
+        from tensorflow.python.framework.function_def_to_graph import function_def_to_graph
+
+        key = (fname, tuple(str(s) for s in shapes))
+        got = self.graphs.get(key)
+        if got is not None:
+            return got
+        fdef = self.fdefs.get(fname)
+        if fdef is None:
+            raise ModelLoadError(f"function {fname} is not in the graph's library", file=self.file, op=op_name)
+        try:
+            fg = function_def_to_graph(fdef, input_shapes=list(shapes))
+        except Exception as e:
+            raise ModelLoadError(f"function {fname}: {_first_line(e)}", file=self.file, op=op_name) from None
+        in_names = [a.name for a in fdef.signature.input_arg]
+        out_names = [a.name for a in fdef.signature.output_arg]
+        region = graph_from_tf(fg, list(fg.inputs), list(fg.outputs), in_names, out_names, name=_clean(fname),
+                               file=self.file, library=self)
+        region.meta["function"] = fname
+        self.graphs[key] = region
+        return region
+
+
 def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], input_names: Sequence[str],
-                  output_names: Sequence[str], name: str = "main", file: str = "<tensorflow>") -> Graph:
-    """Map a (frozen) tf.Graph into the IR: reachable ops only, forwarded ops removed."""
+                  output_names: Sequence[str], name: str = "main", file: str = "<tensorflow>",
+                  library: _Library | None = None, variables: Mapping[str, KeptVariable] | None = None) -> Graph:
+    """Map a (frozen) tf.Graph into the IR: reachable ops only, forwarded ops removed.
+
+    ``While``/``StatelessWhile``/``If``/``StatelessIf`` get their FunctionDefs (the frozen graph's library) as
+    ``op.regions`` (cond, body / then, else), each mapped the same way, for the shapes of the op's inputs.
+
+    ``variables`` (capture placeholder name → :class:`KeptVariable`): those placeholders become ``tf.VarHandleOp``
+    (``shared_name`` the variable's name) and the ops writing them are kept (``side_effect``) even when no output
+    depends on them.  Ops are created in an order that respects the control edges too, so reads and writes of a
+    variable keep TensorFlow's program order (the IR orders by data edges, ties by creation)."""
     graph = Graph(name)
+    variables = variables or {}
     values: dict[str, Value] = {}  # TF tensor name -> IR value
     in_tensors = {t.name: (k, n) for k, (t, n) in enumerate(zip(inputs, input_names))}
     for t, nm in zip(inputs, input_names):
@@ -601,6 +769,9 @@ def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], 
     # reachable ops (data edges only), in the graph's (topological) creation order
     live: set[str] = set()
     stack = [t.op for t in outputs]
+    if variables:
+        stack += [op for op in tf_graph.get_operations() if op.type.startswith(_VAR_WRITES)
+                  and op.inputs and _handle_origin(op.inputs[0]) in variables]
     while stack:
         op = stack.pop()
         if op.name in live:
@@ -609,10 +780,18 @@ def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], 
         for t in op.inputs:
             if t.name not in in_tensors:
                 stack.append(t.op)
-    for op in tf_graph.get_operations():
-        if op.name not in live:
-            continue
+    ordered = _program_order(tf_graph, live) if variables else \
+        [op for op in tf_graph.get_operations() if op.name in live]
+    for op in ordered:
         if op.type == "Placeholder" and all(t.name in in_tensors for t in op.outputs):
+            continue
+        kept = variables.get(op.name) if op.type == "Placeholder" else None
+        if kept is not None:
+            handle = {"shared_name": kept.name, "container": "", "dtype": _dtype(op.outputs[0].dtype, op.name, file)}
+            new = graph.add_op("tf.VarHandleOp", [], [TensorType((), DType.RESOURCE)], handle, [_clean(op.name)],
+                               location=op.name)
+            new.result.source = kept.name
+            values[op.outputs[0].name] = new.result
             continue
         operands = []
         for t in op.inputs:
@@ -630,9 +809,20 @@ def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], 
         if op.type == "Const":
             attrs = {"values": np.asarray(attrs.get("value")), "dtype": attrs.get("dtype")}
         types = [TensorType(_shape(t.shape), _dtype(t.dtype, t.name, file)) for t in op.outputs]
+        if op.type == "ReadVariableOp" and _handle_origin(op.inputs[0]) in variables:  # (the frozen graph may
+            shape = variables[_handle_origin(op.inputs[0])].value.shape  # have lost the variable's shape)
+            types = [TensorType(tuple(int(d) for d in shape), types[0].dtype)]
         base = _clean(op.name)
         names = [base if k == 0 else f"{base}_{k}" for k in range(len(types))]
-        new = graph.add_op(f"tf.{op.type}", operands, types, attrs, names, location=op.name)
+        regions: list[Graph] = []
+        if op.type in _REGION_ATTRS:
+            library = library if library is not None else _Library(tf_graph, file)
+            shapes = [t.shape for t in (op.inputs if "While" in op.type else op.inputs[1:])]
+            regions = [library.region(str(attrs.get(a)), shapes, op.name) for a in _REGION_ATTRS[op.type]]
+        new = graph.add_op(f"tf.{op.type}", operands, types, attrs, names, regions, location=op.name)
+        if op.type.startswith(_VAR_WRITES) and operands and operands[0].producer is not None \
+                and operands[0].producer.name == "tf.VarHandleOp":
+            new.attrs["side_effect"] = True
         for t, r in zip(op.outputs, new.results):
             r.source = t.name[:-2] if t.name.endswith(":0") else t.name
             values[t.name] = r
@@ -661,21 +851,31 @@ def _name_io(graph: Graph, output_names: Sequence[str]) -> None:
 
 
 def load_tensorflow(source: Any, signature: str = "serving_default", name: str | None = None, *,
-                    outputs: Sequence[str] | None = None) -> Graph:
+                    outputs: Sequence[str] | None = None,
+                    keep_variables: Sequence[str] | str | None = None) -> Graph:
     """Load a TensorFlow model (SavedModel dir, .keras/.h5, keras.Model, tf.function, frozen GraphDef .pb)
     into the IR of ``tf.*`` ops.  Raises :class:`ModelLoadError` for anything that cannot be loaded."""
-    return graph_from_source(load_source(source, signature, outputs), name)
+    return graph_from_source(load_source(source, signature, outputs), name, keep_variables)
 
 
-def graph_from_source(src: TFSource, name: str | None = None) -> Graph:
-    """The IR graph of an opened source (see :func:`load_source`)."""
-    tf_graph, ins, outs = _freeze(src)
+def graph_from_source(src: TFSource, name: str | None = None,
+                      keep_variables: Sequence[str] | str | None = None) -> Graph:
+    """The IR graph of an opened source (see :func:`load_source`).
+
+    ``keep_variables`` (variable names, or ``"all"``): those resource variables stay variables (``tf.VarHandleOp``
+    read by ``tf.ReadVariableOp``, written by ``tf.AssignVariableOp`` …; ``graph.meta["variable_values"]`` holds
+    their values at load time, the initial values), which the legalization makes TOSA ``VARIABLE`` /
+    ``VARIABLE_READ`` / ``VARIABLE_WRITE`` when the model writes them; the others are frozen to constants."""
+    tf_graph, ins, outs, kept = _freeze(src, keep_variables)
     if len(outs) != len(src.output_names):
         raise ModelLoadError(f"function has {len(outs)} outputs, signature names {len(src.output_names)}",
                              file=src.label)
     label = src.label
     gname = name or (_clean(Path(label).stem) if not label.startswith("<") else "main")
-    graph = graph_from_tf(tf_graph, ins, outs, src.input_names, src.output_names, name=gname, file=label)
+    graph = graph_from_tf(tf_graph, ins, outs, src.input_names, src.output_names, name=gname, file=label,
+                          variables=kept)
+    if kept:
+        graph.meta["variable_values"] = {k.name: k.value for k in kept.values()}
     graph.meta.update(
         source_format="tensorflow", source_kind=src.kind, file=None if label.startswith("<") else label,
         signature=src.signature, signatures=list(src.signatures),
@@ -710,7 +910,8 @@ def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serv
 
     mode, io = options_of(options)
     src = load_source(source, signature, outputs)
-    graph = graph_from_source(src, name)
+    keep = (getattr(options, "extra", None) or {}).get("keep_variables")
+    graph = graph_from_source(src, name, keep)
     apply_qat(graph, mode, io)
     if src.loader:
         graph.meta["frontend_warnings"] = [f"SavedModel loaded from its {src.loader}"]

@@ -103,13 +103,17 @@ def size(b: Builder, op: Operation) -> list[Value]:
 # ------------------------------------------------------------------------------------------------ creation
 @legalize("tf.Range", dtypes=_ANY)
 def range_(b: Builder, op: Operation) -> list[Value]:
-    """CONST of numpy.arange(start, limit, delta) for constant operands (no lowering in lowering doc: tf.Range)."""
+    """CONST of numpy.arange(start, limit, delta) for constant operands (no lowering in lowering doc: tf.Range).
+
+    An empty range (Keras' ``reduce_max(x, range(rank(x)))`` of a scalar: no axes) is a zero-size constant that the
+    rules reading it at conversion time (reduction axes) accept; one still needed at run time fails the final check
+    (TOSA has no empty tensors)."""
     start, limit, delta = (np.asarray(const_operand(op, k, n)).reshape(-1)[0]
                            for k, n in ((0, "start"), (1, "limit"), (2, "delta")))
+    if delta == 0:
+        raise Unsupported("range with delta 0")
     out = op.results[0].dtype
     arr = np.arange(start, limit, delta).astype(out.np_dtype())
-    if not arr.size:
-        raise Unsupported("range is empty (TOSA has no empty tensors)")
     return [b.const(narrow_array(arr, out), tosa_dtype(out))]
 
 

@@ -33,6 +33,8 @@ that references it and is never modified.
     The callee subgraph is inlined.
 
 ``tfl.call_once`` / ``tfl.var_handle`` / ``tfl.read_variable`` / ``tfl.assign_variable``
+    (also the TensorFlow frontend's kept variables, :mod:`.tf_control`: ``tf.VarHandleOp`` handles whose initial
+    values are ``graph.meta["variable_values"]``, assigned by ``tf.AssignVariableOp`` and its add/sub forms.)
     The session-initialisation subgraph is *resolved at conversion time*: it may only assign constants to resource
     variables (anything else is reported); those become the variables' initial values and ``call_once`` itself
     disappears.  A variable nothing assigns outside that subgraph is read as a ``tosa.CONST`` of its initial value
@@ -593,6 +595,11 @@ def call(b: Builder, op: Operation) -> list[Value]:
 
 # ------------------------------------------------------------------------------------------ resource variables
 _VAR_TYPES = (DType.FP16, DType.FP32, DType.INT8)  # VARIABLE's var_t (spec 2.17.1 VARIABLE)
+#: ops that make a resource handle: TFLite's VAR_HANDLE, and a variable the TensorFlow frontend kept
+_HANDLES = frozenset({"tfl.var_handle", "tf.VarHandleOp"})
+#: ops that assign the variable of their first operand
+_ASSIGNS = frozenset({"tfl.assign_variable", "tf.AssignVariableOp", "tf.AssignAddVariableOp",
+                      "tf.AssignSubVariableOp"})
 
 
 class _Variables:
@@ -629,12 +636,15 @@ class _Variables:
                     self.problems.append(f"init subgraph {ig.name} assigns variable {name} a computed value")
                     continue
                 self.initial[name] = np.asarray(arr)
+        # a TensorFlow variable kept by the frontend: its value when the model was loaded
+        for name, arr in (graph.meta.get("variable_values") or {}).items():
+            self.initial.setdefault(_clean(name), np.asarray(arr))
         self.assigned: set[str] = set()
         for g in subgraphs:
             if any(g is x for x in init_graphs):
                 continue
             for op in g.ops.values():
-                if op.name == "tfl.assign_variable" and op.operands:
+                if op.name in _ASSIGNS and op.operands:
                     self.assigned.add(_var_name(op.operands[0]))
 
         #: per variable, the value its last VARIABLE_WRITE (in ``home``) stored and that op
@@ -665,7 +675,7 @@ def _variables(graph: Graph) -> _Variables:
 
 def _var_name(handle: Value) -> str:
     p = handle.producer
-    if p is None or p.name != "tfl.var_handle":
+    if p is None or p.name not in _HANDLES:
         raise Unsupported(f"resource handle {handle.source or handle.name} does not come from VAR_HANDLE")
     container = str(p.attrs.get("container") or "")
     shared = str(p.attrs.get("shared_name") or "") or (p.results[0].source or p.results[0].name)
