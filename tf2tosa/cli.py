@@ -83,6 +83,18 @@ BACKEND = typer.Option(Backend.executor, "--backend",
 STATE_IO = typer.Option(False, "--state-io", help="turn each EXT-VARIABLE variable into a graph input NAME_state_in "
                         "(the previous state) and output NAME_state_out (the next), for runtimes and NPU compilers "
                         "without EXT-VARIABLE")
+KEEP_VARIABLES = typer.Option(
+    None, "--keep-variables", metavar="NAME[,NAME]|all",
+    help="TensorFlow: keep these resource variables (or all) as TOSA variables (EXT-VARIABLE) that hold their "
+         "state across invocations; the others are frozen to constants (repeatable)")
+
+
+def _keep_variables(items: list[str] | None) -> dict[str, Any]:
+    """``--keep-variables`` (comma-separated, repeatable, ``all``) → the ``keep_variables`` keyword, if any."""
+    keep = [n.strip() for k in items or [] for n in k.split(",") if n.strip()]
+    return {"keep_variables": "all" if "all" in keep else keep} if keep else {}
+
+
 STEPS_HELP = ("run N consecutive invocations of one stream, the state carried from each to the next; --input "
               "NAME=frames.npy gives the frames (leading axis: the step)")
 STATE_HELP = "NAME=state.npy: the state variable's value before the first step (repeatable)"
@@ -325,10 +337,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                                                   "the source's size) or expand (fp32 constants)"),
             state_io: bool = STATE_IO,
             io_: str = IO,
-            keep_variables: list[str] | None = typer.Option(
-                None, "--keep-variables", metavar="NAME[,NAME]|all",
-                help="TensorFlow: keep these resource variables (or all) as TOSA variables (EXT-VARIABLE) that "
-                     "hold their state across invocations; the others are frozen to constants (repeatable)"),
+            keep_variables: list[str] | None = KEEP_VARIABLES,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -342,8 +351,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     t0 = time.perf_counter()
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
-        keep = [n.strip() for k in keep_variables or [] for n in k.split(",") if n.strip()]
-        more: dict[str, Any] = {"keep_variables": "all" if "all" in keep else keep} if keep else {}
+        more = _keep_variables(keep_variables)
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim), rounding=rounding,
                        signature=signature, qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
                        fp16_weights=fp16_weights, state_io=state_io, io=io_, **more)
@@ -676,9 +684,11 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                        "and report its agreement with the executor (the executor stays the oracle)"),
            steps: int | None = typer.Option(None, "--steps", metavar="N",
                                             help="compare N consecutive invocations of one stream, step by step, "
-                                            "with LiteRT's interpreter invoked N times (--input NAME=frames.npy: "
+                                            "with LiteRT's interpreter invoked N times (TensorFlow called N times "
+                                            "for a SavedModel with --keep-variables; --input NAME=frames.npy: "
                                             "the frames, leading axis the step)"),
            state_io: bool = STATE_IO,
+           keep_variables: list[str] | None = KEEP_VARIABLES,
            json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
            ) -> dict[str, Any]:
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
@@ -703,7 +713,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
     with _progress(f"verify {model.name}") as prog, _quiet_deps():
         prog(0, 0, "converting")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim), rounding=rounding,
-                       signature=signature, state_io=state_io, io=io_)
+                       signature=signature, state_io=state_io, io=io_, **_keep_variables(keep_variables))
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:

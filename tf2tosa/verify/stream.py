@@ -59,10 +59,12 @@ def verify_stream(model: TosaModel, steps: int, frames: Mapping[str, np.ndarray]
                   progress: Any = None) -> VerifyReport:
     """Compare ``steps`` consecutive invocations of ``model`` (a ``.tflite`` conversion) with LiteRT's."""
     file = model.source_path
+    if model.source is None and getattr(model, "tf_source", None) is not None:
+        return _verify_stream_tensorflow(model, steps, frames, seed=seed, oracle=oracle, state=state,
+                                         progress=progress)
     if model.source is None:
-        raise InputError("verify --steps compares with LiteRT's interpreter and needs a .tflite source "
-                         "(TensorFlow models are frozen: their written variables are refused at conversion)",
-                         file=file)
+        raise InputError("verify --steps compares with LiteRT's interpreter (a .tflite source) or TensorFlow (a "
+                         "SavedModel/Keras source converted with --keep-variables)", file=file)
     require_litert()
     chosen = resolve_oracle(oracle, None, tensorflow_source=False)
     tell = progress or (lambda *a: None)
@@ -114,3 +116,50 @@ def verify_stream(model: TosaModel, steps: int, frames: Mapping[str, np.ndarray]
                            "session from step to step")
     return report
 
+
+
+def _verify_stream_tensorflow(model: TosaModel, steps: int, frames: Mapping[str, np.ndarray] | None, *, seed: int,
+                              oracle: str | None, state: Mapping[str, np.ndarray] | None,
+                              progress: Any) -> VerifyReport:
+    """``steps`` consecutive calls of the TensorFlow source (its resource variables advance with every call, from
+    their saved values) against ``steps`` invocations of one session started from the same values."""
+    from ..converter.tensorflow import load_source
+    from .tf_verify import _run_source
+
+    if oracle not in (None, "tensorflow"):
+        raise InputError(f"--oracle {oracle}: a TensorFlow source is judged by TensorFlow", file=model.source_path)
+    if state:
+        raise InputError("--state sets a session's state; a TensorFlow source starts from its saved values",
+                         file=model.source_path)
+    src = model.tf_source
+    if src.kind in ("saved_model", "keras") and src.label and not src.label.startswith("<"):
+        src = load_source(src.label, src.signature or "serving_default")  # fresh variables: the saved values
+    tell = progress or (lambda *a: None)
+    g = model.graph
+    session = model.session()
+    sets = step_inputs(g, session, steps, frames, seed, src.label)
+    ins = [v for v in g.inputs if v.name in session.input_names]
+    outs = [v for v in g.outputs if v.name in session.output_names]
+    if len(ins) != len(src.input_names) or len(outs) != len(src.output_names):
+        raise InputError(f"model has {len(ins)} inputs / {len(outs)} outputs per step, the TensorFlow source "
+                         f"{len(src.input_names)} / {len(src.output_names)}", file=src.label)
+    worst: dict[str, OutputReport] = {}
+    per_step: list[dict[str, Any]] = []
+    for k, s in enumerate(sets):
+        tell(k, steps, f"TensorFlow and executor, step {k + 1}/{steps}")
+        refs = _run_source(src, [np.asarray(s[v.name]) for v in ins])
+        got = session.run(s)
+        step_ok, step_mism, step_err = True, 0, 0.0
+        for v, ref in zip(outs, refs):
+            rep = compare(v.name, got[v.name], ref)
+            prev = worst.get(v.name)
+            worst[v.name] = rep if prev is None else prev.merge(rep)
+            step_ok = step_ok and rep.ok
+            step_mism += rep.mismatches
+            step_err = max(step_err, rep.max_abs)
+        per_step.append({"step": k, "ok": step_ok, "max_abs": step_err, "mismatches": step_mism})
+    report = VerifyReport(src.label, steps, [worst[v.name] for v in outs if v.name in worst], oracle="tensorflow")
+    report.steps = per_step
+    report.inexact = g.inexact
+    report.info.append(f"{steps} consecutive TensorFlow calls; state in {len(session.variables)} variable(s)")
+    return report
