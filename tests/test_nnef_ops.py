@@ -540,3 +540,131 @@ def test_argmax_pool(tmp_path: Path, stride: tuple[int, int], padding: str, bord
             want[:, :, i, j] = np.argmax(win.reshape(1, 3, -1), axis=2)
     run_case(tmp_path, "argmax_pool", f"out = argmax_pool(x, size = [1, 1, 3, 2], stride = [1, 1, {stride[0]}, "
              f"{stride[1]}], padding = {padding}, border = '{border}');", {"x": x}, ["out"], [want])
+
+
+# --------------------------------------------------------------------------- 1-D windows (rank-3 NCW, as audio models)
+def np_conv1d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | float, stride: int, pad: tuple[int, int],
+              groups: int, dilation: int = 1) -> np.ndarray:
+    """Spec 4.3 conv with one spatial dimension: output[n, o, i] = Σ_{c in o's group, k}
+    input[n, c, i·s + k·d − p] · filter[o, c', k] (+ bias[o]), zero outside the input."""
+    x, w = x.astype(F64), w.astype(F64)
+    n, c, length = x.shape
+    o, cg, kw = w.shape
+    g = groups or c
+    xp = np.pad(x, [(0, 0), (0, 0), pad])
+    out_len = (xp.shape[2] - (kw - 1) * dilation - 1) // stride + 1
+    out = np.zeros((n, o, out_len))
+    for oc in range(o):
+        grp = oc // (o // g)
+        for i in range(out_len):
+            for k in range(kw):
+                out[:, oc, i] += xp[:, grp * cg:(grp + 1) * cg, i * stride + k * dilation] @ w[oc, :, k]
+    bb = np.asarray(bias, F64).reshape(-1)
+    return out + (bb.reshape(1, -1, 1) if bb.size > 1 else bb[0])
+
+
+def np_deconv1d(x: np.ndarray, w: np.ndarray, stride: int, out_len: int, pad_before: int) -> np.ndarray:
+    """Spec 4.3 deconv, one spatial dimension: input[n, c, i] · filter[c, o, k] adds to output[n, o, i·s + k − p]."""
+    x, w = x.astype(F64), w.astype(F64)
+    n, c, length = x.shape
+    _, o, kw = w.shape
+    full = np.zeros((n, o, (length - 1) * stride + kw))
+    for i in range(length):
+        full[:, :, i * stride:i * stride + kw] += np.einsum("nc,cok->nok", x[:, :, i], w)
+    return full[:, :, pad_before:pad_before + out_len]
+
+
+X1 = rand(2, 4, 11)
+
+
+@pytest.mark.parametrize("groups,stride,padding,dilation", [
+    (1, 1, "[]", 1), (1, 2, "[]", 1), (2, 2, "[(2, 1)]", 1), (0, 1, "[(0, 0)]", 2), (1, 3, "[(1, 2)]", 2)])
+def test_conv_1d(tmp_path: Path, groups: int, stride: int, padding: str, dilation: int) -> None:
+    g = groups or 4
+    w = rand(8, 4 // g, 3)
+    bias = rand(1, 8)
+    pad = auto_pads((11,), (3,), (stride,), (dilation,))[0] if padding == "[]" else eval(padding)[0]  # noqa: S307
+    want = np_conv1d(X1, w, bias, stride, pad, groups, dilation)
+    run_case(tmp_path, f"conv1d_g{groups}_s{stride}",
+             f"out = conv(x, w, b, stride = [{stride}], dilation = [{dilation}], padding = {padding}, "
+             f"groups = {groups});", {"x": X1}, ["out"], [want], variables={"w": w, "b": bias})
+
+
+@pytest.mark.parametrize("padding", ["[]", "[(0, 0)]"])
+def test_deconv_1d(tmp_path: Path, padding: str) -> None:
+    x = rand(1, 4, 5)
+    w = rand(4, 3, 4)
+    if padding == "[]":
+        out_len = 10
+        total = max(0, (5 - 1) * 2 + 4 - 10)
+        before = total // 2
+    else:
+        out_len, before = 12, 0
+    want = np_deconv1d(x, w, 2, out_len, before)
+    run_case(tmp_path, "deconv1d", f"out = deconv(x, w, 0.0, stride = [2], padding = {padding}, "
+             f"output_shape = [1, 3, {out_len}]);", {"x": x}, ["out"], [want], variables={"w": w})
+
+
+@pytest.mark.parametrize("op,border,padding", [
+    ("max_pool", "ignore", "[]"), ("avg_pool", "constant", "[(0, 0), (0, 0), (1, 1)]"),
+    ("avg_pool", "ignore", "[]"), ("box", "constant", "[(0, 0), (0, 0), (0, 0)]")])
+def test_pool_1d(tmp_path: Path, op: str, border: str, padding: str) -> None:
+    size, stride = (1, 1, 3), (1, 1, 2)
+    pads = [(0, 0), (0, 0)] + auto_pads((11,), (3,), (2,), (1,)) if padding == "[]" else eval(padding)  # noqa: S307
+    want = np_pool(X1, size, stride, pads, {"max_pool": "max", "avg_pool": "avg", "box": "sum"}[op], border)
+    run_case(tmp_path, f"{op}1d", f"out = {op}(x, size = {list(size)}, stride = {list(stride)}, padding = {padding}, "
+             f"border = '{border}');", {"x": X1}, ["out"], [want])
+
+
+def test_argmax_pool_1d(tmp_path: Path) -> None:
+    """argmax_pool over one spatial dimension: the index of the window's first maximum."""
+    want = np.zeros((2, 4, 5), np.int32)  # (11 − 3) // 2 + 1 windows
+    for i in range(5):
+        want[:, :, i] = np.argmax(X1[:, :, i * 2:i * 2 + 3], axis=2)
+    run_case(tmp_path, "argmax_pool1d", "out = argmax_pool(x, size = [1, 1, 3], stride = [1, 1, 2], "
+             "padding = [(0, 0), (0, 0), (0, 0)]);", {"x": X1}, ["out"], [want])
+
+
+def _zp_quant(name: str, scale: float, zp: int) -> str:
+    return (f'"{name}": zero_point_linear_quantize(zero_point = {zp}, scale = {scale}, bits = 8, signed = true, '
+            'symmetric = false);\n')
+
+
+def _q8(v: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    """Spec 4.9.5 linear quantization to signed 8 bits: round(v / scale) + zero point, clamped."""
+    q = v / scale
+    return np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5) + zp, -128, 127).astype(np.int8)
+
+
+@pytest.mark.parametrize("op", ["conv", "max_pool", "avg_pool"])
+def test_int8_1d(tmp_path: Path, op: str) -> None:
+    """Quantized (graph.quant) 1-D windows: the integer result is within one step of the spec's float
+    operation on the dequantized tensors, quantized to the output's parameters (requantization rounding is the
+    TFLite kernels')."""
+    sx, zx, sw, so, zo = 0.02, 3, 0.01, 0.05, -4
+    x = np.asarray(RNG.integers(-128, 128, size=(1, 4, 9)), np.int8)
+    xf = (x.astype(F64) - zx) * sx
+    w = rand(6, 4, 3)
+    wq = _q8(f(w), sw, 0)
+    if op == "conv":
+        body = "out = conv(x, w, 0.0, stride = [2], padding = [(1, 1)]);"
+        want_f = np_conv1d(xf, (wq.astype(F64) * sw).astype(np.float32), 0.0, 2, (1, 1), 1)
+        quant = _zp_quant("x", sx, zx) + _zp_quant("w", sw, 0) + _zp_quant("out", so, zo)
+    else:
+        body = f"out = {op}(x, size = [1, 1, 3], stride = [1, 1, 2], padding = [(0, 0), (0, 0), (0, 0)]);"
+        want_f = np_pool(xf, (1, 1, 3), (1, 1, 2), [(0, 0)] * 3, op[:3], "constant")
+        so, zo = sx, zx  # pools keep the input's quantization
+        quant = _zp_quant("x", sx, zx) + _zp_quant("out", so, zo)
+    folder = write_graph(tmp_path / f"q{op}1d.nnef", body, {"x": ((1, 4, 9), "scalar")}, ["out"],
+                         {"w": w} if op == "conv" else None)
+    (folder / "graph.quant").write_text(quant)
+    want = _q8(want_f, so, zo)
+    model = tf2tosa.convert(folder)
+    model.save(tmp_path / f"q{op}1d.tosa")
+    runs = [("executor", list(model.run([x]).values())[0])]
+    if tosa_tools.available():
+        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
+    for who, got in runs:
+        assert got.dtype == np.int8 and got.shape == want.shape, who
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert int(diff.max()) <= 1, f"q{op}1d ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"

@@ -13,7 +13,8 @@ mark a rule transposes its own input and output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import wraps
 from typing import Any
 
 import numpy as np
@@ -147,6 +148,60 @@ def _zero_of(x: Value) -> float | int:
 def _ints(v: Any, n: int, default: int = 1) -> list[int]:
     vals = [int(a) for a in (v or [])]
     return vals if vals else [default] * n
+
+
+# ------------------------------------------------------------------------------------------------ 1-D windows
+_Rule = Callable[[Builder, Operation], list[Value]]
+
+
+def _unit_h(b: Builder, v: Value) -> Value:
+    """[N, C, W] → [N, C, 1, W] (constants refolded, so a quantized filter stays a constant)."""
+    shape = tuple(static_shape(v))
+    new = shape[:2] + (1,) + shape[2:]
+    arr = v.const()
+    if arr is not None:
+        return b.const(np.asarray(arr).reshape(new), v.dtype, quant=v.type.quant, name="nnef_unit_h")
+    return b.reshape(v, new)
+
+
+def one_d(full_rank: bool) -> Callable[[_Rule], _Rule]:
+    """Lift a 2-D window rule to NNEF's rank-3 (NCW) form: a unit spatial dimension H is inserted in the data
+    (and the filter of ``conv``/``deconv``), the window attributes gain their H entry (size/stride/dilation 1,
+    padding (0, 0)) and the 2-D result is reshaped back.  ``full_rank``: the window attributes have one entry
+    per dimension (pools), else per spatial dimension (convolutions)."""
+
+    def deco(rule: _Rule) -> _Rule:
+        @wraps(rule)
+        def lifted(b: Builder, op: Operation) -> list[Value]:
+            x = op.operands[0]
+            if x.type.rank != 3 or op.attrs.get("layout") == "NHWC":
+                return rule(b, op)
+            at = 2 if full_rank else 0
+            attrs = dict(op.attrs)
+            for key in ("size", "stride", "dilation"):
+                v = [int(a) for a in (attrs.get(key) or [])]
+                if v:
+                    attrs[key] = v[:at] + [1] + v[at:]
+            pads = _pairs(attrs.get("padding"))
+            if pads:
+                attrs["padding"] = pads[:at] + [(0, 0)] + pads[at:]
+            if attrs.get("output_shape"):
+                out = [int(d) for d in attrs["output_shape"]]
+                attrs["output_shape"] = out[:2] + [1] + out[2:]
+            operands = [_unit_h(b, x)]
+            if op.opcode in ("conv", "deconv"):
+                operands.append(_unit_h(b, op.operands[1]) if op.operands[1].type.rank == 3 else op.operands[1])
+            operands += op.operands[len(operands):]
+            results = []
+            for r in op.results:
+                s = tuple(r.type.shape)
+                results.append(_detached(b, TensorType(s[:2] + (1,) + s[2:], r.type.dtype, r.type.quant)))
+            proxy = Operation(-1, op.name, operands, results, attrs, [], op.location)
+            return [b.reshape(y, r.shape) for y, r in zip(rule(b, proxy), op.results)]
+
+        return lifted
+
+    return deco
 
 
 # ------------------------------------------------------------------------------------------------ constants
@@ -663,6 +718,7 @@ def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
 
 # ------------------------------------------------------------------------------------------------ convolution
 @legalize("nnef.conv", dtypes=_Q)
+@one_d(full_rank=False)
 def conv(b: Builder, op: Operation) -> list[Value]:
     """``conv`` (2-D; ``groups`` 1, 0 = depthwise, or n): tfl.conv_2d / tfl.depthwise_conv_2d's lowering on the NHWC
     form, OIHW filters transposed to OHWI / [1, KH, KW, C·M]; padding the automatic one (SAME), none (VALID) or an
@@ -695,6 +751,7 @@ def conv(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("nnef.deconv", dtypes=_Q)
+@one_d(full_rank=False)
 def deconv(b: Builder, op: Operation) -> list[Value]:
     """``deconv`` (2-D, dilation 1): tfl.transpose_conv's lowering, one per group for ``groups`` > 1 (float); the
     filter [C, O/groups, KH, KW] becomes [O/groups, KH, KW, C]; the automatic padding is TFLite's SAME on the output
@@ -784,12 +841,14 @@ def _pool(b: Builder, op: Operation, tfl_name: str) -> Value:
 
 
 @legalize("nnef.max_pool", dtypes=_Q)
+@one_d(full_rank=True)
 def max_pool(b: Builder, op: Operation) -> list[Value]:
     """``max_pool`` over H, W: tfl.max_pool_2d's lowering (border 'ignore' = TFLite's padding, 'constant' pads 0)."""
     return [_pool(b, op, "tfl.max_pool_2d")]
 
 
 @legalize("nnef.avg_pool", dtypes=_Q)
+@one_d(full_rank=True)
 def avg_pool(b: Builder, op: Operation) -> list[Value]:
     """``avg_pool`` over H, W: tfl.average_pool_2d's lowering (border 'ignore' counts only the input; 'constant'
     counts the zero padding)."""
@@ -797,6 +856,7 @@ def avg_pool(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("nnef.box", dtypes=_Q)
+@one_d(full_rank=True)
 def box(b: Builder, op: Operation) -> list[Value]:
     """``box`` over H, W: the windowed mean (``normalize``) as tfl.average_pool_2d, or the windowed sum (float:
     that mean times the window size); border 'constant' counts the zero padding, 'ignore' does not."""
@@ -821,6 +881,7 @@ def _strided(b: Builder, x: Value, axis: int, count: int, stride: int, start: in
 
 
 @legalize("nnef.argmax_pool")
+@one_d(full_rank=True)
 def argmax_pool(b: Builder, op: Operation) -> list[Value]:
     """``argmax_pool`` over H, W (spec 4.4: the row-major index of the maximum within each window, padding with
     0 for border 'constant' and left out for 'ignore'): the window's kh·kw strided views stacked on a last axis,
@@ -850,6 +911,7 @@ def argmax_pool(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("nnef.rms_pool")
+@one_d(full_rank=True)
 def rms_pool(b: Builder, op: Operation) -> list[Value]:
     """``rms_pool``: sqrt(avg_pool(x²))."""
     x = op.operands[0]
