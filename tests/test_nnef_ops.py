@@ -668,3 +668,75 @@ def test_int8_1d(tmp_path: Path, op: str) -> None:
         assert got.dtype == np.int8 and got.shape == want.shape, who
         diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
         assert int(diff.max()) <= 1, f"q{op}1d ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+
+
+# --------------------------------------------------------------------------- border modes (spec 4.3 "Border Modes")
+def np_border(x: np.ndarray, pads: Sequence[tuple[int, int]], border: str) -> np.ndarray:
+    """The spec's extended input, dimension by dimension (pads align with the trailing dimensions):
+    replicate input[0] / input[z−1]; reflect input[−i] / input[z−1−(i−z+1)]; reflect-even input[−i−1] /
+    input[z−1−(i−z)]."""
+    x = x.astype(F64)
+    first = x.ndim - len(pads)
+    for k, (lo, hi) in enumerate(pads):
+        axis = first + k
+        z = x.shape[axis]
+        idx = []
+        for i in range(-lo, z + hi):
+            if 0 <= i < z:
+                idx.append(i)
+            elif border == "replicate":
+                idx.append(0 if i < 0 else z - 1)
+            elif border == "reflect":
+                idx.append(-i if i < 0 else z - 1 - (i - z + 1))
+            else:
+                idx.append(-i - 1 if i < 0 else z - 1 - (i - z))
+        x = np.take(x, idx, axis=axis)
+    return x
+
+
+@pytest.mark.parametrize("border", ["replicate", "reflect", "reflect-even"])
+def test_conv_border(tmp_path: Path, border: str) -> None:
+    w = rand(5, 4, 3, 3)
+    bias = rand(1, 5)
+    pads = [(2, 1), (1, 2)]
+    want = np_conv(np_border(CONV_X, pads, border), w, bias, (2, 1), [(0, 0), (0, 0)], 1)
+    run_case(tmp_path, f"conv_{border}", f"out = conv(x, w, b, stride = [2, 1], padding = {pads}, "
+             f"border = '{border}');", {"x": CONV_X}, ["out"], [want], variables={"w": w, "b": bias})
+
+
+def test_conv_1d_border_auto_padding(tmp_path: Path) -> None:
+    """Automatic padding (spec 4.3: half before) extended with 'reflect' on a rank-3 input."""
+    w = rand(6, 4, 4)
+    pad = auto_pads((11,), (4,), (1,), (1,))[0]
+    want = np_conv1d(np_border(X1, [pad], "reflect").astype(np.float32), w, 0.0, 1, (0, 0), 1)
+    run_case(tmp_path, "conv1d_reflect", "out = conv(x, w, 0.0, border = 'reflect');", {"x": X1}, ["out"], [want],
+             variables={"w": w})
+
+
+@pytest.mark.parametrize("op,border", [("max_pool", "replicate"), ("avg_pool", "reflect"), ("box", "reflect-even"),
+                                       ("rms_pool", "replicate"), ("max_pool", "ignore")])
+def test_pool_border(tmp_path: Path, op: str, border: str) -> None:
+    size, stride = (1, 1, 3, 2), (1, 1, 2, 1)
+    pads = [(0, 0), (0, 0), (2, 1), (1, 1)]  # not the automatic padding
+    x = POOL_X
+    if border == "ignore":
+        want = np_pool(x, size, stride, pads, "max", "ignore")
+    else:
+        ext = np_border(x, pads, border)
+        kind = {"max_pool": "max", "avg_pool": "avg", "box": "sum", "rms_pool": "avg"}[op]
+        want = np_pool(ext ** 2 if op == "rms_pool" else ext, size, stride, [(0, 0)] * 4, kind, "constant")
+        want = np.sqrt(want) if op == "rms_pool" else want
+    run_case(tmp_path, f"{op}_{border}", f"out = {op}(x, size = {list(size)}, stride = {list(stride)}, "
+             f"padding = {pads}, border = '{border}');", {"x": x}, ["out"], [want])
+
+
+def test_argmax_pool_border(tmp_path: Path) -> None:
+    pads = [(0, 0), (0, 0), (1, 1), (1, 0)]
+    xp = np_border(POOL_X, pads, "reflect")
+    oh, ow = (xp.shape[2] - 3) // 2 + 1, xp.shape[3] - 2 + 1
+    want = np.zeros((1, 3, oh, ow), np.int32)
+    for i in range(oh):
+        for j in range(ow):
+            want[:, :, i, j] = np.argmax(xp[:, :, 2 * i:2 * i + 3, j:j + 2].reshape(1, 3, -1), axis=2)
+    run_case(tmp_path, "argmax_pool_reflect", f"out = argmax_pool(x, size = [1, 1, 3, 2], stride = [1, 1, 2, 1], "
+             f"padding = {pads}, border = 'reflect');", {"x": POOL_X}, ["out"], [want])

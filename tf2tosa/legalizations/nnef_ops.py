@@ -140,6 +140,57 @@ def _window_padding(b: Builder, x: Value, pads: list[int], in_hw: Sequence[int],
     return b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], pad_value), "VALID"
 
 
+#: the border modes that extend the input with its own values (spec 4.3 "Border Modes")
+EXTENDING_BORDERS = ("replicate", "reflect", "reflect-even")
+
+
+def _border_index(i: int, z: int, border: str) -> int:
+    """The input index the spec's extended input takes at position ``i`` (−p ≤ i < z + q)."""
+    if 0 <= i < z:
+        return i
+    if border == "replicate":
+        return 0 if i < 0 else z - 1
+    if border == "reflect":
+        j = -i if i < 0 else z - 1 - (i - z + 1)
+    else:  # reflect-even: the edge is duplicated
+        j = -i - 1 if i < 0 else z - 1 - (i - z)
+    if not 0 <= j < z:
+        raise Unsupported(f"border '{border}' padding of {-i if i < 0 else i - z + 1} on a dimension of {z}")
+    return j
+
+
+def border_pad(b: Builder, x: Value, axes: Sequence[int], pads: Sequence[int], border: str) -> Value:
+    """``x`` extended along ``axes`` by (before, after) = ``pads[2k], pads[2k+1]`` with the values of ``border``
+    ('replicate', 'reflect', 'reflect-even'): one-element SLICEs of the input CONCATenated around it."""
+    y = x
+    for k, axis in enumerate(axes):
+        lo, hi = int(pads[2 * k]), int(pads[2 * k + 1])
+        if not lo and not hi:
+            continue
+        if lo < 0 or hi < 0:
+            raise Unsupported(f"negative padding {list(pads)}")
+        shape = static_shape(y)
+        z = shape[axis]
+        size = list(shape)
+        size[axis] = 1
+
+        def row(i: int, y: Value = y, z: int = z, axis: int = axis, size: list[int] = size) -> Value:
+            start = [0] * len(size)
+            start[axis] = _border_index(i, z, border)
+            return b.slice(y, start, size)
+
+        parts = [row(i) for i in range(-lo, 0)] + [y] + [row(i) for i in range(z, z + hi)]
+        y = b.concat(parts, axis)
+    return y
+
+
+def _lowest(x: Value) -> float | int:
+    """The lowest value of ``x``'s element type (a padding no maximum picks)."""
+    if x.dtype.is_float:
+        return float(np.finfo(np.float32).min)
+    return int(x.dtype.range()[0])
+
+
 def _zero_of(x: Value) -> float | int:
     q = x.type.quant
     return int(q.zero_point[0]) if q is not None else 0
@@ -722,7 +773,8 @@ def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
 def conv(b: Builder, op: Operation) -> list[Value]:
     """``conv`` (2-D; ``groups`` 1, 0 = depthwise, or n): tfl.conv_2d / tfl.depthwise_conv_2d's lowering on the NHWC
     form, OIHW filters transposed to OHWI / [1, KH, KW, C·M]; padding the automatic one (SAME), none (VALID) or an
-    explicit PAD with the input zero point (``border = 'constant'``)."""
+    explicit PAD with the input zero point (``border = 'constant'``) or the input's own values ('replicate',
+    'reflect', 'reflect-even': :func:`border_pad`)."""
     x = _nhwc(b, op, op.operands[0])
     w, bias = op.operands[1], op.operands[2]
     if w.type.rank != 4:
@@ -733,7 +785,10 @@ def conv(b: Builder, op: Operation) -> list[Value]:
     stride, dil = _ints(op.attrs.get("stride"), 2), _ints(op.attrs.get("dilation"), 2)
     pads = _spatial_pads(op, [ih, iw], [kh, kw], stride, dil, False)
     border = str(op.attrs.get("border", "constant"))
-    if any(pads) and border != "constant":
+    if any(pads) and border in EXTENDING_BORDERS:
+        x, pads = border_pad(b, x, (1, 2), pads, border), [0, 0, 0, 0]
+        ih, iw = static_shape(x)[1:3]
+    elif any(pads) and border != "constant":
         raise Unsupported(f"conv border '{border}' with padding {pads}")
     x, padding = _window_padding(b, x, pads, [ih, iw], [kh, kw], stride, dil, _zero_of(x))
     attrs = {"stride_h": stride[0], "stride_w": stride[1], "dilation_h_factor": dil[0],
@@ -832,6 +887,10 @@ def _pool(b: Builder, op: Operation, tfl_name: str) -> Value:
     elif border == "constant":
         x = b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], _zero_of(x))
         padding = "VALID"
+    elif border in EXTENDING_BORDERS:
+        x, padding = border_pad(b, x, (1, 2), pads, border), "VALID"
+    elif border == "ignore" and tfl_name == "tfl.max_pool_2d":  # left out of the max: padded with the lowest value
+        x, padding = b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], _lowest(x)), "VALID"
     else:
         raise Unsupported(f"{op.opcode} border '{border}' with padding {pads}")
     y = via(b, op, tfl_name, [x], {"filter_height": kernel[0], "filter_width": kernel[1], "stride_h": stride[0],
@@ -843,15 +902,16 @@ def _pool(b: Builder, op: Operation, tfl_name: str) -> Value:
 @legalize("nnef.max_pool", dtypes=_Q)
 @one_d(full_rank=True)
 def max_pool(b: Builder, op: Operation) -> list[Value]:
-    """``max_pool`` over H, W: tfl.max_pool_2d's lowering (border 'ignore' = TFLite's padding, 'constant' pads 0)."""
+    """``max_pool`` over H, W: tfl.max_pool_2d's lowering (border 'ignore': TFLite's SAME or a PAD with the lowest
+    value, 'constant' pads 0, 'replicate'/'reflect'/'reflect-even' an explicit extension of the input)."""
     return [_pool(b, op, "tfl.max_pool_2d")]
 
 
 @legalize("nnef.avg_pool", dtypes=_Q)
 @one_d(full_rank=True)
 def avg_pool(b: Builder, op: Operation) -> list[Value]:
-    """``avg_pool`` over H, W: tfl.average_pool_2d's lowering (border 'ignore' counts only the input; 'constant'
-    counts the zero padding)."""
+    """``avg_pool`` over H, W: tfl.average_pool_2d's lowering (border 'ignore' counts only the input, as TFLite's
+    SAME; 'constant' counts the zero padding; 'replicate'/'reflect'/'reflect-even' average an explicit extension)."""
     return [_pool(b, op, "tfl.average_pool_2d")]
 
 
@@ -865,8 +925,8 @@ def box(b: Builder, op: Operation) -> list[Value]:
         return [y]
     require_float(op, op.operands[0])
     kernel, _, _ = _pool_window(op, op.operands[0])
-    if str(op.attrs.get("border", "constant")) != "constant" and any(_pairs(op.attrs.get("padding"))):
-        raise Unsupported("box without normalize and with border other than 'constant'")
+    if str(op.attrs.get("border", "constant")) == "ignore" and any(_pairs(op.attrs.get("padding"))):
+        raise Unsupported("box without normalize and with border 'ignore'")
     return [b.mul(y, fconst(b, float(kernel[0] * kernel[1]), y))]
 
 
@@ -895,10 +955,13 @@ def argmax_pool(b: Builder, op: Operation) -> list[Value]:
     dil = _ints(op.attrs.get("dilation"), 4)[2:]
     pads = _spatial_pads(op, [h, w], kernel, stride, dil, True)
     border = str(op.attrs.get("border", "constant"))
-    if border not in ("constant", "ignore"):
+    if border in EXTENDING_BORDERS:
+        xp = border_pad(b, x, (2, 3), pads, border)
+    elif border in ("constant", "ignore"):
+        fill = float(np.finfo(np.float32).min) if border == "ignore" else 0.0
+        xp = b.pad(x, [0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]], fill)
+    else:
         raise Unsupported(f"argmax_pool border '{border}'")
-    fill = float(np.finfo(np.float32).min) if border == "ignore" else 0.0
-    xp = b.pad(x, [0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]], fill)
     oh, ow = (int(d) for d in op.results[0].shape[2:])
     views = []
     for ky in range(kernel[0]):
