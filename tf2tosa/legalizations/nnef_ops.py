@@ -930,16 +930,6 @@ def box(b: Builder, op: Operation) -> list[Value]:
     return [b.mul(y, fconst(b, float(kernel[0] * kernel[1]), y))]
 
 
-def _strided(b: Builder, x: Value, axis: int, count: int, stride: int, start: int) -> Value:
-    """Elements start + k·stride (k < count) along ``axis``: a SLICE of the span, then every stride-th."""
-    shape = static_shape(x)
-    begin = [0] * len(shape)
-    begin[axis] = start
-    size = list(shape)
-    size[axis] = (count - 1) * stride + 1
-    return take_every(b, b.slice(x, begin, size), axis, count, stride)
-
-
 @legalize("nnef.argmax_pool")
 @one_d(full_rank=True)
 def argmax_pool(b: Builder, op: Operation) -> list[Value]:
@@ -966,8 +956,8 @@ def argmax_pool(b: Builder, op: Operation) -> list[Value]:
     views = []
     for ky in range(kernel[0]):
         for kx in range(kernel[1]):
-            v = _strided(b, xp, 2, oh, stride[0], ky * dil[0])
-            v = _strided(b, v, 3, ow, stride[1], kx * dil[1])
+            v = take_every(b, xp, 2, oh, stride[0], ky * dil[0])
+            v = take_every(b, v, 3, ow, stride[1], kx * dil[1])
             views.append(b.reshape(v, [n, c, oh, ow, 1]))
     stacked = b.concat(views, 4)
     return [b.emit("ARGMAX", [stacked], {"axis": 4}, out_dtype=DType.INT32).result]
