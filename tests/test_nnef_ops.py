@@ -740,3 +740,66 @@ def test_argmax_pool_border(tmp_path: Path) -> None:
             want[:, :, i, j] = np.argmax(xp[:, :, 2 * i:2 * i + 3, j:j + 2].reshape(1, 3, -1), axis=2)
     run_case(tmp_path, "argmax_pool_reflect", f"out = argmax_pool(x, size = [1, 1, 3, 2], stride = [1, 1, 2, 1], "
              f"padding = {pads}, border = 'reflect');", {"x": POOL_X}, ["out"], [want])
+
+
+# --------------------------------------------------------------------------- 3-D convolution (rank-5 NCDHW)
+def np_conv3d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | float, stride: Sequence[int],
+              dilation: Sequence[int]) -> np.ndarray:
+    """Spec 4.3 conv, three spatial dimensions, on an already padded input: output[n, o, i, j, k] =
+    Σ_{c, a, b, e} input[n, c, i·s₀ + a·d₀, j·s₁ + b·d₁, k·s₂ + e·d₂] · filter[o, c, a, b, e] + bias[o]."""
+    x, w = x.astype(F64), w.astype(F64)
+    o, _, *ks = w.shape
+    outs = [(x.shape[2 + i] - (ks[i] - 1) * dilation[i] - 1) // stride[i] + 1 for i in range(3)]
+    out = np.zeros((x.shape[0], o, *outs))
+    for a, bb, e in np.ndindex(*ks):
+        patch = x[:, :, a * dilation[0]::stride[0], bb * dilation[1]::stride[1], e * dilation[2]::stride[2]]
+        patch = patch[:, :, :outs[0], :outs[1], :outs[2]]
+        out += np.einsum("ncdhw,oc->nodhw", patch, w[:, :, a, bb, e])
+    bv = np.asarray(bias, F64).reshape(-1)
+    return out + (bv.reshape(1, -1, 1, 1, 1) if bv.size > 1 else bv[0])
+
+
+@pytest.mark.parametrize("padding,border", [("[]", "constant"), ("[(1, 0), (0, 1), (1, 1)]", "constant"),
+                                            ("[(1, 1), (1, 0), (0, 2)]", "replicate"),
+                                            ("[(0, 0), (0, 0), (0, 0)]", "constant")])
+def test_conv_3d(tmp_path: Path, padding: str, border: str) -> None:
+    x = rand(1, 3, 5, 6, 4)
+    w = rand(4, 3, 2, 3, 2)
+    bias = rand(1, 4)
+    stride, dil = (2, 1, 1), (1, 1, 2)
+    pads = auto_pads((5, 6, 4), (2, 3, 2), stride, dil) if padding == "[]" else eval(padding)  # noqa: S307
+    xp = np_border(x, pads, border) if border != "constant" else pad_nchw(f(x), pads, 0.0)
+    want = np_conv3d(xp, w, bias, stride, dil)
+    run_case(tmp_path, "conv3d", f"out = conv(x, w, b, stride = {list(stride)}, dilation = {list(dil)}, "
+             f"padding = {padding}, border = '{border}');", {"x": x}, ["out"], [want], variables={"w": w, "b": bias})
+
+
+def test_int8_grouped_deconv(tmp_path: Path) -> None:
+    """Quantized deconv with groups = 2 and an int32 bias (scale = input scale × filter scale): within one step of
+    the spec's float deconv of the dequantized tensors, quantized to the output's parameters."""
+    sx, zx, sw, so, zo = 0.03, -2, 0.01, 0.02, 5
+    x = np.asarray(RNG.integers(-128, 128, size=(1, 4, 3, 3)), np.int8)
+    xf = (x.astype(F64) - zx) * sx
+    w = rand(4, 3, 2, 2)
+    bias = rand(1, 6, lo=-0.3, hi=0.3)
+    wf = _q8(f(w), sw, 0).astype(F64) * sw
+    bf = np.round(f(bias) / (sx * sw)) * (sx * sw)
+    want_f = np.concatenate([np_deconv(xf[:, :2], wf[:2], (2, 2), (6, 6), [(0, 0), (0, 0)]),
+                             np_deconv(xf[:, 2:], wf[2:], (2, 2), (6, 6), [(0, 0), (0, 0)])], axis=1)
+    want = _q8(want_f + bf.reshape(1, 6, 1, 1), so, zo)
+    folder = write_graph(tmp_path / "qdeconv_g2.nnef",
+                         "out = deconv(x, w, b, stride = [2, 2], padding = [(0, 0), (0, 0)], groups = 2);",
+                         {"x": ((1, 4, 3, 3), "scalar")}, ["out"], {"w": w, "b": bias})
+    (folder / "graph.quant").write_text(
+        _zp_quant("x", sx, zx) + _zp_quant("w", sw, 0) + _zp_quant("out", so, zo)
+        + f'"b": zero_point_linear_quantize(zero_point = 0, scale = {sx * sw}, bits = 32, signed = true, '
+          'symmetric = false);\n')
+    model = tf2tosa.convert(folder)
+    model.save(tmp_path / "qdeconv_g2.tosa")
+    runs = [("executor", list(model.run([x]).values())[0])]
+    if tosa_tools.available():
+        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
+    for who, got in runs:
+        assert got.dtype == np.int8 and got.shape == want.shape, who
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert int(diff.max()) <= 1, f"qdeconv_g2 ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"

@@ -88,7 +88,7 @@ def _leading(b: Builder, v: Value, rank: int) -> Value:
 def _nhwc(b: Builder, op: Operation, x: Value) -> Value:
     """The NHWC form of the rule's 4-D data input."""
     if x.type.rank != 4:
-        raise Unsupported(f"{op.name} on a rank-{x.type.rank} tensor (2-D spatial operations only)")
+        raise Unsupported(f"{op.name} on a rank-{x.type.rank} tensor (1-D and 2-D windows; 3-D for conv only)")
     return x if op.attrs.get("layout") == "NHWC" else transpose(b, x, TO_NHWC)
 
 
@@ -775,10 +775,12 @@ def conv(b: Builder, op: Operation) -> list[Value]:
     form, OIHW filters transposed to OHWI / [1, KH, KW, C·M]; padding the automatic one (SAME), none (VALID) or an
     explicit PAD with the input zero point (``border = 'constant'``) or the input's own values ('replicate',
     'reflect', 'reflect-even': :func:`border_pad`)."""
+    if op.operands[0].type.rank == 5:
+        return _conv_3d(b, op)
     x = _nhwc(b, op, op.operands[0])
     w, bias = op.operands[1], op.operands[2]
     if w.type.rank != 4:
-        raise Unsupported(f"conv filter of rank {w.type.rank} (2-D convolutions only)")
+        raise Unsupported(f"conv filter of rank {w.type.rank} on a rank-{x.type.rank} input")
     _, ih, iw, c = static_shape(x)
     o, ig, kh, kw = static_shape(w)
     groups = int(op.attrs.get("groups", 1)) or c
@@ -805,10 +807,47 @@ def conv(b: Builder, op: Operation) -> list[Value]:
     return [_out(b, op, y[0])]
 
 
+def _conv_3d(b: Builder, op: Operation) -> list[Value]:
+    """3-D ``conv`` (NCDHW, float, ``groups`` 1): tfl.conv_3d's lowering (TOSA CONV3D) on the NDHWC form, the
+    [O, C, KD, KH, KW] filter transposed to TFLite's [KD, KH, KW, C, O]; explicit padding applied first (PAD with
+    0, or the input's own values for 'replicate'/'reflect'/'reflect-even'), the automatic one as SAME."""
+    x, w, bias = op.operands[:3]
+    require_float(op, x)
+    if w.type.rank != 5:
+        raise Unsupported(f"conv filter of rank {w.type.rank} on a rank-5 input")
+    n, c, d, h, wd = static_shape(x)
+    o, ig, kd, kh, kw = static_shape(w)
+    groups = int(op.attrs.get("groups", 1)) or c
+    if groups != 1 or ig != c:
+        raise Unsupported(f"3-D conv with {groups} groups (filter {[o, ig, kd, kh, kw]} on {c} channels)")
+    stride, dil = _ints(op.attrs.get("stride"), 3), _ints(op.attrs.get("dilation"), 3)
+    pads3 = _pairs(op.attrs.get("padding"))
+    xt = transpose(b, x, (0, 2, 3, 4, 1))
+    padding = "SAME" if not pads3 else "VALID"
+    if pads3 and any(p_ for pair in pads3 for p_ in pair):
+        flat = [p_ for pair in pads3 for p_ in pair]
+        border = str(op.attrs.get("border", "constant"))
+        if min(flat) < 0:
+            raise Unsupported(f"negative padding {pads3}")
+        if border in EXTENDING_BORDERS:
+            xt = border_pad(b, xt, (1, 2, 3), flat, border)
+        elif border == "constant":
+            xt = b.pad(xt, [0, 0, *flat, 0, 0], 0.0)
+        else:
+            raise Unsupported(f"conv border '{border}' with padding {pads3}")
+    attrs = {"padding": padding, "stride_d": stride[0], "stride_h": stride[1], "stride_w": stride[2],
+             "dilation_d_factor": dil[0], "dilation_h_factor": dil[1], "dilation_w_factor": dil[2],
+             "fused_activation_function": "NONE"}
+    rest = [] if _is_zero(bias) else [bias]
+    res = [_detached(b, permute_type(op.results[0].type, (0, 2, 3, 4, 1)))]
+    y = via(b, op, "tfl.conv_3d", [xt, transpose(b, w, (2, 3, 4, 1, 0)), *rest], attrs, results=res)[0]
+    return [transpose(b, y, (0, 4, 1, 2, 3))]
+
+
 @legalize("nnef.deconv", dtypes=_Q)
 @one_d(full_rank=False)
 def deconv(b: Builder, op: Operation) -> list[Value]:
-    """``deconv`` (2-D, dilation 1): tfl.transpose_conv's lowering, one per group for ``groups`` > 1 (float); the
+    """``deconv`` (1-D or 2-D, dilation 1): tfl.transpose_conv's lowering, one per group for ``groups`` > 1; the
     filter [C, O/groups, KH, KW] becomes [O/groups, KH, KW, C]; the automatic padding is TFLite's SAME on the output
     size, no padding VALID."""
     x = _nhwc(b, op, op.operands[0])
@@ -841,20 +880,37 @@ def deconv(b: Builder, op: Operation) -> list[Value]:
         y = via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, oc]), wt, x, *rest], attrs,
                 results=[_detached(b, out_t)])[0]
         return [_out(b, op, y)]
-    if x.type.is_quantized:
-        raise Unsupported("grouped deconv on quantized tensors")
+    quantized = x.type.is_quantized
+    if quantized and (w.type.quant is None or w.type.quant.per_channel):
+        raise Unsupported("quantized grouped deconv with a per-channel (or unquantized) filter")
     cg = c // groups
     parts = []
     for g in range(groups):  # one TRANSPOSE_CONV2D per group, concatenated on the channels
         xg = b.slice(x, [0, 0, 0, g * cg], [n, ih, iw, cg])
         wg = b.slice(wt, [0, 0, 0, g * cg], [o, kh, kw, cg])
-        tg = TensorType((n, oh, ow, o), out_t.dtype)
-        parts.append(via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, o]), wg, xg], attrs,
+        tg = TensorType((n, oh, ow, o), out_t.dtype, out_t.quant)
+        # quantized: each group's bias joins its int32 accumulator; float: one ADD after the CONCAT
+        rest = [_group_bias(b, bias, g * o, o)] if quantized and not _is_zero(bias) else []
+        parts.append(via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, o]), wg, xg, *rest], attrs,
                          results=[_detached(b, tg)])[0])
     y = b.concat(parts, 3)
-    if not _is_zero(bias):
+    if not quantized and not _is_zero(bias):
         y = b.binary("ADD", y, b.reshape(bias, [1, 1, 1, oc]) if bias.type.rank != 0 else bias)
     return [_out(b, op, y)]
+
+
+def _group_bias(b: Builder, bias: Value, start: int, size: int) -> Value:
+    """Channels [start, start + size) of a constant ``[1, C]`` / ``[C]`` bias, with their quantization."""
+    arr = bias.const()
+    if arr is None:
+        raise Unsupported("quantized grouped deconv with a computed bias")
+    flat = np.asarray(arr).reshape(-1)
+    if flat.size == 1:
+        flat = np.repeat(flat, start + size)
+    q = bias.type.quant
+    if q is not None and q.per_channel:
+        q = QuantParams(q.scale[start:start + size], q.zero_point[start:start + size], 0)
+    return b.const(flat[start:start + size], bias.dtype, quant=q, name="nnef_group_bias")
 
 
 # ------------------------------------------------------------------------------------------------ pooling
