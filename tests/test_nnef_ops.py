@@ -803,3 +803,51 @@ def test_int8_grouped_deconv(tmp_path: Path) -> None:
         assert got.dtype == np.int8 and got.shape == want.shape, who
         diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
         assert int(diff.max()) <= 1, f"qdeconv_g2 ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+
+
+@pytest.mark.parametrize("border", ["constant", "ignore"])
+def test_int8_argmax_pool(tmp_path: Path, border: str) -> None:
+    """argmax_pool of a quantized tensor: the index of the first maximum of the dequantized window (spec 4.4),
+    padding with 0.0 for 'constant' and left out for 'ignore'; the window of all −128 tells them apart."""
+    sx, zx = 0.1, 7
+    x = np.asarray(RNG.integers(-128, 128, size=(1, 2, 6, 5)), np.int8)
+    x[0, 0, :3, :3] = -128
+    pads = [(0, 0), (0, 0), (1, 1), (1, 0)]
+    xf = pad_nchw((x.astype(F64) - zx) * sx, pads, -np.inf if border == "ignore" else 0.0)
+    oh, ow = (xf.shape[2] - 3) // 2 + 1, (xf.shape[3] - 2) // 1 + 1
+    want = np.zeros((1, 2, oh, ow), np.int32)
+    for i in range(oh):
+        for j in range(ow):
+            want[:, :, i, j] = np.argmax(xf[:, :, 2 * i:2 * i + 3, j:j + 2].reshape(1, 2, -1), axis=2)
+    folder = write_graph(tmp_path / f"qargmax_{border}.nnef", f"out = argmax_pool(x, size = [1, 1, 3, 2], "
+                         f"stride = [1, 1, 2, 1], padding = {pads}, border = '{border}');",
+                         {"x": ((1, 2, 6, 5), "scalar")}, ["out"])
+    (folder / "graph.quant").write_text(_zp_quant("x", sx, zx))
+    model = tf2tosa.convert(folder)
+    model.save(tmp_path / f"qargmax_{border}.tosa")
+    check_close("qargmax", list(model.run([x]).values())[0], want, "executor")
+    if tosa_tools.available():
+        check_close("qargmax", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0], want, "Arm")
+
+
+@pytest.mark.parametrize("axes", [[2, 3], [1, 3]])
+def test_int8_softmax_axes(tmp_path: Path, axes: list[int]) -> None:
+    """softmax over several axes of a quantized tensor (spec: exp(x − max) / sum over all the axes), within one
+    step of the float softmax of the dequantized input quantized to the output's parameters (1/256, −128)."""
+    sx, zx = 0.05, -3
+    x = np.asarray(RNG.integers(-128, 128, size=(2, 3, 4, 5)), np.int8)
+    xf = (x.astype(F64) - zx) * sx
+    e = np.exp(xf - xf.max(axis=tuple(axes), keepdims=True))
+    want = _q8(e / e.sum(axis=tuple(axes), keepdims=True), 1 / 256, -128)
+    folder = write_graph(tmp_path / "qsoftmax.nnef", f"out = softmax(x, axes = {axes});",
+                         {"x": ((2, 3, 4, 5), "scalar")}, ["out"])
+    (folder / "graph.quant").write_text(_zp_quant("x", sx, zx) + _zp_quant("out", 1 / 256, -128))
+    model = tf2tosa.convert(folder)
+    model.save(tmp_path / "qsoftmax.tosa")
+    runs = [("executor", list(model.run([x]).values())[0])]
+    if tosa_tools.available():
+        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
+    for who, got in runs:
+        assert got.dtype == np.int8 and got.shape == want.shape, who
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert int(diff.max()) <= 1, f"qsoftmax ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"

@@ -476,9 +476,21 @@ def gelu(b: Builder, op: Operation) -> list[Value]:
 @legalize("nnef.softmax", dtypes=_Q)
 def softmax(b: Builder, op: Operation) -> list[Value]:
     """``softmax(x, axes)`` over the last axis: tfl.softmax's lowering; other single axes are transposed last;
-    several axes (float): the fragment's exp(x − max) / sum."""
+    several axes: float, the fragment's exp(x − max) / sum; quantized, tfl.softmax over the axes moved last and
+    merged into one (a softmax over several axes is one over their flattened elements)."""
     x = op.operands[0]
     axes = sorted(positive_axis(int(a), x.type.rank) for a in op.attrs.get("axes", [1]))
+    if len(axes) != 1 and x.type.is_quantized:  # one softmax over the axes moved last and merged into one
+        r = x.type.rank
+        perm = [i for i in range(r) if i not in axes] + axes
+        xt = transpose(b, x, perm)
+        kept = [int(d) for d in xt.shape[:r - len(axes)]]
+        merged = b.reshape(xt, kept + [int(np.prod(xt.shape[r - len(axes):]))])
+        out_t = op.results[0].type
+        y = via(b, op, "tfl.softmax", [merged], {"beta": 1.0},
+                results=[_detached(b, TensorType(tuple(merged.shape), out_t.dtype, out_t.quant))])[0]
+        y = b.reshape(y, [int(d) for d in xt.shape])
+        return [transpose(b, y, [perm.index(i) for i in range(r)])]
     if len(axes) != 1:  # the fragment's body: e / sum(e), e = exp(x − max), reductions over every axis
         require_float(op, x)
         m = x
@@ -991,11 +1003,13 @@ def box(b: Builder, op: Operation) -> list[Value]:
 def argmax_pool(b: Builder, op: Operation) -> list[Value]:
     """``argmax_pool`` over H, W (spec 4.4: the row-major index of the maximum within each window, padding with
     0 for border 'constant' and left out for 'ignore'): the window's kh·kw strided views stacked on a last axis,
-    then ARGMAX (the first maximum, as the spec's arg max)."""
+    then ARGMAX (the first maximum, as the spec's arg max).  Quantized inputs compare as integers (padding: the
+    zero point, or for 'ignore' int16's lowest after a CAST, so no int8 value ties with it)."""
     x = op.operands[0]
     if x.type.rank != 4:
         raise Unsupported(f"argmax_pool on a rank-{x.type.rank} tensor")
-    require_float(op, x)
+    if not x.dtype.is_float and not x.type.is_quantized:
+        raise Unsupported(f"argmax_pool on a {x.dtype.value} tensor without quantization")
     n, c, h, w = static_shape(x)
     kernel, stride, _ = _pool_window(op, x)
     dil = _ints(op.attrs.get("dilation"), 4)[2:]
@@ -1004,7 +1018,11 @@ def argmax_pool(b: Builder, op: Operation) -> list[Value]:
     if border in EXTENDING_BORDERS:
         xp = border_pad(b, x, (2, 3), pads, border)
     elif border in ("constant", "ignore"):
-        fill = float(np.finfo(np.float32).min) if border == "ignore" else 0.0
+        fill: float | int = float(np.finfo(np.float32).min) if border == "ignore" else 0.0
+        if x.type.is_quantized:  # the order of the integers is that of the real values (positive scale)
+            fill = _zero_of(x)
+            if border == "ignore" and any(pads):  # below every int8 value: int16's lowest
+                x, fill = b.cast(x, DType.INT16), int(DType.INT16.range()[0])
         xp = b.pad(x, [0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]], fill)
     else:
         raise Unsupported(f"argmax_pool border '{border}'")
