@@ -851,3 +851,78 @@ def test_int8_softmax_axes(tmp_path: Path, axes: list[int]) -> None:
         assert got.dtype == np.int8 and got.shape == want.shape, who
         diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
         assert int(diff.max()) <= 1, f"qsoftmax ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+
+
+# --------------------------------------------------------------------------- sample / desample / debox (spec 4.3)
+SAMPLE_CASES = [((3, 2), (2, 1), (1, 1), [(1, 1), (0, 1)], "constant"), ((2, 2), (2, 2), (1, 1), [(0, 0), (0, 0)],
+                                                                          "constant"),
+                ((2, 3), (1, 2), (2, 1), [(1, 0), (1, 1)], "replicate")]
+
+
+@pytest.mark.parametrize("size,stride,dil,pads,border", SAMPLE_CASES)
+def test_sample(tmp_path: Path, size: tuple[int, int], stride: tuple[int, int], dil: tuple[int, int],
+                pads: list[tuple[int, int]], border: str) -> None:
+    """output[i] = input~[i·s + index[i]·d − p] with index the row-major window offset."""
+    x = rand(1, 2, 7, 6)
+    ext = np_border(x, pads, border) if border != "constant" else pad_nchw(f(x), pads, 0.0)
+    oh = (ext.shape[2] - (size[0] - 1) * dil[0] - 1) // stride[0] + 1
+    ow = (ext.shape[3] - (size[1] - 1) * dil[1] - 1) // stride[1] + 1
+    index = np.asarray(RNG.integers(0, size[0] * size[1], size=(1, 2, oh, ow)), np.int32)
+    want = np.zeros((1, 2, oh, ow))
+    for n, c, i, j in np.ndindex(*want.shape):
+        ky, kx = divmod(int(index[n, c, i, j]), size[1])
+        want[n, c, i, j] = ext[n, c, i * stride[0] + ky * dil[0], j * stride[1] + kx * dil[1]]
+    full = [(0, 0), (0, 0)] + pads
+    run_case(tmp_path, "sample", f"out = sample(x, i, size = [1, 1, {size[0]}, {size[1]}], border = '{border}', "
+             f"padding = {full}, stride = [1, 1, {stride[0]}, {stride[1]}], dilation = [1, 1, {dil[0]}, {dil[1]}]);",
+             {"x": x, "i": index}, ["out"], [want])
+
+
+def np_unwindow(x: np.ndarray, take: Callable[[int, int, int, int, int], bool], size: Sequence[int],
+                stride: Sequence[int], dil: Sequence[int], pads: Sequence[tuple[int, int]],
+                out_hw: Sequence[int]) -> np.ndarray:
+    """Spec 4.3 desample/debox: output[o] = Σ_j input[(o + p − j·d) / s] over the j where the division is exact,
+    the quotient inside the input and ``take(n, c, qy, qx, j)`` (desample: index[q] = j; debox: always)."""
+    n_, c_, h, w = x.shape
+    out = np.zeros((n_, c_, *out_hw))
+    for n, c, oy, ox in np.ndindex(*out.shape):
+        for ky in range(size[0]):
+            for kx in range(size[1]):
+                ty, tx = oy + pads[0][0] - ky * dil[0], ox + pads[1][0] - kx * dil[1]
+                if ty % stride[0] or tx % stride[1]:
+                    continue
+                qy, qx = ty // stride[0], tx // stride[1]
+                if 0 <= qy < h and 0 <= qx < w and take(n, c, qy, qx, ky * size[1] + kx):
+                    out[n, c, oy, ox] += x[n, c, qy, qx]
+    return out
+
+
+@pytest.mark.parametrize("size,stride,dil,pads,out_hw", [
+    ((2, 2), (2, 2), (1, 1), [(0, 0), (0, 0)], (8, 6)), ((3, 2), (2, 1), (1, 1), [(1, 1), (0, 1)], (7, 4)),
+    ((2, 3), (1, 2), (2, 1), [(1, 0), (1, 1)], (5, 7))])
+def test_desample_and_debox(tmp_path: Path, size: tuple[int, int], stride: tuple[int, int], dil: tuple[int, int],
+                            pads: list[tuple[int, int]], out_hw: tuple[int, int]) -> None:
+    ih = (out_hw[0] + sum(pads[0]) - (size[0] - 1) * dil[0] - 1) // stride[0] + 1
+    iw = (out_hw[1] + sum(pads[1]) - (size[1] - 1) * dil[1] - 1) // stride[1] + 1
+    x = rand(1, 2, ih, iw)
+    index = np.asarray(RNG.integers(0, size[0] * size[1], size=x.shape), np.int32)
+    want_de = np_unwindow(f(x), lambda n, c, qy, qx, j: int(index[n, c, qy, qx]) == j, size, stride, dil, pads,
+                          out_hw)
+    want_box = np_unwindow(f(x), lambda *_: True, size, stride, dil, pads, out_hw) / (size[0] * size[1])
+    full = [(0, 0), (0, 0)] + pads
+    common = (f"size = [1, 1, {size[0]}, {size[1]}], padding = {full}, stride = [1, 1, {stride[0]}, {stride[1]}], "
+              f"dilation = [1, 1, {dil[0]}, {dil[1]}], output_shape = [1, 2, {out_hw[0]}, {out_hw[1]}]")
+    run_case(tmp_path, "desample", f"d = desample(x, i, {common}); e = debox(x, {common}, normalize = true);",
+             {"x": x, "i": index}, ["d", "e"], [want_de, want_box])
+
+
+def test_argmax_pool_sample_desample_roundtrip(tmp_path: Path) -> None:
+    """The unpooling pattern: sample(x, argmax_pool(x)) is max_pool; desample puts each maximum back in place."""
+    x = POOL_X[:, :, :6, :6]
+    want_max = np_pool(x, (1, 1, 2, 2), (1, 1, 2, 2), [(0, 0)] * 4, "max", "constant")
+    win = f(x).reshape(1, 3, 3, 2, 3, 2)
+    mask = win == win.max(axis=(3, 5), keepdims=True)
+    want_un = np.where(mask, win, 0.0).reshape(1, 3, 6, 6)
+    attrs = "size = [1, 1, 2, 2], stride = [1, 1, 2, 2], padding = [(0, 0), (0, 0), (0, 0), (0, 0)]"
+    run_case(tmp_path, "unpool", f"i = argmax_pool(x, {attrs}); m = sample(x, i, {attrs}); "
+             f"u = desample(m, i, {attrs}, output_shape = [1, 3, 6, 6]);", {"x": x}, ["m", "u"], [want_max, want_un])

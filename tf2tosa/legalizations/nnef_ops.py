@@ -23,7 +23,7 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, TensorType, Value
 from ..tosa.builder import Builder
 from .delegate import via
-from .lowering.layout import resolve_reshape, take_every
+from .lowering.layout import dilate_axis, resolve_reshape, take_every
 from .lowering.legalize_common import positive_axis
 from .lowering.numeric import fconst, float_divide, require_float, static_shape
 from .lowering.padding import same_padding
@@ -1035,6 +1035,108 @@ def argmax_pool(b: Builder, op: Operation) -> list[Value]:
             views.append(b.reshape(v, [n, c, oh, ow, 1]))
     stacked = b.concat(views, 4)
     return [b.emit("ARGMAX", [stacked], {"axis": 4}, out_dtype=DType.INT32).result]
+
+
+# ------------------------------------------------------------------------------------------------ index sampling
+def _window_hw(op: Operation) -> tuple[list[int], list[int], list[int]]:
+    """(size, stride, dilation) over H, W of a window operation on NCHW data; batch and channel entries must be 1."""
+    size, stride, dil = (_ints(op.attrs.get(k), 4) for k in ("size", "stride", "dilation"))
+    for what, v in (("size", size), ("stride", stride), ("dilation", dil)):
+        if len(v) != 4 or v[0] != 1 or v[1] != 1:
+            raise Unsupported(f"{op.opcode} {what} {v}: only windows over the two spatial dimensions of NCHW data")
+    return size[2:], stride[2:], dil[2:]
+
+
+def _index_is(b: Builder, index: Value, k: int) -> Value:
+    return b.binary("EQUAL", index, b.const(np.full([1] * index.type.rank, k), index.dtype, name="nnef_offset"))
+
+
+def _place_windows(b: Builder, parts: Sequence[Value], kernel: Sequence[int], stride: Sequence[int],
+                   dil: Sequence[int], pads: Sequence[int], out_hw: Sequence[int]) -> Value:
+    """The reverse of a window operation: ``parts[k]`` (window offset k = ky·kw + kx, down-scaled NCHW) added at
+    the up-scaled positions i·s + k·d − p; each part is spread by its stride (zeros between), shifted by its
+    offset with a PAD, the parts summed and the output's [p, p + X) window SLICEd (zeros past the end)."""
+    n, c, ih, iw = static_shape(parts[0])
+    span = [(ih - 1) * stride[0] + (kernel[0] - 1) * dil[0] + 1, (iw - 1) * stride[1] + (kernel[1] - 1) * dil[1] + 1]
+    total: Value | None = None
+    for k, v in enumerate(parts):
+        ky, kx = divmod(k, kernel[1])
+        v = dilate_axis(b, dilate_axis(b, v, 2, stride[0], 0.0), 3, stride[1], 0.0)
+        v = b.pad(v, [0, 0, 0, 0, ky * dil[0], (kernel[0] - 1 - ky) * dil[0], kx * dil[1],
+                      (kernel[1] - 1 - kx) * dil[1]], 0.0)
+        total = v if total is None else b.binary("ADD", total, v)
+    assert total is not None
+    extra = [max(0, pads[0] + out_hw[0] - span[0]), max(0, pads[2] + out_hw[1] - span[1])]
+    if any(extra):
+        total = b.pad(total, [0, 0, 0, 0, 0, extra[0], 0, extra[1]], 0.0)
+    return b.slice(total, [0, 0, pads[0], pads[2]], [n, c, int(out_hw[0]), int(out_hw[1])])
+
+
+@legalize("nnef.sample")
+def sample(b: Builder, op: Operation) -> list[Value]:
+    """``sample(input, index)`` (spec 4.3.3): output[i] = input~[i·s + index[i]·d − p], index the row-major offset
+    in the window (argmax_pool's): the window's strided views of the extended input, one SELECTed per offset."""
+    x, index = op.operands[:2]
+    require_float(op, x)
+    if x.type.rank != 4:
+        raise Unsupported(f"sample on a rank-{x.type.rank} tensor (NCHW only)")
+    n, c, h, w = static_shape(x)
+    kernel, stride, dil = _window_hw(op)
+    pads = _spatial_pads(op, [h, w], kernel, stride, dil, True)
+    border = str(op.attrs.get("border", "constant"))
+    if border in EXTENDING_BORDERS:
+        xp = border_pad(b, x, (2, 3), pads, border)
+    elif border == "constant":
+        xp = b.pad(x, [0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]], 0.0)
+    else:
+        raise Unsupported(f"sample border '{border}'")
+    oh, ow = (int(d) for d in op.results[0].shape[2:])
+    y: Value | None = None
+    for k in range(kernel[0] * kernel[1]):
+        ky, kx = divmod(k, kernel[1])
+        v = take_every(b, take_every(b, xp, 2, oh, stride[0], ky * dil[0]), 3, ow, stride[1], kx * dil[1])
+        y = v if y is None else b.emit("SELECT", [_index_is(b, index, k), v, y]).result
+    assert y is not None
+    return [y]
+
+
+@legalize("nnef.desample")
+def desample(b: Builder, op: Operation) -> list[Value]:
+    """``desample(input, index)`` (spec 4.3.3): each input value added at the up-scaled position its index picks in
+    its window, i·s + index[i]·d − p (values mapped to one position summed): per window offset k the values
+    whose index is k (SELECT), placed by :func:`_place_windows`.  Border 'constant' only (the spec's rule)."""
+    x, index = op.operands[:2]
+    require_float(op, x)
+    if x.type.rank != 4:
+        raise Unsupported(f"desample on a rank-{x.type.rank} tensor (NCHW only)")
+    if str(op.attrs.get("border", "constant")) != "constant":
+        raise Unsupported(f"desample border '{op.attrs.get('border')}' (the spec allows 'constant' only)")
+    kernel, stride, dil = _window_hw(op)
+    out_hw = [int(d) for d in op.results[0].shape[2:]]
+    pads = _spatial_pads(op, out_hw, kernel, stride, dil, True)
+    zero = b.const(np.zeros([1] * 4), x.dtype, name="nnef_zero")
+    parts = [b.emit("SELECT", [_index_is(b, index, k), x, zero]).result for k in range(kernel[0] * kernel[1])]
+    return [_place_windows(b, parts, kernel, stride, dil, pads, out_hw)]
+
+
+@legalize("nnef.debox")
+def debox(b: Builder, op: Operation) -> list[Value]:
+    """``debox`` (spec 4.3.2): output[i] = Σ_j input[(i + p − j·d) / s] over the j where the division is exact
+    (the reverse of box), divided by the window volume when ``normalize``: every window offset's copy of the
+    input placed by :func:`_place_windows`.  Border 'constant' (or 'ignore' unnormalized: the same zeros)."""
+    x = op.operands[0]
+    require_float(op, x)
+    if x.type.rank != 4:
+        raise Unsupported(f"debox on a rank-{x.type.rank} tensor (NCHW only)")
+    border = str(op.attrs.get("border", "constant"))
+    normalize = bool(op.attrs.get("normalize"))
+    if border != "constant" and not (border == "ignore" and not normalize):
+        raise Unsupported(f"debox border '{border}'{' normalized' if normalize else ''}")
+    kernel, stride, dil = _window_hw(op)
+    out_hw = [int(d) for d in op.results[0].shape[2:]]
+    pads = _spatial_pads(op, out_hw, kernel, stride, dil, True)
+    y = _place_windows(b, [x] * (kernel[0] * kernel[1]), kernel, stride, dil, pads, out_hw)
+    return [b.mul(y, fconst(b, 1.0 / (kernel[0] * kernel[1]), y)) if normalize else y]
 
 
 @legalize("nnef.rms_pool")
