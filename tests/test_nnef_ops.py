@@ -714,13 +714,16 @@ def test_conv_1d_border_auto_padding(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("op,border", [("max_pool", "replicate"), ("avg_pool", "reflect"), ("box", "reflect-even"),
-                                       ("rms_pool", "replicate"), ("max_pool", "ignore")])
+                                       ("rms_pool", "replicate"), ("max_pool", "ignore"), ("avg_pool", "ignore"),
+                                       ("rms_pool", "ignore")])
 def test_pool_border(tmp_path: Path, op: str, border: str) -> None:
     size, stride = (1, 1, 3, 2), (1, 1, 2, 1)
     pads = [(0, 0), (0, 0), (2, 1), (1, 1)]  # not the automatic padding
     x = POOL_X
-    if border == "ignore":
-        want = np_pool(x, size, stride, pads, "max", "ignore")
+    if border == "ignore":  # left out of the max and of the average's count
+        want = np_pool(f(x) ** 2 if op == "rms_pool" else x, size, stride, pads, op[:3].replace("rms", "avg"),
+                       "ignore")
+        want = np.sqrt(want) if op == "rms_pool" else want
     else:
         ext = np_border(x, pads, border)
         kind = {"max_pool": "max", "avg_pool": "avg", "box": "sum", "rms_pool": "avg"}[op]

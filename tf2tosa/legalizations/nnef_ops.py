@@ -959,11 +959,15 @@ def _pool(b: Builder, op: Operation, tfl_name: str) -> Value:
         x, padding = border_pad(b, x, (1, 2), pads, border), "VALID"
     elif border == "ignore" and tfl_name == "tfl.max_pool_2d":  # left out of the max: padded with the lowest value
         x, padding = b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], _lowest(x)), "VALID"
+    elif border == "ignore":  # AVG_POOL2D's own padding is left out of the count (explicit pads below the kernel)
+        padding = "EXPLICIT"
     else:
         raise Unsupported(f"{op.opcode} border '{border}' with padding {pads}")
-    y = via(b, op, tfl_name, [x], {"filter_height": kernel[0], "filter_width": kernel[1], "stride_h": stride[0],
-                                   "stride_w": stride[1], "padding": padding, "fused_activation_function": "NONE"},
-            results=[_detached(b, _out_nhwc_type(op))])
+    attrs: dict[str, Any] = {"filter_height": kernel[0], "filter_width": kernel[1], "stride_h": stride[0],
+                             "stride_w": stride[1], "padding": padding, "fused_activation_function": "NONE"}
+    if padding == "EXPLICIT":
+        attrs["explicit_paddings"] = list(pads)
+    y = via(b, op, tfl_name, [x], attrs, results=[_detached(b, _out_nhwc_type(op))])
     return _out(b, op, y[0])
 
 
@@ -978,8 +982,9 @@ def max_pool(b: Builder, op: Operation) -> list[Value]:
 @legalize("nnef.avg_pool", dtypes=_Q)
 @one_d(full_rank=True)
 def avg_pool(b: Builder, op: Operation) -> list[Value]:
-    """``avg_pool`` over H, W: tfl.average_pool_2d's lowering (border 'ignore' counts only the input, as TFLite's
-    SAME; 'constant' counts the zero padding; 'replicate'/'reflect'/'reflect-even' average an explicit extension)."""
+    """``avg_pool`` over H, W: tfl.average_pool_2d's lowering (border 'ignore' counts only the input: AVG_POOL2D's
+    own padding; 'constant' counts the zero padding; 'replicate'/'reflect'/'reflect-even' average an explicit
+    extension)."""
     return [_pool(b, op, "tfl.average_pool_2d")]
 
 
