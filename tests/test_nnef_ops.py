@@ -929,3 +929,18 @@ def test_argmax_pool_sample_desample_roundtrip(tmp_path: Path) -> None:
     attrs = "size = [1, 1, 2, 2], stride = [1, 1, 2, 2], padding = [(0, 0), (0, 0), (0, 0), (0, 0)]"
     run_case(tmp_path, "unpool", f"i = argmax_pool(x, {attrs}); m = sample(x, i, {attrs}); "
              f"u = desample(m, i, {attrs}, output_shape = [1, 3, 6, 6]);", {"x": x}, ["m", "u"], [want_max, want_un])
+
+
+def test_resampling_1d(tmp_path: Path) -> None:
+    """The resampling operations on rank-3 (NCW) tensors: nearest repeats, every f-th, block means, and the
+    'symmetric' linear interpolation (sample i at (i + ½)/f − ½, edges replicated)."""
+    x = rand(2, 3, 6)
+    pos = (np.arange(12) + 0.5) / 2 - 0.5
+    lo = np.floor(pos).astype(int)
+    t = pos - lo
+    lin = f(x)[:, :, np.clip(lo, 0, 5)] * (1 - t) + f(x)[:, :, np.clip(lo + 1, 0, 5)] * t
+    run_case(tmp_path, "resample1d",
+             "u = nearest_upsample(x, factor = [2]); d = nearest_downsample(x, factor = [3]);"
+             "a = area_downsample(x, factor = [2]); m = multilinear_upsample(x, factor = [2]);",
+             {"x": x}, ["u", "d", "a", "m"],
+             [np.repeat(f(x), 2, axis=2), f(x)[:, :, ::3], f(x).reshape(2, 3, 3, 2).mean(axis=3), lin])

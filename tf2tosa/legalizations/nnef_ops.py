@@ -219,7 +219,7 @@ def one_d(full_rank: bool) -> Callable[[_Rule], _Rule]:
     """Lift a 2-D window rule to NNEF's rank-3 (NCW) form: a unit spatial dimension H is inserted in the data
     (and the filter of ``conv``/``deconv``), the window attributes gain their H entry (size/stride/dilation 1,
     padding (0, 0)) and the 2-D result is reshaped back.  ``full_rank``: the window attributes have one entry
-    per dimension (pools), else per spatial dimension (convolutions)."""
+    per dimension (pools), else per spatial dimension (convolutions, resampling ``factor``)."""
 
     def deco(rule: _Rule) -> _Rule:
         @wraps(rule)
@@ -229,7 +229,7 @@ def one_d(full_rank: bool) -> Callable[[_Rule], _Rule]:
                 return rule(b, op)
             at = 2 if full_rank else 0
             attrs = dict(op.attrs)
-            for key in ("size", "stride", "dilation"):
+            for key in ("size", "stride", "dilation", "factor"):
                 v = [int(a) for a in (attrs.get(key) or [])]
                 if v:
                     attrs[key] = v[:at] + [1] + v[at:]
@@ -1169,12 +1169,14 @@ def _resize(b: Builder, op: Operation, factor: Sequence[int], nearest: bool, hal
 
 
 @legalize("nnef.nearest_upsample", dtypes=_Q)
+@one_d(full_rank=False)
 def nearest_upsample(b: Builder, op: Operation) -> list[Value]:
     """``nearest_upsample(x, factor)``: each pixel repeated factor times (tfl.resize_nearest_neighbor)."""
     return [_resize(b, op, [int(f) for f in op.attrs["factor"]], True, False, False)]
 
 
 @legalize("nnef.multilinear_upsample", dtypes=_Q)
+@one_d(full_rank=False)
 def multilinear_upsample(b: Builder, op: Operation) -> list[Value]:
     """``multilinear_upsample`` with method 'symmetric' (half-pixel centres, border 'replicate') or 'aligned'
     (corners aligned): tfl.resize_bilinear's lowering."""
@@ -1189,6 +1191,7 @@ def multilinear_upsample(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("nnef.nearest_downsample", dtypes=_Q)
+@one_d(full_rank=False)
 def nearest_downsample(b: Builder, op: Operation) -> list[Value]:
     """``nearest_downsample(x, factor)``: every factor-th pixel (a strided slice)."""
     x = _nhwc(b, op, op.operands[0])
@@ -1200,6 +1203,7 @@ def nearest_downsample(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("nnef.area_downsample", dtypes=_Q)
+@one_d(full_rank=False)
 def area_downsample(b: Builder, op: Operation) -> list[Value]:
     """``area_downsample(x, factor)``: the mean of each factor × factor block (tfl.average_pool_2d VALID)."""
     x = _nhwc(b, op, op.operands[0])
