@@ -944,3 +944,22 @@ def test_resampling_1d(tmp_path: Path) -> None:
              "a = area_downsample(x, factor = [2]); m = multilinear_upsample(x, factor = [2]);",
              {"x": x}, ["u", "d", "a", "m"],
              [np.repeat(f(x), 2, axis=2), f(x)[:, :, ::3], f(x).reshape(2, 3, 3, 2).mean(axis=3), lin])
+
+
+@pytest.mark.parametrize("body,shape,filt,reason", [
+    ("out = max_pool(x, size = [1, 1, 2, 2, 2]);", (1, 2, 4, 4, 4), None, "rank-5"),
+    ("out = deconv(x, w, 0.0);", (1, 2, 4, 4, 4), (2, 3, 2, 2, 2), "rank-5"),
+    ("out = conv(x, w, 0.0, groups = 2);", (1, 2, 4, 4, 4), (2, 1, 2, 2, 2), "3-D conv with 2 groups"),
+    ("out = desample(x, i, size = [1, 1, 2, 2], border = 'replicate');", (1, 2, 3, 3), None, "'constant' only")])
+def test_window_refusals(tmp_path: Path, body: str, shape: tuple[int, ...], filt: tuple[int, ...] | None,
+                         reason: str) -> None:
+    """What stays outside: 3-D pools and deconv, grouped 3-D conv, desample with a border other than the spec's."""
+    from tf2tosa.errors import ConversionError
+
+    inputs = {"x": (shape, "scalar")}
+    if "desample" in body:
+        inputs["i"] = (shape, "integer")
+    folder = write_graph(tmp_path / "refused.nnef", body, inputs, ["out"],
+                         {"w": rand(*filt)} if filt else None)
+    with pytest.raises(ConversionError, match=reason):
+        tf2tosa.convert(folder)
