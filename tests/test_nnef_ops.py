@@ -963,3 +963,20 @@ def test_window_refusals(tmp_path: Path, body: str, shape: tuple[int, ...], filt
                          {"w": rand(*filt)} if filt else None)
     with pytest.raises(ConversionError, match=reason):
         tf2tosa.convert(folder)
+
+
+def test_audio_style_1d_chain(tmp_path: Path) -> None:
+    """A rank-3 chain as in audio models: conv (stride 2) → relu → max_pool → deconv (stride 2) + a skip."""
+    x = rand(1, 4, 16)
+    w1, b1 = rand(8, 4, 3), rand(1, 8)
+    w2 = rand(8, 4, 2)
+    pad = auto_pads((16,), (3,), (2,), (1,))[0]
+    c = np.maximum(np_conv1d(x, w1, b1, 2, pad, 1), 0.0)
+    p = np_pool(c, (1, 1, 2), (1, 1, 2), [(0, 0)] * 3, "max", "constant")
+    d = np_deconv1d(p, w2, 2, 8, 0)
+    want = d + f(x)[:, :, ::2]
+    run_case(tmp_path, "audio1d", "c = relu(conv(x, w1, b1, stride = [2])); "
+             "p = max_pool(c, size = [1, 1, 2], stride = [1, 1, 2], padding = [(0, 0), (0, 0), (0, 0)]); "
+             "d = deconv(p, w2, 0.0, stride = [2], padding = [(0, 0)], output_shape = [1, 4, 8]); "
+             "out = add(d, nearest_downsample(x, factor = [2]));", {"x": x}, ["out"], [want],
+             variables={"w1": w1, "b1": b1, "w2": w2})
