@@ -950,10 +950,12 @@ def test_resampling_1d(tmp_path: Path) -> None:
     ("out = max_pool(x, size = [1, 1, 2, 2, 2]);", (1, 2, 4, 4, 4), None, "rank-5"),
     ("out = deconv(x, w, 0.0);", (1, 2, 4, 4, 4), (2, 3, 2, 2, 2), "rank-5"),
     ("out = conv(x, w, 0.0, groups = 2);", (1, 2, 4, 4, 4), (2, 1, 2, 2, 2), "3-D conv with 2 groups"),
+    ("out = deconv(x, w, 0.0, border = 'reflect');", (1, 2, 4, 4), (2, 3, 2, 2), "deconv border 'reflect'"),
     ("out = desample(x, i, size = [1, 1, 2, 2], border = 'replicate');", (1, 2, 3, 3), None, "'constant' only")])
 def test_window_refusals(tmp_path: Path, body: str, shape: tuple[int, ...], filt: tuple[int, ...] | None,
                          reason: str) -> None:
-    """What stays outside: 3-D pools and deconv, grouped 3-D conv, desample with a border other than the spec's."""
+    """What stays outside: 3-D pools and deconv, grouped 3-D conv, deconv with a padded border other than
+    'constant', desample with a border other than the spec's."""
     from tf2tosa.errors import ConversionError
 
     inputs = {"x": (shape, "scalar")}

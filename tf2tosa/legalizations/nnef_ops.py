@@ -875,6 +875,9 @@ def deconv(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported(f"deconv filter {[ci, o, kh, kw]} with {groups} groups on {c} channels")
     stride = _ints(op.attrs.get("stride"), 2)
     pads = _pairs(op.attrs.get("padding"))
+    border = str(op.attrs.get("border", "constant"))
+    if border != "constant" and (not pads or any(a or e for a, e in pads)):
+        raise Unsupported(f"deconv border '{border}' with padding {pads or 'automatic'}")
     if not pads:
         padding = "SAME"
     elif not any(a or e for a, e in pads):
