@@ -948,13 +948,13 @@ def test_resampling_1d(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("body,shape,filt,reason", [
     ("out = max_pool(x, size = [1, 1, 2, 2, 2]);", (1, 2, 4, 4, 4), None, "rank-5"),
-    ("out = deconv(x, w, 0.0);", (1, 2, 4, 4, 4), (2, 3, 2, 2, 2), "rank-5"),
+    ("out = deconv(x, w, 0.0, groups = 2);", (1, 2, 4, 4, 4), (2, 3, 2, 2, 2), "3-D deconv with 2 groups"),
     ("out = conv(x, w, 0.0, groups = 2);", (1, 2, 4, 4, 4), (2, 1, 2, 2, 2), "3-D conv with 2 groups"),
     ("out = deconv(x, w, 0.0, border = 'reflect');", (1, 2, 4, 4), (2, 3, 2, 2), "deconv border 'reflect'"),
     ("out = desample(x, i, size = [1, 1, 2, 2], border = 'replicate');", (1, 2, 3, 3), None, "'constant' only")])
 def test_window_refusals(tmp_path: Path, body: str, shape: tuple[int, ...], filt: tuple[int, ...] | None,
                          reason: str) -> None:
-    """What stays outside: 3-D pools and deconv, grouped 3-D conv, deconv with a padded border other than
+    """What stays outside: 3-D pools, grouped 3-D conv and deconv, deconv with a padded border other than
     'constant', desample with a border other than the spec's."""
     from tf2tosa.errors import ConversionError
 
@@ -982,3 +982,35 @@ def test_audio_style_1d_chain(tmp_path: Path) -> None:
              "d = deconv(p, w2, 0.0, stride = [2], padding = [(0, 0)], output_shape = [1, 4, 8]); "
              "out = add(d, nearest_downsample(x, factor = [2]));", {"x": x}, ["out"], [want],
              variables={"w1": w1, "b1": b1, "w2": w2})
+
+
+def np_deconv3d(x: np.ndarray, w: np.ndarray, bias: np.ndarray, stride: Sequence[int], out_dhw: Sequence[int],
+                before: Sequence[int]) -> np.ndarray:
+    """Spec 4.3 deconv, three spatial dimensions: input[n, c, i, j, k] · filter[c, o, a, b, e] adds to
+    output[n, o, i·s₀ + a − p₀, j·s₁ + b − p₁, k·s₂ + e − p₂] (+ bias[o])."""
+    x, w = x.astype(F64), w.astype(F64)
+    _, o, *ks = w.shape
+    full = np.zeros((x.shape[0], o, *[(x.shape[2 + i] - 1) * stride[i] + ks[i] for i in range(3)]))
+    for i, j, k in np.ndindex(*x.shape[2:]):
+        full[:, :, i * stride[0]:i * stride[0] + ks[0], j * stride[1]:j * stride[1] + ks[1],
+             k * stride[2]:k * stride[2] + ks[2]] += np.einsum("nc,coabe->noabe", x[:, :, i, j, k], w)
+    out = full[:, :, before[0]:before[0] + out_dhw[0], before[1]:before[1] + out_dhw[1],
+               before[2]:before[2] + out_dhw[2]]
+    return out + f(bias).reshape(1, -1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("padding", ["[]", "[(0, 0), (0, 0), (0, 0)]"])
+def test_deconv_3d(tmp_path: Path, padding: str) -> None:
+    x = rand(1, 3, 2, 3, 2)
+    w = rand(3, 4, 2, 3, 3)
+    bias = rand(1, 4)
+    stride = (2, 1, 2)
+    if padding == "[]":  # automatic: total = max(0, (in − 1)·s + k − out), half before
+        out = (4, 3, 4)
+        before = [max(0, (n - 1) * s + k - o) // 2 for n, s, k, o in zip((2, 3, 2), stride, (2, 3, 3), out)]
+    else:
+        out, before = (4, 5, 5), [0, 0, 0]
+    want = np_deconv3d(x, w, bias, stride, out, before)
+    run_case(tmp_path, "deconv3d", f"out = deconv(x, w, b, stride = {list(stride)}, padding = {padding}, "
+             f"output_shape = [1, 4, {out[0]}, {out[1]}, {out[2]}]);", {"x": x}, ["out"], [want],
+             variables={"w": w, "b": bias})

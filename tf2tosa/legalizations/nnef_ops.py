@@ -88,7 +88,7 @@ def _leading(b: Builder, v: Value, rank: int) -> Value:
 def _nhwc(b: Builder, op: Operation, x: Value) -> Value:
     """The NHWC form of the rule's 4-D data input."""
     if x.type.rank != 4:
-        raise Unsupported(f"{op.name} on a rank-{x.type.rank} tensor (1-D and 2-D windows; 3-D for conv only)")
+        raise Unsupported(f"{op.name} on a rank-{x.type.rank} tensor (1-D and 2-D windows; 3-D for conv and deconv only)")
     return x if op.attrs.get("layout") == "NHWC" else transpose(b, x, TO_NHWC)
 
 
@@ -856,12 +856,53 @@ def _conv_3d(b: Builder, op: Operation) -> list[Value]:
     return [transpose(b, y, (0, 4, 1, 2, 3))]
 
 
+def _deconv_3d(b: Builder, op: Operation) -> list[Value]:
+    """3-D ``deconv`` (NCDHW, float, ``groups`` 1): tfl.conv_3d_transpose's lowering (a stride-1 CONV3D over the
+    zero-spread input) on the NDHWC form, the [C, O, KD, KH, KW] filter transposed to TFLite's [KD, KH, KW, O, C];
+    the automatic padding is SAME on the output size, no padding VALID."""
+    x, w, bias = op.operands[:3]
+    require_float(op, x)
+    if w.type.rank != 5:
+        raise Unsupported(f"deconv filter of rank {w.type.rank} on a rank-5 input")
+    n, c, d, h, wd = static_shape(x)
+    ci, o, kd, kh, kw = static_shape(w)
+    groups = int(op.attrs.get("groups", 1)) or c
+    if groups != 1 or ci != c:
+        raise Unsupported(f"3-D deconv with {groups} groups (filter {[ci, o, kd, kh, kw]} on {c} channels)")
+    stride, dil = _ints(op.attrs.get("stride"), 3), _ints(op.attrs.get("dilation"), 3)
+    out = [int(v) for v in op.results[0].shape]
+    pads = _pairs(op.attrs.get("padding"))
+    border = str(op.attrs.get("border", "constant"))
+    if border != "constant" and (not pads or any(a or e for a, e in pads)):
+        raise Unsupported(f"deconv border '{border}' with padding {pads or 'automatic'}")
+    if not pads:
+        padding = "SAME"
+    elif not any(a or e for a, e in pads):
+        padding = "VALID"
+    else:
+        for p_, size, k, s_, dl, osz in zip(pads, (d, h, wd), (kd, kh, kw), stride, dil, out[2:]):
+            if p_[0] != max(0, (size - 1) * s_ + (k - 1) * dl + 1 - osz) // 2:
+                raise Unsupported(f"deconv padding {pads}")
+        padding = "SAME"
+    attrs = {"padding": padding, "stride_d": stride[0], "stride_h": stride[1], "stride_w": stride[2],
+             "dilation_d_factor": dil[0], "dilation_h_factor": dil[1], "dilation_w_factor": dil[2],
+             "fused_activation_function": "NONE"}
+    shape = _const(b, [out[0], out[2], out[3], out[4], out[1]])
+    rest = [] if _is_zero(bias) else [bias]
+    res = [_detached(b, permute_type(op.results[0].type, (0, 2, 3, 4, 1)))]
+    y = via(b, op, "tfl.conv_3d_transpose", [shape, transpose(b, w, (2, 3, 4, 1, 0)),
+                                             transpose(b, x, (0, 2, 3, 4, 1)), *rest], attrs, results=res)[0]
+    return [transpose(b, y, (0, 4, 1, 2, 3))]
+
+
 @legalize("nnef.deconv", dtypes=_Q)
 @one_d(full_rank=False)
 def deconv(b: Builder, op: Operation) -> list[Value]:
     """``deconv`` (1-D or 2-D, dilation 1): tfl.transpose_conv's lowering, one per group for ``groups`` > 1; the
     filter [C, O/groups, KH, KW] becomes [O/groups, KH, KW, C]; the automatic padding is TFLite's SAME on the output
     size, no padding VALID."""
+    if op.operands[0].type.rank == 5:
+        return _deconv_3d(b, op)
     x = _nhwc(b, op, op.operands[0])
     w, bias = op.operands[1], op.operands[2]
     _, ih, iw, c = static_shape(x)
