@@ -88,7 +88,8 @@ def _leading(b: Builder, v: Value, rank: int) -> Value:
 def _nhwc(b: Builder, op: Operation, x: Value) -> Value:
     """The NHWC form of the rule's 4-D data input."""
     if x.type.rank != 4:
-        raise Unsupported(f"{op.name} on a rank-{x.type.rank} tensor (1-D and 2-D windows; 3-D for conv and deconv only)")
+        raise Unsupported(f"{op.name} on a rank-{x.type.rank} tensor (1-D and 2-D windows; 3-D for conv and "
+                          "deconv only)")
     return x if op.attrs.get("layout") == "NHWC" else transpose(b, x, TO_NHWC)
 
 
