@@ -1014,3 +1014,19 @@ def test_deconv_3d(tmp_path: Path, padding: str) -> None:
     run_case(tmp_path, "deconv3d", f"out = deconv(x, w, b, stride = {list(stride)}, padding = {padding}, "
              f"output_shape = [1, 4, {out[0]}, {out[1]}, {out[2]}]);", {"x": x}, ["out"], [want],
              variables={"w": w, "b": bias})
+
+
+def test_unpool_1d(tmp_path: Path) -> None:
+    """argmax_pool → sample → desample, and debox, on rank-3 tensors (the 1-D forms of spec 4.3.2-4.3.3)."""
+    x = X1[:, :, :10]
+    win = f(x).reshape(2, 4, 5, 2)
+    want_max = win.max(axis=3)
+    first = np.argmax(win, axis=3)
+    want_un = np.zeros_like(win)
+    np.put_along_axis(want_un, first[..., None], want_max[..., None], axis=3)
+    want_box = np.repeat(f(x)[:, :, ::2], 2, axis=2)  # debox of stride 2, size 2, no padding: each value twice
+    attrs = "size = [1, 1, 2], stride = [1, 1, 2], padding = [(0, 0), (0, 0), (0, 0)]"
+    run_case(tmp_path, "unpool1d", f"i = argmax_pool(x, {attrs}); m = sample(x, i, {attrs}); "
+             f"u = desample(m, i, {attrs}, output_shape = [2, 4, 10]); "
+             f"e = debox(nearest_downsample(x, factor = [2]), {attrs}, output_shape = [2, 4, 10]);",
+             {"x": x}, ["m", "u", "e"], [want_max, want_un.reshape(2, 4, 10), want_box])

@@ -241,7 +241,7 @@ def one_d(full_rank: bool) -> Callable[[_Rule], _Rule]:
                 out = [int(d) for d in attrs["output_shape"]]
                 attrs["output_shape"] = out[:2] + [1] + out[2:]
             operands = [_unit_h(b, x)]
-            if op.opcode in ("conv", "deconv"):
+            if op.opcode in ("conv", "deconv", "sample", "desample"):  # the filter / the index
                 operands.append(_unit_h(b, op.operands[1]) if op.operands[1].type.rank == 3 else op.operands[1])
             operands += op.operands[len(operands):]
             results = []
@@ -1123,6 +1123,7 @@ def _place_windows(b: Builder, parts: Sequence[Value], kernel: Sequence[int], st
 
 
 @legalize("nnef.sample")
+@one_d(full_rank=True)
 def sample(b: Builder, op: Operation) -> list[Value]:
     """``sample(input, index)`` (spec 4.3.3): output[i] = input~[i·s + index[i]·d − p], index the row-major offset
     in the window (argmax_pool's): the window's strided views of the extended input, one SELECTed per offset."""
@@ -1151,6 +1152,7 @@ def sample(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("nnef.desample")
+@one_d(full_rank=True)
 def desample(b: Builder, op: Operation) -> list[Value]:
     """``desample(input, index)`` (spec 4.3.3): each input value added at the up-scaled position its index picks in
     its window, i·s + index[i]·d − p (values mapped to one position summed): per window offset k the values
@@ -1170,6 +1172,7 @@ def desample(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("nnef.debox")
+@one_d(full_rank=True)
 def debox(b: Builder, op: Operation) -> list[Value]:
     """``debox`` (spec 4.3.2): output[i] = Σ_j input[(i + p − j·d) / s] over the j where the division is exact
     (the reverse of box), divided by the window volume when ``normalize``: every window offset's copy of the
