@@ -977,11 +977,14 @@ def test_audio_style_1d_chain(tmp_path: Path) -> None:
     p = np_pool(c, (1, 1, 2), (1, 1, 2), [(0, 0)] * 3, "max", "constant")
     d = np_deconv1d(p, w2, 2, 8, 0)
     want = d + f(x)[:, :, ::2]
-    run_case(tmp_path, "audio1d", "c = relu(conv(x, w1, b1, stride = [2])); "
+    m = run_case(tmp_path, "audio1d", "c = relu(conv(x, w1, b1, stride = [2])); "
              "p = max_pool(c, size = [1, 1, 2], stride = [1, 1, 2], padding = [(0, 0), (0, 0), (0, 0)]); "
              "d = deconv(p, w2, 0.0, stride = [2], padding = [(0, 0)], output_shape = [1, 4, 8]); "
              "out = add(d, nearest_downsample(x, factor = [2]));", {"x": x}, ["out"], [want],
              variables={"w1": w1, "b1": b1, "w2": w2})
+    # the layout pass runs the rank-3 windows in NWC: the NCW↔NWC pairs between them cancel (8 TRANSPOSEs without)
+    assert m.graph.meta["layout"] == {"transposes_before": 8, "transposes_after": 3}
+    assert sum(op.name == "tosa.TRANSPOSE" for op in m.graph.ops.values()) == 3
 
 
 def np_deconv3d(x: np.ndarray, w: np.ndarray, bias: np.ndarray, stride: Sequence[int], out_dhw: Sequence[int],

@@ -206,10 +206,12 @@ def _ints(v: Any, n: int, default: int = 1) -> list[int]:
 _Rule = Callable[[Builder, Operation], list[Value]]
 
 
-def _unit_h(b: Builder, v: Value) -> Value:
-    """[N, C, W] → [N, C, 1, W] (constants refolded, so a quantized filter stays a constant)."""
+def _unit_h(b: Builder, v: Value, nwc: bool = False) -> Value:
+    """[N, C, W] → [N, C, 1, W], or [N, W, C] → [N, 1, W, C] (constants refolded, so a quantized filter stays a
+    constant)."""
     shape = tuple(static_shape(v))
-    new = shape[:2] + (1,) + shape[2:]
+    u = 1 if nwc else 2
+    new = shape[:u] + (1,) + shape[u:]
     arr = v.const()
     if arr is not None:
         return b.const(np.asarray(arr).reshape(new), v.dtype, quant=v.type.quant, name="nnef_unit_h")
@@ -217,18 +219,20 @@ def _unit_h(b: Builder, v: Value) -> Value:
 
 
 def one_d(full_rank: bool) -> Callable[[_Rule], _Rule]:
-    """Lift a 2-D window rule to NNEF's rank-3 (NCW) form: a unit spatial dimension H is inserted in the data
-    (and the filter of ``conv``/``deconv``), the window attributes gain their H entry (size/stride/dilation 1,
-    padding (0, 0)) and the 2-D result is reshaped back.  ``full_rank``: the window attributes have one entry
+    """Lift a 2-D window rule to NNEF's rank-3 (NCW, or NWC after the layout pass) form: a unit spatial dimension
+    H is inserted in the data (NCHW / NHWC; and in the filter of ``conv``/``deconv``, the index of ``sample`` /
+    ``desample``), the window attributes gain their H entry (size/stride/dilation 1, padding (0, 0)) and the 2-D
+    result is reshaped back.  ``full_rank``: the window attributes have one entry
     per dimension (pools), else per spatial dimension (convolutions, resampling ``factor``)."""
 
     def deco(rule: _Rule) -> _Rule:
         @wraps(rule)
         def lifted(b: Builder, op: Operation) -> list[Value]:
             x = op.operands[0]
-            if x.type.rank != 3 or op.attrs.get("layout") == "NHWC":
+            if x.type.rank != 3:
                 return rule(b, op)
-            at = 2 if full_rank else 0
+            nwc = op.attrs.get("layout") == "NHWC"  # the layout pass made it [N, W, C]: H goes before W
+            at = (1 if nwc else 2) if full_rank else 0
             attrs = dict(op.attrs)
             for key in ("size", "stride", "dilation", "factor"):
                 v = [int(a) for a in (attrs.get(key) or [])]
@@ -240,14 +244,15 @@ def one_d(full_rank: bool) -> Callable[[_Rule], _Rule]:
             if attrs.get("output_shape"):
                 out = [int(d) for d in attrs["output_shape"]]
                 attrs["output_shape"] = out[:2] + [1] + out[2:]
-            operands = [_unit_h(b, x)]
+            operands = [_unit_h(b, x, nwc)]
             if op.opcode in ("conv", "deconv", "sample", "desample"):  # the filter / the index
                 operands.append(_unit_h(b, op.operands[1]) if op.operands[1].type.rank == 3 else op.operands[1])
             operands += op.operands[len(operands):]
             results = []
             for r in op.results:
                 s = tuple(r.type.shape)
-                results.append(_detached(b, TensorType(s[:2] + (1,) + s[2:], r.type.dtype, r.type.quant)))
+                u = 1 if nwc else 2
+                results.append(_detached(b, TensorType(s[:u] + (1,) + s[u:], r.type.dtype, r.type.quant)))
             proxy = Operation(-1, op.name, operands, results, attrs, [], op.location)
             return [b.reshape(y, r.shape) for y, r in zip(rule(b, proxy), op.results)]
 
