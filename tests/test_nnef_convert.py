@@ -179,13 +179,12 @@ def test_unknown_operations_listed_at_once(tmp_path: Path) -> None:
         tf2tosa.convert(folder)
     assert "bar x1" in str(e.value) and "foo x2" in str(e.value) and e.value.file and e.value.op
     folder = write_graph(tmp_path / "r.nnef",
-                         "i = argmax_pool(x, size = [1, 1, 2, 2], stride = [1, 1, 2, 2]);"
-                         " y = sample(x, i, size = [1, 1, 2, 2], stride = [1, 1, 2, 2]);"
-                         " z = debox(x, size = [1, 1, 2, 2], stride = [1, 1, 2, 2]);",
-                         {"x": ((1, 1, 4, 4), "scalar")}, ["y", "z"])
+                         "y = max_roi_pool(x, r, k, output_size = [2, 2]);"
+                         " z = avg_roi_pool(x, r, k, output_size = [2, 2]);",
+                         {"x": ((1, 1, 4, 4), "scalar"), "r": ((3, 4), "scalar"), "k": ((3,), "integer")}, ["y", "z"])
     with pytest.raises(UnsupportedOpsError) as u:
         tf2tosa.convert(folder)
-    assert "nnef.debox" in str(u.value) and "nnef.sample" in str(u.value)
+    assert "nnef.max_roi_pool" in str(u.value) and "nnef.avg_roi_pool" in str(u.value)
     assert len(str(u.value).splitlines()) == 1
 
 

@@ -540,3 +540,496 @@ def test_argmax_pool(tmp_path: Path, stride: tuple[int, int], padding: str, bord
             want[:, :, i, j] = np.argmax(win.reshape(1, 3, -1), axis=2)
     run_case(tmp_path, "argmax_pool", f"out = argmax_pool(x, size = [1, 1, 3, 2], stride = [1, 1, {stride[0]}, "
              f"{stride[1]}], padding = {padding}, border = '{border}');", {"x": x}, ["out"], [want])
+
+
+# --------------------------------------------------------------------------- 1-D windows (rank-3 NCW, as audio models)
+def np_conv1d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | float, stride: int, pad: tuple[int, int],
+              groups: int, dilation: int = 1) -> np.ndarray:
+    """Spec 4.3 conv with one spatial dimension: output[n, o, i] = Σ_{c in o's group, k}
+    input[n, c, i·s + k·d − p] · filter[o, c', k] (+ bias[o]), zero outside the input."""
+    x, w = x.astype(F64), w.astype(F64)
+    n, c, length = x.shape
+    o, cg, kw = w.shape
+    g = groups or c
+    xp = np.pad(x, [(0, 0), (0, 0), pad])
+    out_len = (xp.shape[2] - (kw - 1) * dilation - 1) // stride + 1
+    out = np.zeros((n, o, out_len))
+    for oc in range(o):
+        grp = oc // (o // g)
+        for i in range(out_len):
+            for k in range(kw):
+                out[:, oc, i] += xp[:, grp * cg:(grp + 1) * cg, i * stride + k * dilation] @ w[oc, :, k]
+    bb = np.asarray(bias, F64).reshape(-1)
+    return out + (bb.reshape(1, -1, 1) if bb.size > 1 else bb[0])
+
+
+def np_deconv1d(x: np.ndarray, w: np.ndarray, stride: int, out_len: int, pad_before: int) -> np.ndarray:
+    """Spec 4.3 deconv, one spatial dimension: input[n, c, i] · filter[c, o, k] adds to output[n, o, i·s + k − p]."""
+    x, w = x.astype(F64), w.astype(F64)
+    n, c, length = x.shape
+    _, o, kw = w.shape
+    full = np.zeros((n, o, (length - 1) * stride + kw))
+    for i in range(length):
+        full[:, :, i * stride:i * stride + kw] += np.einsum("nc,cok->nok", x[:, :, i], w)
+    return full[:, :, pad_before:pad_before + out_len]
+
+
+X1 = rand(2, 4, 11)
+
+
+@pytest.mark.parametrize("groups,stride,padding,dilation", [
+    (1, 1, "[]", 1), (1, 2, "[]", 1), (2, 2, "[(2, 1)]", 1), (0, 1, "[(0, 0)]", 2), (1, 3, "[(1, 2)]", 2)])
+def test_conv_1d(tmp_path: Path, groups: int, stride: int, padding: str, dilation: int) -> None:
+    g = groups or 4
+    w = rand(8, 4 // g, 3)
+    bias = rand(1, 8)
+    pad = auto_pads((11,), (3,), (stride,), (dilation,))[0] if padding == "[]" else eval(padding)[0]  # noqa: S307
+    want = np_conv1d(X1, w, bias, stride, pad, groups, dilation)
+    run_case(tmp_path, f"conv1d_g{groups}_s{stride}",
+             f"out = conv(x, w, b, stride = [{stride}], dilation = [{dilation}], padding = {padding}, "
+             f"groups = {groups});", {"x": X1}, ["out"], [want], variables={"w": w, "b": bias})
+
+
+@pytest.mark.parametrize("padding", ["[]", "[(0, 0)]"])
+def test_deconv_1d(tmp_path: Path, padding: str) -> None:
+    x = rand(1, 4, 5)
+    w = rand(4, 3, 4)
+    if padding == "[]":
+        out_len = 10
+        total = max(0, (5 - 1) * 2 + 4 - 10)
+        before = total // 2
+    else:
+        out_len, before = 12, 0
+    want = np_deconv1d(x, w, 2, out_len, before)
+    run_case(tmp_path, "deconv1d", f"out = deconv(x, w, 0.0, stride = [2], padding = {padding}, "
+             f"output_shape = [1, 3, {out_len}]);", {"x": x}, ["out"], [want], variables={"w": w})
+
+
+@pytest.mark.parametrize("op,border,padding", [
+    ("max_pool", "ignore", "[]"), ("avg_pool", "constant", "[(0, 0), (0, 0), (1, 1)]"),
+    ("avg_pool", "ignore", "[]"), ("box", "constant", "[(0, 0), (0, 0), (0, 0)]")])
+def test_pool_1d(tmp_path: Path, op: str, border: str, padding: str) -> None:
+    size, stride = (1, 1, 3), (1, 1, 2)
+    pads = [(0, 0), (0, 0)] + auto_pads((11,), (3,), (2,), (1,)) if padding == "[]" else eval(padding)  # noqa: S307
+    want = np_pool(X1, size, stride, pads, {"max_pool": "max", "avg_pool": "avg", "box": "sum"}[op], border)
+    run_case(tmp_path, f"{op}1d", f"out = {op}(x, size = {list(size)}, stride = {list(stride)}, padding = {padding}, "
+             f"border = '{border}');", {"x": X1}, ["out"], [want])
+
+
+def test_argmax_pool_1d(tmp_path: Path) -> None:
+    """argmax_pool over one spatial dimension: the index of the window's first maximum."""
+    want = np.zeros((2, 4, 5), np.int32)  # (11 − 3) // 2 + 1 windows
+    for i in range(5):
+        want[:, :, i] = np.argmax(X1[:, :, i * 2:i * 2 + 3], axis=2)
+    run_case(tmp_path, "argmax_pool1d", "out = argmax_pool(x, size = [1, 1, 3], stride = [1, 1, 2], "
+             "padding = [(0, 0), (0, 0), (0, 0)]);", {"x": X1}, ["out"], [want])
+
+
+def _zp_quant(name: str, scale: float, zp: int) -> str:
+    return (f'"{name}": zero_point_linear_quantize(zero_point = {zp}, scale = {scale}, bits = 8, signed = true, '
+            'symmetric = false);\n')
+
+
+def _q8(v: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    """Spec 4.9.5 linear quantization to signed 8 bits: round(v / scale) + zero point, clamped."""
+    q = v / scale
+    return np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5) + zp, -128, 127).astype(np.int8)
+
+
+@pytest.mark.parametrize("op", ["conv", "max_pool", "avg_pool"])
+def test_int8_1d(tmp_path: Path, op: str) -> None:
+    """Quantized (graph.quant) 1-D windows: the integer result is within one step of the spec's float
+    operation on the dequantized tensors, quantized to the output's parameters (requantization rounding is the
+    TFLite kernels')."""
+    sx, zx, sw, so, zo = 0.02, 3, 0.01, 0.05, -4
+    x = np.asarray(RNG.integers(-128, 128, size=(1, 4, 9)), np.int8)
+    xf = (x.astype(F64) - zx) * sx
+    w = rand(6, 4, 3)
+    wq = _q8(f(w), sw, 0)
+    if op == "conv":
+        body = "out = conv(x, w, 0.0, stride = [2], padding = [(1, 1)]);"
+        want_f = np_conv1d(xf, (wq.astype(F64) * sw).astype(np.float32), 0.0, 2, (1, 1), 1)
+        quant = _zp_quant("x", sx, zx) + _zp_quant("w", sw, 0) + _zp_quant("out", so, zo)
+    else:
+        body = f"out = {op}(x, size = [1, 1, 3], stride = [1, 1, 2], padding = [(0, 0), (0, 0), (0, 0)]);"
+        want_f = np_pool(xf, (1, 1, 3), (1, 1, 2), [(0, 0)] * 3, op[:3], "constant")
+        so, zo = sx, zx  # pools keep the input's quantization
+        quant = _zp_quant("x", sx, zx) + _zp_quant("out", so, zo)
+    folder = write_graph(tmp_path / f"q{op}1d.nnef", body, {"x": ((1, 4, 9), "scalar")}, ["out"],
+                         {"w": w} if op == "conv" else None)
+    (folder / "graph.quant").write_text(quant)
+    want = _q8(want_f, so, zo)
+    model = tf2tosa.convert(folder)
+    model.save(tmp_path / f"q{op}1d.tosa")
+    runs = [("executor", list(model.run([x]).values())[0])]
+    if tosa_tools.available():
+        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
+    for who, got in runs:
+        assert got.dtype == np.int8 and got.shape == want.shape, who
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert int(diff.max()) <= 1, f"q{op}1d ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+
+
+# --------------------------------------------------------------------------- border modes (spec 4.3 "Border Modes")
+def np_border(x: np.ndarray, pads: Sequence[tuple[int, int]], border: str) -> np.ndarray:
+    """The spec's extended input, dimension by dimension (pads align with the trailing dimensions):
+    replicate input[0] / input[z−1]; reflect input[−i] / input[z−1−(i−z+1)]; reflect-even input[−i−1] /
+    input[z−1−(i−z)]."""
+    x = x.astype(F64)
+    first = x.ndim - len(pads)
+    for k, (lo, hi) in enumerate(pads):
+        axis = first + k
+        z = x.shape[axis]
+        idx = []
+        for i in range(-lo, z + hi):
+            if 0 <= i < z:
+                idx.append(i)
+            elif border == "replicate":
+                idx.append(0 if i < 0 else z - 1)
+            elif border == "reflect":
+                idx.append(-i if i < 0 else z - 1 - (i - z + 1))
+            else:
+                idx.append(-i - 1 if i < 0 else z - 1 - (i - z))
+        x = np.take(x, idx, axis=axis)
+    return x
+
+
+@pytest.mark.parametrize("border", ["replicate", "reflect", "reflect-even"])
+def test_conv_border(tmp_path: Path, border: str) -> None:
+    w = rand(5, 4, 3, 3)
+    bias = rand(1, 5)
+    pads = [(2, 1), (1, 2)]
+    want = np_conv(np_border(CONV_X, pads, border), w, bias, (2, 1), [(0, 0), (0, 0)], 1)
+    run_case(tmp_path, f"conv_{border}", f"out = conv(x, w, b, stride = [2, 1], padding = {pads}, "
+             f"border = '{border}');", {"x": CONV_X}, ["out"], [want], variables={"w": w, "b": bias})
+
+
+def test_conv_1d_border_auto_padding(tmp_path: Path) -> None:
+    """Automatic padding (spec 4.3: half before) extended with 'reflect' on a rank-3 input."""
+    w = rand(6, 4, 4)
+    pad = auto_pads((11,), (4,), (1,), (1,))[0]
+    want = np_conv1d(np_border(X1, [pad], "reflect").astype(np.float32), w, 0.0, 1, (0, 0), 1)
+    run_case(tmp_path, "conv1d_reflect", "out = conv(x, w, 0.0, border = 'reflect');", {"x": X1}, ["out"], [want],
+             variables={"w": w})
+
+
+@pytest.mark.parametrize("op,border", [("max_pool", "replicate"), ("avg_pool", "reflect"), ("box", "reflect-even"),
+                                       ("rms_pool", "replicate"), ("max_pool", "ignore"), ("avg_pool", "ignore"),
+                                       ("rms_pool", "ignore")])
+def test_pool_border(tmp_path: Path, op: str, border: str) -> None:
+    size, stride = (1, 1, 3, 2), (1, 1, 2, 1)
+    pads = [(0, 0), (0, 0), (2, 1), (1, 1)]  # not the automatic padding
+    x = POOL_X
+    if border == "ignore":  # left out of the max and of the average's count
+        want = np_pool(f(x) ** 2 if op == "rms_pool" else x, size, stride, pads, op[:3].replace("rms", "avg"),
+                       "ignore")
+        want = np.sqrt(want) if op == "rms_pool" else want
+    else:
+        ext = np_border(x, pads, border)
+        kind = {"max_pool": "max", "avg_pool": "avg", "box": "sum", "rms_pool": "avg"}[op]
+        want = np_pool(ext ** 2 if op == "rms_pool" else ext, size, stride, [(0, 0)] * 4, kind, "constant")
+        want = np.sqrt(want) if op == "rms_pool" else want
+    run_case(tmp_path, f"{op}_{border}", f"out = {op}(x, size = {list(size)}, stride = {list(stride)}, "
+             f"padding = {pads}, border = '{border}');", {"x": x}, ["out"], [want])
+
+
+def test_argmax_pool_border(tmp_path: Path) -> None:
+    pads = [(0, 0), (0, 0), (1, 1), (1, 0)]
+    xp = np_border(POOL_X, pads, "reflect")
+    oh, ow = (xp.shape[2] - 3) // 2 + 1, xp.shape[3] - 2 + 1
+    want = np.zeros((1, 3, oh, ow), np.int32)
+    for i in range(oh):
+        for j in range(ow):
+            want[:, :, i, j] = np.argmax(xp[:, :, 2 * i:2 * i + 3, j:j + 2].reshape(1, 3, -1), axis=2)
+    run_case(tmp_path, "argmax_pool_reflect", f"out = argmax_pool(x, size = [1, 1, 3, 2], stride = [1, 1, 2, 1], "
+             f"padding = {pads}, border = 'reflect');", {"x": POOL_X}, ["out"], [want])
+
+
+# --------------------------------------------------------------------------- 3-D convolution (rank-5 NCDHW)
+def np_conv3d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | float, stride: Sequence[int],
+              dilation: Sequence[int]) -> np.ndarray:
+    """Spec 4.3 conv, three spatial dimensions, on an already padded input: output[n, o, i, j, k] =
+    Σ_{c, a, b, e} input[n, c, i·s₀ + a·d₀, j·s₁ + b·d₁, k·s₂ + e·d₂] · filter[o, c, a, b, e] + bias[o]."""
+    x, w = x.astype(F64), w.astype(F64)
+    o, _, *ks = w.shape
+    outs = [(x.shape[2 + i] - (ks[i] - 1) * dilation[i] - 1) // stride[i] + 1 for i in range(3)]
+    out = np.zeros((x.shape[0], o, *outs))
+    for a, bb, e in np.ndindex(*ks):
+        patch = x[:, :, a * dilation[0]::stride[0], bb * dilation[1]::stride[1], e * dilation[2]::stride[2]]
+        patch = patch[:, :, :outs[0], :outs[1], :outs[2]]
+        out += np.einsum("ncdhw,oc->nodhw", patch, w[:, :, a, bb, e])
+    bv = np.asarray(bias, F64).reshape(-1)
+    return out + (bv.reshape(1, -1, 1, 1, 1) if bv.size > 1 else bv[0])
+
+
+@pytest.mark.parametrize("padding,border", [("[]", "constant"), ("[(1, 0), (0, 1), (1, 1)]", "constant"),
+                                            ("[(1, 1), (1, 0), (0, 2)]", "replicate"),
+                                            ("[(0, 0), (0, 0), (0, 0)]", "constant")])
+def test_conv_3d(tmp_path: Path, padding: str, border: str) -> None:
+    x = rand(1, 3, 5, 6, 4)
+    w = rand(4, 3, 2, 3, 2)
+    bias = rand(1, 4)
+    stride, dil = (2, 1, 1), (1, 1, 2)
+    pads = auto_pads((5, 6, 4), (2, 3, 2), stride, dil) if padding == "[]" else eval(padding)  # noqa: S307
+    xp = np_border(x, pads, border) if border != "constant" else pad_nchw(f(x), pads, 0.0)
+    want = np_conv3d(xp, w, bias, stride, dil)
+    run_case(tmp_path, "conv3d", f"out = conv(x, w, b, stride = {list(stride)}, dilation = {list(dil)}, "
+             f"padding = {padding}, border = '{border}');", {"x": x}, ["out"], [want], variables={"w": w, "b": bias})
+
+
+def test_int8_grouped_deconv(tmp_path: Path) -> None:
+    """Quantized deconv with groups = 2 and an int32 bias (scale = input scale × filter scale): within one step of
+    the spec's float deconv of the dequantized tensors, quantized to the output's parameters."""
+    sx, zx, sw, so, zo = 0.03, -2, 0.01, 0.02, 5
+    x = np.asarray(RNG.integers(-128, 128, size=(1, 4, 3, 3)), np.int8)
+    xf = (x.astype(F64) - zx) * sx
+    w = rand(4, 3, 2, 2)
+    bias = rand(1, 6, lo=-0.3, hi=0.3)
+    wf = _q8(f(w), sw, 0).astype(F64) * sw
+    bf = np.round(f(bias) / (sx * sw)) * (sx * sw)
+    want_f = np.concatenate([np_deconv(xf[:, :2], wf[:2], (2, 2), (6, 6), [(0, 0), (0, 0)]),
+                             np_deconv(xf[:, 2:], wf[2:], (2, 2), (6, 6), [(0, 0), (0, 0)])], axis=1)
+    want = _q8(want_f + bf.reshape(1, 6, 1, 1), so, zo)
+    folder = write_graph(tmp_path / "qdeconv_g2.nnef",
+                         "out = deconv(x, w, b, stride = [2, 2], padding = [(0, 0), (0, 0)], groups = 2);",
+                         {"x": ((1, 4, 3, 3), "scalar")}, ["out"], {"w": w, "b": bias})
+    (folder / "graph.quant").write_text(
+        _zp_quant("x", sx, zx) + _zp_quant("w", sw, 0) + _zp_quant("out", so, zo)
+        + f'"b": zero_point_linear_quantize(zero_point = 0, scale = {sx * sw}, bits = 32, signed = true, '
+          'symmetric = false);\n')
+    model = tf2tosa.convert(folder)
+    model.save(tmp_path / "qdeconv_g2.tosa")
+    runs = [("executor", list(model.run([x]).values())[0])]
+    if tosa_tools.available():
+        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
+    for who, got in runs:
+        assert got.dtype == np.int8 and got.shape == want.shape, who
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert int(diff.max()) <= 1, f"qdeconv_g2 ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+
+
+@pytest.mark.parametrize("border", ["constant", "ignore"])
+def test_int8_argmax_pool(tmp_path: Path, border: str) -> None:
+    """argmax_pool of a quantized tensor: the index of the first maximum of the dequantized window (spec 4.4),
+    padding with 0.0 for 'constant' and left out for 'ignore'; the window of all −128 tells them apart."""
+    sx, zx = 0.1, 7
+    x = np.asarray(RNG.integers(-128, 128, size=(1, 2, 6, 5)), np.int8)
+    x[0, 0, :3, :3] = -128
+    pads = [(0, 0), (0, 0), (1, 1), (1, 0)]
+    xf = pad_nchw((x.astype(F64) - zx) * sx, pads, -np.inf if border == "ignore" else 0.0)
+    oh, ow = (xf.shape[2] - 3) // 2 + 1, (xf.shape[3] - 2) // 1 + 1
+    want = np.zeros((1, 2, oh, ow), np.int32)
+    for i in range(oh):
+        for j in range(ow):
+            want[:, :, i, j] = np.argmax(xf[:, :, 2 * i:2 * i + 3, j:j + 2].reshape(1, 2, -1), axis=2)
+    folder = write_graph(tmp_path / f"qargmax_{border}.nnef", f"out = argmax_pool(x, size = [1, 1, 3, 2], "
+                         f"stride = [1, 1, 2, 1], padding = {pads}, border = '{border}');",
+                         {"x": ((1, 2, 6, 5), "scalar")}, ["out"])
+    (folder / "graph.quant").write_text(_zp_quant("x", sx, zx))
+    model = tf2tosa.convert(folder)
+    model.save(tmp_path / f"qargmax_{border}.tosa")
+    check_close("qargmax", list(model.run([x]).values())[0], want, "executor")
+    if tosa_tools.available():
+        check_close("qargmax", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0], want, "Arm")
+
+
+@pytest.mark.parametrize("axes", [[2, 3], [1, 3]])
+def test_int8_softmax_axes(tmp_path: Path, axes: list[int]) -> None:
+    """softmax over several axes of a quantized tensor (spec: exp(x − max) / sum over all the axes), within one
+    step of the float softmax of the dequantized input quantized to the output's parameters (1/256, −128)."""
+    sx, zx = 0.05, -3
+    x = np.asarray(RNG.integers(-128, 128, size=(2, 3, 4, 5)), np.int8)
+    xf = (x.astype(F64) - zx) * sx
+    e = np.exp(xf - xf.max(axis=tuple(axes), keepdims=True))
+    want = _q8(e / e.sum(axis=tuple(axes), keepdims=True), 1 / 256, -128)
+    folder = write_graph(tmp_path / "qsoftmax.nnef", f"out = softmax(x, axes = {axes});",
+                         {"x": ((2, 3, 4, 5), "scalar")}, ["out"])
+    (folder / "graph.quant").write_text(_zp_quant("x", sx, zx) + _zp_quant("out", 1 / 256, -128))
+    model = tf2tosa.convert(folder)
+    model.save(tmp_path / "qsoftmax.tosa")
+    runs = [("executor", list(model.run([x]).values())[0])]
+    if tosa_tools.available():
+        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
+    for who, got in runs:
+        assert got.dtype == np.int8 and got.shape == want.shape, who
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert int(diff.max()) <= 1, f"qsoftmax ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+
+
+# --------------------------------------------------------------------------- sample / desample / debox (spec 4.3)
+SAMPLE_CASES = [((3, 2), (2, 1), (1, 1), [(1, 1), (0, 1)], "constant"), ((2, 2), (2, 2), (1, 1), [(0, 0), (0, 0)],
+                                                                          "constant"),
+                ((2, 3), (1, 2), (2, 1), [(1, 0), (1, 1)], "replicate")]
+
+
+@pytest.mark.parametrize("size,stride,dil,pads,border", SAMPLE_CASES)
+def test_sample(tmp_path: Path, size: tuple[int, int], stride: tuple[int, int], dil: tuple[int, int],
+                pads: list[tuple[int, int]], border: str) -> None:
+    """output[i] = input~[i·s + index[i]·d − p] with index the row-major window offset."""
+    x = rand(1, 2, 7, 6)
+    ext = np_border(x, pads, border) if border != "constant" else pad_nchw(f(x), pads, 0.0)
+    oh = (ext.shape[2] - (size[0] - 1) * dil[0] - 1) // stride[0] + 1
+    ow = (ext.shape[3] - (size[1] - 1) * dil[1] - 1) // stride[1] + 1
+    index = np.asarray(RNG.integers(0, size[0] * size[1], size=(1, 2, oh, ow)), np.int32)
+    want = np.zeros((1, 2, oh, ow))
+    for n, c, i, j in np.ndindex(*want.shape):
+        ky, kx = divmod(int(index[n, c, i, j]), size[1])
+        want[n, c, i, j] = ext[n, c, i * stride[0] + ky * dil[0], j * stride[1] + kx * dil[1]]
+    full = [(0, 0), (0, 0)] + pads
+    run_case(tmp_path, "sample", f"out = sample(x, i, size = [1, 1, {size[0]}, {size[1]}], border = '{border}', "
+             f"padding = {full}, stride = [1, 1, {stride[0]}, {stride[1]}], dilation = [1, 1, {dil[0]}, {dil[1]}]);",
+             {"x": x, "i": index}, ["out"], [want])
+
+
+def np_unwindow(x: np.ndarray, take: Callable[[int, int, int, int, int], bool], size: Sequence[int],
+                stride: Sequence[int], dil: Sequence[int], pads: Sequence[tuple[int, int]],
+                out_hw: Sequence[int]) -> np.ndarray:
+    """Spec 4.3 desample/debox: output[o] = Σ_j input[(o + p − j·d) / s] over the j where the division is exact,
+    the quotient inside the input and ``take(n, c, qy, qx, j)`` (desample: index[q] = j; debox: always)."""
+    n_, c_, h, w = x.shape
+    out = np.zeros((n_, c_, *out_hw))
+    for n, c, oy, ox in np.ndindex(*out.shape):
+        for ky in range(size[0]):
+            for kx in range(size[1]):
+                ty, tx = oy + pads[0][0] - ky * dil[0], ox + pads[1][0] - kx * dil[1]
+                if ty % stride[0] or tx % stride[1]:
+                    continue
+                qy, qx = ty // stride[0], tx // stride[1]
+                if 0 <= qy < h and 0 <= qx < w and take(n, c, qy, qx, ky * size[1] + kx):
+                    out[n, c, oy, ox] += x[n, c, qy, qx]
+    return out
+
+
+@pytest.mark.parametrize("size,stride,dil,pads,out_hw", [
+    ((2, 2), (2, 2), (1, 1), [(0, 0), (0, 0)], (8, 6)), ((3, 2), (2, 1), (1, 1), [(1, 1), (0, 1)], (7, 4)),
+    ((2, 3), (1, 2), (2, 1), [(1, 0), (1, 1)], (5, 7))])
+def test_desample_and_debox(tmp_path: Path, size: tuple[int, int], stride: tuple[int, int], dil: tuple[int, int],
+                            pads: list[tuple[int, int]], out_hw: tuple[int, int]) -> None:
+    ih = (out_hw[0] + sum(pads[0]) - (size[0] - 1) * dil[0] - 1) // stride[0] + 1
+    iw = (out_hw[1] + sum(pads[1]) - (size[1] - 1) * dil[1] - 1) // stride[1] + 1
+    x = rand(1, 2, ih, iw)
+    index = np.asarray(RNG.integers(0, size[0] * size[1], size=x.shape), np.int32)
+    want_de = np_unwindow(f(x), lambda n, c, qy, qx, j: int(index[n, c, qy, qx]) == j, size, stride, dil, pads,
+                          out_hw)
+    want_box = np_unwindow(f(x), lambda *_: True, size, stride, dil, pads, out_hw) / (size[0] * size[1])
+    full = [(0, 0), (0, 0)] + pads
+    common = (f"size = [1, 1, {size[0]}, {size[1]}], padding = {full}, stride = [1, 1, {stride[0]}, {stride[1]}], "
+              f"dilation = [1, 1, {dil[0]}, {dil[1]}], output_shape = [1, 2, {out_hw[0]}, {out_hw[1]}]")
+    run_case(tmp_path, "desample", f"d = desample(x, i, {common}); e = debox(x, {common}, normalize = true);",
+             {"x": x, "i": index}, ["d", "e"], [want_de, want_box])
+
+
+def test_argmax_pool_sample_desample_roundtrip(tmp_path: Path) -> None:
+    """The unpooling pattern: sample(x, argmax_pool(x)) is max_pool; desample puts each maximum back in place."""
+    x = POOL_X[:, :, :6, :6]
+    want_max = np_pool(x, (1, 1, 2, 2), (1, 1, 2, 2), [(0, 0)] * 4, "max", "constant")
+    win = f(x).reshape(1, 3, 3, 2, 3, 2)
+    mask = win == win.max(axis=(3, 5), keepdims=True)
+    want_un = np.where(mask, win, 0.0).reshape(1, 3, 6, 6)
+    attrs = "size = [1, 1, 2, 2], stride = [1, 1, 2, 2], padding = [(0, 0), (0, 0), (0, 0), (0, 0)]"
+    run_case(tmp_path, "unpool", f"i = argmax_pool(x, {attrs}); m = sample(x, i, {attrs}); "
+             f"u = desample(m, i, {attrs}, output_shape = [1, 3, 6, 6]);", {"x": x}, ["m", "u"], [want_max, want_un])
+
+
+def test_resampling_1d(tmp_path: Path) -> None:
+    """The resampling operations on rank-3 (NCW) tensors: nearest repeats, every f-th, block means, and the
+    'symmetric' linear interpolation (sample i at (i + ½)/f − ½, edges replicated)."""
+    x = rand(2, 3, 6)
+    pos = (np.arange(12) + 0.5) / 2 - 0.5
+    lo = np.floor(pos).astype(int)
+    t = pos - lo
+    lin = f(x)[:, :, np.clip(lo, 0, 5)] * (1 - t) + f(x)[:, :, np.clip(lo + 1, 0, 5)] * t
+    run_case(tmp_path, "resample1d",
+             "u = nearest_upsample(x, factor = [2]); d = nearest_downsample(x, factor = [3]);"
+             "a = area_downsample(x, factor = [2]); m = multilinear_upsample(x, factor = [2]);",
+             {"x": x}, ["u", "d", "a", "m"],
+             [np.repeat(f(x), 2, axis=2), f(x)[:, :, ::3], f(x).reshape(2, 3, 3, 2).mean(axis=3), lin])
+
+
+@pytest.mark.parametrize("body,shape,filt,reason", [
+    ("out = max_pool(x, size = [1, 1, 2, 2, 2]);", (1, 2, 4, 4, 4), None, "rank-5"),
+    ("out = deconv(x, w, 0.0, groups = 2);", (1, 2, 4, 4, 4), (2, 3, 2, 2, 2), "3-D deconv with 2 groups"),
+    ("out = conv(x, w, 0.0, groups = 2);", (1, 2, 4, 4, 4), (2, 1, 2, 2, 2), "3-D conv with 2 groups"),
+    ("out = deconv(x, w, 0.0, border = 'reflect');", (1, 2, 4, 4), (2, 3, 2, 2), "deconv border 'reflect'"),
+    ("out = desample(x, i, size = [1, 1, 2, 2], border = 'replicate');", (1, 2, 3, 3), None, "'constant' only")])
+def test_window_refusals(tmp_path: Path, body: str, shape: tuple[int, ...], filt: tuple[int, ...] | None,
+                         reason: str) -> None:
+    """What stays outside: 3-D pools, grouped 3-D conv and deconv, deconv with a padded border other than
+    'constant', desample with a border other than the spec's."""
+    from tf2tosa.errors import ConversionError
+
+    inputs = {"x": (shape, "scalar")}
+    if "desample" in body:
+        inputs["i"] = (shape, "integer")
+    folder = write_graph(tmp_path / "refused.nnef", body, inputs, ["out"],
+                         {"w": rand(*filt)} if filt else None)
+    with pytest.raises(ConversionError, match=reason):
+        tf2tosa.convert(folder)
+
+
+def test_audio_style_1d_chain(tmp_path: Path) -> None:
+    """A rank-3 chain as in audio models: conv (stride 2) → relu → max_pool → deconv (stride 2) + a skip."""
+    x = rand(1, 4, 16)
+    w1, b1 = rand(8, 4, 3), rand(1, 8)
+    w2 = rand(8, 4, 2)
+    pad = auto_pads((16,), (3,), (2,), (1,))[0]
+    c = np.maximum(np_conv1d(x, w1, b1, 2, pad, 1), 0.0)
+    p = np_pool(c, (1, 1, 2), (1, 1, 2), [(0, 0)] * 3, "max", "constant")
+    d = np_deconv1d(p, w2, 2, 8, 0)
+    want = d + f(x)[:, :, ::2]
+    m = run_case(tmp_path, "audio1d", "c = relu(conv(x, w1, b1, stride = [2])); "
+             "p = max_pool(c, size = [1, 1, 2], stride = [1, 1, 2], padding = [(0, 0), (0, 0), (0, 0)]); "
+             "d = deconv(p, w2, 0.0, stride = [2], padding = [(0, 0)], output_shape = [1, 4, 8]); "
+             "out = add(d, nearest_downsample(x, factor = [2]));", {"x": x}, ["out"], [want],
+             variables={"w1": w1, "b1": b1, "w2": w2})
+    # the layout pass runs the rank-3 windows in NWC: the NCW↔NWC pairs between them cancel (8 TRANSPOSEs without)
+    assert m.graph.meta["layout"] == {"transposes_before": 8, "transposes_after": 3}
+    assert sum(op.name == "tosa.TRANSPOSE" for op in m.graph.ops.values()) == 3
+
+
+def np_deconv3d(x: np.ndarray, w: np.ndarray, bias: np.ndarray, stride: Sequence[int], out_dhw: Sequence[int],
+                before: Sequence[int]) -> np.ndarray:
+    """Spec 4.3 deconv, three spatial dimensions: input[n, c, i, j, k] · filter[c, o, a, b, e] adds to
+    output[n, o, i·s₀ + a − p₀, j·s₁ + b − p₁, k·s₂ + e − p₂] (+ bias[o])."""
+    x, w = x.astype(F64), w.astype(F64)
+    _, o, *ks = w.shape
+    full = np.zeros((x.shape[0], o, *[(x.shape[2 + i] - 1) * stride[i] + ks[i] for i in range(3)]))
+    for i, j, k in np.ndindex(*x.shape[2:]):
+        full[:, :, i * stride[0]:i * stride[0] + ks[0], j * stride[1]:j * stride[1] + ks[1],
+             k * stride[2]:k * stride[2] + ks[2]] += np.einsum("nc,coabe->noabe", x[:, :, i, j, k], w)
+    out = full[:, :, before[0]:before[0] + out_dhw[0], before[1]:before[1] + out_dhw[1],
+               before[2]:before[2] + out_dhw[2]]
+    return out + f(bias).reshape(1, -1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("padding", ["[]", "[(0, 0), (0, 0), (0, 0)]"])
+def test_deconv_3d(tmp_path: Path, padding: str) -> None:
+    x = rand(1, 3, 2, 3, 2)
+    w = rand(3, 4, 2, 3, 3)
+    bias = rand(1, 4)
+    stride = (2, 1, 2)
+    if padding == "[]":  # automatic: total = max(0, (in − 1)·s + k − out), half before
+        out = (4, 3, 4)
+        before = [max(0, (n - 1) * s + k - o) // 2 for n, s, k, o in zip((2, 3, 2), stride, (2, 3, 3), out)]
+    else:
+        out, before = (4, 5, 5), [0, 0, 0]
+    want = np_deconv3d(x, w, bias, stride, out, before)
+    run_case(tmp_path, "deconv3d", f"out = deconv(x, w, b, stride = {list(stride)}, padding = {padding}, "
+             f"output_shape = [1, 4, {out[0]}, {out[1]}, {out[2]}]);", {"x": x}, ["out"], [want],
+             variables={"w": w, "b": bias})
+
+
+def test_unpool_1d(tmp_path: Path) -> None:
+    """argmax_pool → sample → desample, and debox, on rank-3 tensors (the 1-D forms of spec 4.3.2-4.3.3)."""
+    x = X1[:, :, :10]
+    win = f(x).reshape(2, 4, 5, 2)
+    want_max = win.max(axis=3)
+    first = np.argmax(win, axis=3)
+    want_un = np.zeros_like(win)
+    np.put_along_axis(want_un, first[..., None], want_max[..., None], axis=3)
+    want_box = np.repeat(f(x)[:, :, ::2], 2, axis=2)  # debox of stride 2, size 2, no padding: each value twice
+    attrs = "size = [1, 1, 2], stride = [1, 1, 2], padding = [(0, 0), (0, 0), (0, 0)]"
+    run_case(tmp_path, "unpool1d", f"i = argmax_pool(x, {attrs}); m = sample(x, i, {attrs}); "
+             f"u = desample(m, i, {attrs}, output_shape = [2, 4, 10]); "
+             f"e = debox(nearest_downsample(x, factor = [2]), {attrs}, output_shape = [2, 4, 10]);",
+             {"x": x}, ["m", "u", "e"], [want_max, want_un.reshape(2, 4, 10), want_box])

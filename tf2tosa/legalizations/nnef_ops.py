@@ -13,7 +13,8 @@ mark a rule transposes its own input and output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import wraps
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, TensorType, Value
 from ..tosa.builder import Builder
 from .delegate import via
-from .lowering.layout import resolve_reshape, take_every
+from .lowering.layout import dilate_axis, resolve_reshape, take_every
 from .lowering.legalize_common import positive_axis
 from .lowering.numeric import fconst, float_divide, require_float, static_shape
 from .lowering.padding import same_padding
@@ -87,7 +88,8 @@ def _leading(b: Builder, v: Value, rank: int) -> Value:
 def _nhwc(b: Builder, op: Operation, x: Value) -> Value:
     """The NHWC form of the rule's 4-D data input."""
     if x.type.rank != 4:
-        raise Unsupported(f"{op.name} on a rank-{x.type.rank} tensor (2-D spatial operations only)")
+        raise Unsupported(f"{op.name} on a rank-{x.type.rank} tensor (1-D and 2-D windows; 3-D for conv and "
+                          "deconv only)")
     return x if op.attrs.get("layout") == "NHWC" else transpose(b, x, TO_NHWC)
 
 
@@ -139,6 +141,57 @@ def _window_padding(b: Builder, x: Value, pads: list[int], in_hw: Sequence[int],
     return b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], pad_value), "VALID"
 
 
+#: the border modes that extend the input with its own values (spec 4.3 "Border Modes")
+EXTENDING_BORDERS = ("replicate", "reflect", "reflect-even")
+
+
+def _border_index(i: int, z: int, border: str) -> int:
+    """The input index the spec's extended input takes at position ``i`` (−p ≤ i < z + q)."""
+    if 0 <= i < z:
+        return i
+    if border == "replicate":
+        return 0 if i < 0 else z - 1
+    if border == "reflect":
+        j = -i if i < 0 else z - 1 - (i - z + 1)
+    else:  # reflect-even: the edge is duplicated
+        j = -i - 1 if i < 0 else z - 1 - (i - z)
+    if not 0 <= j < z:
+        raise Unsupported(f"border '{border}' padding of {-i if i < 0 else i - z + 1} on a dimension of {z}")
+    return j
+
+
+def border_pad(b: Builder, x: Value, axes: Sequence[int], pads: Sequence[int], border: str) -> Value:
+    """``x`` extended along ``axes`` by (before, after) = ``pads[2k], pads[2k+1]`` with the values of ``border``
+    ('replicate', 'reflect', 'reflect-even'): one-element SLICEs of the input CONCATenated around it."""
+    y = x
+    for k, axis in enumerate(axes):
+        lo, hi = int(pads[2 * k]), int(pads[2 * k + 1])
+        if not lo and not hi:
+            continue
+        if lo < 0 or hi < 0:
+            raise Unsupported(f"negative padding {list(pads)}")
+        shape = static_shape(y)
+        z = shape[axis]
+        size = list(shape)
+        size[axis] = 1
+
+        def row(i: int, y: Value = y, z: int = z, axis: int = axis, size: list[int] = size) -> Value:
+            start = [0] * len(size)
+            start[axis] = _border_index(i, z, border)
+            return b.slice(y, start, size)
+
+        parts = [row(i) for i in range(-lo, 0)] + [y] + [row(i) for i in range(z, z + hi)]
+        y = b.concat(parts, axis)
+    return y
+
+
+def _lowest(x: Value) -> float | int:
+    """The lowest value of ``x``'s element type (a padding no maximum picks)."""
+    if x.dtype.is_float:
+        return float(np.finfo(np.float32).min)
+    return int(x.dtype.range()[0])
+
+
 def _zero_of(x: Value) -> float | int:
     q = x.type.quant
     return int(q.zero_point[0]) if q is not None else 0
@@ -147,6 +200,65 @@ def _zero_of(x: Value) -> float | int:
 def _ints(v: Any, n: int, default: int = 1) -> list[int]:
     vals = [int(a) for a in (v or [])]
     return vals if vals else [default] * n
+
+
+# ------------------------------------------------------------------------------------------------ 1-D windows
+_Rule = Callable[[Builder, Operation], list[Value]]
+
+
+def _unit_h(b: Builder, v: Value, nwc: bool = False) -> Value:
+    """[N, C, W] → [N, C, 1, W], or [N, W, C] → [N, 1, W, C] (constants refolded, so a quantized filter stays a
+    constant)."""
+    shape = tuple(static_shape(v))
+    u = 1 if nwc else 2
+    new = shape[:u] + (1,) + shape[u:]
+    arr = v.const()
+    if arr is not None:
+        return b.const(np.asarray(arr).reshape(new), v.dtype, quant=v.type.quant, name="nnef_unit_h")
+    return b.reshape(v, new)
+
+
+def one_d(full_rank: bool) -> Callable[[_Rule], _Rule]:
+    """Lift a 2-D window rule to NNEF's rank-3 (NCW, or NWC after the layout pass) form: a unit spatial dimension
+    H is inserted in the data (NCHW / NHWC; and in the filter of ``conv``/``deconv``, the index of ``sample`` /
+    ``desample``), the window attributes gain their H entry (size/stride/dilation 1, padding (0, 0)) and the 2-D
+    result is reshaped back.  ``full_rank``: the window attributes have one entry
+    per dimension (pools), else per spatial dimension (convolutions, resampling ``factor``)."""
+
+    def deco(rule: _Rule) -> _Rule:
+        @wraps(rule)
+        def lifted(b: Builder, op: Operation) -> list[Value]:
+            x = op.operands[0]
+            if x.type.rank != 3:
+                return rule(b, op)
+            nwc = op.attrs.get("layout") == "NHWC"  # the layout pass made it [N, W, C]: H goes before W
+            at = (1 if nwc else 2) if full_rank else 0
+            attrs = dict(op.attrs)
+            for key in ("size", "stride", "dilation", "factor"):
+                v = [int(a) for a in (attrs.get(key) or [])]
+                if v:
+                    attrs[key] = v[:at] + [1] + v[at:]
+            pads = _pairs(attrs.get("padding"))
+            if pads:
+                attrs["padding"] = pads[:at] + [(0, 0)] + pads[at:]
+            if attrs.get("output_shape"):
+                out = [int(d) for d in attrs["output_shape"]]
+                attrs["output_shape"] = out[:2] + [1] + out[2:]
+            operands = [_unit_h(b, x, nwc)]
+            if op.opcode in ("conv", "deconv", "sample", "desample"):  # the filter / the index
+                operands.append(_unit_h(b, op.operands[1]) if op.operands[1].type.rank == 3 else op.operands[1])
+            operands += op.operands[len(operands):]
+            results = []
+            for r in op.results:
+                s = tuple(r.type.shape)
+                u = 1 if nwc else 2
+                results.append(_detached(b, TensorType(s[:u] + (1,) + s[u:], r.type.dtype, r.type.quant)))
+            proxy = Operation(-1, op.name, operands, results, attrs, [], op.location)
+            return [b.reshape(y, r.shape) for y, r in zip(rule(b, proxy), op.results)]
+
+        return lifted
+
+    return deco
 
 
 # ------------------------------------------------------------------------------------------------ constants
@@ -370,9 +482,21 @@ def gelu(b: Builder, op: Operation) -> list[Value]:
 @legalize("nnef.softmax", dtypes=_Q)
 def softmax(b: Builder, op: Operation) -> list[Value]:
     """``softmax(x, axes)`` over the last axis: tfl.softmax's lowering; other single axes are transposed last;
-    several axes (float): the fragment's exp(x − max) / sum."""
+    several axes: float, the fragment's exp(x − max) / sum; quantized, tfl.softmax over the axes moved last and
+    merged into one (a softmax over several axes is one over their flattened elements)."""
     x = op.operands[0]
     axes = sorted(positive_axis(int(a), x.type.rank) for a in op.attrs.get("axes", [1]))
+    if len(axes) != 1 and x.type.is_quantized:  # one softmax over the axes moved last and merged into one
+        r = x.type.rank
+        perm = [i for i in range(r) if i not in axes] + axes
+        xt = transpose(b, x, perm)
+        kept = [int(d) for d in xt.shape[:r - len(axes)]]
+        merged = b.reshape(xt, kept + [int(np.prod(xt.shape[r - len(axes):]))])
+        out_t = op.results[0].type
+        y = via(b, op, "tfl.softmax", [merged], {"beta": 1.0},
+                results=[_detached(b, TensorType(tuple(merged.shape), out_t.dtype, out_t.quant))])[0]
+        y = b.reshape(y, [int(d) for d in xt.shape])
+        return [transpose(b, y, [perm.index(i) for i in range(r)])]
     if len(axes) != 1:  # the fragment's body: e / sum(e), e = exp(x − max), reductions over every axis
         require_float(op, x)
         m = x
@@ -663,21 +787,28 @@ def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
 
 # ------------------------------------------------------------------------------------------------ convolution
 @legalize("nnef.conv", dtypes=_Q)
+@one_d(full_rank=False)
 def conv(b: Builder, op: Operation) -> list[Value]:
     """``conv`` (2-D; ``groups`` 1, 0 = depthwise, or n): tfl.conv_2d / tfl.depthwise_conv_2d's lowering on the NHWC
     form, OIHW filters transposed to OHWI / [1, KH, KW, C·M]; padding the automatic one (SAME), none (VALID) or an
-    explicit PAD with the input zero point (``border = 'constant'``)."""
+    explicit PAD with the input zero point (``border = 'constant'``) or the input's own values ('replicate',
+    'reflect', 'reflect-even': :func:`border_pad`)."""
+    if op.operands[0].type.rank == 5:
+        return _conv_3d(b, op)
     x = _nhwc(b, op, op.operands[0])
     w, bias = op.operands[1], op.operands[2]
     if w.type.rank != 4:
-        raise Unsupported(f"conv filter of rank {w.type.rank} (2-D convolutions only)")
+        raise Unsupported(f"conv filter of rank {w.type.rank} on a rank-{x.type.rank} input")
     _, ih, iw, c = static_shape(x)
     o, ig, kh, kw = static_shape(w)
     groups = int(op.attrs.get("groups", 1)) or c
     stride, dil = _ints(op.attrs.get("stride"), 2), _ints(op.attrs.get("dilation"), 2)
     pads = _spatial_pads(op, [ih, iw], [kh, kw], stride, dil, False)
     border = str(op.attrs.get("border", "constant"))
-    if any(pads) and border != "constant":
+    if any(pads) and border in EXTENDING_BORDERS:
+        x, pads = border_pad(b, x, (1, 2), pads, border), [0, 0, 0, 0]
+        ih, iw = static_shape(x)[1:3]
+    elif any(pads) and border != "constant":
         raise Unsupported(f"conv border '{border}' with padding {pads}")
     x, padding = _window_padding(b, x, pads, [ih, iw], [kh, kw], stride, dil, _zero_of(x))
     attrs = {"stride_h": stride[0], "stride_w": stride[1], "dilation_h_factor": dil[0],
@@ -694,11 +825,90 @@ def conv(b: Builder, op: Operation) -> list[Value]:
     return [_out(b, op, y[0])]
 
 
+def _conv_3d(b: Builder, op: Operation) -> list[Value]:
+    """3-D ``conv`` (NCDHW, float, ``groups`` 1): tfl.conv_3d's lowering (TOSA CONV3D) on the NDHWC form, the
+    [O, C, KD, KH, KW] filter transposed to TFLite's [KD, KH, KW, C, O]; explicit padding applied first (PAD with
+    0, or the input's own values for 'replicate'/'reflect'/'reflect-even'), the automatic one as SAME."""
+    x, w, bias = op.operands[:3]
+    require_float(op, x)
+    if w.type.rank != 5:
+        raise Unsupported(f"conv filter of rank {w.type.rank} on a rank-5 input")
+    n, c, d, h, wd = static_shape(x)
+    o, ig, kd, kh, kw = static_shape(w)
+    groups = int(op.attrs.get("groups", 1)) or c
+    if groups != 1 or ig != c:
+        raise Unsupported(f"3-D conv with {groups} groups (filter {[o, ig, kd, kh, kw]} on {c} channels)")
+    stride, dil = _ints(op.attrs.get("stride"), 3), _ints(op.attrs.get("dilation"), 3)
+    pads3 = _pairs(op.attrs.get("padding"))
+    xt = transpose(b, x, (0, 2, 3, 4, 1))
+    padding = "SAME" if not pads3 else "VALID"
+    if pads3 and any(p_ for pair in pads3 for p_ in pair):
+        flat = [p_ for pair in pads3 for p_ in pair]
+        border = str(op.attrs.get("border", "constant"))
+        if min(flat) < 0:
+            raise Unsupported(f"negative padding {pads3}")
+        if border in EXTENDING_BORDERS:
+            xt = border_pad(b, xt, (1, 2, 3), flat, border)
+        elif border == "constant":
+            xt = b.pad(xt, [0, 0, *flat, 0, 0], 0.0)
+        else:
+            raise Unsupported(f"conv border '{border}' with padding {pads3}")
+    attrs = {"padding": padding, "stride_d": stride[0], "stride_h": stride[1], "stride_w": stride[2],
+             "dilation_d_factor": dil[0], "dilation_h_factor": dil[1], "dilation_w_factor": dil[2],
+             "fused_activation_function": "NONE"}
+    rest = [] if _is_zero(bias) else [bias]
+    res = [_detached(b, permute_type(op.results[0].type, (0, 2, 3, 4, 1)))]
+    y = via(b, op, "tfl.conv_3d", [xt, transpose(b, w, (2, 3, 4, 1, 0)), *rest], attrs, results=res)[0]
+    return [transpose(b, y, (0, 4, 1, 2, 3))]
+
+
+def _deconv_3d(b: Builder, op: Operation) -> list[Value]:
+    """3-D ``deconv`` (NCDHW, float, ``groups`` 1): tfl.conv_3d_transpose's lowering (a stride-1 CONV3D over the
+    zero-spread input) on the NDHWC form, the [C, O, KD, KH, KW] filter transposed to TFLite's [KD, KH, KW, O, C];
+    the automatic padding is SAME on the output size, no padding VALID."""
+    x, w, bias = op.operands[:3]
+    require_float(op, x)
+    if w.type.rank != 5:
+        raise Unsupported(f"deconv filter of rank {w.type.rank} on a rank-5 input")
+    n, c, d, h, wd = static_shape(x)
+    ci, o, kd, kh, kw = static_shape(w)
+    groups = int(op.attrs.get("groups", 1)) or c
+    if groups != 1 or ci != c:
+        raise Unsupported(f"3-D deconv with {groups} groups (filter {[ci, o, kd, kh, kw]} on {c} channels)")
+    stride, dil = _ints(op.attrs.get("stride"), 3), _ints(op.attrs.get("dilation"), 3)
+    out = [int(v) for v in op.results[0].shape]
+    pads = _pairs(op.attrs.get("padding"))
+    border = str(op.attrs.get("border", "constant"))
+    if border != "constant" and (not pads or any(a or e for a, e in pads)):
+        raise Unsupported(f"deconv border '{border}' with padding {pads or 'automatic'}")
+    if not pads:
+        padding = "SAME"
+    elif not any(a or e for a, e in pads):
+        padding = "VALID"
+    else:
+        for p_, size, k, s_, dl, osz in zip(pads, (d, h, wd), (kd, kh, kw), stride, dil, out[2:]):
+            if p_[0] != max(0, (size - 1) * s_ + (k - 1) * dl + 1 - osz) // 2:
+                raise Unsupported(f"deconv padding {pads}")
+        padding = "SAME"
+    attrs = {"padding": padding, "stride_d": stride[0], "stride_h": stride[1], "stride_w": stride[2],
+             "dilation_d_factor": dil[0], "dilation_h_factor": dil[1], "dilation_w_factor": dil[2],
+             "fused_activation_function": "NONE"}
+    shape = _const(b, [out[0], out[2], out[3], out[4], out[1]])
+    rest = [] if _is_zero(bias) else [bias]
+    res = [_detached(b, permute_type(op.results[0].type, (0, 2, 3, 4, 1)))]
+    y = via(b, op, "tfl.conv_3d_transpose", [shape, transpose(b, w, (2, 3, 4, 1, 0)),
+                                             transpose(b, x, (0, 2, 3, 4, 1)), *rest], attrs, results=res)[0]
+    return [transpose(b, y, (0, 4, 1, 2, 3))]
+
+
 @legalize("nnef.deconv", dtypes=_Q)
+@one_d(full_rank=False)
 def deconv(b: Builder, op: Operation) -> list[Value]:
-    """``deconv`` (2-D, dilation 1): tfl.transpose_conv's lowering, one per group for ``groups`` > 1 (float); the
+    """``deconv`` (1-D or 2-D, dilation 1): tfl.transpose_conv's lowering, one per group for ``groups`` > 1; the
     filter [C, O/groups, KH, KW] becomes [O/groups, KH, KW, C]; the automatic padding is TFLite's SAME on the output
     size, no padding VALID."""
+    if op.operands[0].type.rank == 5:
+        return _deconv_3d(b, op)
     x = _nhwc(b, op, op.operands[0])
     w, bias = op.operands[1], op.operands[2]
     _, ih, iw, c = static_shape(x)
@@ -712,6 +922,9 @@ def deconv(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported(f"deconv filter {[ci, o, kh, kw]} with {groups} groups on {c} channels")
     stride = _ints(op.attrs.get("stride"), 2)
     pads = _pairs(op.attrs.get("padding"))
+    border = str(op.attrs.get("border", "constant"))
+    if border != "constant" and (not pads or any(a or e for a, e in pads)):
+        raise Unsupported(f"deconv border '{border}' with padding {pads or 'automatic'}")
     if not pads:
         padding = "SAME"
     elif not any(a or e for a, e in pads):
@@ -729,20 +942,37 @@ def deconv(b: Builder, op: Operation) -> list[Value]:
         y = via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, oc]), wt, x, *rest], attrs,
                 results=[_detached(b, out_t)])[0]
         return [_out(b, op, y)]
-    if x.type.is_quantized:
-        raise Unsupported("grouped deconv on quantized tensors")
+    quantized = x.type.is_quantized
+    if quantized and (w.type.quant is None or w.type.quant.per_channel):
+        raise Unsupported("quantized grouped deconv with a per-channel (or unquantized) filter")
     cg = c // groups
     parts = []
     for g in range(groups):  # one TRANSPOSE_CONV2D per group, concatenated on the channels
         xg = b.slice(x, [0, 0, 0, g * cg], [n, ih, iw, cg])
         wg = b.slice(wt, [0, 0, 0, g * cg], [o, kh, kw, cg])
-        tg = TensorType((n, oh, ow, o), out_t.dtype)
-        parts.append(via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, o]), wg, xg], attrs,
+        tg = TensorType((n, oh, ow, o), out_t.dtype, out_t.quant)
+        # quantized: each group's bias joins its int32 accumulator; float: one ADD after the CONCAT
+        rest = [_group_bias(b, bias, g * o, o)] if quantized and not _is_zero(bias) else []
+        parts.append(via(b, op, "tfl.transpose_conv", [_const(b, [n, oh, ow, o]), wg, xg, *rest], attrs,
                          results=[_detached(b, tg)])[0])
     y = b.concat(parts, 3)
-    if not _is_zero(bias):
+    if not quantized and not _is_zero(bias):
         y = b.binary("ADD", y, b.reshape(bias, [1, 1, 1, oc]) if bias.type.rank != 0 else bias)
     return [_out(b, op, y)]
+
+
+def _group_bias(b: Builder, bias: Value, start: int, size: int) -> Value:
+    """Channels [start, start + size) of a constant ``[1, C]`` / ``[C]`` bias, with their quantization."""
+    arr = bias.const()
+    if arr is None:
+        raise Unsupported("quantized grouped deconv with a computed bias")
+    flat = np.asarray(arr).reshape(-1)
+    if flat.size == 1:
+        flat = np.repeat(flat, start + size)
+    q = bias.type.quant
+    if q is not None and q.per_channel:
+        q = QuantParams(q.scale[start:start + size], q.zero_point[start:start + size], 0)
+    return b.const(flat[start:start + size], bias.dtype, quant=q, name="nnef_group_bias")
 
 
 # ------------------------------------------------------------------------------------------------ pooling
@@ -775,28 +1005,41 @@ def _pool(b: Builder, op: Operation, tfl_name: str) -> Value:
     elif border == "constant":
         x = b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], _zero_of(x))
         padding = "VALID"
+    elif border in EXTENDING_BORDERS:
+        x, padding = border_pad(b, x, (1, 2), pads, border), "VALID"
+    elif border == "ignore" and tfl_name == "tfl.max_pool_2d":  # left out of the max: padded with the lowest value
+        x, padding = b.pad(x, [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0], _lowest(x)), "VALID"
+    elif border == "ignore":  # AVG_POOL2D's own padding is left out of the count (explicit pads below the kernel)
+        padding = "EXPLICIT"
     else:
         raise Unsupported(f"{op.opcode} border '{border}' with padding {pads}")
-    y = via(b, op, tfl_name, [x], {"filter_height": kernel[0], "filter_width": kernel[1], "stride_h": stride[0],
-                                   "stride_w": stride[1], "padding": padding, "fused_activation_function": "NONE"},
-            results=[_detached(b, _out_nhwc_type(op))])
+    attrs: dict[str, Any] = {"filter_height": kernel[0], "filter_width": kernel[1], "stride_h": stride[0],
+                             "stride_w": stride[1], "padding": padding, "fused_activation_function": "NONE"}
+    if padding == "EXPLICIT":
+        attrs["explicit_paddings"] = list(pads)
+    y = via(b, op, tfl_name, [x], attrs, results=[_detached(b, _out_nhwc_type(op))])
     return _out(b, op, y[0])
 
 
 @legalize("nnef.max_pool", dtypes=_Q)
+@one_d(full_rank=True)
 def max_pool(b: Builder, op: Operation) -> list[Value]:
-    """``max_pool`` over H, W: tfl.max_pool_2d's lowering (border 'ignore' = TFLite's padding, 'constant' pads 0)."""
+    """``max_pool`` over H, W: tfl.max_pool_2d's lowering (border 'ignore': TFLite's SAME or a PAD with the lowest
+    value, 'constant' pads 0, 'replicate'/'reflect'/'reflect-even' an explicit extension of the input)."""
     return [_pool(b, op, "tfl.max_pool_2d")]
 
 
 @legalize("nnef.avg_pool", dtypes=_Q)
+@one_d(full_rank=True)
 def avg_pool(b: Builder, op: Operation) -> list[Value]:
-    """``avg_pool`` over H, W: tfl.average_pool_2d's lowering (border 'ignore' counts only the input; 'constant'
-    counts the zero padding)."""
+    """``avg_pool`` over H, W: tfl.average_pool_2d's lowering (border 'ignore' counts only the input: AVG_POOL2D's
+    own padding; 'constant' counts the zero padding; 'replicate'/'reflect'/'reflect-even' average an explicit
+    extension)."""
     return [_pool(b, op, "tfl.average_pool_2d")]
 
 
 @legalize("nnef.box", dtypes=_Q)
+@one_d(full_rank=True)
 def box(b: Builder, op: Operation) -> list[Value]:
     """``box`` over H, W: the windowed mean (``normalize``) as tfl.average_pool_2d, or the windowed sum (float:
     that mean times the window size); border 'constant' counts the zero padding, 'ignore' does not."""
@@ -805,51 +1048,157 @@ def box(b: Builder, op: Operation) -> list[Value]:
         return [y]
     require_float(op, op.operands[0])
     kernel, _, _ = _pool_window(op, op.operands[0])
-    if str(op.attrs.get("border", "constant")) != "constant" and any(_pairs(op.attrs.get("padding"))):
-        raise Unsupported("box without normalize and with border other than 'constant'")
+    if str(op.attrs.get("border", "constant")) == "ignore" and any(_pairs(op.attrs.get("padding"))):
+        raise Unsupported("box without normalize and with border 'ignore'")
     return [b.mul(y, fconst(b, float(kernel[0] * kernel[1]), y))]
 
 
-def _strided(b: Builder, x: Value, axis: int, count: int, stride: int, start: int) -> Value:
-    """Elements start + k·stride (k < count) along ``axis``: a SLICE of the span, then every stride-th."""
-    shape = static_shape(x)
-    begin = [0] * len(shape)
-    begin[axis] = start
-    size = list(shape)
-    size[axis] = (count - 1) * stride + 1
-    return take_every(b, b.slice(x, begin, size), axis, count, stride)
-
-
-@legalize("nnef.argmax_pool")
+@legalize("nnef.argmax_pool", dtypes=_Q)
+@one_d(full_rank=True)
 def argmax_pool(b: Builder, op: Operation) -> list[Value]:
     """``argmax_pool`` over H, W (spec 4.4: the row-major index of the maximum within each window, padding with
     0 for border 'constant' and left out for 'ignore'): the window's kh·kw strided views stacked on a last axis,
-    then ARGMAX (the first maximum, as the spec's arg max)."""
+    then ARGMAX (the first maximum, as the spec's arg max).  Quantized inputs compare as integers (padding: the
+    zero point, or for 'ignore' int16's lowest after a CAST, so no int8 value ties with it)."""
     x = op.operands[0]
     if x.type.rank != 4:
         raise Unsupported(f"argmax_pool on a rank-{x.type.rank} tensor")
-    require_float(op, x)
+    if not x.dtype.is_float and not x.type.is_quantized:
+        raise Unsupported(f"argmax_pool on a {x.dtype.value} tensor without quantization")
     n, c, h, w = static_shape(x)
     kernel, stride, _ = _pool_window(op, x)
     dil = _ints(op.attrs.get("dilation"), 4)[2:]
     pads = _spatial_pads(op, [h, w], kernel, stride, dil, True)
     border = str(op.attrs.get("border", "constant"))
-    if border not in ("constant", "ignore"):
+    if border in EXTENDING_BORDERS:
+        xp = border_pad(b, x, (2, 3), pads, border)
+    elif border in ("constant", "ignore"):
+        fill: float | int = float(np.finfo(np.float32).min) if border == "ignore" else 0.0
+        if x.type.is_quantized:  # the order of the integers is that of the real values (positive scale)
+            fill = _zero_of(x)
+            if border == "ignore" and any(pads):  # below every int8 value: int16's lowest
+                x, fill = b.cast(x, DType.INT16), int(DType.INT16.range()[0])
+        xp = b.pad(x, [0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]], fill)
+    else:
         raise Unsupported(f"argmax_pool border '{border}'")
-    fill = float(np.finfo(np.float32).min) if border == "ignore" else 0.0
-    xp = b.pad(x, [0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]], fill)
     oh, ow = (int(d) for d in op.results[0].shape[2:])
     views = []
     for ky in range(kernel[0]):
         for kx in range(kernel[1]):
-            v = _strided(b, xp, 2, oh, stride[0], ky * dil[0])
-            v = _strided(b, v, 3, ow, stride[1], kx * dil[1])
+            v = take_every(b, xp, 2, oh, stride[0], ky * dil[0])
+            v = take_every(b, v, 3, ow, stride[1], kx * dil[1])
             views.append(b.reshape(v, [n, c, oh, ow, 1]))
     stacked = b.concat(views, 4)
     return [b.emit("ARGMAX", [stacked], {"axis": 4}, out_dtype=DType.INT32).result]
 
 
+# ------------------------------------------------------------------------------------------------ index sampling
+def _window_hw(op: Operation) -> tuple[list[int], list[int], list[int]]:
+    """(size, stride, dilation) over H, W of a window operation on NCHW data; batch and channel entries must be 1."""
+    size, stride, dil = (_ints(op.attrs.get(k), 4) for k in ("size", "stride", "dilation"))
+    for what, v in (("size", size), ("stride", stride), ("dilation", dil)):
+        if len(v) != 4 or v[0] != 1 or v[1] != 1:
+            raise Unsupported(f"{op.opcode} {what} {v}: only windows over the two spatial dimensions of NCHW data")
+    return size[2:], stride[2:], dil[2:]
+
+
+def _index_is(b: Builder, index: Value, k: int) -> Value:
+    return b.binary("EQUAL", index, b.const(np.full([1] * index.type.rank, k), index.dtype, name="nnef_offset"))
+
+
+def _place_windows(b: Builder, parts: Sequence[Value], kernel: Sequence[int], stride: Sequence[int],
+                   dil: Sequence[int], pads: Sequence[int], out_hw: Sequence[int]) -> Value:
+    """The reverse of a window operation: ``parts[k]`` (window offset k = ky·kw + kx, down-scaled NCHW) added at
+    the up-scaled positions i·s + k·d − p; each part is spread by its stride (zeros between), shifted by its
+    offset with a PAD, the parts summed and the output's [p, p + X) window SLICEd (zeros past the end)."""
+    n, c, ih, iw = static_shape(parts[0])
+    span = [(ih - 1) * stride[0] + (kernel[0] - 1) * dil[0] + 1, (iw - 1) * stride[1] + (kernel[1] - 1) * dil[1] + 1]
+    total: Value | None = None
+    for k, v in enumerate(parts):
+        ky, kx = divmod(k, kernel[1])
+        v = dilate_axis(b, dilate_axis(b, v, 2, stride[0], 0.0), 3, stride[1], 0.0)
+        v = b.pad(v, [0, 0, 0, 0, ky * dil[0], (kernel[0] - 1 - ky) * dil[0], kx * dil[1],
+                      (kernel[1] - 1 - kx) * dil[1]], 0.0)
+        total = v if total is None else b.binary("ADD", total, v)
+    assert total is not None
+    extra = [max(0, pads[0] + out_hw[0] - span[0]), max(0, pads[2] + out_hw[1] - span[1])]
+    if any(extra):
+        total = b.pad(total, [0, 0, 0, 0, 0, extra[0], 0, extra[1]], 0.0)
+    return b.slice(total, [0, 0, pads[0], pads[2]], [n, c, int(out_hw[0]), int(out_hw[1])])
+
+
+@legalize("nnef.sample")
+@one_d(full_rank=True)
+def sample(b: Builder, op: Operation) -> list[Value]:
+    """``sample(input, index)`` (spec 4.3.3): output[i] = input~[i·s + index[i]·d − p], index the row-major offset
+    in the window (argmax_pool's): the window's strided views of the extended input, one SELECTed per offset."""
+    x, index = op.operands[:2]
+    require_float(op, x)
+    if x.type.rank != 4:
+        raise Unsupported(f"sample on a rank-{x.type.rank} tensor (NCHW only)")
+    n, c, h, w = static_shape(x)
+    kernel, stride, dil = _window_hw(op)
+    pads = _spatial_pads(op, [h, w], kernel, stride, dil, True)
+    border = str(op.attrs.get("border", "constant"))
+    if border in EXTENDING_BORDERS:
+        xp = border_pad(b, x, (2, 3), pads, border)
+    elif border == "constant":
+        xp = b.pad(x, [0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]], 0.0)
+    else:
+        raise Unsupported(f"sample border '{border}'")
+    oh, ow = (int(d) for d in op.results[0].shape[2:])
+    y: Value | None = None
+    for k in range(kernel[0] * kernel[1]):
+        ky, kx = divmod(k, kernel[1])
+        v = take_every(b, take_every(b, xp, 2, oh, stride[0], ky * dil[0]), 3, ow, stride[1], kx * dil[1])
+        y = v if y is None else b.emit("SELECT", [_index_is(b, index, k), v, y]).result
+    assert y is not None
+    return [y]
+
+
+@legalize("nnef.desample")
+@one_d(full_rank=True)
+def desample(b: Builder, op: Operation) -> list[Value]:
+    """``desample(input, index)`` (spec 4.3.3): each input value added at the up-scaled position its index picks in
+    its window, i·s + index[i]·d − p (values mapped to one position summed): per window offset k the values
+    whose index is k (SELECT), placed by :func:`_place_windows`.  Border 'constant' only (the spec's rule)."""
+    x, index = op.operands[:2]
+    require_float(op, x)
+    if x.type.rank != 4:
+        raise Unsupported(f"desample on a rank-{x.type.rank} tensor (NCHW only)")
+    if str(op.attrs.get("border", "constant")) != "constant":
+        raise Unsupported(f"desample border '{op.attrs.get('border')}' (the spec allows 'constant' only)")
+    kernel, stride, dil = _window_hw(op)
+    out_hw = [int(d) for d in op.results[0].shape[2:]]
+    pads = _spatial_pads(op, out_hw, kernel, stride, dil, True)
+    zero = b.const(np.zeros([1] * 4), x.dtype, name="nnef_zero")
+    parts = [b.emit("SELECT", [_index_is(b, index, k), x, zero]).result for k in range(kernel[0] * kernel[1])]
+    return [_place_windows(b, parts, kernel, stride, dil, pads, out_hw)]
+
+
+@legalize("nnef.debox")
+@one_d(full_rank=True)
+def debox(b: Builder, op: Operation) -> list[Value]:
+    """``debox`` (spec 4.3.2): output[i] = Σ_j input[(i + p − j·d) / s] over the j where the division is exact
+    (the reverse of box), divided by the window volume when ``normalize``: every window offset's copy of the
+    input placed by :func:`_place_windows`.  Border 'constant' (or 'ignore' unnormalized: the same zeros)."""
+    x = op.operands[0]
+    require_float(op, x)
+    if x.type.rank != 4:
+        raise Unsupported(f"debox on a rank-{x.type.rank} tensor (NCHW only)")
+    border = str(op.attrs.get("border", "constant"))
+    normalize = bool(op.attrs.get("normalize"))
+    if border != "constant" and not (border == "ignore" and not normalize):
+        raise Unsupported(f"debox border '{border}'{' normalized' if normalize else ''}")
+    kernel, stride, dil = _window_hw(op)
+    out_hw = [int(d) for d in op.results[0].shape[2:]]
+    pads = _spatial_pads(op, out_hw, kernel, stride, dil, True)
+    y = _place_windows(b, [x] * (kernel[0] * kernel[1]), kernel, stride, dil, pads, out_hw)
+    return [b.mul(y, fconst(b, 1.0 / (kernel[0] * kernel[1]), y)) if normalize else y]
+
+
 @legalize("nnef.rms_pool")
+@one_d(full_rank=True)
 def rms_pool(b: Builder, op: Operation) -> list[Value]:
     """``rms_pool``: sqrt(avg_pool(x²))."""
     x = op.operands[0]
@@ -873,12 +1222,14 @@ def _resize(b: Builder, op: Operation, factor: Sequence[int], nearest: bool, hal
 
 
 @legalize("nnef.nearest_upsample", dtypes=_Q)
+@one_d(full_rank=False)
 def nearest_upsample(b: Builder, op: Operation) -> list[Value]:
     """``nearest_upsample(x, factor)``: each pixel repeated factor times (tfl.resize_nearest_neighbor)."""
     return [_resize(b, op, [int(f) for f in op.attrs["factor"]], True, False, False)]
 
 
 @legalize("nnef.multilinear_upsample", dtypes=_Q)
+@one_d(full_rank=False)
 def multilinear_upsample(b: Builder, op: Operation) -> list[Value]:
     """``multilinear_upsample`` with method 'symmetric' (half-pixel centres, border 'replicate') or 'aligned'
     (corners aligned): tfl.resize_bilinear's lowering."""
@@ -893,6 +1244,7 @@ def multilinear_upsample(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("nnef.nearest_downsample", dtypes=_Q)
+@one_d(full_rank=False)
 def nearest_downsample(b: Builder, op: Operation) -> list[Value]:
     """``nearest_downsample(x, factor)``: every factor-th pixel (a strided slice)."""
     x = _nhwc(b, op, op.operands[0])
@@ -904,6 +1256,7 @@ def nearest_downsample(b: Builder, op: Operation) -> list[Value]:
 
 
 @legalize("nnef.area_downsample", dtypes=_Q)
+@one_d(full_rank=False)
 def area_downsample(b: Builder, op: Operation) -> list[Value]:
     """``area_downsample(x, factor)``: the mean of each factor × factor block (tfl.average_pool_2d VALID)."""
     x = _nhwc(b, op, op.operands[0])
@@ -921,9 +1274,12 @@ I8_TESTED = frozenset("""
 add avg_pool clamp concat const conv copy leaky_relu linear max_pool max_reduce mean_reduce mul multilinear_upsample
 nearest_upsample pad relu reshape sigmoid softmax split squeeze tanh transpose unsqueeze unstack
 """.split())
+#: operations whose i8 path is judged in tests/test_nnef_ops.py against the spec's arithmetic on the dequantized
+#: tensors (argmax_pool exactly, grouped deconv within one step) — no LiteRT model to be bit-exact with
+I8_SPEC_TESTED = frozenset({"argmax_pool", "deconv"})
 for _name, _info in RULES.items():
     if _name.startswith("nnef."):
-        _info.dtypes = tuple(d for d in _info.dtypes if d != "i8" or _name[5:] in I8_TESTED)
+        _info.dtypes = tuple(d for d in _info.dtypes if d != "i8" or _name[5:] in I8_TESTED | I8_SPEC_TESTED)
 
 
-__all__ = ["I8_TESTED", "TO_NCHW", "TO_NHWC", "permute_type", "transpose"]
+__all__ = ["I8_SPEC_TESTED", "I8_TESTED", "TO_NCHW", "TO_NHWC", "border_pad", "one_d", "permute_type", "transpose"]

@@ -317,7 +317,7 @@ def _pool_geometry(op: Operation, x: Value) -> tuple[list[int], list[int], list[
         raise Unsupported(f"{op.name} has no filter size (its options table is missing or of another op)")
     kernel = [int(a["filter_height"]), int(a["filter_width"])]
     stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
-    pads = window_pads(a.get("padding", "VALID"), [ih, iw], kernel, stride)
+    pads = window_pads(a.get("padding", "VALID"), [ih, iw], kernel, stride, explicit=a.get("explicit_paddings"))
     return kernel, stride, pads
 
 

@@ -2,7 +2,8 @@
 
 before: an ``nnef.*`` graph in NNEF's layout: ``nnef.conv`` / pools / resampling on NCHW tensors, and (for a graph
 nnef-tools made of an NHWC ``.tflite``) ``nnef.transpose`` ops at the inputs, outputs and on every filter;
-after: each spatial op carries ``layout = "NHWC"`` between an ``nnef.transpose`` to NHWC and one back to NCHW, those
+after: each spatial op carries ``layout = "NHWC"`` between an ``nnef.transpose`` to NHWC and one back to NCHW (for a
+rank-3 one, 1-D: NWC and NCW), those
 transposes are moved past the layout-agnostic ops that follow them (elementwise ops and activations, reductions and
 softmax with their axes renumbered, concat, pad, squeeze), and a transpose of a transpose is merged, so the
 NCHW↔NHWC pairs between consecutive layers cancel.  An elementwise op's constant operands are permuted with it
@@ -54,26 +55,27 @@ def _count(graph: Graph) -> int:
 
 
 def _wrap(graph: Graph, op: Operation) -> bool:
-    """Run a spatial op in NHWC between two transposes."""
+    """Run a spatial op channels-last (NHWC, or NWC for a rank-3 one) between two transposes."""
     x = op.operands[0]
-    if op.attrs.get("layout") == "NHWC" or x.type.rank != 4 or len(op.results) != 1:
+    if op.attrs.get("layout") == "NHWC" or x.type.rank not in (3, 4) or len(op.results) != 1:
         return False
-    xt = _transpose(graph, x, _TO_NHWC, x.name + "_nhwc", op.location)
+    to_last, to_first = (_TO_NHWC, _TO_NCHW) if x.type.rank == 4 else ([0, 2, 1], [0, 2, 1])
+    xt = _transpose(graph, x, to_last, x.name + "_nhwc", op.location)
     graph.set_operand(op, 0, xt)
     if op.opcode in _FULL_RANK_ATTRS:
         for key in ("size", "stride", "dilation", "padding"):
             v = op.attrs.get(key)
             if v:
-                op.attrs[key] = [v[p] for p in _TO_NHWC]
+                op.attrs[key] = [v[p] for p in to_last]
     op.attrs["layout"] = "NHWC"
     old = op.result
-    new_t = _ptype(old.type, _TO_NHWC)
+    new_t = _ptype(old.type, to_last)
     uses = list(graph.uses(old))
     is_out = [i for i, o in enumerate(graph.outputs) if o is old]
     source = old.source
     # the op keeps computing ``old`` (now NHWC); a transpose back gives the NCHW value its users expect
     old.type = new_t
-    back = _transpose(graph, old, _TO_NCHW, old.name + "_nchw", op.location)
+    back = _transpose(graph, old, to_first, old.name + "_nchw", op.location)
     back.source, old.source = source, None
     for user, k in uses:
         graph.set_operand(user, k, back)

@@ -102,14 +102,20 @@ def reverse(b: Builder, x: Value, axes: Sequence[int]) -> Value:
 
 
 def take_every(b: Builder, x: Value, axis: int, count: int, stride: int, phase: int = 0) -> Value:
-    """Elements ``phase + k·stride`` (k < count, stride ≥ 1) along ``axis``.
+    """Elements ``phase + k·stride`` (k < count, stride ≥ 1, any phase ≥ 0 that keeps them inside ``x``) along
+    ``axis``.
 
     the lowering doc's lower_strided_slice_op reshapes to 2·rank dims, which breaks MAX_RANK for rank > 3 inputs
     and needs size % stride == 0.  Here one axis at a time is folded into a rank-4 view
     [outer, count, stride, inner] (PAD at the end of the axis when it is shorter than count·stride), element
-    ``phase`` of each block is kept, and the result reshaped back: the rank never exceeds max(rank, 4).
+    ``phase`` of each block is kept, and the result reshaped back: the rank never exceeds max(rank, 4).  A phase
+    of a stride or more first SLICEs off its whole blocks (``phase // stride`` of them), so the kept element is
+    always inside its block.
     """
     shape = static_shape(x)
+    dim = shape[axis]
+    if count < 1 or stride < 1 or phase < 0 or phase + (count - 1) * stride >= dim:
+        raise Unsupported(f"take_every: {count} elements from {phase} by {stride} on an axis of {dim}")
     if count == 1 or stride == 1:
         begin = [0] * len(shape)
         begin[axis] = phase
@@ -117,13 +123,17 @@ def take_every(b: Builder, x: Value, axis: int, count: int, stride: int, phase: 
         size[axis] = (count - 1) * stride + 1
         return b.slice(x, begin, size)
     span = count * stride
-    dim = shape[axis]
+    shift = phase - phase % stride  # whole blocks before the first kept element
+    phase -= shift
+    dim -= shift
     y = x
-    if dim > span:
+    if dim > span or shift:
+        begin = [0] * len(shape)
+        begin[axis] = shift
         size = list(shape)
-        size[axis] = span
-        y = b.slice(y, [0] * len(shape), size)
-    elif dim < span:
+        size[axis] = min(dim, span)
+        y = b.slice(y, begin, size)
+    if dim < span:
         pads = [0] * (2 * len(shape))
         pads[2 * axis + 1] = span - dim
         y = b.pad(y, pads, pad_value(x))
