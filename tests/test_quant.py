@@ -468,10 +468,19 @@ def test_unsigned_io_passthrough_and_constants() -> None:
 def test_unsigned_io_rejects_unquantized() -> None:
     from tf2tosa.errors import InvalidGraphError
 
+    # a non-quantized uint8 input that reaches arithmetic (here tfl.add) has no int8 reading: refused
     g = Graph()
-    g.outputs = [g.add_input("raw", TensorType((4,), DType.UINT8))]
+    raw = g.add_input("raw", TensorType((4,), DType.UINT8))
+    g.outputs = [g.add_op("tfl.add", [raw, raw], [TensorType((4,), DType.UINT8)],
+                          {"fused_activation_function": "NONE"}).result]
     with pytest.raises(InvalidGraphError):
         legalize_unsigned_io(g, None)
+    # one that only moves (here: straight to the output, as TFLite's uint8 ring buffers do) is read as quantized
+    # uint8 (scale 1, zero point 0), stored in i8 as u - 128
+    g = Graph()
+    g.outputs = [g.add_input("raw", TensorType((4,), DType.UINT8))]
+    legalize_unsigned_io(g, None)
+    assert g.inputs[0].dtype is DType.INT8 and g.inputs[0].name in g.unsigned_io
 
 
 def _mini_legalize(g: Graph) -> None:
