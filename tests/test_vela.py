@@ -76,8 +76,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("espcn_x2", "int8"): "LiteRT's BUILTIN_REF cannot run the model ('Registration failed'): no oracle",
     ("espcn_x2", "int16x8"): "TFLite's 16x8 conversion leaves DEPTH_TO_SPACE in float at the output (PRO-FP op); "
                              "LiteRT's BUILTIN_REF cannot run the model either",
-    ("kws_end_to_end", "int16x8"): "the .tflite holds a quantization scale of 0.0 (refused on load)",
-    ("log_mel_frontend", "int16x8"): "the .tflite holds a quantization scale of 0.0 (refused on load)",
     ("lstm_while", "int16x8"): "TFLite's converter crashes (SIGSEGV) building this variant",
     ("bidirectional_lstm", "int16x8"): "Vela does not finish the 11k-op unrolled int16 BiLSTM within 5 minutes",
 }
