@@ -48,6 +48,20 @@ def _tf() -> Any:
     return tf
 
 
+def full_int8(conv: Any, data: list[list[np.ndarray]]) -> None:
+    """Set a TFLiteConverter to full-integer int8 (int8 inputs and outputs) calibrated on ``data`` (input sets)."""
+    tf = _tf()
+
+    def rep() -> Any:
+        yield from data
+
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = rep
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = tf.int8
+    conv.inference_output_type = tf.int8
+
+
 def _w(rng: np.random.Generator, shape: tuple[int, ...], scale: float = 0.5) -> np.ndarray:
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 

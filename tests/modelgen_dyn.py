@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.modelgen import _tf, cached
+from tests.modelgen import _tf, cached, full_int8
 
 
 def _to_tflite(fn: Callable[..., Any], shape: Sequence[int | None], quant: str | None,
@@ -20,15 +20,7 @@ def _to_tflite(fn: Callable[..., Any], shape: Sequence[int | None], quant: str |
     if quant == "int8":
         rng = np.random.default_rng(seed + 7919)
         data = [[rng.uniform(-1.0, 1.0, s).astype(np.float32)] for s in rep_shapes for _ in range(4)]
-
-        def rep() -> Any:
-            yield from data
-
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = rep
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
+        full_int8(conv, data)
     elif quant is not None:
         raise ValueError(f"unknown quant mode {quant!r}")
     return bytes(conv.convert())

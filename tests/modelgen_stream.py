@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.modelgen import _tf, cached
+from tests.modelgen import _tf, cached, full_int8
 
 #: feature bins per frame, frames in the ring buffer, conv channels, classes
 FEAT, K, HID, CLASSES = 8, 4, 6, 5
@@ -53,15 +53,7 @@ def _kws_bytes(quant: str | None, seed: int) -> bytes:
     if quant == "int8":
         rep_rng = np.random.default_rng(seed + 1)
         data = [[rep_rng.uniform(-1, 1, (1, 1, FEAT)).astype(np.float32)] for _ in range(32)]
-
-        def rep() -> Any:
-            yield from data
-
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = rep
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
+        full_int8(conv, data)
     return bytes(conv.convert())
 
 
@@ -157,15 +149,7 @@ def _rnn_bytes(quant: str | None, seed: int) -> bytes:
     if quant == "int8":
         rep_rng = np.random.default_rng(seed + 1)
         data = [[rep_rng.uniform(-1, 1, (1, FEAT)).astype(np.float32)] for _ in range(32)]
-
-        def rep() -> Any:
-            yield from data
-
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = rep
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = tf.int8
-        conv.inference_output_type = tf.int8
+        full_int8(conv, data)
     return bytes(conv.convert())
 
 

@@ -94,18 +94,12 @@ def verify_stream(model: TosaModel, steps: int, frames: Mapping[str, np.ndarray]
         tell(k + 1, steps + 1, f"executor, step {k + 1}/{steps}")
         got = session.run(s)
         ref_list = list(ref.values())
-        step_ok, step_mism, step_err = True, 0, 0.0
+        pairs = []
         for i, v in enumerate(outputs):
             r = ref.get(v.source or "", ref_list[i] if positional and i < len(ref_list) else None)
-            if r is None:
-                continue
-            rep = compare(v.name, as_source(v.name, got[v.name]), r)
-            prev = worst.get(v.name)
-            worst[v.name] = rep if prev is None else prev.merge(rep)
-            step_ok = step_ok and rep.ok
-            step_mism += rep.mismatches
-            step_err = max(step_err, rep.max_abs)
-        per_step.append({"step": k, "ok": step_ok, "max_abs": step_err, "mismatches": step_mism})
+            if r is not None:
+                pairs.append((v.name, as_source(v.name, got[v.name]), r))
+        per_step.append(_judge_step(k, pairs, worst))
     report = VerifyReport(file or g.name, steps, [worst[v.name] for v in outputs if v.name in worst], oracle=chosen)
     report.steps = per_step
     if not report.outputs:
@@ -149,17 +143,24 @@ def _verify_stream_tensorflow(model: TosaModel, steps: int, frames: Mapping[str,
         tell(k, steps, f"TensorFlow and executor, step {k + 1}/{steps}")
         refs = _run_source(src, [np.asarray(s[v.name]) for v in ins])
         got = session.run(s)
-        step_ok, step_mism, step_err = True, 0, 0.0
-        for v, ref in zip(outs, refs):
-            rep = compare(v.name, got[v.name], ref)
-            prev = worst.get(v.name)
-            worst[v.name] = rep if prev is None else prev.merge(rep)
-            step_ok = step_ok and rep.ok
-            step_mism += rep.mismatches
-            step_err = max(step_err, rep.max_abs)
-        per_step.append({"step": k, "ok": step_ok, "max_abs": step_err, "mismatches": step_mism})
+        per_step.append(_judge_step(k, [(v.name, got[v.name], ref) for v, ref in zip(outs, refs)], worst))
     report = VerifyReport(src.label, steps, [worst[v.name] for v in outs if v.name in worst], oracle="tensorflow")
     report.steps = per_step
     report.inexact = g.inexact
     report.info.append(f"{steps} consecutive TensorFlow calls; state in {len(session.variables)} variable(s)")
     return report
+
+
+def _judge_step(k: int, pairs: list[tuple[str, np.ndarray, np.ndarray]], worst: dict[str, OutputReport]
+                ) -> dict[str, Any]:
+    """Compare one step's (name, ours, reference) outputs; keeps each output's worst report in ``worst`` and
+    returns the step's row (ok, largest error, mismatching elements)."""
+    row: dict[str, Any] = {"step": k, "ok": True, "max_abs": 0.0, "mismatches": 0}
+    for name, got, ref in pairs:
+        rep = compare(name, got, ref)
+        prev = worst.get(name)
+        worst[name] = rep if prev is None else prev.merge(rep)
+        row["ok"] = row["ok"] and rep.ok
+        row["mismatches"] += rep.mismatches
+        row["max_abs"] = max(row["max_abs"], rep.max_abs)
+    return row
