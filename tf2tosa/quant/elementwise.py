@@ -281,7 +281,8 @@ def one_over_one_plus_x(fx: Fx, a: Value, in_0_1: bool = False) -> Value:
     * the three ``Rescale<2>`` of ``x · (1 - d·x)`` see values in [-11296864, 14861479], far inside ±2^29, so a
       plain LOGICAL_LEFT_SHIFT by 2 is exact;
     * the final x lies in [2^29 - 2, 2^30]: the doubling saturates only at 2^30 (a = 0, a sum of exps that is a
-      power of two), so it is ``MINIMUM(x, 2^30 - 1) << 1`` plus ``x >> 30`` (1 exactly there), no comparison.
+      power of two), where ``x << 1`` is the bit pattern -2^31; ``s XOR (s >> 31)`` maps that one value to
+      2^31 - 1 and leaves every non-negative ``s`` alone, no comparison.
 
     Vela runs each SELECT as 3–4 elementwise passes plus its GREATER; the int8 softmax loses 9 SELECTs.
     """
@@ -295,8 +296,8 @@ def one_over_one_plus_x(fx: Fx, a: Value, in_0_1: bool = False) -> Value:
         step = fx.mulhi(x, one_minus)
         x = fx.add(x, fx.b.binary("LOGICAL_LEFT_SHIFT", step, fx.c(2)) if in_0_1 else fx.sat_shl(step, 2))
     if in_0_1:
-        doubled = fx.b.binary("LOGICAL_LEFT_SHIFT", fx.b.binary("MINIMUM", x, fx.c((1 << 30) - 1)), fx.c(1))
-        return fx.add(doubled, fx.shr(x, 30))
+        doubled = fx.b.binary("LOGICAL_LEFT_SHIFT", x, fx.c(1))  # the bit pattern 2^31 exactly when x = 2^30
+        return fx.b.binary("BITWISE_XOR", doubled, fx.shr(doubled, 31))  # ... which XOR -1 turns into 2^31 - 1
     return fx.sat_shl(x, 1)
 
 
