@@ -135,6 +135,28 @@ def test_int8_spatial_mean_is_one_depthwise_sum(keep: bool) -> None:
         assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
 
 
+def test_int8_dense_relu_clamps_after_the_reshape() -> None:
+    """An int8 fully_connected with a fused RELU feeding a CONCAT: the activation's CLAMP reads the reshaped 2-D
+    result (the CONCAT reads the CLAMP directly, which Vela writes into the CONCAT without a copy); LiteRT's
+    reference kernels agree on every element."""
+    tf = modelgen._tf()
+    keras = tf.keras
+    keras.utils.set_random_seed(5)
+    inp = keras.Input((12,), batch_size=1)
+    h = keras.layers.Dense(16, activation="relu")(inp)
+    out = keras.layers.Dense(4)(keras.layers.Concatenate()([h, inp]))
+    model = keras.Model(inp, out)
+    buf = _model("dense_relu_concat", model, (1, 12), "int8", test_int8_dense_relu_clamps_after_the_reshape)
+    m = tf2tosa.convert(buf)
+    concat = next(op for op in m.graph.topological_order() if op.opcode == "CONCAT")
+    producers = [o.producer.opcode for o in concat.operands if o.producer is not None]
+    assert "CLAMP" in producers, producers
+    clamp = next(o.producer for o in concat.operands if o.producer is not None and o.producer.opcode == "CLAMP")
+    assert clamp.operands[0].producer.opcode == "RESHAPE"
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+
+
 def test_float_island_of_int8_layer_norm_becomes_a_table() -> None:
     """TFLite leaves LayerNorm's NEG in float (DEQUANTIZE → NEG → QUANTIZE); it becomes one i8 TABLE, so the graph
     is PRO-INT only, and stays bit-exact."""
