@@ -5,7 +5,8 @@ goes back to the costlier form.
 * explicit PAD of the input zero point folded into CONV2D / DEPTHWISE_CONV2D padding (``passes/fold_pad.py``),
   not into pools (TFLite counts the padded positions of an explicit PAD, the spec's pools do not);
 * int8 ADD/SUB: one input RESCALE where one is exact on all 256 codes (``quant.rescale.merged_widen_rescale``);
-* int8 softmax exp tables as byte-split TABLEs instead of GATHER on large tensors (``quant.elementwise``).
+* int8 softmax exp tables as byte-split TABLEs instead of GATHER on large tensors (``quant.elementwise``);
+* int8 MEAN over H and W summed by one all-ones DEPTHWISE_CONV2D instead of REDUCE_SUMs (``tfl_reduce.mean``).
 """
 
 from __future__ import annotations
@@ -109,6 +110,49 @@ def test_int8_add_and_softmax_models_bit_exact() -> None:
     assert adds
     for add in adds:  # the larger-scale input's RESCALE reads the i8 tensor directly
         assert any(o.producer.operands[0].dtype.value == "i8" for o in add.operands)
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_int8_spatial_mean_is_one_depthwise_sum(keep: bool) -> None:
+    """A global average pool (tfl.mean over axes 1, 2) sums with one all-ones DEPTHWISE_CONV2D and no REDUCE_SUM
+    (Vela transposes an i32 REDUCE_SUM over H or W); LiteRT's reference MEAN agrees on every element, also on
+    inputs at the int8 extremes (the largest sums)."""
+    tf = modelgen._tf()
+
+    def fn(x: Any) -> Any:
+        return tf.reduce_mean(tf.nn.relu6(x * 3.0), axis=[1, 2], keepdims=keep)
+
+    buf = _model(f"mean_hw_{keep}", fn, (1, 7, 9, 16), "int8", test_int8_spatial_mean_is_one_depthwise_sum)
+    m = tf2tosa.convert(buf)
+    counts = m.graph.op_counts()
+    assert counts.get("tosa.REDUCE_SUM", 0) == 0 and counts.get("tosa.DEPTHWISE_CONV2D", 0) == 1, counts
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+    for fill in (-128, 127):
+        report = m.verify([{m.input_names[0]: np.full((1, 7, 9, 16), fill, np.int8)}], oracle="ref")
+        assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+
+
+def test_int8_dense_relu_clamps_after_the_reshape() -> None:
+    """An int8 fully_connected with a fused RELU feeding a CONCAT: the activation's CLAMP reads the reshaped 2-D
+    result (the CONCAT reads the CLAMP directly, which Vela writes into the CONCAT without a copy); LiteRT's
+    reference kernels agree on every element."""
+    tf = modelgen._tf()
+    keras = tf.keras
+    keras.utils.set_random_seed(5)
+    inp = keras.Input((12,), batch_size=1)
+    h = keras.layers.Dense(16, activation="relu")(inp)
+    out = keras.layers.Dense(4)(keras.layers.Concatenate()([h, inp]))
+    model = keras.Model(inp, out)
+    buf = _model("dense_relu_concat", model, (1, 12), "int8", test_int8_dense_relu_clamps_after_the_reshape)
+    m = tf2tosa.convert(buf)
+    concat = next(op for op in m.graph.topological_order() if op.opcode == "CONCAT")
+    producers = [o.producer.opcode for o in concat.operands if o.producer is not None]
+    assert "CLAMP" in producers, producers
+    clamp = next(o.producer for o in concat.operands if o.producer is not None and o.producer.opcode == "CLAMP")
+    assert clamp.operands[0].producer.opcode == "RESHAPE"
     report = m.verify(num=3, oracle="ref")
     assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
 

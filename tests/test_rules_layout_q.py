@@ -293,6 +293,23 @@ def test_resize_bilinear_int16_matches_resize_bilinear_integer(ih: int, iw: int,
     assert g.op_counts()["tosa.RESIZE"] == 2
 
 
+@pytest.mark.parametrize("ih,iw,oh,ow,align,half", [
+    (4, 5, 8, 10, False, True), (4, 5, 8, 12, False, False), (4, 5, 7, 9, True, False), (7, 9, 3, 4, False, True)])
+def test_resize_bilinear_int8_matches_resize_bilinear_integer(ih: int, iw: int, oh: int, ow: int, align: bool,
+                                                              half: bool) -> None:
+    """int8: the half-away-from-zero division by 2^20 ends in one RESCALE to i8 (no rounding shift + CAST), still
+    ResizeBilinearInteger's result, negative ties and the int8 extremes included."""
+    x = RNG.integers(-128, 128, (2, ih, iw, 3)).astype(np.int8)
+    x[0, 0, 0, :] = [-128, 127, -1]
+    x[1, :2, :2, :] = -1  # negative ties of the ×2 half-pixel weights
+    q = qp(0.03, 0)
+    (y,), g = one_op("tfl.resize_bilinear", [(x, q)], {1: np.array([oh, ow], np.int32)}, [(DType.INT8, q)],
+                     {"align_corners": align, "half_pixel_centers": half})
+    np.testing.assert_array_equal(y, tfl_resize_bilinear_int(x, oh, ow, align, half))
+    counts = g.op_counts()
+    assert counts.get("tosa.CAST", 0) == 0 and counts["tosa.RESCALE"] == 1, counts
+
+
 def test_resize_bilinear_int16_negative_ties_occur() -> None:
     """×2 half-pixel weights are multiples of 2^16, so v/2^20 often ends in exactly ½: a half-up RESCALE alone
     would be one LSB high on every negative tie."""

@@ -158,6 +158,43 @@ def test_fx_ops_match_tflite_ref(case: str) -> None:
     np.testing.assert_array_equal(_run_fx(build, x), want)
 
 
+#: the inputs of one_over_one_plus_x that matter most for its select-free form: a = 0 (the only saturating case of
+#: the final doubling), its neighbours, the top of the range, and the half_den extremes of RoundingHalfSum
+A_EDGES = np.array([0, 1, 2, 3, 4, 5, (1 << 30) - 1, 1 << 30, (1 << 30) + 1, (1 << 31) - 3, (1 << 31) - 2,
+                    (1 << 31) - 1], dtype=np.int64)
+
+
+def test_one_over_one_plus_x_without_selects_matches_tflite_ref() -> None:
+    """``in_0_1=True`` (no SELECT: the saturations it drops are proven unreachable) equals tflite_reference's
+    one_over_one_plus_x_for_x_in_0_1 on the edges and 2^20 random a in [0, 2^31); GetReciprocal's a = 0 case
+    (a power-of-two sum) included.  Would fail if the last doubling wrapped instead of saturating at a = 0."""
+    a = np.concatenate([A_EDGES, np.random.default_rng(11).integers(0, 1 << 31, 1 << 20)]).reshape(1, -1)
+    got = _run_fx(lambda fx, v: one_over_one_plus_x(fx, v, in_0_1=True), a)
+    np.testing.assert_array_equal(got, R.one_over_one_plus_x_for_x_in_0_1(a))
+    assert got[0, 0] == R.I32_MAX  # the saturated case is really reached
+    pot = np.array([[1 << k for k in range(31)] + [3, 5, (1 << 31) - 1]], dtype=np.int64)
+    g = Graph()
+    v = g.add_input("x", TensorType(pot.shape, DType.INT32))
+    b = Builder(g, fold=False)
+    fx = Fx(b, 2)
+    g.outputs = list(get_reciprocal(fx, v, 12))
+    got_r, got_n = (np.asarray(o).astype(np.int64) for o in run(g, [pot.astype(np.int32)]).values())
+    want_r, want_n = R.get_reciprocal(pot, 12)
+    np.testing.assert_array_equal(got_r, want_r)
+    np.testing.assert_array_equal(got_n, want_n)
+
+
+@pytest.mark.slow
+def test_one_over_one_plus_x_without_selects_exhaustive() -> None:
+    """The proof behind ``in_0_1``: on every a in [0, 2^31) the select-free TOSA form equals tflite_reference
+    (2^31 values in chunks of 2^24)."""
+    chunk = 1 << 24
+    for start in range(0, 1 << 31, chunk):
+        a = np.arange(start, start + chunk, dtype=np.int64).reshape(1, -1)
+        got = _run_fx(lambda fx, v: one_over_one_plus_x(fx, v, in_0_1=True), a)
+        np.testing.assert_array_equal(got, R.one_over_one_plus_x_for_x_in_0_1(a), err_msg=f"chunk at {start}")
+
+
 # =================================================== 2. rules on hand-built graphs vs numpy formulas
 def _add_ref(x: np.ndarray, y: np.ndarray, q1: tuple[float, int], q2: tuple[float, int], qo: tuple[float, int],
              bits: int, sub: bool, act: tuple[int, int]) -> np.ndarray:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..quant.conv import rescale_raw
 from ..quant.rescale import rescale
 from ..tosa.builder import Builder
 from .lowering.layout import const_ints, data_operand, keeps_values, static_shape
@@ -190,10 +191,9 @@ def _resize_bilinear_i8(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: int
     RESIZE i8 → i32 gives Σ v·w with weights summing to n_y·n_x = 2^20 (spec 2.12.1 RESIZE).  TFLite
     divides by
     2^20 rounding half away from zero: floor((v + 2^19 − [v<0]) / 2^20).  So: v + (v >> 31) (ARITHMETIC_RIGHT_SHIFT
-    yields −1 for negatives), then a rounding ARITHMETIC_RIGHT_SHIFT by 20 (adds the last bit out, spec 2.5.2
-    ARITHMETIC_RIGHT_SHIFT →
-    floor(·/2^20 + ½)), then CAST i32 → i8 (values are in range).  The in/out quantization is the same (TFLite
-    requires it), so no zero point is involved.
+    yields −1 for negatives), then a RESCALE i32 → i8 by 2^11·2^-31 (SINGLE_ROUND, spec 4.5.5 apply_scale_32:
+    floor((v'·2^11 + 2^30) / 2^31) = floor(v'/2^20 + ½), the values in range).  The in/out quantization is the
+    same (TFLite requires it), so no zero point is involved.
     """
     py = tflite_int_axis_params(ih, oh, align, half)
     px = tflite_int_axis_params(iw, ow, align, half)
@@ -204,9 +204,9 @@ def _resize_bilinear_i8(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: int
     sign = b.binary("ARITHMETIC_RIGHT_SHIFT", acc, b.const(np.full((1, 1, 1, 1), 31, np.int32), DType.INT32),
                     round=False)
     biased = b.binary("ADD", acc, sign)
-    shifted = b.binary("ARITHMETIC_RIGHT_SHIFT", biased, b.const(np.full((1, 1, 1, 1), 20, np.int32), DType.INT32),
-                       round=True)
-    return b.emit("CAST", [shifted], out_dtype=DType.INT8, quant=x.type.quant).result
+    # RESCALE by 2^11 / 2^31, single rounding: floor((v' + 2^19) / 2^20), the rounding shift by 20, straight to i8
+    # (in range, so no saturation); an NPU compiler fuses it into the ADD's output (Vela: one pass, not three)
+    return rescale_raw(b, biased, [1 << 11], [31], DType.INT8, out_quant=x.type.quant, double_round=False)
 
 
 def _resize_bilinear_i16(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: int, align: bool,

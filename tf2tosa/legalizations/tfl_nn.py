@@ -241,14 +241,19 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
 
         bvals = [int(v) for v in np.asarray(bias.const(), np.int64).reshape(-1)]
         y = fc_output(b, op, y, conv_scales(x, w, op.results[0], oc), tfl_acc, bound,
-                      low_acc if x.dtype is DType.INT16 else None, bvals)
+                      low_acc if x.dtype is DType.INT16 else None, bvals, activation=False)
     else:
         y = fused_activation(b, y, op.attrs.get("fused_activation_function"))
     if op.attrs.get("keep_num_dims") and xs:
         out = xs[:-1] + [oc]
     else:
         out = [n, oc]
-    return [b.reshape(y, out)]
+    y = b.reshape(y, out)
+    if ct.quantized:
+        # the activation's CLAMP after the RESHAPE (they commute): its output is then the tensor the consumer
+        # reads, so Vela writes a CONCAT input straight into the CONCAT instead of copying it
+        y = fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(op.results[0]))
+    return [y]
 
 
 @legalize("tfl.batch_matmul", dtypes=_QTYPES)

@@ -299,8 +299,9 @@ def acc_bound(x: Value, w: Value, bias: Value | None, wzp: int) -> int:
 
 
 def fc_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tfl_acc: DType | None,
-              bound: int, low_acc: Callable[[], Value] | None = None, bias: Sequence[int] = (0,)) -> Value:
-    """fully_connected's output stage, then the fused activation's CLAMP.
+              bound: int, low_acc: Callable[[], Value] | None = None, bias: Sequence[int] = (0,),
+              activation: bool = True) -> Value:
+    """fully_connected's output stage, then (``activation``) the fused activation's CLAMP.
 
     LiteRT requantizes fully_connected in double, ``round(acc · s)`` (see :func:`round_scale_exact`), reproduced
     exactly by: :func:`round_scale_exact` when the accumulator provably fits i32 (``bound``) and the scales are
@@ -335,7 +336,7 @@ def fc_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tf
         note_inexact(b, op, f"accumulator bound {bound} too wide for the exact double-precision requantization; "
                             "a 32/16-bit multiplier RESCALE is used (may differ by 1 LSB)")
         y = requantize_acc(b, acc, scales, out, tfl_acc)
-    return fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(out))
+    return fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(out)) if activation else y
 
 
 def _saturate_out(b: Builder, q: Value, out: Value) -> Value:

@@ -270,22 +270,43 @@ class Fx:
         return self.add(s, carry)
 
 
-def one_over_one_plus_x(fx: Fx, a: Value) -> Value:
-    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson, 3 iterations), see tflite_reference."""
-    half_den = fx.rounding_half_sum(a, R.I32_MAX)
+def one_over_one_plus_x(fx: Fx, a: Value, in_0_1: bool = False) -> Value:
+    """gemmlowp one_over_one_plus_x_for_x_in_0_1 (Newton-Raphson, 3 iterations), see tflite_reference.
+
+    ``in_0_1``: the caller guarantees ``0 <= a < 2^31`` (the kernel's own precondition, which GetReciprocal meets).
+    Then, checked exhaustively over all 2^31 values of ``a`` (``tests/test_rules_math_q.py``, slow marker), none of
+    the saturating steps saturates except the last one at ``x = 2^30``, and their SELECTs go:
+
+    * RoundingHalfSum(a, 2^31 - 1) = (a + 2^31) / 2 = (a >> 1) + 2^30 (the sum is positive, the carry always 1);
+    * the three ``Rescale<2>`` of ``x · (1 - d·x)`` see values in [-11296864, 14861479], far inside ±2^29, so a
+      plain LOGICAL_LEFT_SHIFT by 2 is exact;
+    * the final x lies in [2^29 - 2, 2^30]: the doubling saturates only at 2^30 (a = 0, a sum of exps that is a
+      power of two), where ``x << 1`` is the bit pattern -2^31; ``s XOR (s >> 31)`` maps that one value to
+      2^31 - 1 and leaves every non-negative ``s`` alone, no comparison.
+
+    Vela runs each SELECT as 3–4 elementwise passes plus its GREATER; the int8 softmax loses 9 SELECTs.
+    """
+    if in_0_1:
+        half_den = fx.add(fx.shr(a, 1), 1 << 30)
+    else:
+        half_den = fx.rounding_half_sum(a, R.I32_MAX)
     x = fx.add(1515870810, fx.mulhi(half_den, -1010580540))
     for _ in range(3):
         one_minus = fx.sub(1 << 29, fx.mulhi(half_den, x))
-        x = fx.add(x, fx.sat_shl(fx.mulhi(x, one_minus), 2))
+        step = fx.mulhi(x, one_minus)
+        x = fx.add(x, fx.b.binary("LOGICAL_LEFT_SHIFT", step, fx.c(2)) if in_0_1 else fx.sat_shl(step, 2))
+    if in_0_1:
+        doubled = fx.b.binary("LOGICAL_LEFT_SHIFT", x, fx.c(1))  # the bit pattern 2^31 exactly when x = 2^30
+        return fx.b.binary("BITWISE_XOR", doubled, fx.shr(doubled, 31))  # ... which XOR -1 turns into 2^31 - 1
     return fx.sat_shl(x, 1)
 
 
 def get_reciprocal(fx: Fx, x: Value, integer_digits: int) -> tuple[Value, Value]:
     """TFLite GetReciprocal of a positive i32 ``x``: (Q0.31 reciprocal, num_bits_over_unit)."""
     hp1 = fx.clz(x)
-    # (uint32)x << hp1 has its top bit set; minus 2^31 is the i32 pattern plus 2^31 (no overflow)
+    # (uint32)x << hp1 has its top bit set; minus 2^31 is the i32 pattern plus 2^31 (no overflow), in [0, 2^31)
     shifted_minus_one = fx.sub(fx.b.binary("LOGICAL_LEFT_SHIFT", x, hp1), R.I32_MIN)
-    return one_over_one_plus_x(fx, shifted_minus_one), fx.sub(integer_digits, hp1)
+    return one_over_one_plus_x(fx, shifted_minus_one, in_0_1=True), fx.sub(integer_digits, hp1)
 
 
 def log_x_ge_1(fx: Fx, x: Value, out_bits: int, in_bits: int) -> Value:
