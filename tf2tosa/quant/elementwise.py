@@ -209,8 +209,12 @@ class Fx:
         self.b = b
         self.shape1 = (1,) * rank
 
-    def c(self, v: int) -> Value:
-        return self.b.const(np.full(self.shape1, v), DType.INT32)
+    def c(self, v: int | Sequence[int]) -> Value:
+        """An i32 constant broadcast to the rank: a scalar, or per-channel values along the last axis."""
+        arr = np.asarray(v, np.int64)
+        if arr.ndim == 0:
+            return self.b.const(np.full(self.shape1, int(arr)), DType.INT32)
+        return self.b.const(arr.reshape(self.shape1[:-1] + (arr.size,)), DType.INT32)
 
     def _v(self, v: Value | int) -> Value:
         return v if isinstance(v, Value) else self.c(v)
@@ -220,6 +224,16 @@ class Fx:
 
     def sub(self, a: Value | int, c: Value | int) -> Value:
         return self.b.binary("SUB", self._v(a), self._v(c))
+
+    def mul(self, a: Value, c: Value | int) -> Value:
+        """MUL with shift 0 (the low 32 bits of the product, spec: MUL)."""
+        return self.b.mul(a, self._v(c), 0)
+
+    def band(self, x: Value, m: int) -> Value:
+        return self.b.binary("BITWISE_AND", x, self.c(m))
+
+    def lt0(self, x: Value) -> Value:
+        return self.gt(0, x)
 
     def mulhi(self, a: Value | int, c: Value | int) -> Value:
         """srdhm: MUL with shift 31 rounds ``a·c / 2^31`` half up, as the nudge does (spec: MUL)."""

@@ -29,53 +29,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-import numpy as np
-
 from ..ir import DType, Value
 from ..tosa.builder import Builder
+from .elementwise import Fx
 
 LIMB = 15
 MASK = (1 << LIMB) - 1
 #: RESCALE(acc, 1, 8) must fit i32 (apply_scale_16's REQUIRE): |acc| < 2^39 - 256
 WIDE_LIMIT = (1 << 39) - 256
-
-
-class _Ops:
-    """Elementwise i32 helpers with constants broadcast to the accumulator's rank."""
-
-    def __init__(self, b: Builder, rank: int) -> None:
-        self.b = b
-        self.rank = rank
-
-    def c(self, v: int | Sequence[int]) -> Value:
-        arr = np.asarray(v, np.int64)
-        if arr.ndim == 0:
-            return self.b.const(np.full((1,) * self.rank, int(arr)), DType.INT32)
-        return self.b.const(arr.reshape((1,) * (self.rank - 1) + (arr.size,)), DType.INT32)
-
-    def _v(self, x: Value | int) -> Value:
-        return x if isinstance(x, Value) else self.c(x)
-
-    def add(self, x: Value | int, y: Value | int) -> Value:
-        return self.b.binary("ADD", self._v(x), self._v(y))
-
-    def sub(self, x: Value | int, y: Value | int) -> Value:
-        return self.b.binary("SUB", self._v(x), self._v(y))
-
-    def shr(self, x: Value, k: int) -> Value:
-        return self.b.binary("ARITHMETIC_RIGHT_SHIFT", x, self.c(k), round=False)
-
-    def band(self, x: Value, m: int) -> Value:
-        return self.b.binary("BITWISE_AND", x, self.c(m))
-
-    def mul(self, x: Value, y: Value | int) -> Value:
-        return self.b.mul(x, self._v(y), 0)
-
-    def lt0(self, x: Value) -> Value:
-        return self.b.binary("GREATER", self.c(0), x)
-
-    def select(self, cond: Value, x: Value | int, y: Value | int) -> Value:
-        return self.b.emit("SELECT", [cond, self._v(x), self._v(y)]).result
 
 
 def wide_acc(b: Builder, acc48: Value, low_acc: Callable[[], Value], bias: Sequence[int]) -> tuple[Value, Value]:
@@ -86,7 +47,7 @@ def wide_acc(b: Builder, acc48: Value, low_acc: Callable[[], Value], bias: Seque
     """
     from .conv import rescale_raw
 
-    o = _Ops(b, acc48.type.rank)
+    o = Fx(b, acc48.type.rank)
     r = rescale_raw(b, acc48, [1], [8], DType.INT32, scale32=False, double_round=False)
     c = [(int(v) + 128) % 256 for v in bias]
     e = o.sub(o.band(o.add(low_acc(), o.c(c if len(set(c)) > 1 else c[0])), 255), 128)
@@ -95,39 +56,39 @@ def wide_acc(b: Builder, acc48: Value, low_acc: Callable[[], Value], bias: Seque
 
 def low_byte_input(b: Builder, x: Value) -> Value:
     """The i16 input's low bytes as i8 ``x_l - 128`` (to be read with input zero point -128)."""
-    o = _Ops(b, x.type.rank)
+    o = Fx(b, x.type.rank)
     lo = o.sub(o.band(b.cast(x, DType.INT32), 255), 128)
     return b.cast(lo, DType.INT8)
 
 
 def limbs_of_wide(b: Builder, r: Value, e: Value) -> tuple[Value, list[Value]]:
     """(negative?, base-2^15 limbs of |256·r + e|) for |r| < 2^31."""
-    o = _Ops(b, r.type.rank)
+    o = Fx(b, r.type.rank)
     u = o.add(o.mul(o.band(r, 127), 256), e)  # in [-128, 2^15 - 128)
     d0 = o.band(u, MASK)
     h = o.add(o.shr(r, 7), o.shr(u, LIMB))  # acc = 2^15·h + d0
     neg = o.lt0(h)
     nz = o.shr(o.add(d0, MASK), LIMB)  # d0 != 0
-    habs = o.select(neg, o.sub(o.sub(0, h), nz), h)
-    d0abs = o.select(neg, o.band(o.sub(1 << LIMB, d0), MASK), d0)
+    habs = o.where(neg, o.sub(o.sub(0, h), nz), h)
+    d0abs = o.where(neg, o.band(o.sub(1 << LIMB, d0), MASK), d0)
     return neg, [d0abs, o.band(habs, MASK), o.shr(habs, LIMB)]
 
 
 def limbs_of_signed(b: Builder, x: Value) -> tuple[Value, list[Value]]:
     """(negative?, base-2^15 limbs of |x|) for any i32 ``x`` (also -2^31: no ABS, no overflow)."""
-    o = _Ops(b, x.type.rank)
+    o = Fx(b, x.type.rank)
     d0 = o.band(x, MASK)
     h = o.shr(x, LIMB)  # x = 2^15·h + d0, |h| <= 2^16
     neg = o.lt0(h)
     nz = o.shr(o.add(d0, MASK), LIMB)
-    habs = o.select(neg, o.sub(o.sub(0, h), nz), h)
-    d0abs = o.select(neg, o.band(o.sub(1 << LIMB, d0), MASK), d0)
+    habs = o.where(neg, o.sub(o.sub(0, h), nz), h)
+    d0abs = o.where(neg, o.band(o.sub(1 << LIMB, d0), MASK), d0)
     return neg, [d0abs, o.band(habs, MASK), o.shr(habs, LIMB)]
 
 
 def mul_limbs(b: Builder, xs: Sequence[Value], ys: Sequence[Value]) -> list[Value]:
     """The base-2^15 limbs of the product of two limb vectors (schoolbook, carries propagated)."""
-    o = _Ops(b, xs[0].type.rank)
+    o = Fx(b, xs[0].type.rank)
     cols: list[list[Value]] = [[] for _ in range(len(xs) + len(ys))]
     for i, x in enumerate(xs):
         for j, y in enumerate(ys):
@@ -148,7 +109,7 @@ def mul_limbs(b: Builder, xs: Sequence[Value], ys: Sequence[Value]) -> list[Valu
 
 def limbs_of_i32(b: Builder, acc: Value) -> tuple[Value, list[Value]]:
     """(negative?, base-2^15 limbs of |acc|) for an i32 ``acc`` > -2^31."""
-    o = _Ops(b, acc.type.rank)
+    o = Fx(b, acc.type.rank)
     neg = o.lt0(acc)
     a = b.abs(acc)
     return neg, [o.band(a, MASK), o.band(o.shr(a, LIMB), MASK), o.shr(a, 2 * LIMB)]
@@ -178,7 +139,7 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
 
     ``half_up``: ``floor(a·s + 1/2)`` for negative ``a`` too (apply_scale_16 / TFLite's int64 MBQM); ``wrap32``:
     the low 32 bits of the (signed) result instead of a saturated one (C's int64 → int32 cast)."""
-    o = _Ops(b, neg.type.rank)
+    o = Fx(b, neg.type.rank)
     mlimbs, k = scale_limbs(scales)
     ncol = max(len(limbs) + len(mlimbs), k + 1)
     cols: list[list[Value]] = [[] for _ in range(ncol)]
@@ -191,7 +152,7 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
             cols[i + j + 1].append(o.shr(p, LIMB))
     cols[k - 1].append(o.c(1 << (LIMB - 1)))  # + 1/2
     if half_up:  # negative a: -floor(|a|·s + 1/2 - 2^-K') = floor(a·s + 1/2)
-        cols[0].append(o.select(neg, -1, 0))
+        cols[0].append(o.where(neg, -1, 0))
     digits: list[Value | None] = []
     carry: Value | None = None
     for col in cols:
@@ -211,7 +172,7 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
         dig += [zero, zero]
         low = b.binary("BITWISE_OR", dig[k], o.mul(dig[k + 1], 1 << LIMB))
         low = b.binary("BITWISE_OR", low, o.mul(o.band(dig[k + 2], 3), 1 << (2 * LIMB)))
-        return o.select(neg, o.mul(low, -1), low)  # MUL keeps the low 32 bits (spec: MUL): a wrapping negation
+        return o.where(neg, o.mul(low, -1), low)  # MUL keeps the low 32 bits (spec: MUL): a wrapping negation
     q = dig[k] if k < len(dig) else zero
     if k + 1 < len(dig):
         q = o.add(q, o.mul(dig[k + 1], 1 << LIMB))
@@ -222,11 +183,11 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
         above = d if above is None else o.add(above, d)
     q = b.binary("MINIMUM", q, o.c(cap), nan_mode="PROPAGATE")
     if above is not None:
-        q = o.select(b.binary("GREATER", above, o.c(0)), cap, q)
-    return o.select(neg, o.sub(0, q), q)
+        q = o.where(b.binary("GREATER", above, o.c(0)), cap, q)
+    return o.where(neg, o.sub(0, q), q)
 
 
-def _double_rounding_step(b: Builder, o: _Ops, q: Value, dig: Sequence[Value], k: int) -> Value:
+def _double_rounding_step(b: Builder, o: Fx, q: Value, dig: Sequence[Value], k: int) -> Value:
     """``q + 1`` where fl64 rounds ``|a|·s`` up onto ``q + 1/2`` (see :func:`round_scaled`), else ``q``."""
     clz = b.clz(q)
     ones = o.add(o.add(clz, 22), b.cast(b.binary("EQUAL", q, o.c(0)), DType.INT32))  # top bits of R that must be 1
@@ -239,7 +200,7 @@ def _double_rounding_step(b: Builder, o: _Ops, q: Value, dig: Sequence[Value], k
         ok = b.binary("EQUAL", b.binary("BITWISE_OR", d, mask), o.c(MASK))
         cond = ok if cond is None else b.binary("LOGICAL_AND", cond, ok)
     assert cond is not None
-    return o.select(cond, o.add(q, 1), q)
+    return o.where(cond, o.add(q, 1), q)
 
 
 __all__ = ["LIMB", "WIDE_LIMIT", "limbs_of_i32", "limbs_of_signed", "limbs_of_wide", "low_byte_input", "mul_limbs",
