@@ -825,20 +825,34 @@ def conv(b: Builder, op: Operation) -> list[Value]:
     return [_out(b, op, y[0])]
 
 
+def _check_window_3d(op: Operation, what: str, filter_c_axis: int) -> tuple[list[int], list[int]]:
+    """The checks 3-D ``conv``/``deconv`` share (float, a rank-5 filter, one group: the filter's axis
+    ``filter_c_axis`` holds the input channels); returns (stride, dilation)."""
+    x, w = op.operands[:2]
+    require_float(op, x)
+    if w.type.rank != 5:
+        raise Unsupported(f"{what} filter of rank {w.type.rank} on a rank-5 input")
+    c = static_shape(x)[1]
+    ws = static_shape(w)
+    groups = int(op.attrs.get("groups", 1)) or c
+    if groups != 1 or ws[filter_c_axis] != c:
+        raise Unsupported(f"3-D {what} with {groups} groups (filter {list(ws)} on {c} channels)")
+    return _ints(op.attrs.get("stride"), 3), _ints(op.attrs.get("dilation"), 3)
+
+
+def _attrs_3d(padding: str, stride: list[int], dil: list[int]) -> dict[str, Any]:
+    """tfl.conv_3d / tfl.conv_3d_transpose attributes."""
+    return {"padding": padding, "stride_d": stride[0], "stride_h": stride[1], "stride_w": stride[2],
+            "dilation_d_factor": dil[0], "dilation_h_factor": dil[1], "dilation_w_factor": dil[2],
+            "fused_activation_function": "NONE"}
+
+
 def _conv_3d(b: Builder, op: Operation) -> list[Value]:
     """3-D ``conv`` (NCDHW, float, ``groups`` 1): tfl.conv_3d's lowering (TOSA CONV3D) on the NDHWC form, the
     [O, C, KD, KH, KW] filter transposed to TFLite's [KD, KH, KW, C, O]; explicit padding applied first (PAD with
     0, or the input's own values for 'replicate'/'reflect'/'reflect-even'), the automatic one as SAME."""
     x, w, bias = op.operands[:3]
-    require_float(op, x)
-    if w.type.rank != 5:
-        raise Unsupported(f"conv filter of rank {w.type.rank} on a rank-5 input")
-    n, c, d, h, wd = static_shape(x)
-    o, ig, kd, kh, kw = static_shape(w)
-    groups = int(op.attrs.get("groups", 1)) or c
-    if groups != 1 or ig != c:
-        raise Unsupported(f"3-D conv with {groups} groups (filter {[o, ig, kd, kh, kw]} on {c} channels)")
-    stride, dil = _ints(op.attrs.get("stride"), 3), _ints(op.attrs.get("dilation"), 3)
+    stride, dil = _check_window_3d(op, "conv", 1)
     pads3 = _pairs(op.attrs.get("padding"))
     xt = transpose(b, x, (0, 2, 3, 4, 1))
     padding = "SAME" if not pads3 else "VALID"
@@ -853,9 +867,7 @@ def _conv_3d(b: Builder, op: Operation) -> list[Value]:
             xt = b.pad(xt, [0, 0, *flat, 0, 0], 0.0)
         else:
             raise Unsupported(f"conv border '{border}' with padding {pads3}")
-    attrs = {"padding": padding, "stride_d": stride[0], "stride_h": stride[1], "stride_w": stride[2],
-             "dilation_d_factor": dil[0], "dilation_h_factor": dil[1], "dilation_w_factor": dil[2],
-             "fused_activation_function": "NONE"}
+    attrs = _attrs_3d(padding, stride, dil)
     rest = [] if _is_zero(bias) else [bias]
     res = [_detached(b, permute_type(op.results[0].type, (0, 2, 3, 4, 1)))]
     y = via(b, op, "tfl.conv_3d", [xt, transpose(b, w, (2, 3, 4, 1, 0)), *rest], attrs, results=res)[0]
@@ -867,15 +879,9 @@ def _deconv_3d(b: Builder, op: Operation) -> list[Value]:
     zero-spread input) on the NDHWC form, the [C, O, KD, KH, KW] filter transposed to TFLite's [KD, KH, KW, O, C];
     the automatic padding is SAME on the output size, no padding VALID."""
     x, w, bias = op.operands[:3]
-    require_float(op, x)
-    if w.type.rank != 5:
-        raise Unsupported(f"deconv filter of rank {w.type.rank} on a rank-5 input")
-    n, c, d, h, wd = static_shape(x)
-    ci, o, kd, kh, kw = static_shape(w)
-    groups = int(op.attrs.get("groups", 1)) or c
-    if groups != 1 or ci != c:
-        raise Unsupported(f"3-D deconv with {groups} groups (filter {[ci, o, kd, kh, kw]} on {c} channels)")
-    stride, dil = _ints(op.attrs.get("stride"), 3), _ints(op.attrs.get("dilation"), 3)
+    stride, dil = _check_window_3d(op, "deconv", 0)
+    _, _, d, h, wd = static_shape(x)
+    _, _, kd, kh, kw = static_shape(w)
     out = [int(v) for v in op.results[0].shape]
     pads = _pairs(op.attrs.get("padding"))
     border = str(op.attrs.get("border", "constant"))
@@ -890,9 +896,7 @@ def _deconv_3d(b: Builder, op: Operation) -> list[Value]:
             if p_[0] != max(0, (size - 1) * s_ + (k - 1) * dl + 1 - osz) // 2:
                 raise Unsupported(f"deconv padding {pads}")
         padding = "SAME"
-    attrs = {"padding": padding, "stride_d": stride[0], "stride_h": stride[1], "stride_w": stride[2],
-             "dilation_d_factor": dil[0], "dilation_h_factor": dil[1], "dilation_w_factor": dil[2],
-             "fused_activation_function": "NONE"}
+    attrs = _attrs_3d(padding, stride, dil)
     shape = _const(b, [out[0], out[2], out[3], out[4], out[1]])
     rest = [] if _is_zero(bias) else [bias]
     res = [_detached(b, permute_type(op.results[0].type, (0, 2, 3, 4, 1)))]
