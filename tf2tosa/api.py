@@ -173,6 +173,7 @@ class TosaModel:
         from .executor import run
         from .verify import iree
 
+        inputs = self.quantize_inputs(inputs)  # both sides get the same (integer) data, as run() gives the backend
         theirs = self.run(inputs, backend=backend)
         return iree.agreement(self.graph, run(self.graph, inputs), theirs,  # type: ignore[arg-type]
                               fp64=run(self.graph, inputs, precise=True))  # type: ignore[arg-type]
