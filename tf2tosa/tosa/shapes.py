@@ -443,6 +443,33 @@ _RULES: dict[str, _Rule] = {
     "CUSTOM": _none, "VARIABLE": _none, "VARIABLE_WRITE": _none, "VARIABLE_READ": _none,
 }
 _RULES.update({k: _same for k in _SAME_AS_INPUT})
+
+# TOSA 1.1 draft, EXT-SHAPE: a shape_t value's "shape" is (length,) (chapters/shape.adoc of the draft)
+def _dim_rule(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) -> list[Shape | None]:
+    return [(1,)]
+
+
+def _shape_same(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) -> list[Shape | None]:
+    return [tuple(ins[0].shape)]
+
+
+def _concat_shape(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) -> list[Shape | None]:
+    lengths = [t.shape[0] if t.shape else None for t in ins]
+    if any(not isinstance(n, int) for n in lengths):
+        return [None]
+    return [(sum(int(n) for n in lengths if isinstance(n, int)),)]
+
+
+def _slice_shape(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) -> list[Shape | None]:
+    size = consts[2] if len(consts) > 2 else None
+    return [(int(np.asarray(size).reshape(-1)[0]),)] if size is not None else [None]
+
+
+_RULES.update({"DIM": _dim_rule, "CONCAT_SHAPE": _concat_shape, "SLICE_SHAPE": _slice_shape,
+               "ASSERT_EQUAL_SHAPE": _none})
+_RULES.update({k: _shape_same for k in ("ADD_SHAPE", "SUB_SHAPE", "MUL_SHAPE", "DIV_CEIL_SHAPE", "DIV_FLOOR_SHAPE",
+                                        "MOD_SHAPE", "MIN_SHAPE", "MAX_SHAPE", "EXP2_SHAPE", "LOG2_CEIL_SHAPE",
+                                        "LOG2_FLOOR_SHAPE")})
 _RULES.update({k: _binary for k in _BINARY})
 _RULES.update({k: _reduce for k in _REDUCE})
 
