@@ -16,6 +16,7 @@ the lowerings, which is not done yet (docs/design-notes.md, "Dynamic shapes: pla
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -146,25 +147,19 @@ def generalise(graphs: Sequence[Graph], sizes: Sequence[int], symbol: str, file:
     multiples: dict[int, Value] = {1: dim}
     for op0, elems in rebuilt:
         parts: list[Value] = []
-        run: list[int] = []
-
-        def flush() -> None:
-            if run:
-                parts.append(base.add_const(np.array(run, np.int64), DType.SHAPE, name="shape",
+        for static, group in groupby(elems, key=lambda e: isinstance(e, int)):
+            items = list(group)
+            if static:
+                parts.append(base.add_const(np.array(items, np.int64), DType.SHAPE, name="shape",
                                             op_name="tosa.CONST_SHAPE"))
-                run.clear()
-
-        for e in elems:
-            if isinstance(e, int):
-                run.append(e)
                 continue
-            flush()
-            k = e[0]
-            if k not in multiples:
-                kv = base.add_const(np.array([k], np.int64), DType.SHAPE, name="shape", op_name="tosa.CONST_SHAPE")
-                multiples[k] = base.add_op("tosa.MUL_SHAPE", [dim, kv], [shape1], {}, [f"{k}_{symbol}"]).result
-            parts.append(multiples[k])
-        flush()
+            for e in items:
+                k = e[0] if isinstance(e, tuple) else 1
+                if k not in multiples:
+                    kv = base.add_const(np.array([k], np.int64), DType.SHAPE, name="shape",
+                                        op_name="tosa.CONST_SHAPE")
+                    multiples[k] = base.add_op("tosa.MUL_SHAPE", [dim, kv], [shape1], {}, [f"{k}_{symbol}"]).result
+                parts.append(multiples[k])
         out_t = op0.result.type
         new = parts[0] if len(parts) == 1 else base.add_op("tosa.CONCAT_SHAPE", parts, [out_t], {},
                                                              [op0.result.name]).result
