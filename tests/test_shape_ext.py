@@ -168,3 +168,34 @@ def test_tosa_opt_validates_the_symbolic_program_as_1_1_draft() -> None:
     # the same program declared as 1.0 is refused (dynamic dimensions, shape operators)
     ok10, msg10 = tosa_tools.validate_mlir(text, ["PRO-FP"], ["EXT-DYNAMIC"], level="8k")
     assert not ok10 and msg10
+
+
+def test_shape_inference_keeps_symbols_and_records_equalities() -> None:
+    from tf2tosa.tosa import shapes
+
+    f = D.FP32
+    zp = [T((1,), f), T((1,), f)]
+    conv = {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1]}
+    # conv keeps the batch symbol; the input's symbolic channel count must equal the weight's
+    ins = [T(("batch", 16, 16, "c"), f), T((8, 3, 3, 3), f), T((8,), f), *zp]
+    assert shapes.result_shapes("CONV2D", ins, conv) == [("batch", 16, 16, 8)]
+    assert shapes.equalities("CONV2D", ins, conv) == [("c", 3, False)]
+    # elementwise: the RFC's broadcast (1 expands to the symbol; two symbols must match unless one is 1)
+    add = [T(("b", 1, 8), f), T(("c", "s", 8), f)]
+    assert shapes.result_shapes("ADD", add, {}) == [("c", "s", 8)]
+    assert shapes.equalities("ADD", add, {}) == [("b", "c", True)]
+    mm = [T(("b", "s", 8), f), T(("n", 8, "t"), f), *zp]
+    assert shapes.result_shapes("MATMUL", mm, {}) == [("n", "s", "t")]  # either: b == n is recorded
+    assert shapes.equalities("MATMUL", mm, {}) == [("b", "n", False)]
+    cat = [T(("b", "s", 8), f), T(("n", "t", 8), f)]
+    assert shapes.equalities("CONCAT", cat, {"axis": 1}) == [("n", "b", False)]
+    assert shapes.result_shapes("TRANSPOSE", [T(("b", "s", 8), f)], {"perms": [2, 0, 1]}) == [(8, "b", "s")]
+    assert shapes.result_shapes("REDUCE_SUM", [T(("b", "s", 8), f)], {"axis": 1}) == [("b", 1, 8)]
+    assert shapes.equalities("ADD", [T(("b", 4), f), T(("b", 4), f)], {}) == []  # same symbol: nothing to check
+    g = Graph()
+    x = g.add_input("x", T(("b", 4), f))
+    y = g.add_input("y", T(("c", 4), f))
+    s = g.add_op("tosa.ADD", [x, y], [T(("b", 4), f)]).result
+    g.outputs = [s]
+    assert shapes.graph_equalities(g.topological_order()) == [
+        {"a": "b", "b": "c", "broadcast": True, "op": "tosa.ADD"}]

@@ -26,6 +26,7 @@ from ..ir import Graph
 from ..ir.graph import Operation, Value
 from ..ir.types import DType, TensorType
 from ..tosa.optable import DRAFT_VERSION
+from ..tosa.shapes import graph_equalities
 
 __all__ = ["SIZES", "generalise"]
 
@@ -167,5 +168,7 @@ def generalise(graphs: Sequence[Graph], sizes: Sequence[int], symbol: str, file:
         base.remove_op(op0)
     base.meta["tosa_version"] = DRAFT_VERSION
     base.meta["dim_symbols"] = {symbol: {"input": src.name, "dim": axis}}
-    base.meta["dim_equalities"] = equalities
+    # the equalities the ops rely on beyond the inputs' (none while every symbolic dimension is k * one symbol,
+    # unless two multiples are matched against each other, which the generalisation above rules out)
+    base.meta["dim_equalities"] = equalities + graph_equalities(base.topological_order())
     return base
