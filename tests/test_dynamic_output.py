@@ -109,8 +109,30 @@ def test_cli_dynamic(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         assert "symbolic: batch (input 'x' dimension 0)" in proc.stdout
     assert a.read_bytes() == b.read_bytes()  # same input, byte-identical output
-    bad = _cli("convert", src, "--dynamic", "-o", tmp_path / "c.tosa")
-    lines = [ln for ln in bad.stderr.splitlines() if ln.strip()]
-    assert bad.returncode != 0 and len(lines) == 1 and "Traceback" not in bad.stderr
-    assert "not yet" in lines[0] and "c.mlir" in lines[0]
-    assert not (tmp_path / "c.tosa").exists()
+    # the .tosa (1.1-draft schema, fbs_version 1.1.0d) and the MLIR text together, byte-identical run to run
+    outs = []
+    for k in range(2):
+        fb, text = tmp_path / f"c{k}.tosa", tmp_path / f"c{k}.mlir"
+        proc = _cli("convert", src, "--dynamic", "-o", fb, "--mlir", text)
+        assert proc.returncode == 0, proc.stderr
+        outs.append((fb.read_bytes(), text.read_bytes()))
+    assert outs[0] == outs[1] and outs[0][1] == a.read_bytes()
+    bad = _cli("convert", src, "--dynamic", "--verify", "-o", tmp_path / "d.tosa")
+    lines = [ln for ln in bad.stderr.splitlines() if ln.strip() and not ln.startswith("warning")]
+    assert bad.returncode != 0 and len(lines) == 1 and "Traceback" not in bad.stderr and "not yet" in lines[0]
+
+
+@needs_tools
+@pytest.mark.parametrize("case", ["cnn-f32", "cnn-int8"])
+def test_our_dynamic_flatbuffer_validates_as_1_1_draft(case: str, tmp_path: Path) -> None:
+    name, quant, fixed, _ = CASES[case]
+    dyn = convert_dynamic(model(name, quant), dims=fixed)
+    dyn.save(tmp_path / "m.tosa")
+    ok, msg = tosa_tools.validate(tmp_path / "m.tosa", dyn.profiles, dyn.extensions, level="none",
+                                  version=DRAFT_VERSION)
+    assert ok, msg
+    text = tosa_tools.deserialize_to_mlir(tmp_path / "m.tosa")
+    assert 'tosa.fbs_version = "1.1.0d"' in text and "tensor<?x16x16x3x" in text and "tosa.concat_shape" in text
+    # the same file is not TOSA 1.0
+    ok10, _ = tosa_tools.validate(tmp_path / "m.tosa", dyn.profiles, ["EXT-DYNAMIC", "EXT-DOUBLEROUND"])
+    assert not ok10

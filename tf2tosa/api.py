@@ -138,16 +138,12 @@ class TosaModel:
         from .outputs import Content, write_files
         from .serializer.tosa_writer import write_file
 
-        if self.is_dynamic:  # a 1.1-draft program: MLIR text only, for now
-            if os.fspath(path).endswith(".mlir"):
-                texts: dict[str | os.PathLike[str], Content] = {path: self.to_mlir(mlir_syntax).encode()}
-                if mlir is not None:
-                    texts[mlir] = texts[path]
-                write_files(texts)
-                return
-            raise ConversionError("--dynamic: not yet: the .tosa flatbuffer of a TOSA 1.1-draft program (its "
-                                  "EXT-SHAPE operators have no op codes in the 1.0 schema); write the MLIR text "
-                                  "instead (-o FILE.mlir)", file=os.fspath(path))
+        if self.is_dynamic and os.fspath(path).endswith(".mlir"):  # a 1.1-draft program as MLIR text only
+            texts: dict[str | os.PathLike[str], Content] = {path: self.to_mlir(mlir_syntax).encode()}
+            if mlir is not None:
+                texts[mlir] = texts[path]
+            write_files(texts)
+            return
         # built in a file map: the whole flatbuffer is never in memory
         files: dict[str | os.PathLike[str], Content] = {path: lambda tmp: write_file(self.graph, tmp)}
         if mlir is not None:
@@ -400,7 +396,8 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
     the one unknown dimension that ``dims`` leaves open.  The model is converted (as :func:`convert` with
     ``options``) at three sizes of the symbol and the results are generalised
     (:func:`tf2tosa.converter.dynamic.generalise`); what that cannot express yet is one :class:`ConversionError`.
-    The result's :meth:`TosaModel.to_mlir` is declared 1.1.draft; ``save`` writes MLIR text only (``-o X.mlir``).
+    The result's :meth:`TosaModel.to_mlir` is declared 1.1.draft; ``save`` writes a 1.1-draft ``.tosa`` flatbuffer
+    (``fbs_version 1.1.0d``, Arm's draft schema) and the MLIR text, or the MLIR text only to a ``.mlir`` path.
     """
     from .converter.dynamic import SIZES, generalise
 

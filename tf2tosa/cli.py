@@ -303,8 +303,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                                                  "`inspect` lists them; repeatable)"),
             dynamic: bool = typer.Option(False, "--dynamic", help="keep the one unknown dimension left open (after "
                                          "--dim/--input-shape) symbolic: a TOSA 1.1-draft program with ? "
-                                         "dimensions and EXT-SHAPE ops, written as MLIR text (-o FILE.mlir); "
-                                         "groundwork: dynamic-batch models"),
+                                         "dimensions and EXT-SHAPE ops (.tosa in the 1.1.0d schema; -o X.mlir "
+                                         "writes MLIR text only); groundwork: dynamic-batch models"),
             verify: bool = typer.Option(False, "--verify/--no-verify", help="then compare with LiteRT / TensorFlow "
                                         "on random inputs (needs the [tf] extra)"),
             oracle: str | None = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP),
@@ -347,9 +347,6 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
 
             if verify or target is not None:
                 raise InputError("--dynamic: not yet with --verify or --target")
-            if output.suffix != ".mlir":
-                raise InputError(f"--dynamic: not yet: the .tosa flatbuffer of a TOSA 1.1-draft program; give "
-                                 f"-o {output.with_suffix('.mlir').name} (MLIR text)")
             m = convert_dynamic(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim),
                                 rounding=rounding, signature=signature, qat=qat, qat_io=qat_io,
                                 custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,

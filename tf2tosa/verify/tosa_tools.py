@@ -152,8 +152,9 @@ def _strip_warnings(text: str) -> str:
 # ----------------------------------------------------------------------------- tosa-opt
 def validate(model: bytes | str | os.PathLike[str], profiles: Sequence[str] | None = None,
              extensions: Sequence[str] | None = None, level: str = "8k", strict: bool = True,
-             timeout: float = 120.0) -> tuple[bool, str]:
-    """Deserialize a ``.tosa`` flatbuffer (bytes or path) with tosa-opt and validate it for TOSA 1.0.
+             timeout: float = 120.0, version: str = "1.0") -> tuple[bool, str]:
+    """Deserialize a ``.tosa`` flatbuffer (bytes or path) with tosa-opt and validate it for TOSA ``version`` (1.0,
+    or 1.1.draft for a ``--dynamic`` program).
 
     Returns ``(ok, message)``; the message holds tosa-opt's diagnostics (empty when clean).
     """
@@ -166,7 +167,7 @@ def validate(model: bytes | str | os.PathLike[str], profiles: Sequence[str] | No
         else:
             path = os.fspath(model)
         cmd = [str(tosa_opt_exe()), f"--tosa-deserialize=tosa-flatbuffer-filename={path}",
-               target_option(profiles, extensions, level),
+               target_option(profiles, extensions, level, version),
                "--tosa-validate=strict-op-spec-alignment" if strict else "--tosa-validate", "-o", os.devnull]
         proc = _run(cmd, timeout)
     msg = _strip_warnings(proc.stderr)
