@@ -143,7 +143,7 @@ class Recorder:
             except ConversionError:  # not a valid TOSA graph: validation (with every profile) will say why
                 profs, exts = [], []
         self.pending[sha] = Entry(sha, bytes(data), list(profs), list(exts), id(graph),
-                                  graph.meta.get("tosa_version", "1.0"))
+                                  graph.meta.get("specification_version", "1.0"))
         self.keep.append(graph)
 
     # ------------------------------------------------------------------ checking
@@ -173,7 +173,8 @@ class Recorder:
                     profs, exts = requirements(from_bytes(data))
                 except ConversionError:
                     profs, exts = [], []
-            self.pending[sha] = Entry(sha, data, list(profs), list(exts), -1, meta.get("tosa_version", "1.0"))
+            self.pending[sha] = Entry(sha, data, list(profs), list(exts), -1,
+                                      meta.get("specification_version", "1.0"))
 
     def drain(self, exempt: str | None) -> list[str]:
         """Check every pending file; returns the failure messages (and forgets the test's graphs)."""

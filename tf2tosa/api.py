@@ -109,7 +109,7 @@ class TosaModel:
         """Whether this is a symbolic TOSA 1.1-draft program (:func:`convert_dynamic`)."""
         from .tosa.optable import DRAFT_VERSION
 
-        return self.graph.meta.get("tosa_version") == DRAFT_VERSION
+        return self.graph.meta.get("specification_version") == DRAFT_VERSION
 
     def to_mlir(self, syntax: str = "generic") -> str:
         """TOSA-dialect MLIR text: ``syntax="generic"`` (MLIR's generic operation form, read by tosa-opt and

@@ -71,7 +71,7 @@ def generalise(graphs: Sequence[Graph], sizes: Sequence[int], symbol: str, file:
     """Turn ``graphs[0]`` (converted at ``sizes[0]``) into the symbolic program; see the module docstring.
 
     ``graphs[i]`` is the conversion with ``symbol`` fixed to ``sizes[i]``.  ``graphs[0]`` is changed in place and
-    returned, with ``meta["tosa_version"] = "1.1.draft"``, ``meta["dim_symbols"]`` (the input dimension each
+    returned, with ``meta["specification_version"] = "1.1.draft"``, ``meta["dim_symbols"]`` (the input dimension each
     symbol is read from) and ``meta["dim_equalities"]``.
     """
     base = graphs[0]
@@ -166,7 +166,7 @@ def generalise(graphs: Sequence[Graph], sizes: Sequence[int], symbol: str, file:
                                                              [op0.result.name]).result
         base.replace_all_uses(op0.result, new)
         base.remove_op(op0)
-    base.meta["tosa_version"] = DRAFT_VERSION
+    base.meta["specification_version"] = DRAFT_VERSION
     base.meta["dim_symbols"] = {symbol: {"input": src.name, "dim": axis}}
     # the equalities the ops rely on beyond the inputs' (none while every symbolic dimension is k * one symbol,
     # unless two multiples are matched against each other, which the generalisation above rules out)

@@ -72,7 +72,7 @@ DRAFT_OPS_ENUM: tuple[str, ...] = OPS + (
     "SUB_SHAPE", "MUL_SHAPE", "SLICE_SHAPE", "EXP2_SHAPE", "LOG2_CEIL_SHAPE", "LOG2_FLOOR_SHAPE", "MAX_SHAPE",
     "MIN_SHAPE", "MOD_SHAPE", "DIV_CEIL_SHAPE", "DIV_FLOOR_SHAPE", "ASSERT_EQUAL_SHAPE",
 )
-#: the operators a 1.1-draft program (``graph.meta["tosa_version"] == "1.1.draft"``) may hold
+#: the operators a 1.1-draft program (``graph.meta["specification_version"] == "1.1.draft"``) may hold
 DRAFT_OP_VALUE: dict[str, int] = {name: i for i, name in enumerate(DRAFT_OPS_ENUM)
                                   if name in OP_VALUE or catalogue.is_draft(name)}
 #: ``Version`` of a 1.1-draft program
@@ -307,7 +307,7 @@ class _Writer:
     def __init__(self, graph: Graph, out: mmap.mmap | None = None) -> None:
         self.main = graph
         #: a symbolic TOSA 1.1-draft program (``--dynamic``): draft op codes, ``-1`` for unknown dimensions
-        self.draft = graph.meta.get("tosa_version") == catalogue.DRAFT_VERSION
+        self.draft = graph.meta.get("specification_version") == catalogue.DRAFT_VERSION
         self.op_value = DRAFT_OP_VALUE if self.draft else OP_VALUE
         estimate = _size_estimate(graph)
         if out is None:
