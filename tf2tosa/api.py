@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, InvalidGraphError, ModelLoadError
+from .errors import ConversionError, InputError, InvalidGraphError, ModelLoadError
 from .ir import Graph
 
 #: the runtimes `run` takes: the embedded executor (the oracle) and IREE (compiled from our MLIR)
@@ -104,11 +104,28 @@ class TosaModel:
 
         return to_bytes(self.graph)
 
+    @property
+    def is_dynamic(self) -> bool:
+        """Whether this is a symbolic TOSA 1.1-draft program (:func:`convert_dynamic`)."""
+        from .tosa.optable import DRAFT_VERSION
+
+        return self.graph.meta.get("specification_version") == DRAFT_VERSION
+
     def to_mlir(self, syntax: str = "generic") -> str:
         """TOSA-dialect MLIR text: ``syntax="generic"`` (MLIR's generic operation form, read by tosa-opt and
-        IREE alike) or ``"upstream"`` (the custom assembly of today's upstream TOSA dialect, as IREE prints it)."""
+        IREE alike) or ``"upstream"`` (the custom assembly of today's upstream TOSA dialect, as IREE prints it).
+
+        A symbolic program (:attr:`is_dynamic`) is declared ``specification_version = "1.1.draft"``, level none,
+        with the profiles and extensions it needs (EXT-SHAPE, EXT-DYNAMIC)."""
         from .serializer import to_mlir
 
+        if self.is_dynamic:
+            from .tosa.optable import DRAFT_VERSION
+            from .tosa.profiles import requirements
+
+            profs, exts = requirements(self.graph)
+            exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
+            return to_mlir(self.graph, profs, exts, level="none", syntax=syntax, version=DRAFT_VERSION)
         return to_mlir(self.graph, syntax=syntax)
 
     def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None,
@@ -121,6 +138,12 @@ class TosaModel:
         from .outputs import Content, write_files
         from .serializer.tosa_writer import write_file
 
+        if self.is_dynamic and os.fspath(path).endswith(".mlir"):  # a 1.1-draft program as MLIR text only
+            texts: dict[str | os.PathLike[str], Content] = {path: self.to_mlir(mlir_syntax).encode()}
+            if mlir is not None:
+                texts[mlir] = texts[path]
+            write_files(texts)
+            return
         # built in a file map: the whole flatbuffer is never in memory
         files: dict[str | os.PathLike[str], Content] = {path: lambda tmp: write_file(self.graph, tmp)}
         if mlir is not None:
@@ -367,6 +390,86 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, dims=dims, fold=fold,
                                                             rounding=rounding, io=io, **extra))
     return TosaModel(graph, source=data, source_path=path)
+
+
+def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str, int] | None = None,
+                    **options: Any) -> TosaModel:
+    """Convert a model with an unknown dimension into one symbolic TOSA 1.1-draft program (``--dynamic``).
+
+    ``symbol`` names the dimension kept symbolic (``batch``, ``d1`` …: ``tf2tosa inspect`` lists them); by default
+    the one unknown dimension that ``dims`` leaves open.  The model is converted (as :func:`convert` with
+    ``options``) at three sizes of the symbol and the results are generalised
+    (:func:`tf2tosa.converter.dynamic.generalise`); what that cannot express yet is one :class:`ConversionError`.
+    The result's :meth:`TosaModel.to_mlir` is declared 1.1.draft; ``save`` writes a 1.1-draft ``.tosa`` flatbuffer
+    (``fbs_version 1.1.0d``, Arm's draft schema) and the MLIR text, or the MLIR text only to a ``.mlir`` path.
+    """
+    from .converter.dynamic import SIZES, generalise
+
+    fixed = dict(dims or {})
+    label = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+    if symbol is None:
+        open_syms = _open_symbols(source, fixed, options)
+        if not open_syms:
+            raise InputError("--dynamic: the model has no unknown dimension left symbolic", file=label)
+        if len(open_syms) > 1:
+            raise ConversionError(f"--dynamic: not yet: one symbol at a time; the model leaves "
+                                  f"{', '.join(open_syms)} unknown (fix all but one with --dim SYMBOL=VALUE)",
+                                  file=label)
+        symbol = open_syms[0]
+    if symbol in fixed:
+        raise InputError(f"--dynamic: {symbol} is both kept symbolic and fixed by --dim", file=label, tensor=symbol)
+    models = []
+    for size in SIZES:
+        try:
+            models.append(convert(source, dims={**fixed, symbol: size}, **options))
+        except InputError:
+            raise
+        except ConversionError as e:
+            raise ConversionError(f"--dynamic: not yet: the model does not convert at {symbol} = {size} (one of "
+                                  f"the sizes {', '.join(map(str, SIZES))} the symbolic program is derived from): "
+                                  f"{e.message}", file=e.file or label, op=e.op, tensor=e.tensor) from None
+    graph = generalise([m.graph for m in models], SIZES, symbol, file=label)
+    kept = []
+    for entry in graph.meta.get("fixed_dims", []):
+        shape = [symbol if any(d["dim"] == k and d["symbol"] == symbol for d in entry["dims"]) else n
+                 for k, n in enumerate(entry["shape"])]
+        dims_left = [d for d in entry["dims"] if d["symbol"] != symbol]
+        if dims_left:
+            kept.append({**entry, "shape": shape, "dims": dims_left})
+    graph.meta["fixed_dims"] = kept
+    from .tosa.profiles import requirements
+
+    profs, exts = requirements(graph)
+    graph.meta["profiles"], graph.meta["extensions"] = profs, sorted(set(exts) | {"EXT-DYNAMIC", "EXT-SHAPE"})
+    return TosaModel(graph, source=models[0]._source, source_path=models[0].source_path)
+
+
+def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, Any]) -> list[str]:
+    """The dimension symbols neither ``fixed`` (``--dim``) nor an ``input_shapes`` entry sets."""
+    import logging
+
+    from .converter.nnef import is_nnef_source
+    from .converter.passes.input_shapes import dimension_symbols
+    from .converter.tensorflow import is_tensorflow_source
+
+    shaped = set(options.get("input_shapes") or {})
+    if is_nnef_source(source) or is_tensorflow_source(source):
+        log = logging.getLogger("tf2tosa")
+        level = log.level
+        log.setLevel(logging.ERROR)  # the defaults of this look-up conversion are not the user's
+        try:
+            first = convert(source, dims=fixed, **options)
+        finally:
+            log.setLevel(level)
+        return sorted({d["symbol"] for e in first.graph.meta.get("fixed_dims", []) for d in e["dims"]
+                       if d["from"] == "default"})
+    from .converter.tflite import load_tflite
+
+    data, path = _map_source(source)
+    graph = load_tflite(data, file=path)
+    syms = dimension_symbols(graph)
+    return sorted({s for v in graph.inputs if v.name in syms and v.name not in shaped and v.source not in shaped
+                   for s in syms[v.name] if s and s not in fixed})
 
 
 def _validate_loaded(graph: Graph, name: str | None) -> None:

@@ -313,6 +313,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             dim: list[str] | None = typer.Option(None, "--dim", metavar="SYMBOL=VALUE",
                                                  help="size of every unknown dimension named SYMBOL (batch, d1 …: "
                                                  "`inspect` lists them; repeatable)"),
+            dynamic: bool = typer.Option(False, "--dynamic", help="keep the one unknown dimension left open (after "
+                                         "--dim/--input-shape) symbolic: a TOSA 1.1-draft program with ? "
+                                         "dimensions and EXT-SHAPE ops (.tosa in the 1.1.0d schema; -o X.mlir "
+                                         "writes MLIR text only); groundwork: dynamic-batch models"),
             verify: bool = typer.Option(False, "--verify/--no-verify", help="then compare with LiteRT / TensorFlow "
                                         "on random inputs (needs the [tf] extra)"),
             oracle: str | None = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP),
@@ -352,9 +356,19 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
         more = _keep_variables(keep_variables)
-        m = do_convert(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim), rounding=rounding,
-                       signature=signature, qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
-                       fp16_weights=fp16_weights, state_io=state_io, io=io_, **more)
+        if dynamic:
+            from .api import convert_dynamic
+
+            if verify or target is not None:
+                raise InputError("--dynamic: not yet with --verify or --target")
+            m = convert_dynamic(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim),
+                                rounding=rounding, signature=signature, qat=qat, qat_io=qat_io,
+                                custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
+                                state_io=state_io, io=io_, **more)
+        else:
+            m = do_convert(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim),
+                           rounding=rounding, signature=signature, qat=qat, qat_io=qat_io, custom_ops=custom_ops,
+                           max_unroll=max_unroll, fp16_weights=fp16_weights, state_io=state_io, io=io_, **more)
         if target is not None:
             m.require_target(target.value)
         prog(1, 3 if verify else 2, "writing")
@@ -367,6 +381,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
 
     for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
         out.result(line)
+    for sym, where in m.graph.meta.get("dim_symbols", {}).items():
+        out.result(f"symbolic: {sym} (input {where['input']!r} dimension {where['dim']}), TOSA 1.1 draft")
     layout = m.graph.meta.get("layout")
     if layout:
         out.info(f"layout: {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "

@@ -54,7 +54,8 @@ def mlir_type(t: TensorType) -> str:
         return f"!tosa.shape<{t.static_shape[0]}>"
     if t.dtype not in _ELEM:
         raise InvalidGraphError(f"type {t.dtype} has no TOSA MLIR element type")
-    dims = "".join(f"{d}x" for d in t.static_shape)
+    # a dimension symbol ("batch") is an unknown dimension, ``?`` (TOSA 1.1 draft, EXT-DYNAMIC/EXT-SHAPE)
+    dims = "".join(f"{int(d)}x" if isinstance(d, int) else "?x" for d in t.shape)
     return f"tensor<{dims}{_ELEM[t.dtype]}>"
 
 
@@ -171,9 +172,11 @@ def _block_args(names: Sequence[str], g: Graph) -> str:
 
 
 class _Printer:
-    def __init__(self, syntax: str = "generic") -> None:
+    def __init__(self, syntax: str = "generic", draft: bool = False) -> None:
         #: MLIR's generic operation form for every ``tosa.*`` op (``"tosa.conv2d"(...) <{...}>``)
         self.generic = syntax == "generic"
+        #: the program declares the 1.1 draft: its EXT-SHAPE operators may be printed
+        self.draft = draft
         self.lines: list[str] = []
         self.counter = 0
         self.args = 0
@@ -236,6 +239,13 @@ class _Printer:
             self.lines.append(f"{indent}{terminator} {', '.join(outs)} : {types}" if outs else f"{indent}{terminator}")
 
     def op(self, op: Operation, env: dict[int, str], indent: str) -> None:
+        if op.dialect == "tosa" and catalogue.is_draft(op.opcode):
+            if not self.draft:
+                raise InvalidGraphError(f"{op.opcode} is an operator of the TOSA {catalogue.DRAFT_VERSION} "
+                                        "(EXT-SHAPE), not of 1.0: print with version=" + catalogue.DRAFT_VERSION,
+                                        op=op.name)
+            self.draft_op(op, env, indent)
+            return
         if op.dialect != "tosa" or op.opcode not in catalogue.OPS:
             raise InvalidGraphError("not a TOSA 1.0 operation", op=op.name)
         code = op.opcode
@@ -288,6 +298,33 @@ class _Printer:
         else:
             self.lines.append(f"{indent}{lhs} = tosa.{code.lower()} {', '.join(args)}{self.attrs(op)} : "
                               f"({_types([v.type for v in op.operands])}) -> {_results(rtypes)}")
+
+    def draft_op(self, op: Operation, env: dict[int, str], indent: str) -> None:
+        """An EXT-SHAPE operator of the 1.1 draft, in the form tosa-opt 2026.8.0 prints (checked by trying it):
+        ``%2 = tosa.dim %0 {axis = 0 : i32} : (tensor<?x8xf32>) -> !tosa.shape<1>``; ASSERT_EQUAL_SHAPE has no
+        result.  The generic form is ``"tosa.dim"(%0) <{axis = 0 : i32}> : ...``."""
+        try:
+            args = [env[v.id] for v in op.operands]
+        except KeyError as e:
+            raise InvalidGraphError("operand defined outside this graph", op=op.name) from e
+        items: list[tuple[str, str]] = []
+        for a in catalogue.get(op.opcode).attrs:
+            if a.name not in op.attrs:
+                continue
+            v = op.attrs[a.name]
+            items.append((a.name, f"{int(v)} : i32" if a.kind == "i32" else ("true" if v else "false")))
+        lhs = ""
+        if op.results:
+            name = self.fresh()
+            env[op.result.id] = name
+            lhs = f"{name} = "
+        sig = f"({_types([v.type for v in op.operands])}) -> {_results([r.type for r in op.results]) or '()'}"
+        code = op.opcode.lower()
+        if self.generic:
+            self.lines.append(f'{indent}{lhs}"tosa.{code}"({", ".join(args)}){_properties(items)} : {sig}')
+        else:
+            props = (" {" + ", ".join(f"{k} = {v}" for k, v in items) + "}") if items else ""
+            self.lines.append(f"{indent}{lhs}tosa.{code} {', '.join(args)}{props} : {sig}")
 
     def _region_args(self, g: Graph, env: dict[int, str]) -> list[str]:
         names = []
@@ -354,17 +391,23 @@ class _Printer:
 
 
 def to_mlir(graph: Graph, profiles: Sequence[str] | None = None, extensions: Sequence[str] | None = None,
-            level: str = "8k", func_name: str = "main", syntax: str = "generic") -> str:
+            level: str = "8k", func_name: str = "main", syntax: str = "generic", version: str = "1.0") -> str:
     """TOSA-dialect MLIR text of ``graph``.
 
     ``syntax``: one of :data:`SYNTAXES` (see the module docstring).
 
-    When ``profiles`` is given, the module carries a ``tosa.target_env`` attribute for spec 1.0
+    When ``profiles`` is given, the module carries a ``tosa.target_env`` attribute for ``version``
     with those profiles and ``extensions`` (spec names such as ``PRO-INT``, ``EXT-INT16``).
+
+    ``version``: ``"1.0"`` (the default) or :data:`~tf2tosa.tosa.optable.DRAFT_VERSION` (``"1.1.draft"``),
+    which allows the 1.1 draft's EXT-SHAPE operators; unknown dimensions (symbols) print as ``?`` either way.
     """
     if syntax not in SYNTAXES:
         raise InvalidGraphError(f"unknown MLIR syntax {syntax!r} (choose from {', '.join(SYNTAXES)})")
-    p = _Printer(syntax)
+    if version not in ("1.0", catalogue.DRAFT_VERSION):
+        raise InvalidGraphError(f"unknown TOSA specification version {version!r} (choose from 1.0, "
+                                f"{catalogue.DRAFT_VERSION})")
+    p = _Printer(syntax, draft=version == catalogue.DRAFT_VERSION)
     env: dict[int, str] = {}
     params = []
     for v in graph.inputs:
@@ -379,7 +422,7 @@ def to_mlir(graph: Graph, profiles: Sequence[str] | None = None, extensions: Seq
     if profiles is not None:
         profs = ", ".join(sorted({_PROFILES[x.upper()] for x in profiles}))
         exts = ", ".join(sorted({x.upper().removeprefix("EXT-").lower() for x in (extensions or ())}))
-        header = (f'module attributes {{tosa.target_env = #tosa.target_env<specification_version = "1.0", '
+        header = (f'module attributes {{tosa.target_env = #tosa.target_env<specification_version = "{version}", '
                   f'level = "{level}", profiles = [{profs}], extensions = [{exts}]>}} {{')
     signature = f"  func.func @{func_name}({', '.join(params)}) -> ({results}) {{"
     lines = [header, *_variables(graph, p.generic), signature, *body, "  }", "}"]

@@ -65,6 +65,18 @@ OPS: tuple[str, ...] = (
     "CONST_SHAPE",
 )
 OP_VALUE: dict[str, int] = {name: i for i, name in enumerate(OPS)}
+#: the TOSA 1.1 draft's ``enum Op`` (the tosa.fbs of tosa-tools 2026.8.0, ``fbs_version 1.1.0d``): 1.0's values
+#: unchanged, new operators appended; up to ASSERT_EQUAL_SHAPE (the ones after it are not written)
+DRAFT_OPS_ENUM: tuple[str, ...] = OPS + (
+    "MATMUL_T_BLOCK_SCALED", "CAST_FROM_BLOCK_SCALED", "CAST_TO_BLOCK_SCALED", "DIM", "CONCAT_SHAPE", "ADD_SHAPE",
+    "SUB_SHAPE", "MUL_SHAPE", "SLICE_SHAPE", "EXP2_SHAPE", "LOG2_CEIL_SHAPE", "LOG2_FLOOR_SHAPE", "MAX_SHAPE",
+    "MIN_SHAPE", "MOD_SHAPE", "DIV_CEIL_SHAPE", "DIV_FLOOR_SHAPE", "ASSERT_EQUAL_SHAPE",
+)
+#: the operators a 1.1-draft program (``graph.meta["specification_version"] == "1.1.draft"``) may hold
+DRAFT_OP_VALUE: dict[str, int] = {name: i for i, name in enumerate(DRAFT_OPS_ENUM)
+                                  if name in OP_VALUE or catalogue.is_draft(name)}
+#: ``Version`` of a 1.1-draft program
+DRAFT_FB_VERSION = (1, 1, 0, True)
 
 #: ``enum DType`` of tosa.fbs.
 DTYPE_VALUE: dict[DType, int] = {
@@ -108,6 +120,8 @@ _POOL = ("kernel", "stride", "pad")
 #: by their catalogue attribute names.  Kinds and defaults come from the catalogue (:data:`ATTR_FIELDS`).
 #: Ops not listed have an empty attribute table.
 ATTR_SLOTS: dict[str, tuple[str, ...]] = {
+    "DIM": ("axis",),  # 1.1 draft: table DimAttribute
+    "ASSERT_EQUAL_SHAPE": ("allow_broadcast",),  # 1.1 draft: table AssertEqualShapeAttribute
     "ARGMAX": ("axis", "nan_mode"),
     "AVG_POOL2D": _POOL + ("acc_type",),
     "CONV2D": _CONV,
@@ -292,6 +306,9 @@ def _file_region(arr: np.ndarray) -> tuple[mmap.mmap, int] | None:
 class _Writer:
     def __init__(self, graph: Graph, out: mmap.mmap | None = None) -> None:
         self.main = graph
+        #: a symbolic TOSA 1.1-draft program (``--dynamic``): draft op codes, ``-1`` for unknown dimensions
+        self.draft = graph.meta.get("specification_version") == catalogue.DRAFT_VERSION
+        self.op_value = DRAFT_OP_VALUE if self.draft else OP_VALUE
         estimate = _size_estimate(graph)
         if out is None:
             self.b = flatbuffers.Builder(estimate)  # sized up front: no regrowth, no copies
@@ -484,12 +501,13 @@ class _Writer:
     # ------------------------------------------------------------ tables
     def _tensor(self, name: str, v: Value, data: Any) -> int:
         t = v.type
-        if not t.is_static:
+        if not t.is_static and not self.draft:
             raise InvalidGraphError(f"tensor shape {t.shape} is not static", tensor=v.name)
         if t.dtype not in DTYPE_VALUE or t.dtype is DType.SHAPE:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
         name_off = self._string(name)
-        shape_off = self._i32_vector(list(t.static_shape))
+        # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
+        shape_off = self._i32_vector([int(d) if isinstance(d, int) else -1 for d in t.shape])
         data_off = self._data_vector(data) if data is not None else None
         self.b.StartObject(14)
         self.b.PrependUOffsetTRelativeSlot(T_NAME, name_off, 0)
@@ -515,19 +533,25 @@ class _Writer:
         self.b.PrependUOffsetTRelativeSlot(T_VARNAME, vname_off, 0)
         return self.b.EndObject()
 
-    def _shape(self, name: str, v: Value, values: np.ndarray) -> int:
-        flat = np.asarray(values).reshape(-1)
+    def _shape(self, name: str, v: Value, values: np.ndarray | None) -> int:
+        """A shape value: CONST_SHAPE's with its data; in a 1.1-draft program one computed at run time (DIM,
+        CONCAT_SHAPE ...) has its length only (an empty data vector, as Arm's serializer writes it)."""
+        flat = np.asarray(values if values is not None else [], np.int64).reshape(-1)
+        length = int(flat.size) if values is not None else int(v.type.shape[0])
         name_off = self._string(name)
         data_off = self._byte_vector(_pad8(encode_array(flat, DType.SHAPE)))
         self.b.StartObject(3)
         self.b.PrependUOffsetTRelativeSlot(S_NAME, name_off, 0)
-        self.b.PrependUint32Slot(S_RANK, int(flat.size), 0)
+        self.b.PrependUint32Slot(S_RANK, length, 0)
         self.b.PrependUOffsetTRelativeSlot(S_DATA, data_off, 0)
         return self.b.EndObject()
 
     def _operator(self, g: Graph, op: Operation) -> int | None:
         names = self.names[id(g)]
-        if op.dialect != "tosa" or op.opcode not in OP_VALUE or op.opcode == "UNKNOWN":
+        if op.dialect != "tosa" or op.opcode not in self.op_value or op.opcode == "UNKNOWN":
+            if op.dialect == "tosa" and catalogue.is_draft(op.opcode):
+                raise InvalidGraphError(f"{op.opcode} is an operator of the TOSA {catalogue.DRAFT_VERSION}, not of "
+                                        "1.0 (convert with --dynamic)", op=op.name)
             raise InvalidGraphError("not a TOSA 1.0 operation", op=op.name)
         opcode = op.opcode
         try:
@@ -557,7 +581,7 @@ class _Writer:
             self.b.StartObject(1)
             self.b.PrependUOffsetTRelativeSlot(0, text_off, 0)
             loc_off = self.b.EndObject()
-        code = OP_VALUE[opcode]
+        code = self.op_value[opcode]
         self.b.StartObject(6)
         self.b.PrependUint32Slot(OP_OP, code, 0)
         self.b.PrependUint8Slot(OP_ATTR_TYPE, code, 0)
@@ -594,10 +618,13 @@ class _Writer:
                 if op.opcode == "VARIABLE":
                     continue
                 if r.type.dtype is DType.SHAPE:
-                    if op.opcode != "CONST_SHAPE":
+                    if op.opcode == "CONST_SHAPE":
+                        shape_offs.append(self._shape(names[r.id], r, np.asarray(op.attrs["values"])))
+                    elif self.draft:
+                        shape_offs.append(self._shape(names[r.id], r, None))
+                    else:
                         raise InvalidGraphError("only CONST_SHAPE may produce shape values in TOSA 1.0",
                                                 op=op.name)
-                    shape_offs.append(self._shape(names[r.id], r, np.asarray(op.attrs["values"])))
                     continue
                 data = None
                 if op.opcode == "CONST":
@@ -640,7 +667,7 @@ class _Writer:
         self._name_graph(self.main)
         region_offs = [self._region(r) for r in self.regions]
         regions_vec = self._offset_vector(region_offs)
-        major, minor, patch, draft = VERSION
+        major, minor, patch, draft = DRAFT_FB_VERSION if self.draft else VERSION
         self.b.StartObject(4)
         self.b.PrependInt32Slot(V_MAJOR, major, -1)
         self.b.PrependInt32Slot(V_MINOR, minor, -1)

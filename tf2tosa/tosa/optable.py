@@ -27,7 +27,7 @@ from ..errors import InvalidGraphError
 from ..ir.types import DType
 
 __all__ = ["Arg", "Attr", "TypeRow", "OpSpec", "OPS", "get", "bind_operands", "ACC_TYPES", "TABLE_SIZE", "ENUMS",
-           "ATTR_KINDS"]
+           "ATTR_KINDS", "DRAFT_OPS", "DRAFT_VERSION", "is_draft"]
 
 
 # --------------------------------------------------------------------------------------- data types
@@ -126,6 +126,12 @@ class OpSpec:
 
 
 OPS: dict[str, OpSpec] = {}
+#: operators of the TOSA 1.1 draft that are not in 1.0 (see the "TOSA 1.1 draft" part of the table); apart from
+#: :data:`OPS` so that everything reading the 1.0 catalogue (serializer op codes, profiles, the spec-text tests)
+#: is unchanged
+DRAFT_OPS: dict[str, OpSpec] = {}
+#: the ``specification_version`` a program using :data:`DRAFT_OPS` declares (tosa-opt's spelling)
+DRAFT_VERSION = "1.1.draft"
 
 
 # ------------------------------------------------------------------------------ declaration helpers
@@ -173,9 +179,9 @@ def R(support: str, mode: str = "", **types: str) -> TypeRow:
 
 
 def _op(name: str, section: str, line: int, inputs: Sequence[Arg], outputs: Sequence[Arg], attrs: Sequence[Attr],
-        rows: Sequence[TypeRow]) -> None:
-    assert name not in OPS, name
-    OPS[name] = OpSpec(name, section, line, tuple(inputs), tuple(outputs), tuple(attrs), tuple(rows),
+        rows: Sequence[TypeRow], table: dict[str, OpSpec] = OPS) -> None:
+    assert name not in OPS and name not in DRAFT_OPS, name
+    table[name] = OpSpec(name, section, line, tuple(inputs), tuple(outputs), tuple(attrs), tuple(rows),
                        {a.name: a for a in attrs})
 
 
@@ -725,15 +731,75 @@ _op("CONST_SHAPE", "2.18.1", 10888,
     rows=[R("PRO-INT or PRO-FP", shape_t="shape")])
 
 
+# ============================================================== TOSA 1.1 draft: EXT-SHAPE (shape operators)
+# Transcribed from the 1.1 draft (arm/tosa-specification, branch main: tosa.xml "version major=1 minor=1
+# draft=true", chapters/shape.adoc, pseudocode/operators/*_SHAPE.tosac, DIM.tosac).  ``section`` names the draft
+# chapter ("1.1-draft shape"), ``spec_line`` is 0 (no line of the 1.0 text).  Every shape operand is compile-time
+# constant under PRO-INT/PRO-FP alone; EXT-SHAPE (with EXT-DYNAMIC for the tensors it feeds) lifts that.
+_DRAFT_SHAPE = "1.1-draft shape"
+_SHAPE_ROWS = [R("EXT-SHAPE", shape_t="shape")]
+
+
+def _shape_binary(name: str) -> None:
+    _op(name, _DRAFT_SHAPE, 0, inputs=[S("input1"), S("input2")], outputs=[S("output")], attrs=[],
+        rows=_SHAPE_ROWS, table=DRAFT_OPS)
+
+
+def _shape_unary(name: str) -> None:
+    _op(name, _DRAFT_SHAPE, 0, inputs=[S("input")], outputs=[S("output")], attrs=[], rows=_SHAPE_ROWS,
+        table=DRAFT_OPS)
+
+
+for _name in ("ADD_SHAPE", "SUB_SHAPE", "MUL_SHAPE", "DIV_CEIL_SHAPE", "DIV_FLOOR_SHAPE", "MOD_SHAPE", "MIN_SHAPE",
+              "MAX_SHAPE"):
+    _shape_binary(_name)
+for _name in ("EXP2_SHAPE", "LOG2_CEIL_SHAPE", "LOG2_FLOOR_SHAPE"):
+    _shape_unary(_name)
+del _name
+_op("ASSERT_EQUAL_SHAPE", _DRAFT_SHAPE, 0,
+    inputs=[S("input1"), S("input2")],
+    outputs=[],
+    attrs=[A("allow_broadcast", "bool")],
+    rows=_SHAPE_ROWS, table=DRAFT_OPS)
+# the draft's shape_list_t: all operands, each a shape_t
+_op("CONCAT_SHAPE", _DRAFT_SHAPE, 0,
+    inputs=[Arg("input", "tensor_list", "shape_t")],
+    outputs=[S("output")],
+    attrs=[],
+    rows=_SHAPE_ROWS, table=DRAFT_OPS)
+_op("SLICE_SHAPE", _DRAFT_SHAPE, 0,
+    inputs=[S("input"), T("start", "i32_t", rank=1, ctc=True), T("size", "i32_t", rank=1, ctc=True)],
+    outputs=[S("output")],
+    attrs=[],
+    rows=[R("EXT-SHAPE", shape_t="shape", i32_t="i32")], table=DRAFT_OPS)
+# DIM's type rows are "<profile> and EXT-SHAPE" (tosa.xml, operator DIM)
+_op("DIM", _DRAFT_SHAPE, 0,
+    inputs=[T("input1", "in_t", min_rank=1)],
+    outputs=[S("output")],
+    attrs=[A("axis", "i32")],
+    rows=[TypeRow(("PRO-INT", "PRO-FP"), {"in_t": DType.BOOL}, ("EXT-SHAPE",))]
+    + [TypeRow((p,), {"in_t": DType(t)}, ("EXT-SHAPE",)) for p, t in (
+        ("PRO-INT", "i8"), ("PRO-INT", "i16"), ("PRO-INT", "i32"), ("PRO-FP", "fp16"), ("PRO-FP", "fp32"),
+        ("EXT-BF16", "bf16"), ("EXT-FP8E4M3", "fp8e4m3"), ("EXT-FP8E5M2", "fp8e5m2"))],
+    table=DRAFT_OPS)
+
+
 
 # ======================================================================================= lookup
 def get(name: str) -> OpSpec:
-    """The spec of ``name`` ("CONV2D" or "tosa.CONV2D")."""
+    """The spec of ``name`` ("CONV2D" or "tosa.CONV2D"): the 1.0 catalogue, then the 1.1-draft operators
+    (:data:`DRAFT_OPS`; writers that emit 1.0 check :func:`is_draft` themselves)."""
     key = name.split(".", 1)[1] if name.startswith("tosa.") else name
-    try:
-        return OPS[key]
-    except KeyError:
-        raise InvalidGraphError(f"{name}: not a TOSA 1.0 operator", op=name) from None
+    spec = OPS.get(key) or DRAFT_OPS.get(key)
+    if spec is None:
+        raise InvalidGraphError(f"{name}: not a TOSA 1.0 operator (nor one of the 1.1 draft's EXT-SHAPE)", op=name)
+    return spec
+
+
+def is_draft(name: str) -> bool:
+    """Whether ``name`` ("DIM" or "tosa.DIM") is an operator of the 1.1 draft only (:data:`DRAFT_OPS`)."""
+    return (name.split(".", 1)[1] if name.startswith("tosa.") else name) in DRAFT_OPS
+
 
 
 def _err(spec: OpSpec, msg: str, tensor: str | None = None) -> InvalidGraphError:

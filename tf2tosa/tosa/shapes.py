@@ -7,11 +7,15 @@ raised as :class:`InvalidGraphError` (``spec 2.3.3 CONV2D`` cites the spec's sec
 same and compares with the result types an op declares.
 
 Symbolic dimensions (strings, dynamic-shape RFC) pass through where the rule is the identity or a
-broadcast; any arithmetic on them yields the symbol ``"?"``.
+broadcast; any arithmetic on them yields the symbol ``"?"``.  Where a rule needs two dimensions to match and one
+of them is symbolic, the match cannot be decided statically: :func:`equalities` returns those pairs (the
+program's run-time equalities, ``meta["dim_equalities"]``); a broadcast pair holds unless one side is 1 at run
+time (the RFC's broadcast rule, ASSERT_EQUAL_SHAPE with allow_broadcast).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -98,6 +102,21 @@ def _const_list(c: np.ndarray | None) -> list[int] | None:
 
 
 # ---------------------------------------------------------------------------------------- rules
+#: the equalities noted while a rule runs under :func:`equalities`: (a, b, broadcast)
+_NOTED: contextvars.ContextVar[list[tuple[Dim, Dim, bool]] | None] = contextvars.ContextVar("tf2tosa_dim_eq",
+                                                                                            default=None)
+
+
+def _note(a: Dim, b: Dim, broadcast: bool = False) -> None:
+    """Record that ``a`` must equal ``b`` at run time (when it is not decidable now)."""
+    noted = _NOTED.get()
+    if noted is None or a == b or _known(a, b) or "?" in (a, b) or a is None or b is None:
+        return
+    pair = (a, b, broadcast)
+    if pair not in noted:
+        noted.append(pair)
+
+
 def broadcast_shape(op: str, s1: Shape, s2: Shape) -> Shape:
     """broadcast_shape of spec 4.4.6 broadcast_shape: equal ranks, size-1 dims broadcast."""
     if len(s1) != len(s2):
@@ -111,6 +130,7 @@ def broadcast_shape(op: str, s1: Shape, s2: Shape) -> Shape:
         elif _known(a, b):
             raise _err(op, f"shapes {list(s1)} and {list(s2)} do not broadcast (spec 4.4.6 broadcast_shape)")
         else:
+            _note(a, b, broadcast=True)
             out.append(a if isinstance(a, int) else b)
     return tuple(out)
 
@@ -156,6 +176,7 @@ def _conv_common(op: str, attrs: dict[str, Any], nd: int) -> tuple[list[int], li
 def _match(op: str, a: Dim, b: Dim, what: str) -> None:
     if _known(a, b) and a != b:
         raise _err(op, f"{what}: {a} != {b}")
+    _note(a, b)
 
 
 def _bias(op: str, bc: Dim, oc: Dim) -> None:
@@ -443,6 +464,33 @@ _RULES: dict[str, _Rule] = {
     "CUSTOM": _none, "VARIABLE": _none, "VARIABLE_WRITE": _none, "VARIABLE_READ": _none,
 }
 _RULES.update({k: _same for k in _SAME_AS_INPUT})
+
+# TOSA 1.1 draft, EXT-SHAPE: a shape_t value's "shape" is (length,) (chapters/shape.adoc of the draft)
+def _dim_rule(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) -> list[Shape | None]:
+    return [(1,)]
+
+
+def _shape_same(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) -> list[Shape | None]:
+    return [tuple(ins[0].shape)]
+
+
+def _concat_shape(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) -> list[Shape | None]:
+    lengths = [t.shape[0] if t.shape else None for t in ins]
+    if any(not isinstance(n, int) for n in lengths):
+        return [None]
+    return [(sum(int(n) for n in lengths if isinstance(n, int)),)]
+
+
+def _slice_shape(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) -> list[Shape | None]:
+    size = consts[2] if len(consts) > 2 else None
+    return [(int(np.asarray(size).reshape(-1)[0]),)] if size is not None else [None]
+
+
+_RULES.update({"DIM": _dim_rule, "CONCAT_SHAPE": _concat_shape, "SLICE_SHAPE": _slice_shape,
+               "ASSERT_EQUAL_SHAPE": _none})
+_RULES.update({k: _shape_same for k in ("ADD_SHAPE", "SUB_SHAPE", "MUL_SHAPE", "DIV_CEIL_SHAPE", "DIV_FLOOR_SHAPE",
+                                        "MOD_SHAPE", "MIN_SHAPE", "MAX_SHAPE", "EXP2_SHAPE", "LOG2_CEIL_SHAPE",
+                                        "LOG2_FLOOR_SHAPE")})
 _RULES.update({k: _binary for k in _BINARY})
 _RULES.update({k: _reduce for k in _REDUCE})
 
@@ -462,6 +510,34 @@ def _expected(name: str, operand_types: Sequence[TensorType], attrs: dict[str, A
         return rule(op, list(operand_types), attrs, consts)
     except ValueError as e:  # unpacking a shape of the wrong rank
         raise InvalidGraphError(f"{op}: operand ranks do not fit the spec ({e})", op=op) from None
+
+
+def equalities(name: str, operand_types: Sequence[TensorType], attrs: dict[str, Any],
+               operand_consts: Consts | None = None) -> list[tuple[Dim, Dim, bool]]:
+    """The dimension equalities ``name`` relies on that involve a symbol: ``(a, b, broadcast)`` per pair, in the
+    order the rule meets them (``broadcast``: holds unless one side is 1 at run time)."""
+    token = _NOTED.set([])
+    try:
+        _expected(name, operand_types, attrs, operand_consts)
+        return list(_NOTED.get() or [])
+    finally:
+        _NOTED.reset(token)
+
+
+def graph_equalities(ops: Sequence[Any]) -> list[dict[str, Any]]:
+    """``meta["dim_equalities"]`` entries of ``tosa.*`` operations ``ops``: ``{"a", "b", "broadcast", "op"}``."""
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[Dim, Dim, bool]] = set()
+    for op in ops:
+        if op.dialect != "tosa":
+            continue
+        for a, b, bc in equalities(op.opcode, [v.type for v in op.operands], dict(op.attrs),
+                                   [v.const() for v in op.operands]):
+            key = (a, b, bc)
+            if key not in seen and (b, a, bc) not in seen:
+                seen.add(key)
+                out.append({"a": a, "b": b, "broadcast": bc, "op": op.location or op.name})
+    return out
 
 
 def result_shapes(name: str, operand_types: Sequence[TensorType], attrs: dict[str, Any],

@@ -45,6 +45,8 @@ EXTENSION_NAMES = {
 }
 ALL_PROFILES = ("PRO-INT", "PRO-FP")
 ALL_EXTENSIONS = tuple(EXTENSION_NAMES)
+#: extensions of the TOSA 1.1 draft only (``version="1.1.draft"``)
+DRAFT_EXTENSION_NAMES = {"EXT-SHAPE": "shape"}
 
 
 class ToolError(RuntimeError):
@@ -114,11 +116,13 @@ def _short(name: str, table: Mapping[str, str]) -> str:
 
 
 def target_option(profiles: Sequence[str] | None = None, extensions: Sequence[str] | None = None,
-                  level: str = "8k") -> str:
-    """The ``--tosa-attach-target=...`` option for spec 1.0 with the given profiles and extensions."""
+                  level: str = "8k", version: str = "1.0") -> str:
+    """The ``--tosa-attach-target=...`` option for spec ``version`` (``1.0`` or ``1.1.draft``, which also knows
+    EXT-SHAPE) with the given profiles and extensions."""
+    names = {**EXTENSION_NAMES, **DRAFT_EXTENSION_NAMES} if version == "1.1.draft" else EXTENSION_NAMES
     profs = sorted({_short(p, PROFILE_NAMES) for p in (profiles or ALL_PROFILES)})
-    exts = sorted({_short(e, EXTENSION_NAMES) for e in (extensions or ())})
-    opt = f"specification_version=1.0 profiles={','.join(profs)}"
+    exts = sorted({_short(e, names) for e in (extensions or ())})
+    opt = f"specification_version={version} profiles={','.join(profs)}"
     if exts:
         opt += f" extensions={','.join(exts)}"
     opt += f" level={level}"
@@ -148,8 +152,9 @@ def _strip_warnings(text: str) -> str:
 # ----------------------------------------------------------------------------- tosa-opt
 def validate(model: bytes | str | os.PathLike[str], profiles: Sequence[str] | None = None,
              extensions: Sequence[str] | None = None, level: str = "8k", strict: bool = True,
-             timeout: float = 120.0) -> tuple[bool, str]:
-    """Deserialize a ``.tosa`` flatbuffer (bytes or path) with tosa-opt and validate it for TOSA 1.0.
+             timeout: float = 120.0, version: str = "1.0") -> tuple[bool, str]:
+    """Deserialize a ``.tosa`` flatbuffer (bytes or path) with tosa-opt and validate it for TOSA ``version`` (1.0,
+    or 1.1.draft for a ``--dynamic`` program).
 
     Returns ``(ok, message)``; the message holds tosa-opt's diagnostics (empty when clean).
     """
@@ -162,7 +167,7 @@ def validate(model: bytes | str | os.PathLike[str], profiles: Sequence[str] | No
         else:
             path = os.fspath(model)
         cmd = [str(tosa_opt_exe()), f"--tosa-deserialize=tosa-flatbuffer-filename={path}",
-               target_option(profiles, extensions, level),
+               target_option(profiles, extensions, level, version),
                "--tosa-validate=strict-op-spec-alignment" if strict else "--tosa-validate", "-o", os.devnull]
         proc = _run(cmd, timeout)
     msg = _strip_warnings(proc.stderr)
@@ -170,14 +175,15 @@ def validate(model: bytes | str | os.PathLike[str], profiles: Sequence[str] | No
 
 
 def validate_mlir(text: str, profiles: Sequence[str] | None = None, extensions: Sequence[str] | None = None,
-                  level: str = "8k", strict: bool = True, timeout: float = 120.0) -> tuple[bool, str]:
-    """Parse TOSA-dialect MLIR text with tosa-opt and validate it for TOSA 1.0."""
+                  level: str = "8k", strict: bool = True, timeout: float = 120.0,
+                  version: str = "1.0") -> tuple[bool, str]:
+    """Parse TOSA-dialect MLIR text with tosa-opt and validate it for TOSA ``version`` (1.0 or 1.1.draft)."""
     _require()
     with tempfile.TemporaryDirectory(prefix="tf2tosa-val-") as tmp:
         path = os.path.join(tmp, "model.mlir")
         with open(path, "w") as f:
             f.write(text)
-        cmd = [str(tosa_opt_exe()), path, target_option(profiles, extensions, level),
+        cmd = [str(tosa_opt_exe()), path, target_option(profiles, extensions, level, version),
                "--tosa-validate=strict-op-spec-alignment" if strict else "--tosa-validate", "-o", os.devnull]
         proc = _run(cmd, timeout)
     return proc.returncode == 0, _strip_warnings(proc.stderr)
