@@ -19,7 +19,7 @@ SCHEMAS = ROOT / "docs" / "schemas"
 SAMPLES = ROOT / "models" / "samples"
 F32 = SAMPLES / "small_cnn_f32.tflite"
 INT8 = SAMPLES / "small_cnn_int8.tflite"
-COMMANDS = ("convert", "inspect", "verify", "run", "ops", "zoo", "demo")
+COMMANDS = ("convert", "inspect", "verify", "run", "ops", "zoo", "demo", "specialize")
 
 needs_litert = pytest.mark.skipif(__import__("importlib.util").util.find_spec("ai_edge_litert") is None,
                                   reason="LiteRT is not installed")

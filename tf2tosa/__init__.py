@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .api import TosaModel, convert, load
+from .api import TosaModel, convert, load, specialize
 from .executor import evaluate_op as _evaluate_op
 from .tosa.builder import set_evaluator as _set_evaluator
 
@@ -44,4 +44,4 @@ def verify(source: Any, *, oracle: str | None = None, **kwargs: Any) -> Any:
 
 
 __all__ = ["ConversionError", "InputError", "InvalidGraphError", "MissingExtraError", "ModelLoadError", "TosaModel",
-           "UnsupportedOpsError", "__version__", "convert", "load", "run", "verify"]
+           "UnsupportedOpsError", "__version__", "convert", "load", "run", "specialize", "verify"]

@@ -472,22 +472,51 @@ def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, A
                    for s in syms[v.name] if s and s not in fixed})
 
 
-def _validate_loaded(graph: Graph, name: str | None) -> None:
+def _validate_loaded(graph: Graph, name: str | None, dynamic: bool = False) -> None:
     """Check every op of a read ``.tosa`` (regions included) against the catalogue, as the builder checks the ops it
-    creates: a file whose declared shapes or types the spec forbids is refused here, not run."""
+    creates: a file whose declared shapes or types the spec forbids is refused here, not run.  ``dynamic``: a
+    1.1-draft program, whose shape operands may be computed at run time (EXT-DYNAMIC)."""
     from .tosa import catalogue
 
     for op in graph.topological_order():
         try:
-            catalogue.validate_op(op)
+            catalogue.validate_op(op, dynamic=dynamic)
         except InvalidGraphError as e:
             raise InvalidGraphError(e.message, file=name, op=f"{op.opcode}#{op.id}",
                                     tensor=e.tensor or (op.results[0].name if op.results else None)) from None
         for region in op.regions:
-            _validate_loaded(region, name)
+            _validate_loaded(region, name, dynamic)
 
 
-def _mlir_to_tosa(path: str | os.PathLike[str]) -> tuple[bytes, str]:
+#: MLIR spellings of the profiles in ``tosa.target_env`` (the extensions are the spec's names lower-cased, no EXT-)
+_MLIR_PROFILES = {"pro_int": "PRO-INT", "pro_fp": "PRO-FP"}
+
+
+def declared_target(text: str) -> dict[str, Any] | None:
+    """The ``tosa.target_env`` an MLIR module declares: ``specification_version``, ``level``, ``profiles`` and
+    ``extensions`` (spec names: ``PRO-FP``, ``EXT-SHAPE``); None when the module declares none."""
+    import re
+
+    m = re.search(r"#tosa\.target_env<([^>]*)>", text)
+    if m is None:
+        return None
+    body = m.group(1)
+
+    def field(key: str) -> str | None:
+        f = re.search(key + r'\s*=\s*("([^"]*)"|\[([^\]]*)\])', body)
+        if f is None:
+            return None
+        return f.group(2) if f.group(2) is not None else f.group(3)
+
+    def items(key: str) -> list[str]:
+        return [x.strip() for x in (field(key) or "").split(",") if x.strip()]
+
+    return {"specification_version": field("specification_version") or "1.0", "level": field("level"),
+            "profiles": sorted(_MLIR_PROFILES.get(p, p.upper()) for p in items("profiles")),
+            "extensions": sorted(f"EXT-{e.upper()}" for e in items("extensions"))}
+
+
+def _mlir_to_tosa(path: str | os.PathLike[str]) -> tuple[bytes, str, dict[str, Any] | None]:
     """The ``.tosa`` bytes of TOSA-dialect MLIR text, serialized by Arm's ``tosa-opt --tosa-serialize``.
 
     The generic syntax (what ``--mlir`` writes by default) and tosa-opt's own syntax are read directly; text in
@@ -506,8 +535,9 @@ def _mlir_to_tosa(path: str | os.PathLike[str]) -> tuple[bytes, str]:
     if not tosa_tools.available():
         raise MissingExtraError("reading MLIR needs tosa-opt (the tosa-tools environment .venv-tosa: "
                                 "make .venv-tosa)", file=name)
+    target = declared_target(text)
     try:
-        return tosa_tools.serialize_mlir(text), name
+        return tosa_tools.serialize_mlir(text), name, target
     except tosa_tools.ToolError as first:
         from .verify import iree
 
@@ -518,7 +548,7 @@ def _mlir_to_tosa(path: str | os.PathLike[str]) -> tuple[bytes, str]:
                                   capture_output=True, check=False)
             if proc.returncode == 0:
                 try:
-                    return tosa_tools.serialize_mlir(proc.stdout), name
+                    return tosa_tools.serialize_mlir(proc.stdout), name, target
                 except tosa_tools.ToolError:
                     pass
         lines = [ln.strip() for ln in str(first).splitlines() if "error:" in ln]
@@ -532,18 +562,60 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     sidecar next to a ``.tosa`` (``model.json``) restores :attr:`TosaModel.io_quantization`."""
     from .serializer import from_bytes
     from .tosa import profiles
+    from .tosa.optable import DRAFT_VERSION
 
+    declared = None
     if isinstance(path, str | os.PathLike) and os.fspath(path).endswith(".mlir"):
-        data, name = _mlir_to_tosa(path)
+        data, name, declared = _mlir_to_tosa(path)
     else:
         data, name = _read_source(path)
     graph = from_bytes(data, name=name)
-    _validate_loaded(graph, name)
+    symbolic = graph.meta.get("specification_version") == DRAFT_VERSION
+    if declared is not None and declared["specification_version"] != DRAFT_VERSION and symbolic:
+        raise ModelLoadError(f"the module declares TOSA {declared['specification_version']} but has unknown "
+                             f"dimensions or EXT-SHAPE operators (TOSA {DRAFT_VERSION})", file=name)
+    _validate_loaded(graph, name, dynamic=symbolic)
     profs, exts = profiles.requirements(graph)
+    if symbolic:  # as convert --dynamic declares it
+        exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
+    if declared is not None:
+        graph.meta["declared_target"] = declared
+        if declared["profiles"]:  # what the file says it needs (tosa-opt checks it against the program)
+            profs, exts = declared["profiles"], declared["extensions"]
     graph.meta.update(profiles=profs, extensions=exts, file=name)
     if not isinstance(path, (bytes, bytearray, memoryview)) and os.path.isfile(sidecar_path(path)):
         _read_sidecar(graph, sidecar_path(path))
     return TosaModel(graph)
+
+
+def specialize(model: TosaModel | str | os.PathLike[str] | bytes, *,
+               input_shapes: Mapping[str, Sequence[int]] | None = None,
+               dims: Mapping[str, int] | None = None) -> TosaModel:
+    """A static TOSA 1.0 program from a symbolic TOSA 1.1-draft one (``convert --dynamic``): ``model`` is a
+    :class:`TosaModel`, a ``.tosa`` / ``.mlir`` path or ``.tosa`` bytes (:func:`load`).
+
+    ``input_shapes`` sets whole input shapes (``{"x": (4, 16, 16, 3)}``), ``dims`` the size of each dimension
+    symbol (``{"batch": 4}``; the names :func:`load` gives unknown dimensions: ``batch`` for dimension 0 of an
+    input, ``d<k>`` for dimension k; ``tf2tosa inspect`` lists them).  Every shape operator is evaluated to a
+    CONST_SHAPE, every ASSERT_EQUAL_SHAPE checked and dropped, every value's shape inferred with the 1.0 rules and
+    the result declares the profiles and extensions it needs (:mod:`tf2tosa.converter.specialize`).  Bad sizes,
+    or a program that is not symbolic, are one :class:`InputError`.  ``model`` itself is not changed."""
+    from .converter.specialize import specialize_graph
+    from .serializer import from_bytes
+
+    if isinstance(model, TosaModel):
+        name = model.source_path or model.graph.meta.get("file")
+        graph = from_bytes(model.to_bytes(), name=name or "<model>")  # a copy, as a file would give it
+        for key in ("io_quantization", "unsigned_io"):
+            if key in model.graph.meta:
+                graph.meta[key] = model.graph.meta[key]
+        source = model
+    else:
+        source = load(model)
+        graph = source.graph
+        name = graph.meta.get("file")
+    specialize_graph(graph, input_shapes=input_shapes, dims=dims, file=name)
+    return TosaModel(graph, source=source._source, source_path=source.source_path, tf_source=source.tf_source)
 
 
 def _read_sidecar(graph: Graph, side: str) -> None:

@@ -415,6 +415,50 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
 
 @app.command()
 @_user_errors
+def specialize(model: Path = typer.Argument(..., metavar="MODEL",
+                                            help="a symbolic TOSA 1.1-draft program: .tosa or .mlir (convert "
+                                            "--dynamic)"),
+               output: Path = typer.Option(..., "-o", "--output", metavar="PATH",
+                                           help="the static TOSA 1.0 .tosa file to write"),
+               mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
+                                                help="also write TOSA-dialect MLIR text here"),
+               mlir_syntax: MlirSyntax = typer.Option(MlirSyntax.generic, "--mlir-syntax",
+                                                      help="syntax of the --mlir text: generic or upstream"),
+               input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
+                                                            help="NAME=4,16,16,3 (repeatable)"),
+               dim: list[str] | None = typer.Option(None, "--dim", metavar="SYMBOL=VALUE",
+                                                    help="size of every input dimension named SYMBOL (batch, d1 …: "
+                                                    "`inspect` lists them; repeatable)"),
+               json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
+               ) -> dict[str, Any]:
+    """Fold a symbolic TOSA 1.1-draft program (convert --dynamic) into a static TOSA 1.0 program at the given
+    input sizes: shape operators become constants, shape assertions are checked, every shape becomes static."""
+    from .api import specialize as do_specialize
+    from .converter.passes.input_shapes import fixed_dims_lines
+
+    out = _out()
+    t0 = time.perf_counter()
+    with _progress(f"specialize {model.name}") as prog:
+        prog(0, 2, "folding shapes")
+        m = do_specialize(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim))
+        prog(1, 2, "writing")
+        m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
+    ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
+    seconds = time.perf_counter() - t0
+    done = m.graph.meta.get("specialized", {})
+    out.result(f"wrote {output} (TOSA 1.0, {ops} ops; profiles {', '.join(m.profiles) or '-'}; extensions "
+               f"{', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
+    for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
+        out.result(line)
+    out.info(f"{done.get('shape_ops_folded', 0)} shape operator(s) folded to constants, "
+             f"{done.get('assertions_checked', 0)} shape assertion(s) checked")
+    return {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None, "ops": ops,
+            **_model_facts(m), "shape_ops_folded": int(done.get("shape_ops_folded", 0)),
+            "assertions_checked": int(done.get("assertions_checked", 0)), "seconds": round(seconds, 3)}
+
+
+@app.command()
+@_user_errors
 def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         input: list[str] | None = typer.Option(None, "--input", metavar="NAME=FILE.npy",
                                                help="NAME=x.npy (repeatable)"),
@@ -606,7 +650,11 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
         m = load(str(file))
     g = m.graph
     frontend = _frontend(g)
-    out.echo(f"{file}: TOSA 1.0" + (f" (converted by the {frontend} frontend)" if frontend else ""))
+    version = g.meta.get("specification_version", "1.0")
+    symbolic = version != "1.0"
+    file_version = g.meta.get("tosa_version")
+    out.echo(f"{file}: TOSA {version}" + (f" (converted by the {frontend} frontend)" if frontend else "")
+             + (f" (symbolic program; file version {file_version})" if symbolic and file_version else ""))
     layout = g.meta.get("layout")
     if layout:
         out.echo(f"layout:     {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
@@ -615,7 +663,19 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     out.echo(f"extensions: {', '.join(m.extensions) or '-'}")
     out.echo("inputs:")
     for v in g.inputs:
-        out.echo(f"  {v.name}: {v.type}")
+        out.echo(f"  {v.name}: {_symbolic_type(v.type) if symbolic else v.type}")
+    if symbolic:
+        syms = g.meta.get("dim_symbols", {})
+        if syms:
+            out.echo("dimension symbols (bind them with specialize --dim SYMBOL=VALUE or --input-shape):")
+            for sym, where in syms.items():
+                out.echo(f"  {sym}: input {where['input']!r} dimension {where['dim']}")
+        eqs = g.meta.get("dim_equalities", [])
+        if eqs:
+            out.echo("equalities the program relies on (checked at run time):")
+            for e in eqs:
+                rel = "broadcasts with" if e.get("broadcast") else "=="
+                out.echo(f"  {e['a']} {rel} {e['b']}  ({e['op']})")
     fixed = g.meta.get("fixed_dims", [])
     if fixed:
         out.echo("dimension symbols (unknown in the model; fixed with --input-shape NAME=DIMS or --dim SYMBOL=VALUE):")
@@ -624,7 +684,13 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
                                                      for d in e["dims"]))
     out.echo("outputs:")
     for v in g.outputs:
-        out.echo(f"  {v.name}: {v.type}")
+        out.echo(f"  {v.name}: {_symbolic_type(v.type) if symbolic else v.type}")
+    tensors = _tensor_facts(g) if symbolic else []
+    if tensors:
+        out.echo("tensors (symbolic shapes; ? where no name can be derived):")
+        for t in tensors:
+            value = f" = {t['value']}" if t.get("value") else ""
+            out.echo(f"  {t['name']}: {t['type']}{value}  ({t['op']})")
     _echo_io_quantization(out, m)
     out.echo("ops:")
     for name, n in g.op_counts().items():
@@ -653,8 +719,31 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
         for st in state:
             how = (f"input {st['input']} -> output {st['output']}" if st["input"] else "EXT-VARIABLE")
             out.echo(f"  {st['variable']}: {st['type']}: {how}")
-    return {"file": str(file), "format": "TOSA 1.0", "frontend": frontend, "layout": layout, **_model_facts(m),
-            "custom_ops": custom, "inexact": g.inexact, "target": target_report, "state": state}
+    return {"file": str(file), "format": f"TOSA {version}", "frontend": frontend, "layout": layout,
+            **_model_facts(m), "custom_ops": custom, "inexact": g.inexact, "target": target_report, "state": state,
+            "dim_symbols": dict(g.meta.get("dim_symbols", {})) if symbolic else {},
+            "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors}
+
+
+def _symbolic_type(t: Any) -> str:
+    """``[batch, 16, 16, 3] fp32``: a tensor type with its dimension symbols, or ``!shape<4>`` for a shape value."""
+    if t.dtype.value == "shape":
+        return f"!shape<{t.shape[0] if t.shape else '?'}>"
+    return "[" + ", ".join(str(d) for d in t.shape) + f"] {t.dtype.value}"
+
+
+def _tensor_facts(g: Any) -> list[dict[str, Any]]:
+    """Every value an operator of ``g`` computes (constants aside), with its symbolic shape (and, for a shape value,
+    what it computes), in program order."""
+    rows = []
+    values = g.meta.get("shape_values", {})
+    for op in g.topological_order():
+        if op.opcode in ("CONST", "CONST_SHAPE"):
+            continue
+        for r in op.results:
+            rows.append({"name": r.name, "op": op.opcode, "shape": list(r.type.shape), "dtype": r.dtype.value,
+                         "type": _symbolic_type(r.type), "value": values.get(r.name)})
+    return rows
 
 
 def _frontend(g: Any) -> str | None:

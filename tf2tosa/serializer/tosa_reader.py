@@ -9,6 +9,12 @@ The result is a :class:`Graph` of ``tosa.*`` operations: CONST values become
 ``attrs["values"]`` arrays, CONST_SHAPE values int64 arrays, COND_IF /
 WHILE_LOOP regions nested graphs (``op.regions``).  Reading a file written by
 :mod:`.tosa_writer` and writing it again gives the same bytes.
+
+TOSA 1.1-draft programs (Arm's draft schema, ``fbs_version 1.1.0d``, as ``convert --dynamic`` and
+``tosa-opt --tosa-serialize`` write them) are read too: the draft's EXT-SHAPE operator codes (appended after
+1.0's), ``-1`` for an unknown dimension, and shape values computed at run time (a ``TosaShape`` with a length and
+no data).  Such a program gets ``meta["specification_version"] = "1.1.draft"`` and its unknown dimensions are
+named by :func:`tf2tosa.tosa.symbolic.name_dimensions` (``batch``, ``d1``, ``2*batch``, ``?`` where unnamed).
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ import numpy as np
 from ..errors import ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
+from ..tosa.optable import DRAFT_VERSION, is_draft
 from ..tosa.profiles import tensor_size_problem
+from ..tosa.symbolic import UNKNOWN, name_dimensions
 from .tosa_writer import (
     ACC,
     ATTR_FIELDS,
@@ -36,6 +44,7 @@ from .tosa_writer import (
     BOOL,
     BOUND,
     BYTES,
+    DRAFT_OP_VALUE,
     FILE_IDENTIFIER,
     G_REGIONS,
     G_VERSION,
@@ -48,7 +57,6 @@ from .tosa_writer import (
     OP_LOCATION,
     OP_OP,
     OP_OUTPUTS,
-    OPS,
     R_BLOCKS,
     R_NAME,
     RESIZE,
@@ -77,6 +85,8 @@ from .tosa_writer import (
 )
 
 MAX_NESTING = 64
+#: operator code -> name: TOSA 1.0's ``enum Op`` and the 1.1 draft's EXT-SHAPE operators appended to it
+OP_NAMES: dict[int, str] = {code: name for name, code in DRAFT_OP_VALUE.items() if code > 0}
 
 
 class _Corrupt(Exception):
@@ -189,15 +199,23 @@ class _Buf:
 @dataclass
 class _Tensor:
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[int | str, ...]  # an unknown dimension (-1 in the file) is UNKNOWN
     dtype: DType
     data: bytes
     variable: str | None = None  # EXT-VARIABLE: the variable's name
+
+    @property
+    def static(self) -> tuple[int, ...]:
+        """The shape of a constant or variable, which cannot have unknown dimensions."""
+        if any(not isinstance(d, int) for d in self.shape):
+            raise _Corrupt(f"constant tensor '{self.name}' has an unknown dimension")
+        return tuple(int(d) for d in self.shape)
 
 
 @dataclass
 class _Operator:
     op: str
+    code: int
     attr_type: int
     attr: int | None
     inputs: list[str]
@@ -224,26 +242,33 @@ def _parse_block(buf: _Buf, pos: int) -> _Block:
             raise _Corrupt(f"tensor '{name}' has unsupported type code {code}")
         if buf.scalar(t, T_UNRANKED, "u8"):
             raise _Corrupt(f"tensor '{name}' is unranked")
-        shape = tuple(buf.i32s(t, T_SHAPE))
-        if any(d < 0 for d in shape):
-            raise _Corrupt(f"tensor '{name}' has negative dimension in {shape}")
-        too_big = tensor_size_problem(shape, VALUE_DTYPE[code].bits)
+        dims = tuple(buf.i32s(t, T_SHAPE))
+        if any(d < -1 for d in dims):
+            raise _Corrupt(f"tensor '{name}' has negative dimension in {dims}")
+        data = buf.bytes_(t, T_DATA)
+        if -1 in dims and data:
+            raise _Corrupt(f"constant tensor '{name}' has an unknown dimension in {dims}")
+        # -1: an unknown dimension (TOSA 1.1 draft, EXT-DYNAMIC), as Arm's draft serializer writes it
+        shape: tuple[int | str, ...] = tuple(UNKNOWN if d == -1 else d for d in dims)
+        too_big = tensor_size_problem(tuple(max(d, 1) for d in dims), VALUE_DTYPE[code].bits)
         if too_big is not None:  # refused before anything of this size is allocated
             raise _Corrupt(f"tensor '{name}': {too_big}")
         var = buf.string(t, T_VARNAME) or name if buf.scalar(t, T_VARIABLE, "u8") else None
-        blk.tensors[name] = _Tensor(name, shape, VALUE_DTYPE[code], buf.bytes_(t, T_DATA), var)
+        if var is not None and -1 in dims:
+            raise _Corrupt(f"variable tensor '{name}' has an unknown dimension in {dims}")
+        blk.tensors[name] = _Tensor(name, shape, VALUE_DTYPE[code], data, var)
     for s in buf.tables(pos, B_SHAPES):
         blk.shapes[buf.string(s, S_NAME)] = (buf.scalar(s, S_RANK, "u32"), buf.bytes_(s, S_DATA))
     for o in buf.tables(pos, B_OPERATORS):
         code = buf.scalar(o, OP_OP, "u32")
-        if not 0 < code < len(OPS):
-            raise _Corrupt(f"unknown or non-1.0 operator code {code}")
+        if code not in OP_NAMES:
+            raise _Corrupt(f"unknown operator code {code} (neither TOSA 1.0 nor a 1.1-draft EXT-SHAPE operator)")
         attr_tab = buf.table(o, OP_ATTR)
         if attr_tab is not None:
             buf.touch(attr_tab)
         loc_tab = buf.table(o, OP_LOCATION)
         loc = buf.string(loc_tab, 0) if loc_tab is not None else None
-        blk.operators.append(_Operator(OPS[code], buf.scalar(o, OP_ATTR_TYPE, "u8"), attr_tab,
+        blk.operators.append(_Operator(OP_NAMES[code], code, buf.scalar(o, OP_ATTR_TYPE, "u8"), attr_tab,
                                        buf.strings(o, OP_INPUTS), buf.strings(o, OP_OUTPUTS), loc or None))
     blk.inputs = buf.strings(pos, B_INPUTS)
     blk.outputs = buf.strings(pos, B_OUTPUTS)
@@ -320,7 +345,7 @@ def _decode_attrs(buf: _Buf, op: _Operator, in_dtype: DType | None) -> dict[str,
     fields = ATTR_FIELDS.get(op.op, ())
     if op.attr is None or not fields or op.op in ("COND_IF", "WHILE_LOOP"):
         return attrs
-    if op.attr_type != OPS.index(op.op):
+    if op.attr_type != op.code:
         raise _Corrupt(f"{op.op} carries attribute type {op.attr_type}")
     t = op.attr
     for slot, (name, kind) in enumerate(fields):
@@ -380,8 +405,8 @@ class _Builder:
             # Constants stored as bare tensors (older writers) become explicit CONST ops.
             if name in blk.tensors and blk.tensors[name].data:
                 t = blk.tensors[name]
-                v = g.add_const(decode_array(t.data, t.dtype, t.shape), t.dtype, name=name)
-            elif name in blk.shapes:
+                v = g.add_const(decode_array(t.data, t.dtype, t.static), t.dtype, name=name)
+            elif name in blk.shapes and (blk.shapes[name][1] or not blk.shapes[name][0]):
                 rank, data = blk.shapes[name]
                 v = g.add_const(decode_array(data, DType.SHAPE, (rank,)), DType.SHAPE, name=name,
                                 op_name="tosa.CONST_SHAPE")
@@ -395,7 +420,7 @@ class _Builder:
             if t.variable is None:
                 continue
             vtype = TensorType(t.shape, t.dtype)
-            init = decode_array(t.data, t.dtype, t.shape) if t.data else None
+            init = decode_array(t.data, t.dtype, t.static) if t.data else None
             attrs: dict[str, Any] = {"name": t.variable, "var_shape": list(t.shape), "type": t.dtype}
             if init is not None:
                 attrs["initial_value"] = init
@@ -433,11 +458,14 @@ class _Builder:
                     rank, data = blk.shapes[out]
                     attrs["values"] = decode_array(data, DType.SHAPE, (rank,))
                     types.append(TensorType((rank,), DType.SHAPE))
+                elif out in blk.shapes and out not in blk.tensors:
+                    # a shape value computed at run time (1.1 draft: DIM, CONCAT_SHAPE ...): its length only
+                    types.append(TensorType((blk.shapes[out][0],), DType.SHAPE))
                 else:
                     t = tensor(out)
                     types.append(TensorType(t.shape, t.dtype))
                     if op.op == "CONST":
-                        attrs["values"] = decode_array(t.data, t.dtype, t.shape)
+                        attrs["values"] = decode_array(t.data, t.dtype, t.static)
             if op.op in ("CONST", "CONST_SHAPE") and len(op.outputs) != 1:
                 raise _Corrupt(f"{op.op} has {len(op.outputs)} outputs")
             new = g.add_op(f"tosa.{op.op}", operands, types, attrs, result_names=op.outputs, regions=regions,
@@ -459,12 +487,29 @@ def from_bytes(data: bytes, name: str = "<bytes>") -> Graph:
         g = _Builder(_Buf(data), f).build(main)
         major, minor, patch, draft = f.version
         g.meta["tosa_version"] = f"{major}.{minor}.{patch}{'d' if draft else ''}"
+        if is_symbolic(g):
+            # unknown dimensions or EXT-SHAPE operators: a TOSA 1.1-draft program (Arm writes fbs_version 1.1.0d
+            # for 1.0 programs too, so the file's version does not tell)
+            g.meta["specification_version"] = DRAFT_VERSION
+            name_dimensions(g)
         return g
     except ModelLoadError:
         raise
     except (_Corrupt, struct.error, IndexError, ValueError, KeyError, OverflowError, TypeError,
             RecursionError, MemoryError) as e:
         raise ModelLoadError(f"not a valid TOSA flatbuffer: {e}", file=name) from e
+
+
+def is_symbolic(g: Graph) -> bool:
+    """Whether ``g`` (regions included) has an unknown dimension or a 1.1-draft operator."""
+    for op in g.ops.values():
+        if op.dialect == "tosa" and is_draft(op.opcode):
+            return True
+        if any(not r.type.is_static for r in op.results if r.type.dtype is not DType.SHAPE):
+            return True
+        if any(is_symbolic(sub) for sub in op.regions):
+            return True
+    return any(not v.type.is_static for v in g.inputs)
 
 
 def io_names(data: bytes, name: str = "<bytes>") -> tuple[list[str], list[str]]:
