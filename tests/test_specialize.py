@@ -219,6 +219,9 @@ def test_cli_specialize_and_inspect(dynamic_files: dict[str, tuple[Path, Path, b
     assert "TOSA 1.1.draft" in proc.stdout and "x: [batch, 16, 16, 3] i8" in proc.stdout
     assert "batch: input 'x' dimension 0" in proc.stdout and "Identity: [batch, 5] i8" in proc.stdout
     assert "EXT-DYNAMIC, EXT-SHAPE" in proc.stdout and ": !shape<4> = [batch, 1, 1, 8]  (CONCAT_SHAPE)" in proc.stdout
+    proc = _cli("run", fb, "--dim", "batch=3")  # random inputs of a symbolic program, sized by the symbol
+    assert proc.returncode == 0 and "Identity: shape=[3, 5] dtype=int8" in proc.stdout, proc.stderr
+    assert "--dim batch=N" in _one_error_line(_cli("run", fb))
     obj = json.loads(_cli("inspect", text, "--json").stdout)
     assert obj["format"] == "TOSA 1.1.draft" and obj["inputs"][0]["shape"] == ["batch", 16, 16, 3]
     assert obj["dim_symbols"] == {"batch": {"input": "x", "dim": 0}} and obj["tensors"]

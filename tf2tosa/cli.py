@@ -471,6 +471,12 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         state: list[str] | None = typer.Option(None, "--state", metavar="NAME=FILE.npy", help=STATE_HELP),
         dequantize: bool = typer.Option(False, "--dequantize", help="--io int programs: give the integer outputs "
                                         "as float, dequantized as TFLite would (float inputs are always accepted)"),
+        input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
+                                                     help="symbolic (1.1-draft) programs: the shape of a random "
+                                                     "input, NAME=4,16,16,3 (repeatable)"),
+        dim: list[str] | None = typer.Option(None, "--dim", metavar="SYMBOL=VALUE",
+                                             help="symbolic (1.1-draft) programs: the size of every input dimension "
+                                             "named SYMBOL, for the random inputs (repeatable)"),
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
         ) -> dict[str, Any]:
     """Run a .tosa file in the embedded executor (or, with --backend iree, in IREE; with --steps, as a stream of
@@ -490,7 +496,16 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             raise InputError("--profile-ops profiles one run; it does not combine with --steps/--state")
         n = steps if steps is not None else 1
         return _run_steps(m, model, given, n, _load_inputs(state, "--state"), output_dir, seed)
-    feed = m.quantize_inputs({**random_inputs(m.graph, seed), **given})
+    sizes = None
+    if input_shape or dim or any(not v.type.is_static for v in m.graph.inputs):
+        from .converter.specialize import bind_input_shapes
+
+        if all(v.name in given for v in m.graph.inputs):
+            sizes = {}
+        else:  # the random inputs of a symbolic program take their sizes from the options and the given data
+            known = {**parse_shapes(input_shape), **{k: tuple(a.shape) for k, a in given.items()}}
+            sizes, _ = bind_input_shapes(m.graph, known, parse_dims(dim), file=str(model))
+    feed = m.quantize_inputs({**random_inputs(m.graph, seed, sizes), **given})
     profile: dict[str, Any] | None = None
     with _progress(f"run {model.name}") as prog:
         prog(0, 1, "executing")

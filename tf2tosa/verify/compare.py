@@ -179,12 +179,20 @@ class VerifyReport:
                 "float_bound_source": FLOAT_BOUND_SOURCE if any(o.is_float for o in self.outputs) else None}
 
 
-def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
-    """Seeded random inputs for the graph's inputs, keyed by input value name."""
+def random_inputs(graph: Graph, seed: int = 0, shapes: Mapping[str, tuple[int, ...]] | None = None
+                  ) -> dict[str, np.ndarray]:
+    """Seeded random inputs for the graph's inputs, keyed by input value name; ``shapes`` gives the shape of an
+    input whose type has unknown dimensions (a symbolic program)."""
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     for v in graph.inputs:
-        shape = v.type.static_shape
+        if shapes is not None and v.name in shapes:
+            shape = tuple(shapes[v.name])
+        elif not v.type.is_static:
+            raise InputError(f"input {v.name!r} has unknown dimensions {list(v.type.shape)}: give its size (run "
+                             "--dim SYMBOL=VALUE or --input-shape) or its data (--input)", tensor=v.name)
+        else:
+            shape = v.type.static_shape
         dt = v.dtype
         too_big = tensor_size_problem(shape, element_bits(dt))
         if too_big is not None:
