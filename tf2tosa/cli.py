@@ -496,7 +496,7 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             raise InputError("--profile-ops profiles one run; it does not combine with --steps/--state")
         n = steps if steps is not None else 1
         return _run_steps(m, model, given, n, _load_inputs(state, "--state"), output_dir, seed)
-    sizes = None
+    sizes: dict[str, tuple[int, ...]] | None = None
     if input_shape or dim or any(not v.type.is_static for v in m.graph.inputs):
         from .converter.specialize import bind_input_shapes
 
