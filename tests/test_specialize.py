@@ -222,6 +222,9 @@ def test_cli_specialize_and_inspect(dynamic_files: dict[str, tuple[Path, Path, b
     proc = _cli("run", fb, "--dim", "batch=3")  # random inputs of a symbolic program, sized by the symbol
     assert proc.returncode == 0 and "Identity: shape=[3, 5] dtype=int8" in proc.stdout, proc.stderr
     assert "--dim batch=N" in _one_error_line(_cli("run", fb))
+    np.save(tmp_path / "x.npy", _data((2, 16, 16, 3), D.INT8, 0))
+    proc = _cli("run", fb, "--input", f"x={tmp_path / 'x.npy'}")  # the size of the array given
+    assert proc.returncode == 0 and "Identity: shape=[2, 5] dtype=int8" in proc.stdout, proc.stderr
     obj = json.loads(_cli("inspect", text, "--json").stdout)
     assert obj["format"] == "TOSA 1.1.draft" and obj["inputs"][0]["shape"] == ["batch", 16, 16, 3]
     assert obj["dim_symbols"] == {"batch": {"input": "x", "dim": 0}} and obj["tensors"]

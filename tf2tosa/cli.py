@@ -501,7 +501,7 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         from .converter.specialize import bind_input_shapes
 
         if all(v.name in given for v in m.graph.inputs):
-            sizes = {}
+            sizes = {k: tuple(a.shape) for k, a in given.items()}
         else:  # the random inputs of a symbolic program take their sizes from the options and the given data
             known = {**parse_shapes(input_shape), **{k: tuple(a.shape) for k, a in given.items()}}
             sizes, _ = bind_input_shapes(m.graph, known, parse_dims(dim), file=str(model))
