@@ -238,9 +238,13 @@ def test_cli_specialize_and_inspect(dynamic_files: dict[str, tuple[Path, Path, b
     assert outs[0] == outs[1]  # same input, byte-identical output
     back = tf2tosa.load(tmp_path / "s0.tosa")
     assert back.graph.meta.get("specification_version") is None and back.graph.inputs[0].shape == (4, 16, 16, 3)
-    obj = json.loads(_cli("specialize", text, "--input-shape", "x=2,16,16,3", "-o", tmp_path / "j.tosa",
-                          "--json").stdout)
-    assert obj["ok"] and obj["fixed_dims"][0]["dims"][0]["from"] == "input-shape" and obj["shape_ops_folded"] == 3
+    spec = json.loads(_cli("specialize", text, "--input-shape", "x=2,16,16,3", "-o", tmp_path / "j.tosa",
+                           "--json").stdout)
+    assert spec["ok"] and spec["fixed_dims"][0]["dims"][0]["from"] == "input-shape" and spec["shape_ops_folded"] == 3
+    jsonschema = pytest.importorskip("jsonschema")
+    schemas = Path(__file__).resolve().parent.parent / "docs" / "schemas"
+    jsonschema.validate(obj, json.loads((schemas / "inspect.json").read_text()))
+    jsonschema.validate(spec, json.loads((schemas / "specialize.json").read_text()))
 
 
 @pytest.mark.parametrize("args, match", [
