@@ -6,6 +6,7 @@ goes back to the costlier form.
   not into pools (TFLite counts the padded positions of an explicit PAD, the spec's pools do not);
 * int8 ADD/SUB: one input RESCALE where the ADD's int8 output stays exact on all 65536 code pairs
   (``quant.rescale.joint_add_rescales``);
+* int8 bilinear resize: one DOUBLE_ROUND RESCALE for TFLite's rounding where the weights make every sum even;
 * int8 softmax exp tables as byte-split TABLEs instead of GATHER on large tensors (``quant.elementwise``);
 * int8 MEAN over H and W summed by one all-ones DEPTHWISE_CONV2D instead of REDUCE_SUMs (``tfl_reduce.mean``).
 """
@@ -204,6 +205,48 @@ def test_int8_add_one_rescale_per_input_vs_litert(kind: str, tmp_path: Any) -> N
     got = m.run({m.input_names[0]: feed["x"], m.input_names[1]: feed["y"]})[m.output_names[0]]
     np.testing.assert_array_equal(np.asarray(got).reshape(ref.shape), ref)
     m.save(tmp_path / "add.tosa")  # the .tosa hook: tosa-opt validates it, the Arm reference model runs it
+
+
+def test_resize_rounding_rescale_is_exact_on_every_even_sum() -> None:
+    """RESCALE by 2^30 / 2^50 with DOUBLE_ROUND (the spec's apply_scale_32) equals TFLite's ResizeBilinearInteger
+    rounding ``(v ± 2^19) / 2^20`` (C division, sign of v) on every even v an int8 bilinear RESIZE can give
+    (|v| <= 128·2^20), and misses odd ones (so the even-weight condition is needed)."""
+    for start in range(-(128 << 20), 128 << 20, 1 << 24):
+        v = np.arange(start, start + (1 << 24), 2, dtype=np.int64)
+        want = np.sign(v + np.where(v > 0, 1 << 19, -(1 << 19))) * (np.abs(v + np.where(v > 0, 1 << 19, -(1 << 19)))
+                                                                   >> 20)
+        np.testing.assert_array_equal(apply_scale_32(v, 1 << 30, 50, True), want, err_msg=f"from {start}")
+    odd = np.array([(1 << 19) - 1], dtype=np.int64)
+    assert apply_scale_32(odd, 1 << 30, 50, True)[0] == 1 and ((odd[0] + (1 << 19)) >> 20) == 0
+
+
+@pytest.mark.parametrize("case", [((8, 8), (64, 64), True), ((4, 5), (8, 12), False), ((3, 3), (5, 5), True)],
+                         ids=["8to64_half_pixel", "4x5to8x12", "3to5_odd_weights"])
+def test_int8_bilinear_resize_rounds_in_one_rescale(case: tuple[Any, Any, bool], tmp_path: Any) -> None:
+    """int8 bilinear resize: where one axis has only even weights, one DOUBLE_ROUND RESCALE after the RESIZE (no
+    ARITHMETIC_RIGHT_SHIFT/ADD); otherwise the general form; LiteRT's BUILTIN_REF agrees on random inputs and on
+    inputs at the int8 extremes."""
+    tf = modelgen._tf()
+    (ih, iw), size, half = case
+
+    def fn(x: Any) -> Any:
+        return tf.raw_ops.ResizeBilinear(images=x, size=list(size), half_pixel_centers=half)
+
+    buf = _model(f"resize_{ih}x{iw}_{size[0]}x{size[1]}_{half}", fn, (1, ih, iw, 3), "int8",
+                 test_int8_bilinear_resize_rounds_in_one_rescale)
+    m = tf2tosa.convert(buf)
+    resize = next(op for op in m.graph.topological_order() if op.opcode == "RESIZE")
+    readers = [u for u, _ in m.graph.uses(resize.results[0])]
+    if case[0] != (3, 3):
+        assert [u.opcode for u in readers] == ["RESCALE"] and readers[0].attrs["rounding_mode"] == "DOUBLE_ROUND"
+    else:
+        assert "ARITHMETIC_RIGHT_SHIFT" in [u.opcode for u in readers]
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+    x = np.where(RNG.random((1, ih, iw, 3)) < 0.5, -128, 127).astype(np.int8)
+    report = m.verify([{m.input_names[0]: x}], oracle="ref")
+    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+    m.save(tmp_path / "resize.tosa")  # the .tosa hook: tosa-opt validates it, the Arm reference model runs it
 
 
 def test_int8_add_and_softmax_models_bit_exact() -> None:
