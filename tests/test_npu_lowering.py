@@ -247,6 +247,8 @@ def test_int8_bilinear_resize_rounds_in_one_rescale(case: tuple[Any, Any, bool],
     report = m.verify([{m.input_names[0]: x}], oracle="ref")
     assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
     m.save(tmp_path / "resize.tosa")  # the .tosa hook: tosa-opt validates it, the Arm reference model runs it
+    single = tf2tosa.convert(buf, rounding="single").graph  # no DOUBLE_ROUND asked for: the general form
+    assert single.op_counts().get("tosa.ARITHMETIC_RIGHT_SHIFT", 0) >= 1, single.op_counts()
 
 
 def test_int8_add_and_softmax_models_bit_exact() -> None:
