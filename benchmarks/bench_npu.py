@@ -1,6 +1,6 @@
 """NPU cost on Ethos-U85-256, in Vela's own estimate: our .tosa, Arm's pipeline's .tosa and the .tflite itself.
 
-Per int8 model of the zoo (and the int8 samples), measured in one run:
+Per int8 model of the zoo (and the int8 samples and MobileNetV2 1.0-224), measured in one run:
   * ours:   ``tf2tosa.convert(model)`` (``io="int"`` when the model has float edges) → ``.tosa`` → Vela;
   * Arm's:  ``tosa-converter-for-tflite --bytecode`` → ``tosa-opt --tosa-serialize`` → ``.tosa`` → Vela;
   * tflite: the ``.tflite`` → Vela.
@@ -50,7 +50,23 @@ def _models(variant: str, pattern: str | None) -> list[tuple[str, Path]]:
         for p in sorted((ROOT / "models" / "samples").glob("*_int8.tflite")):
             if not pattern or re.search(pattern, p.stem):
                 out.append((f"sample:{p.stem}", p))
+        if not pattern or re.search(pattern, MOBILENET_224):
+            out.append((MOBILENET_224, _mobilenet_224()))
     return out
+
+
+#: the issue's reference model: MobileNetV2 1.0-224 int8 (tests.modelgen.mobilenet_v2, as bench_convert.py uses it)
+MOBILENET_224 = "mobilenet_v2_1.0_224"
+
+
+def _mobilenet_224() -> Path:
+    path = ROOT / ".cache" / "bench" / "mobilenet_v2_int8.tflite"
+    if not path.exists():
+        from tests.modelgen import mobilenet_v2
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(mobilenet_v2(quant="int8"))
+    return path
 
 
 def _ours(tflite: Path, out: Path) -> Path:
@@ -122,6 +138,9 @@ def main() -> int:
         worse = [r["model"] for r in both if r["ours_over_arm"] > 1.0]
         print(f"ours <= Arm's on {len(both) - len(worse)} of {len(both)} models" +
               (f"; above: {', '.join(worse)}" if worse else ""))
+    mnv2 = next((r for r in rows if r["model"] == MOBILENET_224 and r["ours_over_tflite"]), None)
+    if mnv2:
+        print(f"MobileNetV2 1.0-224 int8: ours {mnv2['ours_over_tflite']:.3f}x the .tflite through Vela")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..quant.conv import rescale_raw
-from ..quant.rescale import rescale
+from ..quant.rescale import rescale, rounding_mode
 from ..tosa.builder import Builder
 from .lowering.layout import const_ints, data_operand, keeps_values, static_shape
 from .registry import legalize
@@ -185,15 +185,29 @@ def tflite_int_axis_params(in_size: int, out_size: int, align_corners: bool, hal
     return AxisParams(n, d, off, border)
 
 
+def even_weights(p: AxisParams, out_size: int) -> bool:
+    """Every interpolation weight of this axis is even: each ``dy = (o·d + offset) mod n`` (spec 2.12.1 RESIZE;
+    ``n`` = 1024 is even, so ``n − dy`` has the parity of ``dy``)."""
+    return all((o * p.d + p.offset) % 2 == 0 for o in range(out_size))
+
+
 def _resize_bilinear_i8(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: int, align: bool, half: bool) -> Value:
     """int8 bilinear, bit-exact with TFLite's ResizeBilinearInteger (10-bit positions, round half away from zero).
 
     RESIZE i8 → i32 gives Σ v·w with weights summing to n_y·n_x = 2^20 (spec 2.12.1 RESIZE).  TFLite
     divides by
-    2^20 rounding half away from zero: floor((v + 2^19 − [v<0]) / 2^20).  So: v + (v >> 31) (ARITHMETIC_RIGHT_SHIFT
-    yields −1 for negatives), then a RESCALE i32 → i8 by 2^11·2^-31 (SINGLE_ROUND, spec 4.5.5 apply_scale_32:
-    floor((v'·2^11 + 2^30) / 2^31) = floor(v'/2^20 + ½), the values in range).  The in/out quantization is the
-    same (TFLite requires it), so no zero point is involved.
+    2^20 rounding half away from zero: floor((v + 2^19 − [v<0]) / 2^20).
+
+    * When every weight of one axis is even (:func:`even_weights`: the products w_y·w_x, and so v, are even), one
+      RESCALE i32 → i8 by 2^30 / 2^50 with DOUBLE_ROUND does it (spec 4.5.5 apply_scale_32: floor((v·2^30 + 2^49
+      ± 2^30) / 2^50) = floor((v + 2^19 ± 1) / 2^20), + for v >= 0, − below): for v < 0 that is the formula
+      above; for v >= 0 the extra 1 changes the floor only when v + 2^19 + 1 is a multiple of 2^20, which needs an
+      odd v.  One pass on an NPU instead of ARITHMETIC_RIGHT_SHIFT + ADD + RESCALE.  Under ``--rounding single``
+      (no DOUBLE_ROUND) the general form stays.
+    * Otherwise: v + (v >> 31) (ARITHMETIC_RIGHT_SHIFT yields −1 for negatives), then a RESCALE i32 → i8 by
+      2^11·2^-31 (SINGLE_ROUND, spec 4.5.5 apply_scale_32: floor((v'·2^11 + 2^30) / 2^31) = floor(v'/2^20 + ½),
+      the values in range).
+    The in/out quantization is the same (TFLite requires it), so no zero point is involved.
     """
     py = tflite_int_axis_params(ih, oh, align, half)
     px = tflite_int_axis_params(iw, ow, align, half)
@@ -201,6 +215,8 @@ def _resize_bilinear_i8(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: int
     offset = b.shape([py.offset, px.offset], name="offset")
     border = b.shape([py.border, px.border], name="border")
     acc = b.emit("RESIZE", [x, scale, offset, border], {"mode": BILINEAR}, out_dtype=DType.INT32).result
+    if rounding_mode(b) == "DOUBLE_ROUND" and (even_weights(py, oh) or even_weights(px, ow)):
+        return rescale_raw(b, acc, [1 << 30], [50], DType.INT8, out_quant=x.type.quant, double_round=True)
     sign = b.binary("ARITHMETIC_RIGHT_SHIFT", acc, b.const(np.full((1, 1, 1, 1), 31, np.int32), DType.INT32),
                     round=False)
     biased = b.binary("ADD", acc, sign)

@@ -19,6 +19,7 @@ from ..ir import DType, Operation, Value
 from ..quant import activation_bounds, apply_table_i16, fused_activation_q
 from ..quant import tflite_reference as R
 from ..quant.elementwise import (
+    add_sub_inputs,
     f32,
     f32_div,
     is_quantized,
@@ -502,21 +503,29 @@ def _q_add_sub(b: Builder, op: Operation, opcode: str) -> Value:
 
     ``left_shift`` = 20 (int8) / 15 (int16): ``(x - zp)·2^left_shift`` exactly in i32, then one RESCALE per
     input by ``s_in / (2·max_s)``, ADD/SUB in i32, RESCALE by ``2·max_s / (2^left_shift·s_out)``, all with
-    TFLite's multipliers and DOUBLE_ROUND.  Folding 2^left_shift into the input RESCALE is not bit-exact in
-    general; an int8 input gets one RESCALE where one is, checked on all 256 codes (:func:`widen_scaled`: always
-    the input of the larger scale).
+    TFLite's multipliers and DOUBLE_ROUND.  Folding 2^left_shift into the input RESCALE is not bit-exact on every
+    code in general; an int8 input gets one RESCALE where the ADD's int8 output stays TFLite's on all 65536 code
+    pairs (:func:`add_sub_inputs`), which is always so for the input of the larger scale.
     """
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     dt = _same_types(op)
     (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
     if dt is DType.INT16 and op.attrs.get("pot_scale_int16", True) and all(map(_is_pot, (s1, s2, so))):
         raise Unsupported(f"{op.name}: int16 power-of-two-scale kernel (pot_scale_int16)")
-    shift = 20 if dt is DType.INT8 else 15
-    twice = 2.0 * max(f32(s1), f32(s2))
-    a = widen_scaled(b, x, z1, shift, f32(s1) / twice)
-    c = widen_scaled(b, y, z2, shift, f32(s2) / twice)
-    out = requant(b, b.binary(opcode, a, c), twice / ((1 << shift) * f32(so)), dt, out_zp=zo, q=r.type.quant)
-    return tag(fused_activation_q(b, out, op.attrs.get("fused_activation_function"), out_quant(op)), r.type.quant)
+    act = op.attrs.get("fused_activation_function")
+    if dt is DType.INT8:
+        try:
+            bounds = activation_bounds(act, out_quant(op), dt) or (-128, 127)
+        except Unsupported:  # TANH: a TABLE after the ADD, which sees every int8 code
+            bounds = (-128, 127)
+        a, c, fo = add_sub_inputs(b, x, y, (s1, z1), (s2, z2), (so, zo), bounds, opcode == "SUB")
+    else:
+        twice = 2.0 * max(f32(s1), f32(s2))
+        a = widen_scaled(b, x, z1, 15, f32(s1) / twice)
+        c = widen_scaled(b, y, z2, 15, f32(s2) / twice)
+        fo = twice / ((1 << 15) * f32(so))
+    out = requant(b, b.binary(opcode, a, c), fo, dt, out_zp=zo, q=r.type.quant)
+    return tag(fused_activation_q(b, out, act, out_quant(op)), r.type.quant)
 
 
 def _q_mul(b: Builder, op: Operation) -> Value:

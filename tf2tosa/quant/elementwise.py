@@ -21,7 +21,7 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
 from ..tosa.builder import KEEP_UNFOLDED, Builder
 from . import tflite_reference as R
-from .rescale import merged_widen_rescale, rescale, rescale_raw, rounding_mode
+from .rescale import joint_add_rescales, merged_widen_rescale, rescale, rescale_raw, rounding_mode
 from .table import apply_table_i8
 
 QDTYPES = (DType.INT8, DType.INT16)
@@ -110,18 +110,41 @@ def widen_kept(b: Builder, x: Value, zp: int) -> Value:
     return r
 
 
-def widen_scaled(b: Builder, x: Value, zp: int, left_shift: int, scale: float) -> Value:
+def widen_scaled(b: Builder, x: Value, zp: int, left_shift: int, scale: float,
+                 single: tuple[int, int, str] | None = None) -> Value:
     """``RESCALE((x - zp)·2^left_shift, scale)`` to i32, TFLite's ADD/SUB input stage (spec: RESCALE).
 
     For an i8 input one RESCALE does both steps when some (multiplier, shift) gives the same result on all 256
     codes (:func:`.rescale.merged_widen_rescale` checks every code): always for the input of the larger scale,
-    whose factor ``s / (2·max_s)`` is exactly 1/2.  Otherwise the two RESCALEs stay.
+    whose factor ``s / (2·max_s)`` is exactly 1/2.  ``single`` gives that one RESCALE's parameters instead (found
+    by :func:`add_sub_inputs`, exact on the ADD's output).  Otherwise the two RESCALEs stay.
     """
     if x.dtype is DType.INT8:
-        merged = merged_widen_rescale(np.arange(-128, 128), zp, left_shift, scale, rounding_mode(b))
+        merged = single or merged_widen_rescale(np.arange(-128, 128), zp, left_shift, scale, rounding_mode(b))
         if merged is not None:
             return rescale_raw(b, x, *merged, DType.INT32, in_zp=zp)
     return requant(b, widen(b, x, zp, left_shift), scale, DType.INT32)
+
+
+def add_sub_inputs(b: Builder, x: Value, y: Value, q1: tuple[float, int], q2: tuple[float, int],
+                   qo: tuple[float, int], bounds: tuple[int, int], subtract: bool) -> tuple[Value, Value, float]:
+    """The two i32 inputs of TFLite's int8 ADD/SUB (``(x - zp)·2^20`` by ``s_i / (2·max_s)``) and the output
+    factor ``2·max_s / (2^20·s_out)``.
+
+    Each input is one RESCALE where :func:`.rescale.joint_add_rescales` finds one that keeps the int8 output equal
+    to TFLite's reference (:func:`.tflite_reference.add_sub_i8`, clamped to ``bounds``) on all 65536 code pairs;
+    an NPU compiler (Vela) fuses a pair of such RESCALEs into the ADD.  Otherwise the input keeps the two steps.
+    """
+    (s1, z1), (s2, z2), (so, zo) = q1, q2, qo
+    twice = 2.0 * max(f32(s1), f32(s2))
+    f1, f2, fo = f32(s1) / twice, f32(s2) / twice, twice / ((1 << 20) * f32(so))
+    singles: list[tuple[int, int, str] | None] = [None, None]
+    mode = rounding_mode(b)
+    if mode == "DOUBLE_ROUND":
+        xs, ys = np.meshgrid(R.codes(8), R.codes(8), indexing="ij")
+        want = R.add_sub_i8(xs, ys, s1, z1, s2, z2, so, zo, subtract, bounds)
+        singles = joint_add_rescales((z1, z2), (f1, f2), 20, fo, zo, bounds, subtract, want, mode) or singles
+    return (widen_scaled(b, x, z1, 20, f1, singles[0]), widen_scaled(b, y, z2, 20, f2, singles[1]), fo)
 
 
 def table8(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:

@@ -170,6 +170,28 @@ def apply_scale_32(value: np.ndarray, multiplier: int, shift: int, double_round:
     return (v * np.int64(multiplier) + rnd) >> shift
 
 
+def _widen_rescale_candidates(scale: float, left_shift: int, mode: str) -> list[tuple[int, int, str]]:
+    """One-RESCALE ``(multiplier, shift, rounding_mode)`` candidates for ``(x - zp)·2^left_shift·scale``: the
+    shifts 10..62 (apply_scale_32's value range needs ``|x - zp| < 2^(shift-1)``), multipliers next to
+    ``multiplier·2^(shift + left_shift - shift_2)`` (the nearest first), SINGLE_ROUND before DOUBLE_ROUND (only
+    above shift 31)."""
+    mult, shift2 = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
+    out: list[tuple[int, int, str]] = []
+    for s in range(10, 63):
+        base = mult * 2.0 ** (s + left_shift - shift2)
+        near = int(np.floor(base + 0.5))  # the nearest multiplier first (exact when the scale is dyadic)
+        for m in sorted({int(np.floor(base)) + k for k in (-1, 0, 1, 2)}, key=lambda c: (abs(c - near), c)):
+            if 0 <= m < 1 << 31:
+                out.append((m, s, "SINGLE_ROUND"))
+                if mode == "DOUBLE_ROUND" and s > 31:
+                    out.append((m, s, "DOUBLE_ROUND"))
+    return out
+
+
+def _apply(v: np.ndarray, cand: tuple[int, int, str]) -> np.ndarray:
+    return apply_scale_32(v, cand[0], cand[1], cand[2] == "DOUBLE_ROUND")
+
+
 def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: float,
                          mode: str) -> tuple[int, int, str] | None:
     """One RESCALE ``(multiplier, shift, rounding_mode)`` that maps every input code ``x`` of ``codes`` exactly as
@@ -177,24 +199,62 @@ def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: flo
 
     TFLite's quantized ADD/SUB (and SQUARED_DIFFERENCE) scale each input by ``2^left_shift`` and then by a
     multiplier with rounding; the two roundings of the second step need not be one rounding of ``x - zp``.  This
-    searches the shifts 10..62 (apply_scale_32's value range needs ``|x - zp| < 2^(shift-1)``) and the multipliers
-    next to ``multiplier·2^(shift + left_shift - shift_2)`` for a pair whose results on *every* code equal the two
-    steps' (SINGLE_ROUND preferred; DOUBLE_ROUND only above shift 31): the check over all codes is the proof.
+    tries :func:`_widen_rescale_candidates` in order for a pair whose results on *every* code equal the two
+    steps': the check over all codes is the proof.
     """
-    mult, shift2 = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
-    two_step_mode = mode == "DOUBLE_ROUND" and shift2 > 31
     v = np.asarray(codes, dtype=np.int64) - zp
-    want = apply_scale_32(v << left_shift, mult, shift2, two_step_mode)
-    for s in range(10, 63):
-        base = mult * 2.0 ** (s + left_shift - shift2)
-        near = int(np.floor(base + 0.5))  # the nearest multiplier first (exact when the scale is dyadic)
-        for m in sorted({int(np.floor(base)) + k for k in (-1, 0, 1, 2)}, key=lambda c: (abs(c - near), c)):
-            if not 0 <= m < 1 << 31:
-                continue
-            for dbl in ((False, True) if mode == "DOUBLE_ROUND" and s > 31 else (False,)):
-                if np.array_equal(apply_scale_32(v, m, s, dbl), want):
-                    return m, s, "DOUBLE_ROUND" if dbl else "SINGLE_ROUND"
-    return None
+    want = two_step_widen(v, left_shift, scale, mode)
+    return next((c for c in _widen_rescale_candidates(scale, left_shift, mode)
+                 if np.array_equal(_apply(v, c), want)), None)
+
+
+def two_step_widen(v: np.ndarray, left_shift: int, scale: float, mode: str) -> np.ndarray:
+    """``RESCALE(v·2^left_shift, scale)`` to i32 as :func:`rescale` emits it under ``mode``."""
+    mult, shift2 = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
+    return apply_scale_32(np.asarray(v, dtype=np.int64) << left_shift, mult, shift2,
+                          mode == "DOUBLE_ROUND" and shift2 > 31)
+
+
+def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_shift: int, out_scale: float,
+                       out_zp: int, bounds: tuple[int, int], subtract: bool, want: np.ndarray,
+                       mode: str) -> list[tuple[int, int, str] | None] | None:
+    """One input RESCALE per int8 ADD/SUB input where the *ADD's int8 output* stays exact, or None.
+
+    The ADD/SUB is emitted as ``RESCALE_i(x_i)`` (i8 → i32), ADD/SUB in i32, RESCALE by ``out_scale`` to i8 with
+    ``out_zp``, clamped to ``bounds``.  ``want[x + 128, y + 128]`` is TFLite's int8 result for the code pair (x, y)
+    (all 65536 pairs).  An input's one-RESCALE form need not equal the two steps ``(x - zp)·2^left_shift`` then
+    RESCALE by ``scales[i]`` on every code: a code whose i32 value moves by one changes the sum by one part in
+    about 2^19 of an output step, which moves the rounded output only where the sum sits on a rounding boundary.
+    Per input, in order, :func:`merged_widen_rescale`'s exact form is taken where there is one, else the first
+    candidate of :func:`_widen_rescale_candidates` whose results, with the other input at its chosen (or two-step)
+    values, give ``want`` on every pair: the exhaustive check is the proof.
+    The result lists per input its ``(multiplier, shift, rounding_mode)``, or None where no candidate passes (that
+    input keeps the two steps).  None overall when the two-step form itself does not give ``want`` (a rounding
+    option other than TFLite's).
+    """
+    codes = np.arange(-128, 128, dtype=np.int64)
+    om, osh = (int(a[0]) for a in quantize_multiplier_arrays([out_scale], True))
+    odbl = mode == "DOUBLE_ROUND" and osh > 31
+    want = np.asarray(want, dtype=np.int64).reshape(256, 256)
+
+    def output(a: np.ndarray, c: np.ndarray) -> np.ndarray:
+        acc = a[:, None] - c[None, :] if subtract else a[:, None] + c[None, :]
+        return np.clip(apply_scale_32(acc, om, osh, odbl) + out_zp, *bounds)
+
+    vals = [two_step_widen(codes - zp, left_shift, sc, mode) for zp, sc in zip(zps, scales)]
+    if not np.array_equal(output(*vals), want):
+        return None
+    chosen: list[tuple[int, int, str] | None] = [None, None]
+    for i, (zp, sc) in enumerate(zip(zps, scales)):
+        exact = merged_widen_rescale(codes, zp, left_shift, sc, mode)  # the same values on every code: kept first
+        for cand in [exact] if exact else _widen_rescale_candidates(sc, left_shift, mode):
+            v = _apply(codes - zp, cand)
+            moved = np.flatnonzero(v != vals[i])  # only pairs with a moved code can change
+            got = output(v[moved], vals[1]) if i == 0 else output(vals[0], v[moved])
+            if np.array_equal(got, want[moved, :] if i == 0 else want[:, moved]):
+                chosen[i], vals[i] = cand, v
+                break
+    return chosen
 
 
 def rescale_raw(b: Builder, x: Value, multiplier: int, shift: int, mode: str, out_dtype: DType, *, in_zp: int = 0,
