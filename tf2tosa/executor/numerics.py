@@ -191,6 +191,8 @@ def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round
 
 #: every integer of magnitude below this is exact in float64
 EXACT64 = 1 << 53
+#: the sign bit of a float64's bit pattern, as an int64
+_SIGN_BIT = I64(-(1 << 63))
 
 
 def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: bool, zp_add: int, lo: int, hi: int,
@@ -229,10 +231,16 @@ def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: b
         return np.ascontiguousarray(np.broadcast_to(a, (n, c))) if a.ndim else float(a)
 
     f = tile(np.ldexp(m.astype(np.float64), -s))
-    dterm = tile(np.ldexp(np.where(s > 31, 1.0, 0.0), 30 - s)) if double else None
     const = 0.5 + zp_add if fold else 0.5
+    if double:
+        # +2^30 for v >= 0, -2^30 for v < 0 (scaled by 2^-s): copysign(d, v * m) (m >= 0; v == 0 gives +0.0, v < 0
+        # with m == 0 gives -0.0, and then d < 0.5 leaves 0 either way), made by moving the product's sign bit onto
+        # d's bit pattern (two integer passes cost less than np.copysign)
+        dbits = tile(np.ldexp(np.where(s > 31, 1.0, 0.0), 30 - s))
+        dbits = (np.asarray(dbits, np.float64).view(I64) if isinstance(dbits, np.ndarray)
+                 else np.array(dbits, np.float64).view(I64))
+        sbits = np.empty((n, c), I64)
     buf = np.empty((n, c), np.float64)
-    tmp = np.empty((n, c), np.float64) if double else None
     flo, fhi = float(lo), float(hi)
     for i in range(0, value.shape[0], rows):
         v = value[i:i + rows]
@@ -241,11 +249,10 @@ def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: b
         np.copyto(b, v, casting="unsafe")
         b *= f[:k] if isinstance(f, np.ndarray) else f
         if double:
-            # +2^30 for v >= 0, -2^30 for v < 0 (scaled): the sign of v * m (m >= 0; v == 0 gives +0.0, v < 0 with
-            # m == 0 gives -0.0), so copysign takes it from the product
-            t = tmp[:k]  # type: ignore[index]
-            np.copysign(dterm[:k] if isinstance(dterm, np.ndarray) else float(dterm or 0.0), b, out=t)
-            b += t
+            sb = sbits[:k]
+            np.bitwise_and(b.view(I64), _SIGN_BIT, out=sb)
+            np.bitwise_or(sb, dbits[:k] if dbits.ndim else dbits, out=sb)
+            b += sb.view(np.float64)
         b += const
         np.floor(b, out=b)
         if zp_add and not fold:
