@@ -236,12 +236,23 @@ def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: b
         # +2^30 for v >= 0, -2^30 for v < 0 (scaled by 2^-s): copysign(d, v * m) (m >= 0; v == 0 gives +0.0, v < 0
         # with m == 0 gives -0.0, and then d < 0.5 leaves 0 either way), made by moving the product's sign bit onto
         # d's bit pattern (two integer passes cost less than np.copysign)
-        dbits = tile(np.ldexp(np.where(s > 31, 1.0, 0.0), 30 - s))
-        dbits = (np.asarray(dbits, np.float64).view(I64) if isinstance(dbits, np.ndarray)
-                 else np.array(dbits, np.float64).view(I64))
+        dbits = np.asarray(tile(np.ldexp(np.where(s > 31, 1.0, 0.0), 30 - s)), np.float64).view(I64)
         sbits = np.empty((n, c), I64)
     buf = np.empty((n, c), np.float64)
     flo, fhi = float(lo), float(hi)
+    # a signed integer output: with -lo also added before the floor (when the sums stay exact), clip to [0, hi - lo]
+    # and let the cast to the unsigned type of the same width truncate (the floor, for values >= 0), then add lo
+    # modulo 2^bits - the bit pattern of the signed result; clipping before the floor is the same, the bounds being
+    # integers
+    ut = np.dtype(f"u{out.dtype.itemsize}") if out.dtype.kind == "i" and out.dtype.itemsize <= 4 else None
+    offset = ut is not None and fold and reach + (abs(zp_add) + abs(lo)) * (1 << int(s.max())) < EXACT64
+    if offset:
+        assert ut is not None
+        const -= lo
+        fhi -= flo
+        flo = 0.0
+        outu = out.view(ut)
+        lo_u = ut.type(lo % (1 << (8 * ut.itemsize)))
     for i in range(0, value.shape[0], rows):
         v = value[i:i + rows]
         k = v.shape[0]
@@ -254,6 +265,13 @@ def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: b
             np.bitwise_or(sb, dbits[:k] if dbits.ndim else dbits, out=sb)
             b += sb.view(np.float64)
         b += const
+        if offset:
+            np.clip(b, flo, fhi, out=b)
+            ob = outu[i:i + rows]
+            np.copyto(ob, b, casting="unsafe")
+            if lo_u:
+                np.add(ob, lo_u, out=ob)
+            continue
         np.floor(b, out=b)
         if zp_add and not fold:
             b += zp_add  # integers: exact
