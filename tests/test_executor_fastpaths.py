@@ -432,6 +432,7 @@ def _depthwise_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: in
     ([2, 1], [1, 2], [0, 2, 2, 1], 2, 7),  # merged, channel multiplier, dilation, uneven padding
     ([2, 2], [1, 1], [0, 1, 0, 1], 1, 8),  # stride 2: the windowed einsum
     ([1, 3], [2, 1], [2, 2, 1, 0], 3, 7),
+    ([1, 1], [1, 1], [6, 5, 0, 2], 1, 2),  # padding taller than the kernel: whole bands of padding rows
 ])
 def test_depthwise_einsum_paths_on_adversarial_extremes(monkeypatch: pytest.MonkeyPatch, stride: list[int],
                                                         dil: list[int], pad: list[int], mm: int, ih: int) -> None:
@@ -452,6 +453,7 @@ def test_depthwise_einsum_paths_on_adversarial_extremes(monkeypatch: pytest.Monk
         return orig(*a)
 
     monkeypatch.setattr(tensor_ops, "_depthwise_einsum", spy)
+    monkeypatch.setattr(tensor_ops, "DW_BAND", 1)  # one output row per band: every band edge is exercised
     args = [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32), Const(np.array([127]), D.INT8),
             Const(np.array([3]), D.INT8)]
     (got,) = run_single("DEPTHWISE_CONV2D", args, D.INT32,

@@ -48,6 +48,8 @@ _EXACT32 = float(2 ** 24)
 DW_BLOCK = 1 << 16
 #: largest depthwise weight tiled along the output width (elements) for the stride-1 einsum
 DW_TILED_MAX = 1 << 20
+#: padded input elements per band of depthwise output rows
+DW_BAND = 1 << 17
 
 #: prepared forms of constant weights (zero-point-adjusted, converted, bounds), by the weight array's identity
 _PREPARED: dict[tuple[int, Any], tuple[weakref.ref[np.ndarray], Any]] = {}
@@ -429,30 +431,46 @@ def _padded(x: np.ndarray, pads: list[tuple[int, int]], value: float, dtype: Any
 def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: int, ft: Any,
                       geo: tuple[tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int]]) -> np.ndarray:
     """sum over the taps of x[n, oy*sy + ky*dy - pt, ox*sx + kx*dx - pl, c] * wm[ky, kx, c(, m)] on the input padded
-    with ``pad_value``, as one einsum over the strided windows of the padded input ([N, OH, OW, C] or
+    with ``pad_value``, as einsums over the strided windows of the padded input ([N, OH, OW, C] or
     [N, OH, OW, C, M] in ``ft``).  Used where padding provably adds nothing (zero padding and finite float weights;
-    ``input_zp`` padding and zero-point-free integer products)."""
+    ``input_zp`` padding and zero-point-free integer products).  Output rows go in bands of about
+    :data:`DW_BAND` padded input elements: only a band of the input is ever padded (peak memory stays near the
+    input and output, not a padded copy of the whole input)."""
     (pt, pb, pl, pr), (sy, sx), (dy, dx), (oh, ow) = geo
     n_, ih, iw, c = x.shape
     kh, kw, _, mm = wm.shape
-    pads = [(0, 0), (pt, pb), (pl, pr), (0, 0)]
     _check_padded(op, [n_, ih + pt + pb, iw + pl + pr, c])
-    xp = _padded(x, pads, pad_value, ft)
-    st = xp.strides
-    if sx == 1 and st[2] == c * st[3] and kh * kw * ow * c * mm <= DW_TILED_MAX:
-        # stride 1 along W: output column ox, channel ci reads merged row element (ox + kx*dx)*C + ci, so (OW, C)
-        # is one axis of OW*C contiguous elements and the einsum's inner loop runs along it (the weights tiled OW
-        # times, prepared once per weight and width)
-        rows = as_strided(xp, shape=(n_, oh, ow * c, kh, kw), writeable=False,
-                          strides=(st[0], st[1] * sy, st[3], st[1] * dy, st[2] * dx))
+    res = np.empty((n_, oh, ow, c) if mm == 1 else (n_, oh, ow, c, mm), ft)
+    # stride 1 along W: output column ox, channel ci reads merged row element (ox + kx*dx)*C + ci, so (OW, C) is
+    # one axis of OW*C contiguous elements and the einsum's inner loop runs along it (the weights tiled OW times,
+    # prepared once per weight and width)
+    merged = sx == 1 and kh * kw * ow * c * mm <= DW_TILED_MAX
+    if merged:
         wt = _prepared(wm, ("dw_tiled", ow), lambda: np.ascontiguousarray(np.tile(wm, (1, 1, ow, 1))))
+        res_m = res.reshape(n_, oh, ow * c, *res.shape[4:])
+    band = max(1, DW_BAND // max(1, n_ * (iw + pl + pr) * c * sy))
+    for r0 in range(0, oh, band):
+        r1 = min(oh, r0 + band)
+        top = r0 * sy - pt  # the band's first and one-past-last input rows (padding where outside [0, IH))
+        bot = (r1 - 1) * sy + (kh - 1) * dy - pt + 1
+        src = x[:, min(max(0, top), ih):max(0, min(ih, bot))]
+        above, below = max(0, min(0, bot) - top), max(0, bot - max(top, ih))
+        xp = _padded(src, [(0, 0), (above, below), (pl, pr), (0, 0)], pad_value, ft)
+        st = xp.strides
+        if merged and st[2] == c * st[3]:
+            rows = as_strided(xp, shape=(n_, r1 - r0, ow * c, kh, kw), writeable=False,
+                              strides=(st[0], st[1] * sy, st[3], st[1] * dy, st[2] * dx))
+            if mm == 1:
+                np.einsum("nhqij,ijq->nhq", rows, wt[..., 0], out=res_m[:, r0:r1])
+            else:
+                np.einsum("nhqij,ijqm->nhqm", rows, wt, out=res_m[:, r0:r1])
+            continue
+        win = windows(xp, [kh, kw], [sy, sx], [dy, dx], [r1 - r0, ow])
         if mm == 1:
-            return np.einsum("nhqij,ijq->nhq", rows, wt[..., 0]).reshape(n_, oh, ow, c)
-        return np.einsum("nhqij,ijqm->nhqm", rows, wt).reshape(n_, oh, ow, c, mm)
-    win = windows(xp, [kh, kw], [sy, sx], [dy, dx], [oh, ow])
-    if mm == 1:
-        return np.einsum("nhwijc,ijc->nhwc", win, wm[..., 0])
-    return np.einsum("nhwijc,ijcm->nhwcm", win, wm)
+            np.einsum("nhwijc,ijc->nhwc", win, wm[..., 0], out=res[:, r0:r1])
+        else:
+            np.einsum("nhwijc,ijcm->nhwcm", win, wm, out=res[:, r0:r1])
+    return res
 
 
 class _DepthwiseWeights(_GemmWeights):
