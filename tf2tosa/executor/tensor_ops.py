@@ -310,7 +310,20 @@ class _GemmWeights:
         """For raw inputs ``|x| <= xmax`` with ``|x - izp| <= zp_bound``: (float type, weight matrix, per-channel
         ``bias - izp * col_sum`` to add to ``x @ (w - wzp)``), when that float type is exact for every partial sum and
         the bounds prove the accumulator and the bias add inside ``ot`` (the REQUIREs then hold without a data
-        pass); else None."""
+        pass); else None.  Made once per constant bias (read-only, by identity while it lives) and arguments."""
+        if bias.flags.writeable:
+            return self._plan(xmax, zp_bound, izp, bias, ot)
+        plans: dict[Any, Any] = self.__dict__.setdefault("_plans", {})
+        key = (id(bias), xmax, zp_bound, izp, ot)
+        hit = plans.get(key)
+        if hit is not None and hit[0]() is bias:
+            return hit[1]  # type: ignore[no-any-return]
+        made = self._plan(xmax, zp_bound, izp, bias, ot)
+        plans[key] = (weakref.ref(bias), made)
+        return made
+
+    def _plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType
+              ) -> tuple[type[np.floating], np.ndarray, np.ndarray] | None:
         lo, hi = ot.range()
         bmax = float(np.abs(bias).max()) if bias.size else 0.0
         # |acc| <= zp_bound * abs_sum and |acc + bias| <= that + max|bias|
