@@ -537,3 +537,22 @@ def test_float_clamp_signed_zeros_and_nan_follow_the_spec() -> None:
                             {"min_val": np.float32(lo), "max_val": np.float32(hi), "nan_mode": "PROPAGATE"})
         want = np.array([smin(smax(float(v), lo), hi) for v in x], np.float32)
         assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (lo, hi)
+
+
+@pytest.mark.parametrize("dt", [D.INT8, D.FP32])
+def test_depthwise_with_padding_beyond_the_memory_budget_still_runs(monkeypatch: pytest.MonkeyPatch, dt: D) -> None:
+    """Padding whose padded copy would pass the tensor budget: the tap-by-tap path (which pads nothing) runs instead
+    of the einsum, as before it existed (one real and one padded output column)."""
+    monkeypatch.setattr(tensor_ops, "_depthwise_einsum", None)  # not to be called here
+    big = 1 << 28
+    np_t = np.int8 if dt is D.INT8 else np.float32
+    x = np.array([[[[5, -3]]]], np_t)
+    w = np.array([[[[2], [7]]]], np_t)
+    bias = np.array([1, -1], np.int32 if dt is D.INT8 else np.float32)
+    zero = Const(np.array([0], np_t), dt)
+    (got,) = run_single("DEPTHWISE_CONV2D", [In(x, dt), Const(w, dt), Const(bias, D.INT32 if dt is D.INT8 else dt),
+                                             zero, zero], D.INT32 if dt is D.INT8 else dt,
+                        {"pad": [0, 0, 0, big], "stride": [1, big], "dilation": [1, 1],
+                         "acc_type": "INT32" if dt is D.INT8 else "FP32"})
+    assert got.shape == (1, 1, 2, 2)
+    assert got.reshape(2, 2).tolist() == [[11, -22], [1, -1]]

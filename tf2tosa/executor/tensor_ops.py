@@ -46,8 +46,9 @@ _EXACT32 = float(2 ** 24)
 
 #: elements of a depthwise accumulator block (fits in the L2 cache with its temporary)
 DW_BLOCK = 1 << 16
-#: largest depthwise weight tiled along the output width (elements) for the stride-1 einsum
-DW_TILED_MAX = 1 << 20
+#: largest depthwise weight tiled along the output width (elements, kept while the weight lives) for the stride-1
+#: einsum: 1 MiB of float32 at most per weight (MobileNetV2's largest is 72K elements)
+DW_TILED_MAX = 1 << 18
 #: padded input elements per band of depthwise output rows
 DW_BAND = 1 << 17
 
@@ -294,6 +295,8 @@ class _GemmWeights:
         self.abs_sum = float(np.abs(wi).sum(axis=1).max()) if wi.size else 0.0
         self.col_sum = wi.sum(axis=1) if wi.size else np.zeros(w2.shape[0], np.int64)
         self._mats: dict[type, np.ndarray] = {}
+        #: plan() results by (bias identity, arguments), with a weak reference to the bias
+        self._plans: dict[tuple[Any, ...], tuple[weakref.ref[np.ndarray], Any]] = {}
 
     def matrix(self, ft: type[np.floating]) -> np.ndarray:
         """``(w - wzp).T`` in ``ft`` (exact: |w - wzp| < 2^16)."""
@@ -313,13 +316,12 @@ class _GemmWeights:
         pass); else None.  Made once per constant bias (read-only, by identity while it lives) and arguments."""
         if bias.flags.writeable:
             return self._plan(xmax, zp_bound, izp, bias, ot)
-        plans: dict[Any, Any] = self.__dict__.setdefault("_plans", {})
         key = (id(bias), xmax, zp_bound, izp, ot)
-        hit = plans.get(key)
+        hit = self._plans.get(key)
         if hit is not None and hit[0]() is bias:
-            return hit[1]  # type: ignore[no-any-return]
+            return hit[1]
         made = self._plan(xmax, zp_bound, izp, bias, ot)
-        plans[key] = (weakref.ref(bias), made)
+        self._plans[key] = (weakref.ref(bias), made)
         return made
 
     def _plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType
@@ -374,8 +376,11 @@ def _depthwise(op: Operation, ins: list[np.ndarray], raw: bool) -> np.ndarray:
     error_if(bias.size != c * mm and bias.size != 1, op, "bias size is neither C*M nor 1")
     is_float = out_dtype(op).is_float
     geo = ((pt, pb, pl, pr), (sy, sx), (dy, dx), (oh, ow))
+    # the einsum pads (a band at a time); padding beyond the memory budget takes the tap-by-tap path, which pads
+    # nothing
+    pad_ok = tensor_size_problem([n_, ih + pt + pb, iw + pl + pr, c], 64, LEVEL_NONE) is None
     if is_float:
-        if not any((pt, pb, pl, pr)) or _prepared(w, "finite", lambda: bool(np.isfinite(w).all())):
+        if pad_ok and (not any((pt, pb, pl, pr)) or _prepared(w, "finite", lambda: bool(np.isfinite(w).all()))):
             # finite weights: zero padding contributes exactly nothing, so the padded sum of products is the spec's
             acc = _depthwise_einsum(op, x, w.astype(fdt(), copy=False), 0, fdt(), geo)
             return to_out(_float_bias(op, acc.reshape(n_, oh, ow, c * mm), bias), op)
@@ -384,7 +389,7 @@ def _depthwise(op: Operation, ins: list[np.ndarray], raw: bool) -> np.ndarray:
         prep = _prepared(w, ("dwsum", wzp), lambda: _DepthwiseWeights(w, wzp))
         lo, hi = in_dtype(op, 0).range()
         plan = prep.plan(max(abs(lo), abs(hi), abs(izp)), _zp_bound(in_dtype(op, 0), izp), izp, bias, out_dtype(op))
-        if plan is not None:
+        if plan is not None and pad_ok:
             # raw inputs (padding holds input_zp) times w - wzp, plus bias - input_zp * sum_taps (w - wzp) per channel:
             # every partial sum is an exact integer of the plan's float type and the REQUIREs hold by the bound
             ft, wm, shift = plan
@@ -452,7 +457,6 @@ def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: i
     (pt, pb, pl, pr), (sy, sx), (dy, dx), (oh, ow) = geo
     n_, ih, iw, c = x.shape
     kh, kw, _, mm = wm.shape
-    _check_padded(op, [n_, ih + pt + pb, iw + pl + pr, c])
     res = np.empty((n_, oh, ow, c) if mm == 1 else (n_, oh, ow, c, mm), ft)
     # stride 1 along W: output column ox, channel ci reads merged row element (ox + kx*dx)*C + ci, so (OW, C) is
     # one axis of OW*C contiguous elements and the einsum's inner loop runs along it (the weights tiled OW times,
@@ -492,12 +496,14 @@ class _DepthwiseWeights(_GemmWeights):
     first needed, ``w - wzp`` [KH, KW, C, M] in float32 or float64.  The bound argument (and :meth:`plan`) is
     :class:`_GemmWeights`'s with the taps of one channel in place of the K of one output channel."""
 
-    def __init__(self, w: np.ndarray, wzp: int) -> None:  # noqa: D107 - super().__init__ reshapes for a GEMM
+    def __init__(self, w: np.ndarray, wzp: int) -> None:
+        # not super().__init__: that one reshapes the weight for a GEMM
         self._w2, self._wzp = w, wzp
         wi = w.astype(np.int64) - wzp
         self.abs_sum = float(np.abs(wi).sum(axis=(0, 1)).max()) if wi.size else 0.0
         self.col_sum = wi.sum(axis=(0, 1)).reshape(-1)
         self._mats = {}
+        self._plans = {}
 
     def matrix(self, ft: type[np.floating]) -> np.ndarray:
         """``w - wzp`` in ``ft`` (exact: |w - wzp| < 2^16), in the weight's own layout."""
