@@ -556,3 +556,22 @@ def test_depthwise_with_padding_beyond_the_memory_budget_still_runs(monkeypatch:
                          "acc_type": "INT32" if dt is D.INT8 else "FP32"})
     assert got.shape == (1, 1, 2, 2)
     assert got.reshape(2, 2).tolist() == [[11, -22], [1, -1]]
+
+
+def test_cached_rescale_parameters_keep_their_require_failures() -> None:
+    """The multiplier/shift verdicts are made once per (multiplier, shift, rounding) but fail every call, and a
+    scalar and a one-channel multiplier of the same value are distinct entries with the same results."""
+    from tf2tosa.executor.registry import UnpredictableError
+
+    v = np.array([[5], [-7]], np.int64)
+    out = np.empty((2, 1), np.int64)
+    for _ in range(2):
+        with pytest.raises(UnpredictableError, match="multiplier >= 0"):
+            nm.rescale_32_into(v, np.array([-3]), np.array([33]), True, 0, -128, 127, out)
+        with pytest.raises(UnpredictableError, match="2 <= shift <= 62"):
+            nm.rescale_32_into(v, np.array([1 << 30]), np.array([63]), True, 0, -128, 127, out)
+    m, s = (1 << 30) + 12345, 33
+    want = [[_scale_32_scalar(int(x), m, s, True)] for x in v[:, 0]]
+    for mult, shift in [(np.int64(m), np.int64(s)), (np.array([m]), np.array([s]))]:
+        nm.rescale_32_into(v, mult, shift, True, 0, -(1 << 31), (1 << 31) - 1, out)
+        assert out.tolist() == want
