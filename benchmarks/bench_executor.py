@@ -60,6 +60,9 @@ def _inputs(tflite: bytes, seed: int = 0) -> list[np.ndarray]:
     return out
 
 
+#: issue 16's executor targets: ours / litert-default (median, one thread each) per model
+TARGET = {"float": 3.0, "int8": 8.0}
+
 #: one BLAS thread, like LiteRT (num_threads=1) and the single-threaded reference model
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -172,6 +175,16 @@ def _print(res: dict[str, Any]) -> None:
     if ours and "median_s" in lit:
         print(f"  ours / litert-default: {ours / lit['median_s']:.2f}x median, {ours_min / lit['min_s']:.2f}x min, "
               f"{ours_cpu / lit['cpu_s']:.2f}x cpu (one thread each)")
+        # issue 16's executor line: float32 <= 3x and int8 <= 8x LiteRT's default kernels, bit-exact (int8) with
+        # the reference model
+        target = TARGET.get(res["model"])
+        ref = eng.get("refmodel", {}).get("max_abs_diff_vs_ours")
+        if target is not None:
+            ratio = ours / lit["median_s"]
+            exact = "" if res["model"] == "float" else \
+                f"; reference model max|diff| {ref if ref is not None else 'n/a'} (bit-exact: {ref == 0})"
+            print(f"  target <= {target:g}x litert-default (median): {'met' if ratio <= target else 'not met'} "
+                  f"({ratio:.2f}x){exact}")
 
 
 def main() -> int:

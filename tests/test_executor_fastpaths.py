@@ -253,15 +253,33 @@ def test_rescale_float64_path_on_adversarial_extremes(monkeypatch: pytest.Monkey
         ties = [(1 << 30) + 1, -(1 << 30) - 1, 3 << 29, -(3 << 29)]
         vals = np.array([[v] * len(m) for v in edge + ties + [vmax // 3, -vmax // 7]], np.int64)
         vals = np.clip(vals, -vmax, vmax)
-        for ozp, (lo, hi) in [(0, (-(1 << 31), (1 << 31) - 1)), (-128, (-128, 127)), (5, (-(1 << 15), (1 << 15) - 1))]:
-            out = np.empty(vals.shape, np.int64)
-            used.clear()
-            nm.rescale_32_into(vals, m, s, double, ozp, lo, hi, out)
-            assert used == [float_path]
-            for r in range(vals.shape[0]):
-                for c in range(len(m)):
-                    want = min(max(_scale_32_scalar(int(vals[r, c]), int(m[c]), int(s[c]), double) + ozp, lo), hi)
-                    assert out[r, c] == want, (int(vals[r, c]), int(m[c]), int(s[c]), ozp)
+        cases = [(0, (-(1 << 31), (1 << 31) - 1), np.int32), (-128, (-128, 127), np.int8),
+                 (5, (-(1 << 15), (1 << 15) - 1), np.int16), (127, (-128, 127), np.int8)]
+        for ozp, (lo, hi), narrow in cases:
+            # int64 results, and the output's own signed type (where the float path floors by an unsigned cast)
+            for out_t in (np.int64, narrow):
+                out = np.empty(vals.shape, out_t)
+                used.clear()
+                nm.rescale_32_into(vals, m, s, double, ozp, lo, hi, out)
+                assert used == [float_path]
+                for r in range(vals.shape[0]):
+                    for c in range(len(m)):
+                        want = min(max(_scale_32_scalar(int(vals[r, c]), int(m[c]), int(s[c]), double) + ozp, lo), hi)
+                        assert out[r, c] == want, (int(vals[r, c]), int(m[c]), int(s[c]), ozp, out_t)
+
+
+def test_rescale_float_accumulator_signed_zero_and_zero_multiplier() -> None:
+    """A float32 accumulator (what a fused convolution hands over) holding -0.0, and m == 0 with negative values:
+    the double-round sign term may pick either sign there, the result must still be the pseudo-code's."""
+    vals = np.array([[-0.0, 0.0, -5.0, 5.0], [-(1 << 20), 1 << 20, -1.0, 1.0]], np.float32)
+    m = np.array([0, 1 << 30, 0, (1 << 31) - 1], np.int64)
+    s = np.array([40, 33, 35, 31], np.int64)
+    for out_t, ozp, (lo, hi) in [(np.int8, -128, (-128, 127)), (np.int32, 0, (-(1 << 31), (1 << 31) - 1))]:
+        out = np.empty(vals.shape, out_t)
+        nm.rescale_32_into(vals, m, s, True, ozp, lo, hi, out)
+        want = [[min(max(_scale_32_scalar(int(v), int(m[c]), int(s[c]), True) + ozp, lo), hi)
+                 for c, v in enumerate(row)] for row in vals]
+        assert out.tolist() == want
 
 
 def test_table_lookups_match_the_pseudo_code() -> None:
@@ -382,3 +400,178 @@ def test_clamp_after_conv_runs_in_place_without_touching_other_values() -> None:
     assert np.allclose(out[names[0]], np.clip(ref, -0.5, 0.5), atol=1e-5)
     assert np.allclose(out[names[1]], ref, atol=1e-5)  # the conv output also read by the graph: not clamped
     assert np.allclose(out[names[2]], np.clip(ref, -0.5, 0.5), atol=1e-5)
+
+
+def _depthwise_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int, wzp: int, pad: list[int],
+                         stride: list[int], dil: list[int]) -> np.ndarray:
+    """DEPTHWISE_CONV2D (spec 2.3.5) on Python integers, one output at a time; padded positions are skipped."""
+    n, ih, iw, c = x.shape
+    kh, kw, _, mm = w.shape
+    pt, pb, pl, pr = pad
+    oh = (ih - 1 + pt + pb - (kh - 1) * dil[0]) // stride[0] + 1
+    ow = (iw - 1 + pl + pr - (kw - 1) * dil[1]) // stride[1] + 1
+    out = np.zeros((n, oh, ow, c * mm), np.int64)
+    for b in range(n):
+        for oy in range(oh):
+            for ox in range(ow):
+                for ch in range(c):
+                    for m in range(mm):
+                        acc = 0
+                        for ky in range(kh):
+                            for kx in range(kw):
+                                iy = oy * stride[0] + ky * dil[0] - pt
+                                ix = ox * stride[1] + kx * dil[1] - pl
+                                if 0 <= iy < ih and 0 <= ix < iw:
+                                    acc += (int(x[b, iy, ix, ch]) - izp) * (int(w[ky, kx, ch, m]) - wzp)
+                        out[b, oy, ox, ch * mm + m] = acc + int(bias[(ch * mm + m) % bias.size])
+    return out
+
+
+@pytest.mark.parametrize(("stride", "dil", "pad", "mm", "ih"), [
+    ([1, 1], [1, 1], [1, 1, 1, 1], 1, 7),  # stride 1 along W: the merged (OW*C) einsum
+    ([2, 1], [1, 2], [0, 2, 2, 1], 2, 7),  # merged, channel multiplier, dilation, uneven padding
+    ([2, 2], [1, 1], [0, 1, 0, 1], 1, 8),  # stride 2: the windowed einsum
+    ([1, 3], [2, 1], [2, 2, 1, 0], 3, 7),
+    ([1, 1], [1, 1], [6, 5, 0, 2], 1, 2),  # padding taller than the kernel: whole bands of padding rows
+])
+def test_depthwise_einsum_paths_on_adversarial_extremes(monkeypatch: pytest.MonkeyPatch, stride: list[int],
+                                                        dil: list[int], pad: list[int], mm: int, ih: int) -> None:
+    """The int8 depthwise einsum (raw inputs, padding holding input_zp, zero points folded into the bias) at the
+    extremes: |x - izp| = 255 and weights -128 / 127, every output sum of one sign, against Python integers; the
+    einsum path is the one taken."""
+    rng = np.random.default_rng(sum(stride) * 10 + mm)
+    c = 5
+    x = np.where(rng.random((2, ih, 8, c)) < 0.8, -128, 127).astype(np.int8)
+    w = np.where(rng.random((3, 3, c, mm)) < 0.5, -128, 127).astype(np.int8)
+    w[:, :, 0] = -128  # channel 0: (x - 127) * (-128 - 3) all positive, the largest sums
+    bias = rng.integers(-(1 << 20), 1 << 20, (c * mm,)).astype(np.int32)
+    calls: list[str] = []
+    orig = tensor_ops._depthwise_einsum
+
+    def spy(*a: Any) -> np.ndarray:
+        calls.append(np.dtype(a[4]).name)
+        return orig(*a)
+
+    monkeypatch.setattr(tensor_ops, "_depthwise_einsum", spy)
+    monkeypatch.setattr(tensor_ops, "DW_BAND", 1)  # one output row per band: every band edge is exercised
+    args = [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32), Const(np.array([127]), D.INT8),
+            Const(np.array([3]), D.INT8)]
+    (got,) = run_single("DEPTHWISE_CONV2D", args, D.INT32,
+                        {"pad": pad, "stride": stride, "dilation": dil, "acc_type": "INT32"})
+    assert calls and set(calls) == {"float32"}  # 255 * 9 * 131 + 2^20 + 127 * 9 * 131 < 2^24
+    assert got.tolist() == _depthwise_reference(x, w, bias, 127, 3, pad, stride, dil).tolist()
+
+
+def test_depthwise_einsum_float64_and_fallback_paths_are_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """i16 inputs (sums beyond 2^24: the float64 einsum) and a bias so large that only the data can show the i32
+    REQUIREs hold (the tap-by-tap path with the checked add) both equal Python integers."""
+    rng = np.random.default_rng(31)
+    x16 = np.where(rng.random((1, 6, 6, 3)) < 0.5, -32768, 32767).astype(np.int16)
+    w8 = np.where(rng.random((3, 3, 3, 1)) < 0.5, -128, 127).astype(np.int8)
+    calls: list[str] = []
+    orig = tensor_ops._depthwise_einsum
+
+    def spy(*a: Any) -> np.ndarray:
+        calls.append(np.dtype(a[4]).name)
+        return orig(*a)
+
+    monkeypatch.setattr(tensor_ops, "_depthwise_einsum", spy)
+    pad, st, dl = [1, 1, 1, 1], [1, 1], [1, 1]
+    zero48 = np.zeros(3, np.int64)
+    (g16,) = run_single("DEPTHWISE_CONV2D", [In(x16, D.INT16), Const(w8, D.INT8), Const(zero48, D.INT48),
+                                             Const(np.array([0]), D.INT16), Const(np.array([0]), D.INT8)],
+                        D.INT48, {"pad": pad, "stride": st, "dilation": dl, "acc_type": "INT48"})
+    assert calls and set(calls) == {"float64"}
+    assert g16.tolist() == _depthwise_reference(x16, w8, zero48, 0, 0, pad, st, dl).tolist()
+    calls.clear()
+    x8 = rng.integers(-128, 128, (1, 5, 5, 3)).astype(np.int8)
+    x8[0, :3, :, :2] = 0  # channels 0 and 1 stay within 128 * 6 * 128 of 0: their biases do not overflow
+    big = np.array([(1 << 31) - 100000, -(1 << 31) + 100000, 5], np.int32)  # the bound (+-147456) passes i32
+    (g8,) = run_single("DEPTHWISE_CONV2D", [In(x8, D.INT8), Const(w8, D.INT8), Const(big, D.INT32),
+                                            Const(np.array([0]), D.INT8), Const(np.array([0]), D.INT8)],
+                       D.INT32, {"pad": pad, "stride": st, "dilation": dl, "acc_type": "INT32"})
+    assert calls == []
+    assert g8.tolist() == _depthwise_reference(x8, w8, big, 0, 0, pad, st, dl).tolist()
+
+
+@pytest.mark.parametrize(("stride", "mm"), [([1, 1], 1), ([1, 1], 2), ([2, 2], 1)])
+def test_float_depthwise_einsum_within_fp32_rounding(stride: list[int], mm: int) -> None:
+    """The float einsum paths against float64 numpy written from the spec: each output is a sum of 9 fp32
+    products, within 9 fp32 roundings of the exact sum (relative to the sum of |products|)."""
+    rng = np.random.default_rng(stride[0] + mm)
+    x = rng.standard_normal((1, 9, 9, 4)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 4, mm)).astype(np.float32)
+    bias = rng.standard_normal(4 * mm).astype(np.float32)
+    z = Const(np.array([0.0], np.float32))
+    (got,) = run_single("DEPTHWISE_CONV2D", [In(x), Const(w), Const(bias), z, z], D.FP32,
+                        {"pad": [1, 1, 1, 1], "stride": stride, "dilation": [1, 1], "acc_type": "FP32"})
+    xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    oh, ow = got.shape[1], got.shape[2]
+    want = np.zeros((1, oh, ow, 4, mm))
+    mag = np.zeros_like(want)
+    for ky in range(3):
+        for kx in range(3):
+            xs = xp[:, ky:ky + (oh - 1) * stride[0] + 1:stride[0], kx:kx + (ow - 1) * stride[1] + 1:stride[1]]
+            prod = xs[..., None] * w[ky, kx].astype(np.float64)
+            want += prod
+            mag += np.abs(prod)
+    want = want.reshape(1, oh, ow, 4 * mm) + bias
+    mag = mag.reshape(1, oh, ow, 4 * mm) + np.abs(bias)
+    assert np.all(np.abs(got - want) <= 10 * 2.0 ** -24 * mag)
+
+
+def test_float_clamp_signed_zeros_and_nan_follow_the_spec() -> None:
+    """CLAMP (PROPAGATE) bit for bit against apply_max_s / apply_min_s transcribed (S11353-11374: ``a >= b ? a :
+    b`` and ``a < b ? a : b``, NaN propagates), signed zeros included, for max_val zero or not."""
+    import math
+
+    def smax(a: float, b: float) -> float:
+        return math.nan if math.isnan(a) or math.isnan(b) else (a if a >= b else b)
+
+    def smin(a: float, b: float) -> float:
+        return math.nan if math.isnan(a) or math.isnan(b) else (a if a < b else b)
+
+    x = np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, 3.0, 7.0, -1.0, 6.0, -2.0], np.float32)
+    for lo, hi in [(0.0, 6.0), (-0.0, 6.0), (0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (-1.0, -0.0), (-1.0, 0.0)]:
+        (got,) = run_single("CLAMP", [In(x)], D.FP32,
+                            {"min_val": np.float32(lo), "max_val": np.float32(hi), "nan_mode": "PROPAGATE"})
+        want = np.array([smin(smax(float(v), lo), hi) for v in x], np.float32)
+        assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist(), (lo, hi)
+
+
+@pytest.mark.parametrize("dt", [D.INT8, D.FP32])
+def test_depthwise_with_padding_beyond_the_memory_budget_still_runs(monkeypatch: pytest.MonkeyPatch, dt: D) -> None:
+    """Padding whose padded copy would pass the tensor budget: the tap-by-tap path (which pads nothing) runs instead
+    of the einsum, as before it existed (one real and one padded output column)."""
+    monkeypatch.setattr(tensor_ops, "_depthwise_einsum", None)  # not to be called here
+    big = 1 << 28
+    np_t = np.int8 if dt is D.INT8 else np.float32
+    x = np.array([[[[5, -3]]]], np_t)
+    w = np.array([[[[2], [7]]]], np_t)
+    bias = np.array([1, -1], np.int32 if dt is D.INT8 else np.float32)
+    zero = Const(np.array([0], np_t), dt)
+    (got,) = run_single("DEPTHWISE_CONV2D", [In(x, dt), Const(w, dt), Const(bias, D.INT32 if dt is D.INT8 else dt),
+                                             zero, zero], D.INT32 if dt is D.INT8 else dt,
+                        {"pad": [0, 0, 0, big], "stride": [1, big], "dilation": [1, 1],
+                         "acc_type": "INT32" if dt is D.INT8 else "FP32"})
+    assert got.shape == (1, 1, 2, 2)
+    assert got.reshape(2, 2).tolist() == [[11, -22], [1, -1]]
+
+
+def test_cached_rescale_parameters_keep_their_require_failures() -> None:
+    """The multiplier/shift verdicts are made once per (multiplier, shift, rounding) but fail every call, and a
+    scalar and a one-channel multiplier of the same value are distinct entries with the same results."""
+    from tf2tosa.executor.registry import UnpredictableError
+
+    v = np.array([[5], [-7]], np.int64)
+    out = np.empty((2, 1), np.int64)
+    for _ in range(2):
+        with pytest.raises(UnpredictableError, match="multiplier >= 0"):
+            nm.rescale_32_into(v, np.array([-3]), np.array([33]), True, 0, -128, 127, out)
+        with pytest.raises(UnpredictableError, match="2 <= shift <= 62"):
+            nm.rescale_32_into(v, np.array([1 << 30]), np.array([63]), True, 0, -128, 127, out)
+    m, s = (1 << 30) + 12345, 33
+    want = [[_scale_32_scalar(int(x), m, s, True)] for x in v[:, 0]]
+    for mult, shift in [(np.int64(m), np.int64(s)), (np.array([m]), np.array([s]))]:
+        nm.rescale_32_into(v, mult, shift, True, 0, -(1 << 31), (1 << 31) - 1, out)
+        assert out.tolist() == want

@@ -28,8 +28,17 @@ def _float_clamp(op: Operation, ins: list[np.ndarray], out: np.ndarray | None) -
     error_if(np.isnan(flo) or np.isnan(fhi), op, "NaN clamp bound")
     error_if(fhi < flo, op, f"max_val {hi} < min_val {lo}")
     xf = fcompute(args.input, in_dtype(op, 0))
-    lower, upper = (np.fmax, np.fmin) if str(catalogue_attr(op, "nan_mode")).upper() == "IGNORE" else \
-        (np.maximum, np.minimum)
+    ignore = str(catalogue_attr(op, "nan_mode")).upper() == "IGNORE"
+    if not ignore:
+        # np.clip is ``x < lo ? lo : x > hi ? hi : x`` with NaN kept: apply_max_s then apply_min_s (S11391-11392,
+        # ``a >= b ? a : b`` and ``a < b ? a : b``) for every x, in one pass, unless x and max_val are zeros of
+        # opposite sign (the spec then returns max_val, np.minimum too; np.maximum would return min_val for
+        # max(-0.0, +0.0), not the spec's -0.0)
+        if fhi != 0:
+            return np.clip(xf, flo, fhi, out=out)  # type: ignore[no-any-return]
+        low = np.clip(xf, flo, F32(np.inf) if xf.dtype == np.float32 else np.inf, out=out)
+        return np.minimum(low, fhi, out=low)  # type: ignore[no-any-return]
+    lower, upper = (np.fmax, np.fmin) if ignore else (np.maximum, np.minimum)
     if out is None:
         return upper(lower(xf, flo), fhi)  # type: ignore[no-any-return]
     lower(xf, flo, out=out)

@@ -144,15 +144,16 @@ def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round
     """
     m = np.asarray(multiplier, dtype=I64)
     s = np.asarray(shift, dtype=I64)
-    _req(m >= 0, "apply_scale_32 multiplier >= 0")
-    _req((s >= 2) & (s <= 62), "apply_scale_32 2 <= shift <= 62")
+    sp = _scale_params(m, s, double_round)
+    _req(sp.m_ok, "apply_scale_32 multiplier >= 0")
+    _req(sp.s_ok, "apply_scale_32 2 <= shift <= 62")
     if abs(zp_add) >= 1 << 30:
         raise ValueError("zero point out of range")
+    double = sp.double
+    if value.size and _rescale_32_float(value, sp, zp_add, lo, hi, out):
+        return
     half = I64(1) << (s - 1)
     big = s > 31
-    double = double_round and bool(np.any(big))
-    if value.size and _rescale_32_float(value, m, s, double, zp_add, lo, hi, out):
-        return
     mixed = double and s.ndim > 0 and not bool(np.all(big))
     # rounding constant: 2^(s-1), plus 2^30 when double rounding (negative values then subtract 2^31 below)
     const = half + (np.where(big, I64(1) << 30, I64(0)) if double else I64(0))
@@ -191,10 +192,44 @@ def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round
 
 #: every integer of magnitude below this is exact in float64
 EXACT64 = 1 << 53
+#: the sign bit of a float64's bit pattern, as an int64
+_SIGN_BIT = I64(-(1 << 63))
 
 
-def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: bool, zp_add: int, lo: int, hi: int,
-                      out: np.ndarray) -> bool:
+class _ScaleParams:
+    """What RESCALE's float64 path derives from one (multiplier, shift, double_round) alone, made once per distinct
+    triple (a graph's RESCALEs repeat theirs every run; small tensors spent most of their time here): the REQUIRE
+    verdicts on the multiplier and shift, their extremes, ``m * 2^-s`` and the double-round term ``2^(30-s)``."""
+
+    def __init__(self, m: np.ndarray, s: np.ndarray, double_round: bool) -> None:
+        self.m, self.s = m, s
+        self.m_ok = bool(np.all(m >= 0))
+        self.s_ok = bool(np.all((s >= 2) & (s <= 62)))
+        self.double = double_round and bool(np.any(s > 31))
+        self.mmax = int(m.max()) if m.size else 0
+        self.smax = int(s.max()) if s.size else 2
+        self.smin = int(s.min()) if s.size else 2
+        ok = self.m_ok and self.s_ok and self.smax <= 53
+        # scaled by 2^-s (exact: powers of two, no underflow for s <= 53)
+        self.f = np.ldexp(m.astype(np.float64), -s) if ok else None
+        self.d = np.ldexp(np.where(s > 31, 1.0, 0.0), 30 - s) if ok else None
+
+
+#: _ScaleParams by (multiplier bytes, shift bytes, shapes, double_round); a bounded cache of small objects
+_SCALE_PARAMS: dict[tuple[bytes, bytes, tuple[int, ...], tuple[int, ...], bool], _ScaleParams] = {}
+
+
+def _scale_params(m: np.ndarray, s: np.ndarray, double_round: bool) -> _ScaleParams:
+    key = (m.tobytes(), s.tobytes(), m.shape, s.shape, double_round)
+    hit = _SCALE_PARAMS.get(key)
+    if hit is None:
+        if len(_SCALE_PARAMS) >= 1024:
+            _SCALE_PARAMS.clear()
+        hit = _SCALE_PARAMS[key] = _ScaleParams(m, s, double_round)
+    return hit
+
+
+def _rescale_32_float(value: np.ndarray, sp: _ScaleParams, zp_add: int, lo: int, hi: int, out: np.ndarray) -> bool:
     """:func:`rescale_32_into` in float64, when every intermediate is an exactly represented integer; returns False
     (nothing written) when the bound does not hold and the int64 path must run.
 
@@ -206,20 +241,20 @@ def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: b
     The value REQUIRE is checked on the extremes (exactly per element when the shift is per channel and the extremes
     do not settle it).
     """
-    vmin, vmax = int(value.min()), int(value.max())
-    mmax = int(m.max()) if m.ndim else int(m)
-    if int(s.max()) > 53:
+    if sp.f is None or sp.d is None:
         return False
-    reach = max(abs(vmin), abs(vmax)) * mmax + (1 << 30) + (1 << (int(s.max()) - 1))
+    s, double = sp.s, sp.double
+    vmin, vmax = int(value.min()), int(value.max())
+    reach = max(abs(vmin), abs(vmax)) * sp.mmax + (1 << 30) + (1 << (sp.smax - 1))
     if reach >= EXACT64:
         return False
-    half_lo = int(s.min()) - 1  # the smallest 2^(s-1): the value REQUIRE holds everywhere if the extremes meet it
+    half_lo = sp.smin - 1  # the smallest 2^(s-1): the value REQUIRE holds everywhere if the extremes meet it
     if not (vmin >= -(1 << half_lo) and vmax < (1 << half_lo)):
         half = I64(1) << (s - 1)
         _req((value >= -half) & (value < half), "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
-    # computed scaled by 2^-s (exact: powers of two, no underflow for s <= 53): y = v * (m * 2^-s), the rounding
-    # constant is 0.5 whatever the shift, and the zero point joins it when the sums stay below 2^53 with it
-    fold = reach + abs(zp_add) * (1 << int(s.max())) < EXACT64
+    # the rounding constant is 0.5 whatever the shift, and the zero point joins it when the sums stay below 2^53
+    # with it
+    fold = reach + abs(zp_add) * (1 << sp.smax) < EXACT64
     c = value.shape[-1]
     rows = max(1, BLOCK // max(1, c))
     n = min(rows, value.shape[0])
@@ -228,12 +263,29 @@ def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: b
         # per-channel vectors tiled to a whole block: same-shape float operations run at full vector speed
         return np.ascontiguousarray(np.broadcast_to(a, (n, c))) if a.ndim else float(a)
 
-    f = tile(np.ldexp(m.astype(np.float64), -s))
-    dterm = tile(np.ldexp(np.where(s > 31, 1.0, 0.0), 30 - s)) if double else None
+    f = tile(sp.f)
     const = 0.5 + zp_add if fold else 0.5
+    if double:
+        # +2^30 for v >= 0, -2^30 for v < 0 (scaled by 2^-s): copysign(d, v * m) (m >= 0; v == 0 gives +0.0, v < 0
+        # with m == 0 gives -0.0, and then d < 0.5 leaves 0 either way), made by moving the product's sign bit onto
+        # d's bit pattern (two integer passes cost less than np.copysign)
+        dbits = np.asarray(tile(sp.d), np.float64).view(I64)
+        sbits = np.empty((n, c), I64)
     buf = np.empty((n, c), np.float64)
-    tmp = np.empty((n, c), np.float64) if double else None
     flo, fhi = float(lo), float(hi)
+    # a signed integer output: with -lo also added before the floor (when the sums stay exact), clip to [0, hi - lo]
+    # and let the cast to the unsigned type of the same width truncate (the floor, for values >= 0), then add lo
+    # modulo 2^bits - the bit pattern of the signed result; clipping before the floor is the same, the bounds being
+    # integers
+    ut = np.dtype(f"u{out.dtype.itemsize}") if out.dtype.kind == "i" and out.dtype.itemsize <= 4 else None
+    offset = ut is not None and fold and reach + (abs(zp_add) + abs(lo)) * (1 << sp.smax) < EXACT64
+    if offset:
+        assert ut is not None
+        const -= lo
+        fhi -= flo
+        flo = 0.0
+        outu = out.view(ut)
+        lo_u = ut.type(lo % (1 << (8 * ut.itemsize)))
     for i in range(0, value.shape[0], rows):
         v = value[i:i + rows]
         k = v.shape[0]
@@ -241,12 +293,18 @@ def _rescale_32_float(value: np.ndarray, m: np.ndarray, s: np.ndarray, double: b
         np.copyto(b, v, casting="unsafe")
         b *= f[:k] if isinstance(f, np.ndarray) else f
         if double:
-            # +2^30 for v >= 0, -2^30 for v < 0 (scaled): the sign of v * m (m >= 0; v == 0 gives +0.0, v < 0 with
-            # m == 0 gives -0.0), so copysign takes it from the product
-            t = tmp[:k]  # type: ignore[index]
-            np.copysign(dterm[:k] if isinstance(dterm, np.ndarray) else float(dterm or 0.0), b, out=t)
-            b += t
+            sb = sbits[:k]
+            np.bitwise_and(b.view(I64), _SIGN_BIT, out=sb)
+            np.bitwise_or(sb, dbits[:k] if dbits.ndim else dbits, out=sb)
+            b += sb.view(np.float64)
         b += const
+        if offset:
+            np.clip(b, flo, fhi, out=b)
+            ob = outu[i:i + rows]
+            np.copyto(ob, b, casting="unsafe")
+            if lo_u:
+                np.add(ob, lo_u, out=ob)
+            continue
         np.floor(b, out=b)
         if zp_add and not fold:
             b += zp_add  # integers: exact

@@ -46,6 +46,11 @@ _EXACT32 = float(2 ** 24)
 
 #: elements of a depthwise accumulator block (fits in the L2 cache with its temporary)
 DW_BLOCK = 1 << 16
+#: largest depthwise weight tiled along the output width (elements, kept while the weight lives) for the stride-1
+#: einsum: 1 MiB of float32 at most per weight (MobileNetV2's largest is 72K elements)
+DW_TILED_MAX = 1 << 18
+#: padded input elements per band of depthwise output rows
+DW_BAND = 1 << 17
 
 #: prepared forms of constant weights (zero-point-adjusted, converted, bounds), by the weight array's identity
 _PREPARED: dict[tuple[int, Any], tuple[weakref.ref[np.ndarray], Any]] = {}
@@ -290,6 +295,8 @@ class _GemmWeights:
         self.abs_sum = float(np.abs(wi).sum(axis=1).max()) if wi.size else 0.0
         self.col_sum = wi.sum(axis=1) if wi.size else np.zeros(w2.shape[0], np.int64)
         self._mats: dict[type, np.ndarray] = {}
+        #: plan() results by (bias identity, arguments), with a weak reference to the bias
+        self._plans: dict[tuple[Any, ...], tuple[weakref.ref[np.ndarray], Any]] = {}
 
     def matrix(self, ft: type[np.floating]) -> np.ndarray:
         """``(w - wzp).T`` in ``ft`` (exact: |w - wzp| < 2^16)."""
@@ -306,7 +313,19 @@ class _GemmWeights:
         """For raw inputs ``|x| <= xmax`` with ``|x - izp| <= zp_bound``: (float type, weight matrix, per-channel
         ``bias - izp * col_sum`` to add to ``x @ (w - wzp)``), when that float type is exact for every partial sum and
         the bounds prove the accumulator and the bias add inside ``ot`` (the REQUIREs then hold without a data
-        pass); else None."""
+        pass); else None.  Made once per constant bias (read-only, by identity while it lives) and arguments."""
+        if bias.flags.writeable:
+            return self._plan(xmax, zp_bound, izp, bias, ot)
+        key = (id(bias), xmax, zp_bound, izp, ot)
+        hit = self._plans.get(key)
+        if hit is not None and hit[0]() is bias:
+            return hit[1]
+        made = self._plan(xmax, zp_bound, izp, bias, ot)
+        self._plans[key] = (weakref.ref(bias), made)
+        return made
+
+    def _plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType
+              ) -> tuple[type[np.floating], np.ndarray, np.ndarray] | None:
         lo, hi = ot.range()
         bmax = float(np.abs(bias).max()) if bias.size else 0.0
         # |acc| <= zp_bound * abs_sum and |acc + bias| <= that + max|bias|
@@ -356,13 +375,30 @@ def _depthwise(op: Operation, ins: list[np.ndarray], raw: bool) -> np.ndarray:
     ow = _idiv_check(op, iw - 1 + pl + pr - (kw - 1) * dx, sx, "OW") + 1
     error_if(bias.size != c * mm and bias.size != 1, op, "bias size is neither C*M nor 1")
     is_float = out_dtype(op).is_float
+    geo = ((pt, pb, pl, pr), (sy, sx), (dy, dx), (oh, ow))
+    # the einsum pads (a band at a time); padding beyond the memory budget takes the tap-by-tap path, which pads
+    # nothing
+    pad_ok = tensor_size_problem([n_, ih + pt + pb, iw + pl + pr, c], 64, LEVEL_NONE) is None
     if is_float:
+        if pad_ok and (not any((pt, pb, pl, pr)) or _prepared(w, "finite", lambda: bool(np.isfinite(w).all()))):
+            # finite weights: zero padding contributes exactly nothing, so the padded sum of products is the spec's
+            acc = _depthwise_einsum(op, x, w.astype(fdt(), copy=False), 0, fdt(), geo)
+            return to_out(_float_bias(op, acc.reshape(n_, oh, ow, c * mm), bias), op)
         xc, wf = x.astype(fdt(), copy=False), w.astype(fdt(), copy=False)
     else:
+        prep = _prepared(w, ("dwsum", wzp), lambda: _DepthwiseWeights(w, wzp))
+        lo, hi = in_dtype(op, 0).range()
+        plan = prep.plan(max(abs(lo), abs(hi), abs(izp)), _zp_bound(in_dtype(op, 0), izp), izp, bias, out_dtype(op))
+        if plan is not None and pad_ok:
+            # raw inputs (padding holds input_zp) times w - wzp, plus bias - input_zp * sum_taps (w - wzp) per channel:
+            # every partial sum is an exact integer of the plan's float type and the REQUIREs hold by the bound
+            ft, wm, shift = plan
+            acc = _depthwise_einsum(op, x, wm, izp, ft, geo).reshape(n_, oh, ow, c * mm)
+            acc += shift
+            return acc if raw else to_out(acc, op)
         # every partial sum of an output is bounded by max|x - izp| * sum over the taps of |w - wzp| of its channel
         wf = _prepared(w, ("dw", wzp), lambda: _int_operand(w, wzp, np.float64))
-        tap_sum = _prepared(w, ("dw_abs_sum", wzp),
-                            lambda: float(np.abs(wf).sum(axis=(0, 1)).max()) if wf.size else 0.0)
+        tap_sum = prep.abs_sum
         ft = _exact_float(_zp_bound(in_dtype(op, 0), izp) * tap_sum)
         if ft is np.float32:
             wf = _prepared(w, ("dw32", wzp), lambda: wf.astype(np.float32))
@@ -392,6 +428,93 @@ ACCUMULATORS: dict[str, Callable[[Operation, list[np.ndarray]], np.ndarray]] = {
     "CONV2D": lambda op, ins: _conv_nd(op, ins, 2, raw=True),
     "DEPTHWISE_CONV2D": lambda op, ins: _depthwise(op, ins, True),
 }
+
+
+def _padded(x: np.ndarray, pads: list[tuple[int, int]], value: float, dtype: Any) -> np.ndarray:
+    """``x`` converted to ``dtype`` inside a border of ``value`` (one pass over ``x``; np.pad converts first)."""
+    if not any(a or b for a, b in pads):
+        return x.astype(dtype, copy=False)
+    out = np.empty(tuple(d + a + b for d, (a, b) in zip(x.shape, pads)), dtype)
+    inner: list[slice] = [slice(None)] * x.ndim
+    for i, ((a, b), d) in enumerate(zip(pads, x.shape)):  # the border slabs only
+        if a:
+            out[(*inner[:i], slice(0, a))] = value
+        if b:
+            out[(*inner[:i], slice(a + d, None))] = value
+        inner[i] = slice(a, a + d)
+    np.copyto(out[tuple(inner)], x, casting="unsafe")
+    return out
+
+
+def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: int, ft: Any,
+                      geo: tuple[tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int]]) -> np.ndarray:
+    """sum over the taps of x[n, oy*sy + ky*dy - pt, ox*sx + kx*dx - pl, c] * wm[ky, kx, c(, m)] on the input padded
+    with ``pad_value``, as einsums over the strided windows of the padded input ([N, OH, OW, C] or
+    [N, OH, OW, C, M] in ``ft``).  Used where padding provably adds nothing (zero padding and finite float weights;
+    ``input_zp`` padding and zero-point-free integer products).  Output rows go in bands of about
+    :data:`DW_BAND` padded input elements: only a band of the input is ever padded (peak memory stays near the
+    input and output, not a padded copy of the whole input)."""
+    (pt, pb, pl, pr), (sy, sx), (dy, dx), (oh, ow) = geo
+    n_, ih, iw, c = x.shape
+    kh, kw, _, mm = wm.shape
+    res = np.empty((n_, oh, ow, c) if mm == 1 else (n_, oh, ow, c, mm), ft)
+    # stride 1 along W: output column ox, channel ci reads merged row element (ox + kx*dx)*C + ci, so (OW, C) is
+    # one axis of OW*C contiguous elements and the einsum's inner loop runs along it (the weights tiled OW times,
+    # prepared once per weight and width)
+    merged = sx == 1 and kh * kw * ow * c * mm <= DW_TILED_MAX
+    if merged:
+        wt = _prepared(wm, ("dw_tiled", ow), lambda: np.ascontiguousarray(np.tile(wm, (1, 1, ow, 1))))
+        res_m = res.reshape(n_, oh, ow * c, *res.shape[4:])
+    band = max(1, DW_BAND // max(1, n_ * (iw + pl + pr) * c * sy))
+    for r0 in range(0, oh, band):
+        r1 = min(oh, r0 + band)
+        top = r0 * sy - pt  # the band's first and one-past-last input rows (padding where outside [0, IH))
+        bot = (r1 - 1) * sy + (kh - 1) * dy - pt + 1
+        src = x[:, min(max(0, top), ih):max(0, min(ih, bot))]
+        above, below = max(0, min(0, bot) - top), max(0, bot - max(top, ih))
+        xp = _padded(src, [(0, 0), (above, below), (pl, pr), (0, 0)], pad_value, ft)
+        st = xp.strides
+        if merged and st[2] == c * st[3]:
+            rows = as_strided(xp, shape=(n_, r1 - r0, ow * c, kh, kw), writeable=False,
+                              strides=(st[0], st[1] * sy, st[3], st[1] * dy, st[2] * dx))
+            if mm == 1:
+                np.einsum("nhqij,ijq->nhq", rows, wt[..., 0], out=res_m[:, r0:r1])
+            else:
+                np.einsum("nhqij,ijqm->nhqm", rows, wt, out=res_m[:, r0:r1])
+            continue
+        win = windows(xp, [kh, kw], [sy, sx], [dy, dx], [r1 - r0, ow])
+        if mm == 1:
+            np.einsum("nhwijc,ijc->nhwc", win, wm[..., 0], out=res[:, r0:r1])
+        else:
+            np.einsum("nhwijc,ijcm->nhwcm", win, wm, out=res[:, r0:r1])
+    return res
+
+
+class _DepthwiseWeights(_GemmWeights):
+    """A constant integer depthwise weight [KH, KW, C, M] prepared for exact float accumulation: the largest
+    per-channel sum over the taps of ``|w - wzp|``, the per-channel sums of ``w - wzp`` (index c*M + m) and, when
+    first needed, ``w - wzp`` [KH, KW, C, M] in float32 or float64.  The bound argument (and :meth:`plan`) is
+    :class:`_GemmWeights`'s with the taps of one channel in place of the K of one output channel."""
+
+    def __init__(self, w: np.ndarray, wzp: int) -> None:
+        # not super().__init__: that one reshapes the weight for a GEMM
+        self._w2, self._wzp = w, wzp
+        wi = w.astype(np.int64) - wzp
+        self.abs_sum = float(np.abs(wi).sum(axis=(0, 1)).max()) if wi.size else 0.0
+        self.col_sum = wi.sum(axis=(0, 1)).reshape(-1)
+        self._mats = {}
+        self._plans = {}
+
+    def matrix(self, ft: type[np.floating]) -> np.ndarray:
+        """``w - wzp`` in ``ft`` (exact: |w - wzp| < 2^16), in the weight's own layout."""
+        m = self._mats.get(ft)
+        if m is None:
+            m = self._w2.astype(ft)
+            if self._wzp:
+                m -= self._wzp
+            m.flags.writeable = False  # a constant: its own prepared forms (the tiled weight) are cached by identity
+            self._mats[ft] = m
+        return m
 
 
 def _depthwise_taps(xc: np.ndarray, wf: np.ndarray, acc: np.ndarray, pad: tuple[int, int], stride: tuple[int, int],
