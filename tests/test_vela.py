@@ -96,8 +96,9 @@ def test_zoo_model_all_on_npu_and_bit_exact(tmp_path: Path, name: str, variant: 
         pytest.skip(f"TFLite cannot build {name} {variant}: {e}")
     m = _convert_int_io(info.data)
     m.save(tmp_path / "m.tosa")
-    # the int16x8 bidirectional LSTM (~12k TOSA ops) takes Vela ~85 s of CPU; allow for a loaded machine
-    res = compile_for_npu(tmp_path / "m.tosa", timeout=1200)
+    # the largest, the int16x8 bidirectional LSTM, compiles in ~4 s since its input FULLY_CONNECTEDs are stacked
+    # (185 s before, on a loaded machine); the time-out only guards against a hang
+    res = compile_for_npu(tmp_path / "m.tosa", timeout=600)
     assert res.cpu_ops == 0, res
     # LiteRT's BUILTIN_REF registers DEPTH_TO_SPACE for version 1 only (espcn_x2): the same reference kernel runs
     # the model once its version field says 1 (see depth_to_space_v1); every other model is run unchanged

@@ -54,7 +54,7 @@ def _key(op: Operation) -> tuple[object, ...] | None:
             return None
     except Unsupported:
         return None
-    return (w.id, bias.id if bias is not None else None, x.type, tuple(sorted(op.attrs.items(), key=str)))
+    return (w.id, bias.id if bias is not None else None, x.type, repr(sorted(op.attrs.items(), key=str)))
 
 
 def batch_fully_connected(graph: Graph) -> int:
