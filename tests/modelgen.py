@@ -814,27 +814,3 @@ if __name__ == "__main__":
         except Exception as e:  # noqa: BLE001
             print(f"ERR {n:40s} {type(e).__name__}: {str(e)[:300]}")
     print(f"{time.perf_counter() - t0:.1f}s, built {len(BUILD_LOG)}")
-
-
-def depth_to_space_v1(data: bytes) -> bytes:
-    """``data`` with its DEPTH_TO_SPACE operator code set to version 1, so that LiteRT's BUILTIN_REF runs it.
-
-    TFLite's converter writes DEPTH_TO_SPACE as version 2 (the version that admits int8), but LiteRT's reference op
-    resolver (``register_ref.cc``) registers ``Register_DEPTH_TO_SPACE_REF()`` for version 1 only, so the model fails
-    with "Didn't find op for builtin opcode 'DEPTH_TO_SPACE' version '2' … Registration failed".  The version number
-    selects no code: the registered reference kernel's Eval switches on the tensor type and has float32, uint8, int8,
-    int32 and int64 cases (``reference_ops::DepthToSpace<T>``), so the patched model runs the very reference kernel
-    TFLite would run for version 2.  Only the 4-byte version field changes; everything else is byte-identical.
-    """
-    import tflite
-
-    buf = bytearray(data)
-    model = tflite.Model.GetRootAsModel(buf, 0)
-    for i in range(model.OperatorCodesLength()):
-        oc = model.OperatorCodes(i)
-        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
-        if code == tflite.BuiltinOperator.DEPTH_TO_SPACE and oc.Version() > 1:
-            pos = oc._tab.Pos + oc._tab.Offset(8)  # OperatorCode.version: field 2, vtable slot 4 + 2·2
-            buf[pos:pos + 4] = (1).to_bytes(4, "little", signed=True)
-            assert tflite.Model.GetRootAsModel(buf, 0).OperatorCodes(i).Version() == 1
-    return bytes(buf)

@@ -3,8 +3,8 @@
 Default suite: the int8 sample, an int16x8 model through ``--io int`` (its float edges are what keeps a model off
 the NPU: Vela runs no PRO-FP op), and the benchmark's one-line answer when Vela is missing.  Behind ``slow``: every
 int8 and int16x8 model of the zoo, each compiled by Vela with 0 CPU operators and verified in its ``--io int`` form
-against LiteRT's reference kernels with 0 mismatches (espcn_x2 through the DEPTH_TO_SPACE version LiteRT's
-reference resolver registers, :func:`tests.modelgen.depth_to_space_v1`).
+against LiteRT's reference kernels with 0 mismatches (espcn_x2's DEPTH_TO_SPACE run at the op version LiteRT's
+reference resolver registers, :func:`tf2tosa.verify.litert.reference_resolver_model`).
 """
 
 from __future__ import annotations
@@ -85,8 +85,6 @@ def test_zoo_model_all_on_npu_and_bit_exact(tmp_path: Path, name: str, variant: 
     pytest.importorskip("tensorflow")
     from models.zoo import REGISTRY, build_tflite
     from models.zoo.core import TFLiteRefused
-    from tests.modelgen import depth_to_space_v1
-    from tf2tosa.verify.compare import verify_tflite
 
     if (name, variant) in KNOWN:
         pytest.xfail(KNOWN[name, variant])
@@ -100,9 +98,5 @@ def test_zoo_model_all_on_npu_and_bit_exact(tmp_path: Path, name: str, variant: 
     # (185 s before, on a loaded machine); the time-out only guards against a hang
     res = compile_for_npu(tmp_path / "m.tosa", timeout=600)
     assert res.cpu_ops == 0, res
-    # LiteRT's BUILTIN_REF registers DEPTH_TO_SPACE for version 1 only (espcn_x2): the same reference kernel runs
-    # the model once its version field says 1 (see depth_to_space_v1); every other model is run unchanged
-    ref = depth_to_space_v1(info.data)
-    report = (m.verify(num=2, oracle="ref") if ref == info.data
-              else verify_tflite(m, num=2, oracle="ref", tflite=ref))
+    report = m.verify(num=2, oracle="ref")
     assert report.ok and all(o.mismatches == 0 for o in report.outputs if not o.is_float), report
