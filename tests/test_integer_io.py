@@ -118,3 +118,64 @@ def test_host_quantize_follows_tflite_rounding() -> None:
     q = np.arange(-32768, 32768, dtype=np.int16)
     for scale in (3.0517578125e-05, 0.0123456789, 7.3):
         np.testing.assert_array_equal(quantize(dequantize(q, scale, 0), "i16", scale, 0), q)
+
+
+def _int16x8_depth_to_space() -> bytes:
+    """int16x8 conv → DEPTH_TO_SPACE → conv → DEPTH_TO_SPACE, and a second conv → DEPTH_TO_SPACE → RESHAPE output;
+    TFLite cannot quantize DEPTH_TO_SPACE to 16x8 and keeps both in float (DEQUANTIZE → f32
+    DEPTH_TO_SPACE → QUANTIZE in the middle, DEQUANTIZE → f32 DEPTH_TO_SPACE at the output)."""
+    pytest.importorskip("tensorflow")
+    from tests import modelgen
+
+    def build() -> bytes:
+        tf = modelgen._tf()
+        rng = np.random.default_rng(11)
+        w1 = tf.constant(rng.normal(0, 0.4, (3, 3, 2, 8)).astype(np.float32))
+        w2 = tf.constant(rng.normal(0, 0.4, (3, 3, 2, 8)).astype(np.float32))
+        w3 = tf.constant(rng.normal(0, 0.4, (1, 1, 2, 4)).astype(np.float32))
+
+        def fn(x: object) -> object:
+            y = tf.nn.depth_to_space(tf.nn.conv2d(x, w1, 1, "SAME"), 2)
+            z = tf.nn.depth_to_space(tf.nn.conv2d(y, w2, 1, "SAME"), 2)
+            return z, tf.reshape(tf.nn.depth_to_space(tf.nn.conv2d(y, w3, 1, "SAME"), 2), (1, 32 * 32))
+
+        f = tf.function(fn, input_signature=[tf.TensorSpec((1, 8, 8, 2), tf.float32)])
+        conv = tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()], f)
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        data = [[rng.uniform(-1.0, 1.0, (1, 8, 8, 2)).astype(np.float32)] for _ in range(8)]
+        conv.representative_dataset = lambda: iter(data)
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8,
+                                          tf.lite.OpsSet.TFLITE_BUILTINS]
+        return bytes(conv.convert())
+
+    return modelgen.cached("integer_io/int16x8_depth_to_space", build, {})
+
+
+def test_dequantize_commutes_past_data_movement_bit_exact() -> None:
+    buf = _int16x8_depth_to_space()
+    base = tf2tosa.convert(buf)
+    assert "PRO-FP" in base.profiles  # the float DEPTH_TO_SPACEs (the test can fail: this is what is fixed)
+    m = tf2tosa.convert(buf, io="int")
+    assert [v.dtype.value for v in m.graph.inputs + m.graph.outputs] == ["i16", "i16", "i16"]
+    assert m.profiles == ["PRO-INT"]  # integer only: every DEQUANTIZE went past the moves to the edge or its QUANTIZE
+    q = m.io_quantization
+    assert q is not None and [e["name"] for e in q["outputs"]] == m.output_names  # both moved to the host
+    # LiteRT's reference kernels run the float moves; their outputs quantized on the host must equal our integer
+    # outputs code for code (DEPTH_TO_SPACE at the version the reference resolver registers, see below)
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+
+
+def test_reference_resolver_model_lowers_only_the_depth_to_space_version() -> None:
+    import tflite
+
+    from tf2tosa.verify.litert import reference_resolver_model
+
+    buf = _int16x8_depth_to_space()
+    patched = reference_resolver_model(buf)
+    assert len(patched) == len(buf) and sum(a != b for a, b in zip(buf, patched)) == 1  # 2 → 1 in one int32
+    m = tflite.Model.GetRootAsModel(patched, 0)
+    versions = {m.OperatorCodes(i).BuiltinCode(): m.OperatorCodes(i).Version() for i in range(m.OperatorCodesLength())}
+    assert versions[tflite.BuiltinOperator.DEPTH_TO_SPACE] == 1
+    other = (SAMPLES / "small_cnn_int8.tflite").read_bytes()
+    assert reference_resolver_model(other) is other

@@ -131,6 +131,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
             passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (meta["io_quantization"])
         passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
         passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
+        passes.batch_fully_connected(graph)  # int16x8 FCs of one weight on independent rows: one stacked op
         legalize_graph(graph, options, file=file, context=ctx)
         passes.refresh_shapes(graph)
         if options.fold:

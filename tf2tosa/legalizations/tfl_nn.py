@@ -30,6 +30,7 @@ from ..quant.conv import (
     conv_output,
     conv_scales,
     fc_output,
+    fc_output_rows,
     is_quantized,
     note_inexact,
     per_tensor,
@@ -215,6 +216,8 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     ct = _conv_types(b, op, x, w)
     if op.attrs.get("weights_format", "DEFAULT") != "DEFAULT":
         raise Unsupported(f"fully_connected weights_format {op.attrs['weights_format']}")
+    if len(op.results) > 1:
+        return _fully_connected_rows(b, op, x, w, ct)
     xs = static_shape(x)
     ws = static_shape(w)
     if len(ws) != 2:
@@ -254,6 +257,21 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
         # reads, so Vela writes a CONCAT input straight into the CONCAT instead of copying it
         y = fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(op.results[0]))
     return [y]
+
+
+def _fully_connected_rows(b: Builder, op: Operation, x: Value, w: Value, ct: _ConvTypes) -> list[Value]:
+    """Stacked int16x8 rows (:mod:`tf2tosa.converter.passes.batch_fully_connected`): x [rows, IC], one result
+    [1, OC] per row with its own output scale; one CONV2D and one exact output stage for all rows."""
+    oc, ic = static_shape(w)
+    n = static_shape(x)[0]
+    if not ct.quantized or x.dtype is not DType.INT16 or n != len(op.results):
+        raise Unsupported("stacked fully_connected rows need an int16 input with one result per row")
+    bias, _ = _bias(b, op, 2, oc, ct)
+    if acc_bound(x, w, bias, weight_zp(w)) >= (1 << 31) - 1:
+        raise Unsupported("stacked fully_connected rows need an accumulator that fits i32")
+    y = _conv(b, b.reshape(x, [n, 1, 1, ic]), b.reshape(w, [oc, 1, 1, ic]), bias, ct, [0, 0, 0, 0], [1, 1], [1, 1])
+    rows = fc_output_rows(b, y, [conv_scales(x, w, r, oc) for r in op.results], op.results)
+    return [b.reshape(r, [1, oc]) for r in rows]
 
 
 @legalize("tfl.batch_matmul", dtypes=_QTYPES)

@@ -339,6 +339,21 @@ def fc_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tf
     return fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(out)) if activation else y
 
 
+def fc_output_rows(b: Builder, acc: Value, scales: Sequence[Sequence[float]], outs: Sequence[Value]) -> list[Value]:
+    """The output stage of stacked int16x8 fully_connected rows (``acc`` [rows, 1, 1, C], row ``i`` requantized
+    by ``scales[i]`` to the type of ``outs[i]``): :func:`fc_output`'s exact multi-limb form once over all rows,
+    with per-row-and-channel constants, then per row a SLICE and the saturating RESCALE to that row's type
+    (the caller has checked that the accumulator fits i32)."""
+    from . import exact_round as X
+
+    acc32 = acc if acc.dtype is DType.INT32 else rescale(b, acc, 1.0, DType.INT32, scale32=False)
+    neg, limbs = X.limbs_of_i32(b, acc32)
+    flat = [s for row in scales for s in row]
+    q = X.round_scaled(b, neg, limbs, flat, double_product=True, rows=len(scales))
+    oc = acc.shape[-1]
+    return [_saturate_out(b, b.slice(q, [i, 0, 0, 0], [1, 1, 1, oc]), out) for i, out in enumerate(outs)]
+
+
 def _saturate_out(b: Builder, q: Value, out: Value) -> Value:
     """``clip(q + zp_out)`` to the output type (RESCALE ×1; |q| <= 2^16 keeps apply_scale_32's range)."""
     zp_out = per_tensor(out, "output")[1]
@@ -384,6 +399,7 @@ def same_quant(a: Value, b_: Value) -> bool:
     return qa is not None and qb is not None and qa.scale == qb.scale and qa.zero_point == qb.zero_point
 
 
-__all__ = ["ACC", "acc_bound", "conv_output", "conv_scales", "exact_split", "fc_output", "is_quantized", "note_inexact",
-           "per_tensor", "qparams", "quant_bias", "require_act_type", "requantize_acc", "rescale_raw",
-           "round_scale_exact", "same_quant", "single_rescale_exact", "tfl_product_scale", "to_i32", "weight_zp"]
+__all__ = ["ACC", "acc_bound", "conv_output", "conv_scales", "exact_split", "fc_output", "fc_output_rows",
+           "is_quantized", "note_inexact", "per_tensor", "qparams", "quant_bias", "require_act_type", "requantize_acc",
+           "rescale_raw", "round_scale_exact", "same_quant", "single_rescale_exact", "tfl_product_scale", "to_i32",
+           "weight_zp"]

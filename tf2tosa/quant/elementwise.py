@@ -232,11 +232,14 @@ class Fx:
         self.b = b
         self.shape1 = (1,) * rank
 
-    def c(self, v: int | Sequence[int]) -> Value:
-        """An i32 constant broadcast to the rank: a scalar, or per-channel values along the last axis."""
+    def c(self, v: int | Sequence[int] | np.ndarray) -> Value:
+        """An i32 constant broadcast to the rank: a scalar, or per-channel values along the last axis ([rows,
+        channels]: per row along the first axis too)."""
         arr = np.asarray(v, np.int64)
         if arr.ndim == 0:
             return self.b.const(np.full(self.shape1, int(arr)), DType.INT32)
+        if arr.ndim == 2:
+            return self.b.const(arr.reshape(arr.shape[:1] + self.shape1[1:-1] + arr.shape[1:]), DType.INT32)
         return self.b.const(arr.reshape(self.shape1[:-1] + (arr.size,)), DType.INT32)
 
     def _v(self, v: Value | int) -> Value:

@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
+import numpy as np
+
 from ..ir import DType, Value
 from ..tosa.builder import Builder
 from .elementwise import Fx
@@ -128,7 +130,8 @@ def scale_limbs(scales: Sequence[float]) -> tuple[list[list[int]], int]:
 
 
 def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequence[float], cap: int = 1 << 16,
-                 *, half_up: bool = False, wrap32: bool = False, double_product: bool = False) -> Value:
+                 *, half_up: bool = False, wrap32: bool = False, double_product: bool = False,
+                 rows: int = 1) -> Value:
     """``sign · min(floor(|a|·s_c + 1/2), cap)`` as i32 (round half away from zero), channels on the last axis.
 
     ``double_product``: round ``fl64(|a|·s)`` instead of the exact product, as ``round((double)acc · s)`` does.
@@ -138,7 +141,8 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
     ``bitlen(n) - 1`` (``-2`` for n = 0) — the top ``K' - p = 22 + clz(n) (+1 for n = 0)`` bits of ``R`` all ones.
 
     ``half_up``: ``floor(a·s + 1/2)`` for negative ``a`` too (apply_scale_16 / TFLite's int64 MBQM); ``wrap32``:
-    the low 32 bits of the (signed) result instead of a saturated one (C's int64 → int32 cast)."""
+    the low 32 bits of the (signed) result instead of a saturated one (C's int64 → int32 cast).  ``rows``: the
+    scales are ``rows`` × channels, row-major, one row per index of the first axis (stacked fully_connected rows)."""
     o = Fx(b, neg.type.rank)
     mlimbs, k = scale_limbs(scales)
     ncol = max(len(limbs) + len(mlimbs), k + 1)
@@ -147,7 +151,7 @@ def round_scaled(b: Builder, neg: Value, limbs: Sequence[Value], scales: Sequenc
         for j, mv in enumerate(mlimbs):
             if not any(mv):
                 continue
-            p = o.mul(a, o.c(mv if len(set(mv)) > 1 else mv[0]))
+            p = o.mul(a, o.c(mv[0] if len(set(mv)) == 1 else np.asarray(mv).reshape(rows, -1) if rows > 1 else mv))
             cols[i + j].append(o.band(p, MASK))
             cols[i + j + 1].append(o.shr(p, LIMB))
     cols[k - 1].append(o.c(1 << (LIMB - 1)))  # + 1/2

@@ -28,6 +28,7 @@ __all__ = [
     "model_op_names",
     "output_details",
     "random_inputs",
+    "reference_resolver_model",
     "run_tflite",
     "run_tflite_many",
     "run_tflite_tensors",
@@ -89,6 +90,34 @@ def _tfl_model(buf: bytes) -> Any:
         raise
     except Exception as e:  # struct.error / IndexError from a truncated or corrupt flatbuffer
         raise LiteRTError(f"corrupt TFLite flatbuffer: {type(e).__name__}: {e}") from e
+
+
+def reference_resolver_model(buf: bytes) -> bytes:
+    """``buf`` as LiteRT's reference op resolver (BUILTIN_REF) can load it: DEPTH_TO_SPACE's operator code at
+    version 1.
+
+    TFLite's converter writes DEPTH_TO_SPACE as version 2 (the version that admits int8), but the reference resolver
+    (``register_ref.cc``) registers ``Register_DEPTH_TO_SPACE_REF()`` for version 1 only, so such a model fails with
+    "Didn't find op for builtin opcode 'DEPTH_TO_SPACE' version '2' … Registration failed".  The version number
+    selects no code: the registered reference kernel's Eval switches on the tensor type and has float32, uint8, int8,
+    int32 and int64 cases (``reference_ops::DepthToSpace<T>``), so the patched model runs the very reference kernel
+    version 2 would.  Only that 4-byte field changes; a model without it comes back unchanged (the same object).
+    """
+    import tflite
+
+    m = _tfl_model(buf)
+    patch = []
+    for i in range(m.OperatorCodesLength()):
+        oc = m.OperatorCodes(i)
+        if max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode()) == tflite.BuiltinOperator.DEPTH_TO_SPACE \
+                and oc.Version() > 1:
+            patch.append(oc._tab.Pos + oc._tab.Offset(8))  # OperatorCode.version: field 2, vtable slot 4 + 2·2
+    if not patch:
+        return buf
+    out = bytearray(buf)
+    for pos in patch:
+        out[pos:pos + 4] = (1).to_bytes(4, "little", signed=True)
+    return bytes(out)
 
 
 def _tensor_details(model: Any, sg: Any, index: int) -> dict[str, Any]:
@@ -412,12 +441,13 @@ def _run(model: ModelLike, input_sets: Sequence[Inputs], *, reference_kernels: b
     buf = _model_bytes(model)
     details = input_details(buf)
     arrays = [_normalise_inputs(s, details) for s in input_sets]
+    run_buf = reference_resolver_model(buf) if reference_kernels else buf
     with tempfile.TemporaryDirectory(prefix="tf2tosa-litert-") as tmp:
-        if isinstance(model, str | Path):
+        if isinstance(model, str | Path) and run_buf is buf:
             model_path = str(Path(model).resolve())
         else:
             model_path = os.path.join(tmp, "model.tflite")
-            Path(model_path).write_bytes(buf)
+            Path(model_path).write_bytes(run_buf)
         in_path = os.path.join(tmp, "inputs.npz")
         out_path = os.path.join(tmp, "outputs.npz")
         payload: dict[str, Any] = {f"r{r}_i{k}": a for r, arrs in enumerate(arrays) for k, a in enumerate(arrs)}

@@ -4,6 +4,7 @@
 2. :mod:`.integer_io` — with ``--io int`` only: a quantized model's edge QUANTIZE/DEQUANTIZE removed;
 3. :mod:`.unsigned_io` — uint8 model inputs/outputs as int8 with unsigned RESCALEs;
 4. :mod:`.integer_islands` — int8 DEQUANTIZE → NEG/ABS → QUANTIZE chains as one TABLE;
+   :mod:`.batch_fully_connected` — int16x8 FULLY_CONNECTEDs sharing weights on independent rows as one op;
 5. :mod:`.densify` — sparse constants made dense (then the rules run: :func:`..pipeline.legalize_graph`);
 6. :mod:`.constants` — the frontend constants still in use become tosa.CONST with TOSA types;
 7. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
@@ -21,6 +22,7 @@ Each module's docstring names its input and output form.
 from __future__ import annotations
 
 from ...tosa.constants import narrow_constant, retype
+from .batch_fully_connected import batch_fully_connected
 from .constants import finish_constants
 from .dedup_constants import dedup_constants
 from .densify import densify
@@ -36,7 +38,7 @@ from .shapes import refresh_shapes
 from .state_io import state_io
 from .unsigned_io import unsigned_io
 
-__all__ = ["dedup_constants", "densify", "finish_constants", "fold_constants", "fold_pad", "fp16_weights_mode",
-           "integer_io", "integer_io_names", "integer_islands", "keep_fp16_weights", "name_outputs",
-           "narrow_constant", "rebuild_tensor_map", "refresh_shapes", "remove_identities", "resolve_input_shapes",
-           "retype", "state_io", "unsigned_io"]
+__all__ = ["batch_fully_connected", "dedup_constants", "densify", "finish_constants", "fold_constants", "fold_pad",
+           "fp16_weights_mode", "integer_io", "integer_io_names", "integer_islands", "keep_fp16_weights",
+           "name_outputs", "narrow_constant", "rebuild_tensor_map", "refresh_shapes", "remove_identities",
+           "resolve_input_shapes", "retype", "state_io", "unsigned_io"]

@@ -20,6 +20,26 @@ type; an output when it is produced by a ``tfl.dequantize`` of a per-tensor quan
 Other inputs and outputs stay as they are.  A graph with no qualifying edge (a float model, or an integer model whose
 edges are already integer) is refused with one :class:`~tf2tosa.errors.InputError`.
 
+First, each DEQUANTIZE moves past the pure data-movement ops behind it (:func:`commute_dequantize`).  TFLite's
+int16x8 conversion leaves the ops it cannot quantize in float, e.g. the DEPTH_TO_SPACE that ends ESPCN; before::
+
+    y i16 ──tfl.dequantize──► f32 ──tfl.depth_to_space──► output f32
+    y i16 ──tfl.dequantize──► f32 ──tfl.depth_to_space──► f32 ──tfl.quantize (same type, scale, zp)──► z i16
+
+after::
+
+    y i16 ──tfl.depth_to_space──► i16 ──tfl.dequantize──► output f32     (then an edge DEQUANTIZE, as above)
+    y i16 ──tfl.depth_to_space──► z i16
+
+The rewrite is exact.  DEPTH_TO_SPACE, SPACE_TO_DEPTH, RESHAPE, TRANSPOSE, SQUEEZE, EXPAND_DIMS, SLICE,
+STRIDED_SLICE, GATHER (constant indices), REVERSE_V2 and TILE copy elements of their data operand without computing
+anything, and DEQUANTIZE maps each element by itself (``D(q) = scale·(q − zp)``), so moving the elements before or
+after dequantizing gives the same floats: ``D(move(q)) = move(D(q))`` element for element; a CONCATENATION
+commutes the same way when all its inputs are dequantized from one integer type, scale and zero point.  A QUANTIZE
+back to that very type, scale and zero point undoes the DEQUANTIZE (``Q(D(q)) = q`` for every code: ``D(q)/scale``
+is within float rounding of the integer ``q − zp``), so that pair goes away too.  Only single-reader chains are
+moved; the default ``--io float`` conversion does not run this, so its output stays as it was.
+
 Run before :mod:`.unsigned_io` (a uint8 QUANTIZE result becomes a uint8 graph input, which that pass handles) and
 before legalization.
 """
@@ -31,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from ...ir import DType, Graph, Value
+from ...ir import DType, Graph, Operation, TensorType, Value
 
 #: the integer types a model edge can take
 _INT_IO = (DType.INT8, DType.INT16, DType.UINT8)
@@ -49,8 +69,105 @@ def _entry(index: int, v: Value, float_dtype: DType) -> dict[str, Any]:
             "float_dtype": float_dtype.value}
 
 
+#: float ops that only move elements of their first operand (the others, when present, are constants);
+#: tfl.concatenation moves elements of all its operands
+_MOVES = frozenset({"tfl.depth_to_space", "tfl.space_to_depth", "tfl.reshape", "tfl.transpose", "tfl.squeeze",
+                    "tfl.expand_dims", "tfl.slice", "tfl.strided_slice", "tfl.gather", "tfl.reverse_v2", "tfl.tile",
+                    "tfl.concatenation"})
+
+
+def _data_operands(op: Operation) -> list[int] | None:
+    """Positions of the operands ``op`` moves elements of, or None when ``op`` is not a pure data movement."""
+    if op.name not in _MOVES or len(op.results) != 1 \
+            or op.attrs.get("fused_activation_function", "NONE") not in ("NONE", None):
+        return None
+    data = list(range(len(op.operands))) if op.name == "tfl.concatenation" else [0]
+    if any(not op.operands[k].is_const for k in range(len(op.operands)) if k not in data):
+        return None
+    return data
+
+
+def _lift(graph: Graph, v: Value) -> TensorType | None:
+    """The integer type ``v`` (a float value) is the dequantization of, through data-movement ops only: a per-tensor
+    int8/int16/uint8 DEQUANTIZE, or a movement op whose data operands all lift to one type and are read only by it."""
+    op = v.producer
+    if op is None or not v.dtype.is_float:
+        return None
+    if op.name == "tfl.dequantize":
+        x = op.operands[0]
+        return x.type if _per_tensor(x) else None
+    data = _data_operands(op)
+    if data is None:
+        return None
+    types = set()
+    for k in data:
+        w = op.operands[k]
+        if w in graph.outputs or len(graph.uses(w)) != 1:
+            return None
+        t = _lift(graph, w)
+        if t is None:
+            return None
+        types.add((t.dtype, t.quant))
+    if len(types) != 1:
+        return None
+    (dtype, quant), = types
+    return TensorType(v.shape, dtype, quant)
+
+
+def _apply_lift(graph: Graph, v: Value) -> None:
+    """Make the movement ops behind ``v`` (checked by :func:`_lift`) move the integer codes: each reads the
+    DEQUANTIZE's operand instead of its result and produces the integer type."""
+    op = v.producer
+    assert op is not None
+    if op.name == "tfl.dequantize":
+        return
+    data = _data_operands(op)
+    assert data is not None
+    for k in data:
+        w = op.operands[k]
+        _apply_lift(graph, w)
+        if w.producer is not None and w.producer.name == "tfl.dequantize":
+            graph.set_operand(op, k, w.producer.operands[0])
+    t = op.operands[data[0]].type
+    v.type = TensorType(v.shape, t.dtype, t.quant)
+
+
+def commute_dequantize(graph: Graph) -> int:
+    """Move DEQUANTIZEs past the data-movement ops that lead to a graph output or to a QUANTIZE of the same
+    integer type, scale and zero point (see the module docstring); returns how many outputs and QUANTIZEs."""
+    done = 0
+    for op in graph.topological_order():
+        if op.id not in graph.ops or _data_operands(op) is None or op.results[0] in graph.outputs:
+            continue
+        v = op.results[0]
+        quants = [u for u, _ in graph.uses(v)]
+        if not quants or any(u.name != "tfl.quantize" for u in quants):
+            continue
+        t = _lift(graph, v)
+        if t is None or any(u.results[0].type != t for u in quants):
+            continue
+        _apply_lift(graph, v)
+        v.source = quants[0].results[0].source or v.source
+        for u in quants:
+            graph.replace_all_uses(u.results[0], v)
+            graph.remove_op(u)
+        done += 1
+    for i, w in enumerate(graph.outputs):
+        if w.producer is None or w.producer.name == "tfl.dequantize" or graph.uses(w) or graph.outputs.count(w) != 1:
+            continue
+        if _lift(graph, w) is not None:
+            _apply_lift(graph, w)
+            dq = graph.add_op("tfl.dequantize", [w], [TensorType(w.shape, DType.FP32)], location=w.producer.location)
+            graph.outputs[i] = dq.results[0]
+            dq.results[0].source = w.source
+            done += 1
+    graph.remove_dead_ops()
+    return done
+
+
 def integer_io(graph: Graph, file: str | None = None) -> None:
     """Remove the edge QUANTIZE/DEQUANTIZE ops of ``graph`` (see the module docstring); refuse a graph without any."""
+    commute_dequantize(graph)
     ins: list[dict[str, Any]] = []
     outs: list[dict[str, Any]] = []
     for i, v in enumerate(graph.inputs):
