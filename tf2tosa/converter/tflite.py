@@ -477,7 +477,7 @@ class _Loader:
             self.fail(f"quantization of tensor {_q(name)} has scale {bad} ({what})", tensor=name)
         zp: list[int] = []
         if not q.ZeroPointIsNone() and self.vlen(q.ZeroPointLength(), "zero_point", 8):
-            zp = [int(x) for x in q.ZeroPointAsNumpy().tolist()]
+            zp = q.ZeroPointAsNumpy().astype(np.int64).tolist()  # (Python ints)
         if not zp:
             zp = [0] * len(scale)
         elif len(zp) == 1 and len(scale) > 1:
