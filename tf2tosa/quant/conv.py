@@ -268,11 +268,15 @@ def _first_candidates_pass(scales: Sequence[float], bound: int, zp_out: int, lo:
         acc = start[:, :, None] + cols[None, None, :]
         live = (cols[None, None, :] < width[:, None, None]) & (np.abs(acc) <= bound)
         prod = acc.astype(np.float64) * sc_a[:, :, None]
-        tfl = np.sign(prod) * np.floor(np.abs(prod) + 0.5)
-        want = np.clip(tfl.astype(np.int64) + zp_out, lo, hi)
+        # sign(p)·floor(|p| + 1/2) as trunc(p ± 1/2): p ± 1/2 rounds symmetrically, so the same integers
+        want = np.trunc(prod + np.copysign(0.5, prod)).astype(np.int64)
         # shifts above 62 do not occur (capped), so acc·mult + 2^(shift-1) stays in int64 as in the search
-        got = np.clip(((acc * mult_a + (np.int64(1) << (shift_a - 1))) >> shift_a) + zp_out, lo, hi)
-        ok = ((want == got) | ~live).all(axis=(1, 2))
+        got = (acc * mult_a + (np.int64(1) << (shift_a - 1))) >> shift_a
+        # equal before the output zero point and the clip: equal after; the few others are compared saturated
+        off = live & (want != got)
+        if off.any():
+            off &= np.clip(want + zp_out, lo, hi) != np.clip(got + zp_out, lo, hi)
+        ok = ~off.any(axis=(1, 2))
         for (c, mult, shift, _, _), good in zip(part, ok.tolist(), strict=True):
             if good:
                 out[c] = (mult, shift)
