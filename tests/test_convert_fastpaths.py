@@ -8,7 +8,8 @@
   from the formula, and it equals the per-channel search;
 * ``dedup_constants`` merges equal large constants and keeps ones that differ anywhere;
 * a ``.tflite`` conversion on the command line imports none of the TensorFlow / NNEF rules, the verifier, the MLIR
-  printer or the ``.tosa`` reader.
+  printer, the ``.tosa`` reader or (when its only folds are RESHAPEs of constants) the executor;
+* the builder's RESHAPE fold gives the executor kernel's array.
 """
 
 from __future__ import annotations
@@ -158,6 +159,28 @@ def test_tflite_convert_imports_only_what_it_needs(tmp_path: Path) -> None:
     assert report["code"] in (0, None) and (tmp_path / "m.tosa").stat().st_size > 0
     loaded = set(report["modules"])
     for unwanted in ("tensorflow", "tf2tosa.verify", "tf2tosa.legalizations.tf_math", "tf2tosa.legalizations.tf_nn",
-                     "tf2tosa.legalizations.nnef_ops", "tf2tosa.serializer.mlir", "tf2tosa.serializer.tosa_reader"):
+                     "tf2tosa.legalizations.nnef_ops", "tf2tosa.serializer.mlir", "tf2tosa.serializer.tosa_reader",
+                     "tf2tosa.executor"):  # (its only folds are weight RESHAPEs, done by the builder)
         assert unwanted not in loaded, unwanted
     assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded
+
+
+def test_reshape_fold_equals_the_executor_kernel() -> None:
+    from tf2tosa.executor import evaluate_op
+    from tf2tosa.tosa.builder import Builder, _reshaped
+
+    for dtype, arr in ((DType.FP32, np.arange(24, dtype=np.float32)), (DType.INT8, np.arange(24, dtype=np.int8)),
+                       (DType.BOOL, np.arange(24) % 3 == 0)):
+        g = Graph()
+        b = Builder(g, fold=False)
+        y = b.reshape(g.add_const(arr.reshape(2, 3, 4), dtype), (4, 6))
+        op = y.producer
+        assert op is not None and op.opcode == "RESHAPE"
+        mine = _reshaped(op)
+        assert mine is not None
+        (theirs,) = evaluate_op(op, [np.asarray(v.const()) for v in op.operands])
+        assert mine.dtype == theirs.dtype and mine.shape == theirs.shape and mine.tobytes() == theirs.tobytes()
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    g = Graph()  # storage types other than the plain ones are left to the executor
+    y = Builder(g, fold=False).reshape(g.add_const(np.zeros((2, 2), ml_dtypes.bfloat16), DType.BF16), (4,))
+    assert y.producer is not None and _reshaped(y.producer) is None
