@@ -12,8 +12,17 @@ from typing import Any
 import numpy as np
 
 from .api import TosaModel, convert, load, specialize
-from .executor import evaluate_op as _evaluate_op
+from .ir import Operation as _Operation
 from .tosa.builder import set_evaluator as _set_evaluator
+
+
+def _evaluate_op(op: _Operation, operands: list[np.ndarray]) -> Any:
+    """The executor's ``evaluate_op``, imported on the first fold: a conversion that folds nothing (and the
+    command line's start-up) does not load the executor's kernels."""
+    from .executor import evaluate_op
+
+    return evaluate_op(op, operands)
+
 
 _set_evaluator(_evaluate_op)  # the builder folds constant ops with the executor's kernels (no tosa -> executor import)
 

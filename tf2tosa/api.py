@@ -357,9 +357,26 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     with :meth:`TosaModel.session`.
     """
     extra["fp16_weights"] = fp16_weights
+    from .converter.source import convert_options, convert_tflite_data
+
+    if not _plain_tflite(source):  # (bytes and *.tflite files need neither frontend imported to say so)
+        model = _convert_nnef_or_tensorflow(source, input_shapes=input_shapes, dims=dims, rounding=rounding, fold=fold,
+                                            signature=signature, io=io, extra=extra)
+        if model is not None:
+            return model
+    data, path = _map_source(source)
+    graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, dims=dims, fold=fold,
+                                                            rounding=rounding, io=io, **extra))
+    return TosaModel(graph, source=data, source_path=path)
+
+
+def _convert_nnef_or_tensorflow(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None,
+                                dims: Mapping[str, int] | None, rounding: str, fold: bool, signature: str, io: str,
+                                extra: dict[str, Any]) -> TosaModel | None:
+    """:func:`convert` of an NNEF or TensorFlow source; None for anything else (a ``.tflite``)."""
     from .converter.nnef import is_nnef_source
     from .converter.pipeline import ConvertOptions, convert_graph
-    from .converter.source import convert_options, convert_tflite_data
+    from .converter.source import convert_options
     from .converter.tensorflow import is_tensorflow_source
 
     if is_nnef_source(source):
@@ -386,10 +403,17 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
         graph, src = tensorflow_frontend(source, options, signature=signature)
         convert_graph(graph, options, file=src.label)
         return TosaModel(graph, source_path=src.label, tf_source=src)
-    data, path = _map_source(source)
-    graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, dims=dims, fold=fold,
-                                                            rounding=rounding, io=io, **extra))
-    return TosaModel(graph, source=data, source_path=path)
+    return None
+
+
+def _plain_tflite(source: Any) -> bool:
+    """Bytes, or a path to a regular file named ``*.tflite``: what neither ``is_nnef_source`` (a directory or a
+    ``.nnef``/``.tgz``/``.tar.gz``/``.tar`` name) nor ``is_tensorflow_source`` (a directory, a ``.keras``/``.h5``/
+    ``.hdf5``/``.pb``/``.graphdef`` name or a Keras/TensorFlow object) accepts."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return True
+    path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+    return isinstance(path, str) and path.lower().endswith(".tflite") and os.path.isfile(path)
 
 
 def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str, int] | None = None,

@@ -7,6 +7,7 @@ Every command takes ``--json`` (one JSON object on stdout, see docs/schemas/), `
 from __future__ import annotations
 
 import functools
+import gc
 import io
 import os
 import sys
@@ -991,6 +992,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ImportError:  # pragma: no cover
         from click.exceptions import UsageError  # type: ignore[no-redef,assignment]
 
+    if argv is None:  # this process's own entry point (the console script, python -m tf2tosa)
+        # the objects of the modules imported so far live as long as the process: the cyclic collector need not walk
+        # them again on every collection of the command's own garbage (which it still collects)
+        gc.freeze()
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         code = app(args=args, prog_name="tf2tosa", standalone_mode=False)

@@ -266,7 +266,7 @@ class _Loader:
         arr = getattr(obj, field + "AsNumpy")()
         if isinstance(arr, int):
             return []
-        return [int(x) for x in arr]
+        return [int(x) for x in arr.tolist()]  # tolist: Python ints in one call, not a NumPy scalar each
 
     def string(self, s: Any) -> str:
         if s is None:
@@ -464,18 +464,20 @@ class _Loader:
         q = self.table(q, f"QuantizationParameters of {_q(name)}")
         if q.ScaleIsNone() or self.vlen(q.ScaleLength(), "scale") == 0:
             return None
-        scale = [float(x) for x in q.ScaleAsNumpy().tolist()]
+        scale_arr = q.ScaleAsNumpy()
+        scale = [float(x) for x in scale_arr.tolist()]
         # TFLite's converter gives an all-zero channel (or tensor) of constant weights the scale 0.0: every value of
         # it dequantizes to 0 whatever the scale, and its RESCALE multiplier becomes 0 (quant.scale).  A scale of 0
         # on a computed tensor has no meaning (TFLite would divide by it), so only constants may carry it.
         low = 0.0 if self._holds_data(int(t.Buffer())) else math.ulp(0.0)
-        if not all(math.isfinite(s) and s >= low for s in scale):
+        wide = np.asarray(scale_arr, np.float64)  # (float64: a float32 compare would round ulp(0.0) to 0.0)
+        if not (np.isfinite(wide).all() and (wide >= low).all()):
             bad = next(s for s in scale if not (math.isfinite(s) and s >= low))
             what = "scales of constants must be finite and >= 0" if low == 0.0 else "scales must be positive and finite"
             self.fail(f"quantization of tensor {_q(name)} has scale {bad} ({what})", tensor=name)
         zp: list[int] = []
         if not q.ZeroPointIsNone() and self.vlen(q.ZeroPointLength(), "zero_point", 8):
-            zp = [int(x) for x in q.ZeroPointAsNumpy().tolist()]
+            zp = q.ZeroPointAsNumpy().astype(np.int64).tolist()  # (Python ints)
         if not zp:
             zp = [0] * len(scale)
         elif len(zp) == 1 and len(scale) > 1:

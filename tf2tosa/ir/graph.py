@@ -18,6 +18,7 @@ are produced by the pseudo node ``INPUT``.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -110,6 +111,31 @@ class Operation:
         return f"<{self.name}#{self.id} {self.location or ''}>"
 
 
+class _Names(set[str]):
+    """The graph's value names, with a per-base hint for :meth:`Graph.unique_name`: ``hint[base]`` is never above
+    the smallest ``i >= 1`` whose ``base_i`` is free, so probing can start there instead of at 1 (same names, no
+    quadratic walk over ``const_1, const_2, …``).  Freeing a name ``base_i`` lowers its base's hint."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:  # (copy and pickle pass the names)
+        super().__init__(names)
+        self.hint: dict[str, int] = {}
+
+    def _freed(self, name: object) -> None:
+        if not isinstance(name, str):
+            return
+        base, sep, num = name.rpartition("_")
+        if sep and num.isascii() and num.isdigit() and base in self.hint:
+            self.hint[base] = min(self.hint[base], max(int(num), 1))
+
+    def discard(self, name: object) -> None:
+        super().discard(name)
+        self._freed(name)
+
+    def remove(self, name: str) -> None:
+        super().remove(name)
+        self._freed(name)
+
+
 class Graph:
     """A function-like graph: ordered inputs, ordered outputs, operations."""
 
@@ -125,7 +151,7 @@ class Graph:
         #: free-form metadata (source file, signature, profiles …)
         self.meta: dict[str, Any] = {}
         self._ids = itertools.count()
-        self._names: set[str] = set()
+        self._names: _Names = _Names()
         #: bumped by every change of the ops or edges; the topological order is cached per version
         self._version = 0
         self._order: tuple[tuple[int, int], list[Operation]] | None = None
@@ -149,11 +175,17 @@ class Graph:
     # ------------------------------------------------------------------ naming
     def unique_name(self, base: str) -> str:
         base = base or "v"
-        name, i = base, 1
-        while name in self._names:
-            name = f"{base}_{i}"
+        names = self._names
+        if base not in names:
+            names.add(base)
+            return base
+        i = names.hint.get(base, 1)
+        name = f"{base}_{i}"
+        while name in names:
             i += 1
-        self._names.add(name)
+            name = f"{base}_{i}"
+        names.hint[base] = i + 1
+        names.add(name)
         return name
 
     # ---------------------------------------------------------------- building
@@ -246,9 +278,28 @@ class Graph:
         makes a new version), so passes that only read the graph share one sort; the caller gets its own list."""
         key = (self._version, self.nx.number_of_nodes())
         if self._order is None or self._order[0] != key:
-            order = nx.lexicographical_topological_sort(self.nx)
-            self._order = (key, [self.ops[n] for n in order if n != INPUT])
+            self._order = (key, [self.ops[n] for n in self._smallest_id_first() if n != INPUT])
         return list(self._order[1])
+
+    def _smallest_id_first(self) -> list[int]:
+        """Kahn's sort taking the smallest ready node id each time: the order networkx's
+        ``lexicographical_topological_sort`` gives on node ids (it is unique), read straight off the successor and
+        predecessor views — a node is ready once every predecessor is out, so parallel edges need no count."""
+        succ, pred = self.nx.succ, self.nx.pred
+        waiting = {n: len(p) for n, p in pred.items()}
+        ready = [n for n, k in waiting.items() if k == 0]
+        heapq.heapify(ready)
+        order: list[int] = []
+        while ready:
+            n = heapq.heappop(ready)
+            order.append(n)
+            for c in succ[n]:
+                waiting[c] -= 1
+                if not waiting[c]:
+                    heapq.heappush(ready, c)
+        if len(order) != len(waiting):
+            raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
+        return order
 
     def __iter__(self) -> Iterator[Operation]:
         return iter(self.topological_order())

@@ -89,25 +89,30 @@ def legalize(*names: str, dtypes: tuple[str, ...] = ("fp32",)) -> Callable[[Rule
 
 
 def get_rule(name: str) -> RuleInfo | None:
-    _load_rule_modules()
+    _load_rule_modules(name.split(".", 1)[0] if "." in name else None)
     return RULES.get(name)
 
 
-_LOADED = False
+#: rule modules by the dialect of the op names they register (``tfl_*`` → ``tfl.*`` …); a conversion loads only its
+#: source dialect's modules (a .tflite needs none of the TensorFlow or NNEF rules)
+_DIALECT_PREFIXES = {"tfl": "tfl_", "tf": "tf_", "nnef": "nnef_"}
+_LOADED: set[str] = set()
 
 
-def _load_rule_modules() -> None:
-    global _LOADED
-    if _LOADED:
+def _load_rule_modules(dialect: str | None = None) -> None:
+    """Import the rule modules of ``dialect`` (every module when None or an unknown dialect)."""
+    key = dialect if dialect in _DIALECT_PREFIXES else "*"
+    if key in _LOADED or "*" in _LOADED:
         return
-    _LOADED = True
+    _LOADED.add(key)
     import importlib
     import pkgutil
 
     from .. import legalizations
 
+    prefix = _DIALECT_PREFIXES.get(key, "")
     for m in sorted(pkgutil.iter_modules(legalizations.__path__), key=lambda m: m.name):
-        if m.name not in ("registry", "common"):
+        if m.name not in ("registry", "common") and m.name.startswith(prefix):
             importlib.import_module(f"{legalizations.__name__}.{m.name}")
 
 

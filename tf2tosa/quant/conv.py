@@ -221,15 +221,66 @@ def single_rescale_exact(scales: Sequence[float], bound: int, zp_out: int, lo: i
     shifts: list[int] = []
     top = max(abs(lo - zp_out), abs(hi - zp_out)) + 2
     half = np.arange(-top, top + 1, dtype=np.float64) + 0.5
-    for sc in scales:
-        if not 0.0 < sc < 0.5:
-            return None
-        found = _single_rescale_channel(sc, bound, zp_out, lo, hi, top, half)
+    if any(not 0.0 < sc < 0.5 for sc in scales):
+        return None
+    first = _first_candidates_pass(scales, bound, zp_out, lo, hi, top, half)
+    for sc, hit in zip(scales, first, strict=True):
+        found = hit or _single_rescale_channel(sc, bound, zp_out, lo, hi, top, half)
         if found is None:
             return None
         mults.append(found[0])
         shifts.append(found[1])
     return mults, shifts
+
+
+def _first_candidates_pass(scales: Sequence[float], bound: int, zp_out: int, lo: int, hi: int, top: int,
+                           half: np.ndarray) -> list[tuple[int, int] | None]:
+    """:func:`_single_rescale_channel`'s first candidate (the nearest multiplier at the largest shift) checked for
+    every channel at once: per channel its ``(multiplier, shift)`` when that candidate passes the same exhaustive
+    check, else None (the caller then runs the channel's whole search, which tries this candidate first again).
+
+    The candidates and their windows are computed per channel with the same scalar expressions as the search; only
+    the check itself runs on arrays (channels x half-integers x window), with the same IEEE operations (exactly
+    rounded, so the same values) and a mask for the columns beyond a channel's window."""
+    cand: list[tuple[int, int, int, float, float]] = []  # channel, mult, shift, err, sc
+    for c, sc in enumerate(scales):
+        shift = min(62, int(np.floor(np.log2(((1 << 31) - 1) / sc))))
+        mult = int(np.floor(sc * 2.0**shift + 0.5))
+        if not 0 < mult < 1 << 31 or shift < 2 or (shift < 32 and bound >= 1 << (shift - 1)):
+            continue
+        err = float(bound) * abs(sc - mult / 2.0**shift) + (top + 1) * 2.0**-50 + 1e-12
+        if int(np.ceil(2 * err / sc)) + 3 <= 64:
+            cand.append((c, mult, shift, err, sc))
+    out: list[tuple[int, int] | None] = [None] * len(scales)
+    if not cand:
+        return out
+    # a few hundred kB of accumulators per step: the arrays stay in the cache
+    chunk = max(1, (1 << 15) // (len(half) * max(int(np.ceil(2 * p[3] / p[4])) + 3 for p in cand)))
+    for k in range(0, len(cand), chunk):
+        part = cand[k:k + chunk]
+        sc_a = np.array([p[4] for p in part], np.float64)[:, None]
+        err_a = np.array([p[3] for p in part], np.float64)[:, None]
+        width = np.array([int(np.ceil(2 * p[3] / p[4])) + 3 for p in part], np.int64)
+        mult_a = np.array([p[1] for p in part], np.int64)[:, None, None]
+        shift_a = np.array([p[2] for p in part], np.int64)[:, None, None]
+        start = np.floor((half[None, :] - err_a) / sc_a).astype(np.int64) - 1
+        cols = np.arange(int(width.max()), dtype=np.int64)
+        acc = start[:, :, None] + cols[None, None, :]
+        live = (cols[None, None, :] < width[:, None, None]) & (np.abs(acc) <= bound)
+        prod = acc.astype(np.float64) * sc_a[:, :, None]
+        # sign(p)·floor(|p| + 1/2) as trunc(p ± 1/2): p ± 1/2 rounds symmetrically, so the same integers
+        want = np.trunc(prod + np.copysign(0.5, prod)).astype(np.int64)
+        # shifts above 62 do not occur (capped), so acc·mult + 2^(shift-1) stays in int64 as in the search
+        got = (acc * mult_a + (np.int64(1) << (shift_a - 1))) >> shift_a
+        # equal before the output zero point and the clip: equal after; the few others are compared saturated
+        off = live & (want != got)
+        if off.any():
+            off &= np.clip(want + zp_out, lo, hi) != np.clip(got + zp_out, lo, hi)
+        ok = ~off.any(axis=(1, 2))
+        for (c, mult, shift, _, _), good in zip(part, ok.tolist(), strict=True):
+            if good:
+                out[c] = (mult, shift)
+    return out
 
 
 def round_scale_exact(b: Builder, acc: Value, scales: Sequence[float], out: Value) -> Value | None:

@@ -57,16 +57,36 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
         return None
     if len(op.results) != 1 or not op.result.type.is_static or op.result.type.size > FOLD_LIMIT:
         return None
-    if _evaluate is None:
-        raise RuntimeError("no evaluator for constant folding: import tf2tosa (it registers the executor's)")
     r = op.result
-    (arr,) = _evaluate(op, [np.asarray(v.const()) for v in op.operands])
+    arr = _reshaped(op)
+    if arr is None:
+        if _evaluate is None:
+            raise RuntimeError("no evaluator for constant folding: import tf2tosa (it registers the executor's)")
+        (arr,) = _evaluate(op, [np.asarray(v.const()) for v in op.operands])
     name = "tosa.CONST_SHAPE" if r.dtype is DType.SHAPE else "tosa.CONST"
     c = graph.add_op(name, [], [r.type], {"values": np.asarray(arr)}, [r.name + "_c"], location=op.location)
     c.result.source = r.source
     graph.replace_all_uses(r, c.result)
     graph.remove_op(op)
     return c
+
+
+#: element types whose constants are stored as exactly their numpy type (no storage conversion to fold through)
+_PLAIN_STORAGE = frozenset({DType.FP32, DType.FP16, DType.INT8, DType.INT16, DType.INT32, DType.BOOL})
+
+
+def _reshaped(op: Operation) -> np.ndarray | None:
+    """A RESHAPE of a plain constant folded as a view of its values in the result's shape (what the executor's
+    kernel computes, spec 2.10.3: same element order), so the many weight reshapes of a conversion load no
+    executor; None for any other op, or when the executor should judge (storage types, a size mismatch)."""
+    if op.opcode != "RESHAPE" or op.result.dtype not in _PLAIN_STORAGE:
+        return None
+    x = np.asarray(op.operands[0].const())
+    shape = op.result.type.static_shape
+    if (x.dtype != op.result.dtype.np_dtype() or x.size != int(np.prod(shape, dtype=np.int64))
+            or min(shape, default=1) < 1):
+        return None
+    return x.reshape(shape)
 
 
 class Builder:

@@ -21,9 +21,14 @@ from ...ir import Graph
 _CONSTS = ("tosa.CONST", "tosa.CONST_SHAPE")
 
 
+#: constants up to this many bytes are keyed by their whole data; larger ones by their first and last bytes, and
+#: compared in full only with the earlier constants that share that key (no copy of every weight tensor)
+_WHOLE_KEY_BYTES = 256
+
+
 def dedup_constants(graph: Graph) -> int:
     """Merge equal constants (see the module docstring); returns how many ops were merged away."""
-    kept: dict[Any, Any] = {}
+    kept: dict[Any, list[tuple[np.ndarray, Any]]] = {}
     merged = 0
     for op in graph.topological_order():
         if op.name not in _CONSTS or len(op.results) != 1:
@@ -32,9 +37,16 @@ def dedup_constants(graph: Graph) -> int:
         if v in graph.outputs:
             continue
         arr = np.ascontiguousarray(np.asarray(op.attrs.get("values")))
-        key = (op.name, v.type, arr.dtype.str, arr.shape, arr.tobytes())
-        first = kept.setdefault(key, v)
-        if first is v:
+        raw = arr.reshape(-1).view(np.uint8)
+        key: tuple[Any, ...]
+        if raw.size <= _WHOLE_KEY_BYTES:
+            key = (op.name, v.type, arr.dtype.str, arr.shape, raw.tobytes())
+        else:
+            key = (op.name, v.type, arr.dtype.str, arr.shape, raw[:64].tobytes(), raw[-64:].tobytes())
+        bucket = kept.setdefault(key, [])
+        first = next((w for data, w in bucket if raw.size <= _WHOLE_KEY_BYTES or np.array_equal(data, raw)), None)
+        if first is None:
+            bucket.append((raw, v))
             continue
         graph.replace_all_uses(v, first)
         graph.remove_op(op)

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidGraphError
-from ...executor.session import STATE_IN_SUFFIX, STATE_OUT_SUFFIX
 from ...ir import Graph, TensorType, Value
 from ...ir.types import DType
 
@@ -45,6 +44,9 @@ def _nested_variable_op(graph: Graph) -> str | None:
 def state_io(graph: Graph, file: str | None = None) -> list[dict[str, Any]]:
     """Rewrite every variable of ``graph`` into a state input/output pair; returns the pairs (also in
     ``graph.meta["state_io"]``)."""
+    # the executor's session names the pairs; imported here so a conversion without --state-io loads no executor
+    from ...executor.session import STATE_IN_SUFFIX, STATE_OUT_SUFFIX
+
     nested = _nested_variable_op(graph)
     if nested:
         raise InvalidGraphError(f"--state-io: {nested} (only top-level variables can become inputs/outputs)",
@@ -93,4 +95,4 @@ def state_io(graph: Graph, file: str | None = None) -> list[dict[str, Any]]:
     return pairs
 
 
-__all__ = ["STATE_IN_SUFFIX", "STATE_OUT_SUFFIX", "state_io"]
+__all__ = ["state_io"]

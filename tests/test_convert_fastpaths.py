@@ -1,0 +1,186 @@
+"""The conversion's fast paths give what the slow definitions give (issue 16, conversion speed).
+
+* ``Graph.topological_order`` (our smallest-id-first Kahn sort) against networkx's
+  ``lexicographical_topological_sort`` — the oracle the order was defined by;
+* ``Graph.unique_name`` (probing from a per-base hint) against the plain probing loop, with names freed between;
+* ``quant.conv.single_rescale_exact`` (every channel's first candidate checked in one array pass): every pair it
+  returns reproduces LiteRT's double-precision requantization on every accumulator, checked exhaustively with numpy
+  from the formula, and it equals the per-channel search;
+* ``dedup_constants`` merges equal large constants and keeps ones that differ anywhere;
+* a ``.tflite`` conversion on the command line imports none of the TensorFlow / NNEF rules, the verifier, the MLIR
+  printer, the ``.tosa`` reader or (when its only folds are RESHAPEs of constants) the executor;
+* the builder's RESHAPE fold gives the executor kernel's array.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import tf2tosa
+from tf2tosa.converter.passes import dedup_constants
+from tf2tosa.ir.graph import INPUT, Graph
+from tf2tosa.ir.types import DType, TensorType
+from tf2tosa.quant.conv import _single_rescale_channel, single_rescale_exact
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "models" / "samples"
+
+
+def _random_dag(rng: random.Random) -> Graph:
+    g = Graph()
+    ids = rng.sample(range(1, 500), rng.randint(1, 60))
+    for i in ids:
+        g.nx.add_node(i)
+    order = [INPUT, *rng.sample(ids, len(ids))]  # edges only forward in a random permutation: a DAG
+    for _ in range(rng.randint(0, 3 * len(ids))):
+        a, b = sorted(rng.sample(range(len(order)), 2)) if len(order) > 2 else (0, 1)
+        g.nx.add_edge(order[a], order[b], key=rng.random())  # parallel edges too (a value read twice)
+    return g
+
+
+def test_topological_order_is_networkx_lexicographical_sort() -> None:
+    rng = random.Random(16)
+    for _ in range(200):
+        g = _random_dag(rng)
+        assert g._smallest_id_first() == list(nx.lexicographical_topological_sort(g.nx))
+    model = tf2tosa.convert(str(SAMPLES / "small_cnn_int8.tflite"))
+    g = model.graph
+    assert [op.id for op in g.topological_order()] == [
+        n for n in nx.lexicographical_topological_sort(g.nx) if n != INPUT]
+
+
+def test_topological_order_refuses_a_cycle() -> None:
+    g = Graph()
+    g.nx.add_edge(1, 2, key=0)
+    g.nx.add_edge(2, 1, key=0)
+    with pytest.raises(nx.NetworkXUnfeasible):
+        g._smallest_id_first()
+
+
+def test_unique_name_equals_probing_from_one() -> None:
+    def probe(names: set[str], base: str) -> str:
+        base = base or "v"
+        name, i = base, 1
+        while name in names:
+            name, i = f"{base}_{i}", i + 1
+        names.add(name)
+        return name
+
+    rng = random.Random(3)
+    for _ in range(50):
+        g, ref = Graph(), set[str]()
+        for _ in range(300):
+            if rng.random() < 0.7 or not ref:
+                base = rng.choice(["const", "x", "x_1", "const_2", "", "y_0", "a_b"])
+                assert g.unique_name(base) == probe(ref, base)
+            else:
+                gone = rng.choice(sorted(ref))
+                ref.discard(gone)
+                g._names.discard(gone)
+        assert set(g._names) == ref
+
+
+def _litert_requant(acc: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    """TFLite's double-precision requantization: ``clip(round_half_away(fl64(acc·s)) + zp, -128, 127)``."""
+    prod = acc.astype(np.float64) * scale
+    return np.clip((np.sign(prod) * np.floor(np.abs(prod) + 0.5)).astype(np.int64) + zp, -128, 127)
+
+
+def _rescale(acc: np.ndarray, mult: int, shift: int, zp: int) -> np.ndarray:
+    """The spec's SINGLE_ROUND apply_scale_32 plus the output zero point, saturated to int8."""
+    return np.clip(((acc * mult + (1 << (shift - 1))) >> shift) + zp, -128, 127)
+
+
+def test_single_rescale_exact_is_exact_and_equals_the_per_channel_search() -> None:
+    rng = np.random.default_rng(7)
+    found = 0
+    for _ in range(40):
+        bound = int(rng.choice([255, 4095, 1 << 14]))
+        zp = int(rng.integers(-128, 128))
+        scales = [float(s) for s in np.exp(rng.uniform(np.log(1e-4), np.log(0.45), int(rng.integers(1, 12))))]
+        got = single_rescale_exact(scales, bound, zp)
+        top = max(abs(-128 - zp), abs(127 - zp)) + 2
+        half = np.arange(-top, top + 1, dtype=np.float64) + 0.5
+        per_channel = [_single_rescale_channel(s, bound, zp, -128, 127, top, half) for s in scales]
+        if any(p is None for p in per_channel):
+            assert got is None
+            continue
+        assert got == ([p[0] for p in per_channel if p], [p[1] for p in per_channel if p])
+        acc = np.arange(-bound, bound + 1, dtype=np.int64)
+        for s, m, sh in zip(scales, got[0], got[1], strict=True):
+            np.testing.assert_array_equal(_rescale(acc, m, sh, zp), _litert_requant(acc, s, zp))
+        found += 1
+    assert found > 20
+    assert single_rescale_exact([0.25, 0.5], 100, 0) is None  # a scale of 1/2 keeps the multi-op form
+
+
+def test_dedup_constants_compares_large_constants_in_full() -> None:
+    g = Graph()
+    x = g.add_input("x", TensorType((4096,), DType.FP32))
+    base = np.arange(4096, dtype=np.float32)
+    middle = base.copy()
+    middle[2000] = -1.0  # same first and last bytes, differs inside
+    outs = []
+    for arr in (base, base.copy(), middle, base.astype(np.float32).copy()):
+        c = g.add_const(arr, DType.FP32, name="w")
+        outs.append(g.add_op("tosa.ADD", [x, c], [TensorType((4096,), DType.FP32)]).result)
+    g.outputs = outs
+    assert dedup_constants(g) == 2
+    consts = [op for op in g.ops.values() if op.name == "tosa.CONST"]
+    assert len(consts) == 2
+    kept = {bytes(np.asarray(op.attrs["values"]).tobytes()) for op in consts}
+    assert kept == {base.tobytes(), middle.tobytes()}
+
+
+_CHILD = """
+import json, sys
+from tf2tosa.cli import main
+sys.argv = ["tf2tosa", "convert", sys.argv[1], "-o", sys.argv[2], "-q"]
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_tflite_convert_imports_only_what_it_needs(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(SAMPLES / "small_cnn_int8.tflite"),
+                           str(tmp_path / "m.tosa")], capture_output=True, text=True, cwd=ROOT, check=True)
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["code"] in (0, None) and (tmp_path / "m.tosa").stat().st_size > 0
+    loaded = set(report["modules"])
+    for unwanted in ("tensorflow", "tf2tosa.verify", "tf2tosa.legalizations.tf_math", "tf2tosa.legalizations.tf_nn",
+                     "tf2tosa.legalizations.nnef_ops", "tf2tosa.serializer.mlir", "tf2tosa.serializer.tosa_reader",
+                     "tf2tosa.executor", "tf2tosa.converter.nnef", "tf2tosa.converter.tensorflow"):
+        assert unwanted not in loaded, unwanted
+    assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded
+
+
+def test_reshape_fold_equals_the_executor_kernel() -> None:
+    from tf2tosa.executor import evaluate_op
+    from tf2tosa.tosa.builder import Builder, _reshaped
+
+    for dtype, arr in ((DType.FP32, np.arange(24, dtype=np.float32)), (DType.INT8, np.arange(24, dtype=np.int8)),
+                       (DType.BOOL, np.arange(24) % 3 == 0)):
+        g = Graph()
+        b = Builder(g, fold=False)
+        y = b.reshape(g.add_const(arr.reshape(2, 3, 4), dtype), (4, 6))
+        op = y.producer
+        assert op is not None and op.opcode == "RESHAPE"
+        mine = _reshaped(op)
+        assert mine is not None
+        (theirs,) = evaluate_op(op, [np.asarray(v.const()) for v in op.operands])
+        assert mine.dtype == theirs.dtype and mine.shape == theirs.shape and mine.tobytes() == theirs.tobytes()
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    g = Graph()  # storage types other than the plain ones are left to the executor
+    y = Builder(g, fold=False).reshape(g.add_const(np.zeros((2, 2), ml_dtypes.bfloat16), DType.BF16), (4,))
+    assert y.producer is not None and _reshaped(y.producer) is None
