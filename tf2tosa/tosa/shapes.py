@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidGraphError
+from ..ir.symdim import size
 from ..ir.types import Dim, TensorType
 from . import optable
 
@@ -98,7 +99,7 @@ def idiv_check(op: str, a: int, b: int, what: str) -> int:
 def _const_list(c: np.ndarray | None) -> list[int] | None:
     if c is None:
         return None
-    return [int(x) for x in np.asarray(c).reshape(-1)]
+    return [size(x) for x in np.asarray(c).reshape(-1)]
 
 
 # ---------------------------------------------------------------------------------------- rules
