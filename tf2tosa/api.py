@@ -407,6 +407,7 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
     (``fbs_version 1.1.0d``, Arm's draft schema) and the MLIR text, or the MLIR text only to a ``.mlir`` path.
     """
     from .converter.dynamic import DEFAULT_HINTS, check_hints, symbolise
+    from .ir.symdim import Guards
     from .ir.symdim import guards as guard_context
     from .ir.symdim import symbol as sym_size
 
@@ -457,8 +458,16 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
                 raise
     env2 = check_hints(g1, samples)
     if env2 is None:
-        raise ConversionError(f"--dynamic: not yet: the conversion at {samples} relied on {'; '.join(g1.relations)}, "
-                              "and no other sample sizes keep that true", file=label)
+        # no other sizes keep the guards: typically a size equated with a sample value (a lost symbol); the
+        # comparison with a conversion at other sizes names the op where it happened
+        stuck = ConversionError(f"--dynamic: not yet: the conversion at {samples} relied on "
+                                f"{'; '.join(g1.relations)}, and no other sample sizes keep that true", file=label)
+        try:
+            second, _ = run(check_hints(Guards(), samples) or samples)
+        except ConversionError:
+            raise stuck from None
+        symbolise(first.graph, second.graph, samples, check_hints(Guards(), samples) or samples, g1, file=label)
+        raise stuck
     second, g2 = run(env2)
     if g2.relations != g1.relations:
         raise ConversionError(f"--dynamic: not yet: the conversions at {samples} and {env2} relied on different "

@@ -102,7 +102,9 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
     place and returned with ``meta["specification_version"] = "1.1.draft"``, ``meta["dim_symbols"]`` (where each
     symbol is read), ``meta["dim_equalities"]`` and ``meta["dim_guards"]``."""
     orders = [base.topological_order(), check.topological_order()]
-    at = ", ".join(f"{s} = {hints[s]} and {check_env[s]}" for s in sorted(hints))
+    at1 = ", ".join(f"{s}={hints[s]}" for s in sorted(hints))
+    at2 = ", ".join(f"{s}={check_env[s]}" for s in sorted(hints))
+    at = f"{at1} and at {at2}"
     if len(orders[0]) != len(orders[1]) or len(base.inputs) != len(check.inputs):
         raise _not_yet(f"the conversions at {at} differ in their operators (a lowering branched on a size)", file)
     pairs: list[tuple[Value, Value]] = list(zip(base.inputs, check.inputs))
@@ -119,8 +121,8 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
         for k, (a, b) in enumerate(zip(v0.shape, v1.shape)):
             if not _agrees(a, b, check_env):
                 what = f"expression {as_expr(a)}" if is_symbolic(a) else f"{int(a)}"
-                raise _not_yet(f"dimension {k} of {v0.name!r} is {what} at {at.split(' and ')[0]}... but {int(b)} "
-                               f"in the check conversion: a lowering lost the symbol",
+                raise _not_yet(f"dimension {k} of {v0.name!r} is {what} at {at1} but {int(b)} at {at2}: a "
+                               f"lowering lost the symbol",
                                file, op=_where(v0.producer) if v0.producer else None, tensor=v0.name)
     # 2. attributes and constants
     rebuilt: list[Operation] = []

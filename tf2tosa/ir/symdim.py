@@ -268,6 +268,9 @@ class SymDim(int):
     def __repr__(self) -> str:
         return f"SymDim({int.__int__(self)}, {str(self.expr)!r})"
 
+    def __str__(self) -> str:  # the sample size, as printed for an int
+        return str(int.__int__(self))
+
     # arithmetic keeps the expression
     def _bin(self, other: Any, fn: Any, efn: Any, swap: bool = False) -> Any:
         if not isinstance(other, int) or isinstance(other, bool):
