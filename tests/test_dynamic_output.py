@@ -149,6 +149,22 @@ def test_cli_dynamic(tmp_path: Path) -> None:
     assert bad.returncode != 0 and len(lines) == 1 and "Traceback" not in bad.stderr and "not yet" in lines[0]
 
 
+def test_cli_dynamic_audio_with_hint(tmp_path: Path) -> None:
+    src = tmp_path / "audio.tflite"
+    src.write_bytes(model("audio"))
+    proc = _cli("convert", src, "--dynamic", "--hint", "d1=1000", "-o", tmp_path / "a.tosa", "--mlir",
+                tmp_path / "a.mlir")
+    assert proc.returncode == 0, proc.stderr
+    for line in ("symbolic: batch (input 'x' dimension 0)", "symbolic: d1 (input 'x' dimension 1)"):
+        assert line in proc.stdout
+    assert "tensor<?x?xf32>" in (tmp_path / "a.mlir").read_text()
+    for bad in (["--dynamic", "--hint", "d7=5"], ["--dynamic", "--hint", "d1=0"], ["--hint", "d1=400"]):
+        proc = _cli("convert", src, *bad, "-o", tmp_path / "b.tosa")
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("warning")]
+        assert proc.returncode == 1 and len(lines) == 1 and "Traceback" not in proc.stderr, (bad, proc.stderr)
+        assert not (tmp_path / "b.tosa").exists()
+
+
 @needs_tools
 @pytest.mark.parametrize("case", list(CASES))
 def test_our_dynamic_flatbuffer_validates_as_1_1_draft(case: str, tmp_path: Path) -> None:
@@ -164,3 +180,38 @@ def test_our_dynamic_flatbuffer_validates_as_1_1_draft(case: str, tmp_path: Path
     # the same file is not TOSA 1.0
     ok10, _ = tosa_tools.validate(tmp_path / "m.tosa", dyn.profiles, ["EXT-DYNAMIC", "EXT-DOUBLEROUND"])
     assert not ok10
+
+
+def test_saved_model_none_dims(tmp_path: Path) -> None:
+    """Issue 13 item 6: a SavedModel whose signature has [None, None, 4] through the TensorFlow frontend: one symbolic
+    program (RESHAPE targets from tf.shape arithmetic) that our executor runs at three shapes, judged by TensorFlow,
+    and that tosa-opt validates as 1.1.draft."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(5)
+    w = tf.constant((rng.standard_normal((4, 6)) * 0.3).astype(np.float32))
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, None, 4], tf.float32, name="x")])
+        def __call__(self, x: tf.Tensor) -> tf.Tensor:
+            s = tf.shape(x)
+            y = tf.nn.relu(tf.matmul(tf.reshape(x, tf.stack([s[0] * s[1], 4])), w))
+            return tf.reshape(y, tf.stack([s[0], s[1] * 6]))
+
+    m = M()
+    tf.saved_model.save(m, str(tmp_path / "sm"), signatures=m.__call__)
+    dyn = convert_dynamic(str(tmp_path / "sm"))
+    g = dyn.graph
+    assert set(g.meta["dim_symbols"]) == {"batch", "d1"} and g.outputs[0].shape == ("batch", "6*d1")
+    for shape in [(1, 5, 4), (3, 7, 4), (8, 2, 4)]:
+        x = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+        got = run_checked(g, {g.inputs[0].name: x}, level="NONE")
+        assert got.status == "VALID", got.message
+        ref = m(tf.constant(x)).numpy()
+        out = list(got.outputs.values())[0]
+        assert out.shape == ref.shape and float(np.max(np.abs(out - ref))) <= 1e-5 * float(np.max(np.abs(ref)))
+    if tosa_tools.available():
+        dyn.save(tmp_path / "m.tosa")
+        ok, msg = tosa_tools.validate(tmp_path / "m.tosa", dyn.profiles, dyn.extensions, level="none",
+                                      version=DRAFT_VERSION)
+        assert ok, msg
