@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidGraphError
-from ..ir.symdim import size
+from ..ir.symdim import is_symbolic, same_size, size
 from ..ir.types import Dim, TensorType
 from . import optable
 
@@ -124,6 +124,15 @@ def broadcast_shape(op: str, s1: Shape, s2: Shape) -> Shape:
         raise _err(op, f"operands must have equal rank: {list(s1)} vs {list(s2)} (spec 4.4.6 broadcast_shape)")
     out: list[Dim] = []
     for a, b in zip(s1, s2):
+        if is_symbolic(a) or is_symbolic(b):
+            # dynamic-shape RFC broadcast: a size against 1 is that size (no condition); two different expressions
+            # must be equal at run time (the comparison records that equality as a guard)
+            if same_size(b, 1) or same_size(a, b):
+                out.append(a)
+                continue
+            if same_size(a, 1):
+                out.append(b)
+                continue
         if a == 1:
             out.append(b)
         elif b == 1 or a == b:
@@ -347,9 +356,9 @@ def _slice(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts
     for nm, v in (("start", start), ("size", size)):
         if v is not None and len(v) != len(s):
             raise _err(op, f"{nm} has {len(v)} values; input rank is {len(s)}")
-    if start is not None and min(start, default=0) < 0:
+    if start is not None and any(b < 0 for b in start):  # per element: a size compared with 0, not another size
         raise _err(op, f"start {start} must be >= 0")
-    if size is not None and min(size, default=1) <= 0:
+    if size is not None and any(n <= 0 for n in size):
         raise _err(op, f"size {size} must be > 0")
     if start is not None and size is not None:
         for i, (b, n, d) in enumerate(zip(start, size, s)):
