@@ -122,6 +122,16 @@ def test_symbols_and_guards_in_meta() -> None:
     assert sorted((op.operands[0].name, op.attrs["axis"]) for op in dims) == [("x", 0), ("x", 1)]
 
 
+def test_equality_the_reshape_relies_on_is_checked_at_run_time() -> None:
+    """[b, n, 4] → [b*n, 4] → [b, n // 2, 12] holds the same elements only for an even n: the conversion recorded
+    that equality, the program asserts it (ASSERT_EQUAL_SHAPE, an ERROR at an odd n, where LiteRT fails too)."""
+    g = convert_dynamic(model("shape_reshape")).graph
+    assert [e["expression"] for e in g.meta["dim_equalities"]] == ["12*(batch * (d1 // 2)) == 6*(batch * d1)"]
+    assert run_checked(g, {"x": np.zeros((2, 6, 4), np.float32)}, level="NONE").status == "VALID"
+    bad = run_checked(g, {"x": np.zeros((2, 5, 4), np.float32)}, level="NONE")
+    assert bad.status == "ERROR" and "ASSERT_EQUAL_SHAPE" in bad.message
+
+
 def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "tf2tosa", *map(str, args)], capture_output=True, text=True,
                           timeout=300)

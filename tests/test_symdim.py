@@ -19,6 +19,8 @@ COMPUTATIONS: dict[str, Callable[[int, int], int]] = {
     "rows": lambda b, n: b * n,
     "half": lambda b, n: b * (n // 2) * 12,
     "ceil": lambda b, n: -(-n // 3),
+    "negdiv": lambda b, n: b - (n // 3) - (-(n + b) // 2),
+    "ceil2": lambda b, n: (n + 2) // 3 - (-(-n // 3)) + b,
     "mod": lambda b, n: (2 * n + 1) % 4 + b,
     "clamp": lambda b, n: sym_max(sym_min(n - 5, 3 * b), 1),
     "affine": lambda b, n: 3 * (n + 2 * b) - 2 * n - 6 * b + 7,
@@ -38,6 +40,9 @@ def test_expression_evaluates_like_int_arithmetic(name: str) -> None:
             b, n = rng.randint(1, 40), rng.randint(64, 5000)
             got = expr.evaluate({"batch": b, "d1": n}) if expr is not None else int(r)
             assert got == fn(b, n), (name, b, n, str(expr))
+            if expr is not None:  # the printed form (meta["dim_guards"], value labels) reads back as Python
+                env = {"batch": b, "d1": n, "ceildiv": lambda p, q: -(-p // q), "min": min, "max": max}
+                assert eval(str(expr), {"__builtins__": {}}, env) == fn(b, n), (name, str(expr))
 
 
 def test_canonical_forms() -> None:

@@ -137,6 +137,8 @@ class Expr:
             s = _atom_str(a)
             mag = abs(c)
             body = s if mag == 1 else f"{mag}*{s}" if a[0] == "sym" else f"{mag}*({s})"
+            if not parts and c < 0 and mag == 1 and a[0] != "sym":
+                body = f"({body})"  # a leading unary minus binds tighter than // and %
             parts.append(("- " if c < 0 else "+ ") + body if parts else ("-" if c < 0 else "") + body)
         if self.const or not parts:
             parts.append((f"- {-self.const}" if self.const < 0 else f"+ {self.const}") if parts else str(self.const))
@@ -158,17 +160,19 @@ def _atom(kind: str, a: Expr, b: Expr) -> Expr:
 def _paren(e: Expr) -> str:
     s = str(e)
     simple = (e.is_const and e.const >= 0) or (not e.const and len(e.terms) == 1 and e.terms[0][1] == 1
-                                               and e.terms[0][0][0] in ("sym", "min", "max"))
+                                               and e.terms[0][0][0] in ("sym", "min", "max", "cdiv"))
     return s if simple else f"({s})"
 
 
-_OPS = {"fdiv": "//", "cdiv": "/^", "mod": "%", "mul": "*"}
+_OPS = {"fdiv": "//", "mod": "%", "mul": "*"}
 
 
 def _atom_str(a: Atom) -> str:
     if a[0] == "sym":
         return str(a[1])
-    if a[0] in ("min", "max"):
+    if a[0] in ("min", "max", "cdiv"):
+        if a[0] == "cdiv":
+            return f"ceildiv({a[1]}, {a[2]})"
         return f"{a[0]}({a[1]}, {a[2]})"
     return f"{_paren(a[1])} {_OPS[a[0]]} {_paren(a[2])}"
 
