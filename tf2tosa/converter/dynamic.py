@@ -237,6 +237,14 @@ class _Emitter:
             return self.const([e.const])
         if e in self.cache:
             return self.cache[e]
+        if not e.const and len(e.terms) == 1 and e.terms[0][1] == 1:  # one atom
+            atom = e.terms[0][0]
+            if atom[0] == "sym":
+                v = self.symbol(atom[1])
+            else:
+                v = self._op(_OPCODES[atom[0]], self.emit(atom[1]), self.emit(atom[2]), "dim")
+            self.cache[e] = v
+            return v
         pos = [(a, c) for a, c in e.terms if c > 0]
         neg = [(a, -c) for a, c in e.terms if c < 0]
         acc: Value | None = None
@@ -261,17 +269,22 @@ class _Emitter:
         key = ("term", atom, c)
         if key in self.cache:
             return self.cache[key]
-        if atom[0] == "sym":
-            v = self.symbol(atom[1])
-        else:
-            v = self._op(_OPCODES[atom[0]], self.emit(atom[1]), self.emit(atom[2]), "dim")
+        v = self.emit(Expr(0, ((atom, 1),)))
         if c != 1:
             v = self._op("MUL_SHAPE", v, self.const([c]), "dim")
         self.cache[key] = v
         return v
 
     def shape(self, elems: Sequence[Any], out_t: TensorType, name: str) -> Value:
-        """CONCAT_SHAPE of the elements: runs of constants as one CONST_SHAPE, each expression computed."""
+        """CONCAT_SHAPE of the elements: runs of constants as one CONST_SHAPE, each expression computed; the same
+        list of elements is built once."""
+        key = ("shape", tuple(as_expr(e) for e in elems))
+        if key in self.cache:
+            return self.cache[key]
+        self.cache[key] = self._shape(elems, out_t, name)
+        return self.cache[key]
+
+    def _shape(self, elems: Sequence[Any], out_t: TensorType, name: str) -> Value:
         parts: list[Value] = []
         run: list[int] = []
         for e in elems:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...ir import Graph
+from ...ir.symdim import SYM_AFFINE, SYM_VALUES
 
 _CONSTS = ("tosa.CONST", "tosa.CONST_SHAPE")
 
@@ -32,7 +33,9 @@ def dedup_constants(graph: Graph) -> int:
         if v in graph.outputs:
             continue
         arr = np.ascontiguousarray(np.asarray(op.attrs.get("values")))
-        key = (op.name, v.type, arr.dtype.str, arr.shape, arr.tobytes())
+        # --dynamic: constants holding size expressions are equal only when the expressions are
+        sym = tuple(repr(op.attrs[k]) for k in (SYM_VALUES, SYM_AFFINE) if k in op.attrs)
+        key = (op.name, v.type, arr.dtype.str, arr.shape, arr.tobytes(), sym)
         first = kept.setdefault(key, v)
         if first is v:
             continue
