@@ -225,3 +225,24 @@ def test_saved_model_none_dims(tmp_path: Path) -> None:
         ok, msg = tosa_tools.validate(tmp_path / "m.tosa", dyn.profiles, dyn.extensions, level="none",
                                       version=DRAFT_VERSION)
         assert ok, msg
+
+
+def test_guards_read_back_and_are_reported_outside_the_checked_sizes(caplog: pytest.LogCaptureFixture) -> None:
+    """Every listed guard holds at the sample sizes (read back from its text); running at sizes where one does not
+    hold is reported as a warning (results still equal LiteRT there: the transformer at length 1)."""
+    from tf2tosa.converter.dynamic import guard_violations
+
+    data = model("transformer")
+    dyn = convert_dynamic(data)
+    meta = dyn.graph.meta
+    hints = meta["dim_hints"]
+    assert guard_violations(meta, {"x": (1, hints["d1"], 16)}) == []
+    assert guard_violations(meta, {"x": (1, 1, 16)}) == ["d1 != 1"]
+    x = _input((1, 1, 16), None, seed=3)
+    with caplog.at_level("WARNING", logger="tf2tosa"):
+        out = list(dyn.run({"x": x}).values())[0]
+    assert "d1 != 1" in caplog.text
+    ref = list(run_tflite(data, [x]).values())[0]
+    assert float(np.max(np.abs(out - ref))) <= 1e-5 * float(np.max(np.abs(ref)))
+    audio = convert_dynamic(model("audio")).graph.meta
+    assert guard_violations(audio, {"x": (2, audio["dim_hints"]["d1"])}) == []

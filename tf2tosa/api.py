@@ -167,9 +167,27 @@ class TosaModel:
             return iree.run(self.graph, inputs, name=self.source_path or "model")
         if backend != "executor":
             raise InputError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
+        if self.is_dynamic:
+            self._warn_guards(inputs)
         from .executor import run
 
         return run(self.graph, inputs)  # type: ignore[arg-type]
+
+    def _warn_guards(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> None:
+        """Warn (once per run) when a symbolic program runs at sizes outside the guards its conversion recorded."""
+        import logging
+
+        from .converter.dynamic import guard_violations
+
+        if isinstance(inputs, Mapping):
+            shapes = {k: np.shape(v) for k, v in inputs.items()}
+        else:
+            shapes = {v.name: np.shape(x) for v, x in zip(self.graph.inputs, inputs)}
+        bad = guard_violations(self.graph.meta, shapes)
+        if bad:
+            logging.getLogger("tf2tosa").warning(
+                "the symbolic program runs at sizes where the conversion's size comparisons %s do not hold: the "
+                "conversion check did not cover these sizes", "; ".join(bad))
 
     def check_target(self, target: str) -> list[Any]:
         """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,

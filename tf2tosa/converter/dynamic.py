@@ -18,7 +18,9 @@ at the check hints equal to the check conversion's value.  Anything else means a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import ast
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +33,7 @@ from ..ir.types import DType, TensorType
 from ..tosa.optable import DRAFT_VERSION
 from ..tosa.shapes import graph_equalities
 
-__all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "check_hints", "symbolise"]
+__all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "check_hints", "guard_violations", "symbolise"]
 
 #: the sample sizes tried, in order, for symbols without a hint (``--hint``; the first at which the model converts):
 #: distinct from each other and from common layer sizes; a non-batch dimension's is large enough for framing and
@@ -197,6 +199,56 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
     base.meta["dim_guards"] = list(guards.relations)
     base.meta["dim_hints"] = dict(sorted(hints.items()))
     return base
+
+
+_BINOPS: dict[type, Callable[[int, int], int]] = {ast.Add: operator.add, ast.Sub: operator.sub,
+                                                  ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+                                                  ast.Mod: operator.mod}
+_CMPOPS: dict[type, Callable[[int, int], bool]] = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+                                                   ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+_CALLS: dict[str, Callable[[int, int], int]] = {"min": min, "max": max, "ceildiv": lambda a, b: -(-a // b)}
+
+
+def _eval(node: ast.AST, env: Mapping[str, int]) -> Any:
+    """A guard's text (the printed form of :mod:`tf2tosa.ir.symdim`: integers, symbols, ``+ - * // %``, ``min``,
+    ``max``, ``ceildiv``, one comparison) evaluated at ``env``; ValueError for anything else."""
+    if isinstance(node, ast.Expression):
+        return _eval(node.body, env)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        return int(env[node.id])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_eval(node.operand, env)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS \
+            and len(node.args) == 2 and not node.keywords:
+        return _CALLS[node.func.id](_eval(node.args[0], env), _eval(node.args[1], env))
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
+        return _CMPOPS[type(node.ops[0])](_eval(node.left, env), _eval(node.comparators[0], env))
+    raise ValueError(f"not a dimension guard: {ast.dump(node)}")
+
+
+def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The guards of a symbolic program (``meta["dim_guards"]``) that do not hold when its inputs have ``shapes``
+    (input name → shape): sizes on the other side of a comparison the lowerings made at the sample sizes, which the
+    conversion check did not cover (the program may still be right there: many such comparisons choose between
+    two equivalent forms)."""
+    env: dict[str, int] = {}
+    for sym, where in meta.get("dim_symbols", {}).items():
+        shape = shapes.get(where["input"])
+        if shape is not None and where["dim"] < len(shape):
+            env[sym] = int(shape[where["dim"]])
+    out = []
+    for text in meta.get("dim_guards", []):
+        try:
+            ok = bool(_eval(ast.parse(text, mode="eval"), env))
+        except (KeyError, ValueError, SyntaxError, ZeroDivisionError):
+            continue
+        if not ok:
+            out.append(text)
+    return out
 
 
 def _name(d: SymDim) -> str:
