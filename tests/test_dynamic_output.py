@@ -246,3 +246,13 @@ def test_guards_read_back_and_are_reported_outside_the_checked_sizes(caplog: pyt
     assert float(np.max(np.abs(out - ref))) <= 1e-5 * float(np.max(np.abs(ref)))
     audio = convert_dynamic(model("audio")).graph.meta
     assert guard_violations(audio, {"x": (2, audio["dim_hints"]["d1"])}) == []
+
+
+def test_control_flow_is_refused_not_miscompiled() -> None:
+    """WHILE_LOOP bodies are not compared by the safety net nor relabelled yet: one "not yet" error naming the op,
+    where the symbolic program would fail at every size."""
+    from tests import modelgen_cf
+
+    with pytest.raises(tf2tosa.ConversionError, match="not yet: control flow") as err:
+        convert_dynamic(modelgen_cf.while_dynamic(batch=None))
+    assert err.value.op is not None and err.value.op.startswith("WHILE_LOOP")
