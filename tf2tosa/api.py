@@ -415,10 +415,12 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
     """Convert a model with unknown dimensions into one symbolic TOSA 1.1-draft program (``--dynamic``).
 
     Every unknown input dimension that ``dims`` (``--dim``, which fixes a symbol) and ``input_shapes`` leave open
-    stays symbolic (``batch``, ``d1`` …: ``tf2tosa inspect`` lists them); ``symbol`` keeps only that one open.
+    stays symbolic (``batch``, ``d1`` …: ``tf2tosa inspect`` lists them); ``symbol`` keeps only that one
+    symbolic (the others are fixed as :func:`convert` fixes them).
     The model is converted once with each open dimension a :class:`~tf2tosa.ir.symdim.SymDim` whose sample size
     is ``hints[symbol]`` (``--hint``) or the stated default (:data:`~tf2tosa.converter.dynamic.DEFAULT_HINTS`:
-    3 for ``batch``, 400 for any other), so the lowerings' own shape arithmetic yields every dimension's
+    3 for ``batch``, 401 for any other, then 402 and 400 when the model does not convert at the first), so the
+    lowerings' own shape arithmetic yields every dimension's
     expression; a second conversion at other sample sizes checks that nothing depended on the samples
     (:func:`tf2tosa.converter.dynamic.symbolise`); what that cannot express yet is one :class:`ConversionError`.
     The result's :meth:`TosaModel.to_mlir` is declared 1.1.draft; ``save`` writes a 1.1-draft ``.tosa`` flatbuffer

@@ -117,8 +117,8 @@ def fold_affine(op: Operation) -> Affine | None:
             return None
         shape, off, coefs = aff
         kept = [(n, c) for n, c in zip(shape, coefs) if not same_size(n, 1)]
-        if [n for n in new if not same_size(n, 1)] != [n for n, _ in kept] or len(kept) != len(
-                [n for n in new if not same_size(n, 1)]):
+        wide = [n for n in new if not same_size(n, 1)]
+        if len(wide) != len(kept) or not all(same_size(n, m) for n, (m, _) in zip(wide, kept)):
             return None
         it = iter(kept)
         return tuple(new), off, tuple(0 if same_size(n, 1) else next(it)[1] for n in new)
@@ -152,8 +152,9 @@ def fold_symbolic(op: Operation, args: list[Any], numeric: np.ndarray) -> np.nda
     """The folded value of ``op`` on integer constants that carry dimension expressions (``--dynamic``), as an
     object array of ints and ``SymDim``; None for an op this does not follow (the expressions are then lost, which
     the ``--dynamic`` safety net reports).  Only the integer data movement and arithmetic that shape computations
-    lower to: ADD, SUB, MUL (shift 0), INTDIV, MINIMUM, MAXIMUM, RESHAPE, SLICE, CONCAT, TRANSPOSE, TILE, REVERSE,
-    CAST / IDENTITY between integer types."""
+    lower to: ADD, SUB, MUL (shift 0), INTDIV, MINIMUM, MAXIMUM, SELECT, RESHAPE, SLICE, CONCAT, TRANSPOSE, TILE,
+    REVERSE, CAST / IDENTITY between integer types; GREATER / GREATER_EQUAL / EQUAL of sizes give plain booleans
+    and record the comparison as a guard."""
     code = op.opcode
     if any(a is None for a in args) or op.result.dtype.is_float:
         return None
@@ -166,8 +167,8 @@ def fold_symbolic(op: Operation, args: list[Any], numeric: np.ndarray) -> np.nda
                 out = a + b
             elif code == "SUB":
                 out = a - b
-            elif code == "INTDIV":  # truncation = floor division for non-negative operands
-                if any(int(x) < 0 for x in a.reshape(-1)) or any(int(y) <= 0 for y in b.reshape(-1)):
+            elif code == "INTDIV":  # truncation = floor division for non-negative operands (compared: guards)
+                if not all(x >= 0 for x in a.reshape(-1)) or not all(y > 0 for y in b.reshape(-1)):
                     return None
                 out = a // b
             else:
