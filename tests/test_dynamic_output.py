@@ -256,3 +256,18 @@ def test_control_flow_is_refused_not_miscompiled() -> None:
     with pytest.raises(tf2tosa.ConversionError, match="not yet: control flow") as err:
         convert_dynamic(modelgen_cf.while_dynamic(batch=None))
     assert err.value.op is not None and err.value.op.startswith("WHILE_LOOP")
+
+
+def test_filled_tensor_of_a_symbolic_shape_is_a_tile() -> None:
+    """zeros_like of a [None, 3] input: a constant cannot have a run-time shape, so the symbolic program TILEs a
+    one-element CONST by the computed shape (EXT-DYNAMIC); it matches LiteRT at batch 1, 5, 33."""
+    from tests.modelgen_more import more_model
+
+    data = more_model("zeros_like")  # tf.zeros_like(x) + x * 2.0 over [None, 3]
+    g = convert_dynamic(data).graph
+    assert "TILE" in {op.opcode for op in g.ops.values()}
+    for b in (1, 5, 33):
+        x = _input((b, 3), None, seed=b)
+        out = list(run_checked(g, {g.inputs[0].name: x}, level="NONE").outputs.values())[0]
+        ref = list(run_tflite(data, [x]).values())[0]
+        assert out.shape == ref.shape and np.array_equal(out, ref)

@@ -666,6 +666,15 @@ def rank_(b: Builder, op: Operation) -> list[Value]:
     return [b.const(np.asarray(op.operands[0].type.rank, dtype=np.int32), DType.INT32)]
 
 
+def _full(b: Builder, dims: list[int], value: Any, dt: DType, quant: QuantParams | None = None) -> Value:
+    """A CONST of ``dims`` filled with ``value``; with sizes that are dimension expressions (``--dynamic``) a
+    TILE of a one-element CONST by those sizes instead (a constant tensor cannot have a run-time shape)."""
+    if not any(is_symbolic(d) for d in dims):
+        return b.const(np.full(dims, value, dtype=dt.np_dtype()), dt, quant=quant)
+    one = b.const(np.full([1] * len(dims), value, dtype=dt.np_dtype()), dt, quant=quant)
+    return b.tile(one, dims)
+
+
 @legalize("tfl.fill", dtypes=_ANY)
 def fill(b: Builder, op: Operation) -> list[Value]:
     """CONST of the filled shape for a constant value (lowering doc: tfl.fill), else RESHAPE the scalar to 1s + TILE."""
@@ -675,8 +684,7 @@ def fill(b: Builder, op: Operation) -> list[Value]:
     check_rank(len(dims), "fill result")
     c = v.const()
     if c is not None:
-        arr = np.full(dims, narrow_array(np.asarray(c).reshape(-1)[:1], v.dtype)[0], dtype=dt.np_dtype())
-        return [b.const(arr, dt, quant=v.type.quant)]
+        return [_full(b, dims, narrow_array(np.asarray(c).reshape(-1)[:1], v.dtype)[0], dt, v.type.quant)]
     x = data_operand(b, v)
     if not dims:
         return [b.reshape(x, [])]
@@ -688,7 +696,7 @@ def zeros_like(b: Builder, op: Operation) -> list[Value]:
     """Zero CONST of the input's shape (lowering doc: tfl.zeros_like)."""
     x = op.operands[0]
     dt = tosa_dtype(x.dtype)
-    return [b.const(np.zeros(static_shape(x), dtype=dt.np_dtype()), dt)]
+    return [_full(b, static_shape(x), 0, dt)]
 
 
 @legalize("tfl.ones_like", dtypes=_ANY)
@@ -696,4 +704,4 @@ def ones_like(b: Builder, op: Operation) -> list[Value]:
     """One-filled CONST of the input's shape."""
     x = op.operands[0]
     dt = tosa_dtype(x.dtype)
-    return [b.const(np.ones(static_shape(x), dtype=dt.np_dtype()), dt)]
+    return [_full(b, static_shape(x), 1, dt)]

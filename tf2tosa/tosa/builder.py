@@ -71,6 +71,8 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
         return None
     if len(op.results) != 1 or not op.result.type.is_static or op.result.type.size > FOLD_LIMIT:
         return None
+    if op.opcode == "TILE" and any(is_symbolic(d) for d in op.result.shape):
+        return None  # --dynamic: a tensor whose shape is a run-time size (zeros_like, fill) stays a TILE
     if _evaluate is None:
         raise RuntimeError("no evaluator for constant folding: import tf2tosa (it registers the executor's)")
     r = op.result

@@ -326,7 +326,7 @@ def _pad(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) 
         return [None]
     if len(p) != 2 * len(s):
         raise _err(op, f"padding has {len(p)} values; must be 2*rank = {2 * len(s)}")
-    if min(p, default=0) < 0:
+    if any(n < 0 for n in p):
         raise _err(op, f"padding {p} must be >= 0 (spec 2.10.2 PAD)")
     return [tuple(d + p[2 * i] + p[2 * i + 1] if _int(d) else "?" for i, d in enumerate(s))]
 
@@ -374,7 +374,7 @@ def _tile(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts)
         return [None]
     if len(m) != len(s):
         raise _err(op, f"multiples has {len(m)} values; input rank is {len(s)}")
-    if min(m, default=1) < 1:
+    if any(k < 1 for k in m):  # per element (min() would compare sizes with each other: spurious guards)
         raise _err(op, f"multiples {m} must be >= 1")
     return [tuple(d * k if _int(d) else "?" for d, k in zip(s, m))]
 
@@ -435,7 +435,7 @@ def _resize(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Const
         raise _err(op, f"border {border} out of range for scale {scale} (spec 2.12.1 RESIZE)")
     oh: Any = idiv_check(op, (ih - 1) * yn - oy + by, yd, "output height") + 1 if _int(ih) else "?"
     ow: Any = idiv_check(op, (iw - 1) * xn - ox + bx, xd, "output width") + 1 if _int(iw) else "?"
-    if _known(oh, ow, ih, iw) and max(oh, ow, ih, iw) >= 16384:
+    if _known(oh, ow, ih, iw) and any(n >= 16384 for n in (oh, ow, ih, iw)):
         raise _err(op, f"sizes must be < 16384: input {ih}x{iw}, output {oh}x{ow} (spec 2.12.1 RESIZE)")
     if _known(oh, ow) and (oh < 1 or ow < 1):
         raise _err(op, f"output size {oh}x{ow} < 1")
