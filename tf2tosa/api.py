@@ -167,9 +167,27 @@ class TosaModel:
             return iree.run(self.graph, inputs, name=self.source_path or "model")
         if backend != "executor":
             raise InputError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
+        if self.is_dynamic:
+            self._warn_guards(inputs)
         from .executor import run
 
         return run(self.graph, inputs)  # type: ignore[arg-type]
+
+    def _warn_guards(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> None:
+        """Warn (once per run) when a symbolic program runs at sizes outside the guards its conversion recorded."""
+        import logging
+
+        from .converter.dynamic import guard_violations
+
+        if isinstance(inputs, Mapping):
+            shapes = {k: np.shape(v) for k, v in inputs.items()}
+        else:
+            shapes = {v.name: np.shape(x) for v, x in zip(self.graph.inputs, inputs)}
+        bad = guard_violations(self.graph.meta, shapes)
+        if bad:
+            logging.getLogger("tf2tosa").warning(
+                "the symbolic program runs at sizes where the conversion's size comparisons %s do not hold: the "
+                "conversion check did not cover these sizes", "; ".join(bad))
 
     def check_target(self, target: str) -> list[Any]:
         """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,
@@ -417,47 +435,93 @@ def _plain_tflite(source: Any) -> bool:
 
 
 def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str, int] | None = None,
-                    **options: Any) -> TosaModel:
-    """Convert a model with an unknown dimension into one symbolic TOSA 1.1-draft program (``--dynamic``).
+                    hints: Mapping[str, int] | None = None, **options: Any) -> TosaModel:
+    """Convert a model with unknown dimensions into one symbolic TOSA 1.1-draft program (``--dynamic``).
 
-    ``symbol`` names the dimension kept symbolic (``batch``, ``d1`` …: ``tf2tosa inspect`` lists them); by default
-    the one unknown dimension that ``dims`` leaves open.  The model is converted (as :func:`convert` with
-    ``options``) at three sizes of the symbol and the results are generalised
-    (:func:`tf2tosa.converter.dynamic.generalise`); what that cannot express yet is one :class:`ConversionError`.
+    Every unknown input dimension that ``dims`` (``--dim``, which fixes a symbol) and ``input_shapes`` leave open
+    stays symbolic (``batch``, ``d1`` …: ``tf2tosa inspect`` lists them); ``symbol`` keeps only that one
+    symbolic (the others are fixed as :func:`convert` fixes them).
+    The model is converted once with each open dimension a :class:`~tf2tosa.ir.symdim.SymDim` whose sample size
+    is ``hints[symbol]`` (``--hint``) or the stated default (:data:`~tf2tosa.converter.dynamic.DEFAULT_HINTS`:
+    3 for ``batch``, 401 for any other, then 402 and 400 when the model does not convert at the first), so the
+    lowerings' own shape arithmetic yields every dimension's
+    expression; a second conversion at other sample sizes checks that nothing depended on the samples
+    (:func:`tf2tosa.converter.dynamic.symbolise`); what that cannot express yet is one :class:`ConversionError`.
     The result's :meth:`TosaModel.to_mlir` is declared 1.1.draft; ``save`` writes a 1.1-draft ``.tosa`` flatbuffer
     (``fbs_version 1.1.0d``, Arm's draft schema) and the MLIR text, or the MLIR text only to a ``.mlir`` path.
     """
-    from .converter.dynamic import SIZES, generalise
+    from .converter.dynamic import DEFAULT_HINTS, check_hints, symbolise
+    from .ir.symdim import Guards
+    from .ir.symdim import guards as guard_context
+    from .ir.symdim import symbol as sym_size
 
     fixed = dict(dims or {})
     label = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
-    if symbol is None:
-        open_syms = _open_symbols(source, fixed, options)
-        if not open_syms:
-            raise InputError("--dynamic: the model has no unknown dimension left symbolic", file=label)
-        if len(open_syms) > 1:
-            raise ConversionError(f"--dynamic: not yet: one symbol at a time; the model leaves "
-                                  f"{', '.join(open_syms)} unknown (fix all but one with --dim SYMBOL=VALUE)",
-                                  file=label)
-        symbol = open_syms[0]
-    if symbol in fixed:
-        raise InputError(f"--dynamic: {symbol} is both kept symbolic and fixed by --dim", file=label, tensor=symbol)
-    models = []
-    for size in SIZES:
+    open_syms = _open_symbols(source, fixed, options)
+    if symbol is not None:
+        if symbol in fixed:
+            raise InputError(f"--dynamic: {symbol} is both kept symbolic and fixed by --dim", file=label,
+                             tensor=symbol)
+        if symbol not in open_syms:
+            raise InputError(f"--dynamic: the model has no open unknown dimension named {symbol!r} "
+                             f"(open: {', '.join(open_syms) or 'none'})", file=label, tensor=symbol)
+        open_syms = [symbol]
+    if not open_syms:
+        raise InputError("--dynamic: the model has no unknown dimension left symbolic", file=label)
+    given = dict(hints or {})
+    for s, h in given.items():
+        if s not in open_syms:
+            raise InputError(f"--hint {s}={h}: no open unknown dimension named {s!r} (open: {', '.join(open_syms)})",
+                             file=label, tensor=s)
+        if int(h) < 1:
+            raise InputError(f"--hint {s}={h}: a dimension size must be at least 1", file=label, tensor=s)
+    tries = [{s: int(given[s]) if s in given else DEFAULT_HINTS.get(s, DEFAULT_HINTS[""])[k] for s in open_syms}
+             for k in range(len(DEFAULT_HINTS[""]))]
+
+    def run(env: Mapping[str, int]) -> tuple[TosaModel, Any]:
+        with guard_context() as g:
+            try:
+                m = convert(source, dims={**fixed, **{s: sym_size(s, env[s]) for s in open_syms}}, **options)
+            except InputError:
+                raise
+            except ConversionError as e:
+                at = ", ".join(f"{s}={env[s]}" for s in open_syms)
+                raise ConversionError(f"--dynamic: not yet: the model does not convert at the sample sizes {at} "
+                                      f"(set other samples with --hint SYMBOL=VALUE): {e.message}",
+                                      file=e.file or label, op=e.op, tensor=e.tensor) from None
+        return m, g
+
+    for k, samples in enumerate(tries):
         try:
-            models.append(convert(source, dims={**fixed, symbol: size}, **options))
+            first, g1 = run(samples)
+            break
         except InputError:
             raise
-        except ConversionError as e:
-            raise ConversionError(f"--dynamic: not yet: the model does not convert at {symbol} = {size} (one of "
-                                  f"the sizes {', '.join(map(str, SIZES))} the symbolic program is derived from): "
-                                  f"{e.message}", file=e.file or label, op=e.op, tensor=e.tensor) from None
-    graph = generalise([m.graph for m in models], SIZES, symbol, file=label)
+        except ConversionError:
+            if k == len(tries) - 1 or all(s in given for s in open_syms):
+                raise
+    env2 = check_hints(g1, samples)
+    if env2 is None:
+        # no other sizes keep the guards: typically a size equated with a sample value (a lost symbol); the
+        # comparison with a conversion at other sizes names the op where it happened
+        stuck = ConversionError(f"--dynamic: not yet: the conversion at {samples} relied on "
+                                f"{'; '.join(g1.relations)}, and no other sample sizes keep that true", file=label)
+        try:
+            second, _ = run(check_hints(Guards(), samples) or samples)
+        except ConversionError:
+            raise stuck from None
+        symbolise(first.graph, second.graph, samples, check_hints(Guards(), samples) or samples, g1, file=label)
+        raise stuck
+    second, g2 = run(env2)
+    if g2.relations != g1.relations:
+        raise ConversionError(f"--dynamic: not yet: the conversions at {samples} and {env2} relied on different "
+                              f"size conditions ({'; '.join(g1.relations)} / {'; '.join(g2.relations)})", file=label)
+    graph = symbolise(first.graph, second.graph, samples, env2, g1, file=label)
     kept = []
     for entry in graph.meta.get("fixed_dims", []):
-        shape = [symbol if any(d["dim"] == k and d["symbol"] == symbol for d in entry["dims"]) else n
+        shape = [next((d["symbol"] for d in entry["dims"] if d["dim"] == k and d["symbol"] in open_syms), int(n))
                  for k, n in enumerate(entry["shape"])]
-        dims_left = [d for d in entry["dims"] if d["symbol"] != symbol]
+        dims_left = [{**d, "value": int(d["value"])} for d in entry["dims"] if d["symbol"] not in open_syms]
         if dims_left:
             kept.append({**entry, "shape": shape, "dims": dims_left})
     graph.meta["fixed_dims"] = kept
@@ -465,7 +529,7 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
 
     profs, exts = requirements(graph)
     graph.meta["profiles"], graph.meta["extensions"] = profs, sorted(set(exts) | {"EXT-DYNAMIC", "EXT-SHAPE"})
-    return TosaModel(graph, source=models[0]._source, source_path=models[0].source_path)
+    return TosaModel(graph, source=first._source, source_path=first.source_path)
 
 
 def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, Any]) -> list[str]:

@@ -197,7 +197,7 @@ def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def parse_dims(items: list[str] | None) -> dict[str, int]:
+def parse_dims(items: list[str] | None, flag: str = "--dim") -> dict[str, int]:
     """``SYMBOL=VALUE`` (repeatable) → {"SYMBOL": VALUE}; the same symbol given two different values is an error."""
     out: dict[str, int] = {}
     for item in items or []:
@@ -207,10 +207,10 @@ def parse_dims(items: list[str] | None) -> dict[str, int]:
                 raise ValueError
             size = int(value)
         except ValueError:
-            raise InputError(f"bad --dim {item!r}; expected SYMBOL=VALUE, e.g. batch=4") from None
+            raise InputError(f"bad {flag} {item!r}; expected SYMBOL=VALUE, e.g. batch=4") from None
         name = name.strip()
         if name in out and out[name] != size:
-            raise InputError(f"symbol {name!r} bound to two values: --dim {name}={out[name]} and --dim {item}",
+            raise InputError(f"symbol {name!r} bound to two values: {flag} {name}={out[name]} and {flag} {item}",
                              tensor=name)
         out[name] = size
     return out
@@ -314,10 +314,14 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             dim: list[str] | None = typer.Option(None, "--dim", metavar="SYMBOL=VALUE",
                                                  help="size of every unknown dimension named SYMBOL (batch, d1 …: "
                                                  "`inspect` lists them; repeatable)"),
-            dynamic: bool = typer.Option(False, "--dynamic", help="keep the one unknown dimension left open (after "
+            dynamic: bool = typer.Option(False, "--dynamic", help="keep the unknown dimensions left open (after "
                                          "--dim/--input-shape) symbolic: a TOSA 1.1-draft program with ? "
-                                         "dimensions and EXT-SHAPE ops (.tosa in the 1.1.0d schema; -o X.mlir "
-                                         "writes MLIR text only); groundwork: dynamic-batch models"),
+                                         "dimensions and EXT-SHAPE ops computing the shapes (.tosa in the 1.1.0d "
+                                         "schema; -o X.mlir writes MLIR text only)"),
+            hint: list[str] | None = typer.Option(None, "--hint", metavar="SYMBOL=VALUE",
+                                                  help="with --dynamic: the sample size a symbol takes while "
+                                                  "converting (default: batch 3, others 401/402/400); the program "
+                                                  "stays symbolic (repeatable)"),
             verify: bool = typer.Option(False, "--verify/--no-verify", help="then compare with LiteRT / TensorFlow "
                                         "on random inputs (needs the [tf] extra)"),
             oracle: str | None = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP),
@@ -357,12 +361,15 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
         more = _keep_variables(keep_variables)
+        if hint and not dynamic:
+            raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
         if dynamic:
             from .api import convert_dynamic
 
             if verify or target is not None:
                 raise InputError("--dynamic: not yet with --verify or --target")
             m = convert_dynamic(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim),
+                                hints=parse_dims(hint, "--hint"),
                                 rounding=rounding, signature=signature, qat=qat, qat_io=qat_io,
                                 custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
                                 state_io=state_io, io=io_, **more)

@@ -1,22 +1,26 @@
-"""``--dynamic`` groundwork: one symbolic TOSA 1.1-draft program from specialised conversions.
+"""``--dynamic``: one symbolic TOSA 1.1-draft program whose dimension symbols flow through the real lowerings.
 
-before: the same model converted (by the default, specialising pipeline) at three sizes of one dimension symbol
-(``batch``: 2, 3, 5); after: one graph whose values carry the symbol (``"batch"``, ``"2*batch"``: printed ``?``)
-and whose shape operands that depended on it are computed at run time from ``DIM`` of a graph input with the
-1.1 draft's EXT-SHAPE operators (``DIM``, ``MUL_SHAPE``, ``CONCAT_SHAPE``), plus one ``ASSERT_EQUAL_SHAPE`` per
-further input carrying the symbol (the equality the program relies on, ``meta["dim_equalities"]``).
+before: a model converted (by the normal pipeline) with every kept-open input dimension a
+:class:`~tf2tosa.ir.symdim.SymDim`: a sample (hint) size carrying the symbol (``batch``, ``d1``), so that the
+lowerings' own shape arithmetic gives every dimension, shape operand and folded shape constant its exact expression
+(``(d1 - 64) // 16 + 1``); plus the same model converted at other hints (the *check* conversion).
+after (:func:`symbolise`): the first graph with ``?`` dimensions (values carry the expressions as labels), each shape
+operand holding an expression computed at run time by the 1.1 draft's EXT-SHAPE operators (``DIM`` per symbol,
+``ADD/SUB/MUL/DIV_FLOOR/DIV_CEIL/MOD/MIN/MAX_SHAPE`` per expression node, each expression once, ``CONCAT_SHAPE``
+with ``CONST_SHAPE`` pieces), the equalities the conversion relied on as ``ASSERT_EQUAL_SHAPE``.
 
-The three conversions must agree op for op (same operators, attributes, constants); every dimension and shape
-value either agrees or is ``k * size`` at all three sizes (``k`` an integer).  Anything else (a second symbol, a
-dimension not proportional to the symbol such as a strided spatial size, a constant that depends on the size)
-is refused with a "not yet" :class:`~tf2tosa.errors.ConversionError`: that needs symbolic shape inference in
-the lowerings, which is not done yet (docs/design-notes.md, "Dynamic shapes: plan and status").
+**Safety net.** Every integer of the graph (value dimensions, attributes, ``CONST_SHAPE`` values, constant tensors'
+shapes and values) must be identical in the two conversions, or symbolic in the first with its expression evaluated
+at the check hints equal to the check conversion's value.  Anything else means a lowering lost a symbol (an
+``int(x)``, an ``np.array(shape)``) or a size-dependent constant that TOSA cannot compute at run time: one "not yet"
+:class:`~tf2tosa.errors.ConversionError` naming the op and tensor, never a silently wrong program.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import groupby
+import ast
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,38 +28,45 @@ import numpy as np
 from ..errors import ConversionError
 from ..ir import Graph
 from ..ir.graph import Operation, Value
+from ..ir.symdim import SYM_VALUES, Expr, Guards, SymDim, as_expr, is_symbolic
 from ..ir.types import DType, TensorType
 from ..tosa.optable import DRAFT_VERSION
 from ..tosa.shapes import graph_equalities
 
-__all__ = ["SIZES", "generalise"]
+__all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "check_hints", "guard_violations", "symbolise"]
 
-#: sizes the symbol takes in the three specialised conversions (distinct primes > 1: no size-1 special cases,
-#: and a dimension equal to ``k * size`` at all three is proportional with no coincidence below 30k)
-SIZES = (2, 3, 5)
+#: the sample sizes tried, in order, for symbols without a hint (``--hint``; the first at which the model converts):
+#: distinct from each other and from common layer sizes; a non-batch dimension's is large enough for framing and
+#: convolution windows, and prime first (no divisibility the lowerings could branch on), then even
+DEFAULT_HINTS: dict[str, tuple[int, ...]] = {"batch": (3, 3, 3), "": (401, 402, 400)}
+#: offsets tried, in order, for the check conversion's hints (the first that keeps every guard true)
+CHECK_OFFSETS = (7, 6, 13, 12, 30, 60, 210)
 
-Sym = int | tuple[int]  # a static size, or (k,) for k * symbol
+_OPCODES = {"fdiv": "DIV_FLOOR_SHAPE", "cdiv": "DIV_CEIL_SHAPE", "mod": "MOD_SHAPE", "mul": "MUL_SHAPE",
+            "min": "MIN_SHAPE", "max": "MAX_SHAPE"}
 
 
 def _not_yet(msg: str, file: str | None, op: str | None = None, tensor: str | None = None) -> ConversionError:
     return ConversionError(f"--dynamic: not yet: {msg}", file=file, op=op, tensor=tensor)
 
 
-def _dim(vals: Sequence[int], sizes: Sequence[int]) -> Sym | None:
-    """``vals[i]`` at ``sizes[i]``: a static size, ``(k,)`` for ``k * symbol``, or None (neither)."""
-    if all(v == vals[0] for v in vals):
-        return int(vals[0])
-    if vals[0] % sizes[0] == 0:
-        k = vals[0] // sizes[0]
-        if k > 0 and all(v == k * s for v, s in zip(vals, sizes)):
-            return (k,)
+def _holds(g: Guards, env: Mapping[str, int]) -> bool:
+    ops = {"==": lambda x: x == 0, "!=": lambda x: x != 0, "<": lambda x: x < 0, "<=": lambda x: x <= 0,
+           ">": lambda x: x > 0, ">=": lambda x: x >= 0}
+    try:
+        return all(ops[rel](e.evaluate(env)) for e, rel in g.checks)
+    except (KeyError, ZeroDivisionError):
+        return False
+
+
+def check_hints(g: Guards, hints: Mapping[str, int]) -> dict[str, int] | None:
+    """Hints for the check conversion: each hint plus the first of :data:`CHECK_OFFSETS` (the k-th symbol's offset
+    is the k-th multiple) that keeps every recorded guard true; None when none does."""
+    for off in CHECK_OFFSETS:
+        env = {s: h + off * (k + 1) for k, (s, h) in enumerate(sorted(hints.items()))}
+        if _holds(g, env):
+            return env
     return None
-
-
-def _label(d: Sym, symbol: str) -> int | str:
-    if isinstance(d, int):
-        return d
-    return symbol if d[0] == 1 else f"{d[0]}*{symbol}"
 
 
 def _same_attr(a: Any, b: Any) -> bool:
@@ -64,111 +75,284 @@ def _same_attr(a: Any, b: Any) -> bool:
         return x.shape == y.shape and x.dtype == y.dtype and bool(np.array_equal(x, y))
     if isinstance(a, Graph) or isinstance(b, Graph):
         return False  # control-flow bodies: not yet compared
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_attr(x, y) for x, y in zip(a, b))
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool):
+        return int.__int__(a) == int.__int__(b)
     return bool(a == b) if type(a) is type(b) else False
 
 
-def generalise(graphs: Sequence[Graph], sizes: Sequence[int], symbol: str, file: str | None = None) -> Graph:
-    """Turn ``graphs[0]`` (converted at ``sizes[0]``) into the symbolic program; see the module docstring.
+def _agrees(a: Any, b: Any, env: Mapping[str, int]) -> bool:
+    """An integer of the first conversion against the check conversion's: equal, or an expression whose value at
+    the check hints is the check value."""
+    if is_symbolic(a):
+        try:
+            return as_expr(a).evaluate(env) == int(b)
+        except (KeyError, ZeroDivisionError):
+            return False
+    return int(a) == int(b)
 
-    ``graphs[i]`` is the conversion with ``symbol`` fixed to ``sizes[i]``.  ``graphs[0]`` is changed in place and
-    returned, with ``meta["specification_version"] = "1.1.draft"``, ``meta["dim_symbols"]`` (the input dimension each
-    symbol is read from) and ``meta["dim_equalities"]``.
-    """
-    base = graphs[0]
-    orders = [g.topological_order() for g in graphs]
-    if any(len(o) != len(orders[0]) for o in orders) or any(len(g.inputs) != len(base.inputs) for g in graphs):
-        raise _not_yet(f"the conversions at {symbol} = {', '.join(map(str, sizes))} differ in their operators",
-                       file)
-    # value correspondence: inputs by position, results by (op position, result index)
-    values: list[list[Value]] = [list(vs) for vs in zip(*(g.inputs for g in graphs))]
-    for ops in zip(*orders):
-        op0 = ops[0]
-        if any(o.name != op0.name or len(o.results) != len(op0.results) or len(o.operands) != len(op0.operands)
-               or set(o.attrs) != set(op0.attrs) for o in ops[1:]):
-            raise _not_yet(f"the conversions at {symbol} = {', '.join(map(str, sizes))} differ at {op0.name}",
-                           file, op=op0.name)
-        values.extend([list(vs) for vs in zip(*(o.results for o in ops))])
-    # symbolic dimensions of every value
-    new_types: dict[int, TensorType] = {}
-    for vs in values:
-        v0 = vs[0]
-        if any(v.type.rank != v0.type.rank or v.type.dtype is not v0.type.dtype for v in vs):
+
+def _where(op: Operation) -> str:
+    return f"{op.opcode}#{op.id}"
+
+
+def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Mapping[str, int],
+              guards: Guards, file: str | None = None) -> Graph:
+    """Turn ``base`` (converted with symbolic input dimensions at ``hints``) into the symbolic program, checked
+    against ``check`` (the same conversion at ``check_env``); see the module docstring.  ``base`` is changed in
+    place and returned with ``meta["specification_version"] = "1.1.draft"``, ``meta["dim_symbols"]`` (where each
+    symbol is read), ``meta["dim_equalities"]`` and ``meta["dim_guards"]``."""
+    orders = [base.topological_order(), check.topological_order()]
+    at1 = ", ".join(f"{s}={hints[s]}" for s in sorted(hints))
+    at2 = ", ".join(f"{s}={check_env[s]}" for s in sorted(hints))
+    at = f"{at1} and at {at2}"
+    if len(orders[0]) != len(orders[1]) or len(base.inputs) != len(check.inputs):
+        raise _not_yet(f"the conversions at {at} differ in their operators (a lowering branched on a size)", file)
+    pairs: list[tuple[Value, Value]] = list(zip(base.inputs, check.inputs))
+    for op0 in orders[0]:
+        if op0.regions:  # their values are not compared nor relabelled yet
+            raise _not_yet(f"control flow ({op0.opcode}) in a symbolic program", file, op=_where(op0),
+                           tensor=op0.results[0].name if op0.results else None)
+    for op0, op1 in zip(*orders):
+        if (op0.name != op1.name or len(op0.results) != len(op1.results) or len(op0.operands) != len(op1.operands)
+                or set(op0.attrs) - {SYM_VALUES} != set(op1.attrs) - {SYM_VALUES}):
+            raise _not_yet(f"the conversions at {at} differ at {_where(op0)} (a lowering branched on a size)", file,
+                           op=_where(op0))
+        pairs.extend(zip(op0.results, op1.results))
+    # 1. every value's dimensions
+    for v0, v1 in pairs:
+        if v0.type.rank != v1.type.rank or v0.type.dtype is not v1.type.dtype:
             raise _not_yet("a value changes rank or type with the size", file, tensor=v0.name)
-        if v0.type.dtype is DType.SHAPE:
-            continue
-        dims = []
-        for k in range(v0.type.rank):
-            d = _dim([int(v.type.shape[k]) for v in vs], sizes)
-            if d is None:
-                got = ", ".join(str(v.type.shape[k]) for v in vs)
-                raise _not_yet(f"dimension {k} of {v0.name!r} is {got} at {symbol} = "
-                               f"{', '.join(map(str, sizes))}: not a multiple of {symbol}", file, tensor=v0.name)
-            dims.append(_label(d, symbol))
-        if any(isinstance(d, str) for d in dims):
-            new_types[v0.id] = v0.type.with_shape(tuple(dims))
-    # where the symbol is read: the first input dimension equal to it; further ones are asserted equal
-    sources = [(v, k) for v in base.inputs if v.id in new_types for k, d in enumerate(new_types[v.id].shape)
-               if d == symbol]
-    if not sources:
-        raise _not_yet(f"no input dimension is {symbol} itself", file)
-    # shape operands: constants that agree, or are k * symbol per element, are rebuilt from DIM
-    rebuilt: list[tuple[Operation, list[Sym]]] = []
-    for ops in zip(*orders):
-        op0 = ops[0]
+        for k, (a, b) in enumerate(zip(v0.shape, v1.shape)):
+            if not _agrees(a, b, check_env):
+                what = f"expression {as_expr(a)}" if is_symbolic(a) else f"{int(a)}"
+                raise _not_yet(f"dimension {k} of {v0.name!r} is {what} at {at1} but {int(b)} at {at2}: a "
+                               f"lowering lost the symbol",
+                               file, op=_where(v0.producer) if v0.producer else None, tensor=v0.name)
+    # 2. attributes and constants
+    rebuilt: list[Operation] = []
+    for op0, op1 in zip(*orders):
+        tensor = op0.results[0].name if op0.results else None
         for name in op0.attrs:
-            if name == "values" and op0.opcode == "CONST_SHAPE":
+            if name == SYM_VALUES:
                 continue
-            if not all(_same_attr(op0.attrs[name], o.attrs[name]) for o in ops[1:]):
-                raise _not_yet(f"attribute {name} of {op0.name} depends on {symbol}", file, op=op0.name,
-                               tensor=op0.results[0].name if op0.results else None)
-        if op0.opcode == "CONST_SHAPE":
-            arrs = [np.asarray(o.attrs["values"], np.int64).reshape(-1) for o in ops]
-            if any(a.shape != arrs[0].shape for a in arrs):
-                raise _not_yet(f"shape {op0.result.name!r} changes length with {symbol}", file, op=op0.name)
-            elems: list[Sym] = []
-            for i in range(arrs[0].shape[0]):
-                d = _dim([int(a[i]) for a in arrs], sizes)
-                if d is None:
-                    raise _not_yet(f"shape value {i} of {op0.result.name!r} is not a multiple of {symbol}", file,
-                                   op=op0.name, tensor=op0.result.name)
-                elems.append(d)
-            if any(not isinstance(e, int) for e in elems):
-                rebuilt.append((op0, elems))
-    for v in base.values():
-        if v.id in new_types:
-            v.type = new_types[v.id]
-    src, axis = sources[0]
-    shape1 = TensorType((1,), DType.SHAPE)
-    dim = base.add_op("tosa.DIM", [src], [shape1], {"axis": axis}, [f"{symbol}_dim"]).result
-    equalities = []
-    for other, k in sources[1:]:
-        d2 = base.add_op("tosa.DIM", [other], [shape1], {"axis": k}, [f"{symbol}_dim"]).result
-        base.add_op("tosa.ASSERT_EQUAL_SHAPE", [dim, d2], [], {"allow_broadcast": False})
-        equalities.append({"symbol": symbol, "a": [src.name, axis], "b": [other.name, k]})
-    multiples: dict[int, Value] = {1: dim}
-    for op0, elems in rebuilt:
-        parts: list[Value] = []
-        for static, group in groupby(elems, key=lambda e: isinstance(e, int)):
-            items = list(group)
-            if static:
-                parts.append(base.add_const(np.array(items, np.int64), DType.SHAPE, name="shape",
-                                            op_name="tosa.CONST_SHAPE"))
+            if name == "values" and op0.opcode in ("CONST", "CONST_SHAPE"):
+                sym = op0.results[0].sym_const()
+                a0 = np.asarray(sym if sym is not None else op0.attrs["values"], dtype=object)
+                a1 = np.asarray(op1.attrs["values"])
+                if a0.shape != a1.shape or not all(_agrees(x, y, check_env)
+                                                   for x, y in zip(a0.reshape(-1), a1.reshape(-1))):
+                    raise _not_yet(f"the constant {tensor!r} of {_where(op0)} depends on the sizes in a way the "
+                                   f"conversion did not keep symbolic", file, op=_where(op0), tensor=tensor)
+                if any(is_symbolic(x) for x in a0.reshape(-1)):
+                    if op0.opcode == "CONST":
+                        raise _not_yet(f"the constant tensor {tensor!r} of {_where(op0)} holds values computed "
+                                       f"from the sizes (TOSA 1.1 has no operator making a tensor of a shape)",
+                                       file, op=_where(op0), tensor=tensor)
+                    rebuilt.append(op0)
                 continue
-            for e in items:
-                k = e[0] if isinstance(e, tuple) else 1
-                if k not in multiples:
-                    kv = base.add_const(np.array([k], np.int64), DType.SHAPE, name="shape",
-                                        op_name="tosa.CONST_SHAPE")
-                    multiples[k] = base.add_op("tosa.MUL_SHAPE", [dim, kv], [shape1], {}, [f"{k}_{symbol}"]).result
-                parts.append(multiples[k])
-        out_t = op0.result.type
-        new = parts[0] if len(parts) == 1 else base.add_op("tosa.CONCAT_SHAPE", parts, [out_t], {},
-                                                             [op0.result.name]).result
+            if not _same_attr(op0.attrs[name], op1.attrs[name]):
+                raise _not_yet(f"attribute {name} of {_where(op0)} depends on the sizes", file, op=_where(op0),
+                               tensor=tensor)
+    # 3. the symbols' sources: the first input dimension that is the symbol itself
+    sources: dict[str, tuple[Value, int]] = {}
+    extra: list[tuple[str, Value, int]] = []
+    for v in base.inputs:
+        for k, d in enumerate(v.shape):
+            if isinstance(d, SymDim) and len(d.expr.terms) == 1 and d.expr.terms[0] == (("sym", _name(d)), 1) \
+                    and not d.expr.const:
+                s = _name(d)
+                if s in sources:
+                    extra.append((s, v, k))
+                else:
+                    sources[s] = (v, k)
+    emitter = _Emitter(base, sources)
+    equalities: list[dict[str, Any]] = []
+    for s, v, k in extra:
+        src, axis = sources[s]
+        d2 = base.add_op("tosa.DIM", [v], [_SHAPE1], {"axis": k}, [f"{s}_dim"]).result
+        base.add_op("tosa.ASSERT_EQUAL_SHAPE", [emitter.symbol(s), d2], [], {"allow_broadcast": False})
+        equalities.append({"symbol": s, "a": [src.name, axis], "b": [v.name, k]})
+    for a, b in guards.equalities:
+        if not (a.symbols() | b.symbols()) <= set(sources):
+            continue
+        base.add_op("tosa.ASSERT_EQUAL_SHAPE", [emitter.emit(a), emitter.emit(b)], [], {"allow_broadcast": False})
+        equalities.append({"expression": f"{a} == {b}"})
+    # 4. shape operands computed at run time
+    for op0 in rebuilt:
+        elems = list(np.asarray(op0.attrs[SYM_VALUES], dtype=object).reshape(-1))
+        missing = set().union(*(as_expr(e).symbols() for e in elems)) - set(sources)
+        if missing:
+            raise _not_yet(f"no input dimension is {', '.join(sorted(missing))} itself", file, op=_where(op0))
+        new = emitter.shape(elems, op0.result.type, op0.result.name)
         base.replace_all_uses(op0.result, new)
         base.remove_op(op0)
+    # 5. types: expressions become labels (printed ?), constant sizes plain ints
+    for v in base.values():
+        if any(isinstance(d, SymDim) for d in v.shape):
+            v.type = v.type.with_shape(tuple(str(d.expr) if is_symbolic(d) else int(d) for d in v.shape))
+    for op in base.ops.values():
+        op.attrs.pop(SYM_VALUES, None)
+        for name, val in op.attrs.items():
+            if isinstance(val, SymDim):
+                op.attrs[name] = int(val)
     base.meta["specification_version"] = DRAFT_VERSION
-    base.meta["dim_symbols"] = {symbol: {"input": src.name, "dim": axis}}
-    # the equalities the ops rely on beyond the inputs' (none while every symbolic dimension is k * one symbol,
-    # unless two multiples are matched against each other, which the generalisation above rules out)
+    base.meta["dim_symbols"] = {s: {"input": v.name, "dim": k} for s, (v, k) in sorted(sources.items())}
     base.meta["dim_equalities"] = equalities + graph_equalities(base.topological_order())
+    base.meta["dim_guards"] = list(guards.relations)
+    base.meta["dim_hints"] = dict(sorted(hints.items()))
     return base
+
+
+_BINOPS: dict[type, Callable[[int, int], int]] = {ast.Add: operator.add, ast.Sub: operator.sub,
+                                                  ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+                                                  ast.Mod: operator.mod}
+_CMPOPS: dict[type, Callable[[int, int], bool]] = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+                                                   ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+_CALLS: dict[str, Callable[[int, int], int]] = {"min": min, "max": max, "ceildiv": lambda a, b: -(-a // b)}
+
+
+def _eval(node: ast.AST, env: Mapping[str, int]) -> Any:
+    """A guard's text (the printed form of :mod:`tf2tosa.ir.symdim`: integers, symbols, ``+ - * // %``, ``min``,
+    ``max``, ``ceildiv``, one comparison) evaluated at ``env``; ValueError for anything else."""
+    if isinstance(node, ast.Expression):
+        return _eval(node.body, env)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        return int(env[node.id])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_eval(node.operand, env)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS \
+            and len(node.args) == 2 and not node.keywords:
+        return _CALLS[node.func.id](_eval(node.args[0], env), _eval(node.args[1], env))
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
+        return _CMPOPS[type(node.ops[0])](_eval(node.left, env), _eval(node.comparators[0], env))
+    raise ValueError(f"not a dimension guard: {ast.dump(node)}")
+
+
+def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The guards of a symbolic program (``meta["dim_guards"]``) that do not hold when its inputs have ``shapes``
+    (input name → shape): sizes on the other side of a comparison the lowerings made at the sample sizes, which the
+    conversion check did not cover (the program may still be right there: many such comparisons choose between
+    two equivalent forms)."""
+    env: dict[str, int] = {}
+    for sym, where in meta.get("dim_symbols", {}).items():
+        shape = shapes.get(where["input"])
+        if shape is not None and where["dim"] < len(shape):
+            env[sym] = int(shape[where["dim"]])
+    out = []
+    for text in meta.get("dim_guards", []):
+        try:
+            ok = bool(_eval(ast.parse(text, mode="eval"), env))
+        except (KeyError, ValueError, SyntaxError, ZeroDivisionError):
+            continue
+        if not ok:
+            out.append(text)
+    return out
+
+
+def _name(d: SymDim) -> str:
+    return str(d.expr.terms[0][0][1])
+
+
+_SHAPE1 = TensorType((1,), DType.SHAPE)
+
+
+class _Emitter:
+    """EXT-SHAPE subgraphs for expressions, each (sub)expression computed once."""
+
+    def __init__(self, graph: Graph, sources: Mapping[str, tuple[Value, int]]) -> None:
+        self.g = graph
+        self.sources = sources
+        self.cache: dict[Any, Value] = {}
+
+    def const(self, items: Sequence[int]) -> Value:
+        key = ("const", tuple(items))
+        if key not in self.cache:
+            self.cache[key] = self.g.add_const(np.array(list(items), np.int64), DType.SHAPE, name="shape",
+                                               op_name="tosa.CONST_SHAPE")
+        return self.cache[key]
+
+    def symbol(self, s: str) -> Value:
+        key = ("sym", s)
+        if key not in self.cache:
+            v, k = self.sources[s]
+            self.cache[key] = self.g.add_op("tosa.DIM", [v], [_SHAPE1], {"axis": k}, [f"{s}_dim"]).result
+        return self.cache[key]
+
+    def _op(self, opcode: str, a: Value, b: Value, name: str) -> Value:
+        return self.g.add_op(f"tosa.{opcode}", [a, b], [_SHAPE1], {}, [name]).result
+
+    def emit(self, e: Expr) -> Value:
+        """The [1] shape value of ``e``."""
+        if e.is_const:
+            return self.const([e.const])
+        if e in self.cache:
+            return self.cache[e]
+        if not e.const and len(e.terms) == 1 and e.terms[0][1] == 1:  # one atom
+            atom = e.terms[0][0]
+            if atom[0] == "sym":
+                v = self.symbol(atom[1])
+            else:
+                v = self._op(_OPCODES[atom[0]], self.emit(atom[1]), self.emit(atom[2]), "dim")
+            self.cache[e] = v
+            return v
+        pos = [(a, c) for a, c in e.terms if c > 0]
+        neg = [(a, -c) for a, c in e.terms if c < 0]
+        acc: Value | None = None
+        for a, c in pos:
+            t = self._term(a, c)
+            acc = t if acc is None else self._op("ADD_SHAPE", acc, t, "dim")
+        if acc is None:  # only negative terms: const - Σ
+            acc = self.const([e.const])
+            const = 0
+        else:
+            const = e.const
+        for a, c in neg:
+            acc = self._op("SUB_SHAPE", acc, self._term(a, c), "dim")
+        if const > 0:
+            acc = self._op("ADD_SHAPE", acc, self.const([const]), "dim")
+        elif const < 0:
+            acc = self._op("SUB_SHAPE", acc, self.const([-const]), "dim")
+        self.cache[e] = acc
+        return acc
+
+    def _term(self, atom: Any, c: int) -> Value:
+        key = ("term", atom, c)
+        if key in self.cache:
+            return self.cache[key]
+        v = self.emit(Expr(0, ((atom, 1),)))
+        if c != 1:
+            v = self._op("MUL_SHAPE", v, self.const([c]), "dim")
+        self.cache[key] = v
+        return v
+
+    def shape(self, elems: Sequence[Any], out_t: TensorType, name: str) -> Value:
+        """CONCAT_SHAPE of the elements: runs of constants as one CONST_SHAPE, each expression computed; the same
+        list of elements is built once."""
+        key = ("shape", tuple(as_expr(e) for e in elems))
+        if key in self.cache:
+            return self.cache[key]
+        self.cache[key] = self._shape(elems, out_t, name)
+        return self.cache[key]
+
+    def _shape(self, elems: Sequence[Any], out_t: TensorType, name: str) -> Value:
+        parts: list[Value] = []
+        run: list[int] = []
+        for e in elems:
+            if is_symbolic(e):
+                if run:
+                    parts.append(self.const(run))
+                    run = []
+                parts.append(self.emit(as_expr(e)))
+            else:
+                run.append(int(e))
+        if run:
+            parts.append(self.const(run))
+        if len(parts) == 1:
+            return parts[0]
+        return self.g.add_op("tosa.CONCAT_SHAPE", parts, [out_t], {}, [name]).result

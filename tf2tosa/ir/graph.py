@@ -27,6 +27,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .symdim import SYM_VALUES
 from .types import DType, TensorType, dtype_from_numpy
 
 INPUT = -1  # pseudo node id of graph inputs
@@ -69,6 +70,16 @@ class Value:
             arr = self.producer.attrs["values"]
             return np.asarray(arr)
         return None
+
+    def sym_const(self) -> np.ndarray | None:
+        """Like :meth:`const`, but an integer constant whose values carry dimension expressions is returned as
+        its object array of ints and :class:`~tf2tosa.ir.symdim.SymDim` (``attrs["sym_values"]``)."""
+        if self.is_const:
+            assert self.producer is not None
+            sym = self.producer.attrs.get(SYM_VALUES)
+            if sym is not None:
+                return np.asarray(sym, dtype=object)
+        return self.const()
 
     @property
     def uses(self) -> list[tuple[Operation, int]]:

@@ -12,6 +12,8 @@ from enum import Enum
 
 import numpy as np
 
+from .symdim import SymDim, size
+
 
 class DType(str, Enum):
     """Element type of a tensor value."""
@@ -165,7 +167,7 @@ class TensorType:
     quant: QuantParams | None = field(default=None)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(d if isinstance(d, str) else int(d) for d in self.shape))
+        object.__setattr__(self, "shape", tuple(d if isinstance(d, (str, SymDim)) else int(d) for d in self.shape))
         object.__setattr__(self, "dtype", DType(self.dtype))
 
     @property
@@ -180,7 +182,7 @@ class TensorType:
     def static_shape(self) -> tuple[int, ...]:
         if not self.is_static:
             raise ValueError(f"shape {self.shape} is not static")
-        return tuple(int(d) for d in self.shape)
+        return tuple(size(d) for d in self.shape)
 
     @property
     def size(self) -> int:

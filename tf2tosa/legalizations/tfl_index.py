@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
+from ..ir.symdim import SYM_AFFINE, is_symbolic
 from ..tosa.builder import Builder
 from . import delegate
 from .lowering import tf_ops
@@ -145,7 +146,12 @@ def range_(b: Builder, op: Operation) -> list[Value]:
 
     Float values are accumulated in float32 as
     TFLite's kernel does.  With dynamic bounds the output size depends on the data, which a static TOSA graph
-    cannot express."""
+    cannot express.  ``--dynamic``: an integer range whose start or limit is computed from a dimension size keeps
+    its length as an expression and its values as an affine form (``SYM_AFFINE``), which the gather of frames reads
+    (:func:`.tfl_layout.gather`)."""
+    sym = _symbolic_range(b, op)
+    if sym is not None:
+        return [sym]
     vals = []
     for k, what in enumerate(("start", "limit", "delta")):
         c = op.operands[k].const()
@@ -176,6 +182,28 @@ def range_(b: Builder, op: Operation) -> list[Value]:
     if arr.size == 0:
         raise Unsupported("range with an empty result (TOSA tensors have no zero-sized dimensions)")
     return [b.const(arr, dt)]
+
+
+def _symbolic_range(b: Builder, op: Operation) -> Value | None:
+    """range(start, limit, delta) with an integer start or limit that carries a dimension expression and a constant
+    positive delta: the CONST of the sample values, with the length expression in its type and ``SYM_AFFINE``."""
+    if len(op.operands) < 3 or op.results[0].dtype.is_float:
+        return None
+    syms = [v.sym_const() for v in op.operands[:3]]
+    if any(s is None for s in syms) or not any(s is not None and s.dtype == object for s in syms[:2]):
+        return None
+    start, limit, delta = (np.asarray(s, dtype=object).reshape(-1)[0] for s in syms)
+    if is_symbolic(delta) or int(delta) <= 0:
+        return None
+    n = (limit - start + delta - 1) // delta
+    if n <= 0:
+        raise Unsupported("range with an empty result (TOSA tensors have no zero-sized dimensions)")
+    arr = narrow_array(np.arange(int(start), int(limit), int(delta), dtype=np.int64), op.results[0].type.dtype)
+    v = b.const(arr, tosa_dtype(op.results[0].type.dtype))
+    v.type = v.type.with_shape((n,))
+    assert v.producer is not None
+    v.producer.attrs[SYM_AFFINE] = ((n,), start, (int(delta),))
+    return v
 
 
 # --------------------------------------------------------------------------------------------------- cumsum

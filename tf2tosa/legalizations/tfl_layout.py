@@ -10,11 +10,13 @@ concatenation copies, as TFLite does).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value, has_value
+from ..ir.symdim import SYM_AFFINE, SYM_VALUES, has_symbols, is_symbolic, symbolic_array
 from ..quant.activation import fused_activation_q
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
@@ -440,6 +442,8 @@ def gather(b: Builder, op: Operation) -> list[Value]:
         bd += ri
     if not 0 <= bd <= min(axis, ri) or pshape[:bd] != ishape[:bd]:
         raise Unsupported(f"gather batch_dims {bd} with axis {axis}")
+    if idx.producer is not None and SYM_AFFINE in idx.producer.attrs and bd == 0:
+        return [_affine_gather(b, params, axis, idx.producer.attrs[SYM_AFFINE])]
     c = idx.const()
     if c is not None:
         k = pshape[axis]
@@ -461,6 +465,38 @@ def gather(b: Builder, op: Operation) -> list[Value]:
             + list(range(nb + ni + np_, out_rank)))
     y = b.transpose(y, back)
     return [b.cast(y, restore) if restore else y]
+
+
+def _affine_gather(b: Builder, params: Value, axis: int, aff: Any) -> Value:
+    """``--dynamic``: a gather along ``axis`` whose indices are affine in their position, ``offset + Σ c_a·i_a``
+    over a shape with one symbolic axis ``s`` (``c_s`` = 1) and small static others (the frames of
+    ``tf.signal.frame``: ``i + j``): one SLICE of the symbolic length per static index combination, each RESHAPEd
+    into place, then CONCATs along the static axes (no index tensor, whose size would depend on the input)."""
+    shape, offset, coefs = aff
+    pshape = static_shape(params)
+    sym_axes = [a for a, n in enumerate(shape) if is_symbolic(n)]
+    if len(sym_axes) != 1 or coefs[sym_axes[0]] != 1:
+        raise Unsupported("gather with computed indices that are not one unit-step run per static position")
+    s = sym_axes[0]
+    others = [a for a in range(len(shape)) if a != s]
+    if prod([shape[a] for a in others]) > 64:
+        raise Unsupported("gather with computed indices: more than 64 static positions")
+    lead, rest = pshape[:axis], pshape[axis + 1:]
+    pieces: list[Value] = []
+    for combo in np.ndindex(*[int(shape[a]) for a in others]):
+        start = offset + sum(int(coefs[a]) * int(m) for a, m in zip(others, combo))
+        begin = [0] * len(pshape)
+        begin[axis] = start
+        size = list(pshape)
+        size[axis] = shape[s]
+        y = b.slice(params, begin, size)
+        inner = [shape[a] if a == s else 1 for a in range(len(shape))]
+        pieces.append(b.reshape(y, lead + inner + rest))
+    # concatenate along the static axes, last first (pieces are in row-major order of ``others``)
+    for a in reversed(others):
+        n = int(shape[a])
+        pieces = [b.concat(pieces[i:i + n], len(lead) + a) for i in range(0, len(pieces), n)]
+    return pieces[0]
 
 
 @legalize("tfl.gather_nd", dtypes=_ANY)
@@ -617,13 +653,26 @@ def shape_(b: Builder, op: Operation) -> list[Value]:
     """The static shape as an i32 CONST (lowering doc: lower_shape_op; int64 out_type narrowed, §6.7)."""
     x = op.operands[0]
     dims = static_shape(x)
-    return [b.const(np.asarray(dims, dtype=np.int32), DType.INT32)]
+    c = b.const(np.asarray(dims, dtype=np.int32), DType.INT32)
+    if has_symbols(dims):  # --dynamic: the sizes keep their dimension expressions
+        assert c.producer is not None
+        c.producer.attrs[SYM_VALUES] = symbolic_array(dims)
+    return [c]
 
 
 @legalize("tfl.rank", dtypes=_ANY)
 def rank_(b: Builder, op: Operation) -> list[Value]:
     """Rank as a rank-0 i32 CONST (lowering doc: tfl.rank; spec 2.14.1 CONST allows rank 0)."""
     return [b.const(np.asarray(op.operands[0].type.rank, dtype=np.int32), DType.INT32)]
+
+
+def _full(b: Builder, dims: list[int], value: Any, dt: DType, quant: QuantParams | None = None) -> Value:
+    """A CONST of ``dims`` filled with ``value``; with sizes that are dimension expressions (``--dynamic``) a
+    TILE of a one-element CONST by those sizes instead (a constant tensor cannot have a run-time shape)."""
+    if not any(is_symbolic(d) for d in dims):
+        return b.const(np.full(dims, value, dtype=dt.np_dtype()), dt, quant=quant)
+    one = b.const(np.full([1] * len(dims), value, dtype=dt.np_dtype()), dt, quant=quant)
+    return b.tile(one, dims)
 
 
 @legalize("tfl.fill", dtypes=_ANY)
@@ -635,8 +684,7 @@ def fill(b: Builder, op: Operation) -> list[Value]:
     check_rank(len(dims), "fill result")
     c = v.const()
     if c is not None:
-        arr = np.full(dims, narrow_array(np.asarray(c).reshape(-1)[:1], v.dtype)[0], dtype=dt.np_dtype())
-        return [b.const(arr, dt, quant=v.type.quant)]
+        return [_full(b, dims, narrow_array(np.asarray(c).reshape(-1)[:1], v.dtype)[0], dt, v.type.quant)]
     x = data_operand(b, v)
     if not dims:
         return [b.reshape(x, [])]
@@ -648,7 +696,7 @@ def zeros_like(b: Builder, op: Operation) -> list[Value]:
     """Zero CONST of the input's shape (lowering doc: tfl.zeros_like)."""
     x = op.operands[0]
     dt = tosa_dtype(x.dtype)
-    return [b.const(np.zeros(static_shape(x), dtype=dt.np_dtype()), dt)]
+    return [_full(b, static_shape(x), 0, dt)]
 
 
 @legalize("tfl.ones_like", dtypes=_ANY)
@@ -656,4 +704,4 @@ def ones_like(b: Builder, op: Operation) -> list[Value]:
     """One-filled CONST of the input's shape."""
     x = op.operands[0]
     dt = tosa_dtype(x.dtype)
-    return [b.const(np.ones(static_shape(x), dtype=dt.np_dtype()), dt)]
+    return [_full(b, static_shape(x), 1, dt)]

@@ -12,10 +12,14 @@ construction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..ir.symdim import SYM_VALUES, symbolic_array
 from ..quant import activation_bounds, apply_table_i16, fused_activation_q
 from ..quant import tflite_reference as R
 from ..quant.elementwise import (
@@ -230,12 +234,31 @@ def _narrow_ints(b: Builder, op: Operation, x: Value, y: Value) -> tuple[Value, 
     return x, y, _kind(op, x, y)
 
 
+def _symbolic_ints(b: Builder, op: Operation, fn: Callable[[Any, Any], Any]) -> Value | None:
+    """``--dynamic``: ``fn`` of two integer constants whose values carry dimension expressions, as one constant
+    that keeps them (shape arithmetic folded into expressions); None otherwise."""
+    syms = [s for s in (v.sym_const() for v in op.operands[:2]) if s is not None]
+    if len(syms) < 2 or not any(s.dtype == object for s in syms):
+        return None
+    if op.results[0].dtype.is_float:
+        return None
+    a, c = (np.asarray(s, dtype=object) for s in syms)
+    out = symbolic_array(np.asarray(fn(a, c), dtype=object))
+    v = b.const(np.asarray([int(x) for x in out.reshape(-1)], np.int64).reshape(out.shape), DType.INT32)
+    assert v.producer is not None
+    v.producer.attrs[SYM_VALUES] = out
+    return v
+
+
 @legalize("tfl.floor_div", dtypes=("fp32", "i8", "i16", "i32"))
 def floor_div(b: Builder, op: Operation) -> list[Value]:
     """float: FLOOR(x * RECIPROCAL(y)) (lowering doc: lower_floor_div); int8/int16/int32: INTDIV corrected toward -inf.
 
     The float form can be off by one within 1.5 ulp of an integer quotient; 1.0 INTDIV truncates (spec 2.5.6 INTDIV),
     so the integer quotient is decremented where the remainder is non-zero and its sign differs from y's."""
+    sym = _symbolic_ints(b, op, lambda p, q: p // q)
+    if sym is not None:
+        return [sym]
     x, y, dt = _narrow_ints(b, op, op.operands[0], op.operands[1])
     if not dt.is_float:
         return [b.cast(_floor_div_int(b, x, y)[0], dt)]
@@ -246,6 +269,9 @@ def floor_div(b: Builder, op: Operation) -> list[Value]:
 def floor_mod(b: Builder, op: Operation) -> list[Value]:
     """x - floor(x / y) * y (the document's lowering doc: lower_floor_mod returns frac(x/y): wrong, §6.1); integers via
     INTDIV in i32."""
+    sym = _symbolic_ints(b, op, lambda p, q: p % q)
+    if sym is not None:
+        return [sym]
     x, y, dt = _narrow_ints(b, op, op.operands[0], op.operands[1])
     if not dt.is_float:
         return [b.cast(_floor_div_int(b, x, y)[1], dt)]

@@ -46,7 +46,7 @@ from ..quant.elementwise import Fx
 from ..quant.exact_round import low_byte_input
 from ..tosa.builder import Builder
 from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
-from .lowering.layout import dilate_axis, reverse
+from .lowering.layout import dilate_axis, prod, reverse
 from .lowering.legalize_common import acc_type_for, const_operand, float_zp, fused_activation
 from .lowering.numeric import broadcast_shape, operands, require_float, static_shape
 from .lowering.padding import apply_window_padding, same_padding, window_pads
@@ -223,7 +223,7 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     if len(ws) != 2:
         raise Unsupported(f"fully_connected weights of rank {len(ws)}")
     oc, ic = ws
-    total = int(np.prod(xs)) if xs else 1
+    total = prod(xs) if xs else 1
     if total % ic:
         raise Unsupported(f"fully_connected input {xs} not divisible into rows of {ic}")
     n = total // ic

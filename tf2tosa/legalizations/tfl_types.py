@@ -8,10 +8,11 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
+from ..ir.symdim import size as size_of
 from ..quant.elementwise import lut16, table8
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
-from .lowering.layout import data_operand, keeps_values, retag, tosa_dtype
+from .lowering.layout import data_operand, keeps_values, prod, retag, tosa_dtype
 from .lowering.legalize_common import scalar_const
 from .lowering.tf_ops import fake_quant_params
 from .registry import legalize
@@ -120,8 +121,8 @@ def quantize_value(b: Builder, x: Value, q: QuantParams, out: DType) -> Value:
     zp = int(q.zp)
     j = max(hi - zp, zp - lo) + 1  # |round(x/s)| > j - 1 saturates on both sides
     thr = quantize_thresholds(q.s, j + 2)
-    shape = [int(d) for d in x.shape]
-    size = int(np.prod(shape, dtype=np.int64))
+    shape = [size_of(d) for d in x.shape]
+    size = prod(shape)
     a = b.clamp(b.emit("ABS", [x]).result, 0.0, float(thr[j]), nan_mode="IGNORE")
     m0 = b.cast(b.mul(a, scalar_const(b, float(reciprocal_below(q.s)), x)), DType.INT32)
     values = b.const(thr.reshape(1, j + 2, 1), DType.FP32, name="quantize_thresholds")

@@ -24,6 +24,20 @@ import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir import DType, Graph, Operation, QuantParams, TensorType, Value
+from ..ir.symdim import (
+    SYM_AFFINE,
+    SYM_VALUES,
+    Affine,
+    affine_of_array,
+    has_symbols,
+    is_symbolic,
+    no_guards,
+    same_size,
+    size,
+    sym_max,
+    sym_min,
+    symbolic_array,
+)
 from . import catalogue
 from .context import LegalizeContext
 
@@ -57,14 +71,26 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
         return None
     if len(op.results) != 1 or not op.result.type.is_static or op.result.type.size > FOLD_LIMIT:
         return None
+    if op.opcode == "TILE" and any(is_symbolic(d) for d in op.result.shape):
+        return None  # --dynamic: a tensor whose shape is a run-time size (zeros_like, fill) stays a TILE
     r = op.result
-    arr = _reshaped(op)
-    if arr is None:
-        if _evaluate is None:
-            raise RuntimeError("no evaluator for constant folding: import tf2tosa (it registers the executor's)")
-        (arr,) = _evaluate(op, [np.asarray(v.const()) for v in op.operands])
+    with no_guards():  # the kernel's own checks of the sample values are not decisions of the lowering
+        arr = _reshaped(op)
+        if arr is None:
+            if _evaluate is None:
+                raise RuntimeError("no evaluator for constant folding: import tf2tosa (it registers the executor's)")
+            (arr,) = _evaluate(op, [np.asarray(v.const()) for v in op.operands])
     name = "tosa.CONST_SHAPE" if r.dtype is DType.SHAPE else "tosa.CONST"
-    c = graph.add_op(name, [], [r.type], {"values": np.asarray(arr)}, [r.name + "_c"], location=op.location)
+    attrs: dict[str, Any] = {"values": np.asarray(arr)}
+    if any(v.producer is not None and SYM_AFFINE in v.producer.attrs for v in op.operands):
+        aff = fold_affine(op)
+        if aff is not None:
+            attrs[SYM_AFFINE] = aff
+    if any(v.producer is not None and SYM_VALUES in v.producer.attrs for v in op.operands):
+        sym = fold_symbolic(op, [v.sym_const() for v in op.operands], np.asarray(arr))
+        if sym is not None:
+            attrs[SYM_VALUES] = sym
+    c = graph.add_op(name, [], [r.type], attrs, [r.name + "_c"], location=op.location)
     c.result.source = r.source
     graph.replace_all_uses(r, c.result)
     graph.remove_op(op)
@@ -87,6 +113,125 @@ def _reshaped(op: Operation) -> np.ndarray | None:
             or min(shape, default=1) < 1):
         return None
     return x.reshape(shape)
+
+
+def _ints(a: Any) -> list[int]:
+    return [int(x) for x in np.asarray(a).reshape(-1)]
+
+
+def _affine(v: Value) -> Affine | None:
+    assert v.producer is not None
+    aff = v.producer.attrs.get(SYM_AFFINE)
+    return aff if aff is not None else affine_of_array(v.const())
+
+
+def fold_affine(op: Operation) -> Affine | None:
+    """The affine form (``SYM_AFFINE``) of ``op``'s folded value when an operand has one whose shape is symbolic
+    (``--dynamic``): ADD / SUB of affine operands (broadcast), MUL by a scalar, RESHAPE adding or dropping size-1
+    axes, CAST / IDENTITY; None otherwise (the safety net then reports the size-dependent constant)."""
+    code = op.opcode
+    if code in ("CAST", "IDENTITY") and not op.result.dtype.is_float:
+        return _affine(op.operands[0])
+    if code == "RESHAPE":
+        aff = _affine(op.operands[0])
+        new = op.result.shape
+        if aff is None:
+            return None
+        shape, off, coefs = aff
+        kept = [(n, c) for n, c in zip(shape, coefs) if not same_size(n, 1)]
+        wide = [n for n in new if not same_size(n, 1)]
+        if len(wide) != len(kept) or not all(same_size(n, m) for n, (m, _) in zip(wide, kept)):
+            return None
+        it = iter(kept)
+        return tuple(new), off, tuple(0 if same_size(n, 1) else next(it)[1] for n in new)
+    if code in ("ADD", "SUB", "MUL"):
+        a, b = _affine(op.operands[0]), _affine(op.operands[1])
+        if a is None or b is None or len(a[0]) != len(b[0]):
+            return None
+        if code == "MUL":
+            if len(op.operands) > 2 and _ints(op.operands[2].const()) != [0]:
+                return None
+            if all(same_size(n, 1) for n in b[0]) and not any(b[2]):
+                k = b[1]
+                return a[0], a[1] * k, tuple(c * k for c in a[2])
+            return None
+        sign = 1 if code == "ADD" else -1
+        dims: list[int] = []
+        cs: list[int] = []
+        for na, ca, nb, cb in zip(a[0], a[2], b[0], b[2]):
+            if same_size(na, 1):
+                dims.append(nb)
+            elif same_size(nb, 1) or same_size(na, nb):
+                dims.append(na)
+            else:
+                return None
+            cs.append((0 if same_size(na, 1) else ca) + sign * (0 if same_size(nb, 1) else cb))
+        return tuple(dims), a[1] + sign * b[1], tuple(cs)
+    return None
+
+
+def fold_symbolic(op: Operation, args: list[Any], numeric: np.ndarray) -> np.ndarray | None:
+    """The folded value of ``op`` on integer constants that carry dimension expressions (``--dynamic``), as an
+    object array of ints and ``SymDim``; None for an op this does not follow (the expressions are then lost, which
+    the ``--dynamic`` safety net reports).  Only the integer data movement and arithmetic that shape computations
+    lower to: ADD, SUB, MUL (shift 0), INTDIV, MINIMUM, MAXIMUM, SELECT, RESHAPE, SLICE, CONCAT, TRANSPOSE, TILE,
+    REVERSE, CAST / IDENTITY between integer types; GREATER / GREATER_EQUAL / EQUAL of sizes give plain booleans
+    and record the comparison as a guard."""
+    code = op.opcode
+    if any(a is None for a in args) or op.result.dtype.is_float:
+        return None
+    xs = [np.asarray(a, dtype=object) for a in args]
+    out: Any
+    try:
+        if code in ("ADD", "SUB", "MINIMUM", "MAXIMUM", "INTDIV"):
+            a, b = xs[0], xs[1]
+            if code == "ADD":
+                out = a + b
+            elif code == "SUB":
+                out = a - b
+            elif code == "INTDIV":  # truncation = floor division for non-negative operands (compared: guards)
+                if not all(x >= 0 for x in a.reshape(-1)) or not all(y > 0 for y in b.reshape(-1)):
+                    return None
+                out = a // b
+            else:
+                fn = sym_min if code == "MINIMUM" else sym_max
+                a, b = np.broadcast_arrays(a, b)
+                out = np.asarray([fn(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1))], dtype=object)
+        elif code == "MUL":
+            if len(xs) > 2 and any(_ints(xs[2])):
+                return None
+            out = xs[0] * xs[1]
+        elif code in ("GREATER", "GREATER_EQUAL", "EQUAL"):
+            # a branch on sizes: each comparison is a guard (recorded by SymDim); the result is plain booleans
+            a, b = np.broadcast_arrays(xs[0], xs[1])
+            rel = {"GREATER": lambda x, y: x > y, "GREATER_EQUAL": lambda x, y: x >= y,
+                   "EQUAL": lambda x, y: x == y}[code]
+            for x, y in zip(a.reshape(-1), b.reshape(-1)):
+                rel(x, y)
+            return None
+        elif code == "SELECT":
+            out = np.where(np.asarray(xs[0], dtype=bool), xs[1], xs[2])
+        elif code in ("RESHAPE", "CAST", "IDENTITY"):
+            out = xs[0]
+        elif code == "SLICE":
+            idx = tuple(slice(s, s + n) for s, n in zip(_ints(xs[1]), _ints(xs[2])))
+            out = xs[0][idx]
+        elif code == "CONCAT":
+            out = np.concatenate(xs, axis=int(op.attrs["axis"]))
+        elif code == "TRANSPOSE":
+            out = np.transpose(xs[0], [int(p) for p in op.attrs["perms"]])
+        elif code == "TILE":
+            out = np.tile(xs[0], _ints(xs[1]))
+        elif code == "REVERSE":
+            out = np.flip(xs[0], int(op.attrs["axis"]))
+        else:
+            return None
+        out = np.asarray(out, dtype=object).reshape(numeric.shape)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if [int(x) for x in out.reshape(-1)] != _ints(numeric) or not has_symbols(out):
+        return None  # a wrap-around or a narrowing the expressions do not model
+    return symbolic_array(out)
 
 
 class Builder:
@@ -113,7 +258,8 @@ class Builder:
         full.update(attrs or {})
         operands = list(operands)
         types = [v.type for v in operands]
-        consts = [v.const() for v in operands]
+        # shape operands whose values carry dimension expressions (--dynamic) are read with them
+        consts = [v.sym_const() if v.dtype is DType.SHAPE else v.const() for v in operands]
         if result_types is None:
             try:
                 result_types = catalogue.infer_result_types(opcode, types, full, out_dtype=out_dtype,
@@ -164,7 +310,11 @@ class Builder:
     def shape(self, dims: Sequence[int], name: str = "shape") -> Value:
         """A ``tosa.CONST_SHAPE`` value holding ``dims``."""
         arr = np.asarray([int(d) for d in dims], dtype=np.int64)
-        return self.graph.add_const(arr, DType.SHAPE, name=name, op_name="tosa.CONST_SHAPE")
+        v = self.graph.add_const(arr, DType.SHAPE, name=name, op_name="tosa.CONST_SHAPE")
+        if any(is_symbolic(d) for d in dims):
+            assert v.producer is not None
+            v.producer.attrs[SYM_VALUES] = symbolic_array(dims)
+        return v
 
     def zp(self, value: int | float, dtype: DType) -> Value:
         """A [1] zero-point tensor of the data type (0.0 for float types)."""
@@ -172,7 +322,7 @@ class Builder:
 
     # ------------------------------------------------------- common helpers
     def reshape(self, x: Value, shape: Sequence[int]) -> Value:
-        shape = [int(d) for d in shape]
+        shape = [size(d) for d in shape]
         if list(x.shape) == shape:
             return x
         return self.emit("RESHAPE", [x, self.shape(shape)], quant=x.type.quant).result

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidGraphError
+from ..ir.symdim import is_symbolic, same_size, size
 from ..ir.types import Dim, TensorType
 from . import optable
 
@@ -98,7 +99,7 @@ def idiv_check(op: str, a: int, b: int, what: str) -> int:
 def _const_list(c: np.ndarray | None) -> list[int] | None:
     if c is None:
         return None
-    return [int(x) for x in np.asarray(c).reshape(-1)]
+    return [size(x) for x in np.asarray(c).reshape(-1)]
 
 
 # ---------------------------------------------------------------------------------------- rules
@@ -123,6 +124,15 @@ def broadcast_shape(op: str, s1: Shape, s2: Shape) -> Shape:
         raise _err(op, f"operands must have equal rank: {list(s1)} vs {list(s2)} (spec 4.4.6 broadcast_shape)")
     out: list[Dim] = []
     for a, b in zip(s1, s2):
+        if is_symbolic(a) or is_symbolic(b):
+            # dynamic-shape RFC broadcast: a size against 1 is that size (no condition); two different expressions
+            # must be equal at run time (the comparison records that equality as a guard)
+            if same_size(b, 1) or same_size(a, b):
+                out.append(a)
+                continue
+            if same_size(a, 1):
+                out.append(b)
+                continue
         if a == 1:
             out.append(b)
         elif b == 1 or a == b:
@@ -316,7 +326,7 @@ def _pad(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts) 
         return [None]
     if len(p) != 2 * len(s):
         raise _err(op, f"padding has {len(p)} values; must be 2*rank = {2 * len(s)}")
-    if min(p, default=0) < 0:
+    if any(n < 0 for n in p):
         raise _err(op, f"padding {p} must be >= 0 (spec 2.10.2 PAD)")
     return [tuple(d + p[2 * i] + p[2 * i + 1] if _int(d) else "?" for i, d in enumerate(s))]
 
@@ -346,9 +356,9 @@ def _slice(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts
     for nm, v in (("start", start), ("size", size)):
         if v is not None and len(v) != len(s):
             raise _err(op, f"{nm} has {len(v)} values; input rank is {len(s)}")
-    if start is not None and min(start, default=0) < 0:
+    if start is not None and any(b < 0 for b in start):  # per element: a size compared with 0, not another size
         raise _err(op, f"start {start} must be >= 0")
-    if size is not None and min(size, default=1) <= 0:
+    if size is not None and any(n <= 0 for n in size):
         raise _err(op, f"size {size} must be > 0")
     if start is not None and size is not None:
         for i, (b, n, d) in enumerate(zip(start, size, s)):
@@ -364,7 +374,7 @@ def _tile(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts)
         return [None]
     if len(m) != len(s):
         raise _err(op, f"multiples has {len(m)} values; input rank is {len(s)}")
-    if min(m, default=1) < 1:
+    if any(k < 1 for k in m):  # per element (min() would compare sizes with each other: spurious guards)
         raise _err(op, f"multiples {m} must be >= 1")
     return [tuple(d * k if _int(d) else "?" for d, k in zip(s, m))]
 
@@ -425,7 +435,7 @@ def _resize(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Const
         raise _err(op, f"border {border} out of range for scale {scale} (spec 2.12.1 RESIZE)")
     oh: Any = idiv_check(op, (ih - 1) * yn - oy + by, yd, "output height") + 1 if _int(ih) else "?"
     ow: Any = idiv_check(op, (iw - 1) * xn - ox + bx, xd, "output width") + 1 if _int(iw) else "?"
-    if _known(oh, ow, ih, iw) and max(oh, ow, ih, iw) >= 16384:
+    if _known(oh, ow, ih, iw) and any(n >= 16384 for n in (oh, ow, ih, iw)):
         raise _err(op, f"sizes must be < 16384: input {ih}x{iw}, output {oh}x{ow} (spec 2.12.1 RESIZE)")
     if _known(oh, ow) and (oh < 1 or ow < 1):
         raise _err(op, f"output size {oh}x{ow} < 1")

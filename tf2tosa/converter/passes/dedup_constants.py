@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...ir import Graph
+from ...ir.symdim import SYM_AFFINE, SYM_VALUES
 
 _CONSTS = ("tosa.CONST", "tosa.CONST_SHAPE")
 
@@ -38,11 +39,13 @@ def dedup_constants(graph: Graph) -> int:
             continue
         arr = np.ascontiguousarray(np.asarray(op.attrs.get("values")))
         raw = arr.reshape(-1).view(np.uint8)
+        # --dynamic: constants holding size expressions are equal only when the expressions are
+        sym = tuple(repr(op.attrs[k]) for k in (SYM_VALUES, SYM_AFFINE) if k in op.attrs)
         key: tuple[Any, ...]
         if raw.size <= _WHOLE_KEY_BYTES:
-            key = (op.name, v.type, arr.dtype.str, arr.shape, raw.tobytes())
+            key = (op.name, v.type, arr.dtype.str, arr.shape, raw.tobytes(), sym)
         else:
-            key = (op.name, v.type, arr.dtype.str, arr.shape, raw[:64].tobytes(), raw[-64:].tobytes())
+            key = (op.name, v.type, arr.dtype.str, arr.shape, raw[:64].tobytes(), raw[-64:].tobytes(), sym)
         bucket = kept.setdefault(key, [])
         first = next((w for data, w in bucket if raw.size <= _WHOLE_KEY_BYTES or np.array_equal(data, raw)), None)
         if first is None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ...errors import ConversionError, InputError
 from ...ir import Graph
+from ...ir.symdim import size as dim_size
 
 log = logging.getLogger("tf2tosa")
 
@@ -101,7 +102,7 @@ def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]]
                     out.append(int(d))
                     continue
                 if sym in dims:
-                    size, how = int(dims[sym]), "dim"
+                    size, how = dim_size(dims[sym]), "dim"
                 else:
                     hint = stored.get(v.name)
                     size = hint[k] if hint and isinstance(hint[k], int) and hint[k] > 0 else 1

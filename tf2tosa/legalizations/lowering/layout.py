@@ -15,6 +15,7 @@ import numpy as np
 
 from ...errors import Unsupported
 from ...ir import DType, Operation, QuantParams, Value
+from ...ir.symdim import is_symbolic, size
 from ...tosa.builder import Builder
 from .legalize_common import const_operand
 
@@ -30,16 +31,21 @@ def static_shape(v: Value) -> list[int]:
     """The static shape of ``v`` (raises Unsupported for symbolic dimensions)."""
     if not v.type.is_static:
         raise Unsupported(f"{v.name} has a dynamic shape {v.type.shape}")
-    return [int(d) for d in v.shape]
+    return [size(d) for d in v.shape]
 
 
 def prod(dims: Sequence[int]) -> int:
-    return int(math.prod(int(d) for d in dims))
+    """The product of sizes (a dimension expression stays one, ``--dynamic``)."""
+    return size(math.prod(size(d) for d in dims))
 
 
 def const_ints(op: Operation, k: int, what: str = "operand") -> list[int]:
-    """Operand ``k`` as a flat list of Python ints (it must be a compile-time constant of integers)."""
+    """Operand ``k`` as a flat list of Python ints (it must be a compile-time constant of integers); sizes that
+    carry dimension expressions (``--dynamic``) stay :class:`~tf2tosa.ir.symdim.SymDim`."""
     arr = np.asarray(const_operand(op, k, what)).reshape(-1)
+    sym = op.operands[k].sym_const()
+    if sym is not None and sym.dtype == object:
+        return [size(x) for x in sym.reshape(-1)]
     if arr.dtype.kind not in "iub":
         with np.errstate(invalid="ignore"):
             integral = arr.dtype.kind == "f" and bool(np.all(np.isfinite(arr) & (np.abs(arr) < 2**62)
@@ -205,7 +211,7 @@ def plan_strided_slice(in_shape: Sequence[int], begin: Sequence[int], end: Seque
         if new_axis_mask >> i & 1:
             out_shape.append(1)
             continue
-        dim = int(in_shape[d])
+        dim = size(in_shape[d])
         s = int(strides[i])
         if s == 0:
             raise Unsupported("strided_slice stride 0")
@@ -220,17 +226,30 @@ def plan_strided_slice(in_shape: Sequence[int], begin: Sequence[int], end: Seque
                 raise Unsupported(f"strided_slice shrink index {begin[i]} out of range for dim {dim}")
             dims.append(DimSlice(idx, 1, 1, shrink=True))
         else:
-            bgn = None if begin_mask >> i & 1 else int(begin[i])
-            e = None if end_mask >> i & 1 else int(end[i])
-            start, stop, step = slice(bgn, e, s).indices(dim)
-            count = len(range(start, stop, step))
+            bgn = None if begin_mask >> i & 1 else size(begin[i])
+            e = None if end_mask >> i & 1 else size(end[i])
+            if s == 1 and any(is_symbolic(t) for t in (dim, bgn, e)):
+                start, count = _unit_slice(dim, bgn, e)  # --dynamic: the bounds keep their expressions
+            else:
+                start, stop, step = slice(bgn, e, s).indices(dim)
+                count = len(range(start, stop, step))
             if count == 0:
                 raise Unsupported("strided_slice result is empty (TOSA has no empty tensors, S760)")
-            dims.append(DimSlice(start, count, step))
+            dims.append(DimSlice(start, count, s))
             out_shape.append(count)
         d += 1
     assert d == rank
     return StridedSlicePlan(dims, out_shape)
+
+
+def _unit_slice(dim: int, bgn: int | None, end: int | None) -> tuple[int, int]:
+    """``slice(bgn, end, 1).indices(dim)`` as (start, count) with sizes that may be dimension expressions: the
+    clamps compare sizes, so they are guards of a ``--dynamic`` conversion."""
+    start = 0 if bgn is None else (bgn + dim if bgn < 0 else bgn)
+    start = 0 if start < 0 else (dim if start > dim else start)
+    stop = dim if end is None else (end + dim if end < 0 else end)
+    stop = 0 if stop < 0 else (dim if stop > dim else stop)
+    return start, (stop - start if stop > start else 0)
 
 
 def apply_strided_slice(b: Builder, x: Value, plan: StridedSlicePlan) -> Value:
@@ -288,14 +307,15 @@ def dilate_axis(b: Builder, x: Value, axis: int, d: int, fill: float | int | boo
 
 def resolve_reshape(in_size: int, new_shape: Sequence[int]) -> list[int]:
     """Resolve one -1 in a reshape target (spec 1.11.1 Tensors: 1.0 shapes are fully static)."""
-    shape = [int(d) for d in new_shape]
-    if shape.count(-1) > 1:
+    shape = [size(d) for d in new_shape]
+    holes = [k for k, d in enumerate(shape) if not is_symbolic(d) and d == -1]
+    if len(holes) > 1:
         raise Unsupported(f"reshape target {shape} has more than one -1")
-    if -1 in shape:
-        known = prod([d for d in shape if d != -1])
+    if holes:
+        known = prod([d for k, d in enumerate(shape) if k != holes[0]])
         if known == 0 or in_size % known:
             raise Unsupported(f"cannot resolve -1 in reshape target {shape} for {in_size} elements")
-        shape[shape.index(-1)] = in_size // known
+        shape[holes[0]] = in_size // known
     if prod(shape) != in_size:
         raise Unsupported(f"reshape target {shape} does not hold {in_size} elements")
     return shape

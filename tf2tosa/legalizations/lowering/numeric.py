@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import Unsupported
 from ...ir import DType, Operation, QuantParams, Value
+from ...ir.symdim import size
 from ...tosa.builder import Builder
 from .legalize_common import const_operand, positive_axis, scalar_const
 
@@ -40,7 +41,7 @@ def static_shape(v: Value) -> list[int]:
     """The static shape of an (already legalized) operand."""
     if not v.type.is_static:
         raise Unsupported(f"operand {v.name} has a dynamic shape {v.shape}")
-    return [int(d) for d in v.shape]
+    return [size(d) for d in v.shape]
 
 
 def operands(op: Operation, *ranks: int | None) -> list[Value]:
