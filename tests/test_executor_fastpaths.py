@@ -426,6 +426,19 @@ def _depthwise_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: in
                         out[b, oy, ox, ch * mm + m] = acc + int(bias[(ch * mm + m) % bias.size])
     return out
 
+def _spy_depthwise_einsum(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The accumulator dtype of every call of the depthwise einsum path, appended as it runs."""
+    calls: list[str] = []
+    orig = tensor_ops._depthwise_einsum
+
+    def spy(*a: Any) -> np.ndarray:
+        calls.append(np.dtype(a[4]).name)
+        return orig(*a)
+
+    monkeypatch.setattr(tensor_ops, "_depthwise_einsum", spy)
+    return calls
+
+
 
 @pytest.mark.parametrize(("stride", "dil", "pad", "mm", "ih"), [
     ([1, 1], [1, 1], [1, 1, 1, 1], 1, 7),  # stride 1 along W: the merged (OW*C) einsum
@@ -445,14 +458,7 @@ def test_depthwise_einsum_paths_on_adversarial_extremes(monkeypatch: pytest.Monk
     w = np.where(rng.random((3, 3, c, mm)) < 0.5, -128, 127).astype(np.int8)
     w[:, :, 0] = -128  # channel 0: (x - 127) * (-128 - 3) all positive, the largest sums
     bias = rng.integers(-(1 << 20), 1 << 20, (c * mm,)).astype(np.int32)
-    calls: list[str] = []
-    orig = tensor_ops._depthwise_einsum
-
-    def spy(*a: Any) -> np.ndarray:
-        calls.append(np.dtype(a[4]).name)
-        return orig(*a)
-
-    monkeypatch.setattr(tensor_ops, "_depthwise_einsum", spy)
+    calls = _spy_depthwise_einsum(monkeypatch)
     monkeypatch.setattr(tensor_ops, "DW_BAND", 1)  # one output row per band: every band edge is exercised
     args = [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32), Const(np.array([127]), D.INT8),
             Const(np.array([3]), D.INT8)]
@@ -468,14 +474,7 @@ def test_depthwise_einsum_float64_and_fallback_paths_are_exact(monkeypatch: pyte
     rng = np.random.default_rng(31)
     x16 = np.where(rng.random((1, 6, 6, 3)) < 0.5, -32768, 32767).astype(np.int16)
     w8 = np.where(rng.random((3, 3, 3, 1)) < 0.5, -128, 127).astype(np.int8)
-    calls: list[str] = []
-    orig = tensor_ops._depthwise_einsum
-
-    def spy(*a: Any) -> np.ndarray:
-        calls.append(np.dtype(a[4]).name)
-        return orig(*a)
-
-    monkeypatch.setattr(tensor_ops, "_depthwise_einsum", spy)
+    calls = _spy_depthwise_einsum(monkeypatch)
     pad, st, dl = [1, 1, 1, 1], [1, 1], [1, 1]
     zero48 = np.zeros(3, np.int64)
     (g16,) = run_single("DEPTHWISE_CONV2D", [In(x16, D.INT16), Const(w8, D.INT8), Const(zero48, D.INT48),
