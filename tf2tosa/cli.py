@@ -460,6 +460,8 @@ def specialize(model: Path = typer.Argument(..., metavar="MODEL",
         out.result(line)
     out.info(f"{done.get('shape_ops_folded', 0)} shape operator(s) folded to constants, "
              f"{done.get('assertions_checked', 0)} shape assertion(s) checked")
+    for w in m.graph.meta.get("warnings", []):
+        out.warn_once(str(w))
     return {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None, "ops": ops,
             **_model_facts(m), "shape_ops_folded": int(done.get("shape_ops_folded", 0)),
             "assertions_checked": int(done.get("assertions_checked", 0)), "seconds": round(seconds, 3)}
@@ -525,7 +527,10 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             if not (out.json or out.quiet):
                 _print_profile(prof)
         else:
-            outs = m.run(feed, backend=backend.value)
+            if m.is_dynamic:  # sizes outside the conversion's guards: one warning per guard, in the result
+                for w in m.guard_warnings(feed):
+                    out.warn_once(w)
+            outs = m.run(feed, backend=backend.value, check_guards=False)
     if dequantize:
         outs = m.dequantize_outputs(outs)
     results = []
@@ -699,6 +704,15 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             for e in eqs:
                 rel = "broadcasts with" if e.get("broadcast") else "=="
                 out.echo(f"  {e['a']} {rel} {e['b']}  ({e['op']})")
+        guards = g.meta.get("dim_guards")
+        if guards is None:
+            out.echo("size guards: none known (a .tosa file cannot carry them; the .mlir written with it does)")
+        elif guards:
+            hints = ", ".join(f"{k}={v}" for k, v in (g.meta.get("dim_hints") or {}).items())
+            out.echo(f"size guards (comparisons the conversion made at {hints or 'its sample sizes'}; run and "
+                     "specialize warn outside them):")
+            for text in guards:
+                out.echo(f"  {text}")
     fixed = g.meta.get("fixed_dims", [])
     if fixed:
         out.echo("dimension symbols (unknown in the model; fixed with --input-shape NAME=DIMS or --dim SYMBOL=VALUE):")
@@ -745,7 +759,9 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     return {"file": str(file), "format": f"TOSA {version}", "frontend": frontend, "layout": layout,
             **_model_facts(m), "custom_ops": custom, "inexact": g.inexact, "target": target_report, "state": state,
             "dim_symbols": dict(g.meta.get("dim_symbols", {})) if symbolic else {},
-            "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors}
+            "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors,
+            "dim_guards": list(g.meta["dim_guards"]) if symbolic and "dim_guards" in g.meta else None,
+            "dim_hints": dict(g.meta["dim_hints"]) if symbolic and "dim_hints" in g.meta else None}
 
 
 def _symbolic_type(t: Any) -> str:
