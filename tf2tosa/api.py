@@ -473,7 +473,9 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
                              f"(open: {', '.join(open_syms) or 'none'})", file=label, tensor=symbol)
         open_syms = [symbol]
     if not open_syms:
-        raise InputError("--dynamic: the model has no unknown dimension left symbolic", file=label)
+        raise InputError("--dynamic: the model has no unknown dimension left symbolic (--input-shape and --dim fix "
+                         "every one; leave the dimensions to keep symbolic unset, or convert without --dynamic)",
+                         file=label)
     given = dict(hints or {})
     for s, h in given.items():
         if s not in open_syms:
@@ -543,7 +545,7 @@ def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, A
     import logging
 
     from .converter.nnef import is_nnef_source
-    from .converter.passes.input_shapes import dimension_symbols
+    from .converter.passes.input_shapes import dimension_symbols, resolve_input_shapes
     from .converter.tensorflow import is_tensorflow_source
 
     shaped = set(options.get("input_shapes") or {})
@@ -562,6 +564,15 @@ def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, A
     data, path = _map_source(source)
     graph = load_tflite(data, file=path)
     syms = dimension_symbols(graph)
+    # the sizes given are checked as the static conversion checks them (wrong rank, size < 1, an input or symbol
+    # the model lacks, a symbol bound to two values: one InputError) before the open symbols are counted
+    log = logging.getLogger("tf2tosa")
+    level = log.level
+    log.setLevel(logging.ERROR)  # the defaults of this check are not the user's (open dimensions stay symbolic)
+    try:
+        resolve_input_shapes(graph, options.get("input_shapes"), file=path, dims=fixed)
+    finally:
+        log.setLevel(level)
     return sorted({s for v in graph.inputs if v.name in syms and v.name not in shaped and v.source not in shaped
                    for s in syms[v.name] if s and s not in fixed})
 

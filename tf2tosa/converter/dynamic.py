@@ -265,9 +265,8 @@ def guard_warning_lines(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[i
     at = ", ".join(f"{k}={v}" for k, v in env.items())
     hints = meta.get("dim_hints") or {}
     sample = ", ".join(f"{k}={v}" for k, v in hints.items())
-    return [f"size guard '{g}' of the conversion does not hold at {at}: the conversion checked the program at "
-            f"{sample or 'its sample sizes'}, not here (the program may still be right: many guards only choose "
-            "between equivalent forms)" for g in guard_violations(meta, shapes)]
+    return [f"size guard '{g}' does not hold at {at} (the conversion decided it at {sample or 'its sample sizes'}; "
+            "the program may still be right here)" for g in guard_violations(meta, shapes)]
 
 
 def _name(d: SymDim) -> str:
