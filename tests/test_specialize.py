@@ -398,3 +398,9 @@ def test_cli_specialize_fully_dynamic_errors(kind: str, dynamic_files: dict[str,
         line = _one_error_line(_cli("specialize", src, "-o", out, *args))
         assert needle in line and str(src) in line, (args, line)
     assert not out.exists()
+    # same input, byte-identical output: op locations read from MLIR name the file, not tosa-opt's temporary copy
+    a, b = (tf2tosa.specialize(src, input_shapes={"x": (2, 400)}) for _ in range(2))
+    assert a.to_bytes() == b.to_bytes() and a.to_mlir() == b.to_mlir()
+    if kind == "mlir":
+        assert all(op.location is None or op.location.startswith(f'loc("{src.name}":')
+                   for op in a.graph.ops.values())

@@ -677,11 +677,14 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     from .tosa.optable import DRAFT_VERSION
 
     declared = None
-    if isinstance(path, str | os.PathLike) and os.fspath(path).endswith(".mlir"):
+    from_mlir = isinstance(path, str | os.PathLike) and os.fspath(path).endswith(".mlir")
+    if from_mlir and not isinstance(path, bytes):
         data, name, declared = _mlir_to_tosa(path)
     else:
         data, name = _read_source(path)
     graph = from_bytes(data, name=name)
+    if from_mlir:  # read from MLIR text: each op's location names the user's file, not tosa-opt's copy
+        _relocate(graph, name)
     symbolic = graph.meta.get("specification_version") == DRAFT_VERSION
     if declared is not None and declared["specification_version"] != DRAFT_VERSION and symbolic:
         raise ModelLoadError(f"the module declares TOSA {declared['specification_version']} but has unknown "
@@ -702,6 +705,18 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     if not isinstance(path, (bytes, bytearray, memoryview)) and os.path.isfile(sidecar_path(path)):
         _read_sidecar(graph, sidecar_path(path))
     return TosaModel(graph)
+
+
+def _relocate(graph: Graph, name: str) -> None:
+    """``loc("model.mlir":L:C)`` (what :func:`tosa_tools.serialize_mlir` records) → ``loc("BASENAME":L:C)``, the
+    name of the file read (not its directory: the ops' locations are written into a ``.tosa`` made from them)."""
+    import json
+
+    for op in graph.ops.values():
+        if op.location and op.location.startswith('loc("model.mlir":'):
+            op.location = "loc(" + json.dumps(os.path.basename(name)) + op.location[len('loc("model.mlir"'):]
+        for region in op.regions:
+            _relocate(region, name)
 
 
 def specialize(model: TosaModel | str | os.PathLike[str] | bytes, *,
