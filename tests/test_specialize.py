@@ -398,6 +398,13 @@ def test_cli_specialize_fully_dynamic_errors(kind: str, dynamic_files: dict[str,
         line = _one_error_line(_cli("specialize", src, "-o", out, *args))
         assert needle in line and str(src) in line, (args, line)
     assert not out.exists()
+    # run at a length shorter than one frame: the executor's ERROR_IF, one line naming the file and the op (after the
+    # guard warnings an .mlir gives)
+    proc = _cli("run", src, "--input-shape", "x=1,10")
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == errors[0] and str(src) in errors[0] and "SLICE" in errors[0]
+    assert (kind == "mlir") == ("warning: size guard" in proc.stderr)
     # same input, byte-identical output: op locations read from MLIR name the file, not tosa-opt's temporary copy
     a, b = (tf2tosa.specialize(src, input_shapes={"x": (2, 400)}) for _ in range(2))
     assert a.to_bytes() == b.to_bytes() and a.to_mlir() == b.to_mlir()

@@ -533,7 +533,14 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             if m.is_dynamic:  # sizes outside the conversion's guards: one warning per guard, in the result
                 for w in m.guard_warnings(feed):
                     out.warn_once(w)
-            outs = m.run(feed, backend=backend.value, check_guards=False)
+            from .executor.registry import ExecutionError
+
+            try:
+                outs = m.run(feed, backend=backend.value, check_guards=False)
+            except ExecutionError as e:  # an ERROR_IF at these inputs (a symbolic program at a size it forbids)
+                if e.file is not None:
+                    raise
+                raise type(e)(e.message, op=e.op, tensor=e.tensor, file=str(model)) from None
     if dequantize:
         outs = m.dequantize_outputs(outs)
     results = []
