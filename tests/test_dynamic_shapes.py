@@ -129,15 +129,21 @@ def test_cli_error_case_and_bad_input(tmp_path: Path) -> None:
     src = tmp_path / "audio.tflite"
     src.write_bytes(model("audio"))
     out = tmp_path / "o.tosa"
-    line = _one_error_line(_cli("convert", src, "-o", out))
+    proc = _cli("convert", src, "-o", out)
+    line = _one_error_line(proc)
     assert "input 'x' dimension 1 (d1) was not given and defaulted to 1" in line and "--dim d1=N" in line, line
+    assert proc.stderr.strip().splitlines()[-1] == line and str(src) in line  # the run ends in that one line
     for args, needle in [(("--input-shape", "x=400"), "rank 2"), (("--input-shape", "x=1,0"), "size 0"),
                          (("--input-shape", "x=1,-5"), "size -5"),
                          (("--dim", "batch=2", "--dim", "batch=3"), "symbol 'batch' bound to two values"),
                          (("--dim", "batch=2", "--input-shape", "x=3,400"), "symbol 'batch' bound to two values"),
                          (("--dim", "d1"), "bad --dim")]:
-        assert needle in _one_error_line(_cli("convert", src, "-o", out, *args)), args
+        for mode in ((), ("--dynamic",)):  # the same one line for convert and convert --dynamic
+            line = _one_error_line(_cli("convert", src, "-o", out, *mode, *args))
+            assert needle in line and str(src) in line, (mode, args, line)
     assert not out.exists()
+    line = _one_error_line(_cli("convert", src, "-o", out, "--dynamic", "--input-shape", "x=2,480"))
+    assert "--dynamic: the model has no unknown dimension left symbolic" in line, line  # valid sizes, nothing open
     ok = _cli("convert", src, "-o", out, "--dim", "d1=480", "--input-shape", "x=2,480")
     assert ok.returncode == 0, ok.stderr
     assert "input 'x': shape [2, 480] (batch=2 from --input-shape, d1=480 from --input-shape)" in ok.stdout

@@ -116,7 +116,9 @@ class TosaModel:
         IREE alike) or ``"upstream"`` (the custom assembly of today's upstream TOSA dialect, as IREE prints it).
 
         A symbolic program (:attr:`is_dynamic`) is declared ``specification_version = "1.1.draft"``, level none,
-        with the profiles and extensions it needs (EXT-SHAPE, EXT-DYNAMIC)."""
+        with the profiles and extensions it needs (EXT-SHAPE, EXT-DYNAMIC), and carries its size guards and sample
+        sizes (``meta["dim_guards"]``, ``meta["dim_hints"]``) as the module attributes ``tf2tosa.dim_guards`` and
+        ``tf2tosa.dim_hints``, which :func:`load` reads back."""
         from .serializer import to_mlir
 
         if self.is_dynamic:
@@ -125,7 +127,9 @@ class TosaModel:
 
             profs, exts = requirements(self.graph)
             exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
-            return to_mlir(self.graph, profs, exts, level="none", syntax=syntax, version=DRAFT_VERSION)
+            return to_mlir(self.graph, profs, exts, level="none", syntax=syntax, version=DRAFT_VERSION,
+                           dim_guards=self.graph.meta.get("dim_guards", ()),
+                           dim_hints=self.graph.meta.get("dim_hints"))
         return to_mlir(self.graph, syntax=syntax)
 
     def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None,
@@ -154,11 +158,13 @@ class TosaModel:
         write_files(files)
 
     # ------------------------------------------------------------------- run
-    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], backend: str = "executor"
-            ) -> dict[str, np.ndarray]:
+    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], backend: str = "executor",
+            check_guards: bool = True) -> dict[str, np.ndarray]:
         """Run the program in the embedded executor, or (``backend="iree"``) compile its MLIR with IREE (cached by
         content) and run that; see :mod:`tf2tosa.verify.iree`.  With ``io="int"``, float data for an integer input
-        is quantized on the host first (:meth:`quantize_inputs`); outputs are the program's (integer) tensors."""
+        is quantized on the host first (:meth:`quantize_inputs`); outputs are the program's (integer) tensors.
+        A symbolic program run where a size guard of its conversion does not hold logs one warning per guard
+        (:meth:`guard_warnings`; ``check_guards=False`` for callers that report them themselves)."""
         if self.io_quantization:
             inputs = self.quantize_inputs(inputs)
         if backend == "iree":
@@ -167,27 +173,27 @@ class TosaModel:
             return iree.run(self.graph, inputs, name=self.source_path or "model")
         if backend != "executor":
             raise InputError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
-        if self.is_dynamic:
-            self._warn_guards(inputs)
+        if self.is_dynamic and check_guards:
+            import logging
+
+            for w in self.guard_warnings(inputs):
+                logging.getLogger("tf2tosa").warning("%s", w)
         from .executor import run
 
         return run(self.graph, inputs)  # type: ignore[arg-type]
 
-    def _warn_guards(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> None:
-        """Warn (once per run) when a symbolic program runs at sizes outside the guards its conversion recorded."""
-        import logging
-
-        from .converter.dynamic import guard_violations
+    def guard_warnings(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[str]:
+        """One warning per size guard of a symbolic program (``meta["dim_guards"]``: the size comparisons its
+        conversion made at the sample sizes) that does not hold for these inputs (arrays, or shapes by input
+        name): the conversion check did not cover those sizes.  Not an error: many guards only choose between two
+        equivalent forms.  Empty for a static program or one read from a ``.tosa`` (which cannot carry guards)."""
+        from .converter.dynamic import guard_warning_lines
 
         if isinstance(inputs, Mapping):
-            shapes = {k: np.shape(v) for k, v in inputs.items()}
+            shapes = {k: tuple(np.shape(v)) if not isinstance(v, tuple) else v for k, v in inputs.items()}
         else:
-            shapes = {v.name: np.shape(x) for v, x in zip(self.graph.inputs, inputs)}
-        bad = guard_violations(self.graph.meta, shapes)
-        if bad:
-            logging.getLogger("tf2tosa").warning(
-                "the symbolic program runs at sizes where the conversion's size comparisons %s do not hold: the "
-                "conversion check did not cover these sizes", "; ".join(bad))
+            shapes = {v.name: tuple(np.shape(x)) for v, x in zip(self.graph.inputs, inputs)}
+        return guard_warning_lines(self.graph.meta, shapes)
 
     def check_target(self, target: str) -> list[Any]:
         """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,
@@ -467,7 +473,9 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
                              f"(open: {', '.join(open_syms) or 'none'})", file=label, tensor=symbol)
         open_syms = [symbol]
     if not open_syms:
-        raise InputError("--dynamic: the model has no unknown dimension left symbolic", file=label)
+        raise InputError("--dynamic: the model has no unknown dimension left symbolic (--input-shape and --dim fix "
+                         "every one; leave the dimensions to keep symbolic unset, or convert without --dynamic)",
+                         file=label)
     given = dict(hints or {})
     for s, h in given.items():
         if s not in open_syms:
@@ -537,7 +545,7 @@ def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, A
     import logging
 
     from .converter.nnef import is_nnef_source
-    from .converter.passes.input_shapes import dimension_symbols
+    from .converter.passes.input_shapes import dimension_symbols, resolve_input_shapes
     from .converter.tensorflow import is_tensorflow_source
 
     shaped = set(options.get("input_shapes") or {})
@@ -556,6 +564,15 @@ def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, A
     data, path = _map_source(source)
     graph = load_tflite(data, file=path)
     syms = dimension_symbols(graph)
+    # the sizes given are checked as the static conversion checks them (wrong rank, size < 1, an input or symbol
+    # the model lacks, a symbol bound to two values: one InputError) before the open symbols are counted
+    log = logging.getLogger("tf2tosa")
+    level = log.level
+    log.setLevel(logging.ERROR)  # the defaults of this check are not the user's (open dimensions stay symbolic)
+    try:
+        resolve_input_shapes(graph, options.get("input_shapes"), file=path, dims=fixed)
+    finally:
+        log.setLevel(level)
     return sorted({s for v in graph.inputs if v.name in syms and v.name not in shaped and v.source not in shaped
                    for s in syms[v.name] if s and s not in fixed})
 
@@ -624,6 +641,13 @@ def _mlir_to_tosa(path: str | os.PathLike[str]) -> tuple[bytes, str, dict[str, A
         raise MissingExtraError("reading MLIR needs tosa-opt (the tosa-tools environment .venv-tosa: "
                                 "make .venv-tosa)", file=name)
     target = declared_target(text)
+    from .serializer.mlir import module_dim_facts
+
+    guards, hints = module_dim_facts(text)
+    if target is not None and guards is not None:
+        target["dim_guards"] = guards
+    if target is not None and hints is not None:
+        target["dim_hints"] = hints
     try:
         return tosa_tools.serialize_mlir(text), name, target
     except tosa_tools.ToolError as first:
@@ -653,11 +677,14 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     from .tosa.optable import DRAFT_VERSION
 
     declared = None
-    if isinstance(path, str | os.PathLike) and os.fspath(path).endswith(".mlir"):
+    from_mlir = isinstance(path, str | os.PathLike) and os.fspath(path).endswith(".mlir")
+    if from_mlir and not isinstance(path, bytes):
         data, name, declared = _mlir_to_tosa(path)
     else:
         data, name = _read_source(path)
     graph = from_bytes(data, name=name)
+    if from_mlir:  # read from MLIR text: each op's location names the user's file, not tosa-opt's copy
+        _relocate(graph, name)
     symbolic = graph.meta.get("specification_version") == DRAFT_VERSION
     if declared is not None and declared["specification_version"] != DRAFT_VERSION and symbolic:
         raise ModelLoadError(f"the module declares TOSA {declared['specification_version']} but has unknown "
@@ -667,6 +694,10 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     if symbolic:  # as convert --dynamic declares it
         exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
     if declared is not None:
+        for key in ("dim_guards", "dim_hints"):  # the MLIR module's tf2tosa.* attributes (a .tosa has none)
+            if key in declared and symbolic:
+                graph.meta[key] = declared.pop(key)
+            declared.pop(key, None)
         graph.meta["declared_target"] = declared
         if declared["profiles"]:  # what the file says it needs (tosa-opt checks it against the program)
             profs, exts = declared["profiles"], declared["extensions"]
@@ -674,6 +705,18 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     if not isinstance(path, (bytes, bytearray, memoryview)) and os.path.isfile(sidecar_path(path)):
         _read_sidecar(graph, sidecar_path(path))
     return TosaModel(graph)
+
+
+def _relocate(graph: Graph, name: str) -> None:
+    """``loc("model.mlir":L:C)`` (what :func:`tosa_tools.serialize_mlir` records) → ``loc("BASENAME":L:C)``, the
+    name of the file read (not its directory: the ops' locations are written into a ``.tosa`` made from them)."""
+    import json
+
+    for op in graph.ops.values():
+        if op.location and op.location.startswith('loc("model.mlir":'):
+            op.location = "loc(" + json.dumps(os.path.basename(name)) + op.location[len('loc("model.mlir"'):]
+        for region in op.regions:
+            _relocate(region, name)
 
 
 def specialize(model: TosaModel | str | os.PathLike[str] | bytes, *,

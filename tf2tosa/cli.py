@@ -183,8 +183,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version_cal
     """Convert TensorFlow Lite and TensorFlow models to TOSA 1.0 and prove the conversion by running it."""
 
 
-def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
-    """``NAME=1,224,224,3`` → {"NAME": (1, 224, 224, 3)}."""
+def parse_shapes(items: list[str] | None, file: str | None = None) -> dict[str, tuple[int, ...]]:
+    """``NAME=1,224,224,3`` → {"NAME": (1, 224, 224, 3)} (errors name ``file``, the model the flags are for)."""
     out: dict[str, tuple[int, ...]] = {}
     for item in items or []:
         name, sep, dims = item.rpartition("=")
@@ -193,12 +193,13 @@ def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
                 raise ValueError
             out[name] = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
         except ValueError:
-            raise InputError(f"bad --input-shape {item!r}; expected NAME=1,224,224,3") from None
+            raise InputError(f"bad --input-shape {item!r}; expected NAME=1,224,224,3", file=file) from None
     return out
 
 
-def parse_dims(items: list[str] | None, flag: str = "--dim") -> dict[str, int]:
-    """``SYMBOL=VALUE`` (repeatable) → {"SYMBOL": VALUE}; the same symbol given two different values is an error."""
+def parse_dims(items: list[str] | None, flag: str = "--dim", file: str | None = None) -> dict[str, int]:
+    """``SYMBOL=VALUE`` (repeatable) → {"SYMBOL": VALUE}; the same symbol given two different values is an error
+    (naming ``file``, the model the flags are for)."""
     out: dict[str, int] = {}
     for item in items or []:
         name, sep, value = item.partition("=")
@@ -207,11 +208,11 @@ def parse_dims(items: list[str] | None, flag: str = "--dim") -> dict[str, int]:
                 raise ValueError
             size = int(value)
         except ValueError:
-            raise InputError(f"bad {flag} {item!r}; expected SYMBOL=VALUE, e.g. batch=4") from None
+            raise InputError(f"bad {flag} {item!r}; expected SYMBOL=VALUE, e.g. batch=4", file=file) from None
         name = name.strip()
         if name in out and out[name] != size:
             raise InputError(f"symbol {name!r} bound to two values: {flag} {name}={out[name]} and {flag} {item}",
-                             tensor=name)
+                             file=file, tensor=name)
         out[name] = size
     return out
 
@@ -368,15 +369,16 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
 
             if verify or target is not None:
                 raise InputError("--dynamic: not yet with --verify or --target")
-            m = convert_dynamic(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim),
-                                hints=parse_dims(hint, "--hint"),
+            m = convert_dynamic(str(model), input_shapes=parse_shapes(input_shape, str(model)),
+                                dims=parse_dims(dim, file=str(model)), hints=parse_dims(hint, "--hint", str(model)),
                                 rounding=rounding, signature=signature, qat=qat, qat_io=qat_io,
                                 custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
                                 state_io=state_io, io=io_, **more)
         else:
-            m = do_convert(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim),
-                           rounding=rounding, signature=signature, qat=qat, qat_io=qat_io, custom_ops=custom_ops,
-                           max_unroll=max_unroll, fp16_weights=fp16_weights, state_io=state_io, io=io_, **more)
+            m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
+                           dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, qat=qat,
+                           qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
+                           state_io=state_io, io=io_, **more)
         if target is not None:
             m.require_target(target.value)
         prog(1, 3 if verify else 2, "writing")
@@ -448,7 +450,8 @@ def specialize(model: Path = typer.Argument(..., metavar="MODEL",
     t0 = time.perf_counter()
     with _progress(f"specialize {model.name}") as prog:
         prog(0, 2, "folding shapes")
-        m = do_specialize(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim))
+        m = do_specialize(str(model), input_shapes=parse_shapes(input_shape, str(model)),
+                          dims=parse_dims(dim, file=str(model)))
         prog(1, 2, "writing")
         m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
@@ -460,6 +463,8 @@ def specialize(model: Path = typer.Argument(..., metavar="MODEL",
         out.result(line)
     out.info(f"{done.get('shape_ops_folded', 0)} shape operator(s) folded to constants, "
              f"{done.get('assertions_checked', 0)} shape assertion(s) checked")
+    for w in m.graph.meta.get("warnings", []):
+        out.warn_once(str(w))
     return {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None, "ops": ops,
             **_model_facts(m), "shape_ops_folded": int(done.get("shape_ops_folded", 0)),
             "assertions_checked": int(done.get("assertions_checked", 0)), "seconds": round(seconds, 3)}
@@ -511,8 +516,8 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         if all(v.name in given for v in m.graph.inputs):
             sizes = {k: tuple(a.shape) for k, a in given.items()}
         else:  # the random inputs of a symbolic program take their sizes from the options and the given data
-            known = {**parse_shapes(input_shape), **{k: tuple(a.shape) for k, a in given.items()}}
-            sizes, _ = bind_input_shapes(m.graph, known, parse_dims(dim), file=str(model))
+            known = {**parse_shapes(input_shape, str(model)), **{k: tuple(a.shape) for k, a in given.items()}}
+            sizes, _ = bind_input_shapes(m.graph, known, parse_dims(dim, file=str(model)), file=str(model))
     feed = m.quantize_inputs({**random_inputs(m.graph, seed, sizes), **given})
     profile: dict[str, Any] | None = None
     with _progress(f"run {model.name}") as prog:
@@ -525,7 +530,17 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             if not (out.json or out.quiet):
                 _print_profile(prof)
         else:
-            outs = m.run(feed, backend=backend.value)
+            if m.is_dynamic:  # sizes outside the conversion's guards: one warning per guard, in the result
+                for w in m.guard_warnings(feed):
+                    out.warn_once(w)
+            from .executor.registry import ExecutionError
+
+            try:
+                outs = m.run(feed, backend=backend.value, check_guards=False)
+            except ExecutionError as e:  # an ERROR_IF at these inputs (a symbolic program at a size it forbids)
+                if e.file is not None:
+                    raise
+                raise type(e)(e.message, op=e.op, tensor=e.tensor, file=str(model)) from None
     if dequantize:
         outs = m.dequantize_outputs(outs)
     results = []
@@ -699,6 +714,15 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             for e in eqs:
                 rel = "broadcasts with" if e.get("broadcast") else "=="
                 out.echo(f"  {e['a']} {rel} {e['b']}  ({e['op']})")
+        guards = g.meta.get("dim_guards")
+        if guards is None:
+            out.echo("size guards: none known (a .tosa file cannot carry them; the .mlir written with it does)")
+        elif guards:
+            hints = ", ".join(f"{k}={v}" for k, v in (g.meta.get("dim_hints") or {}).items())
+            out.echo(f"size guards (comparisons the conversion made at {hints or 'its sample sizes'}; run and "
+                     "specialize warn outside them):")
+            for text in guards:
+                out.echo(f"  {text}")
     fixed = g.meta.get("fixed_dims", [])
     if fixed:
         out.echo("dimension symbols (unknown in the model; fixed with --input-shape NAME=DIMS or --dim SYMBOL=VALUE):")
@@ -745,7 +769,9 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     return {"file": str(file), "format": f"TOSA {version}", "frontend": frontend, "layout": layout,
             **_model_facts(m), "custom_ops": custom, "inexact": g.inexact, "target": target_report, "state": state,
             "dim_symbols": dict(g.meta.get("dim_symbols", {})) if symbolic else {},
-            "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors}
+            "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors,
+            "dim_guards": list(g.meta["dim_guards"]) if symbolic and "dim_guards" in g.meta else None,
+            "dim_hints": dict(g.meta["dim_hints"]) if symbolic and "dim_hints" in g.meta else None}
 
 
 def _symbolic_type(t: Any) -> str:
@@ -840,8 +866,9 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         raise InputError(f"{model}: per-layer comparison is not available with --io int yet")
     with _progress(f"verify {model.name}") as prog, _quiet_deps():
         prog(0, 0, "converting")
-        m = do_convert(str(model), input_shapes=parse_shapes(input_shape), dims=parse_dims(dim), rounding=rounding,
-                       signature=signature, state_io=state_io, io=io_, **_keep_variables(keep_variables))
+        m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
+                       dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
+                       io=io_, **_keep_variables(keep_variables))
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:

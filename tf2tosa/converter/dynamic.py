@@ -33,7 +33,7 @@ from ..ir.types import DType, TensorType
 from ..tosa.optable import DRAFT_VERSION
 from ..tosa.shapes import graph_equalities
 
-__all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "check_hints", "guard_violations", "symbolise"]
+__all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "check_hints", "guard_violations", "guard_warning_lines", "symbolise"]
 
 #: the sample sizes tried, in order, for symbols without a hint (``--hint``; the first at which the model converts):
 #: distinct from each other and from common layer sizes; a non-batch dimension's is large enough for framing and
@@ -253,6 +253,20 @@ def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]
         if not ok:
             out.append(text)
     return out
+
+
+def guard_warning_lines(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The warning lines of :meth:`TosaModel.guard_warnings` for ``meta`` at input ``shapes``."""
+    env: dict[str, int] = {}
+    for sym, where in meta.get("dim_symbols", {}).items():
+        shape = shapes.get(where["input"])
+        if shape is not None and where["dim"] < len(shape):
+            env[sym] = int(shape[where["dim"]])
+    at = ", ".join(f"{k}={v}" for k, v in env.items())
+    hints = meta.get("dim_hints") or {}
+    sample = ", ".join(f"{k}={v}" for k, v in hints.items())
+    return [f"size guard '{g}' does not hold at {at} (the conversion decided it at {sample or 'its sample sizes'}; "
+            "the program may still be right here)" for g in guard_violations(meta, shapes)]
 
 
 def _name(d: SymDim) -> str:

@@ -12,8 +12,10 @@ dimension named by it).  Bad sizes are one :class:`~tf2tosa.errors.InputError`: 
 of the wrong rank, a size below 1, a shape that contradicts a known dimension, a symbol bound to two values, an
 unknown dimension left unbound; so is a program that the sizes make invalid (a violated ASSERT_EQUAL_SHAPE naming
 the op and both values, a shape operator's ERROR_IF or REQUIRE, a shape rule's ERROR_IF such as a RESHAPE whose
-element counts differ), naming the op.  A program with nothing symbolic is refused (:func:`specialize` says so):
-it is already static, and its sizes cannot change.
+element counts differ), naming the op.  A size guard of the conversion (``meta["dim_guards"]``, carried by the
+``.mlir`` file, not by a ``.tosa``) that does not hold at these sizes is a warning in ``meta["warnings"]``, one per
+guard (:func:`tf2tosa.converter.dynamic.guard_warning_lines`), not an error.  A program with nothing symbolic is
+refused (:func:`specialize` says so): it is already static, and its sizes cannot change.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..ir.types import DType
 from ..tosa import catalogue, profiles, shapes
 from ..tosa.optable import DRAFT_VERSION, is_draft
 from ..tosa.symbolic import input_symbol
+from .dynamic import guard_warning_lines
 
 __all__ = ["specialize_graph", "bind_input_shapes"]
 
@@ -135,6 +138,7 @@ def specialize_graph(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | N
                          "TOSA 1.0 program already; its sizes are fixed)", file=file)
     static, fixed = bind_input_shapes(graph, input_shapes, dims, file)
     at = _bindings(fixed)
+    violated = guard_warning_lines(graph.meta, static)
     for v in graph.inputs:
         v.type = v.type.with_shape(static[v.name])
     values: dict[int, np.ndarray] = {}  # shape values (computed at these sizes) by value id
@@ -163,7 +167,8 @@ def specialize_graph(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | N
             continue
         _static_result(op, operand_value, at, file)
     graph.remove_dead_ops()
-    for key in ("specification_version", "dim_symbols", "dim_equalities", "tosa_version", "declared_target"):
+    for key in ("specification_version", "dim_symbols", "dim_equalities", "tosa_version", "declared_target",
+                "dim_guards", "dim_hints"):
         graph.meta.pop(key, None)
     for op in graph.topological_order():  # a TOSA 1.0 program now: every op as the builder would check it
         try:
@@ -173,6 +178,8 @@ def specialize_graph(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | N
                                     tensor=e.tensor) from None
     profs, exts = profiles.requirements(graph)
     graph.meta.update(profiles=profs, extensions=exts, fixed_dims=fixed)
+    if violated:  # recorded as a conversion's warnings are (convert/verify print them; inspect of the result)
+        graph.meta["warnings"] = [*graph.meta.get("warnings", []), *violated]
     graph.meta["specialized"] = {"shape_ops_folded": counts["shape_ops"],
                                  "assertions_checked": counts["assertions"]}
     return graph

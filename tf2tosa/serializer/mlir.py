@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -391,7 +391,8 @@ class _Printer:
 
 
 def to_mlir(graph: Graph, profiles: Sequence[str] | None = None, extensions: Sequence[str] | None = None,
-            level: str = "8k", func_name: str = "main", syntax: str = "generic", version: str = "1.0") -> str:
+            level: str = "8k", func_name: str = "main", syntax: str = "generic", version: str = "1.0",
+            dim_guards: Sequence[str] = (), dim_hints: Mapping[str, int] | None = None) -> str:
     """TOSA-dialect MLIR text of ``graph``.
 
     ``syntax``: one of :data:`SYNTAXES` (see the module docstring).
@@ -401,6 +402,11 @@ def to_mlir(graph: Graph, profiles: Sequence[str] | None = None, extensions: Seq
 
     ``version``: ``"1.0"`` (the default) or :data:`~tf2tosa.tosa.optable.DRAFT_VERSION` (``"1.1.draft"``),
     which allows the 1.1 draft's EXT-SHAPE operators; unknown dimensions (symbols) print as ``?`` either way.
+
+    ``dim_guards`` / ``dim_hints`` (a symbolic program's size comparisons and sample sizes, ``graph.meta``) become
+    the discardable module attributes ``tf2tosa.dim_guards = ["d1 // 16 >= 1", …]`` and
+    ``tf2tosa.dim_hints = {"batch" = 3 : i64, …}``: tosa-opt accepts and ignores them, :func:`tf2tosa.load`
+    reads them back (:func:`module_dim_facts`); a ``.tosa`` flatbuffer has no place for them.
     """
     if syntax not in SYNTAXES:
         raise InvalidGraphError(f"unknown MLIR syntax {syntax!r} (choose from {', '.join(SYNTAXES)})")
@@ -418,15 +424,63 @@ def to_mlir(graph: Graph, profiles: Sequence[str] | None = None, extensions: Seq
     body_start = len(p.lines)
     p.block(graph, env, "    ", "return")
     body = p.lines[body_start:]
-    header = "module {"
+    attrs: list[str] = []
     if profiles is not None:
         profs = ", ".join(sorted({_PROFILES[x.upper()] for x in profiles}))
         exts = ", ".join(sorted({x.upper().removeprefix("EXT-").lower() for x in (extensions or ())}))
-        header = (f'module attributes {{tosa.target_env = #tosa.target_env<specification_version = "{version}", '
-                  f'level = "{level}", profiles = [{profs}], extensions = [{exts}]>}} {{')
+        attrs.append(f'tosa.target_env = #tosa.target_env<specification_version = "{version}", '
+                     f'level = "{level}", profiles = [{profs}], extensions = [{exts}]>')
+    if dim_guards:
+        attrs.append(f"{GUARDS_ATTR} = [{', '.join(_string(g) for g in dim_guards)}]")
+    if dim_hints:
+        attrs.append(f"{HINTS_ATTR} = {{{', '.join(f'{_string(k)} = {int(v)} : i64' for k, v in dim_hints.items())}}}")
+    header = f"module attributes {{{', '.join(attrs)}}} {{" if attrs else "module {"
     signature = f"  func.func @{func_name}({', '.join(params)}) -> ({results}) {{"
     lines = [header, *_variables(graph, p.generic), signature, *body, "  }", "}"]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["to_mlir", "mlir_type"]
+#: the discardable module attributes of a symbolic program's size guards and sample sizes (see :func:`to_mlir`)
+GUARDS_ATTR = "tf2tosa.dim_guards"
+HINTS_ATTR = "tf2tosa.dim_hints"
+
+_STR = r'"((?:[^"\\]|\\.)*)"'
+
+
+def _unstring(body: str) -> str:
+    """The text of an MLIR string literal's body (escapes ``\\XX`` hex, ``\\\\``, ``\\"``)."""
+    out = bytearray()
+    i = 0
+    raw = body.encode("utf-8")
+    while i < len(raw):
+        if raw[i] == 0x5C and i + 1 < len(raw):
+            nxt = raw[i + 1:i + 3]
+            if raw[i + 1] in b'"\\':
+                out.append(raw[i + 1])
+                i += 2
+                continue
+            try:
+                out.append(int(nxt.decode("ascii"), 16))
+                i += 3
+                continue
+            except ValueError:
+                pass
+        out.append(raw[i])
+        i += 1
+    return out.decode("utf-8", errors="replace")
+
+
+def module_dim_facts(text: str) -> tuple[list[str] | None, dict[str, int] | None]:
+    """The ``tf2tosa.dim_guards`` and ``tf2tosa.dim_hints`` module attributes of MLIR text (None for each one the
+    module does not carry)."""
+    guards = hints = None
+    m = re.search(re.escape(GUARDS_ATTR) + r"\s*=\s*\[((?:\s*" + _STR + r"\s*,?)*)\]", text)
+    if m is not None:
+        guards = [_unstring(x) for x in re.findall(_STR, m.group(1))]
+    m = re.search(re.escape(HINTS_ATTR) + r"\s*=\s*\{([^}]*)\}", text)
+    if m is not None:
+        hints = {_unstring(k): int(v) for k, v in re.findall(_STR + r"\s*=\s*(-?\d+)", m.group(1))}
+    return guards, hints
+
+
+__all__ = ["GUARDS_ATTR", "HINTS_ATTR", "module_dim_facts", "to_mlir", "mlir_type"]

@@ -7,9 +7,10 @@ unknown dimension ``k`` of a graph input is the symbol ``batch`` when ``k = 0``,
 program: the EXT-SHAPE operators that compute shape values (``DIM``, ``ADD/SUB/MUL_SHAPE`` …, ``CONCAT_SHAPE``,
 ``SLICE_SHAPE``), the shape operands of RESHAPE / SLICE / TILE / PAD, the convolution and pooling output-size
 formulas, CONCAT's sum, and the 1.0 shape rules of :mod:`.shapes` (which pass symbols through elementwise ops,
-transposes, reductions, matmul).  A dimension is written as a polynomial over the symbols with integer
-coefficients (``batch``, ``2*batch``, ``batch*d1``, ``d1 - 64``); what is not a polynomial becomes one named term
-(``floor((d1 - 64)/16)``); what cannot be derived stays :data:`UNKNOWN` (``?``).
+transposes, reductions, matmul).  A dimension is a :class:`tf2tosa.ir.symdim.Expr`, the expression type the
+converter's ``--dynamic`` mode labels values with, so a program read back labels each value exactly as the
+in-memory program did (``batch``, ``2*batch``, ``d1 - 64``, ``(d1 - 64) // 16 + 1``, ``ceildiv(d1, 2)``); what
+cannot be derived stays :data:`UNKNOWN` (``?``).
 
 The names are for people (``tf2tosa inspect``) and for binding sizes (``tf2tosa specialize --dim``); the
 executor and :mod:`tf2tosa.converter.specialize` compute actual sizes from the inputs' shapes, never from these
@@ -27,121 +28,31 @@ import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
+from ..ir.symdim import Expr
 from ..ir.types import Dim, DType
 from . import shapes
 
-__all__ = ["UNKNOWN", "Expr", "input_symbol", "name_dimensions"]
+__all__ = ["UNKNOWN", "input_symbol", "name_dimensions"]
 
 #: an unknown dimension with no name (printed ``?``)
 UNKNOWN = "?"
-
-Mono = tuple[str, ...]
-
 
 def input_symbol(k: int) -> str:
     """The symbol of unknown dimension ``k`` of a graph input (the converter's convention)."""
     return "batch" if k == 0 else f"d{k}"
 
 
-class Expr:
-    """A dimension value: a polynomial with integer coefficients over named terms (symbols, or opaque terms such
-    as ``floor((d1 - 64)/16)``).  Immutable; ``str`` gives a canonical text."""
-
-    __slots__ = ("terms",)
-
-    def __init__(self, terms: dict[Mono, int]) -> None:
-        self.terms = {m: c for m, c in terms.items() if c != 0}
-
-    @staticmethod
-    def const(n: int) -> Expr:
-        return Expr({(): int(n)})
-
-    @staticmethod
-    def term(name: str) -> Expr:
-        return Expr({(name,): 1})
-
-    @property
-    def value(self) -> int | None:
-        """The integer, when the expression is constant."""
-        if not self.terms:
-            return 0
-        if set(self.terms) == {()}:
-            return self.terms[()]
-        return None
-
-    def __add__(self, other: Expr) -> Expr:
-        out = dict(self.terms)
-        for m, c in other.terms.items():
-            out[m] = out.get(m, 0) + c
-        return Expr(out)
-
-    def __neg__(self) -> Expr:
-        return Expr({m: -c for m, c in self.terms.items()})
-
-    def __sub__(self, other: Expr) -> Expr:
-        return self + (-other)
-
-    def __mul__(self, other: Expr) -> Expr:
-        out: dict[Mono, int] = {}
-        for m1, c1 in self.terms.items():
-            for m2, c2 in other.terms.items():
-                m = tuple(sorted(m1 + m2))
-                out[m] = out.get(m, 0) + c1 * c2
-        return Expr(out)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Expr) and self.terms == other.terms
-
-    def __hash__(self) -> int:
-        return hash(tuple(sorted(self.terms.items())))
-
-    def exact_div(self, d: int) -> Expr | None:
-        """``self / d`` when every coefficient is a multiple of ``d`` (``d > 0``), else None."""
-        if d <= 0 or any(c % d for c in self.terms.values()):
-            return None
-        return Expr({m: c // d for m, c in self.terms.items()})
-
-    def __str__(self) -> str:
-        if not self.terms:
-            return "0"
-        parts: list[str] = []
-        for m in sorted(self.terms, key=lambda m: (m == (), -len(m), m)):
-            c = self.terms[m]
-            body = "*".join(m)
-            if not m:
-                text = str(abs(c))
-            elif abs(c) == 1:
-                text = body
-            else:
-                text = f"{abs(c)}*{body}"
-            if not parts:
-                parts.append(text if c > 0 else f"-{text}")
-            else:
-                parts.append(f"{'+' if c > 0 else '-'} {text}")
-        return " ".join(parts)
-
-    def __repr__(self) -> str:
-        return f"Expr({self})"
+def _const(n: int) -> Expr:
+    return Expr(int(n))
 
 
-def _paren(e: Expr) -> str:
-    s = str(e)
-    return s if e.value is not None or (len(e.terms) == 1 and next(iter(e.terms.values())) == 1) else f"({s})"
+def _term(name: str) -> Expr:
+    return Expr(0, ((("sym", name), 1),))
 
 
-def _opaque(fn: str, *args: Expr) -> Expr:
-    return Expr.term(f"{fn}({', '.join(str(a) for a in args)})")
-
-
-def _div(a: Expr, b: Expr, ceil: bool) -> Expr:
-    av, bv = a.value, b.value
-    if av is not None and bv is not None and bv > 0:
-        return Expr.const(-(-av // bv) if ceil else av // bv)
-    if bv is not None and bv > 0:
-        q = a.exact_div(bv)
-        if q is not None:
-            return q
-    return Expr.term(f"{'ceil' if ceil else 'floor'}({_paren(a)}/{_paren(b)})")
+def _value(e: Expr) -> int | None:
+    """The integer, when the expression is constant."""
+    return e.const if e.is_const else None
 
 
 def _shape_binary(opcode: str, a: Expr, b: Expr) -> Expr:
@@ -151,43 +62,40 @@ def _shape_binary(opcode: str, a: Expr, b: Expr) -> Expr:
         return a - b
     if opcode == "MUL_SHAPE":
         return a * b
-    if opcode in ("DIV_FLOOR_SHAPE", "DIV_CEIL_SHAPE"):
-        return _div(a, b, opcode == "DIV_CEIL_SHAPE")
-    av, bv = a.value, b.value
-    if av is not None and bv is not None:
-        if opcode == "MOD_SHAPE" and bv > 0:
-            return Expr.const(av % bv)
-        if opcode == "MIN_SHAPE":
-            return Expr.const(min(av, bv))
-        if opcode == "MAX_SHAPE":
-            return Expr.const(max(av, bv))
-    if a == b and opcode in ("MIN_SHAPE", "MAX_SHAPE"):
-        return a
-    return _opaque(opcode.removesuffix("_SHAPE").lower(), a, b)
+    if opcode == "DIV_FLOOR_SHAPE":
+        return a.floordiv(b)
+    if opcode == "DIV_CEIL_SHAPE":
+        return a.ceildiv(b)
+    if opcode == "MOD_SHAPE":
+        return a.mod(b)
+    if opcode in ("MIN_SHAPE", "MAX_SHAPE"):
+        return a.minmax(b, opcode.removesuffix("_SHAPE").lower())
+    return _term(f"{opcode.removesuffix('_SHAPE').lower()}({a}, {b})")
 
 
 def _shape_unary(opcode: str, a: Expr) -> Expr:
-    av = a.value
+    av = _value(a)
     if av is not None:
         if opcode == "EXP2_SHAPE" and 0 <= av < 63:
-            return Expr.const(1 << av)
+            return _const(1 << av)
         if av >= 1 and opcode == "LOG2_FLOOR_SHAPE":
-            return Expr.const(av.bit_length() - 1)
+            return _const(av.bit_length() - 1)
         if av >= 1 and opcode == "LOG2_CEIL_SHAPE":
-            return Expr.const((av - 1).bit_length())
-    return _opaque(opcode.removesuffix("_SHAPE").lower(), a)
+            return _const((av - 1).bit_length())
+    # no such atom in SymDim's expressions (the converter never emits these): an opaque named term
+    return _term(f"{opcode.removesuffix('_SHAPE').lower()}({a})")
 
 
 def _from_dim(d: Dim) -> Expr | None:
     if isinstance(d, int):
-        return Expr.const(d)
-    return None if d == UNKNOWN else Expr.term(d)
+        return _const(d)
+    return None if d == UNKNOWN else _term(d)
 
 
 def _to_dim(e: Expr | None) -> Dim:
     if e is None:
         return UNKNOWN
-    v = e.value
+    v = _value(e)
     return v if v is not None else str(e)
 
 
@@ -209,14 +117,14 @@ class _Namer:
             return self.shape_vals[v.id]
         c = v.const()
         if c is not None and v.dtype is DType.SHAPE:
-            return [Expr.const(int(x)) for x in np.asarray(c).reshape(-1)]
+            return [_const(int(x)) for x in np.asarray(c).reshape(-1)]
         return None
 
     def ints(self, v: Value) -> list[int] | None:
         """The values of a constant operand, or of a shape value whose elements are all known integers."""
         s = self.shape(v) if v.dtype is DType.SHAPE else None
         if s is not None:
-            vals = [e.value if e is not None else None for e in s]
+            vals = [_value(e) if e is not None else None for e in s]
             return None if any(x is None for x in vals) else [int(x) for x in vals if x is not None]
         c = v.const()
         return None if c is None else [int(x) for x in np.asarray(c).reshape(-1)]
@@ -298,7 +206,7 @@ class _Namer:
         pad = [int(p) for p in np.asarray(op.attrs.get("pad", [0, 0, 0, 0])).reshape(-1)]
         stride = [int(s) for s in np.asarray(op.attrs.get("stride", [1, 1])).reshape(-1)]
         if code in ("MAX_POOL2D", "AVG_POOL2D"):
-            kernel: list[Expr | None] = [Expr.const(int(k)) for k in np.asarray(op.attrs.get("kernel")).reshape(-1)]
+            kernel: list[Expr | None] = [_const(int(k)) for k in np.asarray(op.attrs.get("kernel")).reshape(-1)]
             dil = [1, 1]
             c: Expr | None = x[3]
         else:
@@ -318,9 +226,9 @@ class _Namer:
                 out.append(None)
                 continue
             # spec 2.3 CONV2D / 2.4 pooling: OH = idiv(IH - 1 + pad_top + pad_bottom - (KH - 1) * dilation, stride) + 1
-            num = size - Expr.const(1) + Expr.const(pad[2 * i] + pad[2 * i + 1]) - (k - Expr.const(1)) * Expr.const(
+            num = size - _const(1) + _const(pad[2 * i] + pad[2 * i + 1]) - (k - _const(1)) * _const(
                 dil[i])
-            out.append(_div(num, Expr.const(stride[i]), ceil=False) + Expr.const(1))
+            out.append(num.floordiv(_const(stride[i])) + _const(1))
         out.append(c)
         return out
 
@@ -331,7 +239,7 @@ class _Namer:
         axis = int(op.attrs.get("axis", 0))
         if not 0 <= axis < len(first):
             return None
-        total: Expr | None = Expr.const(0)
+        total: Expr | None = _const(0)
         for v in op.operands:
             d = self.tensor(v)
             term = d[axis] if axis < len(d) else None
@@ -384,7 +292,7 @@ def name_dimensions(graph: Graph) -> None:
             declared = r.type.shape
             r.type = r.type.with_shape(_merge(declared, inferred))
             if inferred is not None and len(inferred) == len(declared):
-                namer.dims[r.id] = [Expr.const(d) if isinstance(d, int) else e for d, e in zip(declared, inferred)]
+                namer.dims[r.id] = [_const(d) if isinstance(d, int) else e for d, e in zip(declared, inferred)]
     graph.meta["dim_symbols"] = symbols
     graph.meta["shape_values"] = {
         v.name: "[" + ", ".join(str(_to_dim(e)) for e in namer.shape_vals[v.id]) + "]"

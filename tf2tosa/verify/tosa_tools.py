@@ -129,9 +129,10 @@ def target_option(profiles: Sequence[str] | None = None, extensions: Sequence[st
     return f"--tosa-attach-target={opt}"
 
 
-def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+def _run(cmd: list[str], timeout: float, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                              cwd=cwd)
     except subprocess.TimeoutExpired as e:
         raise ToolError(f"{Path(cmd[0]).name} timed out after {timeout:.0f}s") from e
     except OSError as e:
@@ -208,8 +209,10 @@ def deserialize_to_mlir(model: bytes | str | os.PathLike[str], timeout: float = 
 def serialize_mlir(text: str, timeout: float = 120.0) -> bytes:
     """Arm's own .tosa serialization of TOSA-dialect MLIR text (``tosa-opt --tosa-serialize``).
 
-    Graph input/output names come from ``tosa.tensor_name`` attributes.  Note: this tosa-opt
-    writes int4 constants with four or more elements wrongly (too few bytes).
+    Graph input/output names come from ``tosa.tensor_name`` attributes.  Each operator's location is the
+    line and column of ``text`` it was read from, as ``loc("model.mlir":LINE:COL)`` (the file name relative, so the
+    bytes do not depend on a temporary directory).  Note: this tosa-opt writes int4 constants with four or more
+    elements wrongly (too few bytes).
     """
     _require()
     with tempfile.TemporaryDirectory(prefix="tf2tosa-ser-") as tmp:
@@ -217,8 +220,8 @@ def serialize_mlir(text: str, timeout: float = 120.0) -> bytes:
         dst = os.path.join(tmp, "model.tosa")
         with open(src, "w") as f:
             f.write(text)
-        proc = _run([str(tosa_opt_exe()), src, "--tosa-serialize=tosa-flatbuffer-filename=" + dst +
-                     " retain-graph-input-output-names", "-o", os.devnull], timeout)
+        proc = _run([str(tosa_opt_exe()), "model.mlir", "--tosa-serialize=tosa-flatbuffer-filename=" + dst +
+                     " retain-graph-input-output-names", "-o", os.devnull], timeout, cwd=tmp)
         if proc.returncode != 0 or not os.path.exists(dst):
             raise ToolError(f"tosa-opt could not serialize: {_strip_warnings(proc.stderr)}")
         return Path(dst).read_bytes()
