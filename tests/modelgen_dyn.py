@@ -137,8 +137,25 @@ def b_shape_ops(quant: str | None = None, seed: int = 4) -> bytes:
     return _to_tflite(fn, [None, None], quant, [(1, 8), (2, 13)], seed)
 
 
+def b_audio_cnn(quant: str | None = None, seed: int = 5) -> bytes:
+    """A keyword-spotting style CNN over a fully dynamic [None, None, 8] feature sequence: conv1d stride 2 SAME,
+    max-pool SAME, conv1d VALID, mean and max over time (the mean divides by a length the input decides), dense."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    w1, w2, wd = _w(rng, (3, 8, 16), 0.3), _w(rng, (5, 16, 16), 0.2), _w(rng, (32, 4), 0.3)
+
+    def fn(x: Any) -> Any:
+        y = tf.nn.relu(tf.nn.conv1d(x, w1, 2, "SAME"))
+        y = tf.nn.max_pool1d(y, 2, 2, "SAME")
+        y = tf.nn.conv1d(y, w2, 1, "VALID")
+        return tf.matmul(tf.concat([tf.reduce_mean(y, axis=1), tf.reduce_max(y, axis=1)], axis=1), wd)
+
+    return _to_tflite(fn, [None, None, 8], quant, [(2, 41, 8), (3, 64, 8)], seed)
+
+
 BUILDERS: dict[str, Callable[..., bytes]] = {"cnn": b_cnn, "audio": b_audio, "transformer": b_transformer,
-                                             "shape_reshape": b_shape_reshape, "shape_ops": b_shape_ops}
+                                             "shape_reshape": b_shape_reshape, "shape_ops": b_shape_ops,
+                                             "audio_cnn": b_audio_cnn}
 
 
 def model(name: str, quant: str | None = None) -> bytes:

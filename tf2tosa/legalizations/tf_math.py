@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..ir.symdim import SYM_VALUES, has_symbols, symbolic_array
 from ..tosa.builder import Builder
 from . import delegate
 from .lowering import tf_ops
@@ -242,8 +243,19 @@ def _host_reduce(b: Builder, op: Operation) -> Value | None:
         return None
     rank = c.ndim
     axes = tuple(sorted({positive_axis(int(i), rank) for i in np.asarray(a).reshape(-1)})) if rank else ()
-    res = _HOST_REDUCE[op.name](c, axis=axes, keepdims=bool(op.attrs.get("keep_dims", False)))
+    keep = bool(op.attrs.get("keep_dims", False))
     out = op.results[0].dtype
+    sym = x.sym_const()
+    if op.name in ("tf.Prod", "tf.Sum") and out.is_int and sym is not None and has_symbols(sym):
+        # --dynamic: a product or sum of sizes keeps their dimension expressions (Python ints, no wrap-around)
+        folded = np.asarray(_HOST_REDUCE[op.name](np.asarray(sym, dtype=object), axis=axes, keepdims=keep),
+                            dtype=object)
+        v = b.const(np.asarray([int(t) for t in folded.reshape(-1)], dtype=np.int64).reshape(folded.shape)
+                    .astype(tosa_dtype(out).np_dtype()), tosa_dtype(out))
+        assert v.producer is not None
+        v.producer.attrs[SYM_VALUES] = symbolic_array(folded)
+        return v
+    res = _HOST_REDUCE[op.name](c, axis=axes, keepdims=keep)
     arr = np.asarray(res)
     if out.is_int:
         arr = np.trunc(arr) if arr.dtype.kind == "f" else arr

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
-from ..ir.symdim import SYM_AFFINE, is_symbolic
+from ..ir.symdim import SYM_AFFINE, SYM_VALUES, has_symbols, is_symbolic, symbolic_array
 from ..tosa.builder import Builder
 from . import delegate
 from .lowering import tf_ops
@@ -359,6 +359,34 @@ def segment_sum(b: Builder, op: Operation) -> list[Value]:
     return [_segment_reduce(b, data, _segment_ids(b, op), num, "SUM")]
 
 
+def _const_segment_prod(b: Builder, op: Operation, num: int) -> Value:
+    """An integer unsorted segment product, computed here: TOSA has no integer product (REDUCE_PRODUCT is float
+    only), but the integer case is shape arithmetic (Keras' Tensordot multiplies the dimensions of a SHAPE), whose
+    operands are constant once the shapes are fixed, and under ``--dynamic`` carry dimension expressions, which the
+    products keep.  Empty segments give 1 and ids outside [0, num) are dropped, as in TFLite; i32 wraps as the C
+    kernel's int32 multiply does."""
+    data, ids = op.operands[0].sym_const(), op.operands[1].const()
+    if data is None or ids is None:
+        raise Unsupported(f"{op.name} of {op.operands[0].dtype} with non-constant data (REDUCE_PRODUCT is float "
+                          f"only, S7578-7596)")
+    ids = np.asarray(ids).reshape(-1)
+    rows = np.asarray(data, dtype=object).reshape((ids.size, -1))
+    out = np.empty((num, rows.shape[1]), dtype=object)
+    out[:] = 1
+    for i, s in enumerate(ids.tolist()):
+        if 0 <= s < num:
+            out[s] = [x * y for x, y in zip(out[s], rows[i])]
+    out = out.reshape((num,) + np.asarray(data, dtype=object).shape[1:])
+    dt = op.results[0].dtype
+    bits = 8 * dt.np_dtype().itemsize
+    wrapped = [((int(x) + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1)) for x in out.reshape(-1)]
+    v = b.const(np.asarray(wrapped, dtype=dt.np_dtype()).reshape(out.shape), dt)
+    if has_symbols(out):  # --dynamic: the products keep their dimension expressions
+        assert v.producer is not None
+        v.producer.attrs[SYM_VALUES] = symbolic_array(out)
+    return v
+
+
 def _unsorted(kind: str) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
         data = data_operand(b, op.operands[0])
@@ -367,6 +395,8 @@ def _unsorted(kind: str) -> None:
         num = const_ints(op, 2, "num_segments")[0]
         if num < 1:
             raise Unsupported(f"{op.name} with {num} segments")
+        if kind == "PROD" and not data.dtype.is_float:
+            return [_const_segment_prod(b, op, num)]
         return [_segment_reduce(b, data, _segment_ids(b, op), num, kind)]
 
     fill = {"SUM": "0", "PROD": "1", "MAX": "the lowest value", "MIN": "the highest value"}[kind]
@@ -375,7 +405,7 @@ def _unsorted(kind: str) -> None:
                     f"unsorted segment {kind.lower()} with a constant num_segments: EQUAL mask against an iota, "
                     f"SELECT with {fill} (an empty segment's result, as in TFLite), REDUCE_"
                     f"{'PRODUCT' if kind == 'PROD' else kind} over the rows; ids < 0 or >= num_segments are dropped.")
-    legalize(f"tfl.unsorted_segment_{kind.lower()}", dtypes=("fp32",) if kind == "PROD" else _NUM)(rule)
+    legalize(f"tfl.unsorted_segment_{kind.lower()}", dtypes=("fp32", "i32") if kind == "PROD" else _NUM)(rule)
 
 
 for _kind in ("SUM", "PROD", "MAX", "MIN"):

@@ -449,6 +449,14 @@ def gather(b: Builder, op: Operation) -> list[Value]:
         k = pshape[axis]
         if c.size and (c.min() < 0 or c.max() >= k):
             raise Unsupported("gather indices out of range")  # TOSA REQUIRE(0 <= k < K), spec 2.11.1 GATHER
+        sym = op.operands[0].sym_const()
+        if bd == 0 and sym is not None and has_symbols(sym):  # --dynamic: picking sizes out of a SHAPE keeps them
+            picked = np.take(np.asarray(sym, dtype=object), np.asarray(c, dtype=np.int64), axis=axis)
+            v = b.const(np.asarray([int(x) for x in picked.reshape(-1)], dtype=params.dtype.np_dtype())
+                        .reshape(picked.shape), params.dtype)
+            assert v.producer is not None
+            v.producer.attrs[SYM_VALUES] = symbolic_array(picked)
+            return [v]
     bsh, psh, k, ssh, ish = pshape[:bd], pshape[bd:axis], pshape[axis], pshape[axis + 1:], ishape[bd:]
     out_rank = bd + len(psh) + len(ish) + len(ssh)
     check_rank(out_rank, "gather result")

@@ -300,9 +300,9 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
     if k != k2:
         raise Unsupported(f"batch_matmul inner dims {k} and {k2} differ")
     batch = broadcast_shape(xs[:-2], ys[:-2])
-    nb = int(np.prod(batch)) if batch else 1
-    bx = int(np.prod(xs[:-2])) if len(xs) > 2 else 1
-    by = int(np.prod(ys[:-2])) if len(ys) > 2 else 1
+    nb = prod(batch) if batch else 1
+    bx = prod(xs[:-2]) if len(xs) > 2 else 1
+    by = prod(ys[:-2]) if len(ys) > 2 else 1
     if by == 1 and bx == nb:
         # a shared right operand (the usual constant weight): fold the batch into the rows, no TILE
         if adj_x:

@@ -7,12 +7,14 @@ specification seed (``S<line>``) and to the lowering document (``L<line>``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ...errors import Unsupported
+from ...errors import ConversionError, Unsupported
 from ...ir import DType, Operation, QuantParams, Value
-from ...ir.symdim import size
+from ...ir.symdim import is_symbolic, size
+from ...tosa import shapes as tosa_shapes
 from ...tosa.builder import Builder
 from .legalize_common import const_operand, positive_axis, scalar_const
 
@@ -92,7 +94,17 @@ def reduce_axes(b: Builder, opcode: str, x: Value, axes: Sequence[int], keep_dim
 
 
 def broadcast_shape(*shapes: Sequence[int]) -> list[int]:
-    """numpy broadcast of static shapes; Unsupported when incompatible."""
+    """numpy broadcast of static shapes; Unsupported when incompatible.  Sizes that carry dimension expressions
+    (``--dynamic``) broadcast as the dynamic-shape RFC says (:func:`tf2tosa.tosa.shapes.broadcast_shape`)."""
+    if any(is_symbolic(d) for s in shapes for d in s):
+        rank = max((len(s) for s in shapes), default=0)
+        out: tuple[Any, ...] = (1,) * rank
+        try:
+            for s in shapes:
+                out = tosa_shapes.broadcast_shape("broadcast", out, (1,) * (rank - len(s)) + tuple(s))
+        except ConversionError:
+            raise Unsupported(f"shapes {[list(s) for s in shapes]} do not broadcast") from None
+        return list(out)
     try:
         return [int(d) for d in np.broadcast_shapes(*[tuple(s) for s in shapes])]
     except ValueError:
