@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import Unsupported
 from ...ir import DType, Operation, QuantParams, Value
-from ...ir.symdim import size
+from ...ir.symdim import is_symbolic, size
 from ...tosa.builder import Builder
 from .legalize_common import const_operand, positive_axis, scalar_const
 
@@ -92,7 +92,18 @@ def reduce_axes(b: Builder, opcode: str, x: Value, axes: Sequence[int], keep_dim
 
 
 def broadcast_shape(*shapes: Sequence[int]) -> list[int]:
-    """numpy broadcast of static shapes; Unsupported when incompatible."""
+    """numpy broadcast of static shapes; Unsupported when incompatible.  Sizes that are dimension expressions
+    (``--dynamic``) are kept: a size against 1 or against an equal size (an equality guard between expressions)."""
+    if any(is_symbolic(d) for s in shapes for d in s):
+        rank = max(len(s) for s in shapes)
+        out: list[int] = []
+        for k in range(rank):
+            dims = [s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0]
+            big = [d for d in dims if not (not is_symbolic(d) and int(d) == 1)]
+            if any(d != big[0] for d in big[1:]):
+                raise Unsupported(f"shapes {[list(s) for s in shapes]} do not broadcast")
+            out.append(big[0] if big else 1)
+        return out
     try:
         return [int(d) for d in np.broadcast_shapes(*[tuple(s) for s in shapes])]
     except ValueError:
