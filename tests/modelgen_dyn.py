@@ -268,10 +268,30 @@ def b_gru(quant: str | None = None, seed: int = 9, units: int = 8) -> bytes:
     return _to_tflite(fn, [None, None, 4], quant, [(2, 5, 4), (1, 9, 4)], seed)
 
 
+def b_pool_same(quant: str | None = None, seed: int = 10, pool: str = "avg") -> bytes:
+    """Depthwise 3x3 stride 2 SAME then a 2x2 stride 2 SAME pool over a fully dynamic [None, None, None, 4] image
+    (both spatial sizes symbolic)."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    dw = _w(rng, (3, 3, 4, 1), 0.4)
+
+    def fn(x: Any) -> Any:
+        y = tf.nn.relu(tf.nn.depthwise_conv2d(x, dw, [1, 2, 2, 1], "SAME"))
+        return (tf.nn.avg_pool2d if pool == "avg" else tf.nn.max_pool2d)(y, 2, 2, "SAME")
+
+    return _to_tflite(fn, [None, None, None, 4], quant, [(1, 9, 12, 4), (2, 16, 7, 4)], seed)
+
+
+def b_max_pool_same(quant: str | None = None, seed: int = 10) -> bytes:
+    """:func:`b_pool_same` with a max-pool."""
+    return b_pool_same(quant, seed, pool="max")
+
+
 BUILDERS: dict[str, Callable[..., bytes]] = {"cnn": b_cnn, "audio": b_audio, "transformer": b_transformer,
                                              "shape_reshape": b_shape_reshape, "shape_ops": b_shape_ops,
                                              "audio_cnn": b_audio_cnn, "mobilenet": b_mobilenet, "bert": b_bert,
-                                             "tcn": b_tcn, "gru": b_gru}
+                                             "tcn": b_tcn, "gru": b_gru, "avg_pool_same": b_pool_same,
+                                             "max_pool_same": b_max_pool_same}
 
 
 def model(name: str, quant: str | None = None) -> bytes:
