@@ -380,3 +380,13 @@ def test_average_pool_same_over_a_symbolic_size_is_not_yet(quant: str | None) ->
             as err:
         convert_dynamic(model("avg_pool_same", quant))
     assert err.value.op == "tfl.average_pool_2d" and len(str(err.value).splitlines()) == 1
+
+
+@needs_tools
+def test_failed_assertion_of_a_program_read_from_mlir_names_the_relation(tmp_path: Path) -> None:
+    """Read back from the .mlir (whose asserted equalities travel among the tf2tosa.dim_guards), the same."""
+    fb, text = tmp_path / "m.tosa", tmp_path / "m.mlir"
+    convert_dynamic(model("shape_reshape")).save(fb, mlir=text)
+    with pytest.raises(tf2tosa.ConversionError) as err:
+        tf2tosa.load(text).run([np.zeros((2, 7, 4), np.float32)], check_guards=False)
+    assert "does not hold at batch=2, d1=7" in str(err.value) and len(str(err.value).splitlines()) == 1

@@ -320,6 +320,8 @@ def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[i
             if va is None or vb is None or va == vb or (e.get("broadcast") and 1 in (va, vb)):
                 continue
             out.append(f"{e['a']} == {e['b']} (at {e.get('op')}) does not hold at {at}: {va} vs {vb}")
+    if not out:  # a program read back from .mlir: its asserted equalities travel among the guards
+        out = [f"{g} does not hold at {at}" for g in guard_violations(meta, shapes) if " == " in g]
     return out
 
 
