@@ -179,8 +179,24 @@ class TosaModel:
             for w in self.guard_warnings(inputs):
                 logging.getLogger("tf2tosa").warning("%s", w)
         from .executor import run
+        from .executor.registry import ExecutionError
 
-        return run(self.graph, inputs)  # type: ignore[arg-type]
+        try:
+            return run(self.graph, inputs)  # type: ignore[arg-type]
+        except ExecutionError as e:  # a symbolic program at sizes it forbids: say which relation failed
+            if not self.is_dynamic or "ASSERT_EQUAL_SHAPE" not in f"{e.op} {e.message}":
+                raise
+            from .converter.dynamic import equality_violations
+
+            why = equality_violations(self.graph.meta, self._input_shapes(inputs))
+            if not why:
+                raise
+            raise type(e)(f"ASSERT_EQUAL_SHAPE: {why[0]}", op=e.op, tensor=e.tensor, file=e.file) from None
+
+    def _input_shapes(self, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, tuple[int, ...]]:
+        if isinstance(inputs, Mapping):
+            return {k: tuple(np.shape(v)) if not isinstance(v, tuple) else v for k, v in inputs.items()}
+        return {v.name: tuple(np.shape(x)) for v, x in zip(self.graph.inputs, inputs)}
 
     def guard_warnings(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[str]:
         """One warning per size guard of a symbolic program (``meta["dim_guards"]``: the size comparisons its
@@ -189,11 +205,7 @@ class TosaModel:
         equivalent forms.  Empty for a static program or one read from a ``.tosa`` (which cannot carry guards)."""
         from .converter.dynamic import guard_warning_lines
 
-        if isinstance(inputs, Mapping):
-            shapes = {k: tuple(np.shape(v)) if not isinstance(v, tuple) else v for k, v in inputs.items()}
-        else:
-            shapes = {v.name: tuple(np.shape(x)) for v, x in zip(self.graph.inputs, inputs)}
-        return guard_warning_lines(self.graph.meta, shapes)
+        return guard_warning_lines(self.graph.meta, self._input_shapes(inputs))
 
     def check_target(self, target: str) -> list[Any]:
         """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,
@@ -440,6 +452,14 @@ def _plain_tflite(source: Any) -> bool:
     return isinstance(path, str) and path.lower().endswith(".tflite") and os.path.isfile(path)
 
 
+class _SizeIndependent(Exception):
+    """Carries a conversion's "not yet" error that other sample sizes would not change."""
+
+    def __init__(self, error: ConversionError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str, int] | None = None,
                     hints: Mapping[str, int] | None = None, **options: Any) -> TosaModel:
     """Convert a model with unknown dimensions into one symbolic TOSA 1.1-draft program (``--dynamic``).
@@ -456,8 +476,7 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
     The result's :meth:`TosaModel.to_mlir` is declared 1.1.draft; ``save`` writes a 1.1-draft ``.tosa`` flatbuffer
     (``fbs_version 1.1.0d``, Arm's draft schema) and the MLIR text, or the MLIR text only to a ``.mlir`` path.
     """
-    from .converter.dynamic import DEFAULT_HINTS, check_hints, symbolise
-    from .ir.symdim import Guards
+    from .converter.dynamic import CHECK_OFFSETS, DEFAULT_HINTS, check_hints, symbolise
     from .ir.symdim import guards as guard_context
     from .ir.symdim import symbol as sym_size
 
@@ -493,6 +512,12 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
             except InputError:
                 raise
             except ConversionError as e:
+                if "--dynamic: not yet:" in e.message:  # a lowering that knows it cannot keep a size symbolic:
+                    reasons = getattr(e, "reasons", None)  # other samples would not help
+                    if isinstance(reasons, dict) and len(reasons) == 1:  # one op kind: its own line, naming it
+                        (name, (_, why)), = reasons.items()
+                        e = ConversionError(why, file=e.file or label, op=name)
+                    raise _SizeIndependent(e) from None
                 at = ", ".join(f"{s}={env[s]}" for s in open_syms)
                 raise ConversionError(f"--dynamic: not yet: the model does not convert at the sample sizes {at} "
                                       f"(set other samples with --hint SYMBOL=VALUE): {e.message}",
@@ -505,6 +530,8 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
             break
         except InputError:
             raise
+        except _SizeIndependent as e:
+            raise e.error from None
         except ConversionError:
             if k == len(tries) - 1 or all(s in given for s in open_syms):
                 raise
@@ -514,13 +541,19 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
         # comparison with a conversion at other sizes names the op where it happened
         stuck = ConversionError(f"--dynamic: not yet: the conversion at {samples} relied on "
                                 f"{'; '.join(g1.relations)}, and no other sample sizes keep that true", file=label)
-        try:
-            second, _ = run(check_hints(Guards(), samples) or samples)
-        except ConversionError:
-            raise stuck from None
-        symbolise(first.graph, second.graph, samples, check_hints(Guards(), samples) or samples, g1, file=label)
+        for off in CHECK_OFFSETS:  # the first other sizes the model converts at (one a parity keeps, say)
+            env_o = {s: h + off * (2 * k + 1) for k, (s, h) in enumerate(sorted(samples.items()))}
+            try:
+                second, _ = run(env_o)
+            except (ConversionError, _SizeIndependent):
+                continue
+            symbolise(first.graph, second.graph, samples, env_o, g1, file=label)
+            break
         raise stuck
-    second, g2 = run(env2)
+    try:
+        second, g2 = run(env2)
+    except _SizeIndependent as e:
+        raise e.error from None
     if g2.relations != g1.relations:
         raise ConversionError(f"--dynamic: not yet: the conversions at {samples} and {env2} relied on different "
                               f"size conditions ({'; '.join(g1.relations)} / {'; '.join(g2.relations)})", file=label)

@@ -33,7 +33,8 @@ from ..ir.types import DType, TensorType
 from ..tosa.optable import DRAFT_VERSION
 from ..tosa.shapes import graph_equalities
 
-__all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "check_hints", "guard_violations", "guard_warning_lines", "symbolise"]
+__all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "check_hints", "equality_violations", "guard_violations",
+           "guard_warning_lines", "symbolise"]
 
 #: the sample sizes tried, in order, for symbols without a hint (``--hint``; the first at which the model converts):
 #: distinct from each other and from common layer sizes; a non-batch dimension's is large enough for framing and
@@ -60,10 +61,12 @@ def _holds(g: Guards, env: Mapping[str, int]) -> bool:
 
 
 def check_hints(g: Guards, hints: Mapping[str, int]) -> dict[str, int] | None:
-    """Hints for the check conversion: each hint plus the first of :data:`CHECK_OFFSETS` (the k-th symbol's offset
-    is the k-th multiple) that keeps every recorded guard true; None when none does."""
+    """Hints for the check conversion: each hint plus the first of :data:`CHECK_OFFSETS` (the k-th symbol's offset,
+    k from 0, is the (2k+1)-th multiple: distinct per symbol, and odd for every symbol when the offset is odd, so a
+    lowering that depends on a size's parity, like SAME padding with stride 2, differs between the conversions)
+    that keeps every recorded guard true; None when none does."""
     for off in CHECK_OFFSETS:
-        env = {s: h + off * (k + 1) for k, (s, h) in enumerate(sorted(hints.items()))}
+        env = {s: h + off * (2 * k + 1) for k, (s, h) in enumerate(sorted(hints.items()))}
         if _holds(g, env):
             return env
     return None
@@ -117,13 +120,17 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
     at1 = ", ".join(f"{s}={hints[s]}" for s in sorted(hints))
     at2 = ", ".join(f"{s}={check_env[s]}" for s in sorted(hints))
     at = f"{at1} and at {at2}"
-    if len(orders[0]) != len(orders[1]) or len(base.inputs) != len(check.inputs):
-        raise _not_yet(f"the conversions at {at} differ in their operators (a lowering branched on a size)", file)
-    pairs: list[tuple[Value, Value]] = list(zip(base.inputs, check.inputs))
     for op0 in orders[0]:
         if op0.regions:  # their values are not compared nor relabelled yet
             raise _not_yet(f"control flow ({op0.opcode}) in a symbolic program", file, op=_where(op0),
                            tensor=op0.results[0].name if op0.results else None)
+    if len(orders[0]) != len(orders[1]) or len(base.inputs) != len(check.inputs):
+        first = next((a for a, b in zip(*orders) if a.name != b.name or a.location != b.location),
+                     orders[0][min(len(orders[0]), len(orders[1])) - 1] if orders[0] else None)
+        where = f" from {first.location or _where(first)} on" if first is not None else ""
+        raise _not_yet(f"the conversions at {at} differ in their operators{where} (a lowering branched on a size, "
+                       f"or unrolled a loop over it)", file, op=_where(first) if first is not None else None)
+    pairs: list[tuple[Value, Value]] = list(zip(base.inputs, check.inputs))
     for op0, op1 in zip(*orders):
         if (op0.name != op1.name or len(op0.results) != len(op1.results) or len(op0.operands) != len(op1.operands)
                 or set(op0.attrs) - {SYM_VALUES} != set(op1.attrs) - {SYM_VALUES}):
@@ -267,6 +274,54 @@ def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]
             continue
         if not ok:
             out.append(text)
+    return out
+
+
+def _sizes(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    env: dict[str, int] = {}
+    for sym, where in meta.get("dim_symbols", {}).items():
+        shape = shapes.get(where["input"])
+        if shape is not None and where["dim"] < len(shape):
+            env[sym] = int(shape[where["dim"]])
+    return env
+
+
+def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The equalities a symbolic program asserts (``meta["dim_equalities"]``, checked at run time by
+    ``ASSERT_EQUAL_SHAPE`` and the operators' own shape checks) that do not hold when its inputs have ``shapes``,
+    each as one phrase in terms of the symbols and the sizes (``(d1 - 1) % 2 == 0 does not hold at d1=20``)."""
+    env = _sizes(meta, shapes)
+    at = ", ".join(f"{k}={v}" for k, v in env.items())
+
+    def value(label: Any) -> int | None:
+        try:
+            return int(label) if isinstance(label, int) else int(_eval(ast.parse(str(label), mode="eval"), env))
+        except (KeyError, ValueError, SyntaxError, ZeroDivisionError):
+            return None
+
+    out = []
+    for e in meta.get("dim_equalities", []):
+        if "expression" in e:
+            text = str(e["expression"])
+            try:
+                ok = bool(_eval(ast.parse(text, mode="eval"), env))
+            except (KeyError, ValueError, SyntaxError, ZeroDivisionError):
+                continue
+            if not ok:
+                out.append(f"{text} does not hold at {at}")
+        elif "symbol" in e:
+            (ia, da), (ib, db) = e["a"], e["b"]
+            sa, sb = shapes.get(ia), shapes.get(ib)
+            if sa is not None and sb is not None and da < len(sa) and db < len(sb) and sa[da] != sb[db]:
+                out.append(f"dimension {da} of {ia!r} and dimension {db} of {ib!r} are both {e['symbol']}, but "
+                           f"{sa[da]} and {sb[db]}")
+        elif "a" in e and "b" in e:
+            va, vb = value(e["a"]), value(e["b"])
+            if va is None or vb is None or va == vb or (e.get("broadcast") and 1 in (va, vb)):
+                continue
+            out.append(f"{e['a']} == {e['b']} (at {e.get('op')}) does not hold at {at}: {va} vs {vb}")
+    if not out:  # a program read back from .mlir: its asserted equalities travel among the guards
+        out = [f"{g} does not hold at {at}" for g in guard_violations(meta, shapes) if " == " in g]
     return out
 
 

@@ -61,6 +61,7 @@ import numpy as np
 
 from ..errors import InvalidGraphError, Unsupported
 from ..ir import DType, Graph, Operation, TensorType, Value
+from ..ir.symdim import has_symbols
 from ..tosa.builder import Builder
 from ..tosa.constants import tosa_constant
 from .driver import failure_reason, legalize_op, missing_rule
@@ -535,6 +536,10 @@ def while_(b: Builder, op: Operation) -> list[Value]:
     cond = _region(op, "cond_subgraph_index", 0)
     body = _region(op, "body_subgraph_index", 1)
     vals = list(op.operands)
+    if any(has_symbols(c) for c in (v.sym_const() for v in vals) if c is not None):
+        raise Unsupported("--dynamic: not yet: a WHILE whose loop state holds a symbolic size (a loop over a "
+                          "dynamic time axis would be unrolled at the sample size; a WHILE_LOOP over symbolic "
+                          "shapes is not implemented)")
     limit = b.context.max_unroll
     n = trip_count(b, cond, body, vals, limit) if limit > 0 else None
     if n is not None and n <= limit:

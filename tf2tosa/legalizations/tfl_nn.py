@@ -48,7 +48,7 @@ from ..tosa.builder import Builder
 from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
 from .lowering.layout import dilate_axis, prod, reverse
 from .lowering.legalize_common import acc_type_for, const_operand, float_zp, fused_activation
-from .lowering.numeric import broadcast_shape, operands, require_float, static_shape
+from .lowering.numeric import FLOAT_TYPES, broadcast_shape, operands, require_float, static_shape
 from .lowering.padding import apply_window_padding, same_padding, window_pads
 from .registry import legalize
 
@@ -129,7 +129,7 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
     stride, dil = _stride_dilation(op)
     bias, tfl_acc = _bias(b, op, 2, oc, ct)
     pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
-    x, pads = apply_window_padding(b, x, pads)
+    x, pads = apply_window_padding(b, x, pads, ct.izp)
     if c == ic:
         y = _conv(b, x, w, bias, ct, pads, stride, dil)
     else:  # TFLite grouped convolution: filter IC = C / groups, OC split evenly between groups
@@ -157,7 +157,7 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     stride, dil = _stride_dilation(op)
     bias, tfl_acc = _bias(b, op, 2, cm, ct)
     pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
-    x, pads = apply_window_padding(b, x, pads)
+    x, pads = apply_window_padding(b, x, pads, ct.izp)
     # output channel c*M + m of TFLite is [.., c, m] of TOSA: a plain row-major reshape
     w4 = b.reshape(w, [kh, kw, c, m])
     y = b.depthwise_conv2d(x, w4, bias, ct.izp, ct.wzp, pad=pads, stride=stride, dilation=dil,
@@ -300,7 +300,7 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
     if k != k2:
         raise Unsupported(f"batch_matmul inner dims {k} and {k2} differ")
     batch = broadcast_shape(xs[:-2], ys[:-2])
-    nb = prod(batch) if batch else 1
+    nb = prod(batch) if batch else 1  # (dimension expressions stay symbolic, --dynamic)
     bx = prod(xs[:-2]) if len(xs) > 2 else 1
     by = prod(ys[:-2]) if len(ys) > 2 else 1
     if by == 1 and bx == nb:
@@ -344,6 +344,13 @@ def _pool_geometry(op: Operation, x: Value) -> tuple[list[int], list[int], list[
     return kernel, stride, pads
 
 
+def _lowest(b: Builder, x: Value) -> Value:
+    """The one-element PAD value a max-pool never picks: -inf for float, the type's minimum for integers."""
+    dt = x.dtype
+    v = -np.inf if dt in FLOAT_TYPES else np.iinfo(dt.np_dtype()).min
+    return b.const(np.array([v]), dt, name="pad_const")
+
+
 def _pool_activation(b: Builder, op: Operation, y: Value) -> Value:
     act = op.attrs.get("fused_activation_function")
     if y.type.is_quantized:
@@ -373,7 +380,7 @@ def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
         dt = require_float(op, x)
         zp, acc_type = float_zp(b, dt), acc_type_for(dt)
     kernel, stride, pads = _pool_geometry(op, x)
-    x, pads = apply_window_padding(b, x, pads)
+    x, pads = apply_window_padding(b, x, pads, what="AVG_POOL2D")
     if pads[0] >= kernel[0] or pads[1] >= kernel[0] or pads[2] >= kernel[1] or pads[3] >= kernel[1]:
         raise Unsupported(f"pool padding {pads} not smaller than kernel {kernel} (S1341-1342)")
     if x.type.is_quantized and kernel[0] * kernel[1] > (1 << 29) // (1 << (x.dtype.bits - 1)):
@@ -396,7 +403,7 @@ def max_pool_2d(b: Builder, op: Operation) -> list[Value]:
     else:
         require_float(op, x)
     kernel, stride, pads = _pool_geometry(op, x)
-    x, pads = apply_window_padding(b, x, pads)
+    x, pads = apply_window_padding(b, x, pads, _lowest(b, x), "MAX_POOL2D")
     if pads[0] >= kernel[0] or pads[1] >= kernel[0] or pads[2] >= kernel[1] or pads[3] >= kernel[1]:
         raise Unsupported(f"pool padding {pads} not smaller than kernel {kernel} (S2844-2845)")
     y = b.max_pool2d(x, kernel=kernel, stride=stride, pad=pads, nan_mode="PROPAGATE", quant=x.type.quant)
@@ -413,7 +420,7 @@ def l2_pool_2d(b: Builder, op: Operation) -> list[Value]:
     dt = require_float(op, x)
     kernel, stride, pads = _pool_geometry(op, x)
     sq = b.mul(x, x)
-    sq, pads = apply_window_padding(b, sq, pads)
+    sq, pads = apply_window_padding(b, sq, pads, what="the AVG_POOL2D of L2_POOL2D")
     avg = b.avg_pool2d(sq, float_zp(b, dt), float_zp(b, dt), kernel=kernel, stride=stride, pad=pads,
                        acc_type=acc_type_for(dt))
     y = b.reciprocal(b.rsqrt(avg))

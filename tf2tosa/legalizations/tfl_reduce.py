@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..ir.symdim import as_expr, is_symbolic
 from ..quant import compute_scale_16, quantize_multiplier, rescale
 from ..quant.conv import per_tensor, qparams, require_act_type, rescale_raw, to_i32
 from ..quant.elementwise import f32_div
@@ -39,7 +40,7 @@ def _q_sum_i32(b: Builder, op: Operation, x: Value, axes: list[int]) -> tuple[Va
     """sum(x - zp_x) over ``axes`` as i32 (keep_dims), and the element count N."""
     require_act_type(op, x)
     shape = static_shape(x)
-    count = int(np.prod([shape[a] for a in axes])) if axes else 1
+    count = math.prod(shape[a] for a in axes)  # a dimension expression under --dynamic
     _, zp = per_tensor(x, "input")
     return reduce_axes(b, "REDUCE_SUM", to_i32(b, x, zp), axes, True), count
 
@@ -87,6 +88,18 @@ def mean_multiplier(s_in: float, s_out: float, count: int) -> tuple[int, int]:
     return (m << sh) // count, shift
 
 
+def _mean_symbolic(b: Builder, op: Operation, x: Value, axes: list[int], shape: list[int]) -> Value:
+    """Float mean over an axis whose size is a dimension expression (``--dynamic``): 1/N computed at run time as
+    RECIPROCAL of the REDUCE_SUM of a TILE of a one-element ones CONST by the reduced sizes (N counted in the
+    float type, exact below 2^24), then MUL."""
+    rank = x.type.rank
+    one = b.const(np.ones([1] * rank, dtype=x.dtype.np_dtype()), x.dtype, name="one")
+    ones = b.tile(one, [shape[a] if a in axes else 1 for a in range(rank)])
+    count = reduce_axes(b, "REDUCE_SUM", ones, axes, _keep(op))
+    s = reduce_axes(b, "REDUCE_SUM", x, axes, _keep(op))
+    return b.mul(s, b.reciprocal(count))
+
+
 @legalize("tfl.mean", dtypes=_QTYPES)
 def mean(b: Builder, op: Operation) -> list[Value]:
     """REDUCE_SUM per axis, then MUL by 1/N (lowering doc: tfl.mean, float path).
@@ -101,6 +114,10 @@ def mean(b: Builder, op: Operation) -> list[Value]:
     if x.type.is_quantized:
         out = op.results[0]
         acc, count = _spatial_sum_i32(b, op, x, axes) or _q_sum_i32(b, op, x, axes)
+        if is_symbolic(count):
+            raise Unsupported(f"--dynamic: not yet: a quantized MEAN over a symbolic size (N = {as_expr(count)}): "
+                              "LiteRT folds 1/N into the RESCALE multiplier ((m << sh) // N, sh from log2 N), and "
+                              "RESCALE takes its multiplier and shift as constants")
         mult, shift = mean_multiplier(per_tensor(x)[0], per_tensor(out, "output")[0], count)
         zp_out = per_tensor(out)[1] if out.dtype is DType.INT8 else 0
         y = rescale_raw(b, acc, [mult], [shift], out.dtype, out_zp=zp_out, out_quant=qparams(out))
@@ -108,6 +125,8 @@ def mean(b: Builder, op: Operation) -> list[Value]:
     if x.dtype not in FLOAT_TYPES:
         raise Unsupported(f"mean on {x.dtype.value} not supported")
     shape = static_shape(x)
+    if any(is_symbolic(shape[a]) for a in axes):
+        return [_mean_symbolic(b, op, x, axes, shape)]
     count = int(np.prod([shape[a] for a in axes])) if axes else 1
     s = reduce_axes(b, "REDUCE_SUM", x, axes, _keep(op))
     if count == 1:

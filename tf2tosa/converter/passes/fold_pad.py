@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Graph, Operation, Value
+from ...ir.symdim import SYM_VALUES, is_symbolic
 
 _CONVS = ("tosa.CONV2D", "tosa.DEPTHWISE_CONV2D")
 
@@ -60,6 +61,10 @@ def _map_pads(padded: list[int], pads: np.ndarray, target: list[int]) -> np.ndar
     return out
 
 
+def _symbolic(v: Value) -> bool:
+    return v.producer is not None and SYM_VALUES in v.producer.attrs
+
+
 def fold_pad(graph: Graph) -> int:
     """Fold every PAD (optionally followed by a unit-dim RESHAPE) into the CONV2D/DEPTHWISE_CONV2D reading it;
     returns how many were folded."""
@@ -70,8 +75,9 @@ def fold_pad(graph: Graph) -> int:
         x, padding, pad_const = pad.operands
         pv, cv = padding.const(), pad_const.const()
         use = _sole_use(graph, pad.results[0])
-        if pv is None or cv is None or use is None or not x.type.is_static:
-            continue
+        if pv is None or cv is None or use is None or not x.type.is_static or _symbolic(padding) \
+                or any(is_symbolic(d) for d in x.shape):
+            continue  # (a padding holding dimension expressions, --dynamic, is computed at run time: kept)
         reshape: Operation | None = None
         consumer, k = use
         if consumer.name == "tosa.RESHAPE" and k == 0:

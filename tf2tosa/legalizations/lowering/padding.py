@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from ...errors import Unsupported
 from ...ir import Value
+from ...ir.symdim import is_symbolic
 from ...tosa.builder import Builder
 
 
@@ -21,7 +22,13 @@ def same_padding(in_size: int, kernel: int, stride: int, dilation: int = 1) -> t
         raise Unsupported(f"window of kernel {kernel}, stride {stride}, dilation {dilation}: each must be >= 1")
     eff_k = (kernel - 1) * dilation + 1
     out = -(-in_size // stride)
-    total = max(0, (out - 1) * stride + eff_k - in_size)
+    if is_symbolic(in_size) and eff_k >= stride:
+        out = (in_size + stride - 1) // stride  # the same ceil, as a floor of non-negative sizes (DIV_FLOOR_SHAPE)
+        # --dynamic: (out - 1)·s ≥ n - s, so the total is ≥ eff_k - s ≥ 0 at every size: no max (a guard), and
+        # the expression (it depends on n mod s) becomes a computed PAD (:func:`apply_window_padding`)
+        total = (out - 1) * stride + eff_k - in_size
+    else:
+        total = max(0, (out - 1) * stride + eff_k - in_size)
     return total // 2, total - total // 2
 
 
@@ -51,6 +58,9 @@ def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], strid
         else:
             raise Unsupported(f"padding {padding!r}")
         eff_k = (kernel[i] - 1) * dilation[i] + 1
+        if is_symbolic(before) or is_symbolic(after):  # SAME over a symbolic size: (out - 1)·s, exact
+            pads += [before, after]
+            continue
         span = in_hw[i] + before + after - eff_k
         if span < 0:
             raise Unsupported(f"window of {eff_k} larger than the padded input {in_hw[i] + before + after}")
@@ -58,8 +68,22 @@ def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], strid
     return pads
 
 
-def apply_window_padding(b: Builder, x: Value, pads: list[int]) -> tuple[Value, list[int]]:
-    """SLICE away trailing rows/columns that negative pads from :func:`window_padding` stand for."""
+def apply_window_padding(b: Builder, x: Value, pads: list[int], pad_const: Value | None = None,
+                         what: str = "this window") -> tuple[Value, list[int]]:
+    """SLICE away trailing rows/columns that negative pads from :func:`window_padding` stand for.
+
+    Pads that are dimension expressions (SAME over a symbolic size, ``--dynamic``) cannot be CONV2D/POOL
+    attributes: they become an explicit PAD of ``pad_const`` (a one-element tensor of ``x``'s type: the input zero
+    point for a convolution, the lowest value for a max-pool) whose padding operand is computed at run time, and
+    the window op gets zero pads.  Without ``pad_const`` (an average pool, whose divisor must count only the real
+    elements) that is one "not yet" error."""
+    if any(is_symbolic(p) for p in pads):
+        if pad_const is None:
+            raise Unsupported(f"--dynamic: not yet: SAME padding over a symbolic size for {what} (the pads depend "
+                              "on the size's residue and its divisor must count only the real elements)")
+        padding = [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0]
+        y = b.emit("PAD", [x, b.shape(padding), pad_const], quant=x.type.quant).result
+        return y, [0, 0, 0, 0]
     n, h, w, c = x.shape
     cut_h, cut_w = max(0, -pads[1]), max(0, -pads[3])
     if cut_h or cut_w:
