@@ -256,16 +256,22 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> Any:
     raise ValueError(f"not a dimension guard: {ast.dump(node)}")
 
 
-def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
-    """The guards of a symbolic program (``meta["dim_guards"]``) that do not hold when its inputs have ``shapes``
-    (input name → shape): sizes on the other side of a comparison the lowerings made at the sample sizes, which the
-    conversion check did not cover (the program may still be right there: many such comparisons choose between
-    two equivalent forms)."""
+def _sizes(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """Each symbol's size when the program's inputs have ``shapes`` (read where ``meta["dim_symbols"]`` says)."""
     env: dict[str, int] = {}
     for sym, where in meta.get("dim_symbols", {}).items():
         shape = shapes.get(where["input"])
         if shape is not None and where["dim"] < len(shape):
             env[sym] = int(shape[where["dim"]])
+    return env
+
+
+def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The guards of a symbolic program (``meta["dim_guards"]``) that do not hold when its inputs have ``shapes``
+    (input name → shape): sizes on the other side of a comparison the lowerings made at the sample sizes, which the
+    conversion check did not cover (the program may still be right there: many such comparisons choose between
+    two equivalent forms)."""
+    env = _sizes(meta, shapes)
     out = []
     for text in meta.get("dim_guards", []):
         try:
@@ -275,15 +281,6 @@ def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]
         if not ok:
             out.append(text)
     return out
-
-
-def _sizes(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
-    env: dict[str, int] = {}
-    for sym, where in meta.get("dim_symbols", {}).items():
-        shape = shapes.get(where["input"])
-        if shape is not None and where["dim"] < len(shape):
-            env[sym] = int(shape[where["dim"]])
-    return env
 
 
 def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
@@ -327,11 +324,7 @@ def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[i
 
 def guard_warning_lines(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
     """The warning lines of :meth:`TosaModel.guard_warnings` for ``meta`` at input ``shapes``."""
-    env: dict[str, int] = {}
-    for sym, where in meta.get("dim_symbols", {}).items():
-        shape = shapes.get(where["input"])
-        if shape is not None and where["dim"] < len(shape):
-            env[sym] = int(shape[where["dim"]])
+    env = _sizes(meta, shapes)
     at = ", ".join(f"{k}={v}" for k, v in env.items())
     hints = meta.get("dim_hints") or {}
     sample = ", ".join(f"{k}={v}" for k, v in hints.items())
