@@ -636,6 +636,18 @@ def _q8(v: np.ndarray, scale: float, zp: int) -> np.ndarray:
     return np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5) + zp, -128, 127).astype(np.int8)
 
 
+def _within_one_step(model: tf2tosa.TosaModel, x: np.ndarray, want: np.ndarray, name: str) -> None:
+    """The int8 result of our executor and of the Arm reference model (when installed) is within one quantization
+    step of ``want`` everywhere."""
+    runs = [("executor", list(model.run([x]).values())[0])]
+    if tosa_tools.available():
+        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
+    for who, got in runs:
+        assert got.dtype == np.int8 and got.shape == want.shape, who
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert int(diff.max()) <= 1, f"{name} ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+
+
 @pytest.mark.parametrize("op", ["conv", "max_pool", "avg_pool"])
 def test_int8_1d(tmp_path: Path, op: str) -> None:
     """Quantized (graph.quant) 1-D windows: the integer result is within one step of the spec's float
@@ -661,13 +673,7 @@ def test_int8_1d(tmp_path: Path, op: str) -> None:
     want = _q8(want_f, so, zo)
     model = tf2tosa.convert(folder)
     model.save(tmp_path / f"q{op}1d.tosa")
-    runs = [("executor", list(model.run([x]).values())[0])]
-    if tosa_tools.available():
-        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
-    for who, got in runs:
-        assert got.dtype == np.int8 and got.shape == want.shape, who
-        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
-        assert int(diff.max()) <= 1, f"q{op}1d ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+    _within_one_step(model, x, want, f"q{op}1d")
 
 
 # --------------------------------------------------------------------------- border modes (spec 4.3 "Border Modes")
@@ -799,13 +805,7 @@ def test_int8_grouped_deconv(tmp_path: Path) -> None:
           'symmetric = false);\n')
     model = tf2tosa.convert(folder)
     model.save(tmp_path / "qdeconv_g2.tosa")
-    runs = [("executor", list(model.run([x]).values())[0])]
-    if tosa_tools.available():
-        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
-    for who, got in runs:
-        assert got.dtype == np.int8 and got.shape == want.shape, who
-        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
-        assert int(diff.max()) <= 1, f"qdeconv_g2 ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+    _within_one_step(model, x, want, "qdeconv_g2")
 
 
 @pytest.mark.parametrize("border", ["constant", "ignore"])
@@ -847,13 +847,7 @@ def test_int8_softmax_axes(tmp_path: Path, axes: list[int]) -> None:
     (folder / "graph.quant").write_text(_zp_quant("x", sx, zx) + _zp_quant("out", 1 / 256, -128))
     model = tf2tosa.convert(folder)
     model.save(tmp_path / "qsoftmax.tosa")
-    runs = [("executor", list(model.run([x]).values())[0])]
-    if tosa_tools.available():
-        runs.append(("Arm reference model", list(tosa_tools.run_reference(model.to_bytes(), [x]).values())[0]))
-    for who, got in runs:
-        assert got.dtype == np.int8 and got.shape == want.shape, who
-        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
-        assert int(diff.max()) <= 1, f"qsoftmax ({who}): {int(np.count_nonzero(diff > 1))} values off by more than 1"
+    _within_one_step(model, x, want, "qsoftmax")
 
 
 # --------------------------------------------------------------------------- sample / desample / debox (spec 4.3)
