@@ -874,6 +874,19 @@ def _conv_3d(b: Builder, op: Operation) -> list[Value]:
     return [transpose(b, y, (0, 4, 1, 2, 3))]
 
 
+def _deconv_padding(op: Operation) -> tuple[list[tuple[int, int]], str]:
+    """``deconv``'s explicit padding pairs and TFLite's padding mode: "SAME" for the automatic padding, "VALID" for
+    none, "" for explicit pads (the caller checks they are SAME's); a border other than 'constant' is refused
+    wherever there is padding."""
+    pads = _pairs(op.attrs.get("padding"))
+    border = str(op.attrs.get("border", "constant"))
+    if border != "constant" and (not pads or any(a or e for a, e in pads)):
+        raise Unsupported(f"deconv border '{border}' with padding {pads or 'automatic'}")
+    if not pads:
+        return pads, "SAME"
+    return pads, "" if any(a or e for a, e in pads) else "VALID"
+
+
 def _deconv_3d(b: Builder, op: Operation) -> list[Value]:
     """3-D ``deconv`` (NCDHW, float, ``groups`` 1): tfl.conv_3d_transpose's lowering (a stride-1 CONV3D over the
     zero-spread input) on the NDHWC form, the [C, O, KD, KH, KW] filter transposed to TFLite's [KD, KH, KW, O, C];
@@ -883,15 +896,8 @@ def _deconv_3d(b: Builder, op: Operation) -> list[Value]:
     _, _, d, h, wd = static_shape(x)
     _, _, kd, kh, kw = static_shape(w)
     out = [int(v) for v in op.results[0].shape]
-    pads = _pairs(op.attrs.get("padding"))
-    border = str(op.attrs.get("border", "constant"))
-    if border != "constant" and (not pads or any(a or e for a, e in pads)):
-        raise Unsupported(f"deconv border '{border}' with padding {pads or 'automatic'}")
-    if not pads:
-        padding = "SAME"
-    elif not any(a or e for a, e in pads):
-        padding = "VALID"
-    else:
+    pads, padding = _deconv_padding(op)
+    if not padding:
         for p_, size, k, s_, dl, osz in zip(pads, (d, h, wd), (kd, kh, kw), stride, dil, out[2:]):
             if p_[0] != max(0, (size - 1) * s_ + (k - 1) * dl + 1 - osz) // 2:
                 raise Unsupported(f"deconv padding {pads}")
@@ -925,16 +931,8 @@ def deconv(b: Builder, op: Operation) -> list[Value]:
     if ci != c or c % groups or oc != o * groups:
         raise Unsupported(f"deconv filter {[ci, o, kh, kw]} with {groups} groups on {c} channels")
     stride = _ints(op.attrs.get("stride"), 2)
-    pads = _pairs(op.attrs.get("padding"))
-    border = str(op.attrs.get("border", "constant"))
-    if border != "constant" and (not pads or any(a or e for a, e in pads)):
-        raise Unsupported(f"deconv border '{border}' with padding {pads or 'automatic'}")
-    if not pads:
-        padding = "SAME"
-    elif not any(a or e for a, e in pads):
-        padding = "VALID"
-    else:
-        padding = ""
+    pads, padding = _deconv_padding(op)
+    if not padding:
         for p_, size, k, s in zip(pads, (oh, ow), (kh, kw), stride):
             if p_[0] != same_padding(size, k, s)[0]:
                 raise Unsupported(f"deconv padding {pads}")
