@@ -67,11 +67,11 @@ def b_audio(quant: str | None = None, seed: int = 1) -> bytes:
     return _to_tflite(fn, [None, None], quant, [(1, 400), (2, 256)], seed)
 
 
-def b_transformer(quant: str | None = None, seed: int = 2, dim: int = 16, heads: int = 2) -> bytes:
-    """One transformer encoder layer over a dynamic sequence length, [1, None, dim]: multi-head self-attention
-    whose head split/merge reshapes take their targets from tf.shape, residual, layer norm, a ReLU MLP."""
+def _encoder_layer(rng: np.random.Generator, dim: int, heads: int, act: str) -> Callable[..., Any]:
+    """One transformer encoder layer over [batch, time, dim], weights drawn from ``rng``: multi-head
+    self-attention whose head split/merge reshapes take their targets from tf.shape (an optional additive score
+    bias [batch, 1, 1, time]), residual, layer norm, an MLP with ``act`` (tf.nn.relu / tf.nn.gelu), residual, norm."""
     tf = _tf()
-    rng = np.random.default_rng(seed)
     dh = dim // heads
     wq, wk, wv, wo = (_w(rng, (dim, dim), dim ** -0.5) for _ in range(4))
     w1, w2 = _w(rng, (dim, 2 * dim), dim ** -0.5), _w(rng, (2 * dim, dim), (2 * dim) ** -0.5)
@@ -82,7 +82,7 @@ def b_transformer(quant: str | None = None, seed: int = 2, dim: int = 16, heads:
         var = tf.reduce_mean(tf.square(y - mean), axis=-1, keepdims=True)
         return (y - mean) * tf.math.rsqrt(var + 1e-5) * g1 + b1
 
-    def fn(x: Any) -> Any:
+    def layer(x: Any, score_bias: Any = None) -> Any:
         s = tf.shape(x)
         b, t = s[0], s[1]
 
@@ -90,10 +90,23 @@ def b_transformer(quant: str | None = None, seed: int = 2, dim: int = 16, heads:
             return tf.transpose(tf.reshape(y, tf.stack([b, t, heads, dh])), [0, 2, 1, 3])
 
         q, k, v = split(tf.matmul(x, wq)), split(tf.matmul(x, wk)), split(tf.matmul(x, wv))
-        att = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) * dh ** -0.5, axis=-1)
+        bias = None if score_bias is None else score_bias(b, t)
+        scores = tf.matmul(q, k, transpose_b=True) * dh ** -0.5
+        att = tf.nn.softmax(scores if bias is None else scores + bias, axis=-1)
         o = tf.reshape(tf.transpose(tf.matmul(att, v), [0, 2, 1, 3]), tf.stack([b, t, dim]))
         y = norm(x + tf.matmul(o, wo))
-        return norm(y + tf.matmul(tf.nn.relu(tf.matmul(y, w1)), w2))
+        return norm(y + tf.matmul(getattr(tf.nn, act)(tf.matmul(y, w1)), w2))
+
+    return layer
+
+
+def b_transformer(quant: str | None = None, seed: int = 2, dim: int = 16, heads: int = 2) -> bytes:
+    """One transformer encoder layer over a dynamic sequence length, [1, None, dim]: multi-head self-attention
+    whose head split/merge reshapes take their targets from tf.shape, residual, layer norm, a ReLU MLP."""
+    layer = _encoder_layer(np.random.default_rng(seed), dim, heads, "relu")
+
+    def fn(x: Any) -> Any:
+        return layer(x)
 
     return _to_tflite(fn, [1, None, dim], quant, [(1, 5, dim), (1, 12, dim)], seed)
 
@@ -191,30 +204,10 @@ def b_bert(quant: str | None = None, seed: int = 7, dim: int = 16, heads: int = 
     [None, None] (1 keep, 0 padding, added as -1e4 to the scores), heads split by reshapes from tf.shape, layer norm,
     a GELU MLP."""
     tf = _tf()
-    rng = np.random.default_rng(seed)
-    dh = dim // heads
-    wq, wk, wv, wo = (_w(rng, (dim, dim), dim ** -0.5) for _ in range(4))
-    w1, w2 = _w(rng, (dim, 2 * dim), dim ** -0.5), _w(rng, (2 * dim, dim), (2 * dim) ** -0.5)
-    g1, b1 = (1 + _w(rng, (dim,), 0.1)), _w(rng, (dim,), 0.1)
-
-    def norm(y: Any) -> Any:
-        mean = tf.reduce_mean(y, axis=-1, keepdims=True)
-        var = tf.reduce_mean(tf.square(y - mean), axis=-1, keepdims=True)
-        return (y - mean) * tf.math.rsqrt(var + 1e-5) * g1 + b1
+    layer = _encoder_layer(np.random.default_rng(seed), dim, heads, "gelu")
 
     def fn(x: Any, mask: Any) -> Any:
-        s = tf.shape(x)
-        b, t = s[0], s[1]
-
-        def split(y: Any) -> Any:
-            return tf.transpose(tf.reshape(y, tf.stack([b, t, heads, dh])), [0, 2, 1, 3])
-
-        q, k, v = split(tf.matmul(x, wq)), split(tf.matmul(x, wk)), split(tf.matmul(x, wv))
-        bias = tf.reshape((1.0 - mask) * -1e4, tf.stack([b, 1, 1, t]))
-        att = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) * dh ** -0.5 + bias, axis=-1)
-        o = tf.reshape(tf.transpose(tf.matmul(att, v), [0, 2, 1, 3]), tf.stack([b, t, dim]))
-        y = norm(x + tf.matmul(o, wo))
-        return norm(y + tf.matmul(tf.nn.gelu(tf.matmul(y, w1)), w2))
+        return layer(x, lambda b, t: tf.reshape((1.0 - mask) * -1e4, tf.stack([b, 1, 1, t])))
 
     def rep(rng: np.random.Generator) -> list[np.ndarray]:
         b, t = int(rng.integers(1, 4)), int(rng.integers(3, 13))
@@ -297,4 +290,4 @@ BUILDERS: dict[str, Callable[..., bytes]] = {"cnn": b_cnn, "audio": b_audio, "tr
 def model(name: str, quant: str | None = None) -> bytes:
     """The cached ``.tflite`` of ``BUILDERS[name]`` (built on first use)."""
     return cached(f"dyn/{name}" + (f"_{quant}" if quant else ""), BUILDERS[name], {"quant": quant},
-                  extra=(_to_tflite, _w))
+                  extra=(_to_tflite, _to_tflite_n, _w, _encoder_layer))
