@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
-from ..ir.symdim import SYM_VALUES, has_symbols, symbolic_array
+from ..ir.symdim import has_symbols
 from ..tosa.builder import Builder
 from . import delegate
 from .lowering import tf_ops
@@ -250,11 +250,7 @@ def _host_reduce(b: Builder, op: Operation) -> Value | None:
         # --dynamic: a product or sum of sizes keeps their dimension expressions (Python ints, no wrap-around)
         folded = np.asarray(_HOST_REDUCE[op.name](np.asarray(sym, dtype=object), axis=axes, keepdims=keep),
                             dtype=object)
-        v = b.const(np.asarray([int(t) for t in folded.reshape(-1)], dtype=np.int64).reshape(folded.shape)
-                    .astype(tosa_dtype(out).np_dtype()), tosa_dtype(out))
-        assert v.producer is not None
-        v.producer.attrs[SYM_VALUES] = symbolic_array(folded)
-        return v
+        return b.sizes(folded, tosa_dtype(out))
     res = _HOST_REDUCE[op.name](c, axis=axes, keepdims=keep)
     arr = np.asarray(res)
     if out.is_int:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
-from ..ir.symdim import SYM_AFFINE, SYM_VALUES, has_symbols, is_symbolic, symbolic_array
+from ..ir.symdim import SYM_AFFINE, is_symbolic
 from ..tosa.builder import Builder
 from . import delegate
 from .lowering import tf_ops
@@ -379,12 +379,10 @@ def _const_segment_prod(b: Builder, op: Operation, num: int) -> Value:
     out = out.reshape((num,) + np.asarray(data, dtype=object).shape[1:])
     dt = op.results[0].dtype
     bits = 8 * dt.np_dtype().itemsize
-    wrapped = [((int(x) + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1)) for x in out.reshape(-1)]
-    v = b.const(np.asarray(wrapped, dtype=dt.np_dtype()).reshape(out.shape), dt)
-    if has_symbols(out):  # --dynamic: the products keep their dimension expressions
-        assert v.producer is not None
-        v.producer.attrs[SYM_VALUES] = symbolic_array(out)
-    return v
+    # a product of plain ints wraps as the C kernel's int32 multiply; one of sizes keeps its expression (--dynamic)
+    flat = [x if is_symbolic(x) else ((int(x) + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))
+            for x in out.reshape(-1)]
+    return b.sizes(np.asarray(flat, dtype=object).reshape(out.shape), dt)
 
 
 def _unsorted(kind: str) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value, has_value
-from ..ir.symdim import SYM_AFFINE, SYM_VALUES, has_symbols, is_symbolic, symbolic_array
+from ..ir.symdim import SYM_AFFINE, has_symbols, is_symbolic
 from ..quant.activation import fused_activation_q
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
@@ -452,11 +452,7 @@ def gather(b: Builder, op: Operation) -> list[Value]:
         sym = op.operands[0].sym_const()
         if bd == 0 and sym is not None and has_symbols(sym):  # --dynamic: picking sizes out of a SHAPE keeps them
             picked = np.take(np.asarray(sym, dtype=object), np.asarray(c, dtype=np.int64), axis=axis)
-            v = b.const(np.asarray([int(x) for x in picked.reshape(-1)], dtype=params.dtype.np_dtype())
-                        .reshape(picked.shape), params.dtype)
-            assert v.producer is not None
-            v.producer.attrs[SYM_VALUES] = symbolic_array(picked)
-            return [v]
+            return [b.sizes(picked, params.dtype)]
     bsh, psh, k, ssh, ish = pshape[:bd], pshape[bd:axis], pshape[axis], pshape[axis + 1:], ishape[bd:]
     out_rank = bd + len(psh) + len(ish) + len(ssh)
     check_rank(out_rank, "gather result")
@@ -661,11 +657,7 @@ def shape_(b: Builder, op: Operation) -> list[Value]:
     """The static shape as an i32 CONST (lowering doc: lower_shape_op; int64 out_type narrowed, §6.7)."""
     x = op.operands[0]
     dims = static_shape(x)
-    c = b.const(np.asarray(dims, dtype=np.int32), DType.INT32)
-    if has_symbols(dims):  # --dynamic: the sizes keep their dimension expressions
-        assert c.producer is not None
-        c.producer.attrs[SYM_VALUES] = symbolic_array(dims)
-    return [c]
+    return [b.sizes(dims)]  # --dynamic: the sizes keep their dimension expressions
 
 
 @legalize("tfl.rank", dtypes=_ANY)

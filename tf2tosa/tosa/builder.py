@@ -307,6 +307,16 @@ class Builder:
             dt = DType.FP32 if arr.dtype.kind == "f" else DType.BOOL if arr.dtype.kind == "b" else DType.INT32
         return self.graph.add_const(arr.astype(dt.np_dtype()), dt, name=name, quant=quant)
 
+    def sizes(self, values: Any, dtype: DType = DType.INT32) -> Value:
+        """An integer ``tosa.CONST`` of sizes (nested ints and :class:`~tf2tosa.ir.symdim.SymDim`): the sample values,
+        and, when any is symbolic (``--dynamic``), their dimension expressions as ``sym_values``."""
+        arr = symbolic_array(values)
+        v = self.const(np.asarray([int(x) for x in arr.reshape(-1)], dtype=np.int64).reshape(arr.shape), dtype)
+        if has_symbols(arr):
+            assert v.producer is not None
+            v.producer.attrs[SYM_VALUES] = arr
+        return v
+
     def shape(self, dims: Sequence[int], name: str = "shape") -> Value:
         """A ``tosa.CONST_SHAPE`` value holding ``dims``."""
         arr = np.asarray([int(d) for d in dims], dtype=np.int64)
