@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,16 +47,16 @@ def _records(path: Path) -> dict[str, dict[str, Any]]:
 @requires_distributed
 def test_unreachable_scheduler_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    import distributed
+    import distributed.comm
 
     made: list[Any] = []
-    real = distributed.Client
+    real = distributed.comm.connect
 
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        made.append(kwargs.get("timeout"))
-        return real(*args, **kwargs)
+    async def spy(addr: str, timeout: Any = None, **kwargs: Any) -> Any:
+        made.append(timeout)
+        return await real(addr, timeout=timeout, **kwargs)
 
-    monkeypatch.setattr(distributed, "Client", spy)
+    monkeypatch.setattr(distributed.comm, "connect", spy)
     address = f"tcp://127.0.0.1:{_closed_port()}"
     with pytest.raises(SystemExit) as exc:
         main(["zoo", "--cluster", address, "--filter", "lenet5/int8", "--report", str(tmp_path / "zoo")])
@@ -63,8 +64,63 @@ def test_unreachable_scheduler_is_one_line(tmp_path: Path, monkeypatch: pytest.M
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and address in lines[0], err
-    # the client was asked to give up within 30 s (the connect time-out is what bounds the wait)
+    # the connection was asked to give up within 30 s (the connect time-out is what bounds the wait)
     assert made and all(t is not None and 0 < t <= 30 for t in made), made
+    assert not (tmp_path / "zoo").exists() or not list((tmp_path / "zoo").iterdir())
+
+
+class _FakeServer:
+    """A local TCP server that is not a Dask scheduler: ``http`` answers every connection the way an HTTP proxy that
+    intercepts outbound connections does (a 400 response, then close); ``silent`` accepts and never says a word."""
+
+    def __init__(self, mode: str) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.address = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.mode = mode
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.mode == "http":
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+                conn.close()
+            else:
+                self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.held:
+            c.close()
+
+
+@requires_distributed
+@pytest.mark.parametrize("mode", ["http", "silent"])
+def test_not_a_scheduler_is_one_line(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Something listens at the address but is no Dask scheduler: one line naming the address, exit 1, no traceback,
+    and nothing left waiting (the CLI in a subprocess, so the exit itself is measured: a half-made ``Client`` used to
+    print ``Exception ignored in Client.__del__`` and stall the exit 20 s)."""
+    server = _FakeServer(mode)
+    try:
+        code = ("import sys; import tf2tosa.zoo as z; z.CLUSTER_TIMEOUT = 3.0\n"
+                "from tf2tosa.cli import main\n"
+                "main(sys.argv[1:])\n")
+        proc = subprocess.run([sys.executable, "-c", code, "zoo", "--cluster", server.address, "--filter",
+                               "lenet5/int8", "--report", str(tmp_path / "zoo")], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        server.close()
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and server.address in lines[0], proc.stderr
+    want = "does not speak Dask's protocol" if mode == "http" else "within 3 s"
+    assert want in lines[0], lines[0]
     assert not (tmp_path / "zoo").exists() or not list((tmp_path / "zoo").iterdir())
 
 

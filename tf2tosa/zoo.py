@@ -515,10 +515,54 @@ def cluster_job(name: str, variant: str, options: Mapping[str, Any], models_root
     return check_model(name, [variant], options)
 
 
-def connect_cluster(address: str, timeout: float = CLUSTER_TIMEOUT) -> Any:
+def _probe_scheduler(address: str, timeout: float) -> None:
+    """Ask the server at ``address`` who it is (Dask's ``identity`` message) on one connection, within ``timeout``
+    seconds in all: :class:`InputError` naming the address unless a Dask scheduler answers.
+
+    A ``Client`` is only made after this answer: one made on an address where nothing listens, or where another
+    service answers (an HTTP proxy intercepting outbound connections sends bytes that Dask's framing reads as an
+    exabyte-long message), fails with whatever its handshake raised, and its ``__del__`` then stalls the exit for
+    another 20 s closing itself.  The probe runs its own event loop in a thread, so a caller inside a running loop
+    (a notebook) is not disturbed."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect
+
+    async def ask() -> Any:
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def probe() -> Any:
+        return asyncio.run(asyncio.wait_for(ask(), timeout + 2.0))  # Dask's own connect error first, if any
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tf2tosa-cluster-probe")
+    try:
+        answer = pool.submit(probe).result(timeout + 5.0)
+    except TimeoutError:  # asyncio's and concurrent.futures' time-outs are the builtin one since Python 3.11
+        raise InputError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: no answer") from None
+    except OSError as e:  # refused, unresolvable, unroutable (Dask retries until the time-out)
+        raise InputError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: "
+                         f"{_one_line(e, 160) or type(e).__name__}") from None
+    except Exception as e:  # noqa: BLE001 - a server answered, but its bytes are not Dask messages
+        raise InputError(f"the server at {address} does not speak Dask's protocol (not a Dask scheduler?): "
+                         f"{_one_line(e, 120) or type(e).__name__}") from None
+    finally:
+        pool.shutdown(wait=False)
+    if not isinstance(answer, Mapping) or answer.get("type") != "Scheduler":
+        what = answer.get("type") if isinstance(answer, Mapping) else type(answer).__name__
+        raise InputError(f"the server at {address} is not a Dask scheduler (it answers as {what!r})")
+
+
+def connect_cluster(address: str, timeout: float | None = None) -> Any:
     """A ``distributed.Client`` of the Dask scheduler at ``address`` with at least one worker; one-line
-    :class:`InputError` naming the address when it cannot be reached within ``timeout`` seconds, and
-    :class:`MissingExtraError` without the ``[cluster]`` extra."""
+    :class:`InputError` naming the address when it cannot be reached within ``timeout`` seconds (default
+    :data:`CLUSTER_TIMEOUT`), and :class:`MissingExtraError` without the ``[cluster]`` extra."""
+    timeout = CLUSTER_TIMEOUT if timeout is None else timeout
     try:
         from distributed import Client
     except ImportError:
@@ -534,9 +578,10 @@ def connect_cluster(address: str, timeout: float = CLUSTER_TIMEOUT) -> Any:
     except (ValueError, TypeError) as e:
         raise InputError(f"not a Dask scheduler address: {address} ({_one_line(e, 160)}); expected "
                          "tcp://host:port") from None
+    _probe_scheduler(address, timeout)
     try:
         client = Client(address, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError, ValueError, TypeError) as e:
+    except Exception as e:  # noqa: BLE001 - whatever the connection raises is one line naming the address
         raise InputError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: "
                          f"{_one_line(e, 160)}") from None
     try:
