@@ -341,8 +341,12 @@ def acc_bound(x: Value, w: Value, bias: Value | None, wzp: int) -> int:
     lo, hi = x.dtype.range()
     zx = per_tensor(x)[1] if x.dtype is DType.INT8 else 0
     xmax = max(abs(lo - zx), abs(hi - zx))
-    wa = np.abs(np.asarray(wc, np.int64) - wzp)
-    per_c = wa.reshape(wa.shape[0], -1).sum(axis=1) * xmax
+    warr = np.asarray(wc)
+    if warr.dtype.kind in "iu" and warr.dtype.itemsize <= 2 and abs(wzp) < 1 << 16:  # |w - zp| fits int32
+        wa = np.abs(warr.astype(np.int32) - np.int32(wzp))
+    else:
+        wa = np.abs(np.asarray(wc, np.int64) - wzp)
+    per_c = wa.reshape(wa.shape[0], -1).sum(axis=1, dtype=np.int64) * xmax
     bc = bias.const() if bias is not None else None
     if bc is not None:
         per_c = per_c + np.abs(np.asarray(bc, np.int64).reshape(-1))
