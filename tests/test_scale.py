@@ -70,9 +70,12 @@ def test_vectorized_multipliers_equal_tflite_scalar() -> None:
 
 
 @pytest.mark.skipif(not SAMPLES, reason="no sample models")
-def test_constants_are_views_of_the_mapped_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_memory", [0, tosa_writer.IN_MEMORY_BYTES])
+def test_constants_are_views_of_the_mapped_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                in_memory: int) -> None:
     """A converted .tflite's weights are read-only views of the file's map (never copied), and the file-mapped
-    writer gives the bytes of the in-memory one."""
+    writer (and the in-memory one of small programs) gives the bytes of to_bytes."""
+    monkeypatch.setattr(tosa_writer, "IN_MEMORY_BYTES", in_memory)
     sample = next(p for p in SAMPLES if "small_cnn_f32" in p.name)
     m = tf2tosa.convert(sample)
     big = [np.asarray(op.attrs["values"]) for op in m.graph.ops.values()
@@ -91,6 +94,7 @@ def test_constants_are_views_of_the_mapped_file(tmp_path: Path) -> None:
 def test_file_writer_pieces_and_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Constants larger than two pieces are copied piece by piece into the map, releasing the written pages; the
     bytes do not change."""
+    monkeypatch.setattr(tosa_writer, "IN_MEMORY_BYTES", 0)  # (12 MiB: built in memory otherwise)
     released: list[int] = []
     drop = tosa_writer._drop
     monkeypatch.setattr(tosa_writer, "_drop", lambda mm, lo, hi: (released.append(hi - lo), drop(mm, lo, hi)))

@@ -270,6 +270,10 @@ class _Region:
 
 #: constant data is copied in pieces of this size when the output is a file map (see :func:`write_file`)
 _PIECE = 4 << 20
+#: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
+#: small program that is cheaper than the scratch file's map (file-backed page faults, fallocate, the kernel copy),
+#: and the memory it takes is at most this much
+IN_MEMORY_BYTES = 16 << 20
 _PAGE = mmap.PAGESIZE
 
 
@@ -796,12 +800,20 @@ def _copy_file(src: int, dst: int, offset: int, count: int) -> None:
 def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
     """Serialize ``graph`` into the file ``path`` without holding the whole flatbuffer in memory.
 
-    The flatbuffer is built in a memory map of a scratch file beside ``path`` (sparse, as large as the size
+    A small program (size estimate up to :data:`IN_MEMORY_BYTES`) is built in memory and written at once.  A larger
+    one is built in a memory map of a scratch file beside ``path`` (sparse, as large as the size
     estimate allows), whose pages are released as they are written; its tail, the finished flatbuffer, is then
     copied into ``path`` by the kernel.  The bytes are those of :func:`to_bytes`.  Not atomic by itself: callers
     give a temporary path (:func:`tf2tosa.outputs.write_files` does)."""
     path = os.fspath(path)
     estimate = _size_estimate(graph)
+    if estimate <= IN_MEMORY_BYTES:
+        built = to_buffer(graph)
+        with open(path, "wb") as f:
+            f.write(built)
+            f.flush()
+            os.fsync(f.fileno())
+        return
     capacity = min(estimate + estimate // 8 + (1 << 20), flatbuffers.Builder.MAX_BUFFER_SIZE)
     fd, scratch = tempfile.mkstemp(prefix=".scratch-", suffix=".tosa", dir=os.path.dirname(os.path.abspath(path)))
     try:
