@@ -270,6 +270,8 @@ class _Region:
 
 #: constant data is copied in pieces of this size when the output is a file map (see :func:`write_file`)
 _PIECE = 4 << 20
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
 #: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
 #: small program that is cheaper than the scratch file's map (file-backed page faults, fallocate, the kernel copy),
 #: and the memory it takes is at most this much
@@ -384,7 +386,90 @@ class _Writer:
 
     # ------------------------------------------------------------ primitives
     def _string(self, s: str) -> int:
-        return self.b.CreateString(s)
+        """``CreateString``'s bytes (length, UTF-8 bytes, a zero; aligned for the length) in fewer calls."""
+        b = self.b
+        if b.nested or not isinstance(s, str):
+            return int(b.CreateString(s))  # (raises as the builder does)
+        x = s.encode()
+        n = len(x)
+        b.Prep(4, n + 1)
+        head = b.head - n - 1
+        buf = b.Bytes
+        buf[head + n] = 0
+        buf[head:head + n] = x
+        head -= 4
+        _U32.pack_into(buf, head, n)
+        b.head = head
+        return len(buf) - head
+
+    def _offset_slot(self, slot: int, off: int) -> None:
+        """``PrependUOffsetTRelativeSlot(slot, off, 0)`` inside a table, in fewer calls."""
+        b = self.b
+        if off == 0:
+            return
+        b.Prep(4, 0)
+        cur = len(b.Bytes) - b.head
+        if off > cur:
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        b.head -= 4
+        _U32.pack_into(b.Bytes, b.head, cur - off + 4)
+        b.current_vtable[slot] = cur + 4
+
+    def _end_object(self) -> int:
+        """``EndObject``: the table's soffset and its vtable (or the offset of an identical vtable written
+        before: the builder's dedup dictionary), the same bytes in fewer calls."""
+        b = self.b
+        if not b.nested:
+            return int(b.EndObject())  # (raises as the builder does)
+        b.nested = False
+        b.Prep(4, 0)
+        head = b.head - 4  # the soffset to the vtable, written below
+        b.head = head
+        object_offset = len(b.Bytes) - head
+        vt = b.current_vtable
+        key: list[int] = []
+        trim = True
+        for elem in reversed(vt):
+            if elem == 0:
+                if trim:
+                    continue
+            else:
+                elem = object_offset - elem
+                trim = False
+            key.append(elem)
+        object_size = object_offset - b.objectEnd
+        key.append(object_size)
+        vkey = tuple(key)
+        found = b.vtables.get(vkey)
+        if found is None:
+            # key holds the fields from the last written one down to the first, then the object size: the vtable
+            # is the vtable size, the object size and the fields in slot order
+            fields = len(key) - 1
+            b.Prep(2, 2 * (fields + 2) - 2)
+            buf = b.Bytes
+            h = b.head - 2 * (fields + 2)
+            struct.pack_into(f"<{fields + 2}H", buf, h, 2 * (fields + 2), object_size, *reversed(key[:fields]))
+            b.head = h
+            start = len(buf) - object_offset
+            _I32.pack_into(buf, start, (len(buf) - h) - object_offset)
+            b.vtables[vkey] = len(buf) - h
+        else:
+            _I32.pack_into(b.Bytes, head, found - object_offset)
+        b.current_vtable = None
+        return object_offset
+
+    def _u32_slot(self, slot: int, value: int) -> None:
+        """``PrependUint32Slot(slot, value, 0)`` inside a table, in fewer calls."""
+        b = self.b
+        if not 0 <= value < 1 << 32:
+            b.PrependUint32Slot(slot, value, 0)  # (raises as the builder does)
+            return
+        if value == 0:
+            return
+        b.Prep(4, 0)
+        b.head -= 4
+        _U32.pack_into(b.Bytes, b.head, value)
+        b.current_vtable[slot] = len(b.Bytes) - b.head
 
     def _offset_vector(self, offsets: list[int]) -> int:
         """A vector of offsets, the bytes ``PrependUOffsetTRelative`` would write element by element, packed at once
@@ -493,14 +578,14 @@ class _Writer:
         self.b.StartObject(len(fields))
         for slot, (fname, kind) in enumerate(fields):
             if fname in refs:
-                self.b.PrependUOffsetTRelativeSlot(slot, refs[fname], 0)
+                self._offset_slot(slot, refs[fname])
             elif kind == I32:
                 self.b.PrependInt32Slot(slot, int(scalars[fname]), 0)
             elif kind == BOOL:
                 self.b.PrependBoolSlot(slot, bool(scalars[fname]), False)
             else:
-                self.b.PrependUint32Slot(slot, int(scalars[fname]), 0)
-        return self.b.EndObject()
+                self._u32_slot(slot, int(scalars[fname]))
+        return self._end_object()
 
     # ------------------------------------------------------------ tables
     def _tensor(self, name: str, v: Value, data: Any) -> int:
@@ -514,12 +599,12 @@ class _Writer:
         shape_off = self._i32_vector([int(d) if isinstance(d, int) else -1 for d in t.shape])
         data_off = self._data_vector(data) if data is not None else None
         self.b.StartObject(14)
-        self.b.PrependUOffsetTRelativeSlot(T_NAME, name_off, 0)
-        self.b.PrependUOffsetTRelativeSlot(T_SHAPE, shape_off, 0)
-        self.b.PrependUint32Slot(T_TYPE, DTYPE_VALUE[t.dtype], 0)
+        self._offset_slot(T_NAME, name_off)
+        self._offset_slot(T_SHAPE, shape_off)
+        self._u32_slot(T_TYPE, DTYPE_VALUE[t.dtype])
         if data_off is not None:
-            self.b.PrependUOffsetTRelativeSlot(T_DATA, data_off, 0)
-        return self.b.EndObject()
+            self._offset_slot(T_DATA, data_off)
+        return self._end_object()
 
     def _variable_tensor(self, vname: str) -> int:
         tname, t, init = self.variables[vname]
@@ -535,7 +620,7 @@ class _Writer:
             self.b.PrependUOffsetTRelativeSlot(T_DATA, data_off, 0)
         self.b.PrependBoolSlot(T_VARIABLE, True, False)
         self.b.PrependUOffsetTRelativeSlot(T_VARNAME, vname_off, 0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def _shape(self, name: str, v: Value, values: np.ndarray | None) -> int:
         """A shape value: CONST_SHAPE's with its data; in a 1.1-draft program one computed at run time (DIM,
@@ -548,7 +633,7 @@ class _Writer:
         self.b.PrependUOffsetTRelativeSlot(S_NAME, name_off, 0)
         self.b.PrependUint32Slot(S_RANK, length, 0)
         self.b.PrependUOffsetTRelativeSlot(S_DATA, data_off, 0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def _operator(self, g: Graph, op: Operation) -> int | None:
         names = self.names[id(g)]
@@ -583,22 +668,22 @@ class _Writer:
         if op.location:
             text_off = self._string(op.location)
             self.b.StartObject(1)
-            self.b.PrependUOffsetTRelativeSlot(0, text_off, 0)
-            loc_off = self.b.EndObject()
+            self._offset_slot(0, text_off)
+            loc_off = self._end_object()
         code = self.op_value[opcode]
         self.b.StartObject(6)
-        self.b.PrependUint32Slot(OP_OP, code, 0)
+        self._u32_slot(OP_OP, code)
         self.b.PrependUint8Slot(OP_ATTR_TYPE, code, 0)
-        self.b.PrependUOffsetTRelativeSlot(OP_ATTR, attr_off, 0)
-        self.b.PrependUOffsetTRelativeSlot(OP_INPUTS, inputs_off, 0)
-        self.b.PrependUOffsetTRelativeSlot(OP_OUTPUTS, outputs_off, 0)
+        self._offset_slot(OP_ATTR, attr_off)
+        self._offset_slot(OP_INPUTS, inputs_off)
+        self._offset_slot(OP_OUTPUTS, outputs_off)
         if loc_off is not None:
-            self.b.PrependUOffsetTRelativeSlot(OP_LOCATION, loc_off, 0)
-        return self.b.EndObject()
+            self._offset_slot(OP_LOCATION, loc_off)
+        return self._end_object()
 
     def _empty_table(self) -> int:
         self.b.StartObject(0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def _value_name(self, g: Graph, v: Value) -> str:
         names = self.names[id(g)]
@@ -656,7 +741,7 @@ class _Writer:
         self.b.PrependUOffsetTRelativeSlot(B_INPUTS, inputs_vec, 0)
         self.b.PrependUOffsetTRelativeSlot(B_OUTPUTS, outputs_vec, 0)
         self.b.PrependUOffsetTRelativeSlot(B_SHAPES, shapes_vec, 0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def _region(self, region: _Region) -> int:
         block = self._block(region)
@@ -665,7 +750,7 @@ class _Writer:
         self.b.StartObject(2)
         self.b.PrependUOffsetTRelativeSlot(R_NAME, name_off, 0)
         self.b.PrependUOffsetTRelativeSlot(R_BLOCKS, blocks_vec, 0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def write(self) -> bytearray:
         self._name_graph(self.main)
@@ -677,11 +762,11 @@ class _Writer:
         self.b.PrependInt32Slot(V_MINOR, minor, -1)
         self.b.PrependInt32Slot(V_PATCH, patch, -1)
         self.b.PrependBoolSlot(V_DRAFT, draft, True)
-        version = self.b.EndObject()
+        version = self._end_object()
         self.b.StartObject(4)
         self.b.PrependUOffsetTRelativeSlot(G_VERSION, version, 0)
         self.b.PrependUOffsetTRelativeSlot(G_REGIONS, regions_vec, 0)
-        root = self.b.EndObject()
+        root = self._end_object()
         self.b.Finish(root, file_identifier=FILE_IDENTIFIER)
         out = self.b.Bytes
         if not isinstance(out, bytearray):  # the file map: the flatbuffer is its tail
