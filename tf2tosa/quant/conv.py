@@ -63,10 +63,10 @@ def require_act_type(op: Operation, x: Value) -> DType:
 def weight_zp(w: Value) -> int:
     """The single weight zero point (per-channel zero points must all be 0 or all equal)."""
     q = qparams(w, "weights")
-    zps = set(int(z) for z in q.zero_point)
+    zps = set(q.zero_point)
     if len(zps) != 1:
         raise Unsupported("per-channel weight zero points differ (TOSA weight_zp is one value, spec: CONV2D)")
-    zp = zps.pop()
+    zp = int(zps.pop())
     if w.dtype is not DType.INT8:
         raise Unsupported(f"quantized weights of type {w.dtype.value} (i8 expected)")
     return zp
