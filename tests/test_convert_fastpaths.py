@@ -203,3 +203,19 @@ def test_add_sub_reference_on_broadcast_codes_equals_every_pair() -> None:
             args = (s1, z1, s2, z2, so, zo, subtract, (-128, 127))
             full = R.add_sub_i8(xs, ys, *args)
             assert np.array_equal(R.add_sub_i8(codes[:, None], codes[None, :], *args), full)
+
+
+def test_tfl_rule_index_names_the_modules_that_register_the_rules() -> None:
+    """registry.TFL_RULE_MODULES (which module a .tflite conversion imports for an op) against the registrations:
+    every listed op is registered by that module, and every tfl rule is listed (a missing one would only be slower)."""
+    import inspect
+
+    from tf2tosa.legalizations import registry
+
+    registry.all_rules()
+    where = {name: inspect.unwrap(info.fn).__module__.rsplit(".", 1)[1] for name, info in registry.RULES.items()}
+    pairs = [(f"tfl.{op}", module) for module, ops in registry.TFL_RULE_MODULES.items() for op in ops]
+    listed = dict(pairs)
+    assert len(listed) == len(pairs), "an op listed under two modules"
+    assert {n: where.get(n) for n in listed} == listed
+    assert sorted(n for n in where if n.startswith("tfl.")) == sorted(listed)
