@@ -110,6 +110,28 @@ def test_file_writer_pieces_and_releases(tmp_path: Path, monkeypatch: pytest.Mon
     assert len(released) >= 3 and sum(released) >= w.nbytes - tosa_writer._PIECE
 
 
+def test_in_memory_writer_writes_constants_from_their_own_memory(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small program is built in an anonymous map; constants of a page or more are written to the file from
+    their arrays (not copied into the map), each in its place: the file is to_bytes's."""
+    deferred: list[int] = []
+    pieces = tosa_writer._write_pieces
+    monkeypatch.setattr(tosa_writer, "_write_pieces",
+                        lambda f, fb, d: (deferred.extend(r.nbytes for _, r in d), pieces(f, fb, d)))
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 3001), DType.FP32))
+    rng = np.random.default_rng(5)
+    y = x
+    for k, n in enumerate((3001, 1, 3001)):  # two deferred constants around a small one (12004 bytes: padded)
+        c = g.add_const(rng.standard_normal((1, n)).astype(np.float32), DType.FP32, name=f"w{k}")
+        y = g.add_op("tosa.ADD", [y, c], [x.type]).result
+    g.outputs = [y]
+    path = tmp_path / "small.tosa"
+    tosa_writer.save(g, path)
+    assert path.read_bytes() == tosa_writer.to_bytes(g)
+    assert deferred == [3001 * 4, 3001 * 4]
+
+
 def test_over_two_gib_is_refused_before_building(tmp_path: Path) -> None:
     g = Graph()
     huge = np.broadcast_to(np.float32(1.0), (2**29 + 1,))  # 2 GiB + 4 bytes described, 4 bytes allocated

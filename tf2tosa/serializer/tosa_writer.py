@@ -310,13 +310,22 @@ def _file_region(arr: np.ndarray) -> tuple[mmap.mmap, int] | None:
 
 
 class _Writer:
-    def __init__(self, graph: Graph, out: mmap.mmap | None = None) -> None:
+    def __init__(self, graph: Graph, out: mmap.mmap | None = None, *, scratch: mmap.mmap | None = None) -> None:
         self.main = graph
         #: a symbolic TOSA 1.1-draft program (``--dynamic``): draft op codes, ``-1`` for unknown dimensions
         self.draft = graph.meta.get("specification_version") == catalogue.DRAFT_VERSION
         self.op_value = DRAFT_OP_VALUE if self.draft else OP_VALUE
         estimate = _size_estimate(graph)
-        if out is None:
+        #: with ``scratch`` (an anonymous map the flatbuffer is built in): the constants of a page or more are not
+        #: copied into it but recorded here, (offset from the buffer's end, bytes), and written from their own
+        #: memory by :func:`write_file`; their place in the map is never touched
+        self.deferred: list[tuple[int, memoryview]] | None = None
+        if scratch is not None:
+            self.b = flatbuffers.Builder(0)
+            self.b.Bytes = scratch  # type: ignore[assignment]
+            self.b.head = flatbuffers.number_types.UOffsetTFlags.py_type(len(scratch))
+            self.deferred = []
+        elif out is None:
             self.b = flatbuffers.Builder(estimate)  # sized up front: no regrowth, no copies
         else:
             # built in place in a file map: pages are released once written (the flatbuffer is written back to
@@ -519,7 +528,9 @@ class _Writer:
         head = self.b.head = self.b.head - padded
         self.b.Bytes[head + n:head + padded] = bytes(padded - n)
         out = self.out if self.b.Bytes is self.out else None  # (None too when the builder outgrew the map)
-        if out is None or n < _PAGE:
+        if self.deferred is not None and n >= _PAGE:
+            self.deferred.append((len(self.b.Bytes) - head, raw))
+        elif out is None or n < _PAGE:
             self.b.Bytes[head:head + n] = raw
         else:  # piece by piece from the end, releasing the written pages and the source's mapped pages
             source = _file_region(data) if isinstance(data, np.ndarray) else None
@@ -892,14 +903,26 @@ def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
     give a temporary path (:func:`tf2tosa.outputs.write_files` does)."""
     path = os.fspath(path)
     estimate = _size_estimate(graph)
-    if estimate <= IN_MEMORY_BYTES:
-        built = to_buffer(graph)
-        with open(path, "wb") as f:
-            f.write(built)
-            f.flush()
-            os.fsync(f.fileno())
-        return
     capacity = min(estimate + estimate // 8 + (1 << 20), flatbuffers.Builder.MAX_BUFFER_SIZE)
+    if estimate <= IN_MEMORY_BYTES:
+        with mmap.mmap(-1, capacity) as arena:  # anonymous: a page is zeroed only when first written
+            writer = _Writer(graph, scratch=arena)
+            try:
+                built: Any = writer.write()
+            except flatbuffers.builder.BuilderSizeError:
+                raise InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit "
+                                        "offsets)", file=graph.meta.get("file")) from None
+            view = memoryview(built)
+            try:
+                with open(path, "wb") as f:
+                    _write_pieces(f, view, writer.deferred or [])
+                    f.flush()
+                    os.fsync(f.fileno())
+            finally:
+                view.release()
+                if isinstance(built, memoryview):
+                    built.release()
+        return
     fd, scratch = tempfile.mkstemp(prefix=".scratch-", suffix=".tosa", dir=os.path.dirname(os.path.abspath(path)))
     try:
         os.ftruncate(fd, capacity)
@@ -927,6 +950,19 @@ def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
     finally:
         os.close(fd)
         os.unlink(scratch)
+
+
+def _write_pieces(f: Any, flatbuffer: memoryview, deferred: list[tuple[int, memoryview]]) -> None:
+    """Write ``flatbuffer`` with each deferred constant, ``(offset from the end, bytes)``, written from its own
+    memory in its place."""
+    size = len(flatbuffer)
+    pos = 0
+    for from_end, raw in sorted(deferred, key=lambda d: -d[0]):
+        at = size - from_end
+        f.write(flatbuffer[pos:at])
+        f.write(raw)
+        pos = at + raw.nbytes
+    f.write(flatbuffer[pos:])
 
 
 def to_bytes(graph: Graph) -> bytes:
