@@ -36,19 +36,11 @@ def test_schema_module_is_what_the_tool_writes() -> None:
 
 # --- the package's accessors, read by reflection (the oracle) -------------------------------------------------------
 def _methods(cls: type) -> list[tuple[str, str, str]]:
-    snake = runpy.run_path(str(ROOT / "tools" / "gen_tflite_schema.py"), run_name="gen_tflite_schema")["_snake"]
+    """(snake name, accessor, kind) of each field accessor of a generated class (listed by the tool)."""
+    tool = runpy.run_path(str(ROOT / "tools" / "gen_tflite_schema.py"), run_name="gen_tflite_schema")
     members = vars(cls)
-    out = []
-    for m, fn in members.items():
-        if not callable(fn) or m.startswith("_") or m == "Init" or m.startswith("GetRootAs") \
-                or m.endswith("BufferHasIdentifier"):
-            continue
-        if any(m.endswith(s) and m[:-len(s)] in members for s in ("Length", "IsNone", "AsNumpy")):
-            continue
-        kind = "vector" if m + "Length" in members else (
-            "string" if "String" in fn.__code__.co_names else "scalar")
-        out.append((snake(m), m, kind))
-    return out
+    return [(tool["_snake"](m), m, "vector" if m + "Length" in members else
+             "string" if "String" in fn.__code__.co_names else "scalar") for m, fn in tool["accessors"](cls)]
 
 
 def _package_decode(cls_name: str, buf: bytes, pos: int) -> dict[str, Any]:

@@ -77,32 +77,51 @@ def _default(src: str) -> Any:
     return ast.literal_eval(src.strip().splitlines()[-1].strip().removeprefix("return "))
 
 
-def _table_fields(cls: type) -> tuple[tuple[str, int, str, Any], ...]:
-    """(snake name, vtable offset, kind, default) of each field of a generated options class, in schema order.
-    kind: a struct format character (scalar), ``"s"`` (string) or ``"[" + format`` (vector)."""
+def accessors(cls: type) -> list[tuple[str, Any]]:
+    """(method name, function) of each field accessor of a generated table class, in schema order (not the
+    ``…Length`` / ``…IsNone`` / ``…AsNumpy`` companions of a vector, nor the class's own helpers)."""
     members = vars(cls)
     out = []
     for m, fn in members.items():
         if not callable(fn) or m.startswith("_") or m == "Init" or m.startswith("GetRootAs") \
                 or m.endswith("BufferHasIdentifier"):
             continue
-        if (m.endswith("Length") and m[:-6] in members) or (m.endswith("IsNone") and m[:-6] in members) \
-                or (m.endswith("AsNumpy") and m[:-7] in members):
+        if any(m.endswith(s) and m[:-len(s)] in members for s in ("Length", "IsNone", "AsNumpy")):
             continue
-        src = inspect.getsource(fn)
-        voff = int(re.search(r"self\._tab\.Offset\((\d+)\)", src).group(1))  # type: ignore[union-attr]
-        flags = [f for f in re.findall(r"number_types\.(\w+)Flags", src) if f != "UOffsetT"]
-        if m + "Length" in members:
-            if m + "AsNumpy" not in members or len(set(flags)) != 1:
-                raise SystemExit(f"{cls.__name__}.{m}: a vector of non-numbers, not supported")
-            out.append((_snake(m), voff, "[" + _FORMATS[flags[0]], None))
-        elif "String" in fn.__code__.co_names:
-            out.append((_snake(m), voff, "s", ""))
-        else:
-            if len(set(flags)) != 1 or "Indirect" in src:
-                raise SystemExit(f"{cls.__name__}.{m}: not a scalar field, not supported")
-            default = _default(src)
-            out.append((_snake(m), voff, _FORMATS[flags[0]], default))
+        out.append((m, fn))
+    return out
+
+
+def _field(cls: type, m: str, fn: Any) -> tuple[int, str, Any]:
+    """(vtable offset, kind, default) of accessor ``m``: kind a struct format character (a scalar), ``"s"`` (a
+    string), ``"[" + format`` (a vector of numbers), ``"[t"`` / ``"[s"`` (of tables / strings), ``"t"`` (a table or
+    union value)."""
+    members = vars(cls)
+    src = inspect.getsource(fn)
+    voff = int(re.search(r"self\._tab\.Offset\((\d+)\)", src).group(1))  # type: ignore[union-attr]
+    flags = [f for f in re.findall(r"number_types\.(\w+)Flags", src) if f != "UOffsetT"]
+    if m + "Length" in members:
+        if m + "AsNumpy" in members:
+            return voff, "[" + _FORMATS[flags[0]], None
+        return voff, "[t" if "Indirect" in src else "[s", None
+    if "String" in fn.__code__.co_names:
+        return voff, "s", None
+    if "Indirect" in src or "Union" in src:
+        return voff, "t", None
+    if m == "BuiltinCode":  # (the package's accessor maps codes below 127 to deprecated_builtin_code)
+        return voff, _FORMATS[flags[0]], 0
+    return voff, _FORMATS[flags[0]], _default(src)
+
+
+def _table_fields(cls: type) -> tuple[tuple[str, int, str, Any], ...]:
+    """(snake name, vtable offset, kind, default) of each field of a generated options class, in schema order: only
+    scalars, strings (default ``""``) and vectors of numbers occur."""
+    out = []
+    for m, fn in accessors(cls):
+        voff, kind, default = _field(cls, m, fn)
+        if kind in ("t", "[t", "[s"):
+            raise SystemExit(f"{cls.__name__}.{m}: a {kind} field in an options table, not supported")
+        out.append((_snake(m), voff, kind, "" if kind == "s" else default))
     return tuple(out)
 
 
@@ -113,36 +132,8 @@ CORE_TABLES = ("Model", "OperatorCode", "SubGraph", "Tensor", "QuantizationParam
 
 
 def _core_fields(cls: type) -> dict[str, tuple[int, str, Any]]:
-    """snake name → (vtable offset, kind, default) of each field of a generated table class; kind as in
-    :func:`_table_fields`, or ``"t"`` (a table or union value), ``"[t"`` (a vector of tables)."""
-    members = vars(cls)
-    out: dict[str, tuple[int, str, Any]] = {}
-    for m, fn in members.items():
-        if not callable(fn) or m.startswith("_") or m == "Init" or m.startswith("GetRootAs") \
-                or m.endswith("BufferHasIdentifier"):
-            continue
-        if (m.endswith("Length") and m[:-6] in members) or (m.endswith("IsNone") and m[:-6] in members) \
-                or (m.endswith("AsNumpy") and m[:-7] in members):
-            continue
-        src = inspect.getsource(fn)
-        voff = int(re.search(r"self\._tab\.Offset\((\d+)\)", src).group(1))  # type: ignore[union-attr]
-        flags = [f for f in re.findall(r"number_types\.(\w+)Flags", src) if f != "UOffsetT"]
-        if m + "Length" in members:
-            if m + "AsNumpy" in members:
-                out[_snake(m)] = (voff, "[" + _FORMATS[flags[0]], None)
-            elif "Indirect" in src:
-                out[_snake(m)] = (voff, "[t", None)
-            else:
-                out[_snake(m)] = (voff, "[s", None)
-        elif "String" in fn.__code__.co_names:
-            out[_snake(m)] = (voff, "s", None)
-        elif "Indirect" in src or "Union" in src:
-            out[_snake(m)] = (voff, "t", None)
-        elif m == "BuiltinCode":  # (the package's accessor maps codes below 127 to deprecated_builtin_code)
-            out[_snake(m)] = (voff, _FORMATS[flags[0]], 0)
-        else:
-            out[_snake(m)] = (voff, _FORMATS[flags[0]], _default(src))
-    return out
+    """snake name → (vtable offset, kind, default) of each field of a generated table class (:func:`_field`)."""
+    return {_snake(m): _field(cls, m, fn) for m, fn in accessors(cls)}
 
 
 def tables() -> dict[str, Any]:
@@ -195,20 +186,18 @@ def render() -> str:
         lines.append("    ),")
     lines.append("}")
     lines.append("")
-    lines.append("ENUMS: dict[str, dict[int, str]] = {")
-    for name, members in t["ENUMS"].items():
-        lines.append(f"    {name!r}: {{")
-        lines.extend(f"        {k!r}: {v!r}," for k, v in members.items())
-        lines.append("    },")
-    lines.append("}")
-    lines.append("")
+    def nested(name: str, typ: str, d: dict[str, dict[Any, Any]]) -> None:
+        lines.append(f"{name}: {typ} = {{")
+        for outer, inner in d.items():
+            lines.append(f"    {outer!r}: {{")
+            lines.extend(f"        {k!r}: {v!r}," for k, v in inner.items())
+            lines.append("    },")
+        lines.append("}")
+        lines.append("")
+
+    nested("ENUMS", "dict[str, dict[int, str]]", t["ENUMS"])
     mapping("ENUM_FIELDS", "dict[str, str]", t["ENUM_FIELDS"])
-    lines.append("CORE_FIELDS: dict[str, dict[str, tuple[int, str, Any]]] = {")
-    for name, fs in t["CORE_FIELDS"].items():
-        lines.append(f"    {name!r}: {{")
-        lines.extend(f"        {k!r}: {v!r}," for k, v in fs.items())
-        lines.append("    },")
-    lines.append("}")
+    nested("CORE_FIELDS", "dict[str, dict[str, tuple[int, str, Any]]]", t["CORE_FIELDS"])
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
