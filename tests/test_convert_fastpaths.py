@@ -160,7 +160,9 @@ def test_tflite_convert_imports_only_what_it_needs(tmp_path: Path) -> None:
     loaded = set(report["modules"])
     for unwanted in ("tensorflow", "tf2tosa.verify", "tf2tosa.legalizations.tf_math", "tf2tosa.legalizations.tf_nn",
                      "tf2tosa.legalizations.nnef_ops", "tf2tosa.serializer.mlir", "tf2tosa.serializer.tosa_reader",
-                     "tf2tosa.executor", "tf2tosa.converter.nnef", "tf2tosa.converter.tensorflow"):
+                     "tf2tosa.executor", "tf2tosa.converter.nnef", "tf2tosa.converter.tensorflow",
+                     "pydantic",  # (typer 0.29 coerces through pydantic; tf2tosa.cli_coercion spares it)
+                     "tflite"):  # (the frontend reads the flatbuffer itself: converter/tflite_reader.py)
         assert unwanted not in loaded, unwanted
     assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded
 
@@ -184,3 +186,36 @@ def test_reshape_fold_equals_the_executor_kernel() -> None:
     g = Graph()  # storage types other than the plain ones are left to the executor
     y = Builder(g, fold=False).reshape(g.add_const(np.zeros((2, 2), ml_dtypes.bfloat16), DType.BF16), (4,))
     assert y.producer is not None and _reshaped(y.producer) is None
+
+
+def test_add_sub_reference_on_broadcast_codes_equals_every_pair() -> None:
+    """quant.elementwise.add_sub_inputs evaluates TFLite's int8 ADD/SUB on codes[:, None] and codes[None, :]: the
+    same table as on the 65536 pairs written out (each input's stage depends on its own code only)."""
+    from tf2tosa.quant import tflite_reference as R
+
+    rng = np.random.default_rng(16)
+    codes = R.codes(8)
+    xs, ys = np.meshgrid(codes, codes, indexing="ij")
+    for subtract in (False, True):
+        for _ in range(4):
+            s1, s2, so = (float(v) for v in rng.uniform(1e-3, 0.2, 3))
+            z1, z2, zo = (int(v) for v in rng.integers(-128, 128, 3))
+            args = (s1, z1, s2, z2, so, zo, subtract, (-128, 127))
+            full = R.add_sub_i8(xs, ys, *args)
+            assert np.array_equal(R.add_sub_i8(codes[:, None], codes[None, :], *args), full)
+
+
+def test_tfl_rule_index_names_the_modules_that_register_the_rules() -> None:
+    """registry.TFL_RULE_MODULES (which module a .tflite conversion imports for an op) against the registrations:
+    every listed op is registered by that module, and every tfl rule is listed (a missing one would only be slower)."""
+    import inspect
+
+    from tf2tosa.legalizations import registry
+
+    registry.all_rules()
+    where = {name: inspect.unwrap(info.fn).__module__.rsplit(".", 1)[1] for name, info in registry.RULES.items()}
+    pairs = [(f"tfl.{op}", module) for module, ops in registry.TFL_RULE_MODULES.items() for op in ops]
+    listed = dict(pairs)
+    assert len(listed) == len(pairs), "an op listed under two modules"
+    assert {n: where.get(n) for n in listed} == listed
+    assert sorted(n for n in where if n.startswith("tfl.")) == sorted(listed)

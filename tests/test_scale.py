@@ -70,9 +70,12 @@ def test_vectorized_multipliers_equal_tflite_scalar() -> None:
 
 
 @pytest.mark.skipif(not SAMPLES, reason="no sample models")
-def test_constants_are_views_of_the_mapped_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_memory", [0, tosa_writer.IN_MEMORY_BYTES])
+def test_constants_are_views_of_the_mapped_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                in_memory: int) -> None:
     """A converted .tflite's weights are read-only views of the file's map (never copied), and the file-mapped
-    writer gives the bytes of the in-memory one."""
+    writer (and the in-memory one of small programs) gives the bytes of to_bytes."""
+    monkeypatch.setattr(tosa_writer, "IN_MEMORY_BYTES", in_memory)
     sample = next(p for p in SAMPLES if "small_cnn_f32" in p.name)
     m = tf2tosa.convert(sample)
     big = [np.asarray(op.attrs["values"]) for op in m.graph.ops.values()
@@ -91,6 +94,7 @@ def test_constants_are_views_of_the_mapped_file(tmp_path: Path) -> None:
 def test_file_writer_pieces_and_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Constants larger than two pieces are copied piece by piece into the map, releasing the written pages; the
     bytes do not change."""
+    monkeypatch.setattr(tosa_writer, "IN_MEMORY_BYTES", 0)  # (12 MiB: built in memory otherwise)
     released: list[int] = []
     drop = tosa_writer._drop
     monkeypatch.setattr(tosa_writer, "_drop", lambda mm, lo, hi: (released.append(hi - lo), drop(mm, lo, hi)))
@@ -104,6 +108,28 @@ def test_file_writer_pieces_and_releases(tmp_path: Path, monkeypatch: pytest.Mon
     data = path.read_bytes()
     assert data == tosa_writer.to_bytes(g)
     assert len(released) >= 3 and sum(released) >= w.nbytes - tosa_writer._PIECE
+
+
+def test_in_memory_writer_writes_constants_from_their_own_memory(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small program is built in an anonymous map; constants of a page or more are written to the file from
+    their arrays (not copied into the map), each in its place: the file is to_bytes's."""
+    deferred: list[int] = []
+    pieces = tosa_writer._write_pieces
+    monkeypatch.setattr(tosa_writer, "_write_pieces",
+                        lambda f, fb, d: (deferred.extend(r.nbytes for _, r in d), pieces(f, fb, d)))
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 3001), DType.FP32))
+    rng = np.random.default_rng(5)
+    y = x
+    for k, n in enumerate((3001, 1, 3001)):  # two deferred constants around a small one (12004 bytes: padded)
+        c = g.add_const(rng.standard_normal((1, n)).astype(np.float32), DType.FP32, name=f"w{k}")
+        y = g.add_op("tosa.ADD", [y, c], [x.type]).result
+    g.outputs = [y]
+    path = tmp_path / "small.tosa"
+    tosa_writer.save(g, path)
+    assert path.read_bytes() == tosa_writer.to_bytes(g)
+    assert deferred == [3001 * 4, 3001 * 4]
 
 
 def test_over_two_gib_is_refused_before_building(tmp_path: Path) -> None:

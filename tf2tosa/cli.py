@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from .cli_coercion import PlainCoercionGroup
 from .cli_output import (
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
@@ -33,7 +34,7 @@ from .cli_output import (
 from .errors import ConversionError, InputError
 
 app = typer.Typer(
-    add_completion=True, no_args_is_help=True, rich_markup_mode=None,
+    cls=PlainCoercionGroup, add_completion=True, no_args_is_help=True, rich_markup_mode=None,
     help="Convert TensorFlow Lite and TensorFlow models to TOSA 1.0 and prove the conversion by running it.",
     epilog="\b\n" + EXIT_CODES_HELP + "\nEvery command takes --json (one JSON object; schemas in docs/schemas/),\n"
            "-q/--quiet and -v/--verbose.  Guide: docs/guide.md")

@@ -73,12 +73,16 @@ class Field:
 
 
 def _tflite_fields(data: bytes) -> list[Field]:
-    """Every field :func:`tf2tosa.converter.tflite.load_tflite` reads from ``data``."""
-    import flatbuffers.number_types as N
-    from flatbuffers import encode
-    from flatbuffers.table import Table
+    """Every field :func:`tf2tosa.converter.tflite.load_tflite` reads from ``data``: traced through the loader's
+    field accessors (``_Loader.get/sub/vec/elem/bytes_of``, each given its tflite_schema entry) and the options
+    decoder, named as the schema's accessors are (``Type``, ``ShapeAsNumpy`` …)."""
+    from tf2tosa.converter import tflite as fe
+    from tf2tosa.converter import tflite_options as topt
+    from tf2tosa.converter.tflite_reader import Table
+    from tf2tosa.converter.tflite_schema import OPTIONS_FIELDS
 
-    from tf2tosa.converter.tflite import load_tflite
+    def camel(snake: str) -> str:
+        return "".join(p[:1].upper() + p[1:] for p in snake.split("_"))
 
     seen: dict[tuple[int, int], Field] = {}
 
@@ -86,53 +90,97 @@ def _tflite_fields(data: bytes) -> list[Field]:
         if 0 <= pos and pos + size <= len(data):
             seen.setdefault((pos, size), Field(pos, size, role, name, is_float))
 
-    orig = {k: getattr(Table, k) for k in ("Get", "VectorLen", "GetVectorAsNumpy", "Indirect", "String")}
+    def slot(tab: Any, voff: int) -> int:
+        """The field's offset in its table, recording the soffset and vtable entries read to find it."""
+        try:
+            add(tab.pos, 4, "offset", "Offset")  # the table's soffset to its vtable
+            vt = tab.pos - struct.unpack_from("<i", data, tab.pos)[0]
+            add(vt, 2, "vtable", "Offset")
+            add(vt + voff, 2, "vtable", "Offset")
+            return int(tab.offset(voff))
+        except (struct.error, ValueError, IndexError, OverflowError):
+            return 0
 
-    def get(self: Any, flags: Any, off: int) -> Any:
-        caller = sys._getframe(1).f_code.co_name
-        role = {"Offset": "vtable", "Vector": "offset", "Union": "offset"}.get(caller, "scalar")
-        if caller == "Offset" and flags.bytewidth == 4:
-            role = "offset"  # the table's soffset to its vtable
-        add(off, flags.bytewidth, role, caller, flags.py_type is float)
-        return orig["Get"](self, flags, off)
+    def trace_scalar(tab: Any, field: Any, name: str) -> None:
+        o = slot(tab, field[0])
+        if o:
+            add(tab.pos + o, struct.calcsize("<" + field[1]), "scalar", name, field[1] in "fd")
 
-    def vector_len(self: Any, off: int) -> int:
-        p = off + self.Pos
-        add(p, 4, "offset", "vector")
-        q = p + encode.Get(N.UOffsetTFlags.packer_type, self.Bytes, p)
-        add(q, 4, "length", sys._getframe(1).f_code.co_name)
-        return orig["VectorLen"](self, off)  # type: ignore[no-any-return]
-
-    def vector_np(self: Any, flags: Any, off: int) -> Any:
-        arr = orig["GetVectorAsNumpy"](self, flags, off)
-        name = sys._getframe(1).f_code.co_name
-        start = self.Vector(off)
-        w = flags.bytewidth
-        if name == "DataAsNumpy":  # constant data: 4-byte words
-            for k in range(0, min(len(arr), 256) // 4 * 4, 4):
-                add(start + k, 4, "data", name)
+    def trace_vec(tab: Any, field: Any, name: str) -> None:
+        o = slot(tab, field[0])
+        if not o:
+            return
+        add(tab.pos + o, 4, "offset", "vector")
+        try:
+            start, n = tab.vector(field[0])
+        except (struct.error, ValueError, IndexError, OverflowError):
+            return
+        add(start - 4, 4, "length", name + "Length")
+        kind = field[1][1:]
+        if kind in ("t", "s"):
+            return
+        w = struct.calcsize("<" + kind)
+        if name == "Data":  # constant data: 4-byte words
+            for k in range(0, min(n, 256) // 4 * 4, 4):
+                add(start + k, 4, "data", "DataAsNumpy")
         else:
-            for k in range(min(len(arr), 16)):
-                add(start + k * w, w, "elem", name, flags.py_type is float)
-        return arr
+            for k in range(min(n, 16)):
+                add(start + k * w, w, "elem", name + "AsNumpy", kind in "fd")
 
-    def indirect(self: Any, off: int) -> int:
-        add(off, 4, "offset", "indirect")
-        return orig["Indirect"](self, off)  # type: ignore[no-any-return]
+    L = fe._Loader
+    orig = {k: L.__dict__[k] for k in ("get", "sub", "vec", "elem", "bytes_of")}
+    orig_decode = topt.decode_options
 
-    def string(self: Any, off: int) -> bytes:
-        add(off, 4, "offset", "string")
-        return orig["String"](self, off)  # type: ignore[no-any-return]
+    def get(tab: Any, field: Any) -> Any:
+        trace_scalar(tab, field, field.name)
+        return orig["get"].__func__(tab, field)
 
-    patches = {"Get": get, "VectorLen": vector_len, "GetVectorAsNumpy": vector_np, "Indirect": indirect,
-               "String": string}
+    def sub(tab: Any, field: Any) -> Any:
+        o = slot(tab, field[0])
+        if o:
+            add(tab.pos + o, 4, "offset", "indirect")
+        return orig["sub"].__func__(tab, field)
+
+    def vec(tab: Any, field: Any) -> Any:
+        trace_vec(tab, field, field.name)
+        return orig["vec"].__func__(tab, field)
+
+    def elem(tab: Any, field: Any, j: int) -> Any:
+        trace_vec(tab, field, field.name)
+        v = tab.vector(field[0])
+        if v is not None:
+            add(v[0] + 4 * j, 4, "offset", "indirect")
+        return orig["elem"].__func__(tab, field, j)
+
+    def bytes_of(tab: Any, field: Any) -> Any:
+        o = slot(tab, field[0])
+        if o:
+            add(tab.pos + o, 4, "offset", "string")
+        return orig["bytes_of"].__func__(tab, field)
+
+    def decode_options(cls_name: str, buf: Any, pos: int) -> Any:
+        tab = Table(buf, pos)
+        for fname, voff, kind, default in OPTIONS_FIELDS.get(cls_name, ()):
+            if kind[0] == "[":
+                trace_vec(tab, (voff, kind, default), camel(fname))
+            elif kind == "s":
+                o = slot(tab, voff)
+                if o:
+                    add(tab.pos + o, 4, "offset", "string")
+            else:
+                trace_scalar(tab, (voff, kind, default), camel(fname))
+        return orig_decode(cls_name, buf, pos)
+
+    patches = {"get": get, "sub": sub, "vec": vec, "elem": elem, "bytes_of": bytes_of}
     try:
         for k, f in patches.items():
-            setattr(Table, k, f)
-        load_tflite(data)
+            setattr(L, k, staticmethod(f))
+        topt.decode_options = decode_options  # type: ignore[assignment]
+        fe.load_tflite(data)
     finally:
         for k, f in orig.items():
-            setattr(Table, k, f)
+            setattr(L, k, f)
+        topt.decode_options = orig_decode  # type: ignore[assignment]
     return sorted(seen.values(), key=lambda f: f.pos)
 
 

@@ -1,7 +1,7 @@
 """The ``.tflite`` frontend: a TFLite flatbuffer → the IR (``tfl.*`` ops).
 
-Only ``tflite`` (schema accessors), ``flatbuffers`` and numpy are used; TensorFlow is
-never imported.  Entry point: :func:`load_tflite`.
+Only ``flatbuffers`` and numpy are used (the tables are read in place by :mod:`.tflite_reader`, with the schema's
+field layout from :mod:`.tflite_schema`); TensorFlow is never imported.  Entry point: :func:`load_tflite`.
 
 Graphs
 ------
@@ -96,15 +96,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-import flatbuffers
 import numpy as np
-import tflite
 
 from ..errors import ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, QuantParams, TensorType
 from ..tosa.profiles import tensor_size_problem
 from . import tflite_options as topt
+from .tflite_reader import SCALARS, Field, Table, fields
+
+_MODEL, _OPCODE, _SUBGRAPH, _TENSOR = fields("Model"), fields("OperatorCode"), fields("SubGraph"), fields("Tensor")
+_QUANT, _SPARSITY, _DIM = fields("QuantizationParameters"), fields("SparsityParameters"), fields("DimensionMetadata")
+_BUFFER, _OPERATOR, _SIGNATURE = fields("Buffer"), fields("Operator"), fields("SignatureDef")
+_TENSOR_MAP, _METADATA = fields("TensorMap"), fields("Metadata")
+#: Tensor.external_buffer of newer schemas (field 10): names data in a separate weights file
+EXTERNAL_BUFFER = Field(24, "I", 0, "ExternalBuffer")
+#: the sparse index vector tables (Int32Vector, Uint16Vector, Uint8Vector) by their union type: (values field,
+#: element kind, element size)
+_SPARSE_VECTORS = {1: (fields("Int32Vector")["values"], "i", 4), 2: (fields("Uint16Vector")["values"], "H", 2),
+                   3: (fields("Uint8Vector")["values"], "B", 1)}
 
 __all__ = ["load_tflite", "TFLITE_DTYPES"]
 
@@ -146,13 +156,6 @@ def _q(name: str) -> str:
 def sanitize_name(name: str) -> str:
     """Keep ``[A-Za-z0-9_]``, replace every other character by ``_``."""
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
-
-
-@dataclass
-class _TableRef:
-    """Anything with a ``_tab``, for :meth:`_Loader.table`."""
-
-    _tab: Any
 
 
 @dataclass
@@ -226,7 +229,7 @@ class _Loader:
         self.name = name
         self.opcodes: list[tuple[str, str, int]] = []  # (builtin NAME, custom code, version)
         self.buffers: list[Any] = []
-        self.model: Any = None
+        self.model: Table = Table(buf, 0)
         #: what is being read, for error messages
         self.where = "the model header"
 
@@ -236,42 +239,71 @@ class _Loader:
                              tensor=_oneline(tensor, 80) if tensor is not None else None,
                              op=_oneline(op, 80) if op is not None else None)
 
-    def table(self, obj: Any, what: str) -> Any:
+    def table(self, tab: Table | None, what: str) -> Table:
         """Check that a table's position and vtable lie inside the buffer."""
-        tab = obj._tab
-        pos = int(tab.Pos)
+        if tab is None:
+            self.fail(f"corrupt TFLite model: {what} is missing")
+        pos = int(tab.pos)
         n = self.n
         if pos < 0 or pos + 4 > n:
             self.fail(f"corrupt TFLite model: {what} table at offset {pos} is outside the file ({n} bytes)")
-        soff = flatbuffers.encode.Get(flatbuffers.packer.soffset, self.buf, pos)
-        vt = pos - soff
+        vt = pos - SCALARS["i"].unpack_from(self.buf, pos)[0]
         if vt < 0 or vt + 4 > n:
             self.fail(f"corrupt TFLite model: {what} vtable at offset {vt} is outside the file ({n} bytes)")
-        vt_size = flatbuffers.encode.Get(flatbuffers.packer.voffset, self.buf, vt)
-        t_size = flatbuffers.encode.Get(flatbuffers.packer.voffset, self.buf, vt + 2)
+        vt_size, t_size = SCALARS["H"].unpack_from(self.buf, vt)[0], SCALARS["H"].unpack_from(self.buf, vt + 2)[0]
         if vt_size < 4 or vt_size % 2 or vt + vt_size > n or pos + t_size > n:
             self.fail(f"corrupt TFLite model: {what} table extends past the end of the file")
-        return obj
+        return tab
+
+    # Every field is read through get / sub / vec / elem / string with its entry of tflite_schema.CORE_FIELDS
+    # (tools/fuzz.py traces the fields a model's loading reads by wrapping these).
+    @staticmethod
+    def get(tab: Table, field: Field) -> Any:
+        """A scalar field (its default when absent)."""
+        return tab.scalar(field.voff, field.kind, field.default)
+
+    @staticmethod
+    def sub(tab: Table, field: Field) -> Table | None:
+        """A table or union value field (None when absent)."""
+        return tab.table(field[0])
+
+    @staticmethod
+    def vec(tab: Table, field: Field) -> tuple[int, int] | None:
+        """(position of the first element, length) of a vector field (None when absent)."""
+        return tab.vector(field[0])
+
+    @staticmethod
+    def elem(tab: Table, field: Field, j: int) -> Table | None:
+        """Element ``j`` of a vector of tables (None when the vector is absent)."""
+        v = tab.vector(field[0])
+        return None if v is None else tab.table_at(v[0], j)
+
+    def count(self, tab: Table, field: Field) -> int:
+        """The length of a vector field (0 when absent)."""
+        v = self.vec(tab, field)
+        return v[1] if v is not None else 0
 
     def vlen(self, count: int, what: str, elem: int = 4) -> int:
         if count < 0 or count * elem > self.n:
             self.fail(f"corrupt TFLite model: {what} has an impossible length {count}")
         return int(count)
 
-    def ivec(self, obj: Any, field: str, what: str) -> list[int]:
-        """An int vector field (``Inputs``, ``Shape`` …) as a list, bounds-checked."""
-        if getattr(obj, field + "IsNone")():
+    def ivec(self, tab: Table, field: Field, what: str) -> list[int]:
+        """An int vector field (``inputs``, ``shape`` …) as a list, bounds-checked."""
+        v = self.vec(tab, field)
+        if v is None:
             return []
-        self.vlen(getattr(obj, field + "Length")(), what)
-        arr = getattr(obj, field + "AsNumpy")()
-        if isinstance(arr, int):
-            return []
-        return [int(x) for x in arr.tolist()]  # tolist: Python ints in one call, not a NumPy scalar each
+        n = self.vlen(v[1], what)
+        return np.frombuffer(self.buf, "<i4", n, v[0]).tolist()  # type: ignore[no-any-return]  # (Python ints)
 
-    def string(self, s: Any) -> str:
-        if s is None:
-            return ""
-        return s.decode("utf-8", "replace") if isinstance(s, (bytes, bytearray)) else str(s)
+    def string(self, tab: Table, field: Field) -> str:
+        s = self.bytes_of(tab, field)
+        return "" if s is None else s.decode("utf-8", "replace")
+
+    @staticmethod
+    def bytes_of(tab: Table, field: Field) -> bytes | None:
+        """A string field's bytes (None when absent)."""
+        return tab.string(field[0])
 
     # ------------------------------------------------------------- loading
     def load(self) -> Graph:
@@ -283,28 +315,32 @@ class _Loader:
         ident = buf[4:8]
         if ident != b"TFL3":
             self.fail(f"not a TFLite model: file identifier is {ident!r}, expected b'TFL3'")
-        root = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, 0)
+        root = SCALARS["I"].unpack_from(buf, 0)[0]
         if root < 8 or root + 4 > n:
             self.fail(f"corrupt TFLite model: root table offset {root} is outside the file ({n} bytes)")
         self.where = "the Model table"
-        model = self.table(tflite.Model.GetRootAs(buf, 0), "Model")
+        model = self.table(Table(buf, root), "Model")
         self.model = model
-        version = int(model.Version())
+        version = int(self.get(model, _MODEL["version"]))
         if version != 3:
             self.fail(f"unsupported TFLite schema version {version} (expected 3)")
 
         # operator codes
         names = topt.builtin_op_names()
         self.where = "the operator codes"
-        for i in range(self.vlen(model.OperatorCodesLength(), "operator_codes")):
-            oc = self.table(model.OperatorCodes(i), f"OperatorCode {i}")
-            code = max(int(oc.DeprecatedBuiltinCode()), int(oc.BuiltinCode()))
+        for i in range(self.vlen(self.count(model, _MODEL["operator_codes"]), "operator_codes")):
+            oc = self.table(self.elem(model, _MODEL["operator_codes"], i), f"OperatorCode {i}")
+            deprecated = int(self.get(oc, _OPCODE["deprecated_builtin_code"]))
+            code = int(self.get(oc, _OPCODE["builtin_code"]))
+            # max(deprecated_builtin_code, builtin_code) as TFLite takes it; a builtin_code below
+            # PLACEHOLDER_FOR_GREATER_OP_CODES (127) defers to deprecated_builtin_code, as the tflite package reads it
+            code = deprecated if code < 127 else max(deprecated, code)
             bname = names.get(code, f"BUILTIN_{code}")
-            self.opcodes.append((bname, self.string(oc.CustomCode()), int(oc.Version())))
+            self.opcodes.append((bname, self.string(oc, _OPCODE["custom_code"]), int(self.get(oc, _OPCODE["version"]))))
 
-        self.buffers = [None] * self.vlen(model.BuffersLength(), "buffers")
+        self.buffers = [None] * self.vlen(self.count(model, _MODEL["buffers"]), "buffers")
 
-        n_sub = self.vlen(model.SubgraphsLength(), "subgraphs")
+        n_sub = self.vlen(self.count(model, _MODEL["subgraphs"]), "subgraphs")
         if n_sub == 0:
             self.fail("TFLite model has no subgraphs")
         self.where = "the signature defs"
@@ -335,7 +371,7 @@ class _Loader:
         meta["source_format"] = "tflite"
         meta["file"] = self.file
         meta["tflite_version"] = version
-        meta["description"] = self.string(model.Description())
+        meta["description"] = self.string(model, _MODEL["description"])
         meta["signatures"] = signatures
         meta["subgraphs"] = graphs
         meta["main_subgraph_index"] = main_index
@@ -349,40 +385,41 @@ class _Loader:
     def _signatures(self, n_sub: int) -> list[dict[str, Any]]:
         model = self.model
         out: list[dict[str, Any]] = []
-        for i in range(self.vlen(model.SignatureDefsLength(), "signature_defs")):
-            sd = self.table(model.SignatureDefs(i), f"SignatureDef {i}")
-            sub = int(sd.SubgraphIndex())
+        for i in range(self.vlen(self.count(model, _MODEL["signature_defs"]), "signature_defs")):
+            sd = self.table(self.elem(model, _MODEL["signature_defs"], i), f"SignatureDef {i}")
+            sub = int(self.get(sd, _SIGNATURE["subgraph_index"]))
             if not 0 <= sub < n_sub:
                 self.fail(f"SignatureDef {i} references subgraph {sub}, but the model has {n_sub}")
-            st = self.table(model.Subgraphs(sub), f"SubGraph {sub}")
+            st = self.table(self.elem(model, _MODEL["subgraphs"], sub), f"SubGraph {sub}")
             out.append({
-                "signature_key": self.string(sd.SignatureKey()),
+                "signature_key": self.string(sd, _SIGNATURE["signature_key"]),
                 "subgraph_index": sub,
-                "inputs": self._tensor_maps(st, sub, i, sd.InputsLength(), sd.Inputs, "input"),
-                "outputs": self._tensor_maps(st, sub, i, sd.OutputsLength(), sd.Outputs, "output"),
+                "inputs": self._tensor_maps(st, sub, i, sd, _SIGNATURE["inputs"], "input"),
+                "outputs": self._tensor_maps(st, sub, i, sd, _SIGNATURE["outputs"], "output"),
             })
         return out
 
-    def _tensor_maps(self, st: Any, sub: int, i: int, count: int, get: Any, kind: str) -> list[tuple[str, str]]:
-        n_t = self.vlen(st.TensorsLength(), "tensors")
+    def _tensor_maps(self, st: Table, sub: int, i: int, sd: Table, field: Field,
+                     kind: str) -> list[tuple[str, str]]:
+        n_t = self.vlen(self.count(st, _SUBGRAPH["tensors"]), "tensors")
         res = []
-        for j in range(self.vlen(count, f"signature {kind}s")):
-            tm = self.table(get(j), f"TensorMap {kind} {j}")
-            ti = int(tm.TensorIndex())
+        for j in range(self.vlen(self.count(sd, field), f"signature {kind}s")):
+            tm = self.table(self.elem(sd, field, j), f"TensorMap {kind} {j}")
+            ti = int(self.get(tm, _TENSOR_MAP["tensor_index"]))
             if not 0 <= ti < n_t:
                 self.fail(f"SignatureDef {i} {kind} {j} references tensor {ti}, but subgraph {sub} has {n_t} tensors")
-            tname = self.string(self.table(st.Tensors(ti), f"Tensor {ti}").Name())
-            res.append((self.string(tm.Name()), tname))
+            tname = self.string(self.table(self.elem(st, _SUBGRAPH["tensors"], ti), f"Tensor {ti}"), _TENSOR["name"])
+            res.append((self.string(tm, _TENSOR_MAP["name"]), tname))
         return res
 
     def _metadata(self) -> dict[str, bytes]:
         model = self.model
         out: dict[str, bytes] = {}
-        for i in range(self.vlen(model.MetadataLength(), "metadata")):
-            md = self.table(model.Metadata(i), f"Metadata {i}")
-            b = int(md.Buffer())
+        for i in range(self.vlen(self.count(model, _MODEL["metadata"]), "metadata")):
+            md = self.table(self.elem(model, _MODEL["metadata"], i), f"Metadata {i}")
+            b = int(self.get(md, _METADATA["buffer"]))
             data = self._buffer_bytes(b) if 0 <= b < len(self.buffers) else None
-            out[self.string(md.Name())] = bytes(data) if data is not None else b""
+            out[self.string(md, _METADATA["name"])] = bytes(data) if data is not None else b""
         return out
 
     # ------------------------------------------------------------- buffers
@@ -390,36 +427,37 @@ class _Loader:
         """The data of buffer ``index`` (None when it holds none)."""
         if not 0 <= index < len(self.buffers):
             self.fail(f"buffer index {index} out of range (model has {len(self.buffers)} buffers)")
-        b = self.table(self.model.Buffers(index), f"Buffer {index}")
-        offset, size = int(b.Offset()), int(b.Size())
+        b = self.table(self.elem(self.model, _MODEL["buffers"], index), f"Buffer {index}")
+        offset, size = int(self.get(b, _BUFFER["offset"])), int(self.get(b, _BUFFER["size"]))
         if offset > 1:
             if offset + size > self.n:
                 self.fail(f"buffer {index} data [{offset}, {offset + size}) lies outside the file ({self.n} bytes)")
             return memoryview(self.buf)[offset:offset + size]
-        if b.DataIsNone():
+        vec = self.vec(b, _BUFFER["data"])
+        if vec is None:
             return None
-        length = self.vlen(b.DataLength(), f"buffer {index}", 1)
+        length = self.vlen(vec[1], f"buffer {index}", 1)
         if length == 0:
             return None
-        arr = b.DataAsNumpy()  # raises when the vector runs past the end of the file
-        return memoryview(arr if not isinstance(arr, int) else b"")  # a view of the file, not a copy
+        # a view of the file, not a copy (raises when the vector runs past the end of the file)
+        return memoryview(np.frombuffer(self.buf, np.uint8, length, vec[0]))  # type: ignore[arg-type]
 
     def _holds_data(self, index: int) -> bool:
         """Whether buffer ``index`` holds data (a constant tensor), without reading the data."""
         if not 0 < index < len(self.buffers):
             return False
-        b = self.table(self.model.Buffers(index), f"Buffer {index}")
-        if int(b.Offset()) > 1:
-            return int(b.Size()) > 0
-        return not b.DataIsNone() and int(b.DataLength()) > 0
+        b = self.table(self.elem(self.model, _MODEL["buffers"], index), f"Buffer {index}")
+        if int(self.get(b, _BUFFER["offset"])) > 1:
+            return int(self.get(b, _BUFFER["size"])) > 0
+        return self.count(b, _BUFFER["data"]) > 0
 
     # ------------------------------------------------------------- tensors
-    def _tensor(self, st: Any, i: int) -> _Tensor:
+    def _tensor(self, st: Table, i: int) -> _Tensor:
         self.where = f"tensor {i}"
-        t = self.table(st.Tensors(i), f"Tensor {i}")
-        name = self.string(t.Name())
-        shape = self.ivec(t, "Shape", f"shape of tensor {_q(name)}")
-        sig = self.ivec(t, "ShapeSignature", f"shape_signature of tensor {_q(name)}")
+        t = self.table(self.elem(st, _SUBGRAPH["tensors"], i), f"Tensor {i}")
+        name = self.string(t, _TENSOR["name"])
+        shape = self.ivec(t, _TENSOR["shape"], f"shape of tensor {_q(name)}")
+        sig = self.ivec(t, _TENSOR["shape_signature"], f"shape_signature of tensor {_q(name)}")
         if len(sig) != len(shape):
             sig = shape
         dims: list[int | str] = []
@@ -428,13 +466,11 @@ class _Loader:
                 dims.append("batch" if k == 0 else f"d{k}")
             else:
                 dims.append(int(d))
-        tt = int(t.Type())
+        tt = int(self.get(t, _TENSOR["type"]))
         if tt not in TFLITE_DTYPES:
             kind = _UNSUPPORTED_TYPES.get(tt, f"unknown element type {tt}")
             self.fail(f"tensor {_q(name)} has element type {kind}, which tf2tosa does not support", tensor=name)
-        # newer schemas: Tensor.external_buffer (slot 10) names data in a separate weights file
-        ext_off = t._tab.Offset(24)
-        if ext_off and t._tab.Get(flatbuffers.number_types.Uint32Flags, ext_off + t._tab.Pos):
+        if self.get(t, EXTERNAL_BUFFER):
             self.fail(f"tensor {_q(name)} keeps its data in an external weights file, which tf2tosa does not "
                       f"read yet", tensor=name)
         dtype = TFLITE_DTYPES[tt]
@@ -451,33 +487,36 @@ class _Loader:
                 self.fail(f"quantization of tensor {_q(name)} has zero point {bad[0]} outside the {dtype.value} range",
                           tensor=name)
         sparsity = None
-        sp = t.Sparsity()
+        sp = self.sub(t, _TENSOR["sparsity"])
         if sp is not None:
             sparsity = self._sparsity(self.table(sp, f"SparsityParameters of {_q(name)}"), name)
         ttype = TensorType(tuple(dims), dtype, quant)
-        return _Tensor(i, name, ttype, tuple(shape), tt, int(t.Buffer()), bool(t.IsVariable()), sparsity)
+        return _Tensor(i, name, ttype, tuple(shape), tt, int(self.get(t, _TENSOR["buffer"])),
+                       bool(self.get(t, _TENSOR["is_variable"])), sparsity)
 
-    def _quant(self, t: Any, name: str) -> QuantParams | None:
-        q = t.Quantization()
+    def _quant(self, t: Table, name: str) -> QuantParams | None:
+        q = self.sub(t, _TENSOR["quantization"])
         if q is None:
             return None
         q = self.table(q, f"QuantizationParameters of {_q(name)}")
-        if q.ScaleIsNone() or self.vlen(q.ScaleLength(), "scale") == 0:
+        vec = self.vec(q, _QUANT["scale"])
+        if vec is None or self.vlen(vec[1], "scale") == 0:
             return None
-        scale_arr = q.ScaleAsNumpy()
+        scale_arr = np.frombuffer(self.buf, "<f4", vec[1], vec[0])
         scale = [float(x) for x in scale_arr.tolist()]
         # TFLite's converter gives an all-zero channel (or tensor) of constant weights the scale 0.0: every value of
         # it dequantizes to 0 whatever the scale, and its RESCALE multiplier becomes 0 (quant.scale).  A scale of 0
         # on a computed tensor has no meaning (TFLite would divide by it), so only constants may carry it.
-        low = 0.0 if self._holds_data(int(t.Buffer())) else math.ulp(0.0)
+        low = 0.0 if self._holds_data(int(self.get(t, _TENSOR["buffer"]))) else math.ulp(0.0)
         wide = np.asarray(scale_arr, np.float64)  # (float64: a float32 compare would round ulp(0.0) to 0.0)
         if not (np.isfinite(wide).all() and (wide >= low).all()):
             bad = next(s for s in scale if not (math.isfinite(s) and s >= low))
             what = "scales of constants must be finite and >= 0" if low == 0.0 else "scales must be positive and finite"
             self.fail(f"quantization of tensor {_q(name)} has scale {bad} ({what})", tensor=name)
         zp: list[int] = []
-        if not q.ZeroPointIsNone() and self.vlen(q.ZeroPointLength(), "zero_point", 8):
-            zp = q.ZeroPointAsNumpy().astype(np.int64).tolist()  # (Python ints)
+        zvec = self.vec(q, _QUANT["zero_point"])
+        if zvec is not None and self.vlen(zvec[1], "zero_point", 8):
+            zp = np.frombuffer(self.buf, "<i8", zvec[1], zvec[0]).tolist()  # (Python ints)
         if not zp:
             zp = [0] * len(scale)
         elif len(zp) == 1 and len(scale) > 1:
@@ -485,39 +524,39 @@ class _Loader:
         elif len(zp) != len(scale):
             self.fail(f"quantization of tensor {_q(name)} has {len(scale)} scales but {len(zp)} zero points",
                       tensor=name)
-        axis = int(q.QuantizedDimension()) if len(scale) > 1 else None
+        axis = int(self.get(q, _QUANT["quantized_dimension"])) if len(scale) > 1 else None
         return QuantParams(tuple(scale), tuple(zp), axis)
 
-    def _sparsity(self, sp: Any, name: str) -> dict[str, Any]:
+    def _sparsity(self, sp: Table, name: str) -> dict[str, Any]:
         dims = []
-        for j in range(self.vlen(sp.DimMetadataLength(), "dim_metadata")):
-            dm = self.table(sp.DimMetadata(j), f"DimensionMetadata {j} of {_q(name)}")
+        for j in range(self.vlen(self.count(sp, _SPARSITY["dim_metadata"]), "dim_metadata")):
+            dm = self.table(self.elem(sp, _SPARSITY["dim_metadata"], j), f"DimensionMetadata {j} of {_q(name)}")
             dims.append({
-                "format": topt.enum_name(tflite.DimensionType, int(dm.Format())),
-                "dense_size": int(dm.DenseSize()),
-                "array_segments": self._sparse_index_vector(dm.ArraySegmentsType(), dm.ArraySegments(), name),
-                "array_indices": self._sparse_index_vector(dm.ArrayIndicesType(), dm.ArrayIndices(), name),
+                "format": topt.enum_name("DimensionType", int(self.get(dm, _DIM["format"]))),
+                "dense_size": int(self.get(dm, _DIM["dense_size"])),
+                "array_segments": self._sparse_index_vector(int(self.get(dm, _DIM["array_segments_type"])),
+                                                            self.sub(dm, _DIM["array_segments"]), name),
+                "array_indices": self._sparse_index_vector(int(self.get(dm, _DIM["array_indices_type"])),
+                                                           self.sub(dm, _DIM["array_indices"]), name),
             })
         return {
-            "traversal_order": self.ivec(sp, "TraversalOrder", "traversal_order"),
-            "block_map": self.ivec(sp, "BlockMap", "block_map"),
+            "traversal_order": self.ivec(sp, _SPARSITY["traversal_order"], "traversal_order"),
+            "block_map": self.ivec(sp, _SPARSITY["block_map"], "block_map"),
             "dim_metadata": dims,
         }
 
-    def _sparse_index_vector(self, kind: int, tab: Any, name: str) -> list[int] | None:
+    def _sparse_index_vector(self, kind: int, tab: Table | None, name: str) -> list[int] | None:
         if tab is None or kind == 0:
             return None
-        classes = {1: (tflite.Int32Vector, 4), 2: (tflite.Uint16Vector, 2), 3: (tflite.Uint8Vector, 1)}
-        if kind not in classes:
+        if kind not in _SPARSE_VECTORS:
             self.fail(f"tensor {_q(name)} has an unknown sparse index vector type {kind}", tensor=name)
-        cls, size = classes[kind]
-        obj = cls()
-        obj.Init(tab.Bytes, tab.Pos)
-        self.table(obj, "sparse index vector")
-        if obj.ValuesIsNone():
+        field, elem, size = _SPARSE_VECTORS[kind]
+        self.table(tab, "sparse index vector")
+        vec = self.vec(tab, field)
+        if vec is None:
             return []
-        self.vlen(obj.ValuesLength(), "sparse index vector", size)
-        return [int(x) for x in obj.ValuesAsNumpy()]
+        self.vlen(vec[1], "sparse index vector", size)
+        return np.frombuffer(self.buf, "<" + elem, vec[1], vec[0]).tolist()  # type: ignore[no-any-return]
 
     def _const_values(self, t: _Tensor, data: memoryview) -> tuple[np.ndarray, dict[str, Any]]:
         """Decode a constant tensor's buffer into (values, extra attrs)."""
@@ -589,13 +628,13 @@ class _Loader:
     def _subgraph(self, k: int) -> tuple[Graph, list[int]]:
         """Build subgraph ``k``; also return the subgraph indices its ops reference."""
         self.where = f"subgraph {k}"
-        st = self.table(self.model.Subgraphs(k), f"SubGraph {k}")
-        gname = sanitize_name(self.string(st.Name())) or f"subgraph{k}"
+        st = self.table(self.elem(self.model, _MODEL["subgraphs"], k), f"SubGraph {k}")
+        gname = sanitize_name(self.string(st, _SUBGRAPH["name"])) or f"subgraph{k}"
         g = Graph(gname)
         g.meta["subgraph_index"] = k
         stored: dict[str, tuple[int, ...]] = {}
         g.meta["stored_shapes"] = stored
-        n_t = self.vlen(st.TensorsLength(), "tensors")
+        n_t = self.vlen(self.count(st, _SUBGRAPH["tensors"]), "tensors")
         tensors = [self._tensor(st, i) for i in range(n_t)]
         values: dict[int, Value] = {}
 
@@ -614,7 +653,7 @@ class _Loader:
                 stored[v.name] = t.stored_shape
             return v
 
-        for ti in self.ivec(st, "Inputs", "subgraph inputs"):
+        for ti in self.ivec(st, _SUBGRAPH["inputs"], "subgraph inputs"):
             t = check_index(ti, f"subgraph {k} input")
             if ti in values:
                 g.inputs.append(values[ti])
@@ -634,12 +673,12 @@ class _Loader:
 
         producers: dict[int, int] = {}
         ops_raw = []
-        n_ops = self.vlen(st.OperatorsLength(), "operators")
+        n_ops = self.vlen(self.count(st, _SUBGRAPH["operators"]), "operators")
         for i in range(n_ops):
             self.where = f"operator {i} of subgraph {k}"
-            o = self.table(st.Operators(i), f"Operator {i}")
-            ins = self.ivec(o, "Inputs", f"inputs of operator {i}")
-            outs = self.ivec(o, "Outputs", f"outputs of operator {i}")
+            o = self.table(self.elem(st, _SUBGRAPH["operators"], i), f"Operator {i}")
+            ins = self.ivec(o, _OPERATOR["inputs"], f"inputs of operator {i}")
+            outs = self.ivec(o, _OPERATOR["outputs"], f"outputs of operator {i}")
             for ti in outs:
                 if ti >= 0:
                     check_index(ti, f"operator {i} output")
@@ -686,7 +725,7 @@ class _Loader:
 
         refs: list[int] = []
         for i, (o, ins, outs) in enumerate(ops_raw):
-            oi = int(o.OpcodeIndex())
+            oi = int(self.get(o, _OPERATOR["opcode_index"]))
             if not 0 <= oi < len(self.opcodes):
                 self.fail(f"operator {i} of subgraph {k} uses opcode index {oi}, "
                           f"but the model has {len(self.opcodes)} operator codes")
@@ -697,11 +736,11 @@ class _Loader:
             for f in topt.subgraph_fields(attrs):
                 idxs = attrs[f] if isinstance(attrs[f], list) else [attrs[f]]
                 for s in idxs:
-                    if not 0 <= s < self.vlen(self.model.SubgraphsLength(), "subgraphs"):
-                        self.fail(f"{loc} field {f} references subgraph {s}, but the model has "
-                                  f"{self.model.SubgraphsLength()}", op=loc)
+                    n_sub = self.vlen(self.count(self.model, _MODEL["subgraphs"]), "subgraphs")
+                    if not 0 <= s < n_sub:
+                        self.fail(f"{loc} field {f} references subgraph {s}, but the model has {n_sub}", op=loc)
                     refs.append(int(s))
-            inter = self.ivec(o, "Intermediates", f"intermediates of operator {i}")
+            inter = self.ivec(o, _OPERATOR["intermediates"], f"intermediates of operator {i}")
             if inter:
                 its = [check_index(ti, f"{loc} intermediates") for ti in inter]
                 attrs["intermediates"] = [t.name for t in its]
@@ -721,16 +760,16 @@ class _Loader:
                     values[ti] = sym(r, tensors[ti])
 
         self.where = f"the outputs of subgraph {k}"
-        for ti in self.ivec(st, "Outputs", "subgraph outputs"):
+        for ti in self.ivec(st, _SUBGRAPH["outputs"], "subgraph outputs"):
             g.outputs.append(value_of(ti, f"subgraph {k} outputs"))
         return g, refs
 
-    def _attrs(self, o: Any, bname: str, custom_code: str, op_version: int, loc: str) -> dict[str, Any]:
+    def _attrs(self, o: Table, bname: str, custom_code: str, op_version: int, loc: str) -> dict[str, Any]:
         attrs: dict[str, Any] = {}
         found = False
-        for union, typ_fn, tab_fn in ((1, o.BuiltinOptionsType, o.BuiltinOptions),
-                                      (2, o.BuiltinOptions2Type, o.BuiltinOptions2)):
-            typ = int(typ_fn())
+        for union, typ_field, tab_field in ((1, _OPERATOR["builtin_options_type"], _OPERATOR["builtin_options"]),
+                                            (2, _OPERATOR["builtin_options2_type"], _OPERATOR["builtin_options2"])):
+            typ = int(self.get(o, typ_field))
             if typ == 0:
                 continue
             cls_name = topt.options_table_names(union).get(typ)
@@ -742,11 +781,11 @@ class _Loader:
                     and expected in topt.options_table_names(1).values():
                 # rules would read the fields of another table (e.g. a Pool2D without filter sizes)
                 self.fail(f"operator {loc} carries {cls_name}, but {bname} takes {expected}", op=loc)
-            tab = tab_fn()
+            tab = self.sub(o, tab_field)
             if tab is None:
                 continue
-            self.table(_TableRef(flatbuffers.table.Table(tab.Bytes, tab.Pos)), f"{cls_name} of {loc}")
-            attrs.update(topt.decode_options(cls_name, self.buf, tab.Pos))
+            self.table(tab, f"{cls_name} of {loc}")
+            attrs.update(topt.decode_options(cls_name, self.buf, tab.pos))
             found = True
         if not found:
             cls = topt.options_class_for_op(bname)
@@ -757,7 +796,8 @@ class _Loader:
         if bname == "CUSTOM":
             attrs["custom_code"] = custom_code
             attrs["custom_options"] = custom
-            attrs["custom_options_format"] = topt.enum_name(tflite.CustomOptionsFormat, int(o.CustomOptionsFormat()))
+            attrs["custom_options_format"] = topt.enum_name("CustomOptionsFormat",
+                                                            int(self.get(o, _OPERATOR["custom_options_format"])))
             if custom and attrs["custom_options_format"] == "FLEXBUFFERS":
                 try:
                     attrs["custom_options_decoded"] = topt.decode_flexbuffer(custom)
@@ -767,17 +807,18 @@ class _Loader:
             attrs["custom_options"] = custom
         return attrs
 
-    def _custom_options(self, o: Any, loc: str) -> bytes:
-        off, size = int(o.LargeCustomOptionsOffset()), int(o.LargeCustomOptionsSize())
+    def _custom_options(self, o: Table, loc: str) -> bytes:
+        off = int(self.get(o, _OPERATOR["large_custom_options_offset"]))
+        size = int(self.get(o, _OPERATOR["large_custom_options_size"]))
         if off > 1:
             if off + size > self.n:
                 self.fail(f"{loc}: large custom options [{off}, {off + size}) lie outside the file", op=loc)
             return bytes(self.buf[off:off + size])
-        if o.CustomOptionsIsNone():
+        vec = self.vec(o, _OPERATOR["custom_options"])
+        if vec is None:
             return b""
-        self.vlen(o.CustomOptionsLength(), f"custom options of {loc}", 1)
-        arr = o.CustomOptionsAsNumpy()
-        return b"" if isinstance(arr, int) else arr.tobytes()
+        n = self.vlen(vec[1], f"custom options of {loc}", 1)
+        return np.frombuffer(self.buf, np.uint8, n, vec[0]).tobytes()
 
     # --------------------------------------------------------- regions etc.
     @staticmethod

@@ -1,7 +1,7 @@
 """Generic decoding of TFLite builtin-option tables into plain Python dicts.
 
-Every table of the ``BuiltinOptions`` and ``BuiltinOptions2`` unions is decoded by
-reflecting over the accessor methods of the ``tflite`` package's generated class:
+Every table of the ``BuiltinOptions`` and ``BuiltinOptions2`` unions is decoded from its field list in
+:mod:`.tflite_schema` (written by tools/gen_tflite_schema.py from the schema's generated accessors):
 
 * keys are the schema's field names in snake_case (``stride_w``,
   ``fused_activation_function``, ``dilation_h_factor``, ``new_shape`` …);
@@ -19,16 +19,15 @@ so e.g. ``fused_activation_function`` is always present for ops that have it.
 
 from __future__ import annotations
 
-import mmap
-import re
 from functools import cache
 from typing import Any
 
 import flatbuffers
-import numpy as np
-import tflite
 
 from ..serializer.flexbuffer import decode_flexbuffer
+from .tflite_reader import Buf, Table
+from .tflite_schema import BUILTIN_OPERATORS, BUILTIN_OPTIONS, BUILTIN_OPTIONS2, ENUMS, OPTIONS_FIELDS
+from .tflite_schema import ENUM_FIELDS as _ENUM_FIELD_ENUMS
 
 __all__ = [
     "ENUM_FIELDS",
@@ -44,58 +43,18 @@ __all__ = [
 ]
 
 
-def _enum_members(enum_cls: type) -> dict[int, str]:
-    return {v: k for k, v in vars(enum_cls).items() if not k.startswith("_") and isinstance(v, int)}
-
-
-#: builtin ops of newer schemas than the ``tflite`` package knows
-_EXTRA_OPS = {209: "STABLEHLO_CASE"}
-#: BuiltinOptions2 tables of newer schemas
-_EXTRA_OPTIONS2 = {23: "StablehloCaseOptions"}
-#: layout of those tables: class name → ((field, vtable offset, kind), …); kind "i32vec" only
-_RAW_TABLES: dict[str, tuple[tuple[str, int, str], ...]] = {
-    "StablehloCaseOptions": (("branch_subgraph_indices", 4, "i32vec"),),
-}
-
-
-@cache
 def builtin_op_names() -> dict[int, str]:
     """BuiltinOperator code → NAME (``3`` → ``"CONV_2D"``)."""
-    return {**_EXTRA_OPS, **_enum_members(tflite.BuiltinOperator)}
+    return BUILTIN_OPERATORS
 
 
-@cache
 def options_table_names(union: int = 1) -> dict[int, str]:
     """Union type code → options class name for ``BuiltinOptions`` (1) or ``BuiltinOptions2`` (2)."""
-    enum_cls = tflite.BuiltinOptions if union == 1 else tflite.BuiltinOptions2
-    names = {k: v for k, v in _enum_members(enum_cls).items() if v != "NONE"}
-    return {**_EXTRA_OPTIONS2, **names} if union == 2 else names
+    return BUILTIN_OPTIONS if union == 1 else BUILTIN_OPTIONS2
 
 
-#: enum-valued option fields (snake_case name → the ``tflite`` enum class holding the names)
-ENUM_FIELDS: dict[str, type] = {
-    "fused_activation_function": tflite.ActivationFunctionType,
-    "padding": tflite.Padding,  # scalar only; Stablehlo* ``padding`` is a vector of ints
-    "weights_format": tflite.FullyConnectedOptionsWeightsFormat,
-    "type": tflite.LSHProjectionType,
-    "combiner": tflite.CombinerType,
-    "kernel_type": tflite.LSTMKernelType,
-    "mode": tflite.MirrorPadMode,
-    "quantized_bias_type": tflite.TensorType,
-    "in_data_type": tflite.TensorType,
-    "out_data_type": tflite.TensorType,
-    "output_type": tflite.TensorType,
-    "out_type": tflite.TensorType,
-    "idx_out_type": tflite.TensorType,
-    "key_dtype": tflite.TensorType,
-    "value_dtype": tflite.TensorType,
-    "comparison_direction": tflite.StablehloComparisonDirection,
-    "compare_type": tflite.StablehloComparisonType,
-    "precision_config": tflite.StablehloPrecisionConfig,
-    "algorithm": tflite.RngAlgorithm,
-    "reduce_function": tflite.ReduceWindowFunction,
-    "composite_attributes_format": tflite.CustomOptionsFormat,
-}
+#: enum-valued option fields (snake_case name → value → member NAME)
+ENUM_FIELDS: dict[str, dict[int, str]] = {f: ENUMS[e] for f, e in _ENUM_FIELD_ENUMS.items()}
 
 #: options tables whose name is not ``CamelCase(op name) + "Options"``
 OP_OPTIONS: dict[str, str] = {
@@ -120,14 +79,10 @@ OP_OPTIONS: dict[str, str] = {
 }
 
 
-@cache
-def enum_name_map(enum_cls: type) -> dict[int, str]:
-    return _enum_members(enum_cls)
-
-
-def enum_name(enum_cls: type, value: int) -> str | int:
-    """The enum member NAME for ``value``; the int itself when the schema does not know it."""
-    return enum_name_map(enum_cls).get(int(value), int(value))
+def enum_name(enum: str, value: int) -> str | int:
+    """The member NAME of the schema enum ``enum`` (``"DimensionType"`` …) for ``value``; the int itself when the
+    schema does not know it."""
+    return ENUMS[enum].get(int(value), int(value))
 
 
 @cache
@@ -146,106 +101,42 @@ def options_class_for_op(op: str) -> str | None:
     return _all_option_classes().get(camel.lower())
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+def _value(field: str, kind: str, v: Any) -> Any:
+    """A scalar as the frontend gives it: enum fields by NAME, float32 as a Python float."""
+    if field in ENUM_FIELDS and isinstance(v, int) and not isinstance(v, bool):
+        return ENUM_FIELDS[field].get(v, v)
+    return float(v) if kind == "f" else v
 
 
-# field kinds
-_SCALAR, _VECTOR, _STRING = "scalar", "vector", "string"
-
-
-@cache
-def _fields(cls_name: str) -> tuple[tuple[str, str, str], ...]:
-    """(snake name, accessor method name, kind) for each field, in schema order."""
-    cls = getattr(tflite, cls_name)
-    members = vars(cls)
-    methods = [k for k, v in members.items() if callable(v) and not k.startswith("_")]
-    skip = {"Init"}
-    out: list[tuple[str, str, str]] = []
-    for m in methods:
-        if m in skip or m.startswith("GetRootAs") or m.endswith("BufferHasIdentifier"):
-            continue
-        if m.endswith("Length") and m[:-6] in members:
-            continue
-        if m.endswith("IsNone") and m[:-6] in members:
-            continue
-        if m.endswith("AsNumpy") and m[:-7] in members:
-            continue
-        if m + "Length" in members:
-            kind = _VECTOR
-        else:
-            code = getattr(members[m], "__code__", None)
-            kind = _STRING if code is not None and "String" in code.co_names else _SCALAR
-        out.append((_snake(m), m, kind))
-    return tuple(out)
-
-
-def _vector_value(obj: Any, method: str, field: str, max_len: int) -> Any:
-    if getattr(obj, method + "IsNone")():
-        return None
-    n = int(getattr(obj, method + "Length")())
-    if n < 0 or n > max_len:
-        raise ValueError(f"option vector {field} has an invalid length {n}")
-    if hasattr(obj, method + "AsNumpy"):
-        arr = getattr(obj, method + "AsNumpy")()
-        if isinstance(arr, int):
-            return []
-        arr = np.asarray(arr)
-        if arr.dtype == np.uint8:
-            return bytes(arr.tobytes())
-        if field in ENUM_FIELDS:
-            return [enum_name(ENUM_FIELDS[field], int(x)) for x in arr]
-        return arr.tolist()
-    vals = []
-    for j in range(n):
-        v = getattr(obj, method)(j)
-        vals.append(v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
-    return vals
-
-
-def _read_fields(cls_name: str, obj: Any, max_len: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for field, method, kind in _fields(cls_name):
-        if kind == _VECTOR:
-            out[field] = _vector_value(obj, method, field, max_len)
-        elif kind == _STRING:
-            s = getattr(obj, method)()
-            out[field] = s.decode("utf-8", "replace") if isinstance(s, bytes) else (s or "")
-        else:
-            v = getattr(obj, method)()
-            if field in ENUM_FIELDS and isinstance(v, int) and not isinstance(v, bool):
-                v = enum_name(ENUM_FIELDS[field], v)
-            elif isinstance(v, float):
-                v = float(v)
-            out[field] = v
-    return out
-
-
-def decode_options(cls_name: str, buf: bytes | bytearray | mmap.mmap, pos: int) -> dict[str, Any]:
+def decode_options(cls_name: str, buf: Buf, pos: int) -> dict[str, Any]:
     """Decode the options table ``cls_name`` located at ``pos`` in ``buf``.
 
     The caller is responsible for checking that ``pos`` is a valid table position.
     """
-    if cls_name in _RAW_TABLES:
-        return _read_raw(cls_name, buf, pos)
-    cls = getattr(tflite, cls_name)
-    obj = cls()
-    obj.Init(buf, pos)
-    return _read_fields(cls_name, obj, len(buf))
-
-
-def _read_raw(cls_name: str, buf: bytes | bytearray | mmap.mmap, pos: int) -> dict[str, Any]:
-    tab = flatbuffers.table.Table(buf, pos)
+    tab = Table(buf, pos)
+    max_len = len(buf)
     out: dict[str, Any] = {}
-    for field, voff, _kind in _RAW_TABLES[cls_name]:
-        o = tab.Offset(voff)
-        if not o:
-            out[field] = None
-            continue
-        n = int(tab.VectorLen(o))
-        if n < 0 or 4 * n > len(buf):
-            raise ValueError(f"option vector {field} has an invalid length {n}")
-        out[field] = np.frombuffer(buf, "<i4", n, tab.Vector(o)).tolist()
+    for field, voff, kind, default in OPTIONS_FIELDS[cls_name]:
+        if kind[0] == "[":
+            vec = tab.vector(voff)
+            if vec is None:
+                out[field] = None
+                continue
+            if vec[1] > max_len:
+                raise ValueError(f"option vector {field} has an invalid length {vec[1]}")
+            arr = tab.numbers(voff, kind[1])
+            assert arr is not None
+            if kind == "[B":
+                out[field] = arr.tobytes()
+            elif field in ENUM_FIELDS:
+                out[field] = [ENUM_FIELDS[field].get(x, x) for x in arr.tolist()]
+            else:
+                out[field] = arr.tolist()
+        elif kind == "s":
+            s = tab.string(voff)
+            out[field] = s.decode("utf-8", "replace") if s is not None else ""
+        else:
+            out[field] = _value(field, kind, tab.scalar(voff, kind, default))
     return out
 
 

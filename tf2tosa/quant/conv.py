@@ -63,10 +63,10 @@ def require_act_type(op: Operation, x: Value) -> DType:
 def weight_zp(w: Value) -> int:
     """The single weight zero point (per-channel zero points must all be 0 or all equal)."""
     q = qparams(w, "weights")
-    zps = set(int(z) for z in q.zero_point)
+    zps = set(q.zero_point)
     if len(zps) != 1:
         raise Unsupported("per-channel weight zero points differ (TOSA weight_zp is one value, spec: CONV2D)")
-    zp = zps.pop()
+    zp = int(zps.pop())
     if w.dtype is not DType.INT8:
         raise Unsupported(f"quantized weights of type {w.dtype.value} (i8 expected)")
     return zp
@@ -341,8 +341,12 @@ def acc_bound(x: Value, w: Value, bias: Value | None, wzp: int) -> int:
     lo, hi = x.dtype.range()
     zx = per_tensor(x)[1] if x.dtype is DType.INT8 else 0
     xmax = max(abs(lo - zx), abs(hi - zx))
-    wa = np.abs(np.asarray(wc, np.int64) - wzp)
-    per_c = wa.reshape(wa.shape[0], -1).sum(axis=1) * xmax
+    warr = np.asarray(wc)
+    if warr.dtype.kind in "iu" and warr.dtype.itemsize <= 2 and abs(wzp) < 1 << 16:  # |w - zp| fits int32
+        wa = np.abs(warr.astype(np.int32) - np.int32(wzp))
+    else:
+        wa = np.abs(np.asarray(wc, np.int64) - wzp)
+    per_c = wa.reshape(wa.shape[0], -1).sum(axis=1, dtype=np.int64) * xmax
     bc = bias.const() if bias is not None else None
     if bc is not None:
         per_c = per_c + np.abs(np.asarray(bc, np.int64).reshape(-1))

@@ -141,8 +141,9 @@ def add_sub_inputs(b: Builder, x: Value, y: Value, q1: tuple[float, int], q2: tu
     singles: list[tuple[int, int, str] | None] = [None, None]
     mode = rounding_mode(b)
     if mode == "DOUBLE_ROUND":
-        xs, ys = np.meshgrid(R.codes(8), R.codes(8), indexing="ij")
-        want = R.add_sub_i8(xs, ys, s1, z1, s2, z2, so, zo, subtract, bounds)
+        # each input's stage depends on its own code only: computed on 256 codes each, broadcast to the 65536 pairs
+        codes = R.codes(8)
+        want = R.add_sub_i8(codes[:, None], codes[None, :], s1, z1, s2, z2, so, zo, subtract, bounds)
         singles = joint_add_rescales((z1, z2), (f1, f2), 20, fo, zo, bounds, subtract, want, mode) or singles
     return (widen_scaled(b, x, z1, 20, f1, singles[0]), widen_scaled(b, y, z2, 20, f2, singles[1]), fo)
 

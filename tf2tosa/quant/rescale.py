@@ -20,7 +20,8 @@ concern; for i8
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -170,22 +171,20 @@ def apply_scale_32(value: np.ndarray, multiplier: int, shift: int, double_round:
     return (v * np.int64(multiplier) + rnd) >> shift
 
 
-def _widen_rescale_candidates(scale: float, left_shift: int, mode: str) -> list[tuple[int, int, str]]:
+def _widen_rescale_candidates(scale: float, left_shift: int, mode: str) -> Iterator[tuple[int, int, str]]:
     """One-RESCALE ``(multiplier, shift, rounding_mode)`` candidates for ``(x - zp)·2^left_shift·scale``: the
     shifts 10..62 (apply_scale_32's value range needs ``|x - zp| < 2^(shift-1)``), multipliers next to
     ``multiplier·2^(shift + left_shift - shift_2)`` (the nearest first), SINGLE_ROUND before DOUBLE_ROUND (only
-    above shift 31)."""
+    above shift 31).  Generated in that order: the callers take the first that passes."""
     mult, shift2 = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
-    out: list[tuple[int, int, str]] = []
     for s in range(10, 63):
-        base = mult * 2.0 ** (s + left_shift - shift2)
-        near = int(np.floor(base + 0.5))  # the nearest multiplier first (exact when the scale is dyadic)
-        for m in sorted({int(np.floor(base)) + k for k in (-1, 0, 1, 2)}, key=lambda c: (abs(c - near), c)):
+        base = mult * 2.0 ** (s + left_shift - shift2)  # finite: below 2^31 · 2^(62 + left_shift)
+        near = math.floor(base + 0.5)  # the nearest multiplier first (exact when the scale is dyadic)
+        for m in sorted({math.floor(base) + k for k in (-1, 0, 1, 2)}, key=lambda c: (abs(c - near), c)):
             if 0 <= m < 1 << 31:
-                out.append((m, s, "SINGLE_ROUND"))
+                yield (m, s, "SINGLE_ROUND")
                 if mode == "DOUBLE_ROUND" and s > 31:
-                    out.append((m, s, "DOUBLE_ROUND"))
-    return out
+                    yield (m, s, "DOUBLE_ROUND")
 
 
 def _apply(v: np.ndarray, cand: tuple[int, int, str]) -> np.ndarray:

@@ -270,6 +270,12 @@ class _Region:
 
 #: constant data is copied in pieces of this size when the output is a file map (see :func:`write_file`)
 _PIECE = 4 << 20
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+#: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
+#: small program that is cheaper than the scratch file's map (file-backed page faults, fallocate, the kernel copy),
+#: and the memory it takes is at most this much
+IN_MEMORY_BYTES = 16 << 20
 _PAGE = mmap.PAGESIZE
 
 
@@ -304,13 +310,22 @@ def _file_region(arr: np.ndarray) -> tuple[mmap.mmap, int] | None:
 
 
 class _Writer:
-    def __init__(self, graph: Graph, out: mmap.mmap | None = None) -> None:
+    def __init__(self, graph: Graph, out: mmap.mmap | None = None, *, scratch: mmap.mmap | None = None) -> None:
         self.main = graph
         #: a symbolic TOSA 1.1-draft program (``--dynamic``): draft op codes, ``-1`` for unknown dimensions
         self.draft = graph.meta.get("specification_version") == catalogue.DRAFT_VERSION
         self.op_value = DRAFT_OP_VALUE if self.draft else OP_VALUE
         estimate = _size_estimate(graph)
-        if out is None:
+        #: with ``scratch`` (an anonymous map the flatbuffer is built in): the constants of a page or more are not
+        #: copied into it but recorded here, (offset from the buffer's end, bytes), and written from their own
+        #: memory by :func:`write_file`; their place in the map is never touched
+        self.deferred: list[tuple[int, memoryview]] | None = None
+        if scratch is not None:
+            self.b = flatbuffers.Builder(0)
+            self.b.Bytes = scratch  # type: ignore[assignment]
+            self.b.head = flatbuffers.number_types.UOffsetTFlags.py_type(len(scratch))
+            self.deferred = []
+        elif out is None:
             self.b = flatbuffers.Builder(estimate)  # sized up front: no regrowth, no copies
         else:
             # built in place in a file map: pages are released once written (the flatbuffer is written back to
@@ -380,7 +395,90 @@ class _Writer:
 
     # ------------------------------------------------------------ primitives
     def _string(self, s: str) -> int:
-        return self.b.CreateString(s)
+        """``CreateString``'s bytes (length, UTF-8 bytes, a zero; aligned for the length) in fewer calls."""
+        b = self.b
+        if b.nested or not isinstance(s, str):
+            return int(b.CreateString(s))  # (raises as the builder does)
+        x = s.encode()
+        n = len(x)
+        b.Prep(4, n + 1)
+        head = b.head - n - 1
+        buf = b.Bytes
+        buf[head + n] = 0
+        buf[head:head + n] = x
+        head -= 4
+        _U32.pack_into(buf, head, n)
+        b.head = head
+        return len(buf) - head
+
+    def _offset_slot(self, slot: int, off: int) -> None:
+        """``PrependUOffsetTRelativeSlot(slot, off, 0)`` inside a table, in fewer calls."""
+        b = self.b
+        if off == 0:
+            return
+        b.Prep(4, 0)
+        cur = len(b.Bytes) - b.head
+        if off > cur:
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        b.head -= 4
+        _U32.pack_into(b.Bytes, b.head, cur - off + 4)
+        b.current_vtable[slot] = cur + 4
+
+    def _end_object(self) -> int:
+        """``EndObject``: the table's soffset and its vtable (or the offset of an identical vtable written
+        before: the builder's dedup dictionary), the same bytes in fewer calls."""
+        b = self.b
+        if not b.nested:
+            return int(b.EndObject())  # (raises as the builder does)
+        b.nested = False
+        b.Prep(4, 0)
+        head = b.head - 4  # the soffset to the vtable, written below
+        b.head = head
+        object_offset = len(b.Bytes) - head
+        vt = b.current_vtable
+        key: list[int] = []
+        trim = True
+        for elem in reversed(vt):
+            if elem == 0:
+                if trim:
+                    continue
+            else:
+                elem = object_offset - elem
+                trim = False
+            key.append(elem)
+        object_size = object_offset - b.objectEnd
+        key.append(object_size)
+        vkey = tuple(key)
+        found = b.vtables.get(vkey)
+        if found is None:
+            # key holds the fields from the last written one down to the first, then the object size: the vtable
+            # is the vtable size, the object size and the fields in slot order
+            fields = len(key) - 1
+            b.Prep(2, 2 * (fields + 2) - 2)
+            buf = b.Bytes
+            h = b.head - 2 * (fields + 2)
+            struct.pack_into(f"<{fields + 2}H", buf, h, 2 * (fields + 2), object_size, *reversed(key[:fields]))
+            b.head = h
+            start = len(buf) - object_offset
+            _I32.pack_into(buf, start, (len(buf) - h) - object_offset)
+            b.vtables[vkey] = len(buf) - h
+        else:
+            _I32.pack_into(b.Bytes, head, found - object_offset)
+        b.current_vtable = None
+        return object_offset
+
+    def _u32_slot(self, slot: int, value: int) -> None:
+        """``PrependUint32Slot(slot, value, 0)`` inside a table, in fewer calls."""
+        b = self.b
+        if not 0 <= value < 1 << 32:
+            b.PrependUint32Slot(slot, value, 0)  # (raises as the builder does)
+            return
+        if value == 0:
+            return
+        b.Prep(4, 0)
+        b.head -= 4
+        _U32.pack_into(b.Bytes, b.head, value)
+        b.current_vtable[slot] = len(b.Bytes) - b.head
 
     def _offset_vector(self, offsets: list[int]) -> int:
         """A vector of offsets, the bytes ``PrependUOffsetTRelative`` would write element by element, packed at once
@@ -430,7 +528,9 @@ class _Writer:
         head = self.b.head = self.b.head - padded
         self.b.Bytes[head + n:head + padded] = bytes(padded - n)
         out = self.out if self.b.Bytes is self.out else None  # (None too when the builder outgrew the map)
-        if out is None or n < _PAGE:
+        if self.deferred is not None and n >= _PAGE:
+            self.deferred.append((len(self.b.Bytes) - head, raw))
+        elif out is None or n < _PAGE:
             self.b.Bytes[head:head + n] = raw
         else:  # piece by piece from the end, releasing the written pages and the source's mapped pages
             source = _file_region(data) if isinstance(data, np.ndarray) else None
@@ -489,14 +589,14 @@ class _Writer:
         self.b.StartObject(len(fields))
         for slot, (fname, kind) in enumerate(fields):
             if fname in refs:
-                self.b.PrependUOffsetTRelativeSlot(slot, refs[fname], 0)
+                self._offset_slot(slot, refs[fname])
             elif kind == I32:
                 self.b.PrependInt32Slot(slot, int(scalars[fname]), 0)
             elif kind == BOOL:
                 self.b.PrependBoolSlot(slot, bool(scalars[fname]), False)
             else:
-                self.b.PrependUint32Slot(slot, int(scalars[fname]), 0)
-        return self.b.EndObject()
+                self._u32_slot(slot, int(scalars[fname]))
+        return self._end_object()
 
     # ------------------------------------------------------------ tables
     def _tensor(self, name: str, v: Value, data: Any) -> int:
@@ -510,12 +610,12 @@ class _Writer:
         shape_off = self._i32_vector([int(d) if isinstance(d, int) else -1 for d in t.shape])
         data_off = self._data_vector(data) if data is not None else None
         self.b.StartObject(14)
-        self.b.PrependUOffsetTRelativeSlot(T_NAME, name_off, 0)
-        self.b.PrependUOffsetTRelativeSlot(T_SHAPE, shape_off, 0)
-        self.b.PrependUint32Slot(T_TYPE, DTYPE_VALUE[t.dtype], 0)
+        self._offset_slot(T_NAME, name_off)
+        self._offset_slot(T_SHAPE, shape_off)
+        self._u32_slot(T_TYPE, DTYPE_VALUE[t.dtype])
         if data_off is not None:
-            self.b.PrependUOffsetTRelativeSlot(T_DATA, data_off, 0)
-        return self.b.EndObject()
+            self._offset_slot(T_DATA, data_off)
+        return self._end_object()
 
     def _variable_tensor(self, vname: str) -> int:
         tname, t, init = self.variables[vname]
@@ -531,7 +631,7 @@ class _Writer:
             self.b.PrependUOffsetTRelativeSlot(T_DATA, data_off, 0)
         self.b.PrependBoolSlot(T_VARIABLE, True, False)
         self.b.PrependUOffsetTRelativeSlot(T_VARNAME, vname_off, 0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def _shape(self, name: str, v: Value, values: np.ndarray | None) -> int:
         """A shape value: CONST_SHAPE's with its data; in a 1.1-draft program one computed at run time (DIM,
@@ -544,7 +644,7 @@ class _Writer:
         self.b.PrependUOffsetTRelativeSlot(S_NAME, name_off, 0)
         self.b.PrependUint32Slot(S_RANK, length, 0)
         self.b.PrependUOffsetTRelativeSlot(S_DATA, data_off, 0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def _operator(self, g: Graph, op: Operation) -> int | None:
         names = self.names[id(g)]
@@ -579,22 +679,22 @@ class _Writer:
         if op.location:
             text_off = self._string(op.location)
             self.b.StartObject(1)
-            self.b.PrependUOffsetTRelativeSlot(0, text_off, 0)
-            loc_off = self.b.EndObject()
+            self._offset_slot(0, text_off)
+            loc_off = self._end_object()
         code = self.op_value[opcode]
         self.b.StartObject(6)
-        self.b.PrependUint32Slot(OP_OP, code, 0)
+        self._u32_slot(OP_OP, code)
         self.b.PrependUint8Slot(OP_ATTR_TYPE, code, 0)
-        self.b.PrependUOffsetTRelativeSlot(OP_ATTR, attr_off, 0)
-        self.b.PrependUOffsetTRelativeSlot(OP_INPUTS, inputs_off, 0)
-        self.b.PrependUOffsetTRelativeSlot(OP_OUTPUTS, outputs_off, 0)
+        self._offset_slot(OP_ATTR, attr_off)
+        self._offset_slot(OP_INPUTS, inputs_off)
+        self._offset_slot(OP_OUTPUTS, outputs_off)
         if loc_off is not None:
-            self.b.PrependUOffsetTRelativeSlot(OP_LOCATION, loc_off, 0)
-        return self.b.EndObject()
+            self._offset_slot(OP_LOCATION, loc_off)
+        return self._end_object()
 
     def _empty_table(self) -> int:
         self.b.StartObject(0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def _value_name(self, g: Graph, v: Value) -> str:
         names = self.names[id(g)]
@@ -652,7 +752,7 @@ class _Writer:
         self.b.PrependUOffsetTRelativeSlot(B_INPUTS, inputs_vec, 0)
         self.b.PrependUOffsetTRelativeSlot(B_OUTPUTS, outputs_vec, 0)
         self.b.PrependUOffsetTRelativeSlot(B_SHAPES, shapes_vec, 0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def _region(self, region: _Region) -> int:
         block = self._block(region)
@@ -661,7 +761,7 @@ class _Writer:
         self.b.StartObject(2)
         self.b.PrependUOffsetTRelativeSlot(R_NAME, name_off, 0)
         self.b.PrependUOffsetTRelativeSlot(R_BLOCKS, blocks_vec, 0)
-        return self.b.EndObject()
+        return self._end_object()
 
     def write(self) -> bytearray:
         self._name_graph(self.main)
@@ -673,11 +773,11 @@ class _Writer:
         self.b.PrependInt32Slot(V_MINOR, minor, -1)
         self.b.PrependInt32Slot(V_PATCH, patch, -1)
         self.b.PrependBoolSlot(V_DRAFT, draft, True)
-        version = self.b.EndObject()
+        version = self._end_object()
         self.b.StartObject(4)
         self.b.PrependUOffsetTRelativeSlot(G_VERSION, version, 0)
         self.b.PrependUOffsetTRelativeSlot(G_REGIONS, regions_vec, 0)
-        root = self.b.EndObject()
+        root = self._end_object()
         self.b.Finish(root, file_identifier=FILE_IDENTIFIER)
         out = self.b.Bytes
         if not isinstance(out, bytearray):  # the file map: the flatbuffer is its tail
@@ -796,13 +896,33 @@ def _copy_file(src: int, dst: int, offset: int, count: int) -> None:
 def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
     """Serialize ``graph`` into the file ``path`` without holding the whole flatbuffer in memory.
 
-    The flatbuffer is built in a memory map of a scratch file beside ``path`` (sparse, as large as the size
+    A small program (size estimate up to :data:`IN_MEMORY_BYTES`) is built in memory and written at once.  A larger
+    one is built in a memory map of a scratch file beside ``path`` (sparse, as large as the size
     estimate allows), whose pages are released as they are written; its tail, the finished flatbuffer, is then
     copied into ``path`` by the kernel.  The bytes are those of :func:`to_bytes`.  Not atomic by itself: callers
     give a temporary path (:func:`tf2tosa.outputs.write_files` does)."""
     path = os.fspath(path)
     estimate = _size_estimate(graph)
     capacity = min(estimate + estimate // 8 + (1 << 20), flatbuffers.Builder.MAX_BUFFER_SIZE)
+    if estimate <= IN_MEMORY_BYTES:
+        with mmap.mmap(-1, capacity) as arena:  # anonymous: a page is zeroed only when first written
+            writer = _Writer(graph, scratch=arena)
+            try:
+                built: Any = writer.write()
+            except flatbuffers.builder.BuilderSizeError:
+                raise InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit "
+                                        "offsets)", file=graph.meta.get("file")) from None
+            view = memoryview(built)
+            try:
+                with open(path, "wb") as f:
+                    _write_pieces(f, view, writer.deferred or [])
+                    f.flush()
+                    os.fsync(f.fileno())
+            finally:
+                view.release()
+                if isinstance(built, memoryview):
+                    built.release()
+        return
     fd, scratch = tempfile.mkstemp(prefix=".scratch-", suffix=".tosa", dir=os.path.dirname(os.path.abspath(path)))
     try:
         os.ftruncate(fd, capacity)
@@ -830,6 +950,19 @@ def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
     finally:
         os.close(fd)
         os.unlink(scratch)
+
+
+def _write_pieces(f: Any, flatbuffer: memoryview, deferred: list[tuple[int, memoryview]]) -> None:
+    """Write ``flatbuffer`` with each deferred constant, ``(offset from the end, bytes)``, written from its own
+    memory in its place."""
+    size = len(flatbuffer)
+    pos = 0
+    for from_end, raw in sorted(deferred, key=lambda d: -d[0]):
+        at = size - from_end
+        f.write(flatbuffer[pos:at])
+        f.write(raw)
+        pos = at + raw.nbytes
+    f.write(flatbuffer[pos:])
 
 
 def to_bytes(graph: Graph) -> bytes:

@@ -83,12 +83,38 @@ def _describe(spec: OpSpec, pairs: list[tuple[Arg, DType]], attrs: dict[str, Any
     return ", ".join(f"{k}={v}" for k, v in seen.items())
 
 
+#: the rows :func:`_fitting_rows` found, by everything they depend on (:func:`_rows_key`)
+_ROWS: dict[tuple[Any, ...], tuple[TypeRow, ...]] = {}
+
+
+def _rows_key(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType] | None,
+              attrs: dict[str, Any]) -> tuple[Any, ...]:
+    """What :func:`_row_fits` reads: the element types (their count binds the arguments) and the attributes
+    acc_type, mode, type (each by its Python type and text; absent reads as None) and scale32 (as a truth value)."""
+    def attr(k: str) -> tuple[type, str]:
+        v = attrs.get(k)
+        return (type(v), str(v))
+
+    return (name, tuple(t.dtype for t in operand_types),
+            None if result_types is None else tuple(t.dtype for t in result_types),
+            attr("acc_type"), attr("mode"), attr("type"), bool(attrs.get("scale32", True)))
+
+
+def _fitting_rows(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType] | None,
+                  attrs: dict[str, Any]) -> tuple[TypeRow, ...]:
+    key = _rows_key(name, operand_types, result_types, attrs)
+    rows = _ROWS.get(key)
+    if rows is None:
+        spec = get(name)
+        pairs = _pairs(spec, operand_types, result_types)
+        rows = _ROWS[key] = tuple(r for r in spec.rows if _row_fits(spec, r, pairs, attrs))
+    return rows
+
+
 def candidate_rows(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType] | None,
                    attrs: dict[str, Any]) -> list[TypeRow]:
     """All rows that fit the operand (and result) element types and the attributes."""
-    spec = get(name)
-    pairs = _pairs(spec, operand_types, result_types)
-    return [r for r in spec.rows if _row_fits(spec, r, pairs, attrs)]
+    return list(_fitting_rows(name, operand_types, result_types, attrs))
 
 
 def match_row(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType] | None,
@@ -97,10 +123,10 @@ def match_row(name: str, operand_types: Sequence[TensorType], result_types: Sequ
 
     Raises InvalidGraphError naming the types and the allowed rows when none fits.
     """
-    spec = get(name)
-    pairs = _pairs(spec, operand_types, result_types)
-    rows = [r for r in spec.rows if _row_fits(spec, r, pairs, attrs)]
+    rows = _fitting_rows(name, operand_types, result_types, attrs)
     if not rows:
+        spec = get(name)
+        pairs = _pairs(spec, operand_types, result_types)
         allowed = "; ".join(str(r) for r in spec.rows)
         raise _err(spec, f"no type row for {_describe(spec, pairs, attrs)}; allowed: {allowed}")
     return rows[0]

@@ -1,0 +1,114 @@
+"""Reading TFLite flatbuffer tables in place, with the field layout of :mod:`.tflite_schema`.
+
+:class:`Table` reads a table of the file's buffer the way the ``tflite`` package's generated accessors do (the same
+offset arithmetic, on the same ``struct`` primitives, so a corrupt file fails with the same exceptions), without
+creating an accessor object per table or importing the package.  Vectors of numbers come back as NumPy views of the
+buffer (``np.frombuffer``), not copies.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .tflite_schema import CORE_FIELDS
+
+__all__ = ["Buf", "Field", "Table", "fields"]
+
+Buf = bytes | bytearray | mmap.mmap
+
+_U16 = struct.Struct("<H")
+_I32 = struct.Struct("<i")
+_U32 = struct.Struct("<I")
+#: struct of each scalar kind of the schema (little-endian)
+SCALARS: dict[str, struct.Struct] = {k: struct.Struct("<" + k) for k in "bBhHiIqQfd?"}
+#: NumPy dtype of each vector element kind
+VECTOR_DTYPES: dict[str, np.dtype[Any]] = {k: np.dtype("<" + k) for k in "bBhHiIqQfd?"}
+
+
+class Field(NamedTuple):
+    """A field of a table of the model's structure (tflite_schema.CORE_FIELDS)."""
+
+    voff: int  # vtable offset
+    kind: str  # a struct format character, "s", "[" + format, "t" or "[t"
+    default: Any
+    name: str  # the schema accessor's name (``Shape``, ``OpcodeIndex`` …), for messages and tracing
+
+
+def _camel(snake: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in snake.split("_"))
+
+
+_FIELDS = {table: {snake: Field(*f, _camel(snake)) for snake, f in fs.items()} for table, fs in CORE_FIELDS.items()}
+
+
+def fields(table: str) -> dict[str, Field]:
+    """snake name → :class:`Field` of a table of the model's structure."""
+    return _FIELDS[table]
+
+
+class Table:
+    """A table at ``pos`` of ``buf``.  ``voff`` arguments are vtable offsets (``4 + 2 * field index``)."""
+
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: Buf, pos: int) -> None:
+        self.buf = buf
+        self.pos = pos
+
+    def offset(self, voff: int) -> int:
+        """The field's offset from the table's start, 0 when the field is absent."""
+        buf = self.buf
+        vt = self.pos - _I32.unpack_from(buf, self.pos)[0]
+        if voff < _U16.unpack_from(buf, vt)[0]:
+            return int(_U16.unpack_from(buf, vt + voff)[0])
+        return 0
+
+    def scalar(self, voff: int, kind: str, default: Any) -> Any:
+        o = self.offset(voff)
+        return SCALARS[kind].unpack_from(self.buf, self.pos + o)[0] if o else default
+
+    def table(self, voff: int) -> Table | None:
+        """A table or union value field."""
+        o = self.offset(voff)
+        if not o:
+            return None
+        at = self.pos + o
+        return Table(self.buf, at + _U32.unpack_from(self.buf, at)[0])
+
+    def vector(self, voff: int) -> tuple[int, int] | None:
+        """(position of the first element, length) of a vector field, None when absent."""
+        o = self.offset(voff)
+        if not o:
+            return None
+        at = self.pos + o
+        at += _U32.unpack_from(self.buf, at)[0]
+        return at + 4, int(_U32.unpack_from(self.buf, at)[0])
+
+    def vector_len(self, voff: int) -> int:
+        v = self.vector(voff)
+        return v[1] if v is not None else 0
+
+    def table_at(self, start: int, j: int) -> Table:
+        """Element ``j`` of a vector of tables starting at ``start``."""
+        at = start + 4 * j
+        return Table(self.buf, at + _U32.unpack_from(self.buf, at)[0])
+
+    def numbers(self, voff: int, kind: str) -> np.ndarray | None:
+        """A vector of numbers as a view of the buffer (None when absent)."""
+        v = self.vector(voff)
+        if v is None:
+            return None
+        return np.frombuffer(self.buf, dtype=VECTOR_DTYPES[kind], count=v[1], offset=v[0])
+
+    def string(self, voff: int) -> bytes | None:
+        o = self.offset(voff)
+        if not o:
+            return None
+        at = self.pos + o
+        at += _U32.unpack_from(self.buf, at)[0]
+        n = _U32.unpack_from(self.buf, at)[0]
+        return bytes(self.buf[at + 4:at + 4 + n])
