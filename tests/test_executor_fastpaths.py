@@ -574,3 +574,51 @@ def test_cached_rescale_parameters_keep_their_require_failures() -> None:
     for mult, shift in [(np.int64(m), np.int64(s)), (np.array([m]), np.array([s]))]:
         nm.rescale_32_into(v, mult, shift, True, 0, -(1 << 31), (1 << 31) - 1, out)
         assert out.tolist() == want
+
+
+
+@pytest.mark.parametrize("kind,k,ozp,double", [("CONV2D", 1, -128, True), ("CONV2D", 1, 5, True),
+                                               ("CONV2D", 3, 5, False), ("CONV2D", 3, -128, True),
+                                               ("DEPTHWISE_CONV2D", 3, -128, True), ("DEPTHWISE_CONV2D", 3, 7, True),
+                                               ("DEPTHWISE_CONV2D", 3, 7, False)])
+def test_prepared_conv_rescale_chain_on_adversarial_extremes(kind: str, k: int, ozp: int, double: bool) -> None:
+    """The second run of a CONV2D / DEPTHWISE_CONV2D → RESCALE pair takes the prepared chain (bound-proven, blocked,
+    float64; the double-round sign term folded when output_zp is the output minimum) and gives, like the first
+    (checked) run, exactly CONV2D then RESCALE on Python integers - on inputs and weights at their extremes."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(31 + k + abs(ozp))
+    izp, wzp, c = -128, 0, 4
+    x = np.where(rng.random((1, 9, 7, c)) < 0.5, rng.choice([-128, 127], (1, 9, 7, c)),
+                 rng.integers(-128, 128, (1, 9, 7, c))).astype(np.int8)
+    if kind == "CONV2D":
+        w = rng.choice([-127, 127, 0, 1, -1], (6, k, k, c)).astype(np.int8)
+        oc, attrs = 6, {"pad": [k // 2] * 4, "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT32"}
+    else:
+        w = rng.choice([-127, 127, 0, 1, -1], (k, k, c, 2)).astype(np.int8)
+        oc, attrs = 2 * c, {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT32"}
+    bias = rng.integers(-3000, 3000, (oc,)).astype(np.int32)
+    b = GraphBuilder("chain")
+    (acc,) = b.add(kind, [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32), Const(np.array([izp]), D.INT8),
+                          Const(np.array([wzp]), D.INT8)], D.INT32, attrs, output=False)
+    mult = np.concatenate([[1 << 30, (1 << 31) - 1, 0], rng.integers(1 << 30, 1 << 31, oc - 3)])
+    shifts = rng.integers(36, 41, oc) if k == 3 else rng.integers(38, 44, oc)
+    b.add("RESCALE", [acc, Const(mult, D.INT32), Const(shifts, D.INT8), Const(np.array([0]), D.INT32),
+                      Const(np.array([ozp]), D.INT8)], D.INT8,
+          {"scale32": True, "rounding_mode": "DOUBLE_ROUND" if double else "SINGLE_ROUND", "per_channel": True,
+           "input_unsigned": False, "output_unsigned": False})
+    if kind == "CONV2D":
+        ref_acc = _conv_reference(x, w, bias, izp, wzp, k // 2)
+    else:
+        ref_acc = _depthwise_reference(x, w, bias, izp, wzp, [1, 1, 1, 1], [1, 1], [1, 1])
+    want = np.array([_rescale_scalar(int(ref_acc[idx]), int(mult[idx[-1]]), int(shifts[idx[-1]]), 0, ozp, -128, 127,
+                                     double) for idx in np.ndindex(ref_acc.shape)]).reshape(ref_acc.shape)
+    name = b.graph.outputs[0].name
+    first = run(b.graph, b.feed)[name]
+    chain = [c for c in _plan(b.graph).chains.values()]
+    assert len(chain) == 1 and chain[0][2] is not None  # proven: the next run takes it
+    assert chain[0][2].dbits is (None if ozp == -128 or not double else chain[0][2].dbits)
+    second = run(b.graph, b.feed)[name]
+    assert np.array_equal(first, want) and np.array_equal(second, want)
+    assert len(set(want.reshape(-1).tolist())) > 20  # not only saturated outputs

@@ -1,0 +1,211 @@
+"""Prepared chains: an integer convolution and the RESCALE that alone reads it, run as one blocked pass, once the
+program has shown (on a run that checked everything) that no REQUIRE of the chain can depend on the data.
+
+The runner (``runner._run_fused``) runs a CONV2D / DEPTHWISE_CONV2D → RESCALE pair through the kernels, with every
+ERROR_IF and REQUIRE, the first time it meets it with a given input shape and given constant operands.  When that
+succeeds and :func:`prepare` proves the pair's result needs no check on the data, later runs with the same input shape
+and the very same constant arrays call :meth:`ConvRescale.run`:
+
+* the convolution's accumulator is bounded by its weights (``_GemmWeights.plan``: ``|x - izp| * max_oc sum_k
+  |w - wzp| + max|bias|``); that bound already proves the i32 accumulator and bias REQUIREs, and here also RESCALE's
+  value REQUIRE ``|v| < 2^(shift-1)`` for the smallest shift;
+* with ``T = v * m + 2^(s-1) ± 2^30 (DOUBLE_ROUND, s > 31) + (output_zp - lo) * 2^s`` bounded below 2^53 the RESCALE
+  is exact in float64 (the argument of ``numerics._rescale_32_float``): ``floor(T * 2^-s)`` clipped to
+  ``[0, hi - lo]`` and cast to the unsigned type of the output's width (a truncation, the floor of a value >= 0),
+  then ``lo`` added modulo 2^bits, is the bit pattern of ``clip(apply_scale_32(v, m, s) + output_zp, lo, hi)``;
+* when ``output_zp == lo`` (a ReLU folded into the quantization: MobileNetV2's expansion and depthwise layers) the
+  double-round sign term needs no data: for ``v < 0`` both ``floor(v * m * 2^-s + 1/2 ± 2^(30-s))`` are ``<= 0``,
+  so the result is clipped to ``lo`` either way, and ``+2^(30-s)`` (the term of ``v >= 0``) joins the constant.
+
+Every pass works on a block of output rows that stays in cache: the GEMM of the block (``np.matmul(..., out=)``),
+the per-channel bias term, the float64 scaling, the clip and the narrowing cast.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..ir.graph import Operation
+from ..ir.types import DType
+from . import tensor_ops as to
+from .registry import bind, int_list, scalar
+
+#: every integer of magnitude below this is exact in float64
+_EXACT = 1 << 53
+#: output elements per block of the chain (the float64 scratch of a block: 256 KiB)
+CHAIN_BLOCK = 1 << 15
+_SIGN_BIT = np.int64(-(1 << 63))
+
+
+@dataclass
+class ConvRescale:
+    """A CONV2D / DEPTHWISE_CONV2D → RESCALE pair proven to need no data-dependent check (see the module text)."""
+
+    op: Operation
+    kind: str
+    #: CONV2D: (pads for np.pad, kernel, stride, dilation, output spatial sizes, 1x1-stride-1-unpadded);
+    #: DEPTHWISE_CONV2D: the geometry tuple of ``tensor_ops._depthwise_einsum``
+    geometry: Any
+    izp: int
+    ft: Any
+    wm: np.ndarray
+    shift: np.ndarray  # per output channel, in ``ft``: bias - input_zp * sum_k (w - wzp)
+    f: np.ndarray  # per channel m * 2^-s (float64), [C] or [1]
+    c: np.ndarray  # per channel 1/2 + output_zp - lo (+ 2^(30-s) when folded), float64 [C] or [1]
+    dbits: np.ndarray | None  # per channel bit pattern of 2^(30-s) (int64), when the sign term needs the data
+    span: float  # hi - lo
+    lo_u: Any  # lo modulo 2^bits, in the unsigned type
+    out_shape: tuple[int, ...]
+    out_dtype: np.dtype
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        """The RESCALE's result for convolution input ``x`` (same shape and dtype as when prepared)."""
+        oc = self.shift.shape[0]
+        out = np.empty(self.out_shape, self.out_dtype)
+        o2 = out.reshape(-1, oc).view(np.dtype(f"u{self.out_dtype.itemsize}"))
+        rows = max(1, CHAIN_BLOCK // oc)
+        if self.kind == "CONV2D":
+            cols = self._cols(x)
+            n = min(rows, cols.shape[0])
+            acc = np.empty((n, oc), self.ft)
+            scratch = _Scratch(self, n, oc)
+            for i in range(0, cols.shape[0], rows):
+                a = acc[:min(rows, cols.shape[0] - i)]
+                np.matmul(cols[i:i + rows], self.wm, out=a)
+                scratch.finish(a, o2[i:i + rows])
+            return out
+        acc = to._depthwise_einsum(self.op, x, self.wm, self.izp, self.ft, self.geometry).reshape(-1, oc)
+        n = min(rows, acc.shape[0])
+        scratch = _Scratch(self, n, oc)
+        for i in range(0, acc.shape[0], rows):
+            scratch.finish(acc[i:i + rows], o2[i:i + rows])
+        return out
+
+    def _cols(self, x: np.ndarray) -> np.ndarray:
+        pads, ks, stride, dil, outs, plain = self.geometry
+        xf = x.astype(self.ft)
+        m = x.shape[0] * int(np.prod(outs))
+        if plain:
+            return xf.reshape(m, x.shape[-1])
+        xp = np.pad(xf, pads, constant_values=self.izp)
+        return to.windows(xp, ks, stride, dil, outs).reshape(m, -1)
+
+
+class _Scratch:
+    """The per-run scratch buffers of a chain's blocks and the per-channel constants tiled to a block."""
+
+    def __init__(self, p: ConvRescale, n: int, c: int) -> None:
+        self.p = p
+        self.shift = _tile(p.shift, n, c)
+        self.f = _tile(p.f, n, c)
+        self.c = _tile(p.c, n, c)
+        self.dbits = _tile(p.dbits, n, c) if p.dbits is not None else None
+        self.b = np.empty((n, c), np.float64)
+        self.sb = np.empty((n, c), np.int64) if p.dbits is not None else None
+
+    def finish(self, a: np.ndarray, ob: np.ndarray) -> None:
+        """``ob`` (unsigned view of the output rows) from the block's raw accumulator ``a`` (written over)."""
+        k = a.shape[0]
+        p = self.p
+        a += self.shift[:k]  # exact: the plan's bound holds the sum in ft
+        if a.dtype == np.float64:
+            b = a
+        else:
+            b = self.b[:k]
+            np.copyto(b, a)
+        b *= self.f[:k]  # v * m * 2^-s, exact (|v * m| < 2^53)
+        if self.dbits is not None:
+            assert self.sb is not None
+            sb = self.sb[:k]
+            np.bitwise_and(b.view(np.int64), _SIGN_BIT, out=sb)  # ±2^(30-s) with the sign of v * m
+            np.bitwise_or(sb, self.dbits[:k], out=sb)
+            b += sb.view(np.float64)
+        b += self.c[:k]
+        np.clip(b, 0.0, p.span, out=b)
+        np.copyto(ob, b, casting="unsafe")
+        if p.lo_u:
+            np.add(ob, p.lo_u, out=ob)
+
+
+def _tile(v: np.ndarray, n: int, c: int) -> np.ndarray:
+    return np.ascontiguousarray(np.broadcast_to(v.reshape(-1) if v.size > 1 else v.reshape(()), (n, c)))
+
+
+def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: list[np.ndarray]
+            ) -> ConvRescale | None:
+    """The prepared chain of ``conv`` (operands ``ins``) and ``rescale`` (operands after the first: ``r_rest``), or
+    None when a bound does not prove it.  Call only after the pair ran through the kernels with these operands
+    (every ERROR_IF and REQUIRE then held; this only reads the values)."""
+    if conv.opcode not in ("CONV2D", "DEPTHWISE_CONV2D") or to.PRECISE.get():
+        return None
+    r = rescale.attrs
+    it, ot = rescale.operands[0].type.dtype, rescale.results[0].type.dtype
+    if (not bool(r.get("scale32", True)) or bool(r.get("input_unsigned", False))
+            or bool(r.get("output_unsigned", False)) or it is not DType.INT32 or ot not in (DType.INT8, DType.INT16)):
+        return None
+    mult, shift_v, r_izp, r_ozp = r_rest[0], r_rest[1], r_rest[2], r_rest[3]
+    if int(scalar(r_izp)) != 0:
+        return None
+    ozp = int(scalar(r_ozp))
+    double = str(r.get("rounding_mode", "SINGLE_ROUND")).upper() == "DOUBLE_ROUND"
+    args = bind(conv, ins)
+    x, w, bias = args.input, args.weight, args.bias
+    izp, wzp = int(scalar(args.input_zp)), int(scalar(args.weight_zp))
+    in_t = conv.operands[0].type.dtype
+    lo_i, hi_i = in_t.range()
+    zpb = to._zp_bound(in_t, izp)
+    if conv.opcode == "CONV2D":
+        oc = w.shape[0]
+        kk = int(np.prod(w.shape[1:]))
+        prep = to._prepared(w, ("gemm", wzp), lambda: to._GemmWeights(w.reshape(oc, kk), wzp))
+    else:
+        oc = w.shape[2] * w.shape[3]
+        prep = to._prepared(w, ("dwsum", wzp), lambda: to._DepthwiseWeights(w, wzp))
+    plan = prep.plan(max(abs(lo_i), abs(hi_i), abs(izp)), zpb, izp, bias, conv.results[0].type.dtype)
+    if plan is None:
+        return None
+    ft, wm, shift = plan
+    per_channel = bool(r.get("per_channel", False))
+    m = np.asarray(mult).reshape(-1).astype(np.int64)
+    s = np.asarray(shift_v).reshape(-1).astype(np.int64)
+    if (m.size != (oc if per_channel else 1) or m.size != s.size or not bool(np.all(m >= 0))
+            or not bool(np.all((s >= 2) & (s <= 62)))):
+        return None
+    lo, hi = ot.range()
+    bmax = float(np.abs(bias).max()) if bias.size else 0.0
+    bound = zpb * prep.abs_sum + bmax  # |v| for the i32 value v the RESCALE reads
+    smin, smax, mmax = int(s.min()), int(s.max()), int(m.max())
+    if not bound < 2 ** (smin - 1):  # RESCALE's value REQUIRE for every possible input
+        return None
+    if math.ceil(bound) * mmax + (1 << (smax - 1)) + (1 << 30) + (abs(ozp) + abs(lo) + 1) * (1 << smax) >= _EXACT:
+        return None
+    big = s > 31
+    dterm = np.ldexp(np.where(big, 1.0, 0.0), 30 - s) if double else np.zeros(s.shape)
+    fold = not double or ozp == lo or not bool(np.any(big))
+    c = 0.5 + float(ozp - lo) + (dterm if fold else 0.0)
+    ut = np.dtype(f"u{ot.np_dtype().itemsize}")
+    if conv.opcode == "CONV2D":
+        pad, stride, dil = int_list(args.pad), int_list(args.stride), int_list(args.dilation)
+        outs = list(conv.results[0].type.shape[1:3])
+        pads = [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)]
+        plain = all(k == 1 for k in w.shape[1:3]) and stride == [1, 1] and not any(pad)
+        geometry: Any = (pads, list(w.shape[1:3]), stride, dil, outs, plain)
+    else:
+        pt, pb, pl, pr = int_list(args.pad)
+        geometry = ((pt, pb, pl, pr), tuple(int_list(args.stride)), tuple(int_list(args.dilation)),
+                    tuple(conv.results[0].type.shape[1:3]))
+    dims = tuple(rescale.results[0].type.shape)
+    out_shape = tuple(d for d in dims if isinstance(d, int))
+    if dims != tuple(conv.results[0].type.shape) or len(out_shape) != len(dims):
+        return None
+    if x.shape[0] != out_shape[0]:
+        return None
+    return ConvRescale(
+        conv, conv.opcode, geometry, izp, ft, wm, np.asarray(shift, ft).reshape(-1),
+        np.ldexp(m.astype(np.float64), -s), np.asarray(c, np.float64).reshape(-1),
+        None if fold else np.ldexp(np.where(big, 1.0, 0.0), 30 - s).view(np.int64),
+        float(hi - lo), ut.type(lo % (1 << (8 * ut.itemsize))), out_shape, ot.np_dtype())
