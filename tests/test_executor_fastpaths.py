@@ -622,3 +622,52 @@ def test_prepared_conv_rescale_chain_on_adversarial_extremes(kind: str, k: int, 
     second = run(b.graph, b.feed)[name]
     assert np.array_equal(first, want) and np.array_equal(second, want)
     assert len(set(want.reshape(-1).tolist())) > 20  # not only saturated outputs
+
+
+@pytest.mark.parametrize("kind,k,stride", [("CONV2D", 1, 1), ("CONV2D", 3, 2), ("DEPTHWISE_CONV2D", 3, 1),
+                                           ("DEPTHWISE_CONV2D", 3, 2)])
+def test_prepared_float_conv_clamp_chain(kind: str, k: int, stride: int) -> None:
+    """A float32 convolution whose result only a CLAMP reads runs, from its second run on, as one blocked pass (GEMM
+    or depthwise band, bias, clip): both runs agree with a float64 numpy sum of the products, clipped, within the
+    fp32 error of the sum; a CLAMP with max_val 0 keeps the two kernels (the signed-zero order)."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(41 + k + stride)
+    c, oc = 5, 7
+    x = rng.standard_normal((1, 300, 10, c)).astype(np.float32)  # 300 x OW rows: several GEMM blocks
+    z = Const(np.array([0.0], np.float32))
+    pad = [k // 2] * 4 if stride == 1 else [0, 1, 0, 1]
+    attrs = {"pad": pad, "stride": [stride, stride], "dilation": [1, 1], "acc_type": "FP32"}
+    if kind == "CONV2D":
+        w = rng.standard_normal((oc, k, k, c)).astype(np.float32)
+    else:
+        w = rng.standard_normal((k, k, c, 2)).astype(np.float32)
+        oc = 2 * c
+    bias = rng.standard_normal(oc).astype(np.float32)
+    b = GraphBuilder("float_chain")
+    xin = In(x, name="x")
+    for top in (np.float32(0.7), np.float32(0.0)):
+        (acc,) = b.add(kind, [xin if top else b.graph.inputs[0], Const(w), Const(bias), z, z], D.FP32, attrs,
+                       output=False)
+        b.add("CLAMP", [acc], D.FP32, {"min_val": np.float32(-0.6), "max_val": top, "nan_mode": "PROPAGATE"})
+    xp = np.pad(x.astype(np.float64), [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)])
+    oh, ow = (xp.shape[1] - k) // stride + 1, (xp.shape[2] - k) // stride + 1
+    win = np.stack([np.stack([xp[:, ky:ky + (oh - 1) * stride + 1:stride, kx:kx + (ow - 1) * stride + 1:stride]
+                              for kx in range(k)], 3) for ky in range(k)], 3)  # [N, OH, OW, KH, KW, C]
+    if kind == "CONV2D":
+        ref = np.einsum("nhwijc,oijc->nhwo", win, w.astype(np.float64)) + bias
+        mag = np.einsum("nhwijc,oijc->nhwo", np.abs(win), np.abs(w.astype(np.float64)))
+    else:
+        ref = np.einsum("nhwijc,ijcm->nhwcm", win, w.astype(np.float64)).reshape(1, oh, ow, oc) + bias
+        mag = np.einsum("nhwijc,ijcm->nhwcm", np.abs(win), np.abs(w.astype(np.float64))).reshape(1, oh, ow, oc)
+    tol = (mag + np.abs(bias)) * 2.0 ** -20
+    names = [v.name for v in b.graph.outputs]
+    runs = [run(b.graph, b.feed), run(b.graph, b.feed)]
+    prepared = [p[2] for p in _plan(b.graph).chains.values()]
+    assert len(prepared) == 2 and prepared[0] is not None and prepared[1] is None
+    for out in runs:
+        assert np.all(np.abs(out[names[0]] - np.clip(ref, -0.6, 0.7)) <= tol)
+        assert np.all(np.abs(out[names[1]] - np.clip(ref, -0.6, 0.0)) <= tol)
+    assert np.array_equal(runs[0][names[0]], runs[1][names[0]])
+    assert (runs[1][names[0]] == np.float32(0.7)).any() and (runs[1][names[0]] == np.float32(-0.6)).any()

@@ -32,12 +32,14 @@ import numpy as np
 from ..ir.graph import Operation
 from ..ir.types import DType
 from . import tensor_ops as to
-from .registry import bind, int_list, scalar
+from .registry import bind, catalogue_attr, int_list, scalar
 
 #: every integer of magnitude below this is exact in float64
 _EXACT = 1 << 53
 #: output elements per block of the chain (the float64 scratch of a block: 256 KiB)
 CHAIN_BLOCK = 1 << 15
+#: fewest rows of a GEMM block (fewer make BLAS slower than the passes the blocking keeps in cache save)
+GEMM_ROWS = 256
 _SIGN_BIT = np.int64(-(1 << 63))
 
 
@@ -70,6 +72,7 @@ class ConvRescale:
         rows = max(1, CHAIN_BLOCK // oc)
         if self.kind == "CONV2D":
             cols = self._cols(x)
+            rows = max(rows, GEMM_ROWS)
             n = min(rows, cols.shape[0])
             acc = np.empty((n, oc), self.ft)
             scratch = _Scratch(self, n, oc)
@@ -78,9 +81,19 @@ class ConvRescale:
                 np.matmul(cols[i:i + rows], self.wm, out=a)
                 scratch.finish(a, o2[i:i + rows])
             return out
+        scratch = _Scratch(self, min(rows, o2.shape[0]), oc)
+        if x.shape[0] == 1:
+            # each band of output rows is rescaled right after its einsum, while it is in cache
+            o4 = o2.reshape(self.out_shape)
+
+            def band(res: np.ndarray, r0: int, r1: int) -> None:
+                a, ob = res[:, r0:r1].reshape(-1, oc), o4[:, r0:r1].reshape(-1, oc)
+                for i in range(0, a.shape[0], rows):
+                    scratch.finish(a[i:i + rows], ob[i:i + rows])
+
+            to._depthwise_einsum(self.op, x, self.wm, self.izp, self.ft, self.geometry, band)
+            return out
         acc = to._depthwise_einsum(self.op, x, self.wm, self.izp, self.ft, self.geometry).reshape(-1, oc)
-        n = min(rows, acc.shape[0])
-        scratch = _Scratch(self, n, oc)
         for i in range(0, acc.shape[0], rows):
             scratch.finish(acc[i:i + rows], o2[i:i + rows])
         return out
@@ -209,3 +222,85 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
         np.ldexp(m.astype(np.float64), -s), np.asarray(c, np.float64).reshape(-1),
         None if fold else np.ldexp(np.where(big, 1.0, 0.0), 30 - s).view(np.int64),
         float(hi - lo), ut.type(lo % (1 << (8 * ut.itemsize))), out_shape, ot.np_dtype())
+
+
+@dataclass
+class ConvClamp:
+    """A float32 CONV2D / DEPTHWISE_CONV2D and the CLAMP that alone reads its result, as one pass per block of output
+    rows (the GEMM or depthwise band, the bias add, the clip) - the same operations as the two kernels, in cache."""
+
+    op: Operation
+    kind: str
+    geometry: Any
+    w: np.ndarray  # CONV2D: [K, OC] float32; DEPTHWISE_CONV2D: [KH, KW, C, M] float32
+    bias: np.ndarray  # float32 [OC] or [1]
+    lo: np.float32
+    hi: np.float32
+    out_shape: tuple[int, ...]
+
+    def _clip(self, a: np.ndarray) -> None:
+        a += self.bias
+        np.clip(a, self.lo, self.hi, out=a)  # hi != 0: the spec's max-then-min order (see activation._float_clamp)
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        if self.kind == "CONV2D":
+            pads, ks, stride, dil, outs, plain = self.geometry
+            m = x.shape[0] * int(np.prod(outs))
+            if plain:
+                cols = x.reshape(m, x.shape[-1])
+            else:
+                cols = to.windows(np.pad(x, pads), ks, stride, dil, outs).reshape(m, -1)
+            oc = self.w.shape[1]
+            out = np.empty((m, oc), np.float32)
+            rows = max(GEMM_ROWS, CHAIN_BLOCK // oc)
+            for i in range(0, m, rows):
+                blk = out[i:i + rows]
+                np.matmul(cols[i:i + rows], self.w, out=blk)
+                self._clip(blk)
+            return out.reshape(self.out_shape)
+        oc = self.bias.shape[0] if self.bias.size > 1 else self.out_shape[-1]
+
+        def band(res: np.ndarray, r0: int, r1: int) -> None:
+            b = res[:, r0:r1]
+            self._clip(b.reshape(*b.shape[:3], oc) if b.ndim == 5 else b)  # channel c*M + m
+
+        res = to._depthwise_einsum(self.op, x, self.w, 0, np.float32, self.geometry, band)
+        return res.reshape(self.out_shape)
+
+
+def prepare_float(conv: Operation, ins: list[np.ndarray], clamp: Operation) -> ConvClamp | None:
+    """The prepared float chain of ``conv`` (operands ``ins``) and ``clamp``, or None where it would not do what the
+    kernels do (padding with non-finite weights, NaN-ignoring or zero-topped clamps, other float types, precise
+    mode).  Call only after the pair ran through the kernels with these operands."""
+    if to.PRECISE.get() or conv.opcode not in ("CONV2D", "DEPTHWISE_CONV2D"):
+        return None
+    if any(v.type.dtype is not DType.FP32 for v in (*conv.operands[:3], conv.results[0], clamp.results[0])):
+        return None
+    if str(clamp.attrs.get("nan_mode", "PROPAGATE")).upper() != "PROPAGATE":
+        return None
+    lo = np.float32(np.asarray(catalogue_attr(clamp, "min_val")).reshape(-1)[0])
+    hi = np.float32(np.asarray(catalogue_attr(clamp, "max_val")).reshape(-1)[0])
+    if hi == 0 or np.isnan(lo) or np.isnan(hi) or hi < lo:
+        return None
+    args = bind(conv, ins)
+    x, w, bias = args.input, args.weight, args.bias
+    pad, stride, dil = int_list(args.pad), int_list(args.stride), int_list(args.dilation)
+    if any(pad) and not bool(np.isfinite(w).all()):
+        return None  # the kernels sum tap by tap over the real inputs only
+    dims = tuple(conv.results[0].type.shape)
+    out_shape = tuple(d for d in dims if isinstance(d, int))
+    if len(out_shape) != len(dims) or dims != tuple(clamp.results[0].type.shape) or x.shape[0] != out_shape[0]:
+        return None
+    if conv.opcode == "CONV2D":
+        oc = w.shape[0]
+        pads = [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)]
+        plain = all(k == 1 for k in w.shape[1:3]) and stride == [1, 1] and not any(pad)
+        geometry: Any = (pads, list(w.shape[1:3]), stride, dil, list(out_shape[1:3]), plain)
+        wm = w.reshape(oc, -1).T  # the kernel's own [K, OC] view (no copy of the weights)
+    else:
+        n_, ih, iw, c = x.shape
+        if to.tensor_size_problem([n_, ih + pad[0] + pad[1], iw + pad[2] + pad[3], c], 64, to.LEVEL_NONE) is not None:
+            return None
+        geometry = ((pad[0], pad[1], pad[2], pad[3]), tuple(stride), tuple(dil), tuple(out_shape[1:3]))
+        wm = w
+    return ConvClamp(conv, conv.opcode, geometry, wm, np.asarray(bias, np.float32).reshape(-1), lo, hi, out_shape)

@@ -132,6 +132,29 @@ def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: 
     return res
 
 
+def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation, plan: _Plan) -> np.ndarray:
+    """A float convolution and the CLAMP that alone reads its fresh result (an in-place CLAMP of the plan): run
+    through the two kernels the first time they meet an input shape and constant operands, then, when
+    :func:`chains.prepare_float` allows, as the prepared blocked chain (bias add and clip on each block of output
+    rows right after it is computed)."""
+    consts = tuple(ins[1:])
+    hit = plan.chains.get(conv.id)
+    if (hit is not None and hit[2] is not None and hit[0] == (ins[0].shape, ins[0].dtype)
+            and len(hit[1]) == len(consts) and all(a is b for a, b in zip(hit[1], consts))):
+        res: np.ndarray = hit[2].run(ins[0])
+        return res
+    (acc,) = evaluate_op(conv, ins)
+    if acc.flags.writeable and acc.dtype == np.float32:
+        res = clamp_inplace(clamp, [acc])
+    else:
+        (res,) = evaluate_op(clamp, [acc])
+    key = (ins[0].shape, ins[0].dtype)
+    if (hit is None or hit[0] != key) and all(not a.flags.writeable for a in consts) \
+            and ins[0].dtype == np.float32 and conv.operands[0].type.dtype is DType.FP32:
+        plan.chains[conv.id] = (key, consts, chains.prepare_float(conv, ins, clamp))
+    return res
+
+
 def _bind_inputs(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[int, np.ndarray]:
     env: dict[int, np.ndarray] = {}
     if isinstance(inputs, Mapping):
@@ -182,7 +205,8 @@ class _Plan:
     frees: list[list[int]]
     consts: list[Operation]
     inplace: set[int]
-    #: integer convolution op id -> the RESCALE that alone reads its i32 result, right after it (see _run_fused)
+    #: integer convolution op id -> the RESCALE that alone reads its i32 result, right after it (see _run_fused); float
+    #: convolution op id -> the in-place CLAMP right after it (see _run_fused_clamp)
     fused: dict[int, Operation]
     #: per CONST op id: (its values array, a read-only view of it) - kernels cannot write into the graph's
     #: constants, and their prepared forms (converted weights, bounds) are cached by the view's identity
@@ -236,12 +260,14 @@ def _plan(graph: Graph) -> _Plan:
         if op.opcode not in ACCUMULATORS or op.dialect != "tosa" or len(op.results) != 1:
             continue
         v = op.results[0]
-        if v.dtype is not DType.INT32 or readers.get(v.id) != 1 or v.id in keep:
+        if readers.get(v.id) != 1 or v.id in keep:
             continue
         # the reader must come next (CONSTs aside): running it early then changes no order of effects
         nxt = next((o for o in order[i + 1:] if o.opcode != "CONST"), None)
-        if (nxt is not None and nxt.opcode == "RESCALE" and nxt.dialect == "tosa" and nxt.operands
-                and nxt.operands[0] is v and all(u is not v for u in nxt.operands[1:])):
+        if nxt is None or nxt.dialect != "tosa" or not nxt.operands or nxt.operands[0] is not v:
+            continue
+        if (v.dtype is DType.INT32 and nxt.opcode == "RESCALE" and all(u is not v for u in nxt.operands[1:])) \
+                or (nxt.id in inplace and len(nxt.operands) == 1):
             fused[op.id] = nxt
     plan = _Plan(key, order, frees, consts, inplace, fused)
     _PLANS[graph] = plan
@@ -304,7 +330,10 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             ins.append(env[v.id])
         t0 = time.perf_counter() if prof is not None else 0.0
         partner = fused.get(op.id)
-        done = _run_fused(op, ins, partner, env, plan) if partner is not None else None
+        done = None
+        if partner is not None:
+            done = _run_fused(op, ins, partner, env, plan) if partner.opcode == "RESCALE" else \
+                _run_fused_clamp(op, ins, partner, plan)
         if done is not None:
             assert partner is not None
             env[partner.results[0].id] = done
@@ -315,7 +344,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
         else:
             outs = evaluate_op(op, ins)
         if prof is not None:
-            key = f"{op.name}+RESCALE#{op.id}" if done is not None else f"{op.name}#{op.id}"
+            key = f"{op.name}+{partner.opcode}#{op.id}" if done is not None and partner else f"{op.name}#{op.id}"
             prof[key] = prof.get(key, 0.0) + time.perf_counter() - t0
         for r, a in zip(op.results, outs):
             env[r.id] = a

@@ -447,13 +447,15 @@ def _padded(x: np.ndarray, pads: list[tuple[int, int]], value: float, dtype: Any
 
 
 def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: int, ft: Any,
-                      geo: tuple[tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int]]) -> np.ndarray:
+                      geo: tuple[tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int]],
+                      band_done: Callable[[np.ndarray, int, int], None] | None = None) -> np.ndarray:
     """sum over the taps of x[n, oy*sy + ky*dy - pt, ox*sx + kx*dx - pl, c] * wm[ky, kx, c(, m)] on the input padded
     with ``pad_value``, as einsums over the strided windows of the padded input ([N, OH, OW, C] or
     [N, OH, OW, C, M] in ``ft``).  Used where padding provably adds nothing (zero padding and finite float weights;
     ``input_zp`` padding and zero-point-free integer products).  Output rows go in bands of about
     :data:`DW_BAND` padded input elements: only a band of the input is ever padded (peak memory stays near the
-    input and output, not a padded copy of the whole input)."""
+    input and output, not a padded copy of the whole input).  ``band_done(res, r0, r1)``, when given, is called after
+    each band (output rows ``[r0, r1)``), while they are still in cache."""
     (pt, pb, pl, pr), (sy, sx), (dy, dx), (oh, ow) = geo
     n_, ih, iw, c = x.shape
     kh, kw, _, mm = wm.shape
@@ -481,12 +483,14 @@ def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: i
                 np.einsum("nhqij,ijq->nhq", rows, wt[..., 0], out=res_m[:, r0:r1])
             else:
                 np.einsum("nhqij,ijqm->nhqm", rows, wt, out=res_m[:, r0:r1])
-            continue
-        win = windows(xp, [kh, kw], [sy, sx], [dy, dx], [r1 - r0, ow])
-        if mm == 1:
-            np.einsum("nhwijc,ijc->nhwc", win, wm[..., 0], out=res[:, r0:r1])
         else:
-            np.einsum("nhwijc,ijcm->nhwcm", win, wm, out=res[:, r0:r1])
+            win = windows(xp, [kh, kw], [sy, sx], [dy, dx], [r1 - r0, ow])
+            if mm == 1:
+                np.einsum("nhwijc,ijc->nhwc", win, wm[..., 0], out=res[:, r0:r1])
+            else:
+                np.einsum("nhwijc,ijcm->nhwcm", win, wm, out=res[:, r0:r1])
+        if band_done is not None:
+            band_done(res, r0, r1)
     return res
 
 
