@@ -34,12 +34,15 @@ from ..ir.types import DType
 from . import tensor_ops as to
 from .registry import bind, catalogue_attr, int_list, scalar
 
+try:  # the clip ufunc itself (np.clip's Python wrapper costs more than a cached block's clip)
+    from numpy._core.umath import clip as _uclip
+except ImportError:  # pragma: no cover - numpy 1.x
+    from numpy.core.umath import clip as _uclip
+
 #: every integer of magnitude below this is exact in float64
 _EXACT = 1 << 53
 #: output elements per block of the chain (the float64 scratch of a block: 256 KiB)
 CHAIN_BLOCK = 1 << 15
-#: fewest rows of a GEMM block (fewer make BLAS slower than the passes the blocking keeps in cache save)
-GEMM_ROWS = 256
 _SIGN_BIT = np.int64(-(1 << 63))
 
 
@@ -72,7 +75,7 @@ class ConvRescale:
         rows = max(1, CHAIN_BLOCK // oc)
         if self.kind == "CONV2D":
             cols = self._cols(x)
-            rows = max(rows, GEMM_ROWS)
+            rows = max(rows, to.GEMM_ROWS)
             n = min(rows, cols.shape[0])
             acc = np.empty((n, oc), self.ft)
             scratch = _Scratch(self, n, oc)
@@ -138,7 +141,7 @@ class _Scratch:
             np.bitwise_or(sb, self.dbits[:k], out=sb)
             b += sb.view(np.float64)
         b += self.c[:k]
-        np.clip(b, 0.0, p.span, out=b)
+        _uclip(b, 0.0, p.span, out=b)
         np.copyto(ob, b, casting="unsafe")
         if p.lo_u:
             np.add(ob, p.lo_u, out=ob)
@@ -238,9 +241,9 @@ class ConvClamp:
     hi: np.float32
     out_shape: tuple[int, ...]
 
-    def _clip(self, a: np.ndarray) -> None:
-        a += self.bias
-        np.clip(a, self.lo, self.hi, out=a)  # hi != 0: the spec's max-then-min order (see activation._float_clamp)
+    def _clip(self, a: np.ndarray, bias: np.ndarray) -> None:
+        a += bias  # bias tiled to the block: a same-shape add runs at full vector speed
+        _uclip(a, self.lo, self.hi, out=a)  # hi != 0: the spec's max-then-min order (see activation._float_clamp)
 
     def run(self, x: np.ndarray) -> np.ndarray:
         if self.kind == "CONV2D":
@@ -251,18 +254,15 @@ class ConvClamp:
             else:
                 cols = to.windows(np.pad(x, pads), ks, stride, dil, outs).reshape(m, -1)
             oc = self.w.shape[1]
-            out = np.empty((m, oc), np.float32)
-            rows = max(GEMM_ROWS, CHAIN_BLOCK // oc)
-            for i in range(0, m, rows):
-                blk = out[i:i + rows]
-                np.matmul(cols[i:i + rows], self.w, out=blk)
-                self._clip(blk)
+            bias = _tile(self.bias, min(max(to.GEMM_ROWS, to.GEMM_BLOCK // oc), m), oc)
+            out = to.gemm_rows(cols, self.w, lambda blk, _i: self._clip(blk, bias[:blk.shape[0]]))
             return out.reshape(self.out_shape)
-        oc = self.bias.shape[0] if self.bias.size > 1 else self.out_shape[-1]
+        oc = self.out_shape[-1]
+        bias = _tile(self.bias, self.out_shape[2], oc)  # one output row: the add's inner loop runs along OW*C
 
         def band(res: np.ndarray, r0: int, r1: int) -> None:
             b = res[:, r0:r1]
-            self._clip(b.reshape(*b.shape[:3], oc) if b.ndim == 5 else b)  # channel c*M + m
+            self._clip(b.reshape(*b.shape[:3], oc) if b.ndim == 5 else b, bias)  # channel c*M + m
 
         res = to._depthwise_einsum(self.op, x, self.w, 0, np.float32, self.geometry, band)
         return res.reshape(self.out_shape)
@@ -292,11 +292,10 @@ def prepare_float(conv: Operation, ins: list[np.ndarray], clamp: Operation) -> C
     if len(out_shape) != len(dims) or dims != tuple(clamp.results[0].type.shape) or x.shape[0] != out_shape[0]:
         return None
     if conv.opcode == "CONV2D":
-        oc = w.shape[0]
         pads = [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)]
         plain = all(k == 1 for k in w.shape[1:3]) and stride == [1, 1] and not any(pad)
         geometry: Any = (pads, list(w.shape[1:3]), stride, dil, list(out_shape[1:3]), plain)
-        wm = w.reshape(oc, -1).T  # the kernel's own [K, OC] view (no copy of the weights)
+        wm = to.float_weight_matrix(w, np.float32)  # the kernel's own GEMM operand
     else:
         n_, ih, iw, c = x.shape
         if to.tensor_size_problem([n_, ih + pad[0] + pad[1], iw + pad[2] + pad[3], c], 64, to.LEVEL_NONE) is not None:

@@ -190,6 +190,42 @@ def _finish_int(op: Operation, acc: np.ndarray, bias: np.ndarray, bias_index: np
     return nm.apply_add_s(acc, bb, ot)
 
 
+#: fewest rows of a float GEMM block (fewer make BLAS slower than the passes the blocking keeps in cache save)
+GEMM_ROWS = 256
+#: output elements per GEMM block beyond GEMM_ROWS rows (a block and its epilogue stay in cache)
+GEMM_BLOCK = 1 << 15
+#: largest float weight (elements) kept as a row-major [K, OC] copy (BLAS runs a row block faster on it)
+SMALL_WEIGHT = 1 << 16
+
+
+def float_weight_matrix(w: np.ndarray, ft: Any) -> np.ndarray:
+    """A float convolution weight [OC, ...] as the [K, OC] GEMM operand in ``ft``: a row-major copy for a small
+    weight (made once per constant), else the transposed view (no copy of a large weight)."""
+    oc = w.shape[0]
+
+    def make() -> np.ndarray:
+        wm = w.astype(ft, copy=False).reshape(oc, -1).T
+        return np.ascontiguousarray(wm) if wm.size <= SMALL_WEIGHT else wm
+
+    return _prepared(w, ("rows", np.dtype(ft).char), make)  # type: ignore[no-any-return]
+
+
+def gemm_rows(cols: np.ndarray, wm: np.ndarray, each: Callable[[np.ndarray, int], None] | None = None
+              ) -> np.ndarray:
+    """``cols @ wm`` (float), one BLAS call per block of rows; ``each(block, first_row)``, when given, runs on each
+    block right after it is computed, while it is in cache.  The kernel and the prepared chain both use this: the
+    same calls, so the same sums, on every run."""
+    m, oc = cols.shape[0], wm.shape[1]
+    out = np.empty((m, oc), np.result_type(cols, wm))
+    rows = max(GEMM_ROWS, GEMM_BLOCK // max(1, oc))
+    for i in range(0, m, rows):
+        blk = out[i:i + rows]
+        np.matmul(cols[i:i + rows], wm, out=blk)
+        if each is not None:
+            each(blk, i)
+    return out
+
+
 def _int_operand(a: np.ndarray, zp: int, ft: type[np.floating] | None) -> np.ndarray:
     """``a - zp`` in the exact accumulation type (``ft``, or int64)."""
     out = a.astype(ft if ft is not None else np.int64)
@@ -240,13 +276,13 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int, raw: bool = False) -
         if any(pad) and not _prepared(w, "finite", lambda: bool(np.isfinite(w).all())):
             acc = _conv_by_taps(x.astype(fdt()), w.astype(fdt()), pad, stride, dil, outs)
             return to_out(_float_bias(op, acc, bias), op)
-        wm = w.astype(fdt(), copy=False).reshape(oc, kk).T
+        wm = float_weight_matrix(w, fdt())
         if all(k == 1 for k in ks) and all(s == 1 for s in stride) and not any(pad):
             cols = x.astype(fdt(), copy=False).reshape(m, ic)
         else:
             xp = np.pad(x.astype(fdt(), copy=False), pads)
             cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
-        acc = cols @ wm
+        acc = gemm_rows(cols, wm)
         return to_out(_float_bias(op, acc.reshape(n_, *outs, oc), bias), op)
     prep = _prepared(w, ("gemm", wzp), lambda: _GemmWeights(w.reshape(oc, kk), wzp))
     lo, hi = in_dtype(op, 0).range()
