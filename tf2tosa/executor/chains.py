@@ -34,10 +34,8 @@ from ..ir.types import DType
 from . import tensor_ops as to
 from .registry import bind, catalogue_attr, int_list, scalar
 
-try:  # the clip ufunc itself (np.clip's Python wrapper costs more than a cached block's clip)
-    from numpy._core.umath import clip as _uclip
-except ImportError:  # pragma: no cover - numpy 1.x
-    from numpy.core.umath import clip as _uclip
+#: the clip ufunc itself (np.clip's Python wrapper costs more than a cached block's clip); numpy 1.x and 2.x
+_uclip: Any = (getattr(np, "_core", None) or np.core).umath.clip
 
 #: every integer of magnitude below this is exact in float64
 _EXACT = 1 << 53
