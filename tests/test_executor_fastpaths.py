@@ -671,3 +671,60 @@ def test_prepared_float_conv_clamp_chain(kind: str, k: int, stride: int) -> None
         assert np.all(np.abs(out[names[1]] - np.clip(ref, -0.6, 0.0)) <= tol)
     assert np.array_equal(runs[0][names[0]], runs[1][names[0]])
     assert (runs[1][names[0]] == np.float32(0.7)).any() and (runs[1][names[0]] == np.float32(-0.6)).any()
+
+
+@pytest.mark.parametrize("out_t,in_u,out_u,double", [(D.INT32, False, False, False), (D.INT8, False, False, True),
+                                                     (D.INT8, True, False, True), (D.INT8, False, True, False),
+                                                     (D.INT16, False, False, True)])
+def test_rescale_of_an_8_bit_input_by_table(out_t: D, in_u: bool, out_u: bool, double: bool) -> None:
+    """A RESCALE of an 8-bit input by one multiplier is, from its second run on, a 256-entry table (made by the
+    kernel on every code): both runs equal RESCALE on Python integers (S11743-11756 and the zero-point and unsigned
+    rules of RESCALE) for every code."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    x = np.tile(np.arange(-128, 128, dtype=np.int8), 9).reshape(2, 3, 384)  # every code, several times
+    mult, shift = 1_518_500_250, {D.INT32: 20, D.INT16: 25, D.INT8: 32}[out_t]
+    izp, ozp = (-128 if in_u else 17), (0 if out_t is not D.INT8 else (-128 if out_u else -9))
+    b = GraphBuilder("table")
+    b.add("RESCALE", [In(x, D.INT8), Const(np.array([mult]), D.INT32), Const(np.array([shift]), D.INT8),
+                      Const(np.array([izp]), D.INT8), Const(np.array([ozp]), out_t)], out_t,
+          {"scale32": True, "rounding_mode": "DOUBLE_ROUND" if double else "SINGLE_ROUND", "per_channel": False,
+           "input_unsigned": in_u, "output_unsigned": out_u})
+    bits = {D.INT8: 8, D.INT16: 16, D.INT32: 32}[out_t]
+    lo, hi = (0, (1 << bits) - 1) if out_u else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    izp_v, ozp_v = (izp & 0xFF if in_u else izp), (ozp & ((1 << bits) - 1) if out_u else ozp)
+    want = []
+    for code in x.reshape(-1).tolist():
+        v = (code & 0xFF) if in_u else code
+        r = _rescale_scalar(v, mult, shift, izp_v, ozp_v, lo, hi, double)
+        want.append(r - (1 << bits) if out_u and r >= 1 << (bits - 1) else r)  # stored as the signed bit pattern
+    name = b.graph.outputs[0].name
+    first = run(b.graph, b.feed)[name]
+    (entry,) = _plan(b.graph).chains.values()
+    assert entry[2] is not None and entry[2].shape == (256,)
+    second = run(b.graph, b.feed)[name]
+    assert first.reshape(-1).tolist() == want and second.reshape(-1).tolist() == want
+    assert len(set(want)) > 60
+
+
+def test_rescale_table_not_made_when_a_code_fails_a_require() -> None:
+    """When some 8-bit code breaks apply_scale_32's value REQUIRE no table is made: data without that code runs,
+    data with it is still UNPREDICTABLE, on every run."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor import run_checked
+    from tf2tosa.executor.runner import _plan
+
+    x = np.arange(-20, 20, dtype=np.int8).reshape(1, 40)
+    b = GraphBuilder("table_require")
+    b.add("RESCALE", [In(x, D.INT8, name="x"), Const(np.array([1 << 30]), D.INT32), Const(np.array([6]), D.INT8),
+                      Const(np.array([0]), D.INT8), Const(np.array([0]), D.INT32)], D.INT32,
+          {"scale32": True, "rounding_mode": "SINGLE_ROUND", "per_channel": False, "input_unsigned": False,
+           "output_unsigned": False})  # |value| < 2^5 required
+    for _ in range(2):
+        assert run_checked(b.graph, b.feed, validate=False).ok
+    assert [e[2] for e in _plan(b.graph).chains.values()] == [None]
+    bad = {"x": np.full((1, 40), 40, np.int8)}
+    for _ in range(2):
+        res = run_checked(b.graph, bad, validate=False)
+        assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message
