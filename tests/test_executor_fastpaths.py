@@ -590,8 +590,8 @@ def test_prepared_conv_rescale_chain_on_adversarial_extremes(kind: str, k: int, 
 
     rng = np.random.default_rng(31 + k + abs(ozp))
     izp, wzp, c = -128, 0, 4
-    x = np.where(rng.random((1, 9, 7, c)) < 0.5, rng.choice([-128, 127], (1, 9, 7, c)),
-                 rng.integers(-128, 128, (1, 9, 7, c))).astype(np.int8)
+    x = np.where(rng.random((1, 33, 31, c)) < 0.5, rng.choice([-128, 127], (1, 33, 31, c)),
+                 rng.integers(-128, 128, (1, 33, 31, c))).astype(np.int8)  # 1023 rows: tiled and ragged
     if kind == "CONV2D":
         w = rng.choice([-127, 127, 0, 1, -1], (6, k, k, c)).astype(np.int8)
         oc, attrs = 6, {"pad": [k // 2] * 4, "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT32"}

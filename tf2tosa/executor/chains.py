@@ -64,25 +64,31 @@ class ConvRescale:
     lo_u: Any  # lo modulo 2^bits, in the unsigned type
     out_shape: tuple[int, ...]
     out_dtype: np.dtype
+    #: the per-channel constants tiled for the blocks, made on the first run
+    tiles: _Tiles | None = None
 
     def run(self, x: np.ndarray) -> np.ndarray:
         """The RESCALE's result for convolution input ``x`` (same shape and dtype as when prepared)."""
         oc = self.shift.shape[0]
         out = np.empty(self.out_shape, self.out_dtype)
         o2 = out.reshape(-1, oc).view(np.dtype(f"u{self.out_dtype.itemsize}"))
-        rows = max(1, CHAIN_BLOCK // oc)
+        t = self.tiles
+        if t is None:
+            t = self.tiles = _Tiles(self, oc)
+        rows = max(t.r, CHAIN_BLOCK // oc // t.r * t.r)  # a multiple of the tiles' rows
         if self.kind == "CONV2D":
             cols = self._cols(x)
-            rows = max(rows, to.GEMM_ROWS)
+            if rows < to.GEMM_ROWS:
+                rows = -(-to.GEMM_ROWS // t.r) * t.r
             n = min(rows, cols.shape[0])
             acc = np.empty((n, oc), self.ft)
-            scratch = _Scratch(self, n, oc)
+            scratch = _Scratch(t, n, oc)
             for i in range(0, cols.shape[0], rows):
                 a = acc[:min(rows, cols.shape[0] - i)]
                 np.matmul(cols[i:i + rows], self.wm, out=a)
                 scratch.finish(a, o2[i:i + rows])
             return out
-        scratch = _Scratch(self, min(rows, o2.shape[0]), oc)
+        scratch = _Scratch(t, min(rows, o2.shape[0]), oc)
         if x.shape[0] == 1:
             # each band of output rows is rescaled right after its einsum, while it is in cache
             o4 = o2.reshape(self.out_shape)
@@ -109,36 +115,70 @@ class ConvRescale:
         return to.windows(xp, ks, stride, dil, outs).reshape(m, -1)
 
 
-class _Scratch:
-    """The per-run scratch buffers of a chain's blocks and the per-channel constants tiled to a block."""
+#: fewest elements of a tiled per-channel constant (the inner loop of a same-shape operation runs along them)
+TILE = 1 << 10
 
-    def __init__(self, p: ConvRescale, n: int, c: int) -> None:
+
+class _Tiles:
+    """A chain's per-channel constants tiled to ``r`` rows (at least :data:`TILE` elements; made once per chain):
+    a block of rows is operated on as ``[k / r, r * C]`` against them, so numpy's inner loop runs along ``r * C``
+    contiguous elements instead of C."""
+
+    def __init__(self, p: ConvRescale, c: int) -> None:
         self.p = p
-        self.shift = _tile(p.shift, n, c)
-        self.f = _tile(p.f, n, c)
-        self.c = _tile(p.c, n, c)
-        self.dbits = _tile(p.dbits, n, c) if p.dbits is not None else None
+        self.r = max(1, -(-TILE // c))
+        self.shift = self._tile(p.shift, c)
+        self.f = self._tile(p.f, c)
+        self.c = self._tile(p.c, c)
+        self.dbits = self._tile(p.dbits, c) if p.dbits is not None else None
+
+    def _tile(self, v: np.ndarray, c: int) -> Any:
+        if v.size == 1:
+            return v.reshape(())[()]  # a numpy scalar of v's type
+        return np.ascontiguousarray(np.broadcast_to(v.reshape(-1), (self.r, c))).reshape(-1)
+
+
+def _per_channel(fn: Any, a: np.ndarray, t: Any, r: int, out: np.ndarray | None = None) -> None:
+    """``fn(a, t, out=out)`` for a contiguous block ``a`` [k, C] and a constant tiled to ``r`` rows (or a scalar)."""
+    o = a if out is None else out
+    if not isinstance(t, np.ndarray):
+        fn(a, t, out=o)
+        return
+    k, c = a.shape
+    q = k - k % r
+    if q:
+        fn(a[:q].reshape(-1, r * c), t, out=o[:q].reshape(-1, r * c))
+    if k > q:
+        fn(a[q:], t[:(k - q) * c].reshape(k - q, c), out=o[q:])
+
+
+class _Scratch:
+    """The per-run scratch buffers of a chain's blocks."""
+
+    def __init__(self, t: _Tiles, n: int, c: int) -> None:
+        self.t = t
         self.b = np.empty((n, c), np.float64)
-        self.sb = np.empty((n, c), np.int64) if p.dbits is not None else None
+        self.sb = np.empty((n, c), np.int64) if t.dbits is not None else None
 
     def finish(self, a: np.ndarray, ob: np.ndarray) -> None:
         """``ob`` (unsigned view of the output rows) from the block's raw accumulator ``a`` (written over)."""
         k = a.shape[0]
-        p = self.p
-        a += self.shift[:k]  # exact: the plan's bound holds the sum in ft
+        t = self.t
+        p, r = t.p, t.r
+        _per_channel(np.add, a, t.shift, r)  # exact: the plan's bound holds the sum in ft
         if a.dtype == np.float64:
             b = a
         else:
             b = self.b[:k]
             np.copyto(b, a)
-        b *= self.f[:k]  # v * m * 2^-s, exact (|v * m| < 2^53)
-        if self.dbits is not None:
+        _per_channel(np.multiply, b, t.f, r)  # v * m * 2^-s, exact (|v * m| < 2^53)
+        if t.dbits is not None:
             assert self.sb is not None
             sb = self.sb[:k]
             np.bitwise_and(b.view(np.int64), _SIGN_BIT, out=sb)  # ±2^(30-s) with the sign of v * m
-            np.bitwise_or(sb, self.dbits[:k], out=sb)
+            _per_channel(np.bitwise_or, sb, t.dbits, r)
             b += sb.view(np.float64)
-        b += self.c[:k]
+        _per_channel(np.add, b, t.c, r)
         _uclip(b, 0.0, p.span, out=b)
         np.copyto(ob, b, casting="unsafe")
         if p.lo_u:
