@@ -728,3 +728,38 @@ def test_rescale_table_not_made_when_a_code_fails_a_require() -> None:
     for _ in range(2):
         res = run_checked(b.graph, bad, validate=False)
         assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message
+
+
+def test_conv_rescale_chain_checked_on_the_data_when_the_bound_does_not_prove_it() -> None:
+    """Where the weight bound cannot prove RESCALE's value REQUIRE (a small shift), the prepared chain checks each
+    block's extremes: small data takes the chain and equals the pseudo-code; data past the limit goes back through
+    the kernels, which report the REQUIRE at the RESCALE - on every run."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor import run_checked
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(51)
+    w = rng.integers(-127, 128, (6, 1, 1, 8)).astype(np.int8)
+    bias = rng.integers(-50, 50, 6).astype(np.int32)
+    small = rng.integers(-3, 4, (1, 40, 40, 8)).astype(np.int8)  # |acc| <= 3 * 8 * 127 + 50 < 2^12
+    b = GraphBuilder("chain_checked")
+    (acc,) = b.add("CONV2D", [In(small, D.INT8, name="x"), Const(w, D.INT8), Const(bias, D.INT32),
+                              Const(np.array([0]), D.INT8), Const(np.array([0]), D.INT8)], D.INT32,
+                   {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT32"}, output=False)
+    mult = rng.integers(1 << 30, 1 << 31, 6)
+    b.add("RESCALE", [acc, Const(mult, D.INT32), Const(np.full(6, 13), D.INT8), Const(np.array([0]), D.INT32),
+                      Const(np.array([3]), D.INT8)], D.INT8,
+          {"scale32": True, "rounding_mode": "SINGLE_ROUND", "per_channel": True, "input_unsigned": False,
+           "output_unsigned": False})  # |v| < 2^12 required; the bound allows 128 * 8 * 127 + 50
+    ref = _conv_reference(small, w, bias, 0, 0, 0)
+    want = np.array([_rescale_scalar(int(ref[i]), int(mult[i[-1]]), 13, 0, 3, -128, 127, False)
+                     for i in np.ndindex(ref.shape)]).reshape(ref.shape)
+    for _ in range(2):
+        res = run_checked(b.graph, b.feed, validate=False)
+        assert res.ok and np.array_equal(res.outputs[b.graph.outputs[0].name], want)
+    (entry,) = _plan(b.graph).chains.values()
+    assert entry[2] is not None and entry[2].vlimit == (1 << 12) - 1
+    big = {"x": np.full((1, 40, 40, 8), 100, np.int8)}
+    for _ in range(2):
+        res = run_checked(b.graph, big, validate=False)
+        assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message and "RESCALE" in str(res.op)

@@ -23,7 +23,6 @@ the per-channel bias term, the float64 scaling, the clip and the narrowing cast.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +47,9 @@ _SIGN_BIT = np.int64(-(1 << 63))
 class ConvRescale:
     """A CONV2D / DEPTHWISE_CONV2D → RESCALE pair proven to need no data-dependent check (see the module text)."""
 
+    #: None when the weight bound proves the RESCALE exact and its REQUIREs, else the largest |v| for which they hold
+    #: (checked on each block's extremes)
+    vlimit: float | None
     op: Operation
     kind: str
     #: CONV2D: (pads for np.pad, kernel, stride, dilation, output spatial sizes, 1x1-stride-1-unpadded);
@@ -67,8 +69,15 @@ class ConvRescale:
     #: the per-channel constants tiled for the blocks, made on the first run
     tiles: _Tiles | None = None
 
-    def run(self, x: np.ndarray) -> np.ndarray:
-        """The RESCALE's result for convolution input ``x`` (same shape and dtype as when prepared)."""
+    def run(self, x: np.ndarray) -> np.ndarray | None:
+        """The RESCALE's result for convolution input ``x`` (same shape and dtype as when prepared); None when a
+        block's extremes leave the proven range (the caller then runs the kernels, which check every element)."""
+        try:
+            return self._run(x)
+        except _Unproven:
+            return None
+
+    def _run(self, x: np.ndarray) -> np.ndarray:
         oc = self.shift.shape[0]
         out = np.empty(self.out_shape, self.out_dtype)
         o2 = out.reshape(-1, oc).view(np.dtype(f"u{self.out_dtype.itemsize}"))
@@ -113,6 +122,10 @@ class ConvRescale:
             return xf.reshape(m, x.shape[-1])
         xp = np.pad(xf, pads, constant_values=self.izp)
         return to.windows(xp, ks, stride, dil, outs).reshape(m, -1)
+
+
+class _Unproven(Exception):
+    """A block's values leave the range in which the chain is proven exact."""
 
 
 #: fewest elements of a tiled per-channel constant (the inner loop of a same-shape operation runs along them)
@@ -166,6 +179,8 @@ class _Scratch:
         t = self.t
         p, r = t.p, t.r
         _per_channel(np.add, a, t.shift, r)  # exact: the plan's bound holds the sum in ft
+        if p.vlimit is not None and a.size and not (-a.min() <= p.vlimit and a.max() <= p.vlimit):
+            raise _Unproven
         if a.dtype == np.float64:
             b = a
         else:
@@ -233,10 +248,14 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     bmax = float(np.abs(bias).max()) if bias.size else 0.0
     bound = zpb * prep.abs_sum + bmax  # |v| for the i32 value v the RESCALE reads
     smin, smax, mmax = int(s.min()), int(s.max()), int(m.max())
-    if not bound < 2 ** (smin - 1):  # RESCALE's value REQUIRE for every possible input
+    # the largest |v| for which RESCALE's value REQUIRE holds whatever the shift and every float64 step is exact
+    room = _EXACT - 1 - (1 << (smax - 1)) - (1 << 30) - (abs(ozp) + abs(lo) + 1) * (1 << smax)
+    limit = min((1 << (smin - 1)) - 1, room // mmax if mmax else room)
+    if limit < 0:
         return None
-    if math.ceil(bound) * mmax + (1 << (smax - 1)) + (1 << 30) + (abs(ozp) + abs(lo) + 1) * (1 << smax) >= _EXACT:
-        return None
+    # the bound proves it for every input, or each block's extremes are checked (a failing block sends the run back
+    # through the kernels, which check every element)
+    vlimit = None if bound <= limit else float(limit)
     big = s > 31
     dterm = np.ldexp(np.where(big, 1.0, 0.0), 30 - s) if double else np.zeros(s.shape)
     fold = not double or ozp == lo or not bool(np.any(big))
@@ -259,7 +278,7 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     if x.shape[0] != out_shape[0]:
         return None
     return ConvRescale(
-        conv, conv.opcode, geometry, izp, ft, wm, np.asarray(shift, ft).reshape(-1),
+        vlimit, conv, conv.opcode, geometry, izp, ft, wm, np.asarray(shift, ft).reshape(-1),
         np.ldexp(m.astype(np.float64), -s), np.asarray(c, np.float64).reshape(-1),
         None if fold else np.ldexp(np.where(big, 1.0, 0.0), 30 - s).view(np.int64),
         float(hi - lo), ut.type(lo % (1 << (8 * ut.itemsize))), out_shape, ot.np_dtype())
