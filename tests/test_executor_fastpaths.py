@@ -763,3 +763,70 @@ def test_conv_rescale_chain_checked_on_the_data_when_the_bound_does_not_prove_it
     for _ in range(2):
         res = run_checked(b.graph, big, validate=False)
         assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message and "RESCALE" in str(res.op)
+
+
+def _add_group(m: list[int], s: list[int], zps: list[int], op: str = "ADD", small: bool = False) -> Any:
+    """RESCALE(a), RESCALE(b) (i8 -> i32), ADD/SUB, RESCALE (i32 -> i8) on every pair of int8 codes (or on small
+    ones), as TFLite's int8 ADD lowers."""
+    from tests.executor_testing import GraphBuilder
+
+    codes = np.arange(-128, 128, dtype=np.int8)
+    xa, xb = np.repeat(codes, 256).reshape(1, 256, 256), np.tile(codes, 256).reshape(1, 256, 256)
+    if small:
+        xa, xb = xa // 64, xb // 64
+    b = GraphBuilder("add_group")
+    attrs = {"scale32": True, "rounding_mode": "SINGLE_ROUND", "per_channel": False, "input_unsigned": False,
+             "output_unsigned": False}
+    (ra,) = b.add("RESCALE", [In(xa, D.INT8, name="a"), Const(np.array([m[0]]), D.INT32),
+                              Const(np.array([s[0]]), D.INT8), Const(np.array([zps[0]]), D.INT8),
+                              Const(np.array([0]), D.INT32)], D.INT32, attrs, output=False)
+    (rb,) = b.add("RESCALE", [In(xb, D.INT8, name="b"), Const(np.array([m[1]]), D.INT32),
+                              Const(np.array([s[1]]), D.INT8), Const(np.array([zps[1]]), D.INT8),
+                              Const(np.array([0]), D.INT32)], D.INT32, attrs, output=False)
+    (acc,) = b.add(op, [ra, rb], D.INT32, output=False)
+    b.add("RESCALE", [acc, Const(np.array([m[2]]), D.INT32), Const(np.array([s[2]]), D.INT8),
+                      Const(np.array([0]), D.INT32), Const(np.array([zps[2]]), D.INT8)], D.INT8,
+          dict(attrs, rounding_mode="DOUBLE_ROUND"))
+    return b
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB"])
+def test_int8_add_group_by_pair_table(op: str) -> None:
+    """RESCALE, RESCALE, ADD/SUB, RESCALE on two int8 tensors is, from its second run on, a 65536-entry table made
+    by the kernels on every pair of codes: both runs equal the four ops on Python integers for every pair."""
+    from tf2tosa.executor.runner import _plan
+
+    m, s, zps = [1_431_655_765, 2_004_318_071, 1_717_986_918], [11, 12, 51], [-5, 9, -3]
+    b = _add_group(m, s, zps, op)
+    lo, hi = -(1 << 31), (1 << 31) - 1
+    want = []
+    for a in range(-128, 128):
+        va = _rescale_scalar(a, m[0], s[0], zps[0], 0, lo, hi, False)
+        for c in range(-128, 128):
+            vb = _rescale_scalar(c, m[1], s[1], zps[1], 0, lo, hi, False)
+            want.append(_rescale_scalar(va + vb if op == "ADD" else va - vb, m[2], s[2], 0, zps[2], -128, 127, True))
+    name = b.graph.outputs[0].name
+    first = run(b.graph, b.feed)[name]
+    (group,) = _plan(b.graph).groups.values()
+    assert [g.opcode for g in group] == ["RESCALE", "RESCALE", op, "RESCALE"]
+    assert [e[2] is not None for e in _plan(b.graph).chains.values()] == [True]
+    second = run(b.graph, b.feed)[name]
+    assert first.reshape(-1).tolist() == want and second.reshape(-1).tolist() == want
+    assert len(set(want)) > 150
+
+
+def test_int8_add_group_without_table_when_a_pair_fails_a_require() -> None:
+    """When some pair of codes breaks the last RESCALE's value REQUIRE no pair table is made: data without such a
+    pair runs, data with one is UNPREDICTABLE at that RESCALE, on every run."""
+    from tf2tosa.executor import run_checked
+    from tf2tosa.executor.runner import _plan
+
+    b = _add_group([(1 << 31) - 1, (1 << 31) - 1, 1 << 30], [8, 8, 26], [0, 0, 0], small=True)  # |a + b| < 2^25
+    ok = {"a": np.zeros((1, 256, 256), np.int8), "b": np.ones((1, 256, 256), np.int8)}
+    for _ in range(2):
+        assert run_checked(b.graph, ok, validate=False).ok
+    assert [e[2] for e in _plan(b.graph).chains.values()] == [None]
+    bad = {"a": np.full((1, 256, 256), 127, np.int8), "b": np.full((1, 256, 256), 127, np.int8)}
+    for _ in range(2):
+        res = run_checked(b.graph, bad, validate=False)
+        assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message and "RESCALE" in str(res.op)
