@@ -38,8 +38,8 @@ _uclip: Any = (getattr(np, "_core", None) or np.core).umath.clip
 
 #: every integer of magnitude below this is exact in float64
 _EXACT = 1 << 53
-#: output elements per block of the chain (the float64 scratch of a block: 256 KiB)
-CHAIN_BLOCK = 1 << 15
+#: output elements per block of the chain (the float64 scratch of a block: 512 KiB, in L2)
+CHAIN_BLOCK = 1 << 16
 _SIGN_BIT = np.int64(-(1 << 63))
 
 
@@ -62,10 +62,13 @@ class ConvRescale:
     f: np.ndarray  # per channel m * 2^-s (float64), [C] or [1]
     c: np.ndarray  # per channel 1/2 + output_zp - lo (+ 2^(30-s) when folded), float64 [C] or [1]
     dbits: np.ndarray | None  # per channel bit pattern of 2^(30-s) (int64), when the sign term needs the data
-    span: float  # hi - lo
+    span: int  # hi - lo
     lo_u: Any  # lo modulo 2^bits, in the unsigned type
     out_shape: tuple[int, ...]
     out_dtype: np.dtype
+    #: CONV2D with few input terms: [K + 1, OC] float64 ((w - wzp) * m * 2^-s, and the constant row), so that one
+    #: float64 GEMM of [x, 1] gives v * m * 2^-s + the rounding constant exactly (see prepare)
+    w64: np.ndarray | None = None
     #: the per-channel constants tiled for the blocks, made on the first run
     tiles: _Tiles | None = None
 
@@ -85,6 +88,16 @@ class ConvRescale:
         if t is None:
             t = self.tiles = _Tiles(self, oc)
         rows = max(t.r, CHAIN_BLOCK // oc // t.r * t.r)  # a multiple of the tiles' rows
+        if self.kind == "CONV2D" and self.w64 is not None:
+            cols = self._cols64(x)
+            if rows < to.GEMM_ROWS:
+                rows = to.GEMM_ROWS
+            scratch = _Scratch(t, min(rows, cols.shape[0]), oc)
+            for i in range(0, cols.shape[0], rows):
+                b = scratch.b[:min(rows, cols.shape[0] - i)]
+                np.matmul(cols[i:i + rows], self.w64, out=b)
+                scratch.narrow(b, o2[i:i + rows])
+            return out
         if self.kind == "CONV2D":
             cols = self._cols(x)
             if rows < to.GEMM_ROWS:
@@ -113,6 +126,16 @@ class ConvRescale:
         for i in range(0, acc.shape[0], rows):
             scratch.finish(acc[i:i + rows], o2[i:i + rows])
         return out
+
+    def _cols64(self, x: np.ndarray) -> np.ndarray:
+        """[x, 1]: the raw input terms of each output position (float64) and a one for the constant row."""
+        assert self.w64 is not None
+        m = x.shape[0] * int(np.prod(self.geometry[4]))
+        k = self.w64.shape[0] - 1
+        cols = np.empty((m, k + 1), np.float64)
+        np.copyto(cols[:, :k], x.reshape(m, k))  # 1x1, stride 1, no padding (prepare makes w64 for these only)
+        cols[:, k] = 1.0
+        return cols
 
     def _cols(self, x: np.ndarray) -> np.ndarray:
         pads, ks, stride, dil, outs, plain = self.geometry
@@ -172,6 +195,7 @@ class _Scratch:
         self.t = t
         self.b = np.empty((n, c), np.float64)
         self.sb = np.empty((n, c), np.int64) if t.dbits is not None else None
+        self.i32 = np.empty((n, c), np.int32)
 
     def finish(self, a: np.ndarray, ob: np.ndarray) -> None:
         """``ob`` (unsigned view of the output rows) from the block's raw accumulator ``a`` (written over)."""
@@ -194,8 +218,18 @@ class _Scratch:
             _per_channel(np.bitwise_or, sb, t.dbits, r)
             b += sb.view(np.float64)
         _per_channel(np.add, b, t.c, r)
-        _uclip(b, 0.0, p.span, out=b)
-        np.copyto(ob, b, casting="unsafe")
+        self.narrow(b, ob)
+
+    def narrow(self, b: np.ndarray, ob: np.ndarray) -> None:
+        """``ob`` = the bit pattern of ``clip(floor(b), 0, hi - lo) + lo`` (``b`` float64, written over)."""
+        p = self.t.p
+        # |b| < 2^30 + 2^17 < 2^31 (under the value REQUIRE apply_scale_32's result lies in (-2^30, 2^30], and
+        # |1/2 + output_zp - lo| < 2^17 for an 8- or 16-bit output): the cast to i32 truncates, and truncation and
+        # floor differ only below 0, which the clip makes 0 either way
+        i = self.i32[:b.shape[0]]
+        np.copyto(i, b, casting="unsafe")
+        _uclip(i, 0, p.span, out=i)
+        np.copyto(ob, i, casting="unsafe")
         if p.lo_u:
             np.add(ob, p.lo_u, out=ob)
 
@@ -277,11 +311,51 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
         return None
     if x.shape[0] != out_shape[0]:
         return None
+    f = np.ldexp(m.astype(np.float64), -s)
+    c_arr = np.asarray(c, np.float64).reshape(-1)
+    w64 = None
+    if conv.opcode == "CONV2D" and geometry[-1] and fold and vlimit is None and wm.shape[0] <= F64_GEMM_K:
+        w64 = _scaled_weights(prep, wm.shape[0], np.asarray(shift).reshape(-1), m, s, c_arr,
+                              max(abs(lo_i), abs(hi_i), abs(izp)), ozp, lo, oc)
     return ConvRescale(
-        vlimit, conv, conv.opcode, geometry, izp, ft, wm, np.asarray(shift, ft).reshape(-1),
-        np.ldexp(m.astype(np.float64), -s), np.asarray(c, np.float64).reshape(-1),
+        vlimit, conv, conv.opcode, geometry, izp, ft, wm, np.asarray(shift, ft).reshape(-1), f, c_arr,
         None if fold else np.ldexp(np.where(big, 1.0, 0.0), 30 - s).view(np.int64),
-        float(hi - lo), ut.type(lo % (1 << (8 * ut.itemsize))), out_shape, ot.np_dtype())
+        hi - lo, ut.type(lo % (1 << (8 * ut.itemsize))), out_shape, ot.np_dtype(), w64)
+
+
+#: most input terms (K) of a 1x1 CONV2D whose chain runs one float64 GEMM of scaled weights instead of float32 GEMM
+#: and four float64 passes (a float64 GEMM costs about twice float32's per term: below ~32 terms that is less)
+F64_GEMM_K = 32
+
+
+def _scaled_weights(prep: Any, k: int, shift: np.ndarray, m: np.ndarray, s: np.ndarray, c: np.ndarray,
+                    xmax: int, ozp: int, lo: int, oc: int) -> np.ndarray | None:
+    """[K + 1, OC] float64: rows ``(w - wzp) * m * 2^-s`` and a last row ``shift * m * 2^-s + c`` (``c`` = 1/2 +
+    output_zp - lo (+ 2^(30-s))), or None when a partial sum could leave 2^53.
+
+    For raw inputs ``|x| <= xmax`` every product ``x * (w - wzp) * m`` and the constant ``shift * m + 2^(s-1) +
+    (output_zp - lo) * 2^s (+ 2^30)`` are integers; scaled by 2^-s (exact) every partial sum of ``[x, 1] @ W`` in any
+    order is 2^-s times an integer of magnitude at most ``(xmax * max sum |w - wzp| + max|shift|) * max(m) + 2^(s-1)
+    + (|output_zp| + |lo| + 1) * 2^s + 2^30``; below 2^53 each is exact, and the result is RESCALE's
+    ``T * 2^-s`` (module text)."""
+    mm = np.broadcast_to(m, (oc,)).astype(np.int64)
+    ss = np.broadcast_to(s, (oc,)).astype(np.int64)
+    smax, mmax = int(ss.max()), int(mm.max())
+    smax_shift = int(np.abs(shift).max()) if shift.size else 0
+    reach = (int(xmax) * int(prep.abs_sum) + smax_shift) * mmax + (1 << (smax - 1)) + (1 << 30) \
+        + (abs(ozp) + abs(lo) + 1) * (1 << smax)
+    if reach >= _EXACT:
+        return None
+    w = prep.matrix(np.float64)  # [K, OC]: w - wzp, exact
+    cc = np.broadcast_to(c, (oc,))
+    last = np.empty(oc, np.float64)
+    for j in range(oc):  # the constant row from Python integers: shift * m may not be exact in float64 alone
+        scaled = int(shift[j]) * int(mm[j]) + int(np.ldexp(float(cc[j]), int(ss[j])))
+        last[j] = np.ldexp(float(scaled), -int(ss[j]))
+    out = np.empty((k + 1, oc), np.float64)
+    np.multiply(w, np.ldexp(mm.astype(np.float64), -ss), out=out[:k])
+    out[k] = last
+    return out
 
 
 @dataclass
