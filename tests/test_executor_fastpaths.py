@@ -621,6 +621,8 @@ def test_prepared_conv_rescale_chain_on_adversarial_extremes(kind: str, k: int, 
     assert chain[0][2].dbits is (None if ozp == -128 or not double else chain[0][2].dbits)
     # a 1x1 CONV2D with few input terms and no sign term: one float64 GEMM of scaled weights and a constant row
     assert (chain[0][2].w64 is not None) == (kind == "CONV2D" and k == 1 and (ozp == -128 or not double))
+    # ... and without a sign term the bias term joins the float64 constant (no pass adding it to the accumulator)
+    assert chain[0][2].folded == (ozp == -128 or not double)
     second = run(b.graph, b.feed)[name]
     assert np.array_equal(first, want) and np.array_equal(second, want)
     assert len(set(want.reshape(-1).tolist())) > 20  # not only saturated outputs

@@ -23,6 +23,7 @@ the per-channel bias term, the float64 scaling, the clip and the narrowing cast.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,9 +67,11 @@ class ConvRescale:
     lo_u: Any  # lo modulo 2^bits, in the unsigned type
     out_shape: tuple[int, ...]
     out_dtype: np.dtype
-    #: CONV2D with few input terms: [K + 1, OC] float64 ((w - wzp) * m * 2^-s, and the constant row), so that one
-    #: float64 GEMM of [x, 1] gives v * m * 2^-s + the rounding constant exactly (see prepare)
+    #: 1x1 CONV2D with few input terms: [K + 1, OC] float64 ((w - wzp) * m * 2^-s, and the constant row), so that
+    #: one float64 GEMM of [x, 1] gives v * m * 2^-s + the rounding constant exactly (see prepare)
     w64: np.ndarray | None = None
+    #: ``c`` holds ``shift * m * 2^-s`` too (the raw accumulator is scaled without adding the shift first)
+    folded: bool = False
     #: the per-channel constants tiled for the blocks, made on the first run
     tiles: _Tiles | None = None
 
@@ -147,6 +150,11 @@ class ConvRescale:
         return to.windows(xp, ks, stride, dil, outs).reshape(m, -1)
 
 
+#: most input terms (K) of a 1x1 CONV2D whose chain runs one float64 GEMM of scaled weights instead of float32 GEMM
+#: and four float64 passes (a float64 GEMM costs about twice float32's per term: below ~32 terms that is less)
+F64_GEMM_K = 32
+
+
 class _Unproven(Exception):
     """A block's values leave the range in which the chain is proven exact."""
 
@@ -202,9 +210,10 @@ class _Scratch:
         k = a.shape[0]
         t = self.t
         p, r = t.p, t.r
-        _per_channel(np.add, a, t.shift, r)  # exact: the plan's bound holds the sum in ft
-        if p.vlimit is not None and a.size and not (-a.min() <= p.vlimit and a.max() <= p.vlimit):
-            raise _Unproven
+        if not p.folded:
+            _per_channel(np.add, a, t.shift, r)  # exact: the plan's bound holds the sum in ft
+            if p.vlimit is not None and a.size and not (-a.min() <= p.vlimit and a.max() <= p.vlimit):
+                raise _Unproven
         if a.dtype == np.float64:
             b = a
         else:
@@ -313,48 +322,34 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
         return None
     f = np.ldexp(m.astype(np.float64), -s)
     c_arr = np.asarray(c, np.float64).reshape(-1)
-    w64 = None
-    if conv.opcode == "CONV2D" and geometry[-1] and fold and vlimit is None and wm.shape[0] <= F64_GEMM_K:
-        w64 = _scaled_weights(prep, wm.shape[0], np.asarray(shift).reshape(-1), m, s, c_arr,
-                              max(abs(lo_i), abs(hi_i), abs(izp)), ozp, lo, oc)
+    w64, folded = None, False
+    shift_i = np.asarray(shift).reshape(-1)
+    mm, ss = np.broadcast_to(m, (oc,)).astype(np.int64), np.broadcast_to(s, (oc,)).astype(np.int64)
+    # every partial sum of x * (w - wzp) * m plus the constant (shift * m + 2^(s-1) + (output_zp - lo) * 2^s
+    # (+ 2^30)), over 2^s: below 2^53 the raw accumulator times m * 2^-s plus the constant is exact in float64
+    reach = (max(abs(lo_i), abs(hi_i), abs(izp)) * math.ceil(prep.abs_sum) + int(np.abs(shift_i).max())) * mmax \
+        + (1 << (smax - 1)) + (1 << 30) + (abs(ozp) + abs(lo) + 1) * (1 << smax)
+    if fold and vlimit is None and reach < _EXACT:
+        # the sign term needs no data and the bound proves the REQUIREs: the bias term joins the constant
+        const = _constant_row(shift_i, mm, ss, np.broadcast_to(c_arr, (oc,)))
+        if conv.opcode == "CONV2D" and geometry[-1] and wm.shape[0] <= F64_GEMM_K:
+            w64 = np.empty((wm.shape[0] + 1, oc), np.float64)
+            np.multiply(prep.matrix(np.float64), np.ldexp(mm.astype(np.float64), -ss), out=w64[:-1])
+            w64[-1] = const
+        c_arr, folded = const, True
     return ConvRescale(
         vlimit, conv, conv.opcode, geometry, izp, ft, wm, np.asarray(shift, ft).reshape(-1), f, c_arr,
         None if fold else np.ldexp(np.where(big, 1.0, 0.0), 30 - s).view(np.int64),
-        hi - lo, ut.type(lo % (1 << (8 * ut.itemsize))), out_shape, ot.np_dtype(), w64)
+        hi - lo, ut.type(lo % (1 << (8 * ut.itemsize))), out_shape, ot.np_dtype(), w64, folded)
 
 
-#: most input terms (K) of a 1x1 CONV2D whose chain runs one float64 GEMM of scaled weights instead of float32 GEMM
-#: and four float64 passes (a float64 GEMM costs about twice float32's per term: below ~32 terms that is less)
-F64_GEMM_K = 32
-
-
-def _scaled_weights(prep: Any, k: int, shift: np.ndarray, m: np.ndarray, s: np.ndarray, c: np.ndarray,
-                    xmax: int, ozp: int, lo: int, oc: int) -> np.ndarray | None:
-    """[K + 1, OC] float64: rows ``(w - wzp) * m * 2^-s`` and a last row ``shift * m * 2^-s + c`` (``c`` = 1/2 +
-    output_zp - lo (+ 2^(30-s))), or None when a partial sum could leave 2^53.
-
-    For raw inputs ``|x| <= xmax`` every product ``x * (w - wzp) * m`` and the constant ``shift * m + 2^(s-1) +
-    (output_zp - lo) * 2^s (+ 2^30)`` are integers; scaled by 2^-s (exact) every partial sum of ``[x, 1] @ W`` in any
-    order is 2^-s times an integer of magnitude at most ``(xmax * max sum |w - wzp| + max|shift|) * max(m) + 2^(s-1)
-    + (|output_zp| + |lo| + 1) * 2^s + 2^30``; below 2^53 each is exact, and the result is RESCALE's
-    ``T * 2^-s`` (module text)."""
-    mm = np.broadcast_to(m, (oc,)).astype(np.int64)
-    ss = np.broadcast_to(s, (oc,)).astype(np.int64)
-    smax, mmax = int(ss.max()), int(mm.max())
-    smax_shift = int(np.abs(shift).max()) if shift.size else 0
-    reach = (int(xmax) * int(prep.abs_sum) + smax_shift) * mmax + (1 << (smax - 1)) + (1 << 30) \
-        + (abs(ozp) + abs(lo) + 1) * (1 << smax)
-    if reach >= _EXACT:
-        return None
-    w = prep.matrix(np.float64)  # [K, OC]: w - wzp, exact
-    cc = np.broadcast_to(c, (oc,))
-    last = np.empty(oc, np.float64)
-    for j in range(oc):  # the constant row from Python integers: shift * m may not be exact in float64 alone
-        scaled = int(shift[j]) * int(mm[j]) + int(np.ldexp(float(cc[j]), int(ss[j])))
-        last[j] = np.ldexp(float(scaled), -int(ss[j]))
-    out = np.empty((k + 1, oc), np.float64)
-    np.multiply(w, np.ldexp(mm.astype(np.float64), -ss), out=out[:k])
-    out[k] = last
+def _constant_row(shift: np.ndarray, m: np.ndarray, s: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Per channel ``shift * m * 2^-s + c`` (``c`` = 1/2 + output_zp - lo (+ 2^(30-s))) from Python integers (the
+    caller bounds it below 2^53 times 2^-s, so it is exact; ``shift * m`` alone may not be in float64)."""
+    out = np.empty(m.shape[0], np.float64)
+    for j in range(m.shape[0]):
+        scaled = int(shift[j]) * int(m[j]) + int(np.ldexp(float(c[j]), int(s[j])))
+        out[j] = np.ldexp(float(scaled), -int(s[j]))
     return out
 
 
