@@ -97,6 +97,39 @@ def _call(op: Operation, fn: Any, args: list[np.ndarray]) -> Any:
         raise ExecutionError(f"kernel failed: {type(e).__name__}: {e}", op=op_label(op)) from e
 
 
+#: plan.chains entry of a pair, group or op checked once with an input shape and these operands: its prepared form
+#: is made when a later checked run meets them again (a program run once pays nothing for it)
+_PENDING = object()
+#: no entry for this input shape and these operand arrays
+_MISS = object()
+
+
+def _prepared_for(plan: _Plan, op_id: int, key: Any, consts: tuple[np.ndarray, ...]) -> Any:
+    """What the plan holds for ``op_id`` with this key and these very operand arrays: a prepared form, None (none
+    can be made), _PENDING, or _MISS."""
+    hit = plan.chains.get(op_id)
+    if hit is not None and hit[0] == key and len(hit[1]) == len(consts) and all(a is b for a, b in zip(hit[1], consts)):
+        return hit[2]
+    return _MISS
+
+
+def _ready(state: Any) -> bool:
+    return state is not None and state is not _PENDING and state is not _MISS
+
+
+def _after_checked(plan: _Plan, op_id: int, key: Any, consts: tuple[np.ndarray, ...], state: Any, ok: bool,
+                   make: Any) -> None:
+    """After a checked run of ``op_id`` that succeeded: keep its operands (so their identity stays theirs) as pending
+    the first time, make its prepared form (``make()``, or None) the second time.  Only for constant (read-only)
+    operands."""
+    if not ok or not all(not a.flags.writeable for a in consts):
+        return
+    if state is _PENDING:
+        plan.chains[op_id] = (key, consts, make())
+    elif state is _MISS:
+        plan.chains[op_id] = (key, consts, _PENDING)
+
+
 def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: dict[int, np.ndarray],
                plan: _Plan) -> np.ndarray | None:
     """An integer convolution and the RESCALE that alone reads its result, run as one: the convolution's exact
@@ -111,10 +144,10 @@ def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: 
     if len(rest) != len(got):
         return None
     consts = (*ins[1:], *rest)
-    hit = plan.chains.get(conv.id)
-    if (hit is not None and hit[2] is not None and hit[0] == (ins[0].shape, ins[0].dtype)
-            and len(hit[1]) == len(consts) and all(a is b for a, b in zip(hit[1], consts))):
-        done: np.ndarray | None = hit[2].run(ins[0])
+    key = (ins[0].shape, ins[0].dtype)
+    state = _prepared_for(plan, conv.id, key, consts)
+    if _ready(state):
+        done: np.ndarray | None = state.run(ins[0])
         if done is not None:
             return done
     acc = _call(conv, ACCUMULATORS[conv.opcode], [storage(a, v.type) for a, v in zip(ins, conv.operands)])
@@ -126,11 +159,8 @@ def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: 
     if len(outs) != 1:  # pragma: no cover - RESCALE has one result
         raise ExecutionError("kernel returned more than one result", op=op_label(rescale))
     res = _check_result(rescale, 0, outs[0])
-    key = (ins[0].shape, ins[0].dtype)
-    if (hit is None or hit[0] != key) and all(not a.flags.writeable for a in consts) \
-            and ins[0].dtype == conv.operands[0].type.dtype.np_dtype():
-        # the checked run succeeded: keep the operands (so their identity stays theirs) and the prepared chain
-        plan.chains[conv.id] = (key, consts, chains.prepare(conv, ins, rescale, r_args[1:]))
+    _after_checked(plan, conv.id, key, consts, state, ins[0].dtype == conv.operands[0].type.dtype.np_dtype(),
+                   lambda: chains.prepare(conv, ins, rescale, r_args[1:]))
     return res
 
 
@@ -140,20 +170,19 @@ def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation, p
     :func:`chains.prepare_float` allows, as the prepared blocked chain (bias add and clip on each block of output
     rows right after it is computed)."""
     consts = tuple(ins[1:])
-    hit = plan.chains.get(conv.id)
-    if (hit is not None and hit[2] is not None and hit[0] == (ins[0].shape, ins[0].dtype)
-            and len(hit[1]) == len(consts) and all(a is b for a, b in zip(hit[1], consts))):
-        res: np.ndarray = hit[2].run(ins[0])
+    key = (ins[0].shape, ins[0].dtype)
+    state = _prepared_for(plan, conv.id, key, consts)
+    if _ready(state):
+        res: np.ndarray = state.run(ins[0])
         return res
     (acc,) = evaluate_op(conv, ins)
     if acc.flags.writeable and acc.dtype == np.float32:
         res = clamp_inplace(clamp, [acc])
     else:
         (res,) = evaluate_op(clamp, [acc])
-    key = (ins[0].shape, ins[0].dtype)
-    if (hit is None or hit[0] != key) and all(not a.flags.writeable for a in consts) \
-            and ins[0].dtype == np.float32 and conv.operands[0].type.dtype is DType.FP32:
-        plan.chains[conv.id] = (key, consts, chains.prepare_float(conv, ins, clamp))
+    _after_checked(plan, conv.id, key, consts, state,
+                   ins[0].dtype == np.float32 and conv.operands[0].type.dtype is DType.FP32,
+                   lambda: chains.prepare_float(conv, ins, clamp))
     return res
 
 
@@ -212,29 +241,27 @@ def _run_group(members: list[Operation], env: dict[int, np.ndarray], plan: _Plan
     if xa is None or xb is None or len(consts) != len(rest):
         return None
     key = (xa.shape, xb.shape, xa.dtype, xb.dtype)
-    hit = plan.chains.get(add.id)
-    if (hit is not None and hit[2] is not None and hit[0] == key and len(hit[1]) == len(consts)
-            and all(a is b for a, b in zip(hit[1], consts))):
+    state = _prepared_for(plan, add.id, key, consts)
+    if _ready(state):
         idx = np.left_shift(xa.view(np.uint8), 8, dtype=np.uint16)
         idx |= xb.view(np.uint8)
-        return np.take(hit[2], idx)  # type: ignore[no-any-return]
+        return np.take(state, idx)  # type: ignore[no-any-return]
     vals: dict[int, np.ndarray] = {}
     for m in members:
         (vals[m.results[0].id],) = evaluate_op(m, [vals[v.id] if v.id in vals else env[v.id] for v in m.operands])
-    res = vals[rout.results[0].id]
-    if (hit is None or hit[0] != key) and xa.dtype == np.int8 and xb.dtype == np.int8 \
-            and all(not a.flags.writeable for a in consts):
-        table: np.ndarray | None
+
+    def make() -> np.ndarray | None:
         try:
             codes = {first.results[0].id: _kernel_result(first, [_PAIRS[0], *[env[v.id] for v in first.operands[1:]]]),
                      second.results[0].id: _kernel_result(second,
                                                           [_PAIRS[1], *[env[v.id] for v in second.operands[1:]]])}
             codes[add.results[0].id] = _kernel_result(add, [codes[v.id] for v in add.operands])
-            table = _kernel_result(rout, [codes[add.results[0].id], *[env[v.id] for v in rout.operands[1:]]])
+            return _kernel_result(rout, [codes[add.results[0].id], *[env[v.id] for v in rout.operands[1:]]])
         except ExecutionError:
-            table = None  # some pair fails a REQUIRE: keep checking the data
-        plan.chains[add.id] = (key, consts, table)
-    return res
+            return None  # some pair fails a REQUIRE: keep checking the data
+
+    _after_checked(plan, add.id, key, consts, state, xa.dtype == np.int8 and xb.dtype == np.int8, make)
+    return vals[rout.results[0].id]
 
 
 def _run_table_rescale(op: Operation, ins: list[np.ndarray], plan: _Plan) -> np.ndarray:
@@ -243,19 +270,20 @@ def _run_table_rescale(op: Operation, ins: list[np.ndarray], plan: _Plan) -> np.
     input codes - computed by the same kernel, so by the spec's apply_scale_32 - is a table read by the input's bit
     pattern, as long as the same operand arrays come (a code whose REQUIRE fails leaves no table)."""
     x, consts = ins[0], tuple(ins[1:])
-    hit = plan.chains.get(op.id)
-    if (hit is not None and hit[2] is not None and hit[0] == (x.shape, x.dtype) and len(hit[1]) == len(consts)
-            and all(a is b for a, b in zip(hit[1], consts))):
-        out: np.ndarray = np.take(hit[2], x.view(np.uint8))  # (np.take: a quarter of fancy indexing's time)
+    key = (x.shape, x.dtype)
+    state = _prepared_for(plan, op.id, key, consts)
+    if _ready(state):
+        out: np.ndarray = np.take(state, x.view(np.uint8))  # (np.take: a quarter of fancy indexing's time)
         return out
     (res,) = evaluate_op(op, ins)
-    key = (x.shape, x.dtype)
-    if (hit is None or hit[0] != key) and x.dtype == np.int8 and all(not a.flags.writeable for a in consts):
+
+    def make() -> np.ndarray | None:
         try:
-            table = _kernel_result(op, [_CODES, *consts])
+            return _kernel_result(op, [_CODES, *consts])
         except ExecutionError:
-            table = None  # some code fails a REQUIRE: keep checking the data
-        plan.chains[op.id] = (key, consts, table)
+            return None  # some code fails a REQUIRE: keep checking the data
+
+    _after_checked(plan, op.id, key, consts, state, x.dtype == np.int8, make)
     return res
 
 
@@ -326,8 +354,8 @@ class _Plan:
     #: per CONST op id: (its values array, a read-only view of it) - kernels cannot write into the graph's
     #: constants, and their prepared forms (converted weights, bounds) are cached by the view's identity
     views: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    #: per fused convolution op id: (input shape and dtype, the operand arrays it was checked with, the prepared
-    #: chain or None) - see _run_fused
+    #: per fused pair, group or table op id: (input shapes and dtypes, the operand arrays it was checked with, the
+    #: prepared form, None or _PENDING) - see _after_checked
     chains: dict[int, tuple[Any, tuple[np.ndarray, ...], Any]] = field(default_factory=dict)
 
 
