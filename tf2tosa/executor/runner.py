@@ -351,6 +351,8 @@ class _Plan:
     tables: set[int]
     #: first op id of a RESCALE, RESCALE, ADD/SUB, RESCALE group of two 8-bit tensors -> the group (see _run_group)
     groups: dict[int, list[Operation]]
+    #: (index, op) of the ops that are not single-result CONSTs (what a run walks once the constants are in place)
+    body: list[tuple[int, Operation]]
     #: per CONST op id: (its values array, a read-only view of it) - kernels cannot write into the graph's
     #: constants, and their prepared forms (converted weights, bounds) are cached by the view's identity
     views: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -415,7 +417,9 @@ def _plan(graph: Graph) -> _Plan:
     # RESCALEs of an 8-bit input by one multiplier (ADD's input rescales): a 256-entry table once checked
     tables = {op.id for op in order if op.opcode == "RESCALE" and op.dialect == "tosa" and op.operands
               and op.operands[0].dtype is DType.INT8 and not op.attrs.get("per_channel", False)}
-    plan = _Plan(key, order, frees, consts, inplace, fused, tables, _pair_groups(order, readers, keep))
+    body = [(i, op) for i, op in enumerate(order) if not (op.opcode == "CONST" and op.dialect == "tosa"
+                                                           and len(op.results) == 1 and not op.operands)]
+    plan = _Plan(key, order, frees, consts, inplace, fused, tables, _pair_groups(order, readers, keep), body)
     _PLANS[graph] = plan
     return plan
 
@@ -460,7 +464,9 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
     fused = plan.fused if trace is None else {}
     tables = plan.tables if trace is None else set()
     groups = plan.groups if trace is None else {}
-    for i, op in enumerate(plan.order):
+    # every constant already in the environment (the usual case): walk only the other ops (a CONST frees nothing)
+    steps = plan.body if trace is None and len(skip) == len(plan.consts) else list(enumerate(plan.order))
+    for i, op in steps:
         if op.id in skip:
             if trace is None:
                 for vid in plan.frees[i]:
