@@ -841,3 +841,31 @@ def test_int8_add_group_without_table_when_a_pair_fails_a_require() -> None:
     for _ in range(2):
         res = run_checked(b.graph, bad, validate=False)
         assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message and "RESCALE" in str(res.op)
+
+
+@pytest.mark.parametrize("kind", ["CONV2D", "DEPTHWISE_CONV2D"])
+def test_prepared_float_convolution_alone(kind: str) -> None:
+    """A float32 convolution fused with nothing is prepared too (GEMM blocks or depthwise bands with the bias add):
+    the first (checked) and third (prepared) runs give the same bits, within fp32 error of a float64 numpy sum."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(61)
+    x = rng.standard_normal((1, 300, 10, 4)).astype(np.float32)
+    z = Const(np.array([0.0], np.float32))
+    w = rng.standard_normal((6, 1, 1, 4) if kind == "CONV2D" else (3, 3, 4, 1)).astype(np.float32)
+    bias = rng.standard_normal(6 if kind == "CONV2D" else 4).astype(np.float32)
+    pad = [0, 0, 0, 0] if kind == "CONV2D" else [1, 1, 1, 1]
+    b = GraphBuilder("float_solo")
+    b.add(kind, [In(x, name="x"), Const(w), Const(bias), z, z], D.FP32,
+          {"pad": pad, "stride": [1, 1], "dilation": [1, 1], "acc_type": "FP32"})
+    if kind == "CONV2D":
+        ref = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0].astype(np.float64)) + bias
+    else:
+        xp = np.pad(x.astype(np.float64), [(0, 0), (1, 1), (1, 1), (0, 0)])
+        ref = sum(xp[:, i:i + 300, j:j + 10] * w[i, j, :, 0] for i in range(3) for j in range(3)) + bias
+    name = b.graph.outputs[0].name
+    runs = [run(b.graph, b.feed)[name] for _ in range(3)]
+    (entry,) = _plan(b.graph).chains.values()
+    assert entry[2] is not None and entry[2].lo is None
+    assert np.array_equal(runs[0], runs[2]) and np.allclose(runs[2], ref, rtol=1e-5, atol=1e-5)

@@ -363,13 +363,14 @@ class ConvClamp:
     geometry: Any
     w: np.ndarray  # CONV2D: [K, OC] float32; DEPTHWISE_CONV2D: [KH, KW, C, M] float32
     bias: np.ndarray  # float32 [OC] or [1]
-    lo: np.float32
-    hi: np.float32
+    lo: np.float32 | None  # None: no CLAMP (a convolution alone: the bias add only)
+    hi: np.float32 | None
     out_shape: tuple[int, ...]
 
     def _clip(self, a: np.ndarray, bias: np.ndarray) -> None:
         a += bias  # bias tiled to the block: a same-shape add runs at full vector speed
-        _uclip(a, self.lo, self.hi, out=a)  # hi != 0: the spec's max-then-min order (see activation._float_clamp)
+        if self.lo is not None:
+            _uclip(a, self.lo, self.hi, out=a)  # hi != 0: the spec's max-then-min order (activation._float_clamp)
 
     def run(self, x: np.ndarray) -> np.ndarray:
         if self.kind == "CONV2D":
@@ -394,20 +395,23 @@ class ConvClamp:
         return res.reshape(self.out_shape)
 
 
-def prepare_float(conv: Operation, ins: list[np.ndarray], clamp: Operation) -> ConvClamp | None:
-    """The prepared float chain of ``conv`` (operands ``ins``) and ``clamp``, or None where it would not do what the
-    kernels do (padding with non-finite weights, NaN-ignoring or zero-topped clamps, other float types, precise
-    mode).  Call only after the pair ran through the kernels with these operands."""
+def prepare_float(conv: Operation, ins: list[np.ndarray], clamp: Operation | None) -> ConvClamp | None:
+    """The prepared float chain of ``conv`` (operands ``ins``) and ``clamp`` (or the convolution alone), or None where
+    it would not do what the kernels do (padding with non-finite weights, NaN-ignoring or zero-topped clamps, other
+    float types, precise mode).  Call only after the pair ran through the kernels with these operands."""
     if to.PRECISE.get() or conv.opcode not in ("CONV2D", "DEPTHWISE_CONV2D"):
         return None
-    if any(v.type.dtype is not DType.FP32 for v in (*conv.operands[:3], conv.results[0], clamp.results[0])):
+    last = conv if clamp is None else clamp
+    if any(v.type.dtype is not DType.FP32 for v in (*conv.operands[:3], conv.results[0], last.results[0])):
         return None
-    if str(clamp.attrs.get("nan_mode", "PROPAGATE")).upper() != "PROPAGATE":
-        return None
-    lo = np.float32(np.asarray(catalogue_attr(clamp, "min_val")).reshape(-1)[0])
-    hi = np.float32(np.asarray(catalogue_attr(clamp, "max_val")).reshape(-1)[0])
-    if hi == 0 or np.isnan(lo) or np.isnan(hi) or hi < lo:
-        return None
+    lo = hi = None
+    if clamp is not None:
+        if str(clamp.attrs.get("nan_mode", "PROPAGATE")).upper() != "PROPAGATE":
+            return None
+        lo = np.float32(np.asarray(catalogue_attr(clamp, "min_val")).reshape(-1)[0])
+        hi = np.float32(np.asarray(catalogue_attr(clamp, "max_val")).reshape(-1)[0])
+        if hi == 0 or np.isnan(lo) or np.isnan(hi) or hi < lo:
+            return None
     args = bind(conv, ins)
     x, w, bias = args.input, args.weight, args.bias
     pad, stride, dil = int_list(args.pad), int_list(args.stride), int_list(args.dilation)
@@ -415,7 +419,7 @@ def prepare_float(conv: Operation, ins: list[np.ndarray], clamp: Operation) -> C
         return None  # the kernels sum tap by tap over the real inputs only
     dims = tuple(conv.results[0].type.shape)
     out_shape = tuple(d for d in dims if isinstance(d, int))
-    if len(out_shape) != len(dims) or dims != tuple(clamp.results[0].type.shape) or x.shape[0] != out_shape[0]:
+    if len(out_shape) != len(dims) or dims != tuple(last.results[0].type.shape) or x.shape[0] != out_shape[0]:
         return None
     if conv.opcode == "CONV2D":
         pads = [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)]

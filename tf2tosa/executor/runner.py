@@ -164,7 +164,7 @@ def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: 
     return res
 
 
-def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation, plan: _Plan) -> np.ndarray:
+def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation | None, plan: _Plan) -> np.ndarray:
     """A float convolution and the CLAMP that alone reads its fresh result (an in-place CLAMP of the plan): run
     through the two kernels the first time they meet an input shape and constant operands, then, when
     :func:`chains.prepare_float` allows, as the prepared blocked chain (bias add and clip on each block of output
@@ -176,7 +176,9 @@ def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation, p
         res: np.ndarray = state.run(ins[0])
         return res
     (acc,) = evaluate_op(conv, ins)
-    if acc.flags.writeable and acc.dtype == np.float32:
+    if clamp is None:  # a float convolution alone (plan.solo): the bias add in each block
+        res = acc
+    elif acc.flags.writeable and acc.dtype == np.float32:
         res = clamp_inplace(clamp, [acc])
     else:
         (res,) = evaluate_op(clamp, [acc])
@@ -353,6 +355,8 @@ class _Plan:
     groups: dict[int, list[Operation]]
     #: (index, op) of the ops that are not single-result CONSTs (what a run walks once the constants are in place)
     body: list[tuple[int, Operation]]
+    #: float32 CONV2D / DEPTHWISE_CONV2D op ids fused with nothing (prepared like a fused pair, without the CLAMP)
+    solo: set[int]
     #: per CONST op id: (its values array, a read-only view of it) - kernels cannot write into the graph's
     #: constants, and their prepared forms (converted weights, bounds) are cached by the view's identity
     views: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -419,7 +423,9 @@ def _plan(graph: Graph) -> _Plan:
               and op.operands[0].dtype is DType.INT8 and not op.attrs.get("per_channel", False)}
     body = [(i, op) for i, op in enumerate(order) if not (op.opcode == "CONST" and op.dialect == "tosa"
                                                            and len(op.results) == 1 and not op.operands)]
-    plan = _Plan(key, order, frees, consts, inplace, fused, tables, _pair_groups(order, readers, keep), body)
+    solo = {op.id for op in order if op.opcode in ("CONV2D", "DEPTHWISE_CONV2D") and op.dialect == "tosa"
+            and op.id not in fused and len(op.results) == 1 and op.results[0].dtype is DType.FP32}
+    plan = _Plan(key, order, frees, consts, inplace, fused, tables, _pair_groups(order, readers, keep), body, solo)
     _PLANS[graph] = plan
     return plan
 
@@ -464,6 +470,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
     fused = plan.fused if trace is None else {}
     tables = plan.tables if trace is None else set()
     groups = plan.groups if trace is None else {}
+    solo = plan.solo if trace is None else set()
     # every constant already in the environment (the usual case): walk only the other ops (a CONST frees nothing)
     steps = plan.body if trace is None and len(skip) == len(plan.consts) else list(enumerate(plan.order))
     for i, op in steps:
@@ -503,6 +510,8 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             outs = [clamp_inplace(op, ins)]
         elif op.id in tables:
             outs = [_run_table_rescale(op, ins, plan)]
+        elif op.id in solo:
+            outs = [_run_fused_clamp(op, ins, None, plan)]
         else:
             outs = evaluate_op(op, ins)
         if prof is not None:
