@@ -1,24 +1,28 @@
-"""Prepared chains: an integer convolution and the RESCALE that alone reads it, run as one blocked pass, once the
-program has shown (on a run that checked everything) that no REQUIRE of the chain can depend on the data.
+"""Prepared chains: a convolution and the op that alone reads its result (an integer CONV2D / DEPTHWISE_CONV2D and its
+RESCALE, a float32 one and its CLAMP, or a float32 one alone), run as one blocked pass once the program has shown, on
+runs that checked everything, that no REQUIRE of the chain can depend on the data.
 
-The runner (``runner._run_fused``) runs a CONV2D / DEPTHWISE_CONV2D → RESCALE pair through the kernels, with every
-ERROR_IF and REQUIRE, the first time it meets it with a given input shape and given constant operands.  When that
-succeeds and :func:`prepare` proves the pair's result needs no check on the data, later runs with the same input shape
-and the very same constant arrays call :meth:`ConvRescale.run`:
+The runner (``runner._run_fused`` and ``_run_fused_clamp``) runs a pair through the kernels, with every ERROR_IF and
+REQUIRE, while it has not met it twice with a given input shape and given constant operands; on the second such
+run it calls :func:`prepare` / :func:`prepare_float`, and later runs with the same input shape and the very same
+constant arrays call ``run`` of the prepared form.  For the integer pair (:class:`ConvRescale`):
 
 * the convolution's accumulator is bounded by its weights (``_GemmWeights.plan``: ``|x - izp| * max_oc sum_k
   |w - wzp| + max|bias|``); that bound already proves the i32 accumulator and bias REQUIREs, and here also RESCALE's
-  value REQUIRE ``|v| < 2^(shift-1)`` for the smallest shift;
+  value REQUIRE ``|v| < 2^(shift-1)`` for the smallest shift (where it is too loose, each block's extremes are
+  checked against the largest ``|v|`` for which everything below holds, and a failing block sends the run back
+  through the kernels);
 * with ``T = v * m + 2^(s-1) ± 2^30 (DOUBLE_ROUND, s > 31) + (output_zp - lo) * 2^s`` bounded below 2^53 the RESCALE
   is exact in float64 (the argument of ``numerics._rescale_32_float``): ``floor(T * 2^-s)`` clipped to
-  ``[0, hi - lo]`` and cast to the unsigned type of the output's width (a truncation, the floor of a value >= 0),
-  then ``lo`` added modulo 2^bits, is the bit pattern of ``clip(apply_scale_32(v, m, s) + output_zp, lo, hi)``;
+  ``[0, hi - lo]``, narrowed, then ``lo`` added modulo 2^bits, is the bit pattern of
+  ``clip(apply_scale_32(v, m, s) + output_zp, lo, hi)``;
 * when ``output_zp == lo`` (a ReLU folded into the quantization: MobileNetV2's expansion and depthwise layers) the
   double-round sign term needs no data: for ``v < 0`` both ``floor(v * m * 2^-s + 1/2 ± 2^(30-s))`` are ``<= 0``,
-  so the result is clipped to ``lo`` either way, and ``+2^(30-s)`` (the term of ``v >= 0``) joins the constant.
+  so the result is clipped to ``lo`` either way, and ``+2^(30-s)`` (the term of ``v >= 0``) joins the constant, with
+  the bias term ``shift * m * 2^-s``.
 
-Every pass works on a block of output rows that stays in cache: the GEMM of the block (``np.matmul(..., out=)``),
-the per-channel bias term, the float64 scaling, the clip and the narrowing cast.
+Every pass works on a block of output rows that stays in cache: the GEMM of the block (``np.matmul(..., out=)``) or
+the depthwise einsum band, the float64 scaling and constant, the clip and the narrowing cast.
 """
 
 from __future__ import annotations
