@@ -869,3 +869,37 @@ def test_prepared_float_convolution_alone(kind: str) -> None:
     (entry,) = _plan(b.graph).chains.values()
     assert entry[2] is not None and entry[2].lo is None
     assert np.array_equal(runs[0], runs[2]) and np.allclose(runs[2], ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride,pad", [(1, [1, 1, 1, 1]), (2, [0, 1, 0, 1]), (1, [2, 0, 0, 2])])
+def test_float_conv_writes_into_the_next_depthwise_padding(stride: int, pad: list[int]) -> None:
+    """A prepared float CONV2D + CLAMP whose result only a float depthwise reads writes it inside that depthwise's zero
+    padding (whole output rows per GEMM block) and the depthwise reads its bands from there: the same bits as the
+    checked first run, which pads a copy, and the float64 numpy result within fp32 error."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(71 + stride + pad[0])
+    x = rng.standard_normal((1, 40, 30, 3)).astype(np.float32)
+    z = Const(np.array([0.0], np.float32))
+    w1 = rng.standard_normal((8, 1, 1, 3)).astype(np.float32)
+    w2 = rng.standard_normal((3, 3, 8, 1)).astype(np.float32)
+    b1, b2 = rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    clamp = {"min_val": np.float32(0.0), "max_val": np.float32(6.0), "nan_mode": "PROPAGATE"}
+    b = GraphBuilder("bordered")
+    (c1,) = b.add("CONV2D", [In(x, name="x"), Const(w1), Const(b1), z, z], D.FP32,
+                  {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "acc_type": "FP32"}, output=False)
+    (r1,) = b.add("CLAMP", [c1], D.FP32, clamp, output=False)
+    (c2,) = b.add("DEPTHWISE_CONV2D", [r1, Const(w2), Const(b2), z, z], D.FP32,
+                  {"pad": pad, "stride": [stride, stride], "dilation": [1, 1], "acc_type": "FP32"}, output=False)
+    b.add("CLAMP", [c2], D.FP32, clamp)
+    y = np.clip(np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w1[:, 0, 0].astype(np.float64)) + b1, 0, 6)
+    yp = np.pad(y, [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)])
+    oh, ow = (yp.shape[1] - 3) // stride + 1, (yp.shape[2] - 3) // stride + 1
+    ref = sum(yp[:, i:i + (oh - 1) * stride + 1:stride, j:j + (ow - 1) * stride + 1:stride] * w2[i, j, :, 0]
+              for i in range(3) for j in range(3))
+    ref = np.clip(ref + b2, 0, 6)
+    name = b.graph.outputs[0].name
+    runs = [run(b.graph, b.feed)[name] for _ in range(3)]
+    assert list(_plan(b.graph).pad_out.values()) == [tuple(pad)]
+    assert np.array_equal(runs[0], runs[2]) and np.allclose(runs[2], ref, rtol=1e-5, atol=1e-4)

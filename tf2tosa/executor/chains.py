@@ -376,18 +376,35 @@ class ConvClamp:
         if self.lo is not None:
             _uclip(a, self.lo, self.hi, out=a)  # hi != 0: the spec's max-then-min order (activation._float_clamp)
 
-    def run(self, x: np.ndarray) -> np.ndarray:
+    def run(self, x: np.ndarray, pads: tuple[int, int, int, int] | None = None, xp_full: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(the result, None) for input ``x``.  A CONV2D of one image given ``pads`` (top, bottom, left, right)
+        writes its result inside a zero border of those pads, a block of whole output rows at a time while in cache,
+        and returns (the inner view, the bordered array): the padded input a following depthwise needs, without the
+        depthwise's own padded copy.  A DEPTHWISE_CONV2D given ``xp_full`` (``x`` inside such a border) reads its
+        bands from it."""
         if self.kind == "CONV2D":
-            pads, ks, stride, dil, outs, plain = self.geometry
+            pads4, ks, stride, dil, outs, plain = self.geometry
             m = x.shape[0] * int(np.prod(outs))
             if plain:
                 cols = x.reshape(m, x.shape[-1])
             else:
-                cols = to.windows(np.pad(x, pads), ks, stride, dil, outs).reshape(m, -1)
-            oc = self.w.shape[1]
-            bias = _tile(self.bias, min(max(to.GEMM_ROWS, to.GEMM_BLOCK // oc), m), oc)
-            out = to.gemm_rows(cols, self.w, lambda blk, _i: self._clip(blk, bias[:blk.shape[0]]))
-            return out.reshape(self.out_shape)
+                cols = to.windows(np.pad(x, pads4), ks, stride, dil, outs).reshape(m, -1)
+            oc, ow = self.w.shape[1], outs[-1]
+            rows = -(-max(to.GEMM_ROWS, to.GEMM_BLOCK // oc) // ow) * ow  # gemm_rows's blocks
+            bias = _tile(self.bias, min(rows, m), oc)
+            if pads is None or x.shape[0] != 1:
+                out = to.gemm_rows(cols, self.w, lambda blk, _i: self._clip(blk, bias[:blk.shape[0]]), align=ow)
+                return out.reshape(self.out_shape), None
+            buf, inner = _bordered(self.out_shape, pads)
+
+            def each(blk: np.ndarray, i: int) -> None:
+                self._clip(blk, bias[:blk.shape[0]])
+                k = blk.shape[0] // ow  # whole output rows (the blocks are aligned to them)
+                inner[0, i // ow:i // ow + k] = blk.reshape(k, ow, oc)
+
+            to.gemm_rows(cols, self.w, each, align=ow, keep=False)
+            return inner, buf
         oc = self.out_shape[-1]
         bias = _tile(self.bias, self.out_shape[2], oc)  # one output row: the add's inner loop runs along OW*C
 
@@ -395,8 +412,21 @@ class ConvClamp:
             b = res[:, r0:r1]
             self._clip(b.reshape(*b.shape[:3], oc) if b.ndim == 5 else b, bias)  # channel c*M + m
 
-        res = to._depthwise_einsum(self.op, x, self.w, 0, np.float32, self.geometry, band)
-        return res.reshape(self.out_shape)
+        res = to._depthwise_einsum(self.op, x, self.w, 0, np.float32, self.geometry, band, xp_full)
+        return res.reshape(self.out_shape), None
+
+
+def _bordered(shape: tuple[int, ...], pads: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """A float32 [N, H + top + bottom, W + left + right, C] array whose border is zero, and its inner [N, H, W, C]
+    view (for the caller to fill)."""
+    n, h, w, c = shape
+    pt, pb, pl, pr = pads
+    buf = np.empty((n, h + pt + pb, w + pl + pr, c), np.float32)
+    buf[:, :pt] = 0
+    buf[:, pt + h:] = 0
+    buf[:, pt:pt + h, :pl] = 0
+    buf[:, pt:pt + h, pl + w:] = 0
+    return buf, buf[:, pt:pt + h, pl:pl + w]
 
 
 def prepare_float(conv: Operation, ins: list[np.ndarray], clamp: Operation | None) -> ConvClamp | None:

@@ -164,7 +164,8 @@ def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: 
     return res
 
 
-def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation | None, plan: _Plan) -> np.ndarray:
+def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation | None, plan: _Plan,
+                     bordered: dict[int, tuple[np.ndarray, Any]]) -> np.ndarray:
     """A float convolution and the CLAMP that alone reads its fresh result (an in-place CLAMP of the plan): run
     through the two kernels the first time they meet an input shape and constant operands, then, when
     :func:`chains.prepare_float` allows, as the prepared blocked chain (bias add and clip on each block of output
@@ -173,8 +174,15 @@ def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation | 
     key = (ins[0].shape, ins[0].dtype)
     state = _prepared_for(plan, conv.id, key, consts)
     if _ready(state):
-        res: np.ndarray = state.run(ins[0])
-        return res
+        # a CONV2D whose result only a prepared depthwise reads writes it inside that depthwise's zero padding, and
+        # the depthwise reads its bands from there (no padded copy of its input)
+        pads = plan.pad_out.get(conv.id)
+        src = bordered.pop(conv.operands[0].id, None)
+        xp_full = src[0] if src is not None and src[1] == state.geometry[0] else None
+        res, buf = state.run(ins[0], pads, xp_full)
+        if buf is not None:
+            bordered[(conv if clamp is None else clamp).results[0].id] = (buf, pads)
+        return res  # type: ignore[no-any-return]
     (acc,) = evaluate_op(conv, ins)
     if clamp is None:  # a float convolution alone (plan.solo): the bias add in each block
         res = acc
@@ -192,6 +200,31 @@ def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation | 
 _CODES = np.arange(256, dtype=np.uint8).view(np.int8)
 #: every pair of codes, pair (a, b) at index a_bits * 256 + b_bits
 _PAIRS = (np.repeat(_CODES, 256), np.tile(_CODES, 256))
+
+
+def _pad_out(order: list[Operation], fused: dict[int, Operation], solo: set[int], readers: dict[int, int],
+             keep: set[int]) -> dict[int, tuple[int, int, int, int]]:
+    """Float CONV2D + CLAMP pairs whose result only a float depthwise (fused or alone) reads, with its pads."""
+    float_dw = {i for i in solo} | {i for i, p in fused.items() if p.opcode == "CLAMP"}
+    out: dict[int, tuple[int, int, int, int]] = {}
+    reader_of: dict[int, Operation] = {}
+    for op in order:
+        for v in op.operands:
+            reader_of[v.id] = op
+    for op in order:
+        clamp = fused.get(op.id)
+        if op.opcode != "CONV2D" or clamp is None or clamp.opcode != "CLAMP":
+            continue
+        v = clamp.results[0]
+        dw = reader_of.get(v.id)
+        if (dw is None or dw.opcode != "DEPTHWISE_CONV2D" or dw.id not in float_dw or readers.get(v.id) != 1
+                or v.id in keep or dw.operands[0] is not v):
+            continue
+        pad = np.asarray(dw.attrs.get("pad", [])).reshape(-1)
+        if pad.size == 4 and int(pad.min()) >= 0:
+            pt, pb, pl, pr = (int(p) for p in pad)
+            out[op.id] = (pt, pb, pl, pr)
+    return out
 
 
 def _pair_groups(order: list[Operation], readers: dict[int, int], keep: set[int]) -> dict[int, list[Operation]]:
@@ -357,6 +390,9 @@ class _Plan:
     body: list[tuple[int, Operation]]
     #: float32 CONV2D / DEPTHWISE_CONV2D op ids fused with nothing (prepared like a fused pair, without the CLAMP)
     solo: set[int]
+    #: float CONV2D op id (fused with its CLAMP) -> the pads (top, bottom, left, right) of the float DEPTHWISE_CONV2D
+    #: that alone reads the CLAMP's result (see _run_fused_clamp)
+    pad_out: dict[int, tuple[int, int, int, int]]
     #: per CONST op id: (its values array, a read-only view of it) - kernels cannot write into the graph's
     #: constants, and their prepared forms (converted weights, bounds) are cached by the view's identity
     views: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -425,7 +461,8 @@ def _plan(graph: Graph) -> _Plan:
                                                            and len(op.results) == 1 and not op.operands)]
     solo = {op.id for op in order if op.opcode in ("CONV2D", "DEPTHWISE_CONV2D") and op.dialect == "tosa"
             and op.id not in fused and len(op.results) == 1 and op.results[0].dtype is DType.FP32}
-    plan = _Plan(key, order, frees, consts, inplace, fused, tables, _pair_groups(order, readers, keep), body, solo)
+    plan = _Plan(key, order, frees, consts, inplace, fused, tables, _pair_groups(order, readers, keep), body, solo,
+                 _pad_out(order, fused, solo, readers, keep))
     _PLANS[graph] = plan
     return plan
 
@@ -471,6 +508,8 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
     tables = plan.tables if trace is None else set()
     groups = plan.groups if trace is None else {}
     solo = plan.solo if trace is None else set()
+    #: value id -> (its zero-bordered array, the border) for the depthwise that reads it (see _run_fused_clamp)
+    bordered: dict[int, tuple[np.ndarray, Any]] = {}
     # every constant already in the environment (the usual case): walk only the other ops (a CONST frees nothing)
     steps = plan.body if trace is None and len(skip) == len(plan.consts) else list(enumerate(plan.order))
     for i, op in steps:
@@ -500,7 +539,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
                 skip.update(m.id for m in members[1:])
         elif partner is not None:
             done = _run_fused(op, ins, partner, env, plan) if partner.opcode == "RESCALE" else \
-                _run_fused_clamp(op, ins, partner, plan)
+                _run_fused_clamp(op, ins, partner, plan, bordered)
         if done is not None:
             assert partner is not None
             env[partner.results[0].id] = done
@@ -511,7 +550,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
         elif op.id in tables:
             outs = [_run_table_rescale(op, ins, plan)]
         elif op.id in solo:
-            outs = [_run_fused_clamp(op, ins, None, plan)]
+            outs = [_run_fused_clamp(op, ins, None, plan, bordered)]
         else:
             outs = evaluate_op(op, ins)
         if prof is not None:

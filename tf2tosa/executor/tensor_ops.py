@@ -210,16 +210,18 @@ def float_weight_matrix(w: np.ndarray, ft: Any) -> np.ndarray:
     return _prepared(w, ("rows", np.dtype(ft).char), make)  # type: ignore[no-any-return]
 
 
-def gemm_rows(cols: np.ndarray, wm: np.ndarray, each: Callable[[np.ndarray, int], None] | None = None
-              ) -> np.ndarray:
-    """``cols @ wm`` (float), one BLAS call per block of rows; ``each(block, first_row)``, when given, runs on each
-    block right after it is computed, while it is in cache.  The kernel and the prepared chain both use this: the
-    same calls, so the same sums, on every run."""
+def gemm_rows(cols: np.ndarray, wm: np.ndarray, each: Callable[[np.ndarray, int], None] | None = None,
+              align: int = 1, keep: bool = True) -> np.ndarray:
+    """``cols @ wm`` (float), one BLAS call per block of rows (a multiple of ``align`` rows: whole output rows of an
+    image); ``each(block, first_row)``, when given, runs on each block right after it is computed, while it is in
+    cache (with ``keep=False`` every block goes to one scratch block, which is returned: ``each`` takes the results
+    away).  The kernel and the prepared chains both use this: the same calls, so the same sums, on every run."""
     m, oc = cols.shape[0], wm.shape[1]
-    out = np.empty((m, oc), np.result_type(cols, wm))
     rows = max(GEMM_ROWS, GEMM_BLOCK // max(1, oc))
+    rows = -(-rows // align) * align
+    out = np.empty((m if keep else min(m, rows), oc), np.result_type(cols, wm))
     for i in range(0, m, rows):
-        blk = out[i:i + rows]
+        blk = out[i:i + rows] if keep else out[:min(rows, m - i)]
         np.matmul(cols[i:i + rows], wm, out=blk)
         if each is not None:
             each(blk, i)
@@ -282,7 +284,7 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int, raw: bool = False) -
         else:
             xp = np.pad(x.astype(fdt(), copy=False), pads)
             cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
-        acc = gemm_rows(cols, wm)
+        acc = gemm_rows(cols, wm, align=outs[-1])
         return to_out(_float_bias(op, acc.reshape(n_, *outs, oc), bias), op)
     prep = _prepared(w, ("gemm", wzp), lambda: _GemmWeights(w.reshape(oc, kk), wzp))
     lo, hi = in_dtype(op, 0).range()
@@ -484,14 +486,16 @@ def _padded(x: np.ndarray, pads: list[tuple[int, int]], value: float, dtype: Any
 
 def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: int, ft: Any,
                       geo: tuple[tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int]],
-                      band_done: Callable[[np.ndarray, int, int], None] | None = None) -> np.ndarray:
+                      band_done: Callable[[np.ndarray, int, int], None] | None = None,
+                      xp_full: np.ndarray | None = None) -> np.ndarray:
     """sum over the taps of x[n, oy*sy + ky*dy - pt, ox*sx + kx*dx - pl, c] * wm[ky, kx, c(, m)] on the input padded
     with ``pad_value``, as einsums over the strided windows of the padded input ([N, OH, OW, C] or
     [N, OH, OW, C, M] in ``ft``).  Used where padding provably adds nothing (zero padding and finite float weights;
     ``input_zp`` padding and zero-point-free integer products).  Output rows go in bands of about
     :data:`DW_BAND` padded input elements: only a band of the input is ever padded (peak memory stays near the
     input and output, not a padded copy of the whole input).  ``band_done(res, r0, r1)``, when given, is called after
-    each band (output rows ``[r0, r1)``), while they are still in cache."""
+    each band (output rows ``[r0, r1)``), while they are still in cache.  ``xp_full``, when given, is the whole input
+    already padded with ``pad_value`` (the bands are then views of it, the same values a padded band copy holds)."""
     (pt, pb, pl, pr), (sy, sx), (dy, dx), (oh, ow) = geo
     n_, ih, iw, c = x.shape
     kh, kw, _, mm = wm.shape
@@ -508,9 +512,12 @@ def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: i
         r1 = min(oh, r0 + band)
         top = r0 * sy - pt  # the band's first and one-past-last input rows (padding where outside [0, IH))
         bot = (r1 - 1) * sy + (kh - 1) * dy - pt + 1
-        src = x[:, min(max(0, top), ih):max(0, min(ih, bot))]
-        above, below = max(0, min(0, bot) - top), max(0, bot - max(top, ih))
-        xp = _padded(src, [(0, 0), (above, below), (pl, pr), (0, 0)], pad_value, ft)
+        if xp_full is not None:
+            xp = xp_full[:, top + pt:bot + pt]
+        else:
+            src = x[:, min(max(0, top), ih):max(0, min(ih, bot))]
+            above, below = max(0, min(0, bot) - top), max(0, bot - max(top, ih))
+            xp = _padded(src, [(0, 0), (above, below), (pl, pr), (0, 0)], pad_value, ft)
         st = xp.strides
         if merged and st[2] == c * st[3]:
             rows = as_strided(xp, shape=(n_, r1 - r0, ow * c, kh, kw), writeable=False,
