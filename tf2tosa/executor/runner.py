@@ -136,9 +136,9 @@ def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: 
     accumulator goes to the RESCALE without the cast to i32 and back (the same values: every REQUIRE on the way is
     checked as when run apart).  None when the RESCALE's other operands are not ready (then both run apart).
 
-    Once the pair has run that way with an input shape and constant (read-only) operands, and
+    Once the pair has run that way twice with an input shape and constant (read-only) operands, and
     :func:`chains.prepare` proves that no REQUIRE of it can depend on the data, later runs with the same shape and
-    the very same operand arrays take the prepared blocked chain."""
+    the very same operand arrays take the prepared blocked chain (see _after_checked)."""
     got = [env.get(v.id) for v in rescale.operands[1:]]
     rest = [a for a in got if a is not None]
     if len(rest) != len(got):
@@ -166,10 +166,10 @@ def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: 
 
 def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation | None, plan: _Plan,
                      bordered: dict[int, tuple[np.ndarray, Any]]) -> np.ndarray:
-    """A float convolution and the CLAMP that alone reads its fresh result (an in-place CLAMP of the plan): run
-    through the two kernels the first time they meet an input shape and constant operands, then, when
-    :func:`chains.prepare_float` allows, as the prepared blocked chain (bias add and clip on each block of output
-    rows right after it is computed)."""
+    """A float convolution and the CLAMP that alone reads its fresh result (an in-place CLAMP of the plan), or a float
+    convolution alone (``clamp`` None): through the kernels until they have met an input shape and constant operands
+    twice, then, when :func:`chains.prepare_float` allows, as the prepared blocked chain (bias add and clip on each
+    block of output rows right after it is computed)."""
     consts = tuple(ins[1:])
     key = (ins[0].shape, ins[0].dtype)
     state = _prepared_for(plan, conv.id, key, consts)
@@ -205,7 +205,7 @@ _PAIRS = (np.repeat(_CODES, 256), np.tile(_CODES, 256))
 def _pad_out(order: list[Operation], fused: dict[int, Operation], solo: set[int], readers: dict[int, int],
              keep: set[int]) -> dict[int, tuple[int, int, int, int]]:
     """Float CONV2D + CLAMP pairs whose result only a float depthwise (fused or alone) reads, with its pads."""
-    float_dw = {i for i in solo} | {i for i, p in fused.items() if p.opcode == "CLAMP"}
+    float_dw = set(solo) | {i for i, p in fused.items() if p.opcode == "CLAMP"}
     out: dict[int, tuple[int, int, int, int]] = {}
     reader_of: dict[int, Operation] = {}
     for op in order:
@@ -263,7 +263,7 @@ def _pair_groups(order: list[Operation], readers: dict[int, int], keep: set[int]
 
 def _run_group(members: list[Operation], env: dict[int, np.ndarray], plan: _Plan) -> np.ndarray | None:
     """A RESCALE, RESCALE, ADD/SUB, RESCALE group (see _pair_groups) at its first op: through the four kernels in
-    order (every ERROR_IF and REQUIRE on the data) the first time it meets its input shapes and constant operands;
+    order (every ERROR_IF and REQUIRE on the data) until it has met its input shapes and constant operands twice;
     then, while the same operand arrays come, a 65536-entry table of its result on every pair of 8-bit codes - made
     by the same kernels, so by the spec's pseudo-code (a pair failing a REQUIRE leaves no table) - read at
     ``a_bits * 256 + b_bits``.  None when an input has no value yet (the ops then run one by one)."""
@@ -301,7 +301,7 @@ def _run_group(members: list[Operation], env: dict[int, np.ndarray], plan: _Plan
 
 def _run_table_rescale(op: Operation, ins: list[np.ndarray], plan: _Plan) -> np.ndarray:
     """RESCALE of an 8-bit input by one multiplier and shift: through the kernel (every ERROR_IF and REQUIRE on the
-    data) the first time it meets an input shape and constant operands; then its result on every one of the 256
+    data) until it has met an input shape and constant operands twice; then its result on every one of the 256
     input codes - computed by the same kernel, so by the spec's apply_scale_32 - is a table read by the input's bit
     pattern, as long as the same operand arrays come (a code whose REQUIRE fails leaves no table)."""
     x, consts = ins[0], tuple(ins[1:])
