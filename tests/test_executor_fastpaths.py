@@ -574,3 +574,332 @@ def test_cached_rescale_parameters_keep_their_require_failures() -> None:
     for mult, shift in [(np.int64(m), np.int64(s)), (np.array([m]), np.array([s]))]:
         nm.rescale_32_into(v, mult, shift, True, 0, -(1 << 31), (1 << 31) - 1, out)
         assert out.tolist() == want
+
+
+
+@pytest.mark.parametrize("kind,k,ozp,double", [("CONV2D", 1, -128, True), ("CONV2D", 1, 5, True),
+                                               ("CONV2D", 3, 5, False), ("CONV2D", 3, -128, True),
+                                               ("DEPTHWISE_CONV2D", 3, -128, True), ("DEPTHWISE_CONV2D", 3, 7, True),
+                                               ("DEPTHWISE_CONV2D", 3, 7, False)])
+def test_prepared_conv_rescale_chain_on_adversarial_extremes(kind: str, k: int, ozp: int, double: bool) -> None:
+    """The third run of a CONV2D / DEPTHWISE_CONV2D → RESCALE pair takes the prepared chain (bound-proven, blocked,
+    float64; the double-round sign term folded when output_zp is the output minimum) and gives, like the first
+    (checked) run, exactly CONV2D then RESCALE on Python integers - on inputs and weights at their extremes."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(31 + k + abs(ozp))
+    izp, wzp, c = -128, 0, 4
+    x = np.where(rng.random((1, 33, 31, c)) < 0.5, rng.choice([-128, 127], (1, 33, 31, c)),
+                 rng.integers(-128, 128, (1, 33, 31, c))).astype(np.int8)  # 1023 rows: tiled and ragged
+    if kind == "CONV2D":
+        w = rng.choice([-127, 127, 0, 1, -1], (6, k, k, c)).astype(np.int8)
+        oc, attrs = 6, {"pad": [k // 2] * 4, "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT32"}
+    else:
+        w = rng.choice([-127, 127, 0, 1, -1], (k, k, c, 2)).astype(np.int8)
+        oc, attrs = 2 * c, {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT32"}
+    bias = rng.integers(-3000, 3000, (oc,)).astype(np.int32)
+    b = GraphBuilder("chain")
+    (acc,) = b.add(kind, [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32), Const(np.array([izp]), D.INT8),
+                          Const(np.array([wzp]), D.INT8)], D.INT32, attrs, output=False)
+    mult = np.concatenate([[1 << 30, (1 << 31) - 1, 0], rng.integers(1 << 30, 1 << 31, oc - 3)])
+    shifts = rng.integers(36, 41, oc) if k == 3 else rng.integers(38, 44, oc)
+    b.add("RESCALE", [acc, Const(mult, D.INT32), Const(shifts, D.INT8), Const(np.array([0]), D.INT32),
+                      Const(np.array([ozp]), D.INT8)], D.INT8,
+          {"scale32": True, "rounding_mode": "DOUBLE_ROUND" if double else "SINGLE_ROUND", "per_channel": True,
+           "input_unsigned": False, "output_unsigned": False})
+    if kind == "CONV2D":
+        ref_acc = _conv_reference(x, w, bias, izp, wzp, k // 2)
+    else:
+        ref_acc = _depthwise_reference(x, w, bias, izp, wzp, [1, 1, 1, 1], [1, 1], [1, 1])
+    want = np.array([_rescale_scalar(int(ref_acc[idx]), int(mult[idx[-1]]), int(shifts[idx[-1]]), 0, ozp, -128, 127,
+                                     double) for idx in np.ndindex(ref_acc.shape)]).reshape(ref_acc.shape)
+    name = b.graph.outputs[0].name
+    first = run(b.graph, b.feed)[name]
+    first = run(b.graph, b.feed)[name]  # checked again, and the chain is prepared
+    chain = [c for c in _plan(b.graph).chains.values()]
+    assert len(chain) == 1 and chain[0][2] is not None  # proven: the next run takes it
+    assert chain[0][2].dbits is (None if ozp == -128 or not double else chain[0][2].dbits)
+    # a 1x1 CONV2D with few input terms and no sign term: one float64 GEMM of scaled weights and a constant row
+    assert (chain[0][2].w64 is not None) == (kind == "CONV2D" and k == 1 and (ozp == -128 or not double))
+    # ... and without a sign term the bias term joins the float64 constant (no pass adding it to the accumulator)
+    assert chain[0][2].folded == (ozp == -128 or not double)
+    second = run(b.graph, b.feed)[name]
+    assert np.array_equal(first, want) and np.array_equal(second, want)
+    assert len(set(want.reshape(-1).tolist())) > 20  # not only saturated outputs
+
+
+@pytest.mark.parametrize("kind,k,stride", [("CONV2D", 1, 1), ("CONV2D", 3, 2), ("DEPTHWISE_CONV2D", 3, 1),
+                                           ("DEPTHWISE_CONV2D", 3, 2)])
+def test_prepared_float_conv_clamp_chain(kind: str, k: int, stride: int) -> None:
+    """A float32 convolution whose result only a CLAMP reads runs, from its third run on, as one blocked pass (GEMM
+    or depthwise band, bias, clip): both runs agree with a float64 numpy sum of the products, clipped, within the
+    fp32 error of the sum; a CLAMP with max_val 0 keeps the two kernels (the signed-zero order)."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(41 + k + stride)
+    c, oc = 5, 7
+    x = rng.standard_normal((1, 300, 10, c)).astype(np.float32)  # 300 x OW rows: several GEMM blocks
+    z = Const(np.array([0.0], np.float32))
+    pad = [k // 2] * 4 if stride == 1 else [0, 1, 0, 1]
+    attrs = {"pad": pad, "stride": [stride, stride], "dilation": [1, 1], "acc_type": "FP32"}
+    if kind == "CONV2D":
+        w = rng.standard_normal((oc, k, k, c)).astype(np.float32)
+    else:
+        w = rng.standard_normal((k, k, c, 2)).astype(np.float32)
+        oc = 2 * c
+    bias = rng.standard_normal(oc).astype(np.float32)
+    b = GraphBuilder("float_chain")
+    xin = In(x, name="x")
+    for top in (np.float32(0.7), np.float32(0.0)):
+        (acc,) = b.add(kind, [xin if top else b.graph.inputs[0], Const(w), Const(bias), z, z], D.FP32, attrs,
+                       output=False)
+        b.add("CLAMP", [acc], D.FP32, {"min_val": np.float32(-0.6), "max_val": top, "nan_mode": "PROPAGATE"})
+    xp = np.pad(x.astype(np.float64), [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)])
+    oh, ow = (xp.shape[1] - k) // stride + 1, (xp.shape[2] - k) // stride + 1
+    win = np.stack([np.stack([xp[:, ky:ky + (oh - 1) * stride + 1:stride, kx:kx + (ow - 1) * stride + 1:stride]
+                              for kx in range(k)], 3) for ky in range(k)], 3)  # [N, OH, OW, KH, KW, C]
+    if kind == "CONV2D":
+        ref = np.einsum("nhwijc,oijc->nhwo", win, w.astype(np.float64)) + bias
+        mag = np.einsum("nhwijc,oijc->nhwo", np.abs(win), np.abs(w.astype(np.float64)))
+    else:
+        ref = np.einsum("nhwijc,ijcm->nhwcm", win, w.astype(np.float64)).reshape(1, oh, ow, oc) + bias
+        mag = np.einsum("nhwijc,ijcm->nhwcm", np.abs(win), np.abs(w.astype(np.float64))).reshape(1, oh, ow, oc)
+    tol = (mag + np.abs(bias)) * 2.0 ** -20
+    names = [v.name for v in b.graph.outputs]
+    runs = [run(b.graph, b.feed), run(b.graph, b.feed)]  # checked twice: prepared after the second
+    prepared = [p[2] for p in _plan(b.graph).chains.values()]
+    runs.append(run(b.graph, b.feed))
+    assert len(prepared) == 2 and prepared[0] is not None and prepared[1] is None
+    for out in runs:
+        assert np.all(np.abs(out[names[0]] - np.clip(ref, -0.6, 0.7)) <= tol)
+        assert np.all(np.abs(out[names[1]] - np.clip(ref, -0.6, 0.0)) <= tol)
+    assert np.array_equal(runs[0][names[0]], runs[2][names[0]])
+    assert (runs[2][names[0]] == np.float32(0.7)).any() and (runs[1][names[0]] == np.float32(-0.6)).any()
+
+
+@pytest.mark.parametrize("out_t,in_u,out_u,double", [(D.INT32, False, False, False), (D.INT8, False, False, True),
+                                                     (D.INT8, True, False, True), (D.INT8, False, True, False),
+                                                     (D.INT16, False, False, True)])
+def test_rescale_of_an_8_bit_input_by_table(out_t: D, in_u: bool, out_u: bool, double: bool) -> None:
+    """A RESCALE of an 8-bit input by one multiplier is, from its third run on, a 256-entry table (made by the
+    kernel on every code): both runs equal RESCALE on Python integers (S11743-11756 and the zero-point and unsigned
+    rules of RESCALE) for every code."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor import runner
+    from tf2tosa.executor.runner import _plan
+
+    x = np.tile(np.arange(-128, 128, dtype=np.int8), 9).reshape(2, 3, 384)  # every code, several times
+    mult, shift = 1_518_500_250, {D.INT32: 20, D.INT16: 25, D.INT8: 32}[out_t]
+    izp, ozp = (-128 if in_u else 17), (0 if out_t is not D.INT8 else (-128 if out_u else -9))
+    b = GraphBuilder("table")
+    b.add("RESCALE", [In(x, D.INT8), Const(np.array([mult]), D.INT32), Const(np.array([shift]), D.INT8),
+                      Const(np.array([izp]), D.INT8), Const(np.array([ozp]), out_t)], out_t,
+          {"scale32": True, "rounding_mode": "DOUBLE_ROUND" if double else "SINGLE_ROUND", "per_channel": False,
+           "input_unsigned": in_u, "output_unsigned": out_u})
+    bits = {D.INT8: 8, D.INT16: 16, D.INT32: 32}[out_t]
+    lo, hi = (0, (1 << bits) - 1) if out_u else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    izp_v, ozp_v = (izp & 0xFF if in_u else izp), (ozp & ((1 << bits) - 1) if out_u else ozp)
+    want = []
+    for code in x.reshape(-1).tolist():
+        v = (code & 0xFF) if in_u else code
+        r = _rescale_scalar(v, mult, shift, izp_v, ozp_v, lo, hi, double)
+        want.append(r - (1 << bits) if out_u and r >= 1 << (bits - 1) else r)  # stored as the signed bit pattern
+    name = b.graph.outputs[0].name
+    first = run(b.graph, b.feed)[name]
+    (entry,) = _plan(b.graph).chains.values()
+    assert entry[2] is runner._PENDING  # a program run once makes no table
+    assert run(b.graph, b.feed)[name].reshape(-1).tolist() == want  # checked again; the table is made
+    (entry,) = _plan(b.graph).chains.values()
+    assert entry[2] is not None and entry[2].shape == (256,)
+    second = run(b.graph, b.feed)[name]
+    assert first.reshape(-1).tolist() == want and second.reshape(-1).tolist() == want
+    assert len(set(want)) > 60
+
+
+def test_rescale_table_not_made_when_a_code_fails_a_require() -> None:
+    """When some 8-bit code breaks apply_scale_32's value REQUIRE no table is made: data without that code runs,
+    data with it is still UNPREDICTABLE, on every run."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor import run_checked
+    from tf2tosa.executor.runner import _plan
+
+    x = np.arange(-20, 20, dtype=np.int8).reshape(1, 40)
+    b = GraphBuilder("table_require")
+    b.add("RESCALE", [In(x, D.INT8, name="x"), Const(np.array([1 << 30]), D.INT32), Const(np.array([6]), D.INT8),
+                      Const(np.array([0]), D.INT8), Const(np.array([0]), D.INT32)], D.INT32,
+          {"scale32": True, "rounding_mode": "SINGLE_ROUND", "per_channel": False, "input_unsigned": False,
+           "output_unsigned": False})  # |value| < 2^5 required
+    for _ in range(2):
+        assert run_checked(b.graph, b.feed, validate=False).ok
+    assert [e[2] for e in _plan(b.graph).chains.values()] == [None]
+    bad = {"x": np.full((1, 40), 40, np.int8)}
+    for _ in range(2):
+        res = run_checked(b.graph, bad, validate=False)
+        assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message
+
+
+def test_conv_rescale_chain_checked_on_the_data_when_the_bound_does_not_prove_it() -> None:
+    """Where the weight bound cannot prove RESCALE's value REQUIRE (a small shift), the prepared chain checks each
+    block's extremes: small data takes the chain and equals the pseudo-code; data past the limit goes back through
+    the kernels, which report the REQUIRE at the RESCALE - on every run."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor import run_checked
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(51)
+    w = rng.integers(-127, 128, (6, 1, 1, 8)).astype(np.int8)
+    bias = rng.integers(-50, 50, 6).astype(np.int32)
+    small = rng.integers(-3, 4, (1, 40, 40, 8)).astype(np.int8)  # |acc| <= 3 * 8 * 127 + 50 < 2^12
+    b = GraphBuilder("chain_checked")
+    (acc,) = b.add("CONV2D", [In(small, D.INT8, name="x"), Const(w, D.INT8), Const(bias, D.INT32),
+                              Const(np.array([0]), D.INT8), Const(np.array([0]), D.INT8)], D.INT32,
+                   {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT32"}, output=False)
+    mult = rng.integers(1 << 30, 1 << 31, 6)
+    b.add("RESCALE", [acc, Const(mult, D.INT32), Const(np.full(6, 13), D.INT8), Const(np.array([0]), D.INT32),
+                      Const(np.array([3]), D.INT8)], D.INT8,
+          {"scale32": True, "rounding_mode": "SINGLE_ROUND", "per_channel": True, "input_unsigned": False,
+           "output_unsigned": False})  # |v| < 2^12 required; the bound allows 128 * 8 * 127 + 50
+    ref = _conv_reference(small, w, bias, 0, 0, 0)
+    want = np.array([_rescale_scalar(int(ref[i]), int(mult[i[-1]]), 13, 0, 3, -128, 127, False)
+                     for i in np.ndindex(ref.shape)]).reshape(ref.shape)
+    for _ in range(2):
+        res = run_checked(b.graph, b.feed, validate=False)
+        assert res.ok and np.array_equal(res.outputs[b.graph.outputs[0].name], want)
+    (entry,) = _plan(b.graph).chains.values()
+    assert entry[2] is not None and entry[2].vlimit == (1 << 12) - 1
+    big = {"x": np.full((1, 40, 40, 8), 100, np.int8)}
+    for _ in range(2):
+        res = run_checked(b.graph, big, validate=False)
+        assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message and "RESCALE" in str(res.op)
+
+
+def _add_group(m: list[int], s: list[int], zps: list[int], op: str = "ADD", small: bool = False) -> Any:
+    """RESCALE(a), RESCALE(b) (i8 -> i32), ADD/SUB, RESCALE (i32 -> i8) on every pair of int8 codes (or on small
+    ones), as TFLite's int8 ADD lowers."""
+    from tests.executor_testing import GraphBuilder
+
+    codes = np.arange(-128, 128, dtype=np.int8)
+    xa, xb = np.repeat(codes, 256).reshape(1, 256, 256), np.tile(codes, 256).reshape(1, 256, 256)
+    if small:
+        xa, xb = xa // 64, xb // 64
+    b = GraphBuilder("add_group")
+    attrs = {"scale32": True, "rounding_mode": "SINGLE_ROUND", "per_channel": False, "input_unsigned": False,
+             "output_unsigned": False}
+    (ra,) = b.add("RESCALE", [In(xa, D.INT8, name="a"), Const(np.array([m[0]]), D.INT32),
+                              Const(np.array([s[0]]), D.INT8), Const(np.array([zps[0]]), D.INT8),
+                              Const(np.array([0]), D.INT32)], D.INT32, attrs, output=False)
+    (rb,) = b.add("RESCALE", [In(xb, D.INT8, name="b"), Const(np.array([m[1]]), D.INT32),
+                              Const(np.array([s[1]]), D.INT8), Const(np.array([zps[1]]), D.INT8),
+                              Const(np.array([0]), D.INT32)], D.INT32, attrs, output=False)
+    (acc,) = b.add(op, [ra, rb], D.INT32, output=False)
+    b.add("RESCALE", [acc, Const(np.array([m[2]]), D.INT32), Const(np.array([s[2]]), D.INT8),
+                      Const(np.array([0]), D.INT32), Const(np.array([zps[2]]), D.INT8)], D.INT8,
+          dict(attrs, rounding_mode="DOUBLE_ROUND"))
+    return b
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB"])
+def test_int8_add_group_by_pair_table(op: str) -> None:
+    """RESCALE, RESCALE, ADD/SUB, RESCALE on two int8 tensors is, from its third run on, a 65536-entry table made
+    by the kernels on every pair of codes: both runs equal the four ops on Python integers for every pair."""
+    from tf2tosa.executor.runner import _plan
+
+    m, s, zps = [1_431_655_765, 2_004_318_071, 1_717_986_918], [11, 12, 51], [-5, 9, -3]
+    b = _add_group(m, s, zps, op)
+    lo, hi = -(1 << 31), (1 << 31) - 1
+    want = []
+    for a in range(-128, 128):
+        va = _rescale_scalar(a, m[0], s[0], zps[0], 0, lo, hi, False)
+        for c in range(-128, 128):
+            vb = _rescale_scalar(c, m[1], s[1], zps[1], 0, lo, hi, False)
+            want.append(_rescale_scalar(va + vb if op == "ADD" else va - vb, m[2], s[2], 0, zps[2], -128, 127, True))
+    name = b.graph.outputs[0].name
+    first = run(b.graph, b.feed)[name]
+    assert run(b.graph, b.feed)[name].reshape(-1).tolist() == want  # checked again; the table is made
+    (group,) = _plan(b.graph).groups.values()
+    assert [g.opcode for g in group] == ["RESCALE", "RESCALE", op, "RESCALE"]
+    assert [e[2] is not None for e in _plan(b.graph).chains.values()] == [True]
+    second = run(b.graph, b.feed)[name]
+    assert first.reshape(-1).tolist() == want and second.reshape(-1).tolist() == want
+    assert len(set(want)) > 150
+
+
+def test_int8_add_group_without_table_when_a_pair_fails_a_require() -> None:
+    """When some pair of codes breaks the last RESCALE's value REQUIRE no pair table is made: data without such a
+    pair runs, data with one is UNPREDICTABLE at that RESCALE, on every run."""
+    from tf2tosa.executor import run_checked
+    from tf2tosa.executor.runner import _plan
+
+    b = _add_group([(1 << 31) - 1, (1 << 31) - 1, 1 << 30], [8, 8, 26], [0, 0, 0], small=True)  # |a + b| < 2^25
+    ok = {"a": np.zeros((1, 256, 256), np.int8), "b": np.ones((1, 256, 256), np.int8)}
+    for _ in range(2):
+        assert run_checked(b.graph, ok, validate=False).ok
+    assert [e[2] for e in _plan(b.graph).chains.values()] == [None]
+    bad = {"a": np.full((1, 256, 256), 127, np.int8), "b": np.full((1, 256, 256), 127, np.int8)}
+    for _ in range(2):
+        res = run_checked(b.graph, bad, validate=False)
+        assert res.status == "UNPREDICTABLE" and "apply_scale_32 value" in res.message and "RESCALE" in str(res.op)
+
+
+@pytest.mark.parametrize("kind", ["CONV2D", "DEPTHWISE_CONV2D"])
+def test_prepared_float_convolution_alone(kind: str) -> None:
+    """A float32 convolution fused with nothing is prepared too (GEMM blocks or depthwise bands with the bias add):
+    the first (checked) and third (prepared) runs give the same bits, within fp32 error of a float64 numpy sum."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(61)
+    x = rng.standard_normal((1, 300, 10, 4)).astype(np.float32)
+    z = Const(np.array([0.0], np.float32))
+    w = rng.standard_normal((6, 1, 1, 4) if kind == "CONV2D" else (3, 3, 4, 1)).astype(np.float32)
+    bias = rng.standard_normal(6 if kind == "CONV2D" else 4).astype(np.float32)
+    pad = [0, 0, 0, 0] if kind == "CONV2D" else [1, 1, 1, 1]
+    b = GraphBuilder("float_solo")
+    b.add(kind, [In(x, name="x"), Const(w), Const(bias), z, z], D.FP32,
+          {"pad": pad, "stride": [1, 1], "dilation": [1, 1], "acc_type": "FP32"})
+    if kind == "CONV2D":
+        ref = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0].astype(np.float64)) + bias
+    else:
+        xp = np.pad(x.astype(np.float64), [(0, 0), (1, 1), (1, 1), (0, 0)])
+        ref = sum(xp[:, i:i + 300, j:j + 10] * w[i, j, :, 0] for i in range(3) for j in range(3)) + bias
+    name = b.graph.outputs[0].name
+    runs = [run(b.graph, b.feed)[name] for _ in range(3)]
+    (entry,) = _plan(b.graph).chains.values()
+    assert entry[2] is not None and entry[2].lo is None
+    assert np.array_equal(runs[0], runs[2]) and np.allclose(runs[2], ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride,pad", [(1, [1, 1, 1, 1]), (2, [0, 1, 0, 1]), (1, [2, 0, 0, 2])])
+def test_float_conv_writes_into_the_next_depthwise_padding(stride: int, pad: list[int]) -> None:
+    """A prepared float CONV2D + CLAMP whose result only a float depthwise reads writes it inside that depthwise's zero
+    padding (whole output rows per GEMM block) and the depthwise reads its bands from there: the same bits as the
+    checked first run, which pads a copy, and the float64 numpy result within fp32 error."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(71 + stride + pad[0])
+    x = rng.standard_normal((1, 40, 30, 3)).astype(np.float32)
+    z = Const(np.array([0.0], np.float32))
+    w1 = rng.standard_normal((8, 1, 1, 3)).astype(np.float32)
+    w2 = rng.standard_normal((3, 3, 8, 1)).astype(np.float32)
+    b1, b2 = rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    clamp = {"min_val": np.float32(0.0), "max_val": np.float32(6.0), "nan_mode": "PROPAGATE"}
+    b = GraphBuilder("bordered")
+    (c1,) = b.add("CONV2D", [In(x, name="x"), Const(w1), Const(b1), z, z], D.FP32,
+                  {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "acc_type": "FP32"}, output=False)
+    (r1,) = b.add("CLAMP", [c1], D.FP32, clamp, output=False)
+    (c2,) = b.add("DEPTHWISE_CONV2D", [r1, Const(w2), Const(b2), z, z], D.FP32,
+                  {"pad": pad, "stride": [stride, stride], "dilation": [1, 1], "acc_type": "FP32"}, output=False)
+    b.add("CLAMP", [c2], D.FP32, clamp)
+    y = np.clip(np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w1[:, 0, 0].astype(np.float64)) + b1, 0, 6)
+    yp = np.pad(y, [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)])
+    oh, ow = (yp.shape[1] - 3) // stride + 1, (yp.shape[2] - 3) // stride + 1
+    ref = sum(yp[:, i:i + (oh - 1) * stride + 1:stride, j:j + (ow - 1) * stride + 1:stride] * w2[i, j, :, 0]
+              for i in range(3) for j in range(3))
+    ref = np.clip(ref + b2, 0, 6)
+    name = b.graph.outputs[0].name
+    runs = [run(b.graph, b.feed)[name] for _ in range(3)]
+    assert list(_plan(b.graph).pad_out.values()) == [tuple(pad)]
+    assert np.array_equal(runs[0], runs[2]) and np.allclose(runs[2], ref, rtol=1e-5, atol=1e-4)

@@ -16,6 +16,7 @@ from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
 from ..tosa import catalogue, profiles
 from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
+from . import chains
 from .activation import clamp_inplace
 from .registry import ERROR, KERNELS, PRECISE, UNPREDICTABLE, VALID, ExecutionError, UnpredictableError, op_label
 from .tensor_ops import ACCUMULATORS
@@ -96,23 +97,236 @@ def _call(op: Operation, fn: Any, args: list[np.ndarray]) -> Any:
         raise ExecutionError(f"kernel failed: {type(e).__name__}: {e}", op=op_label(op)) from e
 
 
-def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: dict[int, np.ndarray]
-               ) -> np.ndarray | None:
+#: plan.chains entry of a pair, group or op checked once with an input shape and these operands: its prepared form
+#: is made when a later checked run meets them again (a program run once pays nothing for it)
+_PENDING = object()
+#: no entry for this input shape and these operand arrays
+_MISS = object()
+
+
+def _prepared_for(plan: _Plan, op_id: int, key: Any, consts: tuple[np.ndarray, ...]) -> Any:
+    """What the plan holds for ``op_id`` with this key and these very operand arrays: a prepared form, None (none
+    can be made), _PENDING, or _MISS."""
+    hit = plan.chains.get(op_id)
+    if hit is not None and hit[0] == key and len(hit[1]) == len(consts) and all(a is b for a, b in zip(hit[1], consts)):
+        return hit[2]
+    return _MISS
+
+
+def _ready(state: Any) -> bool:
+    return state is not None and state is not _PENDING and state is not _MISS
+
+
+def _after_checked(plan: _Plan, op_id: int, key: Any, consts: tuple[np.ndarray, ...], state: Any, ok: bool,
+                   make: Any) -> None:
+    """After a checked run of ``op_id`` that succeeded: keep its operands (so their identity stays theirs) as pending
+    the first time, make its prepared form (``make()``, or None) the second time.  Only for constant (read-only)
+    operands."""
+    if not ok or not all(not a.flags.writeable for a in consts):
+        return
+    if state is _PENDING:
+        plan.chains[op_id] = (key, consts, make())
+    elif state is _MISS:
+        plan.chains[op_id] = (key, consts, _PENDING)
+
+
+def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: dict[int, np.ndarray],
+               plan: _Plan) -> np.ndarray | None:
     """An integer convolution and the RESCALE that alone reads its result, run as one: the convolution's exact
     accumulator goes to the RESCALE without the cast to i32 and back (the same values: every REQUIRE on the way is
-    checked as when run apart).  None when the RESCALE's other operands are not ready (then both run apart)."""
-    rest = [env.get(v.id) for v in rescale.operands[1:]]
-    if any(a is None for a in rest):
+    checked as when run apart).  None when the RESCALE's other operands are not ready (then both run apart).
+
+    Once the pair has run that way twice with an input shape and constant (read-only) operands, and
+    :func:`chains.prepare` proves that no REQUIRE of it can depend on the data, later runs with the same shape and
+    the very same operand arrays take the prepared blocked chain (see _after_checked)."""
+    got = [env.get(v.id) for v in rescale.operands[1:]]
+    rest = [a for a in got if a is not None]
+    if len(rest) != len(got):
         return None
+    consts = (*ins[1:], *rest)
+    key = (ins[0].shape, ins[0].dtype)
+    state = _prepared_for(plan, conv.id, key, consts)
+    if _ready(state):
+        done: np.ndarray | None = state.run(ins[0])
+        if done is not None:
+            return done
     acc = _call(conv, ACCUMULATORS[conv.opcode], [storage(a, v.type) for a, v in zip(ins, conv.operands)])
     t = conv.results[0].type
     if acc.shape != tuple(t.shape):
         return None  # run apart, where the shape error is reported
-    r_args = [acc] + [storage(a, v.type) for a, v in zip(rest, rescale.operands[1:])]  # type: ignore[arg-type]
+    r_args = [acc] + [storage(a, v.type) for a, v in zip(rest, rescale.operands[1:])]
     outs = _call(rescale, KERNELS["RESCALE"], r_args)
     if len(outs) != 1:  # pragma: no cover - RESCALE has one result
         raise ExecutionError("kernel returned more than one result", op=op_label(rescale))
-    return _check_result(rescale, 0, outs[0])
+    res = _check_result(rescale, 0, outs[0])
+    _after_checked(plan, conv.id, key, consts, state, ins[0].dtype == conv.operands[0].type.dtype.np_dtype(),
+                   lambda: chains.prepare(conv, ins, rescale, r_args[1:]))
+    return res
+
+
+def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation | None, plan: _Plan,
+                     bordered: dict[int, tuple[np.ndarray, Any]]) -> np.ndarray:
+    """A float convolution and the CLAMP that alone reads its fresh result (an in-place CLAMP of the plan), or a float
+    convolution alone (``clamp`` None): through the kernels until they have met an input shape and constant operands
+    twice, then, when :func:`chains.prepare_float` allows, as the prepared blocked chain (bias add and clip on each
+    block of output rows right after it is computed)."""
+    consts = tuple(ins[1:])
+    key = (ins[0].shape, ins[0].dtype)
+    state = _prepared_for(plan, conv.id, key, consts)
+    if _ready(state):
+        # a CONV2D whose result only a prepared depthwise reads writes it inside that depthwise's zero padding, and
+        # the depthwise reads its bands from there (no padded copy of its input)
+        pads = plan.pad_out.get(conv.id)
+        src = bordered.pop(conv.operands[0].id, None)
+        xp_full = src[0] if src is not None and src[1] == state.geometry[0] else None
+        res, buf = state.run(ins[0], pads, xp_full)
+        if buf is not None:
+            bordered[(conv if clamp is None else clamp).results[0].id] = (buf, pads)
+        return res  # type: ignore[no-any-return]
+    (acc,) = evaluate_op(conv, ins)
+    if clamp is None:  # a float convolution alone (plan.solo): the bias add in each block
+        res = acc
+    elif acc.flags.writeable and acc.dtype == np.float32:
+        res = clamp_inplace(clamp, [acc])
+    else:
+        (res,) = evaluate_op(clamp, [acc])
+    _after_checked(plan, conv.id, key, consts, state,
+                   ins[0].dtype == np.float32 and conv.operands[0].type.dtype is DType.FP32,
+                   lambda: chains.prepare_float(conv, ins, clamp))
+    return res
+
+
+#: the 256 codes of an 8-bit tensor, indexed by their bit pattern (an int8 array's uint8 view)
+_CODES = np.arange(256, dtype=np.uint8).view(np.int8)
+#: every pair of codes, pair (a, b) at index a_bits * 256 + b_bits
+_PAIRS = (np.repeat(_CODES, 256), np.tile(_CODES, 256))
+
+
+def _pad_out(order: list[Operation], fused: dict[int, Operation], solo: set[int], readers: dict[int, int],
+             keep: set[int]) -> dict[int, tuple[int, int, int, int]]:
+    """Float CONV2D + CLAMP pairs whose result only a float depthwise (fused or alone) reads, with its pads."""
+    float_dw = set(solo) | {i for i, p in fused.items() if p.opcode == "CLAMP"}
+    out: dict[int, tuple[int, int, int, int]] = {}
+    reader_of: dict[int, Operation] = {}
+    for op in order:
+        for v in op.operands:
+            reader_of[v.id] = op
+    for op in order:
+        clamp = fused.get(op.id)
+        if op.opcode != "CONV2D" or clamp is None or clamp.opcode != "CLAMP":
+            continue
+        v = clamp.results[0]
+        dw = reader_of.get(v.id)
+        if (dw is None or dw.opcode != "DEPTHWISE_CONV2D" or dw.id not in float_dw or readers.get(v.id) != 1
+                or v.id in keep or dw.operands[0] is not v):
+            continue
+        pad = np.asarray(dw.attrs.get("pad", [])).reshape(-1)
+        if pad.size == 4 and int(pad.min()) >= 0:
+            pt, pb, pl, pr = (int(p) for p in pad)
+            out[op.id] = (pt, pb, pl, pr)
+    return out
+
+
+def _pair_groups(order: list[Operation], readers: dict[int, int], keep: set[int]) -> dict[int, list[Operation]]:
+    """RESCALE(a), RESCALE(b), ADD or SUB, RESCALE run one after the other (CONSTs aside), on two 8-bit tensors of one
+    static shape by one multiplier each, the intermediates read by nothing else: int8 ADD as TFLite lowers it.  By
+    the group's first op id."""
+    ops = [op for op in order if op.opcode != "CONST"]
+    groups: dict[int, list[Operation]] = {}
+
+    def single(v: Value) -> bool:
+        return readers.get(v.id) == 1 and v.id not in keep
+
+    for i in range(2, len(ops) - 1):
+        ra, rb, add, rout = ops[i - 2:i + 2]
+        if add.opcode not in ("ADD", "SUB") or rout.opcode != "RESCALE" or len(add.operands) != 2:
+            continue
+        if any(o.dialect != "tosa" or len(o.results) != 1 for o in (ra, rb, add, rout)):
+            continue
+        pro = [v.producer for v in add.operands]
+        if {id(p) for p in pro} != {id(ra), id(rb)} or rout.operands[0] is not add.results[0]:
+            continue
+        if not all(single(v) for v in (*add.operands, add.results[0])):
+            continue
+        if any(r.opcode != "RESCALE" or r.operands[0].dtype is not DType.INT8 or r.attrs.get("per_channel", False)
+               for r in (ra, rb)) or rout.attrs.get("per_channel", False):
+            continue
+        shapes = {tuple(v.type.shape) for v in (ra.operands[0], rb.operands[0], add.results[0], rout.results[0])}
+        if len(shapes) != 1 or not all(isinstance(d, int) for d in next(iter(shapes))):
+            continue
+        inner = {ra.results[0].id, rb.results[0].id, add.results[0].id}
+        if any(v.id in inner for r in (ra, rb, rout) for v in r.operands[1:]):
+            continue
+        groups[ra.id] = [ra, rb, add, rout]
+    return groups
+
+
+def _run_group(members: list[Operation], env: dict[int, np.ndarray], plan: _Plan) -> np.ndarray | None:
+    """A RESCALE, RESCALE, ADD/SUB, RESCALE group (see _pair_groups) at its first op: through the four kernels in
+    order (every ERROR_IF and REQUIRE on the data) until it has met its input shapes and constant operands twice;
+    then, while the same operand arrays come, a 65536-entry table of its result on every pair of 8-bit codes - made
+    by the same kernels, so by the spec's pseudo-code (a pair failing a REQUIRE leaves no table) - read at
+    ``a_bits * 256 + b_bits``.  None when an input has no value yet (the ops then run one by one)."""
+    add, rout = members[2], members[3]
+    first, second = (v.producer for v in add.operands)
+    assert first is not None and second is not None
+    xa, xb = env.get(first.operands[0].id), env.get(second.operands[0].id)
+    rest = [env.get(v.id) for r in (first, second, rout) for v in r.operands[1:]]
+    consts = tuple(a for a in rest if a is not None)
+    if xa is None or xb is None or len(consts) != len(rest):
+        return None
+    key = (xa.shape, xb.shape, xa.dtype, xb.dtype)
+    state = _prepared_for(plan, add.id, key, consts)
+    if _ready(state):
+        idx = np.left_shift(xa.view(np.uint8), 8, dtype=np.uint16)
+        idx |= xb.view(np.uint8)
+        return np.take(state, idx)  # type: ignore[no-any-return]
+    vals: dict[int, np.ndarray] = {}
+    for m in members:
+        (vals[m.results[0].id],) = evaluate_op(m, [vals[v.id] if v.id in vals else env[v.id] for v in m.operands])
+
+    def make() -> np.ndarray | None:
+        try:
+            codes = {first.results[0].id: _kernel_result(first, [_PAIRS[0], *[env[v.id] for v in first.operands[1:]]]),
+                     second.results[0].id: _kernel_result(second,
+                                                          [_PAIRS[1], *[env[v.id] for v in second.operands[1:]]])}
+            codes[add.results[0].id] = _kernel_result(add, [codes[v.id] for v in add.operands])
+            return _kernel_result(rout, [codes[add.results[0].id], *[env[v.id] for v in rout.operands[1:]]])
+        except ExecutionError:
+            return None  # some pair fails a REQUIRE: keep checking the data
+
+    _after_checked(plan, add.id, key, consts, state, xa.dtype == np.int8 and xb.dtype == np.int8, make)
+    return vals[rout.results[0].id]
+
+
+def _run_table_rescale(op: Operation, ins: list[np.ndarray], plan: _Plan) -> np.ndarray:
+    """RESCALE of an 8-bit input by one multiplier and shift: through the kernel (every ERROR_IF and REQUIRE on the
+    data) until it has met an input shape and constant operands twice; then its result on every one of the 256
+    input codes - computed by the same kernel, so by the spec's apply_scale_32 - is a table read by the input's bit
+    pattern, as long as the same operand arrays come (a code whose REQUIRE fails leaves no table)."""
+    x, consts = ins[0], tuple(ins[1:])
+    key = (x.shape, x.dtype)
+    state = _prepared_for(plan, op.id, key, consts)
+    if _ready(state):
+        out: np.ndarray = np.take(state, x.view(np.uint8))  # (np.take: a quarter of fancy indexing's time)
+        return out
+    (res,) = evaluate_op(op, ins)
+
+    def make() -> np.ndarray | None:
+        try:
+            return _kernel_result(op, [_CODES, *consts])
+        except ExecutionError:
+            return None  # some code fails a REQUIRE: keep checking the data
+
+    _after_checked(plan, op.id, key, consts, state, x.dtype == np.int8, make)
+    return res
+
+
+def _kernel_result(op: Operation, inputs: list[np.ndarray]) -> np.ndarray:
+    """The first result of ``op``'s kernel on ``inputs`` in its storage type, whatever its shape."""
+    fn = KERNELS[op.opcode]
+    args = [storage(a, v.type) for a, v in zip(inputs, op.operands)]
+    return storage(_call(op, fn, args)[0], op.results[0].type)
 
 
 def _bind_inputs(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[int, np.ndarray]:
@@ -165,11 +379,26 @@ class _Plan:
     frees: list[list[int]]
     consts: list[Operation]
     inplace: set[int]
-    #: integer convolution op id -> the RESCALE that alone reads its i32 result, right after it (see _run_fused)
+    #: integer convolution op id -> the RESCALE that alone reads its i32 result, right after it (see _run_fused); float
+    #: convolution op id -> the in-place CLAMP right after it (see _run_fused_clamp)
     fused: dict[int, Operation]
+    #: RESCALE op ids of an 8-bit input and one multiplier (see _run_table_rescale)
+    tables: set[int]
+    #: first op id of a RESCALE, RESCALE, ADD/SUB, RESCALE group of two 8-bit tensors -> the group (see _run_group)
+    groups: dict[int, list[Operation]]
+    #: (index, op) of the ops that are not single-result CONSTs (what a run walks once the constants are in place)
+    body: list[tuple[int, Operation]]
+    #: float32 CONV2D / DEPTHWISE_CONV2D op ids fused with nothing (prepared like a fused pair, without the CLAMP)
+    solo: set[int]
+    #: float CONV2D op id (fused with its CLAMP) -> the pads (top, bottom, left, right) of the float DEPTHWISE_CONV2D
+    #: that alone reads the CLAMP's result (see _run_fused_clamp)
+    pad_out: dict[int, tuple[int, int, int, int]]
     #: per CONST op id: (its values array, a read-only view of it) - kernels cannot write into the graph's
     #: constants, and their prepared forms (converted weights, bounds) are cached by the view's identity
     views: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    #: per fused pair, group or table op id: (input shapes and dtypes, the operand arrays it was checked with, the
+    #: prepared form, None or _PENDING) - see _after_checked
+    chains: dict[int, tuple[Any, tuple[np.ndarray, ...], Any]] = field(default_factory=dict)
 
 
 _PLANS: weakref.WeakKeyDictionary[Graph, _Plan] = weakref.WeakKeyDictionary()
@@ -216,14 +445,24 @@ def _plan(graph: Graph) -> _Plan:
         if op.opcode not in ACCUMULATORS or op.dialect != "tosa" or len(op.results) != 1:
             continue
         v = op.results[0]
-        if v.dtype is not DType.INT32 or readers.get(v.id) != 1 or v.id in keep:
+        if readers.get(v.id) != 1 or v.id in keep:
             continue
         # the reader must come next (CONSTs aside): running it early then changes no order of effects
         nxt = next((o for o in order[i + 1:] if o.opcode != "CONST"), None)
-        if (nxt is not None and nxt.opcode == "RESCALE" and nxt.dialect == "tosa" and nxt.operands
-                and nxt.operands[0] is v and all(u is not v for u in nxt.operands[1:])):
+        if nxt is None or nxt.dialect != "tosa" or not nxt.operands or nxt.operands[0] is not v:
+            continue
+        if (v.dtype is DType.INT32 and nxt.opcode == "RESCALE" and all(u is not v for u in nxt.operands[1:])) \
+                or (nxt.id in inplace and len(nxt.operands) == 1):
             fused[op.id] = nxt
-    plan = _Plan(key, order, frees, consts, inplace, fused)
+    # RESCALEs of an 8-bit input by one multiplier (ADD's input rescales): a 256-entry table once checked
+    tables = {op.id for op in order if op.opcode == "RESCALE" and op.dialect == "tosa" and op.operands
+              and op.operands[0].dtype is DType.INT8 and not op.attrs.get("per_channel", False)}
+    body = [(i, op) for i, op in enumerate(order) if not (op.opcode == "CONST" and op.dialect == "tosa"
+                                                           and len(op.results) == 1 and not op.operands)]
+    solo = {op.id for op in order if op.opcode in ("CONV2D", "DEPTHWISE_CONV2D") and op.dialect == "tosa"
+            and op.id not in fused and len(op.results) == 1 and op.results[0].dtype is DType.FP32}
+    plan = _Plan(key, order, frees, consts, inplace, fused, tables, _pair_groups(order, readers, keep), body, solo,
+                 _pad_out(order, fused, solo, readers, keep))
     _PLANS[graph] = plan
     return plan
 
@@ -266,7 +505,14 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
     const_ids = {op.id for op in plan.consts} if trace is not None else set()
     inplace = plan.inplace if trace is None else set()
     fused = plan.fused if trace is None else {}
-    for i, op in enumerate(plan.order):
+    tables = plan.tables if trace is None else set()
+    groups = plan.groups if trace is None else {}
+    solo = plan.solo if trace is None else set()
+    #: value id -> (its zero-bordered array, the border) for the depthwise that reads it (see _run_fused_clamp)
+    bordered: dict[int, tuple[np.ndarray, Any]] = {}
+    # every constant already in the environment (the usual case): walk only the other ops (a CONST frees nothing)
+    steps = plan.body if trace is None and len(skip) == len(plan.consts) else list(enumerate(plan.order))
+    for i, op in steps:
         if op.id in skip:
             if trace is None:
                 for vid in plan.frees[i]:
@@ -284,7 +530,16 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             ins.append(env[v.id])
         t0 = time.perf_counter() if prof is not None else 0.0
         partner = fused.get(op.id)
-        done = _run_fused(op, ins, partner, env) if partner is not None else None
+        done = None
+        members = groups.get(op.id)
+        if members is not None:
+            done = _run_group(members, env, plan)
+            if done is not None:
+                partner = members[-1]
+                skip.update(m.id for m in members[1:])
+        elif partner is not None:
+            done = _run_fused(op, ins, partner, env, plan) if partner.opcode == "RESCALE" else \
+                _run_fused_clamp(op, ins, partner, plan, bordered)
         if done is not None:
             assert partner is not None
             env[partner.results[0].id] = done
@@ -292,10 +547,18 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             outs = []
         elif op.id in inplace and ins[0].flags.writeable and ins[0].dtype == np.float32:
             outs = [clamp_inplace(op, ins)]
+        elif op.id in tables:
+            outs = [_run_table_rescale(op, ins, plan)]
+        elif op.id in solo:
+            outs = [_run_fused_clamp(op, ins, None, plan, bordered)]
         else:
             outs = evaluate_op(op, ins)
         if prof is not None:
-            key = f"{op.name}+RESCALE#{op.id}" if done is not None else f"{op.name}#{op.id}"
+            key = f"{op.name}#{op.id}"
+            if done is not None and members is not None:
+                key = f"{op.name}+RESCALE+{members[2].name}+RESCALE#{op.id}"
+            elif done is not None and partner is not None:
+                key = f"{op.name}+{partner.opcode}#{op.id}"
             prof[key] = prof.get(key, 0.0) + time.perf_counter() - t0
         for r, a in zip(op.results, outs):
             env[r.id] = a

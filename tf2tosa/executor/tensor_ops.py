@@ -190,6 +190,44 @@ def _finish_int(op: Operation, acc: np.ndarray, bias: np.ndarray, bias_index: np
     return nm.apply_add_s(acc, bb, ot)
 
 
+#: fewest rows of a float GEMM block (fewer make BLAS slower than the passes the blocking keeps in cache save)
+GEMM_ROWS = 256
+#: output elements per GEMM block beyond GEMM_ROWS rows (a block and its epilogue stay in cache)
+GEMM_BLOCK = 1 << 15
+#: largest float weight (elements) kept as a row-major [K, OC] copy (BLAS runs a row block faster on it)
+SMALL_WEIGHT = 1 << 16
+
+
+def float_weight_matrix(w: np.ndarray, ft: Any) -> np.ndarray:
+    """A float convolution weight [OC, ...] as the [K, OC] GEMM operand in ``ft``: a row-major copy for a small
+    weight (made once per constant), else the transposed view (no copy of a large weight)."""
+    oc = w.shape[0]
+
+    def make() -> np.ndarray:
+        wm = w.astype(ft, copy=False).reshape(oc, -1).T
+        return np.ascontiguousarray(wm) if wm.size <= SMALL_WEIGHT else wm
+
+    return _prepared(w, ("rows", np.dtype(ft).char), make)  # type: ignore[no-any-return]
+
+
+def gemm_rows(cols: np.ndarray, wm: np.ndarray, each: Callable[[np.ndarray, int], None] | None = None,
+              align: int = 1, keep: bool = True) -> np.ndarray:
+    """``cols @ wm`` (float), one BLAS call per block of rows (a multiple of ``align`` rows: whole output rows of an
+    image); ``each(block, first_row)``, when given, runs on each block right after it is computed, while it is in
+    cache (with ``keep=False`` every block goes to one scratch block, which is returned: ``each`` takes the results
+    away).  The kernel and the prepared chains both use this: the same calls, so the same sums, on every run."""
+    m, oc = cols.shape[0], wm.shape[1]
+    rows = max(GEMM_ROWS, GEMM_BLOCK // max(1, oc))
+    rows = -(-rows // align) * align
+    out = np.empty((m if keep else min(m, rows), oc), np.result_type(cols, wm))
+    for i in range(0, m, rows):
+        blk = out[i:i + rows] if keep else out[:min(rows, m - i)]
+        np.matmul(cols[i:i + rows], wm, out=blk)
+        if each is not None:
+            each(blk, i)
+    return out
+
+
 def _int_operand(a: np.ndarray, zp: int, ft: type[np.floating] | None) -> np.ndarray:
     """``a - zp`` in the exact accumulation type (``ft``, or int64)."""
     out = a.astype(ft if ft is not None else np.int64)
@@ -240,13 +278,13 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int, raw: bool = False) -
         if any(pad) and not _prepared(w, "finite", lambda: bool(np.isfinite(w).all())):
             acc = _conv_by_taps(x.astype(fdt()), w.astype(fdt()), pad, stride, dil, outs)
             return to_out(_float_bias(op, acc, bias), op)
-        wm = w.astype(fdt(), copy=False).reshape(oc, kk).T
+        wm = float_weight_matrix(w, fdt())
         if all(k == 1 for k in ks) and all(s == 1 for s in stride) and not any(pad):
             cols = x.astype(fdt(), copy=False).reshape(m, ic)
         else:
             xp = np.pad(x.astype(fdt(), copy=False), pads)
             cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
-        acc = cols @ wm
+        acc = gemm_rows(cols, wm, align=outs[-1])
         return to_out(_float_bias(op, acc.reshape(n_, *outs, oc), bias), op)
     prep = _prepared(w, ("gemm", wzp), lambda: _GemmWeights(w.reshape(oc, kk), wzp))
     lo, hi = in_dtype(op, 0).range()
@@ -447,13 +485,17 @@ def _padded(x: np.ndarray, pads: list[tuple[int, int]], value: float, dtype: Any
 
 
 def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: int, ft: Any,
-                      geo: tuple[tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int]]) -> np.ndarray:
+                      geo: tuple[tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int]],
+                      band_done: Callable[[np.ndarray, int, int], None] | None = None,
+                      xp_full: np.ndarray | None = None) -> np.ndarray:
     """sum over the taps of x[n, oy*sy + ky*dy - pt, ox*sx + kx*dx - pl, c] * wm[ky, kx, c(, m)] on the input padded
     with ``pad_value``, as einsums over the strided windows of the padded input ([N, OH, OW, C] or
     [N, OH, OW, C, M] in ``ft``).  Used where padding provably adds nothing (zero padding and finite float weights;
     ``input_zp`` padding and zero-point-free integer products).  Output rows go in bands of about
     :data:`DW_BAND` padded input elements: only a band of the input is ever padded (peak memory stays near the
-    input and output, not a padded copy of the whole input)."""
+    input and output, not a padded copy of the whole input).  ``band_done(res, r0, r1)``, when given, is called after
+    each band (output rows ``[r0, r1)``), while they are still in cache.  ``xp_full``, when given, is the whole input
+    already padded with ``pad_value`` (the bands are then views of it, the same values a padded band copy holds)."""
     (pt, pb, pl, pr), (sy, sx), (dy, dx), (oh, ow) = geo
     n_, ih, iw, c = x.shape
     kh, kw, _, mm = wm.shape
@@ -470,9 +512,12 @@ def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: i
         r1 = min(oh, r0 + band)
         top = r0 * sy - pt  # the band's first and one-past-last input rows (padding where outside [0, IH))
         bot = (r1 - 1) * sy + (kh - 1) * dy - pt + 1
-        src = x[:, min(max(0, top), ih):max(0, min(ih, bot))]
-        above, below = max(0, min(0, bot) - top), max(0, bot - max(top, ih))
-        xp = _padded(src, [(0, 0), (above, below), (pl, pr), (0, 0)], pad_value, ft)
+        if xp_full is not None:
+            xp = xp_full[:, top + pt:bot + pt]
+        else:
+            src = x[:, min(max(0, top), ih):max(0, min(ih, bot))]
+            above, below = max(0, min(0, bot) - top), max(0, bot - max(top, ih))
+            xp = _padded(src, [(0, 0), (above, below), (pl, pr), (0, 0)], pad_value, ft)
         st = xp.strides
         if merged and st[2] == c * st[3]:
             rows = as_strided(xp, shape=(n_, r1 - r0, ow * c, kh, kw), writeable=False,
@@ -481,12 +526,14 @@ def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: i
                 np.einsum("nhqij,ijq->nhq", rows, wt[..., 0], out=res_m[:, r0:r1])
             else:
                 np.einsum("nhqij,ijqm->nhqm", rows, wt, out=res_m[:, r0:r1])
-            continue
-        win = windows(xp, [kh, kw], [sy, sx], [dy, dx], [r1 - r0, ow])
-        if mm == 1:
-            np.einsum("nhwijc,ijc->nhwc", win, wm[..., 0], out=res[:, r0:r1])
         else:
-            np.einsum("nhwijc,ijcm->nhwcm", win, wm, out=res[:, r0:r1])
+            win = windows(xp, [kh, kw], [sy, sx], [dy, dx], [r1 - r0, ow])
+            if mm == 1:
+                np.einsum("nhwijc,ijc->nhwc", win, wm[..., 0], out=res[:, r0:r1])
+            else:
+                np.einsum("nhwijc,ijcm->nhwcm", win, wm, out=res[:, r0:r1])
+        if band_done is not None:
+            band_done(res, r0, r1)
     return res
 
 
