@@ -254,6 +254,23 @@ def test_run_ok_and_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert code == 1 and error_class(obj) == "ModelLoadError"
 
 
+def test_run_repeat(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--repeat N: the last of N runs (the steady state, prepared forms from the third) gives the outputs and the
+    profile; the outputs equal a single run's bit for bit."""
+    tosa = tmp_path / "m.tosa"
+    call(capsys, "convert", F32, "-o", tosa, "--json")
+    code, one = call(capsys, "run", tosa, "--output-dir", tmp_path / "one", "--json")
+    assert code == 0
+    code, rep = call(capsys, "run", tosa, "--output-dir", tmp_path / "rep", "--repeat", "4", "--profile-ops", "--json")
+    assert code == 0 and rep["profile"]["total_ms"] > 0
+    for a, b in zip(one["outputs"], rep["outputs"]):
+        assert np.load(a["file"]).tobytes() == np.load(b["file"]).tobytes()
+    code, obj = call(capsys, "run", tosa, "--repeat", "0", "--json")
+    assert code == 1 and error_class(obj) == "InputError" and "--repeat" in obj["error"]["message"]
+    code, obj = call(capsys, "run", tosa, "--repeat", "2", "--steps", "2", "--json")
+    assert code == 1 and error_class(obj) == "InputError"
+
+
 # ------------------------------------------------------------------------------------------------ ops, zoo, demo
 def test_ops_ok(capsys: pytest.CaptureFixture[str]) -> None:
     code, obj = call(capsys, "ops", "--json")

@@ -480,6 +480,8 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
                                                help="write each output as NAME.npy"),
         seed: int = typer.Option(0, help="seed for inputs not given with --input"),
         profile_ops: bool = typer.Option(False, "--profile-ops", help="print the time spent in each op"),
+        repeat: int = typer.Option(1, "--repeat", metavar="N", help="run N times on the same inputs (outputs and "
+                                   "--profile-ops of the last run; from the third run the prepared forms are used)"),
         backend: Backend = BACKEND,
         steps: int | None = typer.Option(None, "--steps", metavar="N", help=STEPS_HELP),
         state: list[str] | None = typer.Option(None, "--state", metavar="NAME=FILE.npy", help=STATE_HELP),
@@ -503,9 +505,13 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
     out = _out()
     if profile_ops and backend is not Backend.executor:
         raise InputError("--profile-ops times the embedded executor: it cannot be used with --backend iree")
+    if repeat < 1:
+        raise InputError(f"--repeat {repeat}: give at least one run")
     m = load(str(model))
     given = _check_inputs(m, _load_inputs(input))
     if steps is not None or state:
+        if repeat != 1:
+            raise InputError("--repeat runs one invocation N times; it does not combine with --steps/--state")
         if profile_ops:
             raise InputError("--profile-ops profiles one run; it does not combine with --steps/--state")
         n = steps if steps is not None else 1
@@ -524,8 +530,11 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
     with _progress(f"run {model.name}") as prog:
         prog(0, 1, "executing")
         if profile_ops:
+            from .executor import run as run_graph
             from .executor import run_with_profile
 
+            for _ in range(repeat - 1):  # untimed: the profile is of the last run
+                run_graph(m.graph, feed)
             outs, prof = run_with_profile(m.graph, feed)
             profile = _profile_summary(prof)
             if not (out.json or out.quiet):
@@ -537,7 +546,8 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             from .executor.registry import ExecutionError
 
             try:
-                outs = m.run(feed, backend=backend.value, check_guards=False)
+                for _ in range(repeat):
+                    outs = m.run(feed, backend=backend.value, check_guards=False)
             except ExecutionError as e:  # an ERROR_IF at these inputs (a symbolic program at a size it forbids)
                 if e.file is not None:
                     raise
