@@ -577,14 +577,17 @@ def test_cached_rescale_parameters_keep_their_require_failures() -> None:
 
 
 
-@pytest.mark.parametrize("kind,k,ozp,double", [("CONV2D", 1, -128, True), ("CONV2D", 1, 5, True),
-                                               ("CONV2D", 3, 5, False), ("CONV2D", 3, -128, True),
-                                               ("DEPTHWISE_CONV2D", 3, -128, True), ("DEPTHWISE_CONV2D", 3, 7, True),
-                                               ("DEPTHWISE_CONV2D", 3, 7, False)])
-def test_prepared_conv_rescale_chain_on_adversarial_extremes(kind: str, k: int, ozp: int, double: bool) -> None:
+@pytest.mark.parametrize("kind,k,ozp,double,out_t", [
+    ("CONV2D", 1, -128, True, D.INT8), ("CONV2D", 1, 5, True, D.INT8), ("CONV2D", 3, 5, False, D.INT8),
+    ("CONV2D", 3, -128, True, D.INT8), ("DEPTHWISE_CONV2D", 3, -128, True, D.INT8),
+    ("DEPTHWISE_CONV2D", 3, 7, True, D.INT8), ("DEPTHWISE_CONV2D", 3, 7, False, D.INT8),
+    ("CONV2D", 1, 0, False, D.INT16), ("CONV2D", 3, 0, True, D.INT16), ("DEPTHWISE_CONV2D", 3, 0, False, D.INT16)])
+def test_prepared_conv_rescale_chain_on_adversarial_extremes(kind: str, k: int, ozp: int, double: bool,
+                                                             out_t: D) -> None:
     """The third run of a CONV2D / DEPTHWISE_CONV2D → RESCALE pair takes the prepared chain (bound-proven, blocked,
-    float64; the double-round sign term folded when output_zp is the output minimum) and gives, like the first
-    (checked) run, exactly CONV2D then RESCALE on Python integers - on inputs and weights at their extremes."""
+    float64; the double-round sign term folded when output_zp is the output minimum; the narrowing's offset
+    ``lo mod 2^bits`` for int8 and int16 results) and gives, like the first (checked) run, exactly CONV2D then
+    RESCALE on Python integers - on inputs and weights at their extremes."""
     from tests.executor_testing import GraphBuilder
     from tf2tosa.executor.runner import _plan
 
@@ -604,27 +607,31 @@ def test_prepared_conv_rescale_chain_on_adversarial_extremes(kind: str, k: int, 
                           Const(np.array([wzp]), D.INT8)], D.INT32, attrs, output=False)
     mult = np.concatenate([[1 << 30, (1 << 31) - 1, 0], rng.integers(1 << 30, 1 << 31, oc - 3)])
     shifts = rng.integers(36, 41, oc) if k == 3 else rng.integers(38, 44, oc)
+    if out_t is D.INT16:  # 16-bit results: smaller shifts keep (output_zp - lo + d) * 2^s below 2^53
+        shifts = rng.integers(30, 35, oc)
+    lo, hi = out_t.range()
     b.add("RESCALE", [acc, Const(mult, D.INT32), Const(shifts, D.INT8), Const(np.array([0]), D.INT32),
-                      Const(np.array([ozp]), D.INT8)], D.INT8,
+                      Const(np.array([ozp]), out_t)], out_t,
           {"scale32": True, "rounding_mode": "DOUBLE_ROUND" if double else "SINGLE_ROUND", "per_channel": True,
            "input_unsigned": False, "output_unsigned": False})
     if kind == "CONV2D":
         ref_acc = _conv_reference(x, w, bias, izp, wzp, k // 2)
     else:
         ref_acc = _depthwise_reference(x, w, bias, izp, wzp, [1, 1, 1, 1], [1, 1], [1, 1])
-    want = np.array([_rescale_scalar(int(ref_acc[idx]), int(mult[idx[-1]]), int(shifts[idx[-1]]), 0, ozp, -128, 127,
+    want = np.array([_rescale_scalar(int(ref_acc[idx]), int(mult[idx[-1]]), int(shifts[idx[-1]]), 0, ozp, lo, hi,
                                      double) for idx in np.ndindex(ref_acc.shape)]).reshape(ref_acc.shape)
     name = b.graph.outputs[0].name
     first = run(b.graph, b.feed)[name]
     first = run(b.graph, b.feed)[name]  # checked again, and the chain is prepared
     chain = [c for c in _plan(b.graph).chains.values()]
     assert len(chain) == 1 and chain[0][2] is not None  # proven: the next run takes it
-    assert chain[0][2].dbits is (None if ozp == -128 or not double else chain[0][2].dbits)
+    assert chain[0][2].dbits is (None if ozp == lo or not double else chain[0][2].dbits)
     # a 1x1 CONV2D with few input terms and no sign term: one float64 GEMM of scaled weights and a constant row
-    assert (chain[0][2].w64 is not None) == (kind == "CONV2D" and k == 1 and (ozp == -128 or not double))
+    assert (chain[0][2].w64 is not None) == (kind == "CONV2D" and k == 1 and (ozp == lo or not double))
     # ... and without a sign term the bias term joins the float64 constant (no pass adding it to the accumulator)
-    assert chain[0][2].folded == (ozp == -128 or not double)
+    assert chain[0][2].folded == (ozp == lo or not double)
     second = run(b.graph, b.feed)[name]
+    assert first.dtype == second.dtype == out_t.np_dtype()
     assert np.array_equal(first, want) and np.array_equal(second, want)
     assert len(set(want.reshape(-1).tolist())) > 20  # not only saturated outputs
 

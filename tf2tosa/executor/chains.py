@@ -12,10 +12,10 @@ constant arrays call ``run`` of the prepared form.  For the integer pair (:class
   value REQUIRE ``|v| < 2^(shift-1)`` for the smallest shift (where it is too loose, each block's extremes are
   checked against the largest ``|v|`` for which everything below holds, and a failing block sends the run back
   through the kernels);
-* with ``T = v * m + 2^(s-1) ± 2^30 (DOUBLE_ROUND, s > 31) + (output_zp - lo) * 2^s`` bounded below 2^53 the RESCALE
-  is exact in float64 (the argument of ``numerics._rescale_32_float``): ``floor(T * 2^-s)`` clipped to
-  ``[0, hi - lo]``, narrowed, then ``lo`` added modulo 2^bits, is the bit pattern of
-  ``clip(apply_scale_32(v, m, s) + output_zp, lo, hi)``;
+* with ``T = v * m + 2^(s-1) ± 2^30 (DOUBLE_ROUND, s > 31) + (output_zp - lo + d) * 2^s`` (``d = lo mod 2^bits``)
+  bounded below 2^53 the RESCALE is exact in float64 (the argument of ``numerics._rescale_32_float``):
+  ``floor(T * 2^-s)`` clipped to ``[d, d + hi - lo]`` and cast to the unsigned type (modulo 2^bits) is the bit
+  pattern of ``clip(apply_scale_32(v, m, s) + output_zp, lo, hi)``;
 * when ``output_zp == lo`` (a ReLU folded into the quantization: MobileNetV2's expansion and depthwise layers) the
   double-round sign term needs no data: for ``v < 0`` both ``floor(v * m * 2^-s + 1/2 ± 2^(30-s))`` are ``<= 0``,
   so the result is clipped to ``lo`` either way, and ``+2^(30-s)`` (the term of ``v >= 0``) joins the constant, with
@@ -65,10 +65,12 @@ class ConvRescale:
     wm: np.ndarray
     shift: np.ndarray  # per output channel, in ``ft``: bias - input_zp * sum_k (w - wzp)
     f: np.ndarray  # per channel m * 2^-s (float64), [C] or [1]
-    c: np.ndarray  # per channel 1/2 + output_zp - lo (+ 2^(30-s) when folded), float64 [C] or [1]
+    c: np.ndarray  # per channel 1/2 + output_zp - lo + d (+ 2^(30-s) when folded), float64 [C] or [1]
     dbits: np.ndarray | None  # per channel bit pattern of 2^(30-s) (int64), when the sign term needs the data
     span: int  # hi - lo
-    lo_u: Any  # lo modulo 2^bits, in the unsigned type
+    #: lo modulo 2^bits (``c`` holds it too): the narrowing clips to [d, d + span] and the cast to the unsigned type
+    #: of the output's width, which keeps the value modulo 2^bits, gives the bits of ``value - d + lo`` at once
+    d: int
     out_shape: tuple[int, ...]
     out_dtype: np.dtype
     #: 1x1 CONV2D with few input terms: [K + 1, OC] float64 ((w - wzp) * m * 2^-s, and the constant row), so that
@@ -234,17 +236,17 @@ class _Scratch:
         self.narrow(b, ob)
 
     def narrow(self, b: np.ndarray, ob: np.ndarray) -> None:
-        """``ob`` = the bit pattern of ``clip(floor(b), 0, hi - lo) + lo`` (``b`` float64, written over)."""
+        """``ob`` = the bit pattern of ``clip(floor(b) - d, 0, hi - lo) + lo`` (``b`` float64 holding the offset
+        ``d = lo mod 2^bits``, written over)."""
         p = self.t.p
-        # |b| < 2^30 + 2^17 < 2^31 (under the value REQUIRE apply_scale_32's result lies in (-2^30, 2^30], and
-        # |1/2 + output_zp - lo| < 2^17 for an 8- or 16-bit output): the cast to i32 truncates, and truncation and
-        # floor differ only below 0, which the clip makes 0 either way
+        # |b| < 2^30 + 2^17 + 2^16 < 2^31 (under the value REQUIRE apply_scale_32's result lies in (-2^30, 2^30],
+        # and |1/2 + output_zp - lo| < 2^17, d < 2^16 for an 8- or 16-bit output): the cast to i32 truncates, and
+        # truncation and floor differ only below 0 < d, which the clip makes d either way; the cast to the unsigned
+        # type keeps the clipped value modulo 2^bits, and d = lo modulo 2^bits
         i = self.i32[:b.shape[0]]
         np.copyto(i, b, casting="unsafe")
-        _uclip(i, 0, p.span, out=i)
+        _uclip(i, p.d, p.d + p.span, out=i)
         np.copyto(ob, i, casting="unsafe")
-        if p.lo_u:
-            np.add(ob, p.lo_u, out=ob)
 
 
 def _tile(v: np.ndarray, n: int, c: int) -> np.ndarray:
@@ -296,7 +298,9 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     bound = zpb * prep.abs_sum + bmax  # |v| for the i32 value v the RESCALE reads
     smin, smax, mmax = int(s.min()), int(s.max()), int(m.max())
     # the largest |v| for which RESCALE's value REQUIRE holds whatever the shift and every float64 step is exact
-    room = _EXACT - 1 - (1 << (smax - 1)) - (1 << 30) - (abs(ozp) + abs(lo) + 1) * (1 << smax)
+    ut = np.dtype(f"u{ot.np_dtype().itemsize}")
+    d = lo % (1 << (8 * ut.itemsize))  # the offset of the narrowing (see _Scratch.narrow)
+    room = _EXACT - 1 - (1 << (smax - 1)) - (1 << 30) - (abs(ozp) + abs(lo) + d + 1) * (1 << smax)
     limit = min((1 << (smin - 1)) - 1, room // mmax if mmax else room)
     if limit < 0:
         return None
@@ -306,8 +310,7 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     big = s > 31
     dterm = np.ldexp(np.where(big, 1.0, 0.0), 30 - s) if double else np.zeros(s.shape)
     fold = not double or ozp == lo or not bool(np.any(big))
-    c = 0.5 + float(ozp - lo) + (dterm if fold else 0.0)
-    ut = np.dtype(f"u{ot.np_dtype().itemsize}")
+    c = 0.5 + float(ozp - lo + d) + (dterm if fold else 0.0)
     if conv.opcode == "CONV2D":
         pad, stride, dil = int_list(args.pad), int_list(args.stride), int_list(args.dilation)
         outs = list(conv.results[0].type.shape[1:3])
@@ -329,10 +332,10 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     w64, folded = None, False
     shift_i = np.asarray(shift).reshape(-1)
     mm, ss = np.broadcast_to(m, (oc,)).astype(np.int64), np.broadcast_to(s, (oc,)).astype(np.int64)
-    # every partial sum of x * (w - wzp) * m plus the constant (shift * m + 2^(s-1) + (output_zp - lo) * 2^s
+    # every partial sum of x * (w - wzp) * m plus the constant (shift * m + 2^(s-1) + (output_zp - lo + d) * 2^s
     # (+ 2^30)), over 2^s: below 2^53 the raw accumulator times m * 2^-s plus the constant is exact in float64
     reach = (max(abs(lo_i), abs(hi_i), abs(izp)) * math.ceil(prep.abs_sum) + int(np.abs(shift_i).max())) * mmax \
-        + (1 << (smax - 1)) + (1 << 30) + (abs(ozp) + abs(lo) + 1) * (1 << smax)
+        + (1 << (smax - 1)) + (1 << 30) + (abs(ozp) + abs(lo) + d + 1) * (1 << smax)
     if fold and vlimit is None and reach < _EXACT:
         # the sign term needs no data and the bound proves the REQUIREs: the bias term joins the constant
         const = _constant_row(shift_i, mm, ss, np.broadcast_to(c_arr, (oc,)))
@@ -344,11 +347,11 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     return ConvRescale(
         vlimit, conv, conv.opcode, geometry, izp, ft, wm, np.asarray(shift, ft).reshape(-1), f, c_arr,
         None if fold else np.ldexp(np.where(big, 1.0, 0.0), 30 - s).view(np.int64),
-        hi - lo, ut.type(lo % (1 << (8 * ut.itemsize))), out_shape, ot.np_dtype(), w64, folded)
+        hi - lo, d, out_shape, ot.np_dtype(), w64, folded)
 
 
 def _constant_row(shift: np.ndarray, m: np.ndarray, s: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Per channel ``shift * m * 2^-s + c`` (``c`` = 1/2 + output_zp - lo (+ 2^(30-s))) from Python integers (the
+    """Per channel ``shift * m * 2^-s + c`` (``c`` = 1/2 + output_zp - lo + d (+ 2^(30-s))) from Python integers (the
     caller bounds it below 2^53 times 2^-s, so it is exact; ``shift * m`` alone may not be in float64)."""
     out = np.empty(m.shape[0], np.float64)
     for j in range(m.shape[0]):
