@@ -98,25 +98,41 @@ class ConvRescale:
             t = self.tiles = _Tiles(self, oc)
         rows = max(t.r, CHAIN_BLOCK // oc // t.r * t.r)  # a multiple of the tiles' rows
         if self.kind == "CONV2D" and self.w64 is not None:
-            cols = self._cols64(x)
+            # 1x1, stride 1, no padding (prepare makes w64 for these only): [x, 1] made a block at a time, in cache
+            m = o2.shape[0]
+            k = self.w64.shape[0] - 1
+            x2 = x.reshape(m, k)
             if rows < to.GEMM_ROWS:
                 rows = to.GEMM_ROWS
-            scratch = _Scratch(t, min(rows, cols.shape[0]), oc)
-            for i in range(0, cols.shape[0], rows):
-                b = scratch.b[:min(rows, cols.shape[0] - i)]
-                np.matmul(cols[i:i + rows], self.w64, out=b)
+            n = min(rows, m)
+            cols = np.empty((n, k + 1), np.float64)
+            cols[:, k] = 1.0
+            scratch = _Scratch(t, n, oc)
+            for i in range(0, m, rows):
+                b = scratch.b[:min(rows, m - i)]
+                c = cols[:b.shape[0]]
+                np.copyto(c[:, :k], x2[i:i + rows])
+                np.matmul(c, self.w64, out=b)
                 scratch.narrow(b, o2[i:i + rows])
             return out
         if self.kind == "CONV2D":
-            cols = self._cols(x)
+            plain = self.geometry[-1]
+            cols = x.reshape(-1, x.shape[-1]) if plain else self._cols(x)
             if rows < to.GEMM_ROWS:
                 rows = -(-to.GEMM_ROWS // t.r) * t.r
             n = min(rows, cols.shape[0])
             acc = np.empty((n, oc), self.ft)
+            # a 1x1 CONV2D converts its raw input a block at a time, while in cache (no float copy of the whole input)
+            cbuf = np.empty((n, cols.shape[1]), self.ft) if plain else None
             scratch = _Scratch(t, n, oc)
             for i in range(0, cols.shape[0], rows):
                 a = acc[:min(rows, cols.shape[0] - i)]
-                np.matmul(cols[i:i + rows], self.wm, out=a)
+                if cbuf is not None:
+                    cb = cbuf[:a.shape[0]]
+                    np.copyto(cb, cols[i:i + rows], casting="unsafe")  # int8/int16 values: exact in ft
+                    np.matmul(cb, self.wm, out=a)
+                else:
+                    np.matmul(cols[i:i + rows], self.wm, out=a)
                 scratch.finish(a, o2[i:i + rows])
             return out
         scratch = _Scratch(t, min(rows, o2.shape[0]), oc)
