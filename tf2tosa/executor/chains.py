@@ -389,6 +389,16 @@ class ConvClamp:
     lo: np.float32 | None  # None: no CLAMP (a convolution alone: the bias add only)
     hi: np.float32 | None
     out_shape: tuple[int, ...]
+    #: the bias tiled to a block's rows (see _bias_rows)
+    tiled: np.ndarray | None = None
+
+    def _bias_rows(self, n: int, c: int) -> np.ndarray:
+        """The bias tiled to ``n`` rows of ``c`` channels (made on the first run, read-only)."""
+        t = self.tiled
+        if t is None or t.shape != (n, c):
+            t = self.tiled = _tile(self.bias, n, c)
+            t.flags.writeable = False
+        return t
 
     def _clip(self, a: np.ndarray, bias: np.ndarray) -> None:
         a += bias  # bias tiled to the block: a same-shape add runs at full vector speed
@@ -411,7 +421,7 @@ class ConvClamp:
                 cols = to.windows(np.pad(x, pads4), ks, stride, dil, outs).reshape(m, -1)
             oc, ow = self.w.shape[1], outs[-1]
             rows = -(-max(to.GEMM_ROWS, to.GEMM_BLOCK // oc) // ow) * ow  # gemm_rows's blocks
-            bias = _tile(self.bias, min(rows, m), oc)
+            bias = self._bias_rows(min(rows, m), oc)
             if pads is None or x.shape[0] != 1:
                 out = to.gemm_rows(cols, self.w, lambda blk, _i: self._clip(blk, bias[:blk.shape[0]]), align=ow)
                 return out.reshape(self.out_shape), None
@@ -425,7 +435,7 @@ class ConvClamp:
             to.gemm_rows(cols, self.w, each, align=ow, keep=False)
             return inner, buf
         oc = self.out_shape[-1]
-        bias = _tile(self.bias, self.out_shape[2], oc)  # one output row: the add's inner loop runs along OW*C
+        bias = self._bias_rows(self.out_shape[2], oc)  # one output row: the add's inner loop runs along OW*C
 
         def band(res: np.ndarray, r0: int, r1: int) -> None:
             b = res[:, r0:r1]
