@@ -495,13 +495,25 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
     precise = PRECISE.get()
     plan = _plan(graph)
     skip: set[int] = set()
+    all_views = False
     if trace is None:
-        # constants first: their values need no kernel (a CONST reads nothing, so order does not matter)
+        # constants first: their values need no kernel (a CONST reads nothing, so order does not matter); the view
+        # made on an earlier run of this plan when it is still of the op's values (see _const_view)
+        views = plan.views
+        n_views = 0
         for op in plan.consts:
+            hit = views.get(op.id)
+            if hit is not None and not precise and hit[0] is op.attrs.get("values"):
+                env[op.results[0].id] = hit[1]
+                n_views += 1
+                continue
             view = _const_view(plan, op, precise)
             if view is not None:
                 env[op.results[0].id] = view
-                skip.add(op.id)
+                n_views += 1
+        all_views = n_views == len(plan.consts)
+        if not all_views:
+            skip = {op.id for op in plan.consts if op.results[0].id in env}
     const_ids = {op.id for op in plan.consts} if trace is not None else set()
     inplace = plan.inplace if trace is None else set()
     fused = plan.fused if trace is None else {}
@@ -511,7 +523,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
     #: value id -> (its zero-bordered array, the border) for the depthwise that reads it (see _run_fused_clamp)
     bordered: dict[int, tuple[np.ndarray, Any]] = {}
     # every constant already in the environment (the usual case): walk only the other ops (a CONST frees nothing)
-    steps = plan.body if trace is None and len(skip) == len(plan.consts) else list(enumerate(plan.order))
+    steps = plan.body if trace is None and all_views else list(enumerate(plan.order))
     for i, op in steps:
         if op.id in skip:
             if trace is None:
@@ -523,11 +535,12 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             if view is not None:
                 env[op.results[0].id] = trace[op.results[0].name] = view
                 continue
-        ins = []
-        for v in op.operands:
-            if v.id not in env:
-                raise ExecutionError(f"operand {v.name} has no value (not produced in this graph)", op=op_label(op))
-            ins.append(env[v.id])
+        try:
+            ins = [env[v.id] for v in op.operands]
+        except KeyError:
+            v = next(v for v in op.operands if v.id not in env)
+            raise ExecutionError(f"operand {v.name} has no value (not produced in this graph)",
+                                 op=op_label(op)) from None
         t0 = time.perf_counter() if prof is not None else 0.0
         partner = fused.get(op.id)
         done = None
