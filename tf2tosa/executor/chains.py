@@ -152,16 +152,6 @@ class ConvRescale:
             scratch.finish(acc[i:i + rows], o2[i:i + rows])
         return out
 
-    def _cols64(self, x: np.ndarray) -> np.ndarray:
-        """[x, 1]: the raw input terms of each output position (float64) and a one for the constant row."""
-        assert self.w64 is not None
-        m = x.shape[0] * int(np.prod(self.geometry[4]))
-        k = self.w64.shape[0] - 1
-        cols = np.empty((m, k + 1), np.float64)
-        np.copyto(cols[:, :k], x.reshape(m, k))  # 1x1, stride 1, no padding (prepare makes w64 for these only)
-        cols[:, k] = 1.0
-        return cols
-
     def _cols(self, x: np.ndarray) -> np.ndarray:
         pads, ks, stride, dil, outs, plain = self.geometry
         xf = x.astype(self.ft)
