@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import operator
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -108,7 +109,7 @@ def _prepared_for(plan: _Plan, op_id: int, key: Any, consts: tuple[np.ndarray, .
     """What the plan holds for ``op_id`` with this key and these very operand arrays: a prepared form, None (none
     can be made), _PENDING, or _MISS."""
     hit = plan.chains.get(op_id)
-    if hit is not None and hit[0] == key and len(hit[1]) == len(consts) and all(a is b for a, b in zip(hit[1], consts)):
+    if hit is not None and hit[0] == key and len(hit[1]) == len(consts) and all(map(operator.is_, hit[1], consts)):
         return hit[2]
     return _MISS
 
