@@ -910,3 +910,36 @@ def test_float_conv_writes_into_the_next_depthwise_padding(stride: int, pad: lis
     runs = [run(b.graph, b.feed)[name] for _ in range(3)]
     assert list(_plan(b.graph).pad_out.values()) == [tuple(pad)]
     assert np.array_equal(runs[0], runs[2]) and np.allclose(runs[2], ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("conv_first", [True, False])
+def test_float_conv_and_residual_add_run_as_one(conv_first: bool) -> None:
+    """A float32 CONV2D whose result only the next ADD reads (a residual connection) is, once prepared, one pass: the
+    bias and then the other operand added to each GEMM block (the ADD's np.add in its operand order).  The checked
+    first run and the prepared third run give the same bits, within fp32 error of a float64 numpy sum (inf and NaN
+    in the other operand where the float64 sum has them)."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(67)
+    x = rng.standard_normal((1, 300, 10, 4)).astype(np.float32)
+    r = rng.standard_normal((1, 300, 10, 6)).astype(np.float32)
+    r[0, 5, 3, 2], r[0, 250, 9, 0] = np.inf, np.nan
+    z = Const(np.array([0.0], np.float32))
+    w = rng.standard_normal((6, 1, 1, 4)).astype(np.float32)
+    bias = rng.standard_normal(6).astype(np.float32)
+    b = GraphBuilder("residual")
+    (conv,) = b.add("CONV2D", [In(x, name="x"), Const(w), Const(bias), z, z], D.FP32,
+                    {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "acc_type": "FP32"}, output=False)
+    other = In(r, name="r")
+    b.add("ADD", [conv, other] if conv_first else [other, conv], D.FP32)
+    ref = np.einsum("nhwc,oc->nhwo", x.astype(np.float64), w[:, 0, 0].astype(np.float64)) + bias + r
+    name = b.graph.outputs[0].name
+    runs = [run(b.graph, b.feed)[name] for _ in range(3)]
+    plan = _plan(b.graph)
+    assert [p.opcode for p in plan.fused.values()] == ["ADD"]
+    (entry,) = plan.chains.values()
+    assert entry[2] is not None  # prepared: the third run took the blocked pass
+    assert runs[0].tobytes() == runs[2].tobytes()
+    assert np.allclose(runs[2], ref, rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert np.isinf(runs[2][0, 5, 3, 2]) and np.isnan(runs[2][0, 250, 9, 0])

@@ -396,13 +396,15 @@ class ConvClamp:
         if self.lo is not None:
             _uclip(a, self.lo, self.hi, out=a)  # hi != 0: the spec's max-then-min order (activation._float_clamp)
 
-    def run(self, x: np.ndarray, pads: tuple[int, int, int, int] | None = None, xp_full: np.ndarray | None = None
-            ) -> tuple[np.ndarray, np.ndarray | None]:
+    def run(self, x: np.ndarray, pads: tuple[int, int, int, int] | None = None, xp_full: np.ndarray | None = None,
+            residual: tuple[np.ndarray, bool] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """(the result, None) for input ``x``.  A CONV2D of one image given ``pads`` (top, bottom, left, right)
         writes its result inside a zero border of those pads, a block of whole output rows at a time while in cache,
         and returns (the inner view, the bordered array): the padded input a following depthwise needs, without the
         depthwise's own padded copy.  A DEPTHWISE_CONV2D given ``xp_full`` (``x`` inside such a border) reads its
-        bands from it."""
+        bands from it.  A CONV2D given ``residual`` (the other operand of the ADD that alone reads its result, and
+        whether the convolution is the ADD's first operand) adds it to each block after the bias (``np.add`` in the
+        ADD's operand order) and returns the ADD's result."""
         if self.kind == "CONV2D":
             pads4, ks, stride, dil, outs, plain = self.geometry
             m = x.shape[0] * int(np.prod(outs))
@@ -413,6 +415,18 @@ class ConvClamp:
             oc, ow = self.w.shape[1], outs[-1]
             rows = -(-max(to.GEMM_ROWS, to.GEMM_BLOCK // oc) // ow) * ow  # gemm_rows's blocks
             bias = self._bias_rows(min(rows, m), oc)
+            if residual is not None:
+                r2, first = residual[0].reshape(m, oc), residual[1]
+
+                def add(blk: np.ndarray, i: int) -> None:
+                    self._clip(blk, bias[:blk.shape[0]])
+                    rb = r2[i:i + blk.shape[0]]
+                    if first:
+                        np.add(blk, rb, out=blk)
+                    else:
+                        np.add(rb, blk, out=blk)
+
+                return to.gemm_rows(cols, self.w, add, align=ow).reshape(self.out_shape), None
             if pads is None or x.shape[0] != 1:
                 out = to.gemm_rows(cols, self.w, lambda blk, _i: self._clip(blk, bias[:blk.shape[0]]), align=ow)
                 return out.reshape(self.out_shape), None

@@ -203,6 +203,44 @@ _CODES = np.arange(256, dtype=np.uint8).view(np.int8)
 _PAIRS = (np.repeat(_CODES, 256), np.tile(_CODES, 256))
 
 
+def _residual_add(conv: Operation, add: Operation) -> bool:
+    """A float32 CONV2D whose result (read by nothing else) is one operand of the ADD run right after it, the other a
+    float32 value of the same static shape as both results (a residual connection: the add goes into the
+    convolution's blocks, see _run_fused_add)."""
+    v = conv.results[0]
+    if (conv.opcode != "CONV2D" or add.opcode != "ADD" or len(add.operands) != 2 or len(add.results) != 1
+            or (add.operands[0] is v) == (add.operands[1] is v)):
+        return False
+    other = add.operands[1] if add.operands[0] is v else add.operands[0]
+    types = (v.type, other.type, add.results[0].type)
+    return (all(t.dtype is DType.FP32 for t in types) and len({tuple(t.shape) for t in types}) == 1
+            and all(isinstance(d, int) for d in v.type.shape))
+
+
+def _run_fused_add(conv: Operation, ins: list[np.ndarray], add: Operation, env: dict[int, np.ndarray],
+                   plan: _Plan) -> np.ndarray | None:
+    """A float32 CONV2D and the residual ADD right after it (see _residual_add): through the kernels until they have
+    met an input shape and constant operands twice, then, when :func:`chains.prepare_float` allows, as the prepared
+    convolution whose blocks get the bias and then the other operand added while in cache (the ADD's own
+    ``np.add`` in its operand order, so the same bits).  None when the other operand has no value yet."""
+    first = add.operands[0] is conv.results[0]
+    other = env.get((add.operands[1] if first else add.operands[0]).id)
+    if other is None:
+        return None
+    consts = tuple(ins[1:])
+    key = (ins[0].shape, ins[0].dtype)
+    state = _prepared_for(plan, conv.id, key, consts)
+    if _ready(state) and other.dtype == np.float32 and other.shape == state.out_shape:
+        res, _ = state.run(ins[0], residual=(other, first))
+        return res  # type: ignore[no-any-return]
+    (acc,) = evaluate_op(conv, ins)
+    (res,) = evaluate_op(add, [acc, other] if first else [other, acc])
+    _after_checked(plan, conv.id, key, consts, state,
+                   ins[0].dtype == np.float32 and conv.operands[0].type.dtype is DType.FP32,
+                   lambda: chains.prepare_float(conv, ins, None))
+    return res
+
+
 def _pad_out(order: list[Operation], fused: dict[int, Operation], solo: set[int], readers: dict[int, int],
              keep: set[int]) -> dict[int, tuple[int, int, int, int]]:
     """Float CONV2D + CLAMP pairs whose result only a float depthwise (fused or alone) reads, with its pads."""
@@ -381,7 +419,8 @@ class _Plan:
     consts: list[Operation]
     inplace: set[int]
     #: integer convolution op id -> the RESCALE that alone reads its i32 result, right after it (see _run_fused); float
-    #: convolution op id -> the in-place CLAMP right after it (see _run_fused_clamp)
+    #: convolution op id -> the in-place CLAMP right after it (see _run_fused_clamp), or the residual ADD right after
+    #: it (see _run_fused_add)
     fused: dict[int, Operation]
     #: RESCALE op ids of an 8-bit input and one multiplier (see _run_table_rescale)
     tables: set[int]
@@ -450,7 +489,12 @@ def _plan(graph: Graph) -> _Plan:
             continue
         # the reader must come next (CONSTs aside): running it early then changes no order of effects
         nxt = next((o for o in order[i + 1:] if o.opcode != "CONST"), None)
-        if nxt is None or nxt.dialect != "tosa" or not nxt.operands or nxt.operands[0] is not v:
+        if nxt is None or nxt.dialect != "tosa" or not nxt.operands:
+            continue
+        if _residual_add(op, nxt):  # v is either operand
+            fused[op.id] = nxt
+            continue
+        if nxt.operands[0] is not v:
             continue
         if (v.dtype is DType.INT32 and nxt.opcode == "RESCALE" and all(u is not v for u in nxt.operands[1:])) \
                 or (nxt.id in inplace and len(nxt.operands) == 1):
@@ -552,8 +596,12 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
                 partner = members[-1]
                 skip.update(m.id for m in members[1:])
         elif partner is not None:
-            done = _run_fused(op, ins, partner, env, plan) if partner.opcode == "RESCALE" else \
-                _run_fused_clamp(op, ins, partner, plan, bordered)
+            if partner.opcode == "RESCALE":
+                done = _run_fused(op, ins, partner, env, plan)
+            elif partner.opcode == "ADD":
+                done = _run_fused_add(op, ins, partner, env, plan)
+            else:
+                done = _run_fused_clamp(op, ins, partner, plan, bordered)
         if done is not None:
             assert partner is not None
             env[partner.results[0].id] = done
