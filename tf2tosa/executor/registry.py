@@ -23,6 +23,14 @@ Kernel = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
 
 #: spec op name (``CONV2D``) -> kernel
 KERNELS: dict[str, Kernel] = {}
+#: the kernels as :func:`kernel` registered them: the runner's fused and prepared paths reproduce these, and are
+#: taken only while :data:`KERNELS` still holds them (see :func:`kernels_as_registered`)
+_REGISTERED: dict[str, Kernel] = {}
+
+
+def kernels_as_registered() -> bool:
+    """True while every entry of :data:`KERNELS` is the kernel :func:`kernel` registered (none replaced or added)."""
+    return KERNELS == _REGISTERED
 
 
 #: graph result states of the specification (spec 1.10.1 TOSA Graph Compliance)
@@ -68,7 +76,7 @@ def kernel(*names: str) -> Callable[[Kernel], Kernel]:
         for n in names:
             if n in KERNELS:
                 raise ValueError(f"kernel {n} registered twice")
-            KERNELS[n] = fn
+            KERNELS[n] = _REGISTERED[n] = fn
         return fn
 
     return deco

@@ -19,7 +19,17 @@ from ..tosa import catalogue, profiles
 from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
 from . import chains
 from .activation import clamp_inplace
-from .registry import ERROR, KERNELS, PRECISE, UNPREDICTABLE, VALID, ExecutionError, UnpredictableError, op_label
+from .registry import (
+    ERROR,
+    KERNELS,
+    PRECISE,
+    UNPREDICTABLE,
+    VALID,
+    ExecutionError,
+    UnpredictableError,
+    kernels_as_registered,
+    op_label,
+)
 from .tensor_ops import ACCUMULATORS
 
 
@@ -560,11 +570,14 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
         if not all_views:
             skip = {op.id for op in plan.consts if op.results[0].id in env}
     const_ids = {op.id for op in plan.consts} if trace is not None else set()
-    inplace = plan.inplace if trace is None else set()
-    fused = plan.fused if trace is None else {}
-    tables = plan.tables if trace is None else set()
-    groups = plan.groups if trace is None else {}
-    solo = plan.solo if trace is None else set()
+    # the fused, prepared and table paths stand in for the registered kernels; while KERNELS holds anything else (a
+    # kernel replaced by a test or a user), every op goes through KERNELS
+    fast = trace is None and kernels_as_registered()
+    inplace = plan.inplace if fast else set()
+    fused = plan.fused if fast else {}
+    tables = plan.tables if fast else set()
+    groups = plan.groups if fast else {}
+    solo = plan.solo if fast else set()
     #: value id -> (its zero-bordered array, the border) for the depthwise that reads it (see _run_fused_clamp)
     bordered: dict[int, tuple[np.ndarray, Any]] = {}
     # every constant already in the environment (the usual case): walk only the other ops (a CONST frees nothing)
