@@ -167,9 +167,13 @@ def apply_scale_32(value: np.ndarray, multiplier: int, shift: int, double_round:
     v = np.asarray(value, dtype=np.int64)
     # a new array (also for a 0-d value: array arithmetic wraps without a scalar's overflow warning), then in place
     r = np.multiply(v, np.int64(multiplier), out=np.empty(v.shape, np.int64))
-    r += np.int64(1 << (shift - 1))
     if double_round and shift > 31:
-        r += ((v >> 63) << 31) + (1 << 30)  # +2^30 where v >= 0, -2^30 where v < 0 (v >> 63 is 0 or -1)
+        sign = v >> 63  # 0 where v >= 0, -1 where v < 0: the double-round term 2^30 - 2^31·[v < 0] is ±2^30
+        sign <<= 31
+        r += sign
+        r += np.int64((1 << (shift - 1)) + (1 << 30))
+    else:
+        r += np.int64(1 << (shift - 1))
     r >>= shift
     return r if r.ndim else r[()]
 
