@@ -20,7 +20,7 @@ from .registry import get_rule
 
 def _custom() -> ModuleType:
     """The ``tfl_custom`` module, imported when an op has no rule or cannot be lowered (it loads the TF lowerings
-    and the FlexBuffer reader, ~25 ms, which a conversion whose ops all lower never needs)."""
+    and the FlexBuffer reader, ~2.4 ms, which a conversion whose ops all lower never needs)."""
     from . import tfl_custom
 
     return tfl_custom

@@ -242,7 +242,9 @@ def _first_candidates_pass(scales: Sequence[float], bound: int, zp_out: int, lo:
 
     The candidates and their windows are computed per channel with the same scalar expressions as the search; only
     the check itself runs on arrays (channels x half-integers x window), with the same IEEE operations (exactly
-    rounded, so the same values) and a mask for the columns beyond a channel's window."""
+    rounded, so the same values) and a mask for the columns beyond a channel's window.  Channels whose window is
+    narrow are checked at the one accumulator per half-integer that can differ (:func:`_nearest_only_pass`, the
+    same verdict)."""
     cand: list[tuple[int, int, int, float, float]] = []  # channel, mult, shift, err, sc
     log2 = np.log2
     for c, sc in enumerate(scales):  # (math.floor/ceil of a float are np.floor/ceil's integers, without the ufunc)

@@ -53,7 +53,7 @@ def trunc_div(n: Arr, d: int) -> Arr:
     """C integer division (truncation toward zero) by a positive ``d``."""
     n = i64(n)
     d = int(d)
-    if d & (d - 1) == 0:  # 2^k: an arithmetic shift after adding 2^k - 1 to the negatives (no division pass)
+    if d > 0 and d & (d - 1) == 0:  # 2^k: an arithmetic shift after adding 2^k - 1 to the negatives (no division pass)
         return (n + ((n >> 63) & (d - 1))) >> (d.bit_length() - 1)
     return np.sign(n) * (np.abs(n) // d)
 
