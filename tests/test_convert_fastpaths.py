@@ -5,7 +5,8 @@
 * ``Graph.unique_name`` (probing from a per-base hint) against the plain probing loop, with names freed between;
 * ``quant.conv.single_rescale_exact`` (every channel's first candidate checked in one array pass): every pair it
   returns reproduces LiteRT's double-precision requantization on every accumulator, checked exhaustively with numpy
-  from the formula, and it equals the per-channel search;
+  from the formula, and it equals the per-channel search; the first-candidate pass (one accumulator per
+  half-integer on narrow windows) accepts a channel's first candidate exactly when the per-channel search does;
 * ``dedup_constants`` merges equal large constants and keeps ones that differ anywhere;
 * a ``.tflite`` conversion on the command line imports none of the TensorFlow / NNEF rules, the verifier, the MLIR
   printer, the ``.tosa`` reader or (when its only folds are RESHAPEs of constants) the executor;
@@ -28,7 +29,7 @@ import tf2tosa
 from tf2tosa.converter.passes import dedup_constants
 from tf2tosa.ir.graph import INPUT, Graph
 from tf2tosa.ir.types import DType, TensorType
-from tf2tosa.quant.conv import _single_rescale_channel, single_rescale_exact
+from tf2tosa.quant.conv import _first_candidates_pass, _single_rescale_channel, single_rescale_exact
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "models" / "samples"
@@ -122,6 +123,59 @@ def test_single_rescale_exact_is_exact_and_equals_the_per_channel_search() -> No
     assert single_rescale_exact([0.25, 0.5], 100, 0) is None  # a scale of 1/2 keeps the multi-op form
 
 
+def test_first_candidates_pass_accepts_what_the_per_channel_search_accepts_first() -> None:
+    """Per channel, the array pass gives the first candidate (nearest multiplier at the largest shift) exactly when
+    the per-channel window search also stops at it; bounds up to 2^31 make it fail often, dyadic scales give ties."""
+    rng = np.random.default_rng(11)
+    accepted = rejected = 0
+    for it in range(300):
+        zp = int(rng.integers(-128, 128))
+        top = max(abs(-128 - zp), abs(127 - zp)) + 2
+        half = np.arange(-top, top + 1, dtype=np.float64) + 0.5
+        if it % 3 == 0:
+            scales = [float(k) / 2 ** int(rng.integers(2, 20)) for k in rng.integers(1, 100, 8)]
+            scales = [s for s in scales if 0 < s < 0.5] or [0.25]
+        else:
+            scales = [float(s) for s in np.exp(rng.uniform(np.log(1e-6), np.log(0.49), 12))]
+        bound = int(rng.choice([255, 1 << 14, 22_332_499, 1 << 28, (1 << 31) - 1]))
+        first = _first_candidates_pass(scales, bound, zp, -128, 127, top, half)
+        for sc, hit in zip(scales, first, strict=True):
+            shift = min(62, int(np.floor(np.log2(((1 << 31) - 1) / sc))))
+            cand = (int(np.floor(sc * 2.0**shift + 0.5)), shift)
+            search = _single_rescale_channel(sc, bound, zp, -128, 127, top, half)
+            if hit is not None:
+                assert hit == cand == search
+                accepted += 1
+            elif search == cand:  # the search takes the first candidate only when its window check passes
+                raise AssertionError((sc, bound, zp))
+            else:
+                rejected += 1
+    assert accepted > 1000 and rejected > 200, (accepted, rejected)
+
+
+def test_tflite_reference_power_of_two_division_and_srdhm_shortcut() -> None:
+    """``trunc_div`` by ``2^k`` (a shift) equals C's truncating division written out; ``srdhm`` with a scalar other
+    than INT32_MIN (which skips the saturation test) equals gemmlowp's formula."""
+    from tf2tosa.quant import tflite_reference as ref
+
+    rng = np.random.default_rng(3)
+    edges = [0, 1, -1, 2, -2, (1 << 31) - 1, -(1 << 31), 1 << 31, (1 << 62) + 12345, -(1 << 62) - 777, (1 << 63) - 1,
+             -(1 << 63) + (1 << 40)]
+    n = np.concatenate([np.array(edges, np.int64), rng.integers(-(1 << 62), 1 << 62, 20_000),
+                        rng.integers(-(1 << 33), 1 << 33, 20_000)])
+    for k in range(40):
+        np.testing.assert_array_equal(ref.trunc_div(n, 1 << k), np.sign(n) * (np.abs(n) // (1 << k)))
+    x = np.concatenate([np.array([-(1 << 31), (1 << 31) - 1, 0, 1, -1], np.int64),
+                        rng.integers(-(1 << 31), 1 << 31, 20_000)])
+    for q in [-(1 << 31), (1 << 31) - 1, 0, 1, -1, *rng.integers(-(1 << 31), 1 << 31, 20).tolist()]:
+        ab = x * q
+        want = np.sign(ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))) * (
+            np.abs(ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))) // (1 << 31))
+        want = np.where((x == q) & (x == -(1 << 31)), (1 << 31) - 1, want)
+        np.testing.assert_array_equal(ref.srdhm(x, q), want)
+        np.testing.assert_array_equal(ref.srdhm(q, x), want)
+
+
 def test_dedup_constants_compares_large_constants_in_full() -> None:
     g = Graph()
     x = g.add_input("x", TensorType((4096,), DType.FP32))
@@ -162,6 +216,9 @@ def test_tflite_convert_imports_only_what_it_needs(tmp_path: Path) -> None:
                      "tf2tosa.legalizations.nnef_ops", "tf2tosa.serializer.mlir", "tf2tosa.serializer.tosa_reader",
                      "tf2tosa.executor", "tf2tosa.converter.nnef", "tf2tosa.converter.tensorflow",
                      "pydantic",  # (typer 0.29 coerces through pydantic; tf2tosa.cli_coercion spares it)
+                     # (loaded for an op without a rule or with custom options only: legalizations.driver,
+                     # serializer.flexbuffer)
+                     "tf2tosa.legalizations.tfl_custom", "flatbuffers.flexbuffers",
                      "tflite"):  # (the frontend reads the flatbuffer itself: converter/tflite_reader.py)
         assert unwanted not in loaded, unwanted
     assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded

@@ -168,7 +168,8 @@ class TensorType:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(d if isinstance(d, (str, SymDim)) else int(d) for d in self.shape))
-        object.__setattr__(self, "dtype", DType(self.dtype))
+        if self.dtype.__class__ is not DType:  # (a DType member stays itself: no enum call per type)
+            object.__setattr__(self, "dtype", DType(self.dtype))
 
     @property
     def rank(self) -> int:

@@ -9,17 +9,26 @@ is gathered.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from ..errors import InvalidGraphError, Unsupported
 from ..ir import Operation, Value
 from ..tosa.builder import Builder
 from ..tosa.context import LegalizeContext
-from . import tfl_custom  # (a module: tfl_custom → delegate → driver)
 from .registry import get_rule
+
+
+def _custom() -> ModuleType:
+    """The ``tfl_custom`` module, imported when an op has no rule or cannot be lowered (it loads the TF lowerings
+    and the FlexBuffer reader, ~2.4 ms, which a conversion whose ops all lower never needs)."""
+    from . import tfl_custom
+
+    return tfl_custom
 
 
 def missing_rule(op: Operation) -> str | None:
     """Why ``op`` cannot be lowered for want of a rule, or None when it has one."""
-    return None if get_rule(op.name) is not None else tfl_custom.unsupported_reason(op)
+    return None if get_rule(op.name) is not None else _custom().unsupported_reason(op)
 
 
 def legalize_op(b: Builder, op: Operation, *, custom: bool = False, exact_results: bool = True) -> list[Value]:
@@ -33,12 +42,12 @@ def legalize_op(b: Builder, op: Operation, *, custom: bool = False, exact_result
     info = get_rule(op.name)
     try:
         if info is None:
-            raise Unsupported(tfl_custom.unsupported_reason(op))
+            raise Unsupported(_custom().unsupported_reason(op))
         new = info.fn(b, op)
     except Unsupported as e:
         if not custom:
             raise
-        new = tfl_custom.emit_custom(b, op, e.reason)  # kept as a TOSA CUSTOM operator (--custom-ops)
+        new = _custom().emit_custom(b, op, e.reason)  # kept as a TOSA CUSTOM operator (--custom-ops)
     if exact_results and len(new) != len(op.results):  # a malformed model: more (or fewer) results than defined
         raise Unsupported(f"malformed: {len(op.results)} result(s), the op defines {len(new)}")
     return new

@@ -17,6 +17,7 @@ Everything reproduces LiteRT's reference kernels (BUILTIN_REF), whose fixed-poin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -241,17 +242,33 @@ def _first_candidates_pass(scales: Sequence[float], bound: int, zp_out: int, lo:
 
     The candidates and their windows are computed per channel with the same scalar expressions as the search; only
     the check itself runs on arrays (channels x half-integers x window), with the same IEEE operations (exactly
-    rounded, so the same values) and a mask for the columns beyond a channel's window."""
+    rounded, so the same values) and a mask for the columns beyond a channel's window.  Channels whose window is
+    narrow are checked at the one accumulator per half-integer that can differ (:func:`_nearest_only_pass`, the
+    same verdict)."""
     cand: list[tuple[int, int, int, float, float]] = []  # channel, mult, shift, err, sc
-    for c, sc in enumerate(scales):
-        shift = min(62, int(np.floor(np.log2(((1 << 31) - 1) / sc))))
-        mult = int(np.floor(sc * 2.0**shift + 0.5))
+    log2 = np.log2
+    for c, sc in enumerate(scales):  # (math.floor/ceil of a float are np.floor/ceil's integers, without the ufunc)
+        shift = min(62, math.floor(log2(((1 << 31) - 1) / sc)))
+        mult = math.floor(sc * 2.0**shift + 0.5)
         if not 0 < mult < 1 << 31 or shift < 2 or (shift < 32 and bound >= 1 << (shift - 1)):
             continue
         err = float(bound) * abs(sc - mult / 2.0**shift) + (top + 1) * 2.0**-50 + 1e-12
-        if int(np.ceil(2 * err / sc)) + 3 <= 64:
+        if math.ceil(2 * err / sc) + 3 <= 64:
             cand.append((c, mult, shift, err, sc))
     out: list[tuple[int, int] | None] = [None] * len(scales)
+
+    def is_narrow(p: tuple[int, int, int, float, float]) -> bool:
+        return 4 * p[3] <= p[4] and 2 * (p[4] + p[3]) < 1 and (top + 1) < p[4] * 2.0**40
+
+    # a channel whose window is narrow next to the spacing of the half-integers is checked at one accumulator per
+    # half-integer (the same verdict, see _nearest_only_pass); the others at their whole windows below
+    narrow = [p for p in cand if is_narrow(p)]
+    if narrow:
+        for (c, mult, shift, _, _), good in zip(narrow, _nearest_only_pass(narrow, bound, zp_out, lo, hi, half),
+                                               strict=True):
+            if good:
+                out[c] = (mult, shift)
+        cand = [p for p in cand if not is_narrow(p)]
     if not cand:
         return out
     # a few hundred kB of accumulators per step: the arrays stay in the cache
@@ -281,6 +298,39 @@ def _first_candidates_pass(scales: Sequence[float], bound: int, zp_out: int, lo:
             if good:
                 out[c] = (mult, shift)
     return out
+
+
+def _nearest_only_pass(cand: Sequence[tuple[int, int, int, float, float]], bound: int, zp_out: int, lo: int, hi: int,
+                      half: np.ndarray) -> list[bool]:
+    """:func:`_first_candidates_pass`'s verdicts for channels with ``err <= sc/4``, ``2·(sc + err) < 1`` and
+    ``|half| / sc < 2^40``, checking one accumulator per half-integer instead of the whole window.
+
+    The two roundings can differ only at an ``acc`` with ``|acc·sc - h| <= err`` for a half-integer ``h`` (the
+    argument of :func:`single_rescale_exact`).  With ``err <= sc/4`` such an ``acc`` is within 1/4 of ``h/sc``, so it
+    is ``rint(h/sc)``; with ``2·(sc + err) < 1`` the window of ``h`` (``acc·sc`` within ``err + 2·sc`` of ``h``) is
+    within ``err`` of no other half-integer.  So the accumulators of the windows where the results can differ are
+    exactly the ``rint(h/sc)`` within ``err`` of ``h`` (with ``|acc| <= bound``), each inside its window; they are
+    picked with a float distance test whose margin (1e-9) is far above its rounding error (< 2^-30 here), and
+    compared with the same operations as the window check.  Picking a few more changes nothing: results away from
+    every half-integer are equal.  A channel passes when none differs after the clip, as in the window check."""
+    sc = np.array([p[4] for p in cand], np.float64)
+    err = np.array([p[3] for p in cand], np.float64)
+    mult = np.array([p[1] for p in cand], np.int64)
+    shift = np.array([p[2] for p in cand], np.int64)
+    nearest = np.multiply(half[None, :], 1.0 / sc[:, None])  # half/sc within 2^-11 (|half/sc| < 2^40)
+    np.rint(nearest, out=nearest)
+    dist = np.multiply(nearest, sc[:, None])
+    np.subtract(dist, half[None, :], out=dist)
+    np.abs(dist, out=dist)
+    ch, col = np.nonzero(dist <= err[:, None] + 1e-9)
+    acc = nearest[ch, col].astype(np.int64)
+    keep = np.abs(acc) <= bound
+    ch, acc = ch[keep], acc[keep]
+    prod = acc.astype(np.float64) * sc[ch]
+    want = np.trunc(prod + np.copysign(0.5, prod)).astype(np.int64)
+    got = (acc * mult[ch] + (np.int64(1) << (shift[ch] - 1))) >> shift[ch]
+    off = (want != got) & (np.clip(want + zp_out, lo, hi) != np.clip(got + zp_out, lo, hi))
+    return (np.bincount(ch[off], minlength=len(cand)) == 0).tolist()
 
 
 def round_scale_exact(b: Builder, acc: Value, scales: Sequence[float], out: Value) -> Value | None:

@@ -27,7 +27,6 @@ and rounds up as the kernel does (tests/near_half.py finds such accumulators by 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 
 import numpy as np
 
@@ -119,6 +118,8 @@ def limbs_of_i32(b: Builder, acc: Value) -> tuple[Value, list[Value]]:
 
 def scale_limbs(scales: Sequence[float]) -> tuple[list[list[int]], int]:
     """Per-channel base-2^15 limbs of ``M'_c`` and the common ``k`` with ``s_c = M'_c · 2^(-15k)`` exactly."""
+    from fractions import Fraction  # (and decimal): only for the few exact-rounding lowerings
+
     fr = [Fraction(float(s)) for s in scales]
     if any(f < 0 for f in fr):
         raise ValueError("negative scale")

@@ -165,10 +165,17 @@ def max_input_magnitude(scale: float, scale32: bool = True) -> int:
 def apply_scale_32(value: np.ndarray, multiplier: int, shift: int, double_round: bool) -> np.ndarray:
     """The spec's apply_scale_32 (spec 4.5.5) in numpy int64, without its REQUIREs (callers keep to the ranges)."""
     v = np.asarray(value, dtype=np.int64)
-    rnd = np.full(v.shape, 1 << (shift - 1), dtype=np.int64)
+    # a new array (also for a 0-d value: array arithmetic wraps without a scalar's overflow warning), then in place
+    r = np.multiply(v, np.int64(multiplier), out=np.empty(v.shape, np.int64))
     if double_round and shift > 31:
-        rnd = rnd + np.where(v >= 0, 1 << 30, -(1 << 30))
-    return (v * np.int64(multiplier) + rnd) >> shift
+        sign = v >> 63  # 0 where v >= 0, -1 where v < 0: the double-round term 2^30 - 2^31·[v < 0] is ±2^30
+        sign <<= 31
+        r += sign
+        r += np.int64((1 << (shift - 1)) + (1 << 30))
+    else:
+        r += np.int64(1 << (shift - 1))
+    r >>= shift
+    return r if r.ndim else r[()]
 
 
 def _widen_rescale_candidates(scale: float, left_shift: int, mode: str) -> Iterator[tuple[int, int, str]]:

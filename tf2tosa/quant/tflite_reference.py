@@ -52,6 +52,9 @@ def f32(x: Any) -> np.float32:
 def trunc_div(n: Arr, d: int) -> Arr:
     """C integer division (truncation toward zero) by a positive ``d``."""
     n = i64(n)
+    d = int(d)
+    if d > 0 and d & (d - 1) == 0:  # 2^k: an arithmetic shift after adding 2^k - 1 to the negatives (no division pass)
+        return (n + ((n >> 63) & (d - 1))) >> (d.bit_length() - 1)
     return np.sign(n) * (np.abs(n) // d)
 
 
@@ -61,6 +64,8 @@ def srdhm(a: Any, b: Any) -> Arr:
     ab = a * b
     nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
     r = trunc_div(ab + nudge, 1 << 31)
+    if (a.ndim == 0 and a != I32_MIN) or (b.ndim == 0 and b != I32_MIN):
+        return r  # the one saturating case, a = b = INT32_MIN, cannot occur
     return np.where((a == b) & (a == I32_MIN), I32_MAX, r)
 
 

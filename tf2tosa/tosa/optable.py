@@ -164,6 +164,10 @@ def A(name: str, kind: str, default: Any = None, required: bool | None = None) -
     return Attr(name, kind, default, default is None if required is None else required)
 
 
+#: DType by value: what ``DType(v)`` returns, without the enum call's machinery (~400 rows are built at import)
+_DTYPES: dict[str, DType] = {d.value: d for d in DType}
+
+
 def R(support: str, mode: str = "", **types: str) -> TypeRow:
     """A type row; ``support`` is the spec's Profile/Extension cell verbatim."""
     alts: tuple[str, ...]
@@ -175,7 +179,7 @@ def R(support: str, mode: str = "", **types: str) -> TypeRow:
         profiles = [p for p in parts if p.startswith("PRO-")]
         first = profiles[0] if profiles else parts[0]
         alts, also = (first,), tuple(p for p in parts if p != first)
-    return TypeRow(alts, {k: DType(v) for k, v in types.items() if v != "-"}, also, mode)
+    return TypeRow(alts, {k: _DTYPES[v] for k, v in types.items() if v != "-"}, also, mode)
 
 
 def _op(name: str, section: str, line: int, inputs: Sequence[Arg], outputs: Sequence[Arg], attrs: Sequence[Attr],
