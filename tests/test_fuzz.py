@@ -66,3 +66,26 @@ def test_oversized_shapes_refused_before_allocation(tmp_path: Path) -> None:
     struct.pack_into("<i", data, dim.pos, 1 << 30)
     with pytest.raises(ModelLoadError, match="elements|bytes"):
         api.convert(bytes(data))
+
+
+#: mutants an earlier long run (``tools/fuzz.py -n 30000 --seed 1234``) found, each a traceback then: file -> the
+#: words of the one-line error now
+FINDINGS = {
+    "dequantize_no_operand.tflite": "tfl.dequantize x1: malformed: 0 operand(s)",  # a pass read operand 0
+    "sum_float_axes.tflite": "the axes (operand 1) of tfl.sum are float32, not integers",  # int(NaN)
+    "read_variable_two_results.tflite": "tfl.read_variable has 2 results",  # Operation.result's ValueError
+    "concatenation_no_result.tflite": "tfl.concatenation x1: malformed: no result",  # op.results[0] (seed 999)
+}
+
+
+@pytest.mark.parametrize("name", sorted(FINDINGS))
+def test_earlier_findings_are_one_line(name: str, tmp_path: Path) -> None:
+    import subprocess
+
+    model = ROOT / "tests" / "fuzz" / "findings" / name
+    proc = subprocess.run([sys.executable, "-m", "tf2tosa", "convert", str(model), "-o", str(tmp_path / "x.tosa")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1 and FINDINGS[name] in lines[0] and str(model) in lines[0], proc.stderr
+    assert not (tmp_path / "x.tosa").exists()

@@ -1,7 +1,7 @@
 """The tf2tosa intermediate representation."""
 
-from .graph import CONST_OPS, INPUT, Graph, Operation, Value, has_value
+from .graph import CONST_OPS, INPUT, Graph, Operation, ResultCountError, Value, has_value
 from .types import Dim, DType, QuantParams, TensorType, dtype_from_numpy
 
-__all__ = ["CONST_OPS", "INPUT", "Dim", "DType", "Graph", "Operation", "QuantParams", "TensorType", "Value",
-           "dtype_from_numpy", "has_value"]
+__all__ = ["CONST_OPS", "INPUT", "Dim", "DType", "Graph", "Operation", "QuantParams", "ResultCountError", "TensorType",
+           "Value", "dtype_from_numpy", "has_value"]

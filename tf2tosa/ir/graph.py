@@ -90,6 +90,10 @@ class Value:
         return f"%{self.name}: {self.type}"
 
 
+class ResultCountError(ValueError):
+    """:attr:`Operation.result` of an op with no result or several (a malformed model's op, for one)."""
+
+
 @dataclass(eq=False)
 class Operation:
     """An operation with ordered operands and results."""
@@ -106,7 +110,7 @@ class Operation:
     @property
     def result(self) -> Value:
         if len(self.results) != 1:
-            raise ValueError(f"{self.name} has {len(self.results)} results")
+            raise ResultCountError(f"{self.name} has {len(self.results)} results, where one is expected")
         return self.results[0]
 
     @property

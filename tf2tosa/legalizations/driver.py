@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from ..errors import InvalidGraphError, Unsupported
-from ..ir import Operation, Value
+from ..ir import Operation, ResultCountError, Value
 from ..tosa.builder import Builder
 from ..tosa.context import LegalizeContext
 from .registry import get_rule
@@ -43,7 +43,10 @@ def legalize_op(b: Builder, op: Operation, *, custom: bool = False, exact_result
     try:
         if info is None:
             raise Unsupported(_custom().unsupported_reason(op))
-        new = info.fn(b, op)
+        try:
+            new = info.fn(b, op)
+        except ResultCountError as e:  # a rule asked for the one result of a malformed op
+            raise Unsupported(f"malformed: {e}") from None
     except Unsupported as e:
         if not custom:
             raise

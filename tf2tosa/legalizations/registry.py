@@ -53,6 +53,8 @@ def _arity_table() -> dict[str, int]:
 
 
 _MIN_OPERANDS = _arity_table()
+#: ops of that table that may have no result (a side effect only, or branches that return nothing)
+_NO_RESULT_OPS = frozenset({"tfl.assign_variable", "tfl.if"})
 
 
 def _checked(name: str, fn: Rule) -> Rule:
@@ -61,10 +63,13 @@ def _checked(name: str, fn: Rule) -> Rule:
     need = _MIN_OPERANDS.get(name, 0)
     if not need:
         return fn
+    produces = name not in _NO_RESULT_OPS
 
     def rule(b: Builder, op: Operation) -> list[Value]:
         if len(op.operands) < need:
             raise Unsupported(f"malformed: {len(op.operands)} operand(s); TFLite's kernel takes at least {need}")
+        if not op.results and produces:
+            raise Unsupported("malformed: no result; TFLite's kernel writes at least one")
         return fn(b, op)
 
     rule.__doc__ = fn.__doc__

@@ -76,7 +76,8 @@ def integer_islands(graph: Graph, context: LegalizeContext | None = None) -> int
     per QUANTIZE; returns how many chains."""
     done = 0
     for dq in graph.topological_order():
-        if dq.name != "tfl.dequantize" or dq.id not in graph.ops or not _per_tensor(dq.operands[0]):
+        if dq.name != "tfl.dequantize" or dq.id not in graph.ops or len(dq.operands) != 1 \
+                or len(dq.results) != 1 or not _per_tensor(dq.operands[0]):
             continue
         found = _island(graph, dq)
         if found is None:

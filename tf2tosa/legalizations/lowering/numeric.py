@@ -69,8 +69,10 @@ def fconst(b: Builder, value: float, like: Value) -> Value:
 
 def axes_operand(op: Operation, k: int, rank: int) -> list[int]:
     """Sorted, de-duplicated, non-negative axes from constant operand ``k`` (scalar or 1-D)."""
-    arr = const_operand(op, k, "axis")
-    axes = sorted({positive_axis(int(a), rank) for a in np.asarray(arr).reshape(-1)})
+    arr = np.asarray(const_operand(op, k, "axis"))
+    if arr.dtype.kind not in "iu":
+        raise Unsupported(f"malformed: the axes (operand {k}) of {op.name} are {arr.dtype}, not integers")
+    axes = sorted({positive_axis(int(a), rank) for a in arr.reshape(-1)})
     return axes
 
 
