@@ -37,16 +37,18 @@ def _arity_table() -> dict[str, int]:
            "logical_not zeros_like ones_like average_pool_2d max_pool_2d l2_pool_2d local_response_normalization "
            "shape rank squeeze reshape where concatenation pack unpack space_to_depth depth_to_space matrix_diag "
            "reduce_window densify if complex_abs real imag read_variable lstm unidirectional_sequence_lstm "
-           "bidirectional_sequence_lstm unidirectional_sequence_rnn bidirectional_sequence_rnn",
+           "bidirectional_sequence_lstm unidirectional_sequence_rnn bidirectional_sequence_rnn bucketize fake_quant "
+           "identity",
         2: "add sub mul div floor_div floor_mod maximum minimum pow squared_difference equal not_equal less "
            "less_equal greater greater_equal logical_and logical_or prelu batch_matmul resize_bilinear "
            "resize_nearest_neighbor pad transpose mean sum reduce_max reduce_min reduce_prod reduce_any gather "
            "gather_nd tile split arg_max arg_min expand_dims broadcast_to mirror_pad fully_connected conv_2d "
            "depthwise_conv_2d conv_3d cumsum fill embedding_lookup reverse_v2 atan2 matrix_set_diag "
-           "segment_sum rfft2d assign_variable right_shift left_shift bitwise_xor",
+           "segment_sum rfft2d assign_variable right_shift left_shift bitwise_xor reverse_sequence topk_v2",
         3: "padv2 space_to_batch_nd batch_to_space_nd slice split_v transpose_conv conv_3d_transpose select "
-           "select_v2 range unsorted_segment_sum unsorted_segment_max unsorted_segment_min unsorted_segment_prod",
-        4: "strided_slice one_hot",
+           "select_v2 range unsorted_segment_sum unsorted_segment_max unsorted_segment_min unsorted_segment_prod "
+           "dilate dynamic_update_slice scatter_nd",
+        4: "strided_slice one_hot sparse_to_dense",
         5: "rnn",  # (the other recurrent ops' optional operands are checked by their rules)
     }
     return {f"tfl.{name}": n for n, names in groups.items() for name in names.split()}
