@@ -36,17 +36,15 @@ import numpy as np
 from ..ir.graph import Operation
 from ..ir.types import DType
 from . import tensor_ops as to
+from .numerics import EXACT64, SIGN_BIT
 from .registry import bind, catalogue_attr, int_list, scalar
 
 #: the clip ufunc itself (np.clip's Python wrapper costs more than a cached block's clip); numpy 1.x and 2.x
 _uclip: Any = (getattr(np, "_core", None) or np.core).umath.clip
 
-#: every integer of magnitude below this is exact in float64
-_EXACT = 1 << 53
 #: output elements per block of the chain (the float64 scratch of a block: 256 KiB, in L2 with the block's other
 #: buffers; 32K measured ~2% faster than 64K on the MobileNetV2 int8 chains, sum of per-chain minima)
 CHAIN_BLOCK = 1 << 15
-_SIGN_BIT = np.int64(-(1 << 63))
 
 
 @dataclass
@@ -236,7 +234,7 @@ class _Scratch:
         if t.dbits is not None:
             assert self.sb is not None
             sb = self.sb[:k]
-            np.bitwise_and(b.view(np.int64), _SIGN_BIT, out=sb)  # ±2^(30-s) with the sign of v * m
+            np.bitwise_and(b.view(np.int64), SIGN_BIT, out=sb)  # ±2^(30-s) with the sign of v * m
             _per_channel(np.bitwise_or, sb, t.dbits, r)
             b += sb.view(np.float64)
         _per_channel(np.add, b, t.c, r)
@@ -307,7 +305,7 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     # the largest |v| for which RESCALE's value REQUIRE holds whatever the shift and every float64 step is exact
     ut = np.dtype(f"u{ot.np_dtype().itemsize}")
     d = lo % (1 << (8 * ut.itemsize))  # the offset of the narrowing (see _Scratch.narrow)
-    room = _EXACT - 1 - (1 << (smax - 1)) - (1 << 30) - (abs(ozp) + abs(lo) + d + 1) * (1 << smax)
+    room = EXACT64 - 1 - (1 << (smax - 1)) - (1 << 30) - (abs(ozp) + abs(lo) + d + 1) * (1 << smax)
     limit = min((1 << (smin - 1)) - 1, room // mmax if mmax else room)
     if limit < 0:
         return None
@@ -343,7 +341,7 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     # (+ 2^30)), over 2^s: below 2^53 the raw accumulator times m * 2^-s plus the constant is exact in float64
     reach = (max(abs(lo_i), abs(hi_i), abs(izp)) * math.ceil(prep.abs_sum) + int(np.abs(shift_i).max())) * mmax \
         + (1 << (smax - 1)) + (1 << 30) + (abs(ozp) + abs(lo) + d + 1) * (1 << smax)
-    if fold and vlimit is None and reach < _EXACT:
+    if fold and vlimit is None and reach < EXACT64:
         # the sign term needs no data and the bound proves the REQUIREs: the bias term joins the constant
         const = _constant_row(shift_i, mm, ss, np.broadcast_to(c_arr, (oc,)))
         if conv.opcode == "CONV2D" and geometry[-1] and wm.shape[0] <= F64_GEMM_K:

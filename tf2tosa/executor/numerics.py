@@ -193,7 +193,7 @@ def rescale_32_into(value: np.ndarray, multiplier: Any, shift: Any, double_round
 #: every integer of magnitude below this is exact in float64
 EXACT64 = 1 << 53
 #: the sign bit of a float64's bit pattern, as an int64
-_SIGN_BIT = I64(-(1 << 63))
+SIGN_BIT = I64(-(1 << 63))
 
 
 class _ScaleParams:
@@ -294,7 +294,7 @@ def _rescale_32_float(value: np.ndarray, sp: _ScaleParams, zp_add: int, lo: int,
         b *= f[:k] if isinstance(f, np.ndarray) else f
         if double:
             sb = sbits[:k]
-            np.bitwise_and(b.view(I64), _SIGN_BIT, out=sb)
+            np.bitwise_and(b.view(I64), SIGN_BIT, out=sb)
             np.bitwise_or(sb, dbits[:k] if dbits.ndim else dbits, out=sb)
             b += sb.view(np.float64)
         b += const

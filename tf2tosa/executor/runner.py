@@ -175,6 +175,15 @@ def _run_fused(conv: Operation, ins: list[np.ndarray], rescale: Operation, env: 
     return res
 
 
+def _after_float_checked(plan: _Plan, conv: Operation, ins: list[np.ndarray], key: Any, consts: tuple[np.ndarray, ...],
+                         state: Any, clamp: Operation | None) -> None:
+    """:func:`_after_checked` for a float32 convolution (with its CLAMP, or alone): prepared by
+    :func:`chains.prepare_float` when its input was float32."""
+    _after_checked(plan, conv.id, key, consts, state,
+                   ins[0].dtype == np.float32 and conv.operands[0].type.dtype is DType.FP32,
+                   lambda: chains.prepare_float(conv, ins, clamp))
+
+
 def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation | None, plan: _Plan,
                      bordered: dict[int, tuple[np.ndarray, Any]]) -> np.ndarray:
     """A float convolution and the CLAMP that alone reads its fresh result (an in-place CLAMP of the plan), or a float
@@ -201,9 +210,7 @@ def _run_fused_clamp(conv: Operation, ins: list[np.ndarray], clamp: Operation | 
         res = clamp_inplace(clamp, [acc])
     else:
         (res,) = evaluate_op(clamp, [acc])
-    _after_checked(plan, conv.id, key, consts, state,
-                   ins[0].dtype == np.float32 and conv.operands[0].type.dtype is DType.FP32,
-                   lambda: chains.prepare_float(conv, ins, clamp))
+    _after_float_checked(plan, conv, ins, key, consts, state, clamp)
     return res
 
 
@@ -245,9 +252,7 @@ def _run_fused_add(conv: Operation, ins: list[np.ndarray], add: Operation, env: 
         return res  # type: ignore[no-any-return]
     (acc,) = evaluate_op(conv, ins)
     (res,) = evaluate_op(add, [acc, other] if first else [other, acc])
-    _after_checked(plan, conv.id, key, consts, state,
-                   ins[0].dtype == np.float32 and conv.operands[0].type.dtype is DType.FP32,
-                   lambda: chains.prepare_float(conv, ins, None))
+    _after_float_checked(plan, conv, ins, key, consts, state, None)
     return res
 
 
