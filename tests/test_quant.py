@@ -550,3 +550,55 @@ def test_unsigned_io_full_conversion() -> None:
     ref = next(iter(run_tflite(model, [u], reference_kernels=True).values()))
     ours = next(iter(m.run({g.inputs[0].name: u.view(np.int8)}).values())).view(np.uint8)
     assert np.array_equal(ours.reshape(ref.shape), ref)
+
+
+def _inv_sqrt_scalar(value: int) -> tuple[int, int]:
+    """GetInvSqrtQuantizedMultiplierExp(value, kReverseShift) in Python integers, one value at a time, as TFLite's
+    C++ writes it (the ``while`` loop, the five Newton steps on gemmlowp fixed-point in Q3): the oracle of the
+    vectorised version."""
+    def mulhi(a: int, b: int) -> int:  # SaturatingRoundingDoublingHighMul (a = b = INT32_MIN cannot occur here)
+        ab = a * b
+        n = ab + ((1 << 30) if ab >= 0 else 1 - (1 << 30))
+        return abs(n) // (1 << 31) * (1 if n >= 0 else -1)
+
+    def wrap(a: int) -> int:
+        return (a + (1 << 31)) % (1 << 32) - (1 << 31)
+
+    def shl_sat(a: int, k: int) -> int:  # SaturatingRoundingMultiplyByPOT, k > 0
+        lim = (1 << (31 - k)) - 1
+        return 2**31 - 1 if a > lim else -2**31 if a < -lim else wrap(a << k)
+
+    if value <= 1:
+        return 2**31 - 1, 0
+    shift = 11
+    while value >= (1 << 29):
+        value //= 4
+        shift += 1
+    pairs = (32 - value.bit_length() - 1) // 2 - 1
+    shift -= pairs
+    value <<= 2 * pairs
+    fixed = value >> 1
+    half = (fixed >> 1) + ((fixed & 1) > 0)  # RoundingDivideByPOT(fixed, 1) of a non-negative value
+    x = 1 << 28
+    for _ in range(5):
+        x3 = shl_sat(mulhi(mulhi(x, x), x), 6)
+        x = shl_sat(wrap(mulhi((1 << 28) + (1 << 27), x) - mulhi(half, x3)), 3)
+    x = mulhi(x, 1518500250)
+    if shift < 0:
+        x <<= -shift
+        shift = 0
+    return x, -shift
+
+
+def test_inv_sqrt_multiplier_vectorised_matches_scalar() -> None:
+    """The array form of GetInvSqrtQuantizedMultiplierExp (one call per int8 RSQRT table instead of one per code)
+    gives the scalar C++ transcription's (multiplier, shift) on every int8 table value and on 3,000 int32 values,
+    the /4 step's edges included."""
+    from tf2tosa.quant import tflite_reference as R
+
+    rng = np.random.default_rng(7)
+    values = [*range(0, 600), *(int(v) for v in rng.integers(600, 2**31 - 1, 3000)),
+              2**29 - 1, 2**29, 2**30, 2**31 - 1]
+    m, sh = R.inv_sqrt_quantized_multiplier_exp(np.asarray(values))
+    got = [(int(a), int(b)) for a, b in zip(m, sh)]
+    assert got == [_inv_sqrt_scalar(v) for v in values]

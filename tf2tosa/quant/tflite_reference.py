@@ -79,9 +79,13 @@ def rdbpot(x: Any, e: Any) -> Arr:
 
 
 def mbqm(x: Any, q: int, shift: int) -> Arr:
-    """TFLite MultiplyByQuantizedMultiplier (double rounding) for int32 ``x``; ``shift`` is TFLite's (left > 0)."""
-    left, right = max(shift, 0), max(-shift, 0)
-    return rdbpot(srdhm(wrap32(i64(x) * (1 << left)), q), right)
+    """TFLite MultiplyByQuantizedMultiplier (double rounding) for int32 ``x``; ``shift`` is TFLite's (left > 0).
+    ``q`` and ``shift`` may be arrays of per-element values."""
+    if isinstance(shift, int):
+        left, right = max(shift, 0), max(-shift, 0)
+        return rdbpot(srdhm(wrap32(i64(x) * (1 << left)), q), right)
+    sh = i64(shift)  # per element (``q`` too, then)
+    return rdbpot(srdhm(wrap32(i64(x) << np.maximum(sh, 0)), q), np.maximum(-sh, 0))
 
 
 def sat_shl(x: Any, k: Any) -> Arr:
@@ -195,30 +199,28 @@ def log_x_for_x_greater_than_or_equal_to_1(x: Any, out_bits: int, in_bits: int) 
     return sat_shl(wrap32(srdhm(z_adj, log_2) + srdhm(num_scaled, recip)), 1)
 
 
-def inv_sqrt_quantized_multiplier_exp(value: int) -> tuple[int, int]:
-    """TFLite GetInvSqrtQuantizedMultiplierExp(value, kReverseShift): (multiplier, left shift)."""
-    if value <= 1:
-        return I32_MAX, 0
-    shift = 11
-    while value >= (1 << 29):
-        value //= 4
-        shift += 1
-    max_left_shift_bit_pairs = (int(clz32(value)) - 1) // 2
-    pairs = max_left_shift_bit_pairs - 1
-    shift -= pairs
-    value <<= 2 * pairs
-    fixed_input = value >> 1  # Q3.28
-    half_input = int(rdbpot(fixed_input, 1))
+def inv_sqrt_quantized_multiplier_exp(value: Any) -> tuple[Arr, Arr]:
+    """TFLite GetInvSqrtQuantizedMultiplierExp(value, kReverseShift): (multiplier, left shift), elementwise over an
+    int32 ``value`` array (or a scalar).  Its ``while (input >= 2^29)`` divides by 4 at most once for an int32."""
+    v = i64(value)
+    small = v <= 1
+    big = v >= (1 << 29)
+    v = np.where(big, v // 4, v)
+    shift = np.where(big, 12, 11)
+    pairs = (clz32(v) - 1) // 2 - 1  # max_left_shift_bit_pairs - 1
+    shift = shift - pairs
+    v = v << np.maximum(2 * pairs, 0)
+    half_input = rdbpot(v >> 1, 1)  # fixed_input = value >> 1, Q3.28
     half_three = (1 << 28) + (1 << 27)
-    x = 1 << 28  # F3::One()
+    x = np.full(v.shape, 1 << 28, np.int64)  # F3::One()
     for _ in range(5):
-        x3 = int(sat_shl(srdhm(srdhm(x, x), x), 6))  # Rescale<3> from Q9 to Q3
-        x = int(sat_shl(wrap32(srdhm(half_three, x) - srdhm(half_input, x3)), 3))  # Rescale<3> from Q6 to Q3
-    x = int(srdhm(x, 1518500250))  # * sqrt(2)/2, Q3
-    if shift < 0:
-        x <<= -shift
-        shift = 0
-    return x, -shift
+        x3 = sat_shl(srdhm(srdhm(x, x), x), 6)  # Rescale<3> from Q9 to Q3
+        x = sat_shl(wrap32(srdhm(half_three, x) - srdhm(half_input, x3)), 3)  # Rescale<3> from Q6 to Q3
+    x = srdhm(x, 1518500250)  # * sqrt(2)/2, Q3
+    neg = shift < 0
+    x = np.where(neg, x << np.where(neg, -shift, 0), x)
+    shift = np.where(neg, 0, shift)
+    return np.where(small, I32_MAX, x), np.where(small, 0, -shift)
 
 
 # ------------------------------------------------------------------------------------------------ LUT kernels
@@ -373,19 +375,14 @@ def rsqrt_i8(v: Arr, s_in: float, zp_in: int, s_out: float, zp_out: int) -> Arr:
     """RsqrtEvalQuantizedInt8 (kShift 20, GetInvSqrtQuantizedMultiplierExp per value)."""
     # SetRsqrtOutputMultiplier: std::sqrt(float) and the product are float; 1. / … is double
     q, s = to_qmultiplier(1.0 / float(f32(np.sqrt(f32(s_in), dtype=np.float32)) * f32(s_out)))
-    out = []
-    for x in i64(v).ravel():
-        value = int(x) - zp_in
-        if value == 0:
-            out.append(127)
-            continue
-        if value < 0:  # TFLite rejects the input ("only defined for positive values"): any code will do
-            out.append(127)
-            continue
-        m, sh = inv_sqrt_quantized_multiplier_exp(value)
-        data = int(mbqm(1, m, sh + 20))
-        out.append(int(clamp(mbqm(data, q, s - 20) + zp_out, -128, 127)))
-    return np.asarray(out, dtype=np.int64).reshape(np.shape(v))
+    value = i64(v) - zp_in
+    # value <= 0: TFLite rejects a negative input ("only defined for positive values") and gives 127 for 0; any code
+    # will do for the rejected ones, 127 here
+    pos = value > 0
+    m, sh = inv_sqrt_quantized_multiplier_exp(np.where(pos, value, 2))
+    data = mbqm(np.ones_like(value), m, sh + 20)
+    out = clamp(mbqm(data, q, s - 20) + zp_out, -128, 127)
+    return np.where(pos, out, 127).reshape(np.shape(v))
 
 
 def leaky_relu_q(v: Arr, s_in: float, zp_in: int, s_out: float, zp_out: int, alpha: float, bits: int) -> Arr:
