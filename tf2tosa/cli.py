@@ -1041,6 +1041,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         # the objects of the modules imported so far live as long as the process: the cyclic collector need not walk
         # them again on every collection of the command's own garbage (which it still collects)
         gc.freeze()
+        # and a conversion allocates graph objects by the hundred thousand: a young generation of 20,000 instead of
+        # 700 collects the same garbage in far fewer passes (MobileNetV2 int8: about 10% of the conversion in
+        # process, the same peak memory)
+        gc.set_threshold(20_000, 50, 100)
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         code = app(args=args, prog_name="tf2tosa", standalone_mode=False)
