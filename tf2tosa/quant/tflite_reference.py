@@ -78,7 +78,7 @@ def rdbpot(x: Any, e: Any) -> Arr:
     return (x >> e) + (rem > thr)
 
 
-def mbqm(x: Any, q: int, shift: int) -> Arr:
+def mbqm(x: Any, q: Any, shift: Any) -> Arr:
     """TFLite MultiplyByQuantizedMultiplier (double rounding) for int32 ``x``; ``shift`` is TFLite's (left > 0).
     ``q`` and ``shift`` may be arrays of per-element values."""
     if isinstance(shift, int):
