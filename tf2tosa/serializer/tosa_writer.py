@@ -335,6 +335,8 @@ class _Writer:
             self.b.head = flatbuffers.number_types.UOffsetTFlags.py_type(len(out))
         self.out = out
         self.released = len(out) if out is not None else 0
+        #: each string written so far, by its offset from the buffer's end (see _string)
+        self.shared: dict[str, int] = {}
         self.used_tensor_names: set[str] = set()
         self.used_region_names: set[str] = {"main"}
         self.regions: list[_Region] = [_Region("main", graph)]
@@ -395,10 +397,15 @@ class _Writer:
 
     # ------------------------------------------------------------ primitives
     def _string(self, s: str) -> int:
-        """``CreateString``'s bytes (length, UTF-8 bytes, a zero; aligned for the length) in fewer calls."""
+        """``CreateString``'s bytes (length, UTF-8 bytes, a zero; aligned for the length) in fewer calls, each
+        distinct string once (``CreateSharedString``): a tensor's name is read where it is declared, by the op that
+        makes it and by every op that reads it, and names taken from TFLite run to hundreds of bytes."""
         b = self.b
         if b.nested or not isinstance(s, str):
             return int(b.CreateString(s))  # (raises as the builder does)
+        off = self.shared.get(s)
+        if off is not None:
+            return off
         x = s.encode()
         n = len(x)
         b.Prep(4, n + 1)
@@ -409,7 +416,8 @@ class _Writer:
         head -= 4
         _U32.pack_into(buf, head, n)
         b.head = head
-        return len(buf) - head
+        off = self.shared[s] = len(buf) - head
+        return off
 
     def _offset_slot(self, slot: int, off: int) -> None:
         """``PrependUOffsetTRelativeSlot(slot, off, 0)`` inside a table, in fewer calls."""
