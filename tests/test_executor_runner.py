@@ -85,6 +85,32 @@ def test_execution_error_names_op() -> None:
         run(g, feed)
 
 
+@pytest.mark.parametrize("returned", ["float64", "list", "scalar_shape"])
+def test_run_casts_and_checks_results_like_evaluate_op(monkeypatch: pytest.MonkeyPatch, returned: str) -> None:
+    """A run recognises a kernel result already of its storage type and shape without the general cast; anything
+    else (float64 for an fp32 result, a list, a wrong shape) goes through the same cast and checks as evaluate_op."""
+    a, b = np.array([[1.5, -2.0]], np.float32), np.array([[0.25, 4.0]], np.float32)
+    g, feed = single_op("ADD", [In(a), In(b)], (D.FP32, (1, 2)))
+
+    def kernel(op: object, ins: list[np.ndarray]) -> list[object]:
+        s = ins[0].astype(np.float64) + ins[1]
+        if returned == "list":
+            return [s.tolist()]
+        if returned == "scalar_shape":
+            return [s.reshape(2)]
+        return [s]
+
+    monkeypatch.setitem(KERNELS, "ADD", kernel)
+    if returned == "scalar_shape":
+        with pytest.raises(ExecutionError, match="type says"):
+            run(g, feed)
+        return
+    (out,) = run(g, feed).values()
+    op = next(o for o in g.topological_order() if o.name == "tosa.ADD")
+    (ref,) = evaluate_op(op, [a, b])
+    assert out.dtype == ref.dtype == np.float32 and out.tolist() == ref.tolist() == [[1.75, 2.0]]
+
+
 def test_evaluate_op_for_folding() -> None:
     g = Graph()
     c1 = g.add_const(np.array([1, 2, 3], np.int32), D.INT32)
