@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -125,12 +126,30 @@ def test_not_a_scheduler_is_one_line(mode: str, tmp_path: Path, monkeypatch: pyt
 
 
 @requires_distributed
-@pytest.mark.parametrize("address", ["nonsense://x", "tcp://"])
-def test_malformed_address(address: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("address", "why"), [("nonsense://x", "unknown address scheme"), ("tcp://", "no host"),
+                                           ("localhost", "missing port"), ("tcp://127.0.0.1:99999", "1-65535"),
+                                           ("tcp://127.0.0.1:0", "1-65535")])
+def test_malformed_address(address: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused before any connection, at once, in one line that names the address and what is wrong with it."""
+    t0 = time.monotonic()
     with pytest.raises(SystemExit):
         main(["zoo", "--cluster", address, "--filter", "lenet5/int8"])
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and address in lines[0], lines
+    assert len(lines) == 1 and address in lines[0] and why in lines[0], lines
+    assert "not a Dask scheduler address" in lines[0] and time.monotonic() - t0 < 5
+
+
+@requires_distributed
+def test_tls_address_without_tls_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    """A tls:// address takes its certificates from Dask's configuration (as a Client would); without them the
+    line says so, rather than that the server does not speak Dask's protocol."""
+    import dask
+
+    with dask.config.set({"distributed.comm.tls.client.cert": None, "distributed.comm.tls.ca-file": None}):
+        with pytest.raises(SystemExit):
+            main(["zoo", "--cluster", "tls://127.0.0.1:8786", "--filter", "lenet5/int8"])
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "tls://127.0.0.1:8786" in lines[0] and "TLS client settings" in lines[0], lines
 
 
 def test_without_the_extra() -> None:

@@ -515,7 +515,7 @@ def cluster_job(name: str, variant: str, options: Mapping[str, Any], models_root
     return check_model(name, [variant], options)
 
 
-def _probe_scheduler(address: str, timeout: float) -> None:
+def _probe_scheduler(address: str, timeout: float, security: Any = None) -> None:
     """Ask the server at ``address`` who it is (Dask's ``identity`` message) on one connection, within ``timeout``
     seconds in all: :class:`InputError` naming the address unless a Dask scheduler answers.
 
@@ -523,14 +523,17 @@ def _probe_scheduler(address: str, timeout: float) -> None:
     service answers (an HTTP proxy intercepting outbound connections sends bytes that Dask's framing reads as an
     exabyte-long message), fails with whatever its handshake raised, and its ``__del__`` then stalls the exit for
     another 20 s closing itself.  The probe runs its own event loop in a thread, so a caller inside a running loop
-    (a notebook) is not disturbed."""
+    (a notebook) is not disturbed.  ``security``: a ``distributed.security.Security`` (the TLS settings of a
+    ``tls://`` address)."""
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
     from distributed.comm import connect
 
+    args = security.get_connection_args("client") if security is not None else {}
+
     async def ask() -> Any:
-        comm = await connect(address, timeout=timeout)
+        comm = await connect(address, timeout=timeout, **args)
         try:
             await comm.write({"op": "identity", "reply": True})
             return await comm.read()
@@ -568,19 +571,30 @@ def connect_cluster(address: str, timeout: float | None = None) -> Any:
     except ImportError:
         raise MissingExtraError("--cluster needs Dask distributed: pip install 'tf2tosa[cluster]'") from None
     from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
     from distributed.comm.registry import get_backend
+    from distributed.security import Security
 
     try:  # a malformed address fails here: a Client that fails on it would stall the exit closing itself
         scheme, location = parse_address(address)
         get_backend(scheme)
         if not location.strip(":/"):
             raise ValueError("no host")
+        if scheme in ("tcp", "tls"):
+            port = parse_host_port(location)[1]  # (raises for a missing port)
+            if not 0 < port < 65536:
+                raise ValueError(f"port {port} is not in 1-65535")
     except (ValueError, TypeError) as e:
         raise InputError(f"not a Dask scheduler address: {address} ({_one_line(e, 160)}); expected "
                          "tcp://host:port") from None
-    _probe_scheduler(address, timeout)
+    # TLS (tls://) takes its certificates from Dask's configuration, as a Client does by itself
+    security = Security()
+    if scheme == "tls" and security.get_connection_args("client").get("ssl_context") is None:
+        raise InputError(f"{address} is a TLS address, and Dask's configuration has no TLS client settings "
+                         "(distributed.comm.tls.ca-file, .client.cert, .client.key): set them, or use tcp://")
+    _probe_scheduler(address, timeout, security)
     try:
-        client = Client(address, timeout=timeout, set_as_default=False)
+        client = Client(address, timeout=timeout, set_as_default=False, security=security)
     except Exception as e:  # noqa: BLE001 - whatever the connection raises is one line naming the address
         raise InputError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: "
                          f"{_one_line(e, 160)}") from None
