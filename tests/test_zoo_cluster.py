@@ -213,3 +213,20 @@ def test_local_cluster_report_equals_serial(local_cluster: str, tmp_path: Path) 
 @requires_tf
 def test_local_cluster_report_equals_serial_more(local_cluster: str, tmp_path: Path) -> None:
     _same_as_serial(local_cluster, SUBSET_SLOW, tmp_path, all_pass=False)
+
+
+@requires_distributed
+def test_unresolvable_host_is_one_line_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """A host name that does not resolve (``.invalid`` never does, RFC 2606) is reported as such at once, where
+    Dask would retry it until the time-out."""
+    try:
+        socket.getaddrinfo("no-such-host.invalid", None)
+        pytest.skip("this machine's resolver answers for .invalid names")
+    except socket.gaierror:
+        pass
+    t0 = time.monotonic()
+    with pytest.raises(SystemExit):
+        main(["zoo", "--cluster", "tcp://no-such-host.invalid:8786", "--filter", "lenet5/int8"])
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "no-such-host.invalid" in lines[0] and "does not resolve" in lines[0], lines
+    assert time.monotonic() - t0 < 5

@@ -28,6 +28,7 @@ import importlib.util
 import logging
 import os
 import re
+import socket
 import sys
 import time
 import traceback
@@ -515,6 +516,13 @@ def cluster_job(name: str, variant: str, options: Mapping[str, Any], models_root
     return check_model(name, [variant], options)
 
 
+@dataclass
+class _Unresolved:
+    """The probe's answer when the scheduler's host name does not resolve (why: the resolver's message)."""
+
+    why: str
+
+
 def _probe_scheduler(address: str, timeout: float, security: Any = None) -> None:
     """Ask the server at ``address`` who it is (Dask's ``identity`` message) on one connection, within ``timeout``
     seconds in all: :class:`InputError` naming the address unless a Dask scheduler answers.
@@ -528,9 +536,14 @@ def _probe_scheduler(address: str, timeout: float, security: Any = None) -> None
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    from distributed.comm import connect
+    from distributed.comm import connect, parse_address
+    from distributed.comm.addressing import parse_host_port
 
     args = security.get_connection_args("client") if security is not None else {}
+    host: str | None = None
+    scheme, location = parse_address(address)
+    if scheme in ("tcp", "tls"):
+        host = parse_host_port(location)[0]
 
     async def ask() -> Any:
         comm = await connect(address, timeout=timeout, **args)
@@ -541,6 +554,11 @@ def _probe_scheduler(address: str, timeout: float, security: Any = None) -> None
             comm.abort()
 
     def probe() -> Any:
+        if host is not None:  # a name that does not resolve: Dask would retry it until the time-out
+            try:
+                socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+            except socket.gaierror as e:
+                return _Unresolved(e.strerror or str(e))
         return asyncio.run(asyncio.wait_for(ask(), timeout + 2.0))  # Dask's own connect error first, if any
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="tf2tosa-cluster-probe")
@@ -556,6 +574,9 @@ def _probe_scheduler(address: str, timeout: float, security: Any = None) -> None
                          f"{_one_line(e, 120) or type(e).__name__}") from None
     finally:
         pool.shutdown(wait=False)
+    if isinstance(answer, _Unresolved):
+        raise InputError(f"cannot reach the Dask scheduler at {address}: the host name {host!r} does not resolve "
+                         f"({answer.why})")
     if not isinstance(answer, Mapping) or answer.get("type") != "Scheduler":
         what = answer.get("type") if isinstance(answer, Mapping) else type(answer).__name__
         raise InputError(f"the server at {address} is not a Dask scheduler (it answers as {what!r})")
