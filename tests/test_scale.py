@@ -21,6 +21,7 @@ import pytest
 
 import tf2tosa
 from tf2tosa.errors import InvalidGraphError
+from tf2tosa.executor import run
 from tf2tosa.ir.graph import INPUT, Graph
 from tf2tosa.ir.types import DType, TensorType
 from tf2tosa.quant.scale import compute_scale_16, compute_scale_32, quantize_multiplier_arrays
@@ -197,6 +198,47 @@ def test_fp16_weights_kept_as_fp16_and_cast(fp16_model: Path, tmp_path: Path) ->
         a = tosa_tools.run_reference(tmp_path / "keep.tosa", [x])
         b = tosa_tools.run_reference(tmp_path / "expand.tosa", [x])
         assert [v.tobytes() for v in a.values()] == [v.tobytes() for v in b.values()]
+
+
+def _fp16_deep_bytes(width: int = 256, layers: int = 6, seed: int = 17) -> bytes:
+    from tests import modelgen
+
+    tf = modelgen._tf()
+    rng = np.random.default_rng(seed)
+    ws = [rng.standard_normal((3, 3, width, width)).astype(np.float32) * 0.05 for _ in range(layers)]
+
+    def f(x: Any) -> Any:
+        for w in ws:
+            x = tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME"))
+        return x
+
+    return modelgen.convert(f, [(1, 8, 8, width)], fp16_weights=True)
+
+
+def test_fp16_weights_are_not_all_expanded_at_once(tmp_path: Path) -> None:
+    """TFLite lists the DEQUANTIZE ops of fp16 weights first.  Each is legalized right before its reader and its fp32
+    expansion narrowed back once the reader is legalized, so a conversion holds one fp32 weight at a time: with six
+    2.4 MB fp32 weights (a 7 MB file), the Python heap's peak stays below half of ``--fp16-weights expand``'s (which
+    keeps all six) and below the file's size; the programs compute the same (executor, bit for bit)."""
+    import tracemalloc
+
+    pytest.importorskip("tensorflow")
+    from tests import modelgen
+
+    path = tmp_path / "deep_fp16.tflite"
+    path.write_bytes(modelgen.cached("fp16_deep_weights", _fp16_deep_bytes, {"width": 256, "layers": 6, "seed": 17}))
+    peaks = {}
+    models = {}
+    for mode in ("expand", "keep", "expand", "keep"):
+        tracemalloc.start()
+        models[mode] = tf2tosa.convert(path, fp16_weights=mode)
+        peaks[mode] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peaks["keep"] < 0.5 * peaks["expand"] and peaks["keep"] < path.stat().st_size, peaks
+    assert sum(op.opcode == "CAST" for op in models["keep"].graph.ops.values()) >= 6
+    x = np.random.default_rng(2).standard_normal((1, 8, 8, 256)).astype(np.float32)
+    a, b = (list(run(m.graph, [x]).values())[0] for m in (models["keep"], models["expand"]))
+    assert np.array_equal(a, b)
 
 
 def test_fp16_weights_bad_choice_is_one_line(fp16_model: Path, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConversionError, InputError, InvalidGraphError, Unsupported, UnsupportedOpsError
-from ..ir import DType, Graph
+from ..ir import DType, Graph, Operation
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
 from ..tosa import profiles
 from ..tosa.builder import Builder
@@ -55,6 +55,16 @@ def _op_label(op: Any) -> str:
     return f"{op.name}" + (f" ({op.location})" if op.location else "")
 
 
+def _fp16_weight(graph: Graph, op: Operation) -> bool:
+    """A TFLite DEQUANTIZE of a constant fp16 weight whose result only non-passive source ops read."""
+    if op.name != "tfl.dequantize" or len(op.operands) != 1 or len(op.results) != 1:
+        return False
+    x, r = op.operands[0], op.results[0]
+    users = graph.uses(r)
+    return (x.dtype is DType.FP16 and x.is_const and r not in graph.outputs and bool(users)
+            and all(u.name not in _PASSIVE and not u.name.startswith("tosa.") for u, _ in users))
+
+
 def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: str | None = None,
                    context: LegalizeContext | None = None) -> Graph:
     """Rewrite every framework op of ``graph`` into TOSA ops, in place.
@@ -68,13 +78,14 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     ctx = context if context is not None else legalize_context(options, file)
     tensor_map: dict[str, str] = graph.meta.setdefault("tensor_map", {})
     passes.densify(graph, ctx)  # sparse weights (TFLite sparsity) become dense constants first
+    # fp16 weights kept as fp16: each one's fp32 expansion is narrowed back as soon as its readers are legalized
+    narrow_early = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file) == "keep"
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
-    for op in graph.topological_order():
-        if op.name in _PASSIVE or op.name.startswith("tosa."):
-            continue
+
+    def legalize_one(op: Operation) -> None:
         if any(v.id in blocked for v in op.operands) and missing_rule(op) is None:
             blocked.update(r.id for r in op.results)
-            continue
+            return
         b = Builder(graph, location=op.location or op.name, fold=options.fold, context=ctx)
         b.name_hint = clean_name(op.results[0].source) if op.results and op.results[0].source else None
         try:
@@ -82,7 +93,7 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
         except (Unsupported, InvalidGraphError) as e:
             ctx.fail(op.name, failure_reason(e))
             blocked.update(r.id for r in op.results)
-            continue
+            return
         for old, val in zip(op.results, new):
             if val.source is None:
                 val.source = old.source
@@ -91,6 +102,25 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
             graph.replace_all_uses(old, val)
         if not any(graph.uses(r) for r in op.results):
             graph.remove_op(op)
+        if narrow_early and graph.meta.get(passes.fp16_weights.PENDING):
+            passes.keep_fp16_weights_early(graph)
+
+    # TFLite lists the DEQUANTIZE ops of fp16 weights first: each is legalized right before its first reader instead,
+    # so that only one weight at a time is expanded to fp32 (see keep_fp16_weights_early)
+    deferred: dict[int, Operation] = {}
+    for op in graph.topological_order():
+        if op.name in _PASSIVE or op.name.startswith("tosa."):
+            continue
+        if narrow_early and _fp16_weight(graph, op):
+            deferred[op.results[0].id] = op
+            continue
+        for v in op.operands:
+            d = deferred.pop(v.id, None)
+            if d is not None:
+                legalize_one(d)
+        legalize_one(op)
+    for d in deferred.values():  # (read by nothing that was legalized)
+        legalize_one(d)
     failures = ctx.failures
     if failures:
         reasons = {name: (len(rs), "; ".join(sorted(set(rs)))) for name, rs in failures.items()}

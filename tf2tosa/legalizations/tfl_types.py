@@ -169,6 +169,7 @@ def dequantize(b: Builder, op: Operation) -> list[Value]:
             b.graph.meta["fp16_weights"] = b.graph.meta.get("fp16_weights", 0) + 1
             if y.is_const:  # the pass can reuse the source's fp16 array for this constant
                 b.graph.meta.setdefault("fp16_sources", {})[y.id] = x.const()
+                b.graph.meta.setdefault("fp16_pending", []).append(y)  # (narrowed once its readers are legalized)
         return [y]
     c = x.const()
     q = x.type.quant

@@ -28,7 +28,7 @@ from .dedup_constants import dedup_constants
 from .densify import densify
 from .fold import fold_constants
 from .fold_pad import fold_pad
-from .fp16_weights import fp16_weights_mode, keep_fp16_weights
+from .fp16_weights import fp16_weights_mode, keep_fp16_weights, keep_fp16_weights_early
 from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
 from .integer_io import integer_io, integer_io_names
@@ -40,5 +40,6 @@ from .unsigned_io import unsigned_io
 
 __all__ = ["batch_fully_connected", "dedup_constants", "densify", "finish_constants", "fold_constants", "fold_pad",
            "fp16_weights_mode", "integer_io", "integer_io_names", "integer_islands", "keep_fp16_weights",
+           "keep_fp16_weights_early",
            "name_outputs", "narrow_constant", "rebuild_tensor_map", "refresh_shapes", "remove_identities",
            "resolve_input_shapes", "retype", "state_io", "unsigned_io"]

@@ -7,6 +7,11 @@ least :data:`MIN_ELEMENTS` elements whose values are all exactly float16 is an f
 
 Folding has already run (so reshaped and transposed weights are narrowed too) and does not run again, so the
 ``CAST`` stays.  Graphs without fp16 weights are left as they are.
+
+Most weights are narrowed earlier, during legalization (:func:`keep_fp16_weights_early`): as soon as every reader
+of an expanded weight is a TOSA op that also reads a run-time value, the weight becomes fp16 + ``CAST`` (the
+``CAST`` kept from folding), so the fp32 expansions never pile up; the end pass takes the rest (weights that a
+fold transformed, or that a constant-only reader may fold).  Both give the same constants and ops.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InputError
-from ...ir import DType, Graph
-from ...tosa.builder import Builder
+from ...ir import DType, Graph, Operation, Value
+from ...tosa.builder import KEEP_UNFOLDED, Builder
 
 #: fp32 constants smaller than this stay fp32 (a CAST op and a tensor cost more than the bytes saved)
 MIN_ELEMENTS = 64
+
+#: graph.meta key: the fp32 constants expanded from fp16 weights that :func:`keep_fp16_weights_early` has yet to see
+PENDING = "fp16_pending"
 
 #: ``--fp16-weights`` choices: keep fp16 constants + CAST, or expand them to fp32 constants
 MODES = ("keep", "expand")
@@ -46,30 +54,68 @@ def _fp16_exact(values: np.ndarray, piece: int = 1 << 20) -> np.ndarray | None:
     return half.reshape(values.shape)
 
 
+def _narrow(graph: Graph, op: Operation, sources: dict[int, np.ndarray]) -> Operation | None:
+    """Replace the fp32 ``CONST`` ``op`` by an fp16 ``CONST`` + ``CAST`` when its values are fp16-exact (the source's
+    own fp16 array where it has one); returns the ``CAST``, or None when ``op`` stays."""
+    if op.name != "tosa.CONST" or op.result.dtype is not DType.FP32 or op.result.type.size < MIN_ELEMENTS:
+        return None
+    r = op.result
+    src = sources.get(r.id)
+    half: np.ndarray | None
+    if src is not None and src.dtype == np.float16 and src.size == r.type.size and not np.isnan(src).any():
+        half = src.reshape(r.type.static_shape)  # the source's own fp16 values, a view of the .tflite
+    else:
+        half = _fp16_exact(np.asarray(op.attrs["values"]))
+    if half is None:
+        return None
+    c = graph.add_op("tosa.CONST", [], [r.type.with_dtype(DType.FP16)], {"values": half}, [f"{r.name}_fp16"],
+                     location=op.location).result
+    b = Builder(graph, location=op.location, fold=False)
+    cast = b.emit("CAST", [c], out_dtype=DType.FP32, names=[f"{r.name}_f32"]).result
+    cast.source = r.source
+    graph.replace_all_uses(r, cast)
+    graph.remove_op(op)
+    # the removed op may still be reachable (the source op that read ``r`` holds it as an operand until the
+    # legalization loop ends): drop its fp32 array, which nothing reads any more
+    op.attrs.pop("values", None)
+    assert cast.producer is not None
+    return cast.producer
+
+
+def keep_fp16_weights_early(graph: Graph) -> int:
+    """During legalization, after each source op: every fp32 constant expanded from a source fp16 weight (the rule
+    lists them in ``graph.meta["fp16_pending"]``) whose readers are all TOSA ops that also read a non-constant
+    value (so no folding will want its fp32 values) becomes fp16 + CAST at once, its CAST kept from folding.  The
+    fp32 copies then do not pile up until :func:`keep_fp16_weights`: a conversion's peak memory follows the
+    source's size, not twice it.  Returns how many it narrowed; the others are left to the end pass."""
+    pending: list[Value] = graph.meta.get(PENDING) or []
+    if not pending:
+        return 0
+    sources: dict[int, np.ndarray] = graph.meta.get("fp16_sources", {})
+    waiting: list[Value] = []
+    count = 0
+    for r in pending:
+        op = r.producer
+        if op is None or graph.ops.get(op.id) is not op or op.name != "tosa.CONST" or r in graph.outputs:
+            continue
+        users = [u for u, _ in graph.uses(r)]
+        if not users or any(not u.name.startswith("tosa.") for u in users):
+            waiting.append(r)  # a source op still reads it (its rule may need the values)
+            continue
+        if any(all(v.is_const for v in u.operands) for u in users):
+            continue  # a reader may fold: the end pass decides
+        cast = _narrow(graph, op, sources)
+        if cast is not None:
+            graph.meta.setdefault(KEEP_UNFOLDED, []).append(cast.id)
+            count += 1
+    graph.meta[PENDING] = waiting
+    return count
+
+
 def keep_fp16_weights(graph: Graph) -> int:
     """Store the fp16-exact fp32 constants of a graph with fp16 weights as fp16 + CAST; returns how many."""
     sources: dict[int, np.ndarray] = graph.meta.pop("fp16_sources", {})
+    graph.meta.pop(PENDING, None)
     if not graph.meta.pop("fp16_weights", 0):
         return 0
-    count = 0
-    for op in graph.topological_order():
-        if op.name != "tosa.CONST" or op.result.dtype is not DType.FP32 or op.result.type.size < MIN_ELEMENTS:
-            continue
-        r = op.result
-        src = sources.get(r.id)
-        half: np.ndarray | None
-        if src is not None and src.dtype == np.float16 and src.size == r.type.size and not np.isnan(src).any():
-            half = src.reshape(r.type.static_shape)  # the source's own fp16 values, a view of the .tflite
-        else:
-            half = _fp16_exact(np.asarray(op.attrs["values"]))
-        if half is None:
-            continue
-        c = graph.add_op("tosa.CONST", [], [r.type.with_dtype(DType.FP16)], {"values": half}, [f"{r.name}_fp16"],
-                         location=op.location).result
-        b = Builder(graph, location=op.location, fold=False)
-        cast = b.emit("CAST", [c], out_dtype=DType.FP32, names=[f"{r.name}_f32"]).result
-        cast.source = r.source
-        graph.replace_all_uses(r, cast)
-        graph.remove_op(op)
-        count += 1
-    return count
+    return sum(1 for op in graph.topological_order() if _narrow(graph, op, sources) is not None)
