@@ -47,6 +47,10 @@ _NO_FOLD = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARI
 #: ``graph.meta`` key of the ids of ops kept unfolded on purpose (an NPU compiler reads the small op better than
 #: its folded constant, e.g. the zero-point RESCALE of an int8 MUL operand: see ``quant.elementwise.widen_kept``)
 KEEP_UNFOLDED = "keep_unfolded"
+#: ``graph.meta`` keys of the source's fp16 weights (``converter.passes.fp16_weights``): value id -> the fp16 array
+#: a constant was expanded from, and the constants to narrow back during legalization
+FP16_SOURCES = "fp16_sources"
+FP16_PENDING = "fp16_pending"
 #: folding skipped when the result would be larger than this many elements (keeps weights of
 #: broadcast/tile ops from blowing up)
 FOLD_LIMIT = 1 << 24
@@ -92,6 +96,13 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
             attrs[SYM_VALUES] = sym
     c = graph.add_op(name, [], [r.type], attrs, [r.name + "_c"], location=op.location)
     c.result.source = r.source
+    sources = graph.meta.get(FP16_SOURCES)
+    if sources and op.opcode == "RESHAPE" and op.operands[0].id in sources:
+        # a reshaped fp16 weight (a FULLY_CONNECTED's or depthwise's) keeps its fp16 source: narrowed early too
+        half = sources[op.operands[0].id]
+        if half.size == r.type.size:
+            sources[c.result.id] = half.reshape(r.type.static_shape)
+            graph.meta.setdefault(FP16_PENDING, []).append(c.result)
     graph.replace_all_uses(r, c.result)
     graph.remove_op(op)
     return c

@@ -20,13 +20,13 @@ import numpy as np
 
 from ...errors import InputError
 from ...ir import DType, Graph, Operation, Value
-from ...tosa.builder import KEEP_UNFOLDED, Builder
+from ...tosa.builder import FP16_PENDING, FP16_SOURCES, KEEP_UNFOLDED, Builder
 
 #: fp32 constants smaller than this stay fp32 (a CAST op and a tensor cost more than the bytes saved)
 MIN_ELEMENTS = 64
 
 #: graph.meta key: the fp32 constants expanded from fp16 weights that :func:`keep_fp16_weights_early` has yet to see
-PENDING = "fp16_pending"
+PENDING = FP16_PENDING
 
 #: ``--fp16-weights`` choices: keep fp16 constants + CAST, or expand them to fp32 constants
 MODES = ("keep", "expand")
@@ -91,7 +91,7 @@ def keep_fp16_weights_early(graph: Graph) -> int:
     pending: list[Value] = graph.meta.get(PENDING) or []
     if not pending:
         return 0
-    sources: dict[int, np.ndarray] = graph.meta.get("fp16_sources", {})
+    sources: dict[int, np.ndarray] = graph.meta.get(FP16_SOURCES, {})
     waiting: list[Value] = []
     count = 0
     for r in pending:
@@ -99,7 +99,11 @@ def keep_fp16_weights_early(graph: Graph) -> int:
         if op is None or graph.ops.get(op.id) is not op or op.name != "tosa.CONST" or r in graph.outputs:
             continue
         users = [u for u, _ in graph.uses(r)]
-        if not users or any(not u.name.startswith("tosa.") for u in users):
+        if not users:  # folded into other constants (a reshape: see fold_op) and read by nothing else
+            graph.remove_op(op)
+            op.attrs.pop("values", None)
+            continue
+        if any(not u.name.startswith("tosa.") for u in users):
             waiting.append(r)  # a source op still reads it (its rule may need the values)
             continue
         if any(all(v.is_const for v in u.operands) for u in users):
@@ -114,7 +118,7 @@ def keep_fp16_weights_early(graph: Graph) -> int:
 
 def keep_fp16_weights(graph: Graph) -> int:
     """Store the fp16-exact fp32 constants of a graph with fp16 weights as fp16 + CAST; returns how many."""
-    sources: dict[int, np.ndarray] = graph.meta.pop("fp16_sources", {})
+    sources: dict[int, np.ndarray] = graph.meta.pop(FP16_SOURCES, {})
     graph.meta.pop(PENDING, None)
     if not graph.meta.pop("fp16_weights", 0):
         return 0
