@@ -59,17 +59,37 @@ def current_state() -> ExecState:
     return st
 
 
+#: storage numpy type per element type (what :func:`storage` casts to), filled as types are met
+_STORAGE: dict[DType, np.dtype] = {}
+_F64 = np.dtype(np.float64)
+
+
+def _storage_dtype(dt: DType, precise: bool) -> np.dtype:
+    """The numpy storage type of ``dt`` (float64 for a float type in precise mode)."""
+    if precise and dt.is_float:
+        return _F64
+    got = _STORAGE.get(dt)
+    if got is None:
+        got = _STORAGE[dt] = dt.np_dtype()
+    return got
+
+
 def storage(arr: Any, t: TensorType) -> np.ndarray:
     """Cast ``arr`` to the storage numpy type of ``t``."""
     a = np.asarray(arr)
-    dt = np.dtype(np.float64) if PRECISE.get() and t.dtype.is_float else t.dtype.np_dtype()
+    dt = _storage_dtype(t.dtype, PRECISE.get())
     if a.dtype != dt:
         a = a.astype(dt)
     return a
 
 
-def _check_result(op: Operation, i: int, arr: np.ndarray) -> np.ndarray:
+def _check_result(op: Operation, i: int, arr: np.ndarray, precise: bool | None = None) -> np.ndarray:
+    """Result ``i`` of ``op`` in its storage type, checked against the result's type (``precise``: the mode in
+    force, read from :data:`PRECISE` when None)."""
     t = op.results[i].type
+    if (arr.__class__ is np.ndarray and t.dtype is not DType.SHAPE and arr.shape == t.shape
+            and arr.dtype == _storage_dtype(t.dtype, PRECISE.get() if precise is None else precise)):
+        return arr  # (the common case: already of its storage type and its static shape)
     arr = storage(arr, t)
     if t.dtype is DType.SHAPE:
         arr = arr.reshape(-1)
@@ -84,57 +104,24 @@ def _check_result(op: Operation, i: int, arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def evaluate_op(op: Operation, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Run one operation on arrays (for constant folding).  Results are cast to the result types."""
+def evaluate_op(op: Operation, inputs: Sequence[np.ndarray], precise: bool | None = None) -> list[np.ndarray]:
+    """Run one operation on arrays (for constant folding, and by :func:`run_graph`).  Operands and results are cast
+    to the storage types of their types; arrays already of those types (the usual case) are taken as they are.
+    ``precise``: the mode in force, read from :data:`PRECISE` when None."""
     fn = KERNELS.get(op.opcode) if op.dialect == "tosa" else None
     if fn is None:
         raise ExecutionError(f"no executor kernel for {op.name}", op=op_label(op))
-    args = [storage(a, v.type) for a, v in zip(inputs, op.operands)]
+    if precise is None:
+        precise = PRECISE.get()
+    args = list(inputs)
+    for a, v in zip(args, op.operands):
+        if a.__class__ is not np.ndarray or a.dtype != _storage_dtype(v.type.dtype, precise):
+            args = [storage(a, v.type) for a, v in zip(inputs, op.operands)]
+            break
     outs = _call(op, fn, args)
     if len(outs) != len(op.results):
         raise ExecutionError(f"kernel returned {len(outs)} results, op has {len(op.results)}", op=op_label(op))
-    return [_check_result(op, i, a) for i, a in enumerate(outs)]
-
-
-#: storage numpy type per element type (what :func:`storage` computes), filled as types are met
-_STORAGE: dict[DType, np.dtype] = {}
-_F64 = np.dtype(np.float64)
-
-
-def _storage_dtype(dt: DType, precise: bool) -> np.dtype:
-    if precise and dt.is_float:
-        return _F64
-    got = _STORAGE.get(dt)
-    if got is None:
-        got = _STORAGE[dt] = dt.np_dtype()
-    return got
-
-
-def _evaluate_in_run(op: Operation, ins: list[np.ndarray], precise: bool) -> list[np.ndarray]:
-    """:func:`evaluate_op` for an op of a run: the same kernel, casts and result checks, with the common case (every
-    operand already of its storage type, every result of its type's storage type and static shape) recognised by a
-    dtype and shape comparison instead of the general casts; anything else takes :func:`evaluate_op`'s path."""
-    fn = KERNELS.get(op.opcode) if op.dialect == "tosa" else None
-    if fn is None:
-        return evaluate_op(op, ins)  # (its error)
-    operands = op.operands
-    for a, v in zip(ins, operands):
-        if getattr(a, "dtype", None) != _storage_dtype(v.type.dtype, precise):
-            ins = [storage(a, v.type) for a, v in zip(ins, operands)]
-            break
-    outs = _call(op, fn, ins)
-    results = op.results
-    if len(outs) != len(results):
-        raise ExecutionError(f"kernel returned {len(outs)} results, op has {len(results)}", op=op_label(op))
-    checked = []
-    for i, (a, r) in enumerate(zip(outs, results)):
-        t = r.type
-        if (a.__class__ is np.ndarray and t.dtype is not DType.SHAPE and a.shape == t.shape
-                and a.dtype == _storage_dtype(t.dtype, precise)):
-            checked.append(a)
-        else:
-            checked.append(_check_result(op, i, a))
-    return checked
+    return [_check_result(op, i, a, precise) for i, a in enumerate(outs)]
 
 
 def _call(op: Operation, fn: Any, args: list[np.ndarray]) -> Any:
@@ -558,8 +545,8 @@ def _plan(graph: Graph) -> _Plan:
     # RESCALEs of an 8-bit input by one multiplier (ADD's input rescales): a 256-entry table once checked
     tables = {op.id for op in order if op.opcode == "RESCALE" and op.dialect == "tosa" and op.operands
               and op.operands[0].dtype is DType.INT8 and not op.attrs.get("per_channel", False)}
-    body = [(i, op) for i, op in enumerate(order) if not (op.opcode == "CONST" and op.dialect == "tosa"
-                                                           and len(op.results) == 1 and not op.operands)]
+    const_ids = {op.id for op in consts}
+    body = [(i, op) for i, op in enumerate(order) if op.id not in const_ids]
     solo = {op.id for op in order if op.opcode in ("CONV2D", "DEPTHWISE_CONV2D") and op.dialect == "tosa"
             and op.id not in fused and len(op.results) == 1 and op.results[0].dtype is DType.FP32}
     plan = _Plan(key, order, frees, consts, inplace, fused, tables, _pair_groups(order, readers, keep), body, solo,
@@ -673,7 +660,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
         elif op.id in solo:
             outs = [_run_fused_clamp(op, ins, None, plan, bordered)]
         else:
-            outs = _evaluate_in_run(op, ins, precise)
+            outs = evaluate_op(op, ins, precise)
         if prof is not None:
             key = f"{op.name}#{op.id}"
             if done is not None and members is not None:
