@@ -190,7 +190,7 @@ class _Tiles:
     def _tile(self, v: np.ndarray, c: int) -> Any:
         if v.size == 1:
             return v.reshape(())[()]  # a numpy scalar of v's type
-        return np.ascontiguousarray(np.broadcast_to(v.reshape(-1), (self.r, c))).reshape(-1)
+        return _tile(v, self.r, c).reshape(-1)
 
 
 def _per_channel(fn: Any, a: np.ndarray, t: Any, r: int, out: np.ndarray | None = None) -> None:
@@ -252,6 +252,16 @@ class _Scratch:
         np.copyto(i, b, casting="unsafe")
         _uclip(i, p.d, p.d + p.span, out=i)
         np.copyto(ob, i, casting="unsafe")
+
+
+def _geometry(opcode: str, w: np.ndarray, pad: list[int], stride: list[int], dil: list[int], outs: Any) -> Any:
+    """A prepared convolution's geometry: for CONV2D (pads for np.pad, kernel, stride, dilation, output sizes,
+    1x1-stride-1-unpadded), for DEPTHWISE_CONV2D the geometry tuple of ``tensor_ops._depthwise_einsum``."""
+    if opcode == "CONV2D":
+        pads = [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)]
+        plain = all(k == 1 for k in w.shape[1:3]) and stride == [1, 1] and not any(pad)
+        return (pads, list(w.shape[1:3]), stride, dil, list(outs), plain)
+    return ((pad[0], pad[1], pad[2], pad[3]), tuple(stride), tuple(dil), tuple(outs))
 
 
 def _tile(v: np.ndarray, n: int, c: int) -> np.ndarray:
@@ -316,16 +326,8 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     dterm = np.ldexp(np.where(big, 1.0, 0.0), 30 - s) if double else np.zeros(s.shape)
     fold = not double or ozp == lo or not bool(np.any(big))
     c = 0.5 + float(ozp - lo + d) + (dterm if fold else 0.0)
-    if conv.opcode == "CONV2D":
-        pad, stride, dil = int_list(args.pad), int_list(args.stride), int_list(args.dilation)
-        outs = list(conv.results[0].type.shape[1:3])
-        pads = [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)]
-        plain = all(k == 1 for k in w.shape[1:3]) and stride == [1, 1] and not any(pad)
-        geometry: Any = (pads, list(w.shape[1:3]), stride, dil, outs, plain)
-    else:
-        pt, pb, pl, pr = int_list(args.pad)
-        geometry = ((pt, pb, pl, pr), tuple(int_list(args.stride)), tuple(int_list(args.dilation)),
-                    tuple(conv.results[0].type.shape[1:3]))
+    geometry = _geometry(conv.opcode, w, int_list(args.pad), int_list(args.stride), int_list(args.dilation),
+                         conv.results[0].type.shape[1:3])
     dims = tuple(rescale.results[0].type.shape)
     out_shape = tuple(d for d in dims if isinstance(d, int))
     if dims != tuple(conv.results[0].type.shape) or len(out_shape) != len(dims):
@@ -488,14 +490,11 @@ def prepare_float(conv: Operation, ins: list[np.ndarray], clamp: Operation | Non
     if len(out_shape) != len(dims) or dims != tuple(last.results[0].type.shape) or x.shape[0] != out_shape[0]:
         return None
     if conv.opcode == "CONV2D":
-        pads = [(0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)]
-        plain = all(k == 1 for k in w.shape[1:3]) and stride == [1, 1] and not any(pad)
-        geometry: Any = (pads, list(w.shape[1:3]), stride, dil, list(out_shape[1:3]), plain)
         wm = to.float_weight_matrix(w, np.float32)  # the kernel's own GEMM operand
     else:
         n_, ih, iw, c = x.shape
         if to.tensor_size_problem([n_, ih + pad[0] + pad[1], iw + pad[2] + pad[3], c], 64, to.LEVEL_NONE) is not None:
             return None
-        geometry = ((pad[0], pad[1], pad[2], pad[3]), tuple(stride), tuple(dil), tuple(out_shape[1:3]))
         wm = w
+    geometry = _geometry(conv.opcode, w, pad, stride, dil, out_shape[1:3])
     return ConvClamp(conv, conv.opcode, geometry, wm, np.asarray(bias, np.float32).reshape(-1), lo, hi, out_shape)
