@@ -632,13 +632,13 @@ class _Writer:
         data_off = self._byte_vector(_pad8(encode_array(init, t.dtype))) if init is not None else None
         vname_off = self._string(vname)
         self.b.StartObject(14)
-        self.b.PrependUOffsetTRelativeSlot(T_NAME, name_off, 0)
-        self.b.PrependUOffsetTRelativeSlot(T_SHAPE, shape_off, 0)
-        self.b.PrependUint32Slot(T_TYPE, DTYPE_VALUE[t.dtype], 0)
+        self._offset_slot(T_NAME, name_off)
+        self._offset_slot(T_SHAPE, shape_off)
+        self._u32_slot(T_TYPE, DTYPE_VALUE[t.dtype])
         if data_off is not None:
-            self.b.PrependUOffsetTRelativeSlot(T_DATA, data_off, 0)
+            self._offset_slot(T_DATA, data_off)
         self.b.PrependBoolSlot(T_VARIABLE, True, False)
-        self.b.PrependUOffsetTRelativeSlot(T_VARNAME, vname_off, 0)
+        self._offset_slot(T_VARNAME, vname_off)
         return self._end_object()
 
     def _shape(self, name: str, v: Value, values: np.ndarray | None) -> int:
@@ -649,9 +649,9 @@ class _Writer:
         name_off = self._string(name)
         data_off = self._byte_vector(_pad8(encode_array(flat, DType.SHAPE)))
         self.b.StartObject(3)
-        self.b.PrependUOffsetTRelativeSlot(S_NAME, name_off, 0)
-        self.b.PrependUint32Slot(S_RANK, length, 0)
-        self.b.PrependUOffsetTRelativeSlot(S_DATA, data_off, 0)
+        self._offset_slot(S_NAME, name_off)
+        self._u32_slot(S_RANK, length)
+        self._offset_slot(S_DATA, data_off)
         return self._end_object()
 
     def _operator(self, g: Graph, op: Operation) -> int | None:
@@ -754,12 +754,12 @@ class _Writer:
         outputs_vec = self._string_vector(out_names)
         shapes_vec = self._offset_vector(shape_offs)
         self.b.StartObject(6)
-        self.b.PrependUOffsetTRelativeSlot(B_NAME, name_off, 0)
-        self.b.PrependUOffsetTRelativeSlot(B_OPERATORS, ops_vec, 0)
-        self.b.PrependUOffsetTRelativeSlot(B_TENSORS, tensors_vec, 0)
-        self.b.PrependUOffsetTRelativeSlot(B_INPUTS, inputs_vec, 0)
-        self.b.PrependUOffsetTRelativeSlot(B_OUTPUTS, outputs_vec, 0)
-        self.b.PrependUOffsetTRelativeSlot(B_SHAPES, shapes_vec, 0)
+        self._offset_slot(B_NAME, name_off)
+        self._offset_slot(B_OPERATORS, ops_vec)
+        self._offset_slot(B_TENSORS, tensors_vec)
+        self._offset_slot(B_INPUTS, inputs_vec)
+        self._offset_slot(B_OUTPUTS, outputs_vec)
+        self._offset_slot(B_SHAPES, shapes_vec)
         return self._end_object()
 
     def _region(self, region: _Region) -> int:
@@ -767,8 +767,8 @@ class _Writer:
         name_off = self._string(region.name)
         blocks_vec = self._offset_vector([block])
         self.b.StartObject(2)
-        self.b.PrependUOffsetTRelativeSlot(R_NAME, name_off, 0)
-        self.b.PrependUOffsetTRelativeSlot(R_BLOCKS, blocks_vec, 0)
+        self._offset_slot(R_NAME, name_off)
+        self._offset_slot(R_BLOCKS, blocks_vec)
         return self._end_object()
 
     def write(self) -> bytearray:
@@ -783,8 +783,8 @@ class _Writer:
         self.b.PrependBoolSlot(V_DRAFT, draft, True)
         version = self._end_object()
         self.b.StartObject(4)
-        self.b.PrependUOffsetTRelativeSlot(G_VERSION, version, 0)
-        self.b.PrependUOffsetTRelativeSlot(G_REGIONS, regions_vec, 0)
+        self._offset_slot(G_VERSION, version)
+        self._offset_slot(G_REGIONS, regions_vec)
         root = self._end_object()
         self.b.Finish(root, file_identifier=FILE_IDENTIFIER)
         out = self.b.Bytes
@@ -878,8 +878,13 @@ def to_buffer(graph: Graph) -> bytearray:
     try:
         return _Writer(graph).write()
     except flatbuffers.builder.BuilderSizeError:
-        raise InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit offsets)",
-                                file=graph.meta.get("file")) from None
+        raise _too_large(graph) from None
+
+
+def _too_large(graph: Graph) -> InvalidGraphError:
+    """The error of a program that a flatbuffer cannot hold (found while building it)."""
+    return InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit offsets)",
+                             file=graph.meta.get("file"))
 
 
 def _copy_file(src: int, dst: int, offset: int, count: int) -> None:
@@ -918,8 +923,7 @@ def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
             try:
                 built: Any = writer.write()
             except flatbuffers.builder.BuilderSizeError:
-                raise InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit "
-                                        "offsets)", file=graph.meta.get("file")) from None
+                raise _too_large(graph) from None
             view = memoryview(built)
             try:
                 with open(path, "wb") as f:
@@ -944,8 +948,7 @@ def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
             try:
                 data: Any = _Writer(graph, mm).write()
             except flatbuffers.builder.BuilderSizeError:
-                raise InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit "
-                                        "offsets)", file=graph.meta.get("file")) from None
+                raise _too_large(graph) from None
             with open(path, "wb") as f:
                 if isinstance(data, memoryview) and data.obj is mm:
                     size = len(data)
