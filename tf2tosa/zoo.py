@@ -523,7 +523,8 @@ class _Unresolved:
     why: str
 
 
-def _probe_scheduler(address: str, timeout: float, security: Any = None) -> None:
+def _probe_scheduler(address: str, timeout: float, host: str | None = None,
+                     connection_args: Mapping[str, Any] | None = None) -> None:
     """Ask the server at ``address`` who it is (Dask's ``identity`` message) on one connection, within ``timeout``
     seconds in all: :class:`InputError` naming the address unless a Dask scheduler answers.
 
@@ -531,19 +532,14 @@ def _probe_scheduler(address: str, timeout: float, security: Any = None) -> None
     service answers (an HTTP proxy intercepting outbound connections sends bytes that Dask's framing reads as an
     exabyte-long message), fails with whatever its handshake raised, and its ``__del__`` then stalls the exit for
     another 20 s closing itself.  The probe runs its own event loop in a thread, so a caller inside a running loop
-    (a notebook) is not disturbed.  ``security``: a ``distributed.security.Security`` (the TLS settings of a
-    ``tls://`` address)."""
+    (a notebook) is not disturbed.  ``host``: the address's host name, resolved first (None: not a host name);
+    ``connection_args``: Dask's client connection arguments (the TLS settings of a ``tls://`` address)."""
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    from distributed.comm import connect, parse_address
-    from distributed.comm.addressing import parse_host_port
+    from distributed.comm import connect
 
-    args = security.get_connection_args("client") if security is not None else {}
-    host: str | None = None
-    scheme, location = parse_address(address)
-    if scheme in ("tcp", "tls"):
-        host = parse_host_port(location)[0]
+    args: Mapping[str, Any] = connection_args or {}
 
     async def ask() -> Any:
         comm = await connect(address, timeout=timeout, **args)
@@ -601,8 +597,9 @@ def connect_cluster(address: str, timeout: float | None = None) -> Any:
         get_backend(scheme)
         if not location.strip(":/"):
             raise ValueError("no host")
+        host: str | None = None
         if scheme in ("tcp", "tls"):
-            port = parse_host_port(location)[1]  # (raises for a missing port)
+            host, port = parse_host_port(location)  # (raises for a missing port)
             if not 0 < port < 65536:
                 raise ValueError(f"port {port} is not in 1-65535")
     except (ValueError, TypeError) as e:
@@ -610,10 +607,11 @@ def connect_cluster(address: str, timeout: float | None = None) -> Any:
                          "tcp://host:port") from None
     # TLS (tls://) takes its certificates from Dask's configuration, as a Client does by itself
     security = Security()
-    if scheme == "tls" and security.get_connection_args("client").get("ssl_context") is None:
+    connection_args = security.get_connection_args("client")
+    if scheme == "tls" and connection_args.get("ssl_context") is None:
         raise InputError(f"{address} is a TLS address, and Dask's configuration has no TLS client settings "
                          "(distributed.comm.tls.ca-file, .client.cert, .client.key): set them, or use tcp://")
-    _probe_scheduler(address, timeout, security)
+    _probe_scheduler(address, timeout, host, connection_args)
     try:
         client = Client(address, timeout=timeout, set_as_default=False, security=security)
     except Exception as e:  # noqa: BLE001 - whatever the connection raises is one line naming the address
