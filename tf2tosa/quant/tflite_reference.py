@@ -81,10 +81,7 @@ def rdbpot(x: Any, e: Any) -> Arr:
 def mbqm(x: Any, q: Any, shift: Any) -> Arr:
     """TFLite MultiplyByQuantizedMultiplier (double rounding) for int32 ``x``; ``shift`` is TFLite's (left > 0).
     ``q`` and ``shift`` may be arrays of per-element values."""
-    if isinstance(shift, int):
-        left, right = max(shift, 0), max(-shift, 0)
-        return rdbpot(srdhm(wrap32(i64(x) * (1 << left)), q), right)
-    sh = i64(shift)  # per element (``q`` too, then)
+    sh = i64(shift)
     return rdbpot(srdhm(wrap32(i64(x) << np.maximum(sh, 0)), q), np.maximum(-sh, 0))
 
 
