@@ -241,6 +241,47 @@ def test_fp16_weights_are_not_all_expanded_at_once(tmp_path: Path) -> None:
     assert np.array_equal(a, b)
 
 
+def _fp16_lstm_bytes(steps: int = 6, units: int = 16, seed: int = 18) -> bytes:
+    from tests import modelgen
+
+    keras = modelgen._seeded_keras(seed)
+    model = keras.Sequential([keras.Input((steps, 8), batch_size=1),
+                              keras.layers.LSTM(units, unroll=True, return_sequences=True), keras.layers.Dense(4)])
+    return modelgen.convert(model, [(1, steps, 8)], fp16_weights=True)
+
+
+def test_fp16_weights_of_a_recurrent_layer_are_cast_once(tmp_path: Path) -> None:
+    """An unrolled LSTM (Keras ``unroll=True``) reads its fp16 weights at every time step.  The kept program casts
+    each fp16 constant once, whatever the number of steps (the per-step reads share that CAST); without the sharing
+    it had one CAST per read.
+    LiteRT is the oracle, and the kept program computes exactly what ``expand``'s does (executor and, where
+    installed, Arm's reference model)."""
+    pytest.importorskip("tensorflow")
+    from tests import modelgen
+
+    path = tmp_path / "lstm_fp16.tflite"
+    path.write_bytes(modelgen.cached("fp16_lstm", _fp16_lstm_bytes, {"steps": 6, "units": 16, "seed": 18}))
+    keep, expand = tf2tosa.convert(path), tf2tosa.convert(path, fp16_weights="expand")
+    ops = list(keep.graph.ops.values())
+    casts = [op for op in ops if op.opcode == "CAST"]
+    fp16 = [op for op in ops if op.opcode == "CONST" and op.result.dtype is DType.FP16]
+    assert fp16 and len(casts) == len(fp16), (len(casts), len(fp16))
+    assert {op.operands[0].id for op in casts} == {op.result.id for op in fp16}
+    assert max(len(op.result.uses) for op in casts) >= 6  # read at every step
+    assert len(keep.to_bytes()) < len(expand.to_bytes())
+    report = keep.verify(seed=4)
+    assert report.ok, report
+    x = np.random.default_rng(6).standard_normal((1, 6, 8)).astype(np.float32)
+    a, b = (list(run(m.graph, [x]).values())[0] for m in (keep, expand))
+    assert np.array_equal(a, b)
+    keep.save(tmp_path / "keep.tosa")
+    expand.save(tmp_path / "expand.tosa")
+    if tosa_tools.available():
+        ra = tosa_tools.run_reference(tmp_path / "keep.tosa", [x])
+        rb = tosa_tools.run_reference(tmp_path / "expand.tosa", [x])
+        assert [v.tobytes() for v in ra.values()] == [v.tobytes() for v in rb.values()]
+
+
 def test_fp16_weights_bad_choice_is_one_line(fp16_model: Path, tmp_path: Path) -> None:
     cli = [str(Path(sys.executable).with_name("tf2tosa"))]
     out = tmp_path / "x.tosa"

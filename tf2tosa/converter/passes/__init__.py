@@ -12,7 +12,8 @@
 9. :mod:`.fp16_weights` — the source's float16 weights stored as fp16 constants + CAST (``--fp16-weights keep``);
 10. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
 11. :mod:`.fold_pad` — a PAD of the input zero point folded into the CONV2D/DEPTHWISE_CONV2D padding;
-12. :mod:`.dedup_constants` — equal constants merged into one shared op;
+12. :mod:`.dedup_constants` — equal constants merged into one shared op, and the CASTs of one constant to one type
+    into one CAST;
 13. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt;
 14. :mod:`.state_io` — with ``--state-io`` only: EXT-VARIABLE variables become state inputs/outputs.
 

@@ -2,7 +2,10 @@
 
 before: a TOSA graph in which several CONST / CONST_SHAPE ops hold the same data (the zero points, shifts and
 multipliers of every RESCALE, the shapes of every RESHAPE …, one op per use as the rules emit them); after: one op
-per distinct constant, read by all its former users.
+per distinct constant, read by all its former users.  Then the ``CAST`` ops of one constant to one type (float16
+weights kept as float16, see :mod:`.fp16_weights`: an unrolled recurrent layer reads its weights once per time
+step, each read narrowed to its own fp16 ``CONST`` + ``CAST``) become one ``CAST`` read by all of them: the value is
+the same, computed once per run instead of once per reader.
 
 Two constants are merged when their op, element type, shape, quantization and data are equal (compared by bytes,
 so -0.0 and 0.0, or two NaN payloads, stay apart).  The first in the graph's deterministic topological order is
@@ -52,6 +55,27 @@ def dedup_constants(graph: Graph) -> int:
             bucket.append((raw, v))
             continue
         graph.replace_all_uses(v, first)
+        graph.remove_op(op)
+        merged += 1
+    return merged + _share_casts(graph)
+
+
+def _share_casts(graph: Graph) -> int:
+    """One ``CAST`` per (constant, result type): later casts of the same constant to the same type are replaced by
+    the first (in the deterministic topological order); returns how many were merged away."""
+    first: dict[tuple[int, Any], Any] = {}
+    merged = 0
+    for op in graph.topological_order():
+        if op.name != "tosa.CAST" or len(op.operands) != 1 or not op.operands[0].is_const:
+            continue
+        r = op.results[0]
+        if r in graph.outputs:
+            continue
+        key = (op.operands[0].id, r.type)
+        kept = first.setdefault(key, r)
+        if kept is r:
+            continue
+        graph.replace_all_uses(r, kept)
         graph.remove_op(op)
         merged += 1
     return merged
