@@ -12,7 +12,7 @@ from ..converter.tensorflow import TFSource, load_source
 from ..errors import ConversionError, InputError
 from ..executor import run
 from ..ir import Graph
-from .compare import FLOAT_RTOL, OutputReport, VerifyReport, compare, random_inputs, spec_check
+from .compare import FLOAT_RTOL, FP64, OutputReport, VerifyReport, judge, random_inputs, spec_check
 
 
 def verify_tensorflow(model: Any, source: Any = None, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *,
@@ -23,8 +23,8 @@ def verify_tensorflow(model: Any, source: Any = None, inputs: Sequence[Mapping[s
     ``model`` is a TosaModel or a converted Graph; ``source`` the TensorFlow model it came from (anything
     :func:`tf2tosa.converter.tensorflow.load_tensorflow` accepts, or an opened ``TFSource``); when omitted,
     ``model.tf_source``.  ``inputs``: input sets keyed by the graph's input names (default: ``num`` seeded random
-    sets).  Float outputs pass within ``rtol`` × max |reference|, integer outputs must match exactly (TF's int64
-    results are compared by value with our i32).
+    sets).  Float outputs pass within ``rtol`` × max |reference| (or as :func:`.compare.judge` says), integer
+    outputs must match exactly (TF's int64 results are compared by value with our i32).
     """
     graph: Graph = model if isinstance(model, Graph) else model.graph
     src = source if source is not None else getattr(model, "tf_source", None)
@@ -43,8 +43,9 @@ def verify_tensorflow(model: Any, source: Any = None, inputs: Sequence[Mapping[s
             raise InputError(f"no value for input(s) {', '.join(missing)}", file=src.label)
         refs = _run_source(src, [np.asarray(s[v.name]) for v in graph.inputs])
         got = run(graph, s)
+        fp64 = FP64(graph, s)
         for v, ref in zip(graph.outputs, refs):
-            rep = compare(v.name, got[v.name], ref, rtol)
+            rep = judge(v.name, got[v.name], ref, rtol, fp64)
             prev = worst.get(v.name)
             worst[v.name] = rep if prev is None else prev.merge(rep)
     return VerifyReport(src.label, len(sets), [worst[v.name] for v in graph.outputs if v.name in worst],
