@@ -109,7 +109,10 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     # so that only one weight at a time is expanded to fp32 (see keep_fp16_weights_early)
     deferred: dict[int, Operation] = {}
     for op in graph.topological_order():
-        if op.name in _PASSIVE or op.name.startswith("tosa."):
+        if op.name.startswith("tosa."):  # made by a pass ahead of the rules: its operands may be static by now
+            passes.refresh_op(op)
+            continue
+        if op.name in _PASSIVE:
             continue
         if narrow_early and _fp16_weight(graph, op):
             deferred[op.results[0].id] = op

@@ -117,7 +117,8 @@ def _finish(b: Builder, op: Operation, acc: Value, ct: _ConvTypes, scales: list[
 
 @legalize("tfl.conv_2d", dtypes=_QTYPES)
 def conv_2d(b: Builder, op: Operation) -> list[Value]:
-    """CONV2D (OHWI weights as in TOSA, spec 2.3.3 CONV2D) + fused activation; grouped convs become a CONCAT of groups.
+    """CONV2D (OHWI weights as in TOSA, spec 2.3.3 CONV2D) + fused activation; grouped convs become one
+    DEPTHWISE_CONV2D (one input channel per group) or a CONCAT of groups (:func:`.lowering.conv.grouped_conv2d`).
 
     Quantized: acc = CONV2D(x, w, bias, x_zp, w_zp) (i32, or i48 for i16 × i8), RESCALE by s_x·s_w[c]/s_out
     (lowering doc: tfl.conv_2d, per channel instead of the tfl.conv_2d lowering's single scale), CLAMP of the activation
@@ -134,7 +135,9 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
         y = _conv(b, x, w, bias, ct, pads, stride, dil)
     else:  # TFLite grouped convolution: filter IC = C / groups, OC split evenly between groups
         y = grouped_conv2d(b, x, w, bias, lambda xg, wg, bg: _conv(b, xg, wg, bg, ct, pads, stride, dil),
-                           lambda _: b.const(np.zeros([oc]), ct.acc, name="zero_bias"), "conv_2d")
+                           lambda _: b.const(np.zeros([oc]), ct.acc, name="zero_bias"), "conv_2d",
+                           lambda x1, w4, b1: b.depthwise_conv2d(x1, w4, b1, ct.izp, ct.wzp, pad=pads, stride=stride,
+                                                                 dilation=dil, acc_type=ct.acc_type))
     scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 

@@ -35,12 +35,12 @@ from .input_shapes import resolve_input_shapes
 from .integer_io import integer_io, integer_io_names
 from .integer_islands import integer_islands
 from .outputs import name_outputs, rebuild_tensor_map
-from .shapes import refresh_shapes
+from .shapes import refresh_op, refresh_shapes
 from .state_io import state_io
 from .unsigned_io import unsigned_io
 
 __all__ = ["batch_fully_connected", "dedup_constants", "densify", "finish_constants", "fold_constants", "fold_pad",
            "fp16_weights_mode", "integer_io", "integer_io_names", "integer_islands", "keep_fp16_weights",
            "keep_fp16_weights_early",
-           "name_outputs", "narrow_constant", "rebuild_tensor_map", "refresh_shapes", "remove_identities",
+           "name_outputs", "narrow_constant", "rebuild_tensor_map", "refresh_op", "refresh_shapes", "remove_identities",
            "resolve_input_shapes", "retype", "state_io", "unsigned_io"]

@@ -1,5 +1,6 @@
-"""Convolution-family lowering math shared by the ``tf.*`` and ``tfl.*`` rules: grouped convolution as one
-CONV2D per group, and the out-pads of a transposed convolution.
+"""Convolution-family lowering math shared by the ``tf.*`` and ``tfl.*`` rules: grouped convolution (one
+DEPTHWISE_CONV2D when every group has one input channel, else one CONV2D per group), and the out-pads of a
+transposed convolution.
 
 The callers keep what differs between the frontends (zero points, accumulator type, how a [1] bias is widened);
 the geometry lives here once.
@@ -15,9 +16,16 @@ from ...tosa.builder import Builder
 
 
 def grouped_conv2d(b: Builder, x: Value, w: Value, bias: Value, conv: Callable[[Value, Value, Value], Value],
-                   full_bias: Callable[[Value], Value], what: str) -> Value:
+                   full_bias: Callable[[Value], Value], what: str,
+                   depthwise: Callable[[Value, Value, Value], Value] | None = None) -> Value:
     """A grouped convolution of NHWC ``x`` (C channels, already padded) with an OHWI filter of IC = C / groups
-    input channels, OC split evenly between the groups: one ``conv(x_g, w_g, bias_g)`` per group, then CONCAT.
+    input channels, OC split evenly between the groups.
+
+    One input channel per group (groups = C, as ConvNeXt's 7x7 ``Conv2D(groups=C)``) is a depthwise convolution:
+    output channel ``g·M + m`` of group ``g`` is DEPTHWISE_CONV2D's ``c·M + m`` (spec 2.3.5), so the filter
+    [C·M, KH, KW, 1] transposed to [KH, KW, 1, C·M] and reshaped to [KH, KW, C, M] gives one
+    ``depthwise(x, w, bias)`` with the same sums, per-channel scales and bias order.  Otherwise one
+    ``conv(x_g, w_g, bias_g)`` per group, then CONCAT.
 
     ``full_bias`` widens a [1] bias to [OC] (called only for a [1] bias); ``what`` names the op in errors.
     """
@@ -29,6 +37,8 @@ def grouped_conv2d(b: Builder, x: Value, w: Value, bias: Value, conv: Callable[[
     ocg = oc // groups
     if int(bias.shape[0]) == 1:
         bias = full_bias(bias)
+    if ic == 1 and depthwise is not None:
+        return depthwise(x, b.reshape(b.transpose(w, [1, 2, 3, 0]), [kh, kw, c, ocg]), bias)
     parts = []
     for g in range(groups):
         xg = b.slice(x, [0, 0, 0, g * ic], [n, h, wd, ic])

@@ -94,7 +94,8 @@ def conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pa
     """CONV2D of NHWC ``x`` with OHWI ``w`` (spec: CONV2D) and the pads of :func:`window_pads`.
 
     A filter with fewer input channels than ``x`` is a grouped convolution (C = groups · IC, OC split evenly):
-    one CONV2D per group, then CONCAT (:func:`.conv.grouped_conv2d`, shared with tfl.conv_2d).
+    one DEPTHWISE_CONV2D when each group has one input channel, else one CONV2D per group, then CONCAT
+    (:func:`.conv.grouped_conv2d`, shared with tfl.conv_2d).
     """
     zp, acc_type = _conv_zp(b, op, x, w)
     c = static_shape(x)[3]
@@ -107,7 +108,9 @@ def conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pa
     return grouped_conv2d(
         b, x, w, bias,
         lambda xg, wg, bg: b.conv2d(xg, wg, bg, zp, zp, pad=pads, stride=stride, dilation=dilation, acc_type=acc_type),
-        lambda bias1: b.tile(bias1, [oc]), "convolution")
+        lambda bias1: b.tile(bias1, [oc]), "convolution",
+        lambda x1, w4, b1: b.depthwise_conv2d(x1, w4, b1, zp, zp, pad=pads, stride=stride, dilation=dilation,
+                                              acc_type=acc_type))
 
 
 def depthwise_conv2d(b: Builder, op: Operation, x: Value, w: Value, bias: Value | None, pads: list[int],
