@@ -143,6 +143,29 @@ def conv_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], 
     return fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(out))
 
 
+#: :func:`abs_weight_sums` widens this many weight elements at a time
+_SUM_BLOCK = 1 << 20
+
+
+def abs_weight_sums(w: np.ndarray, zp: int) -> np.ndarray:
+    """Per output channel (axis 0) the sum of ``|w - zp|`` over the channel's weights, as int64.  Widened a block
+    of channels at a time (int32 when ``|w - zp|`` fits it): no full-size wide copy of a large weight (a
+    4096x4096 int8 weight made a 134 MB int64 copy)."""
+    warr = np.asarray(w)
+    oc = warr.shape[0] if warr.ndim else 1
+    flat = warr.reshape(oc, -1)
+    narrow = warr.dtype.kind in "iu" and warr.dtype.itemsize <= 2 and abs(zp) < 1 << 16
+    wide = np.dtype(np.int32 if narrow else np.int64)
+    out = np.empty(oc, np.int64)
+    step = max(1, _SUM_BLOCK // max(1, flat.shape[1]))
+    for r in range(0, oc, step):
+        blk = flat[r:r + step].astype(wide)
+        np.subtract(blk, np.asarray(zp, wide), out=blk)
+        np.abs(blk, out=blk)
+        out[r:r + step] = blk.sum(axis=1, dtype=np.int64)
+    return out
+
+
 def _conv_bound(op: Operation) -> int:
     """A static bound on a conv-family accumulator: every weight of the layer times the largest |x - zp_x|, plus
     the largest |bias| (conservative: one output channel sums fewer weights)."""
@@ -153,7 +176,7 @@ def _conv_bound(op: Operation) -> int:
         return 1 << 62
     lo, hi = x.dtype.range()
     zx = per_tensor(x)[1] if x.dtype is DType.INT8 else 0
-    wsum = int(np.abs(np.asarray(wc, np.int64) - weight_zp(w)).sum())
+    wsum = int(abs_weight_sums(np.asarray(wc), weight_zp(w)).sum())
     bmax = 0
     for v in op.operands[x_idx + 1 if op.name == "tfl.transpose_conv" else 2:]:
         c = v.const() if has_value(v) and v.dtype in (DType.INT32, DType.INT64) else None
@@ -391,12 +414,7 @@ def acc_bound(x: Value, w: Value, bias: Value | None, wzp: int) -> int:
     lo, hi = x.dtype.range()
     zx = per_tensor(x)[1] if x.dtype is DType.INT8 else 0
     xmax = max(abs(lo - zx), abs(hi - zx))
-    warr = np.asarray(wc)
-    if warr.dtype.kind in "iu" and warr.dtype.itemsize <= 2 and abs(wzp) < 1 << 16:  # |w - zp| fits int32
-        wa = np.abs(warr.astype(np.int32) - np.int32(wzp))
-    else:
-        wa = np.abs(np.asarray(wc, np.int64) - wzp)
-    per_c = wa.reshape(wa.shape[0], -1).sum(axis=1, dtype=np.int64) * xmax
+    per_c = abs_weight_sums(np.asarray(wc), wzp) * xmax
     bc = bias.const() if bias is not None else None
     if bc is not None:
         per_c = per_c + np.abs(np.asarray(bc, np.int64).reshape(-1))
