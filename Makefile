@@ -11,7 +11,7 @@ VELA_VENV := .venv-vela
 VELA_STAMP := $(VELA_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all env demo test lint typecheck pytest docs bench zoo zoo-shot fuzz chromium install-test clean
+.PHONY: all env demo test lint typecheck pytest docs bench bench-apps zoo zoo-shot fuzz chromium install-test clean
 
 all: test
 
@@ -64,6 +64,10 @@ bench: env
 	$(BIN)/python benchmarks/bench_convert.py
 	$(BIN)/python benchmarks/bench_executor.py
 	$(BIN)/python benchmarks/bench_scale.py
+
+# published architectures (keras.applications, seeded): conversion vs Arm's pipeline and verify's verdict (~20 min)
+bench-apps: env
+	$(BIN)/python benchmarks/bench_apps.py
 
 # A long fuzz run (tools/fuzz.py): N mutated .tflite/.tosa inputs, half structure-aware; findings in out/fuzz.
 N ?= 10000
