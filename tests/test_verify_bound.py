@@ -54,6 +54,22 @@ def test_rounding_past_the_plain_bound_passes(cancelling: bytes) -> None:
     assert "fp64 evaluation" in str(report)  # the report says what the bound is
 
 
+def test_matching_nan_and_infinity_are_not_errors() -> None:
+    from tf2tosa.verify.compare import compare
+
+    ref = np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)
+    assert compare("y", ref.copy(), ref).ok and compare("y", ref.copy(), ref).mismatches == 0
+    got = ref.copy()
+    got[0] = 0.0  # a NaN the oracle has and we do not
+    assert not compare("y", got, ref).ok
+    got = ref.copy()
+    got[3] = 2.0  # an infinity elsewhere in the output does not make the bound infinite
+    assert not compare("y", got, ref).ok
+    a64 = ref.astype(np.float64)
+    rep = compare("y", ref.copy(), ref, anchor=(a64, 1e-6))  # the fp64 value has the same NaN and infinities
+    assert rep.ok and rep.mismatches == 0, rep
+
+
 def _faulty(cancelling: bytes, fault: Callable[[Any], None]) -> Any:
     model = tf2tosa.convert(cancelling)
     fault(model.graph)

@@ -234,13 +234,15 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray, rtol: float = FLOAT_RTO
     mismatches = int(np.count_nonzero(diff))
     detail: dict[str, Any] = {"elements": int(r.size)}
     if np.issubdtype(r.dtype, np.floating):
+        finite = np.abs(r[np.isfinite(r)].astype(np.float64))
+        max_ref = float(finite.max()) if finite.size else 0.0  # an infinity in the oracle must not open the bound
         limit = rtol * max(max_ref, 1e-30)
         nan_ok = bool(np.array_equal(np.isnan(g), np.isnan(r)))
-        d = np.nan_to_num(diff, nan=np.inf)
+        d = _distance(g, r, diff)
         bound = f"|err| <= {rtol:g} x max|ref| = {limit:.3g}"
         if anchor is not None:
             a64, limit = np.asarray(anchor[0], np.float64).reshape(r.shape), anchor[1]
-            d = np.nan_to_num(np.abs(r.astype(np.float64) - a64), nan=np.inf)
+            d = _distance(a64, r, np.abs(r.astype(np.float64) - a64))
             far = float(d.max()) if d.size else 0.0
             bound = (f"|ref - fp64| = {far:.3g} {'<=' if far <= limit else '>'} max({FP32_NOISE_FACTOR:g} x the "
                      f"program's fp32 rounding error, {FP32_FLOOR_ULP:g} ulp) = {limit:.3g}; "
@@ -266,6 +268,12 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray, rtol: float = FLOAT_RTO
         detail["worst"] = [{"index": [int(i) for i in np.unravel_index(int(j), r.shape)], "got": g.ravel()[j].item(),
                             "ref": r.ravel()[j].item(), "err": float(flat[j])} for j in top if flat[j] > 0]
     return OutputReport(name, tuple(r.shape), str(r.dtype), max_abs, max_ref, mismatches, ok, bound, limit, detail)
+
+
+def _distance(a: np.ndarray, r: np.ndarray, diff: np.ndarray) -> np.ndarray:
+    """|a - r| for the float verdict: 0 where both are NaN or the same infinity, inf where only one is NaN."""
+    same = (a == r) | (np.isnan(a) & np.isnan(r))
+    return np.where(same, 0.0, np.nan_to_num(diff, nan=np.inf))
 
 
 def judge(name: str, got: np.ndarray, ref: np.ndarray, rtol: float,
