@@ -295,3 +295,50 @@ def test_tf_rule_count_against_the_document() -> None:
     rules = all_rules()
     assert [n for n in documented if f"tf.{n}" not in rules] == []
     assert sum(1 for n in rules if n.startswith("tf.")) > 96
+
+
+class _JitCalls(tf.Module):
+    """Calls marked not to inline (``jit_compile=True``, as Keras 3 runs a grouped convolution on CPU): one reads a
+    variable (a weight), one assigns another."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        rng = np.random.default_rng(9)
+        self.w = tf.Variable(rng.standard_normal((3, 3, 1, 8)).astype(np.float32), name="dw_kernel")
+        self.count = tf.Variable(0.0, name="jit_counter")
+
+    @tf.function(jit_compile=True)
+    def _grouped(self, x: Any) -> Any:
+        return tf.nn.conv2d(x, self.w, 1, "SAME")  # filter I = 1 < C = 4: groups = 4
+
+    @tf.function(jit_compile=True)
+    def _bump(self, x: Any) -> Any:
+        self.count.assign_add(1.0)
+        return x
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 6, 6, 4], tf.float32, name="x")])
+    def reads(self, x: Any) -> Any:
+        return self._grouped(x)
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 6, 6, 4], tf.float32, name="x")])
+    def writes(self, x: Any) -> Any:
+        return self._bump(x) * 2.0
+
+
+def test_calls_left_by_freezing_are_inlined_and_writes_still_refused() -> None:
+    """A call the freezing inliner keeps (a ``_noinline`` / ``_XlaMustCompile`` callee) becomes the callee's ops; a
+    variable it only reads is frozen (ConvNeXt from keras.applications was refused: "variable(s) cannot be frozen
+    because the function writes them"), one it assigns is still reported.  Oracle: TensorFlow running the model."""
+    m = _JitCalls()
+    g = load_tensorflow(m.reads)
+    assert any(op.name == "tf.StatefulPartitionedCall" for op in g.ops.values())
+    convert_graph(g)
+    counts = g.op_counts()
+    assert counts.get("tosa.DEPTHWISE_CONV2D") == 1 and not any("PartitionedCall" in k for k in counts), counts
+    x = np.random.default_rng(4).standard_normal((1, 6, 6, 4)).astype(np.float32)
+    got = list(run(g, {"x": x}).values())[0]
+    np.testing.assert_allclose(got, m.reads(tf.constant(x)).numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ModelLoadError) as ei:
+        load_tensorflow(m.writes)
+    msg = _one_line(ei.value)
+    assert "cannot be frozen" in msg and "jit_counter" in msg.split("writes them:")[1], msg

@@ -592,15 +592,48 @@ def _written_variables(cf: Any) -> list[tuple[str, str]]:
             name = n.input[0]
         return None
 
+    fdefs = {f.signature.name: f for f in gd.library.function}
     out: list[tuple[str, str]] = []
     for n in gd.node:
         if not n.op.startswith(_WRITES):
             continue
-        for i in n.input:
+        for k, i in enumerate(n.input):
             o = origin(i)
-            if o is not None and (cap_names[o], o) not in out:
-                out.append((cap_names[o], o))
+            if o is None or (cap_names[o], o) in out:
+                continue
+            if n.op in _CALLS and not _call_writes(fdefs, n.attr["f"].func.name, k):
+                continue  # a call that only reads the variable (Keras 3's jit-compiled grouped convolution)
+            out.append((cap_names[o], o))
     return out
+
+
+#: function-call ops: they write a resource argument only if their callee does
+_CALLS = ("StatefulPartitionedCall", "PartitionedCall")
+
+
+def _call_writes(fdefs: Mapping[str, Any], fname: str, k: int, depth: int = 0) -> bool:
+    """Whether function ``fname`` may write the resource of its input ``k`` (an op of the _WRITES family reads it,
+    through Identity, directly or in a function it calls; unknown functions and deep nesting count as writes)."""
+    f = fdefs.get(fname)
+    if f is None or depth > 20 or k >= len(f.signature.input_arg):
+        return True
+    arg = f.signature.input_arg[k].name
+    forwarded = {arg}  # names of values that are the argument (the argument and Identity chains of it)
+    changed = True
+    while changed:
+        changed = False
+        for n in f.node_def:
+            if n.name not in forwarded and n.op in ("Identity", "IdentityN") and n.input \
+                    and n.input[0].split(":")[0] in forwarded:
+                forwarded.add(n.name)
+                changed = True
+    for n in f.node_def:
+        for j, i in enumerate(n.input):
+            if i.startswith("^") or i.split(":")[0] not in forwarded or not n.op.startswith(_WRITES):
+                continue
+            if n.op not in _CALLS or _call_writes(fdefs, n.attr["f"].func.name, j, depth + 1):
+                return True
+    return False
 
 
 # ------------------------------------------------------------------------------------------------ mapping
@@ -711,6 +744,9 @@ def _program_order(tf_graph: Any, live: set[str]) -> list[Any]:
 _REGION_ATTRS: dict[str, tuple[str, ...]] = {
     "While": ("cond", "body"), "StatelessWhile": ("cond", "body"),
     "If": ("then_branch", "else_branch"), "StatelessIf": ("then_branch", "else_branch"),
+    # calls the inliner leaves (functions marked ``_noinline`` / ``_XlaMustCompile``: Keras 3 runs a grouped
+    # convolution on CPU as a ``jit_compile`` function): the callee, inlined by the tf.*PartitionedCall rule
+    "PartitionedCall": ("f",), "StatefulPartitionedCall": ("f",),
 }
 
 
@@ -817,7 +853,7 @@ def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], 
         regions: list[Graph] = []
         if op.type in _REGION_ATTRS:
             library = library if library is not None else _Library(tf_graph, file)
-            shapes = [t.shape for t in (op.inputs if "While" in op.type else op.inputs[1:])]
+            shapes = [t.shape for t in (op.inputs[1:] if op.type in ("If", "StatelessIf") else op.inputs)]
             regions = [library.region(str(attrs.get(a)), shapes, op.name) for a in _REGION_ATTRS[op.type]]
         new = graph.add_op(f"tf.{op.type}", operands, types, attrs, names, regions, location=op.name)
         if op.type.startswith(_VAR_WRITES) and operands and operands[0].producer is not None \

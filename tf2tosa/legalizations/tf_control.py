@@ -1,10 +1,11 @@
 """Rules for TensorFlow's functional control flow and the TensorList ops of its loops (``tf.*``).
 
-``tf.While`` / ``tf.StatelessWhile`` / ``tf.If`` / ``tf.StatelessIf``
+``tf.While`` / ``tf.StatelessWhile`` / ``tf.If`` / ``tf.StatelessIf`` / ``tf.(Stateful)PartitionedCall``
     The frontend gives them their FunctionDefs as region graphs (cond, body / then, else); they are lowered by the
     ``tfl.while`` / ``tfl.if`` rules (:mod:`.tfl_control`, through :func:`delegate.via`): a while loop with a trip
     count known at conversion time is unrolled (counters folded to constants in every copy), otherwise it becomes
-    ``WHILE_LOOP``; a constant condition inlines its branch, otherwise ``COND_IF`` (EXT-CONTROLFLOW).
+    ``WHILE_LOOP``; a constant condition inlines its branch, otherwise ``COND_IF`` (EXT-CONTROLFLOW); a call that
+    survived freezing is inlined.
 
 TensorLists (``TensorListReserve``, ``TensorListFromTensor``, ``TensorListGetItem``, ``TensorListSetItem``,
 ``TensorListStack``, ``TensorListLength``, ``TensorListElementShape``)
@@ -54,6 +55,15 @@ def if_(b: Builder, op: Operation) -> list[Value]:
     if len(op.regions) != 2:
         raise Unsupported(f"{op.name} without its then/else functions")
     return delegate.via(b, op, "tfl.if", regions=op.regions)
+
+
+@legalize("tf.PartitionedCall", "tf.StatefulPartitionedCall", dtypes=_ANY)
+def call(b: Builder, op: Operation) -> list[Value]:
+    """A call the freezing inliner left (a callee marked not to inline, e.g. Keras 3's jit-compiled grouped
+    convolution): its FunctionDef, given by the frontend as the op's region, inlined (tfl.call's lowering)."""
+    if len(op.regions) != 1:
+        raise Unsupported(f"{op.name} without its function")
+    return delegate.via(b, op, "tfl.call", regions=op.regions)
 
 
 # --------------------------------------------------------------------------------------------------- TensorLists
