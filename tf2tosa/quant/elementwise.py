@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -135,17 +136,29 @@ def add_sub_inputs(b: Builder, x: Value, y: Value, q1: tuple[float, int], q2: tu
     to TFLite's reference (:func:`.tflite_reference.add_sub_i8`, clamped to ``bounds``) on all 65536 code pairs;
     an NPU compiler (Vela) fuses a pair of such RESCALEs into the ADD.  Otherwise the input keeps the two steps.
     """
-    (s1, z1), (s2, z2), (so, zo) = q1, q2, qo
+    (s1, z1), (s2, z2), (so, _) = q1, q2, qo
     twice = 2.0 * max(f32(s1), f32(s2))
     f1, f2, fo = f32(s1) / twice, f32(s2) / twice, twice / ((1 << 20) * f32(so))
-    singles: list[tuple[int, int, str] | None] = [None, None]
-    mode = rounding_mode(b)
-    if mode == "DOUBLE_ROUND":
-        # each input's stage depends on its own code only: computed on 256 codes each, broadcast to the 65536 pairs
-        codes = R.codes(8)
-        want = R.add_sub_i8(codes[:, None], codes[None, :], s1, z1, s2, z2, so, zo, subtract, bounds)
-        singles = joint_add_rescales((z1, z2), (f1, f2), 20, fo, zo, bounds, subtract, want, mode) or singles
+    singles = _add_sub_singles(q1, q2, qo, tuple(bounds), subtract, rounding_mode(b))
     return (widen_scaled(b, x, z1, 20, f1, singles[0]), widen_scaled(b, y, z2, 20, f2, singles[1]), fo)
+
+
+@functools.lru_cache(maxsize=4096)
+def _add_sub_singles(q1: tuple[float, int], q2: tuple[float, int], qo: tuple[float, int], bounds: tuple[int, int],
+                     subtract: bool, mode: str) -> tuple[tuple[int, int, str] | None, tuple[int, int, str] | None]:
+    """The one-RESCALE input stages of :func:`add_sub_inputs` (None: the input keeps two steps), a function of the
+    quantizations only, so ADDs that share them share the 65,536-pair search (the BatchNorm ADDs of one DenseNet
+    block: 62 ADDs, 13 distinct quantizations)."""
+    (s1, z1), (s2, z2), (so, zo) = q1, q2, qo
+    if mode != "DOUBLE_ROUND":
+        return None, None
+    twice = 2.0 * max(f32(s1), f32(s2))
+    f1, f2, fo = f32(s1) / twice, f32(s2) / twice, twice / ((1 << 20) * f32(so))
+    # each input's stage depends on its own code only: computed on 256 codes each, broadcast to the 65536 pairs
+    codes = R.codes(8)
+    want = R.add_sub_i8(codes[:, None], codes[None, :], s1, z1, s2, z2, so, zo, subtract, bounds)
+    found = joint_add_rescales((z1, z2), (f1, f2), 20, fo, zo, bounds, subtract, want, mode)
+    return (found[0], found[1]) if found else (None, None)
 
 
 def table8(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:
