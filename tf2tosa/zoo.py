@@ -281,8 +281,9 @@ def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any
         res.status = "INVALID" if invalid else "SKIP"
         res.reason = invalid or f"LiteRT cannot run the .tflite: {_litert_reason(e)}"
         return
-    # 5. compare with LiteRT
-    _compare_litert(g, refs, ours, res, rtol, sets)
+    # 5. compare with LiteRT (the fp64 evaluation of a set, when a float output needs it, is also step 7's)
+    fp64s = [FP64(g, s) for s in sets]
+    _compare_litert(g, refs, ours, res, rtol, fp64s)
     if res.integer:  # as `tf2tosa verify` does: how far LiteRT's optimized kernels differ, for information only
         note = _optimized_note(worker, info.data, src_sets, refs)
         if note:
@@ -294,7 +295,7 @@ def _check(zoo: Any, mdef: Any, variant: str, res: VariantResult, *, worker: Any
         res.layers = lrep.to_dict()
         first = lrep.first_divergent
     # 7. the Arm reference model
-    ref_reason = _reference_run(data, g, sets[0], ours[0], res) if tosa_tools.available() else ""
+    ref_reason = _reference_run(data, g, sets[0], ours[0], res, fp64s[0]) if tosa_tools.available() else ""
     _set_status(res, invalid, ref_reason, first, rtol)
 
 
@@ -362,14 +363,14 @@ def _as_source(g: Graph, name: str, a: np.ndarray) -> np.ndarray:
 
 
 def _compare_litert(g: Graph, refs: Sequence[Mapping[str, Any]], ours: Sequence[Mapping[str, np.ndarray]],
-                    res: VariantResult, rtol: float, sets: Sequence[Mapping[str, np.ndarray]]) -> None:
+                    res: VariantResult, rtol: float, fp64s: Sequence[FP64]) -> None:
     """5. compare every output set with LiteRT's (float outputs as ``verify`` judges them: within ``rtol``, or the
-    oracle within the rounding bound of the program's fp64 value); sets the comparison fields and ``litert_ok``."""
+    oracle within the rounding bound of the program's fp64 value, ``fp64s`` per set); sets the comparison fields
+    and ``litert_ok``."""
     max_rel = max_abs = 0.0
     mism = elements = 0
     judged_ok = True
-    for ref, got, feed in zip(refs, ours, sets):
-        fp64 = FP64(g, feed)
+    for ref, got, fp64 in zip(refs, ours, fp64s):
         ref_list = list(ref.values())
         for i, v in enumerate(g.outputs):
             r = ref.get(v.source or "", ref_list[i] if i < len(ref_list) else None)
@@ -394,13 +395,13 @@ def _compare_litert(g: Graph, refs: Sequence[Mapping[str, Any]], ours: Sequence[
 
 
 def _reference_run(data: bytes, g: Graph, feed: dict[str, np.ndarray], ours: Mapping[str, np.ndarray],
-                   res: VariantResult) -> str:
-    """7. run the Arm reference model on the first input set and compare with the executor; the reason of a
-    disagreement, else ""."""
+                   res: VariantResult, fp64: FP64) -> str:
+    """7. run the Arm reference model on the first input set and compare with the executor (float models: its fp64
+    evaluation ``fp64``, of the same set); the reason of a disagreement, else ""."""
     try:
         precise = not res.integer
         armed = tosa_tools.run_reference(data, feed, precise=precise)
-        mine = executor.run(g, feed, precise=True) if precise else ours
+        mine = fp64.outputs() if precise else ours
         rel, rm = 0.0, 0
         for v in g.outputs:
             a, b = np.asarray(armed[v.name]), np.asarray(mine[v.name])
