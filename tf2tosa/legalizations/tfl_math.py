@@ -23,6 +23,7 @@ from ..ir.symdim import SYM_VALUES, symbolic_array
 from ..quant import activation_bounds, apply_table_i16, fused_activation_q
 from ..quant import tflite_reference as R
 from ..quant.elementwise import (
+    add_sub_factors,
     add_sub_inputs,
     f32,
     f32_div,
@@ -546,10 +547,8 @@ def _q_add_sub(b: Builder, op: Operation, opcode: str) -> Value:
             bounds = (-128, 127)
         a, c, fo = add_sub_inputs(b, x, y, (s1, z1), (s2, z2), (so, zo), bounds, opcode == "SUB")
     else:
-        twice = 2.0 * max(f32(s1), f32(s2))
-        a = widen_scaled(b, x, z1, 15, f32(s1) / twice)
-        c = widen_scaled(b, y, z2, 15, f32(s2) / twice)
-        fo = twice / ((1 << 15) * f32(so))
+        f1, f2, fo = add_sub_factors(s1, s2, so, 15)
+        a, c = widen_scaled(b, x, z1, 15, f1), widen_scaled(b, y, z2, 15, f2)
     out = requant(b, b.binary(opcode, a, c), fo, dt, out_zp=zo, q=r.type.quant)
     return tag(fused_activation_q(b, out, act, out_quant(op)), r.type.quant)
 

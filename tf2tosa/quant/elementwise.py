@@ -136,11 +136,16 @@ def add_sub_inputs(b: Builder, x: Value, y: Value, q1: tuple[float, int], q2: tu
     to TFLite's reference (:func:`.tflite_reference.add_sub_i8`, clamped to ``bounds``) on all 65536 code pairs;
     an NPU compiler (Vela) fuses a pair of such RESCALEs into the ADD.  Otherwise the input keeps the two steps.
     """
-    (s1, z1), (s2, z2), (so, _) = q1, q2, qo
-    twice = 2.0 * max(f32(s1), f32(s2))
-    f1, f2, fo = f32(s1) / twice, f32(s2) / twice, twice / ((1 << 20) * f32(so))
+    f1, f2, fo = add_sub_factors(q1[0], q2[0], qo[0], 20)
     singles = _add_sub_singles(q1, q2, qo, tuple(bounds), subtract, rounding_mode(b))
-    return (widen_scaled(b, x, z1, 20, f1, singles[0]), widen_scaled(b, y, z2, 20, f2, singles[1]), fo)
+    return (widen_scaled(b, x, q1[1], 20, f1, singles[0]), widen_scaled(b, y, q2[1], 20, f2, singles[1]), fo)
+
+
+def add_sub_factors(s1: float, s2: float, so: float, left_shift: int) -> tuple[float, float, float]:
+    """TFLite's quantized ADD/SUB factors (in float32 scales): each input's ``s_i / (2·max_s)`` and the output's
+    ``2·max_s / (2^left_shift·s_out)`` (left_shift 20 for int8, 15 for int16)."""
+    twice = 2.0 * max(f32(s1), f32(s2))
+    return f32(s1) / twice, f32(s2) / twice, twice / ((1 << left_shift) * f32(so))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -152,8 +157,7 @@ def _add_sub_singles(q1: tuple[float, int], q2: tuple[float, int], qo: tuple[flo
     (s1, z1), (s2, z2), (so, zo) = q1, q2, qo
     if mode != "DOUBLE_ROUND":
         return None, None
-    twice = 2.0 * max(f32(s1), f32(s2))
-    f1, f2, fo = f32(s1) / twice, f32(s2) / twice, twice / ((1 << 20) * f32(so))
+    f1, f2, fo = add_sub_factors(s1, s2, so, 20)
     # each input's stage depends on its own code only: computed on 256 codes each, broadcast to the 65536 pairs
     codes = R.codes(8)
     want = R.add_sub_i8(codes[:, None], codes[None, :], s1, z1, s2, z2, so, zo, subtract, bounds)
