@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_convert import arm_commands, ours_cli, ours_env  # noqa: E402
-from benchmarks.bench_scale import MB, measured  # noqa: E402
+from benchmarks.bench_scale import MB, built, in_page_cache, measured  # noqa: E402
 
 CACHE = ROOT / ".cache" / "bench" / "apps"
 
@@ -74,13 +73,7 @@ def build(arch: str, variant: str) -> bytes:
 
 
 def model_file(arch: str, variant: str) -> Path:
-    path = model_path(arch, variant)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(build(arch, variant))
-        os.replace(tmp, path)
-    return path
+    return built(model_path(arch, variant), lambda: build(arch, variant))
 
 
 def _verdict(path: Path) -> str:
@@ -99,10 +92,7 @@ def _verdict(path: Path) -> str:
 
 def bench(arch: str, variant: str) -> dict[str, Any]:
     path = model_file(arch, variant)
-    with open(path, "rb") as f:  # in the page cache for both tools (read in pieces, see bench_scale.bench)
-        while f.read(1 << 20):
-            pass
-    size = path.stat().st_size
+    size = in_page_cache(path)
     row: dict[str, Any] = {"arch": arch, "variant": variant, "model_bytes": size}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,13 +98,27 @@ def build(spec: ScaleModel) -> bytes:
     return bytes(conv.convert())
 
 
+def built(path: Path, make: Callable[[], bytes]) -> Path:
+    """``path``, written (atomically) with ``make()``'s bytes unless it exists already."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(make())
+        os.replace(tmp, path)
+    return path
+
+
+def in_page_cache(path: Path) -> int:
+    """Read ``path`` once, in pieces, so both tools find it in the page cache (a child's ru_maxrss starts from this
+    process's resident size when it is forked, so nothing is kept); returns its size."""
+    with open(path, "rb") as f:
+        while f.read(1 << 20):
+            pass
+    return path.stat().st_size
+
+
 def model_file(spec: ScaleModel) -> Path:
-    if not spec.path.exists():
-        spec.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = spec.path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(build(spec))
-        os.replace(tmp, spec.path)
-    return spec.path
+    return built(spec.path, lambda: build(spec))
 
 
 def measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
@@ -123,10 +138,7 @@ def measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, 
 
 def bench(spec: ScaleModel) -> dict[str, Any]:
     path = model_file(spec)
-    with open(path, "rb") as f:  # in the page cache for both tools; read in pieces: a child's ru_maxrss starts
-        while f.read(1 << 20):   # from this process's resident size when it is forked
-            pass
-    size = path.stat().st_size
+    size = in_page_cache(path)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         ours_t, ours_rss = measured([ours_cli(), "convert", str(path), "-o", str(out / "ours.tosa")], ours_env())
