@@ -242,6 +242,78 @@ def test_fp16_weights_are_not_all_expanded_at_once(tmp_path: Path) -> None:
     assert np.array_equal(a, b)
 
 
+def _fp16_dense_bytes(width: int = 256, units: int = 128, seed: int = 19) -> bytes:
+    from tests import modelgen
+
+    tf = modelgen._tf()
+    rng = np.random.default_rng(seed)
+    wc = rng.standard_normal((3, 3, width, width)).astype(np.float32) * 0.05
+    wd = rng.standard_normal((64 * width, units)).astype(np.float32) * 0.02
+
+    def f(x: Any) -> Any:
+        y = tf.nn.relu(tf.nn.conv2d(x, wc, 1, "SAME"))
+        return tf.matmul(tf.reshape(y, (1, 64 * width)), wd)  # a FULLY_CONNECTED: its weight is RESHAPEd
+
+    return modelgen.convert(f, [(1, 8, 8, width)], fp16_weights=True)
+
+
+def test_fp16_weights_are_never_widened_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``--fp16-weights keep``, no float32 copy of an fp16 weight is made: the folded CAST (and the FULLY_CONNECTED
+    weight's RESHAPE of it) hold a ``Widened``, whose float32 values no rule of this model reads.  The largest
+    weight is 8 MiB as float32 (4 MiB in the file); the Python heap's peak stays below 1 MiB more than a float32
+    conversion of the same structure needs.  The pages of the file's fp16 weights are released once checked (the
+    serializer reads them again a piece at a time).  Same program as ``expand`` (executor, bit for bit)."""
+    import tracemalloc
+
+    from tf2tosa.converter.passes import fp16_weights
+
+    pytest.importorskip("tensorflow")
+    from tests import modelgen
+
+    path = tmp_path / "dense_fp16.tflite"
+    path.write_bytes(modelgen.cached("fp16_dense_weights", _fp16_dense_bytes, {"width": 256, "units": 128,
+                                                                                "seed": 19}))
+    released: list[int] = []
+    drop = fp16_weights.drop_pages
+    monkeypatch.setattr(fp16_weights, "drop_pages", lambda mm, lo, hi: (released.append(hi - lo), drop(mm, lo, hi)))
+    tf2tosa.convert(path)  # (warm: imports and first-use caches)
+    released.clear()
+    tracemalloc.start()
+    keep = tf2tosa.convert(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    weights = 64 * 256 * 128 + 9 * 256 * 256
+    assert peak < (1 << 20), peak  # a float32 copy of the dense weight alone: 8 MiB
+    assert sum(released) >= 2 * weights - 4 * 4096, (sum(released), 2 * weights)
+    halves = [op for op in keep.graph.ops.values() if op.opcode == "CONST" and op.result.dtype is DType.FP16]
+    assert sorted(op.result.type.size for op in halves)[-2:] == [9 * 256 * 256, 64 * 256 * 128]
+    assert not any(type(op.attrs.get("values")).__name__ == "Widened" for op in keep.graph.ops.values())
+    expand = tf2tosa.convert(path, fp16_weights="expand")
+    x = np.random.default_rng(4).standard_normal((1, 8, 8, 256)).astype(np.float32)
+    a, b = (list(run(m.graph, [x]).values())[0] for m in (keep, expand))
+    assert np.array_equal(a, b)
+
+
+def test_widened_reads_as_the_float32_values() -> None:
+    """A ``Widened`` is the float32 constant of its float16 array: shape, dtype, values (NaN and infinities
+    included), reshape as a view; a read that asks for no copy is refused."""
+    from tf2tosa.ir.widened import Widened, materialize
+
+    half = np.array([[0.5, -2.0, np.inf], [np.nan, 65504.0, 6e-8]], np.float16)
+    w = Widened(half)
+    assert (w.shape, w.dtype, w.size, w.ndim, w.nbytes, len(w)) == ((2, 3), np.float32, 6, 2, 24, 2)
+    assert np.array_equal(np.asarray(w), half.astype(np.float32), equal_nan=True)
+    assert np.asarray(w).dtype == np.float32 and np.asarray(w, np.float64).dtype == np.float64
+    r = w.reshape(3, 2)
+    assert isinstance(r, Widened) and np.shares_memory(r.half, half) and r.shape == (3, 2)
+    assert np.array_equal(materialize(w), np.asarray(w), equal_nan=True) and materialize(half) is half
+    assert w.tobytes() == half.astype(np.float32).tobytes()
+    with pytest.raises(ValueError):
+        np.asarray(w, copy=False)
+    with pytest.raises(TypeError):
+        Widened(half.astype(np.float32))
+
+
 def _fp16_lstm_bytes(steps: int = 6, units: int = 16, seed: int = 18) -> bytes:
     from tests import modelgen
 
@@ -337,3 +409,4 @@ def test_abs_weight_sums_match_the_formula_without_a_wide_copy() -> None:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert sums.shape == (4096,) and peak < big.nbytes, peak  # the int32 or int64 copy alone is 4x or 8x it
+

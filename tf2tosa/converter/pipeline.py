@@ -80,6 +80,8 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     passes.densify(graph, ctx)  # sparse weights (TFLite sparsity) become dense constants first
     # fp16 weights kept as fp16: each one's fp32 expansion is narrowed back as soon as its readers are legalized
     narrow_early = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file) == "keep"
+    if narrow_early:  # folded fp16 -> fp32 CASTs of weights stay float16 underneath (see ir.widened)
+        graph.meta[passes.fp16_weights.FP16_KEEP] = True
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
 
     def legalize_one(op: Operation) -> None:

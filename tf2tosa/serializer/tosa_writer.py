@@ -43,6 +43,10 @@ import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
+from ..ir.mapped import PAGE
+from ..ir.mapped import drop_pages as _drop
+from ..ir.mapped import file_region as _file_region
+from ..ir.mapped import page_up as _page_up
 from ..ir.types import DType, TensorType
 from ..tosa import optable as catalogue
 
@@ -276,37 +280,7 @@ _I32 = struct.Struct("<i")
 #: small program that is cheaper than the scratch file's map (file-backed page faults, fallocate, the kernel copy),
 #: and the memory it takes is at most this much
 IN_MEMORY_BYTES = 16 << 20
-_PAGE = mmap.PAGESIZE
-
-
-def _page_up(n: int) -> int:
-    return -(-n // _PAGE) * _PAGE
-
-
-def _drop(mm: mmap.mmap, start: int, end: int) -> None:
-    """Release the whole pages of ``mm[start:end]`` from memory (a file map re-reads them from the file if they
-    are touched again; nothing is lost)."""
-    lo, hi = _page_up(start), end // _PAGE * _PAGE
-    if hi > lo and hasattr(mmap, "MADV_DONTNEED"):  # (not on every platform: then the pages just stay)
-        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-
-
-def _file_region(arr: np.ndarray) -> tuple[mmap.mmap, int] | None:
-    """(map, offset) when ``arr``'s data lies in a memory-mapped file (a constant read in place from a .tflite)."""
-    base: Any = arr
-    for _ in range(16):  # arrays and memoryviews over one another, down to the map
-        if isinstance(base, np.ndarray):
-            base = base.base
-        elif isinstance(base, memoryview):
-            base = base.obj
-        else:
-            break
-    if not isinstance(base, mmap.mmap):
-        return None
-    mm = base
-    start = np.frombuffer(mm, dtype=np.uint8, count=1).ctypes.data
-    offset = arr.ctypes.data - start
-    return (mm, offset) if 0 <= offset and offset + arr.nbytes <= len(mm) else None
+_PAGE = PAGE
 
 
 class _Writer:

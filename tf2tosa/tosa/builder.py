@@ -38,6 +38,7 @@ from ..ir.symdim import (
     sym_min,
     symbolic_array,
 )
+from ..ir.widened import Widened
 from . import catalogue
 from .context import LegalizeContext
 
@@ -51,6 +52,9 @@ KEEP_UNFOLDED = "keep_unfolded"
 #: a constant was expanded from, and the constants to narrow back during legalization
 FP16_SOURCES = "fp16_sources"
 FP16_PENDING = "fp16_pending"
+#: ``graph.meta`` key set while fp16 weights are kept as fp16 (``--fp16-weights keep``): a folded fp16 -> fp32 CAST
+#: of a constant holds a :class:`~tf2tosa.ir.widened.Widened` (its values made when read), not a float32 copy
+FP16_KEEP = "fp16_keep"
 #: folding skipped when the result would be larger than this many elements (keeps weights of
 #: broadcast/tile ops from blowing up)
 FOLD_LIMIT = 1 << 24
@@ -79,13 +83,15 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
         return None  # --dynamic: a tensor whose shape is a run-time size (zeros_like, fill) stays a TILE
     r = op.result
     with no_guards():  # the kernel's own checks of the sample values are not decisions of the lowering
-        arr = _reshaped(op)
+        arr: Any = _widened(graph, op)
+        if arr is None:
+            arr = _reshaped(op)
         if arr is None:
             if _evaluate is None:
                 raise RuntimeError("no evaluator for constant folding: import tf2tosa (it registers the executor's)")
             (arr,) = _evaluate(op, [np.asarray(v.const()) for v in op.operands])
     name = "tosa.CONST_SHAPE" if r.dtype is DType.SHAPE else "tosa.CONST"
-    attrs: dict[str, Any] = {"values": np.asarray(arr)}
+    attrs: dict[str, Any] = {"values": arr if isinstance(arr, Widened) else np.asarray(arr)}
     if any(v.producer is not None and SYM_AFFINE in v.producer.attrs for v in op.operands):
         aff = fold_affine(op)
         if aff is not None:
@@ -110,6 +116,29 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
 
 #: element types whose constants are stored as exactly their numpy type (no storage conversion to fold through)
 _PLAIN_STORAGE = frozenset({DType.FP32, DType.FP16, DType.INT8, DType.INT16, DType.INT32, DType.BOOL})
+
+
+def _widened(graph: Graph, op: Operation) -> Widened | None:
+    """While fp16 weights are kept (:data:`FP16_KEEP`): a CAST fp16 -> fp32 of a constant, or a RESHAPE of such a
+    CAST's folded value, folded as a :class:`Widened` of the float16 array (no float32 copy; the same values when
+    read: every float16 is a float32, which is what the CAST kernel computes).  None otherwise."""
+    if not graph.meta.get(FP16_KEEP) or op.result.dtype is not DType.FP32:
+        return None
+    src = op.operands[0].producer
+    vals = src.attrs.get("values") if src is not None else None
+    if op.opcode == "CAST" and op.operands[0].dtype is DType.FP16 and isinstance(vals, np.ndarray):
+        return Widened(vals) if vals.dtype == np.float16 and vals.shape == op.result.type.static_shape else None
+    if op.opcode == "RESHAPE" and isinstance(vals, Widened):
+        shape = op.result.type.static_shape
+        return vals.reshape(shape) if vals.size == int(np.prod(shape, dtype=np.int64)) else None
+    return None
+
+
+def _values(v: Value) -> Any:
+    """A constant operand's values as inference and validation read them: an array, or a :class:`Widened` as it
+    is (its float32 values are made only if a check reads them)."""
+    vals = v.producer.attrs.get("values") if v.is_const and v.producer is not None else None
+    return vals if isinstance(vals, Widened) else v.const()
 
 
 def _reshaped(op: Operation) -> np.ndarray | None:
@@ -270,7 +299,7 @@ class Builder:
         operands = list(operands)
         types = [v.type for v in operands]
         # shape operands whose values carry dimension expressions (--dynamic) are read with them
-        consts = [v.sym_const() if v.dtype is DType.SHAPE else v.const() for v in operands]
+        consts = [v.sym_const() if v.dtype is DType.SHAPE else _values(v) for v in operands]
         if result_types is None:
             try:
                 result_types = catalogue.infer_result_types(opcode, types, full, out_dtype=out_dtype,

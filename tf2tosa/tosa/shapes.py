@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import InvalidGraphError
 from ..ir.symdim import is_symbolic, same_size, size
 from ..ir.types import Dim, TensorType
+from ..ir.widened import Widened
 from . import optable
 
 Shape = tuple[Dim, ...]
@@ -461,7 +462,7 @@ def _const(op: str, ins: list[TensorType], attrs: dict[str, Any], consts: Consts
     vals = attrs.get("values")
     if vals is None:
         return [None]
-    arr = np.asarray(vals)
+    arr = vals if isinstance(vals, Widened) else np.asarray(vals)  # (a Widened's shape without its values)
     return [(int(arr.size),) if op == "CONST_SHAPE" else tuple(arr.shape)]
 
 

@@ -20,7 +20,9 @@ import numpy as np
 
 from ...errors import InputError
 from ...ir import DType, Graph, Operation, Value
-from ...tosa.builder import FP16_PENDING, FP16_SOURCES, KEEP_UNFOLDED, Builder
+from ...ir.mapped import drop_pages, file_region
+from ...ir.widened import Widened, materialize
+from ...tosa.builder import FP16_KEEP, FP16_PENDING, FP16_SOURCES, KEEP_UNFOLDED, Builder
 
 #: fp32 constants smaller than this stay fp32 (a CAST op and a tensor cost more than the bytes saved)
 MIN_ELEMENTS = 64
@@ -54,6 +56,21 @@ def _fp16_exact(values: np.ndarray, piece: int = 1 << 20) -> np.ndarray | None:
     return half.reshape(values.shape)
 
 
+def _no_nan(half: np.ndarray, piece: int = 1 << 18) -> bool:
+    """No element of ``half`` is a NaN; checked piece by piece, and when ``half`` is read in place from the model
+    file, each piece's pages are released once checked (the serializer reads them again, a piece at a time: the
+    whole weight file is never resident at once)."""
+    flat = half.reshape(-1)
+    region = file_region(half) if half.flags.c_contiguous else None
+    for lo in range(0, flat.size, piece):
+        if np.isnan(flat[lo:lo + piece]).any():
+            return False
+        if region is not None:
+            end = min(flat.size, lo + piece)
+            drop_pages(region[0], region[1] + lo * half.itemsize, region[1] + end * half.itemsize)
+    return True
+
+
 def _narrow(graph: Graph, op: Operation, sources: dict[int, np.ndarray]) -> Operation | None:
     """Replace the fp32 ``CONST`` ``op`` by an fp16 ``CONST`` + ``CAST`` when its values are fp16-exact (the source's
     own fp16 array where it has one); returns the ``CAST``, or None when ``op`` stays."""
@@ -62,11 +79,15 @@ def _narrow(graph: Graph, op: Operation, sources: dict[int, np.ndarray]) -> Oper
     r = op.result
     src = sources.get(r.id)
     half: np.ndarray | None
-    if src is not None and src.dtype == np.float16 and src.size == r.type.size and not np.isnan(src).any():
+    vals = op.attrs["values"]
+    if isinstance(vals, Widened) and src is None:
+        src = vals.half  # (a fold of the source's array: its own fp16 values too)
+    if src is not None and src.dtype == np.float16 and src.size == r.type.size and _no_nan(src):
         half = src.reshape(r.type.static_shape)  # the source's own fp16 values, a view of the .tflite
     else:
-        half = _fp16_exact(np.asarray(op.attrs["values"]))
+        half = _fp16_exact(np.asarray(vals))
     if half is None:
+        op.attrs["values"] = materialize(vals)  # stays fp32
         return None
     c = graph.add_op("tosa.CONST", [], [r.type.with_dtype(DType.FP16)], {"values": half}, [f"{r.name}_fp16"],
                      location=op.location).result
@@ -117,9 +138,16 @@ def keep_fp16_weights_early(graph: Graph) -> int:
 
 
 def keep_fp16_weights(graph: Graph) -> int:
-    """Store the fp16-exact fp32 constants of a graph with fp16 weights as fp16 + CAST; returns how many."""
+    """Store the fp16-exact fp32 constants of a graph with fp16 weights as fp16 + CAST; returns how many.  The
+    fp32 constants left (too small, or not fp16-exact) then hold their values as arrays: a :class:`Widened` ends
+    here (:data:`FP16_KEEP`)."""
     sources: dict[int, np.ndarray] = graph.meta.pop(FP16_SOURCES, {})
     graph.meta.pop(PENDING, None)
-    if not graph.meta.pop("fp16_weights", 0):
-        return 0
-    return sum(1 for op in graph.topological_order() if _narrow(graph, op, sources) is not None)
+    narrowed = 0
+    if graph.meta.pop("fp16_weights", 0):
+        narrowed = sum(1 for op in graph.topological_order() if _narrow(graph, op, sources) is not None)
+    if graph.meta.pop(FP16_KEEP, False):
+        for op in graph.ops.values():
+            if isinstance(op.attrs.get("values"), Widened):
+                op.attrs["values"] = materialize(op.attrs["values"])
+    return narrowed
