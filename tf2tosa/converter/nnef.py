@@ -66,6 +66,7 @@ naming the file and, where there is one, the operation and tensor.
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import re
 import tarfile
@@ -142,12 +143,17 @@ def read_dat(path: str | os.PathLike[str], *, tensor: str | None = None) -> DatT
     def fail(msg: str) -> ModelLoadError:
         return ModelLoadError(msg, file=str(p), tensor=tensor)
 
+    raw: bytes | mmap.mmap
     try:
-        raw = p.read_bytes()
+        # mapped, not read: the weights are views of the file (no copy), as a .tflite's are, and the serializer
+        # releases their pages as it writes them out
+        with p.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size >= _HEADER else f.read()
     except FileNotFoundError:
         raise fail("missing tensor file") from None
-    except OSError as e:
-        raise fail(f"cannot read tensor file: {e.strerror or e}") from None
+    except (OSError, ValueError) as e:
+        raise fail(f"cannot read tensor file: {getattr(e, 'strerror', None) or e}") from None
     if len(raw) < _HEADER:
         raise fail(f"tensor file is {len(raw)} bytes, shorter than its 128-byte header")
     if raw[0] != 0x4E or raw[1] != 0xEF:
@@ -174,16 +180,16 @@ def read_dat(path: str | os.PathLike[str], *, tensor: str | None = None) -> DatT
     if data_length != expected:
         raise fail(f"header says {data_length} data bytes but shape {list(shape)} of {bits}-bit items "
                    f"needs {expected}")
-    body = raw[_HEADER:]
-    if len(body) < data_length:
-        raise fail(f"tensor file is short: {len(body)} of {data_length} data bytes present")
-    if len(body) > data_length:
-        raise fail(f"tensor file has {len(body) - data_length} bytes after its data")
+    body = len(raw) - _HEADER
+    if body < data_length:
+        raise fail(f"tensor file is short: {body} of {data_length} data bytes present")
+    if body > data_length:
+        raise fail(f"tensor file has {body - data_length} bytes after its data")
     if bits == 1:
-        data = np.unpackbits(np.frombuffer(body, dtype=np.uint8))[:count].astype(np.bool_)
+        data = np.unpackbits(np.frombuffer(raw, dtype=np.uint8, offset=_HEADER))[:count].astype(np.bool_)
     else:
-        data = np.frombuffer(body, dtype=np.dtype(np_type).newbyteorder("<"), count=count)
-        data = data.astype(np_type)
+        data = np.frombuffer(raw, dtype=np.dtype(np_type).newbyteorder("<"), count=count, offset=_HEADER)
+        data = data.astype(np_type, copy=False)  # a read-only view of the map (a copy only on a big-endian host)
     return DatTensor(data.reshape(shape), code, bits, version)
 
 
@@ -562,14 +568,14 @@ def _variable_data(folder: Path, label: str, name: str, t: TensorType, nt: Any, 
         info = np.iinfo(np.int32)
         if dat.data.size and (dat.data.min() < info.min or dat.data.max() > info.max):
             raise fail("integer data outside the 32-bit range")
-        return dat.data.astype(np.int32)
+        return dat.data.astype(np.int32, copy=False)
     # scalar
     if dat.code == _BOOL:
         raise fail("tensor file holds logical items, the graph declares scalar")
     if t.quant is None:
         if dat.code != _FLOAT:
             raise fail(f"tensor file holds {dat.kind} items but graph.quant gives no quantization for it")
-        return dat.data.astype(np.float32)
+        return dat.data.astype(np.float32, copy=False)  # (float32 data: the view of the file itself)
     if dat.code == _FLOAT:
         return _quantize_array(dat.data, t.dtype, t.quant)
     lo, hi = t.dtype.range()
@@ -577,7 +583,7 @@ def _variable_data(folder: Path, label: str, name: str, t: TensorType, nt: Any, 
     if dat.bits != t.dtype.bits or signed != (lo < 0):
         raise fail(f"tensor file holds {dat.bits}-bit {dat.kind} items, graph.quant says "
                    f"{t.dtype.bits}-bit {'signed' if lo < 0 else 'unsigned'}")
-    return dat.data.astype(t.dtype.np_dtype())
+    return dat.data.astype(t.dtype.np_dtype(), copy=False)
 
 
 def _constant_data(op: Any, t: TensorType, name: str, gname: str, loc: str) -> np.ndarray:

@@ -266,7 +266,8 @@ def one_d(full_rank: bool) -> Callable[[_Rule], _Rule]:
 def const(b: Builder, op: Operation) -> list[Value]:
     """CONST of a variable (``.dat``), ``constant`` or literal; quantized data as stored (graph.quant)."""
     t = op.results[0].type
-    return [b.const(np.asarray(op.attrs["values"]), t.dtype, quant=t.quant, name=b.name_hint or "const")]
+    # (not b.const, which copies: a variable's data stays the read-only view of its mapped .dat file)
+    return [b.graph.add_const(np.asarray(op.attrs["values"]), t.dtype, name=b.name_hint or "const", quant=t.quant)]
 
 
 @legalize("nnef.copy", dtypes=_ANY)
