@@ -1,7 +1,8 @@
 """Published architectures: conversion time and memory against Arm's pipeline, and the verdict of ``verify``.
 
 The architectures of ``keras.applications`` (ResNet50, EfficientNet-B0/V2-B0, MobileNetV3-Large, DenseNet121,
-InceptionV3, Xception, NASNetMobile, ConvNeXt-Tiny, VGG16; ``--arch`` picks others of that module), built once
+InceptionV3, Xception, NASNetMobile, ConvNeXt-Tiny, VGG16; ``--arch`` picks others of that module) and a
+transformer encoder (``encoder``: MultiHeadAttention, LayerNormalization, GELU), built once
 with TensorFlow from a fixed seed (random weights, BatchNorm statistics calibrated on seeded inputs, the classifier
 made input-sensitive: ``tests.modelgen.calibrate_classifier``) at a small input size, as float32, int8 (full
 integer, seeded representative data) and float32 with float16 weights; cached under ``.cache/bench/apps``.
@@ -46,12 +47,35 @@ ARCHS: dict[str, tuple[str, dict[str, Any], int]] = {
     "convnexttiny": ("ConvNeXtTiny", {}, 64),
     "vgg16": ("VGG16", {}, 64),
 }
+#: the default list: those and a transformer encoder (:func:`encoder`)
+DEFAULT_ARCHS = (*ARCHS, "encoder")
 VARIANTS = ("f32", "int8", "fp16")
 SEED = 7
 
 
+def encoder(keras: Any, layers: int = 6, seq: int = 64, features: int = 80, d: int = 256, heads: int = 4,
+            ff: int = 1024) -> Any:
+    """A transformer encoder over feature frames (an audio or sensor model's shape): a Dense projection, ``layers``
+    blocks of MultiHeadAttention + residual + LayerNormalization and a GELU feed-forward + residual +
+    LayerNormalization, then average pooling and a softmax classifier (4.8M parameters)."""
+    L = keras.layers
+    inp = keras.Input((seq, features), name="frames")
+    x = L.Dense(d)(inp)
+    for _ in range(layers):
+        a = L.MultiHeadAttention(num_heads=heads, key_dim=d // heads)(x, x)
+        x = L.LayerNormalization(epsilon=1e-6)(L.Add()([x, a]))
+        f = L.Dense(d)(L.Dense(ff, activation="gelu")(x))
+        x = L.LayerNormalization(epsilon=1e-6)(L.Add()([x, f]))
+    out = L.Dense(10, activation="softmax")(L.GlobalAveragePooling1D()(x))
+    return keras.Model(inp, out, name="encoder")
+
+
+#: architectures that are not keras.applications: name -> (builder(keras), input shape)
+OTHERS: dict[str, tuple[Any, tuple[int, ...]]] = {"encoder": (encoder, (1, 64, 80))}
+
+
 def model_path(arch: str, variant: str) -> Path:
-    ctor, kw, size = ARCHS.get(arch, (arch, {}, 96))
+    ctor, kw, size = ARCHS.get(arch, (arch, {}, OTHERS[arch][1][1] if arch in OTHERS else 96))
     return CACHE / f"{arch}-{size}-{variant}-s{SEED}.tflite"
 
 
@@ -61,8 +85,12 @@ def build(arch: str, variant: str) -> bytes:
 
     ctor, kw, size = ARCHS.get(arch, (arch, {}, 96))
     keras = modelgen._seeded_keras(SEED)
-    model = getattr(keras.applications, ctor)(weights=None, input_shape=(size, size, 3), **kw)
-    shape = (1, size, size, 3)
+    if arch in OTHERS:
+        make, shape = OTHERS[arch]
+        model = make(keras)
+    else:
+        model = getattr(keras.applications, ctor)(weights=None, input_shape=(size, size, 3), **kw)
+        shape = (1, size, size, 3)
     try:
         modelgen.calibrate_classifier(model, shape, SEED)
     except IndexError:  # a 1x1-convolution head (MobileNet, MobileNetV3): the BatchNorm statistics are set already
@@ -114,13 +142,13 @@ def bench(arch: str, variant: str) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", action="append", default=None,
-                    help=f"architecture (default: {', '.join(ARCHS)}); other keras.applications names are "
+                    help=f"architecture (default: {', '.join(DEFAULT_ARCHS)}); other keras.applications names are "
                          "built at 96x96")
     ap.add_argument("--variant", action="append", default=None, choices=(*VARIANTS, "int16x8"))
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    jobs = [(a, v) for a in (args.arch or list(ARCHS)) for v in (args.variant or VARIANTS)]
+    jobs = [(a, v) for a in (args.arch or list(DEFAULT_ARCHS)) for v in (args.variant or VARIANTS)]
     if args.build_only:
         for a, v in jobs:
             try:
@@ -134,7 +162,8 @@ def main() -> int:
                         *sum((["--arch", a] for a in dict.fromkeys(a for a, _ in jobs)), []),
                         *sum((["--variant", v] for v in dict.fromkeys(v for _, v in jobs)), [])], check=True)
     rows = [bench(a, v) for a, v in jobs if model_path(a, v).exists()]
-    print("keras.applications architectures (random seeded weights): .tflite -> .tosa, one run each")
+    print("keras.applications architectures and a transformer encoder (random seeded weights): .tflite -> .tosa, "
+          "one run each")
     print(f"  {'model':<24} {'MB':>6} | {'ours s':>7} {'Arm s':>7} {'ratio':>6} | {'ours MB':>7} {'Arm MB':>7} "
           f"{'RSS/model':>9} | {'.tosa/model':>11} | verify")
     for r in rows:
