@@ -523,14 +523,15 @@ def cluster_job(name: str, variant: str, options: Mapping[str, Any], models_root
 
 
 @dataclass
-class _Unresolved:
-    """The probe's answer when the scheduler's host name does not resolve (why: the resolver's message)."""
+class _Unreachable:
+    """The probe's answer when the scheduler cannot be reached at all, and why: the host name does not resolve, or
+    nothing listens on the port (Dask would retry either until the time-out)."""
 
     why: str
 
 
 def _probe_scheduler(address: str, timeout: float, host: str | None = None,
-                     connection_args: Mapping[str, Any] | None = None) -> None:
+                     connection_args: Mapping[str, Any] | None = None, port: int | None = None) -> None:
     """Ask the server at ``address`` who it is (Dask's ``identity`` message) on one connection, within ``timeout``
     seconds in all: :class:`InputError` naming the address unless a Dask scheduler answers.
 
@@ -539,7 +540,8 @@ def _probe_scheduler(address: str, timeout: float, host: str | None = None,
     exabyte-long message), fails with whatever its handshake raised, and its ``__del__`` then stalls the exit for
     another 20 s closing itself.  The probe runs its own event loop in a thread, so a caller inside a running loop
     (a notebook) is not disturbed.  ``host``: the address's host name, resolved first (None: not a host name);
-    ``connection_args``: Dask's client connection arguments (the TLS settings of a ``tls://`` address)."""
+    ``connection_args``: Dask's client connection arguments (the TLS settings of a ``tls://`` address); ``port``:
+    the address's port, tried with a plain TCP connection first (a refused one is reported at once)."""
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
@@ -560,7 +562,14 @@ def _probe_scheduler(address: str, timeout: float, host: str | None = None,
             try:
                 socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
             except socket.gaierror as e:
-                return _Unresolved(e.strerror or str(e))
+                return _Unreachable(f"the host name {host!r} does not resolve ({e.strerror or e})")
+        if host is not None and port is not None:  # a refused port: Dask would retry it for 10 s
+            try:
+                socket.create_connection((host, port), timeout=min(timeout, 3.0)).close()
+            except ConnectionRefusedError:
+                return _Unreachable(f"nothing listens on port {port} (connection refused)")
+            except OSError:
+                pass  # unroutable, slow, filtered: Dask's own connect says what, within the time-out
         return asyncio.run(asyncio.wait_for(ask(), timeout + 2.0))  # Dask's own connect error first, if any
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="tf2tosa-cluster-probe")
@@ -576,9 +585,8 @@ def _probe_scheduler(address: str, timeout: float, host: str | None = None,
                          f"{_one_line(e, 120) or type(e).__name__}") from None
     finally:
         pool.shutdown(wait=False)
-    if isinstance(answer, _Unresolved):
-        raise InputError(f"cannot reach the Dask scheduler at {address}: the host name {host!r} does not resolve "
-                         f"({answer.why})")
+    if isinstance(answer, _Unreachable):
+        raise InputError(f"cannot reach the Dask scheduler at {address}: {answer.why}")
     if not isinstance(answer, Mapping) or answer.get("type") != "Scheduler":
         what = answer.get("type") if isinstance(answer, Mapping) else type(answer).__name__
         raise InputError(f"the server at {address} is not a Dask scheduler (it answers as {what!r})")
@@ -617,7 +625,7 @@ def connect_cluster(address: str, timeout: float | None = None) -> Any:
     if scheme == "tls" and connection_args.get("ssl_context") is None:
         raise InputError(f"{address} is a TLS address, and Dask's configuration has no TLS client settings "
                          "(distributed.comm.tls.ca-file, .client.cert, .client.key): set them, or use tcp://")
-    _probe_scheduler(address, timeout, host, connection_args)
+    _probe_scheduler(address, timeout, host, connection_args, port if host is not None else None)
     try:
         client = Client(address, timeout=timeout, set_as_default=False, security=security)
     except Exception as e:  # noqa: BLE001 - whatever the connection raises is one line naming the address
