@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import struct
 import subprocess
@@ -597,3 +598,33 @@ def test_variables_are_views_of_their_mapped_files(tmp_path: Path) -> None:
 
     got = list(run(m.graph, [x]).values())[0]
     np.testing.assert_allclose(got, x @ w.T, rtol=1e-4, atol=1e-3)
+
+
+def test_many_weight_files_load_under_a_low_open_file_limit(tmp_path: Path) -> None:
+    """A mapped ``.dat`` file holds a file descriptor while its weight is in use: a model with more large weight
+    files than the process may open still loads (the files past the map budget are read), and converts to the same
+    program as with every file mapped."""
+    n = 150
+    body = "".join(f"    w{i} = variable<scalar>(shape = [1, 16384], label = 'w{i}');\n"
+                   f"    y{i + 1} = add(y{i}, w{i});\n" for i in range(n))
+    text = f"version 1.0;\ngraph G( y0 ) -> ( y{n} )\n{{\n    y0 = external<scalar>(shape = [1, 16384]);\n{body}}}\n"
+    rng = np.random.default_rng(2)
+    folder = write_model(tmp_path / "m", text, {f"w{i}": dat_bytes(rng.standard_normal((1, 16384)).astype(np.float32),
+                                                                    FLOAT, 32) for i in range(n)})
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+            "import tf2tosa\n"
+            "sys.stdout.buffer.write(tf2tosa.convert(sys.argv[1]).to_bytes())\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    import tf2tosa
+    from tf2tosa.converter.nnef import MapBudget, read_dat
+
+    assert proc.stdout == tf2tosa.convert(folder).to_bytes()
+    budget = MapBudget(left=1)
+    a, b = read_dat(folder / "w0.dat", budget=budget), read_dat(folder / "w1.dat", budget=budget)
+    from tf2tosa.ir.mapped import file_region
+
+    assert file_region(a.data) is not None and file_region(b.data) is None  # mapped, then read
+    assert budget.left == 0 and np.array_equal(a.data, read_dat(folder / "w0.dat", budget=budget).data)

@@ -131,7 +131,38 @@ class DatTensor:
         return _CODE_NAMES[self.code]
 
 
-def read_dat(path: str | os.PathLike[str], *, tensor: str | None = None) -> DatTensor:
+#: .dat files of at least this many bytes are mapped (a view of the file, no copy), smaller ones read
+_MAP_MIN_BYTES = 1 << 16
+
+
+class MapBudget:
+    """How many more ``.dat`` files one load may keep mapped.  Each map holds a file descriptor (Python's ``mmap``
+    duplicates it) for as long as the weight is in use, so a load maps at most half of the process's open-file
+    limit less a margin; the files beyond it are read into memory (a model with thousands of weight files still
+    loads under the usual limit of 1024)."""
+
+    def __init__(self, left: int | None = None) -> None:
+        if left is None:
+            try:
+                import resource
+
+                soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+                soft = 1 << 16 if soft == resource.RLIM_INFINITY else soft
+            except (ImportError, OSError, ValueError):  # (no resource module: not a POSIX system)
+                soft = 512
+            left = soft // 2 - 64
+        self.left = max(0, left)
+
+    def take(self) -> bool:
+        """One more map, if the budget allows it."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
+def read_dat(path: str | os.PathLike[str], *, tensor: str | None = None,
+             budget: MapBudget | None = None) -> DatTensor:
     """Read an NNEF tensor file (spec §5.2): a 128-byte little-endian header, then the data.
 
     Item types are the Khronos implementation's codes: float (16/32/64 bits), signed and
@@ -149,7 +180,8 @@ def read_dat(path: str | os.PathLike[str], *, tensor: str | None = None) -> DatT
         # releases their pages as it writes them out
         with p.open("rb") as f:
             size = os.fstat(f.fileno()).st_size
-            raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size >= _HEADER else f.read()
+            mapped = size >= max(_HEADER, _MAP_MIN_BYTES) and (budget is None or budget.take())
+            raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if mapped else f.read()
     except FileNotFoundError:
         raise fail("missing tensor file") from None
     except (OSError, ValueError) as e:
@@ -473,6 +505,7 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
             literals[key] = v
         return literals[key]
 
+    budget = MapBudget()  # (the .dat files this load may keep mapped)
     for index, op in enumerate(ng.operations):
         name = op.name
         loc = f"{name}#{index}"
@@ -488,7 +521,7 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
             t, is_log = base_type(out, name)
             if name == "variable":
                 label = str(op.attribs["label"])
-                arr = _variable_data(folder, label, out, t, ng.tensors[out], shown, loc)
+                arr = _variable_data(folder, label, out, t, ng.tensors[out], shown, loc, budget)
                 cattrs: dict[str, Any] = {"values": arr, "kind": "variable", "label": label}
                 location = "VARIABLE:" + label
             else:
@@ -543,12 +576,12 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
 
 
 def _variable_data(folder: Path, label: str, name: str, t: TensorType, nt: Any, shown: Any,
-                   loc: str) -> np.ndarray:
+                   loc: str, budget: MapBudget | None = None) -> np.ndarray:
     """The data of a variable, checked against the graph's shape and type and quantized if needed."""
     f = folder / (label.lstrip("/") + ".dat")
     fname = shown(f)
     try:
-        dat = read_dat(f, tensor=name)
+        dat = read_dat(f, tensor=name, budget=budget)
     except ModelLoadError as e:  # name the variable operation too
         raise ModelLoadError(e.message, file=fname, op=loc, tensor=name) from None
 
