@@ -198,6 +198,30 @@ def test_erf_exact_rounding() -> None:
     assert np.array_equal(got, ref)
 
 
+def test_vectorised_erf_against_libm() -> None:
+    """The executor's erf is vectorised (the float64 series, erfc pieces and Chebyshev interpolants of
+    ``activation.erf64``; per-element ``math.erf`` took 71 ns an element, half a transformer's run time in GELU).  On
+    400,000 float32 inputs over every range it uses (and NaN, infinities, signed zeros, subnormals, the piece
+    boundaries) it stays within 4e-16 of libm's float64 ``erf`` and rounds to the same float32 for every input."""
+    from tf2tosa.executor.activation import erf64
+
+    rng = np.random.default_rng(12)
+    special = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 6.0, -6.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-38, 3.9192059,
+               np.nextafter(np.float32(1), np.float32(0)), np.nextafter(np.float32(2.5), np.float32(0))]
+    tiny = 10 ** rng.uniform(-44, 0.9, 100_000) * rng.choice([-1, 1], 100_000)
+    x = np.concatenate([rng.uniform(-7, 7, 150_000), rng.standard_normal(150_000) * 1.5, tiny, special])
+    x = x.astype(np.float32)
+    ref = np.array([math.erf(v) for v in x.astype(np.float64).tolist()])
+    got = erf64(x.astype(np.float64))
+    finite = ~np.isnan(ref)
+    assert np.array_equal(np.isnan(got), ~finite)
+    rel = np.abs(got[finite] - ref[finite]) / np.maximum(np.abs(ref[finite]), np.finfo(np.float64).tiny)
+    assert rel.max() < 4e-16, rel.max()
+    assert np.array_equal(np.signbit(got), np.signbit(ref))
+    (got32,) = run_single("ERF", [In(x)], D.FP32)
+    assert np.array_equal(got32.view(np.int32)[finite], ref.astype(np.float32).view(np.int32)[finite])
+
+
 def test_float_binary_and_nan_modes() -> None:
     a = np.array([[1.0, np.nan, -2.0, np.nan]], np.float32)
     b = np.array([[0.5, 3.0, np.nan, np.nan]], np.float32)
