@@ -314,3 +314,16 @@ def test_data_layout_ops() -> None:
 def test_single_op_graph_structure() -> None:
     g, feed = single_op("ADD", [In(rand(2, 2)), rand(2, 2)], D.FP32)
     assert [v.name for v in g.inputs] == list(feed) and len(g.outputs) == 1
+
+
+def test_sigmoid_is_the_float64_formula_rounded_once() -> None:
+    """SIGMOID (computed in place in float64) is 1 / (1 + exp(-x)) in float64 rounded once to fp32, bit for bit,
+    over the whole range: saturation, infinities, NaN, signed zeros."""
+    rng = np.random.default_rng(13)
+    x = np.concatenate([rng.standard_normal(20_000) * 30, [np.inf, -np.inf, np.nan, 0.0, -0.0, 88.7, -88.7, 745.0]])
+    x = x.astype(np.float32)
+    (got,) = run_single("SIGMOID", [In(x)], D.FP32)
+    with np.errstate(all="ignore"):
+        x64 = x.astype(np.float64)
+        want = (1.0 / (1.0 + np.exp(-x64))).astype(np.float32)
+    assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.isnan(got), np.isnan(want))

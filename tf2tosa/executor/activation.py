@@ -131,7 +131,11 @@ def erf(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return (F32(1) / (F32(1) + np.exp(-x))).astype(x.dtype)
+    """1 / (1 + exp(-x)) in ``x``'s type, computed in place (``x`` is float_unary_wide's own float64 copy)."""
+    np.negative(x, out=x)
+    np.exp(x, out=x)
+    x += 1
+    return np.divide(1, x, out=x)  # type: ignore[no-any-return]
 
 
 @kernel("SIGMOID")
