@@ -294,6 +294,40 @@ def test_fp16_weights_are_never_widened_in_memory(tmp_path: Path, monkeypatch: p
     assert np.array_equal(a, b)
 
 
+def test_fp16_weight_with_nan_stays_float32(tmp_path: Path) -> None:
+    """A kept fp16 weight is narrowed only when it holds no NaN (a NaN's payload need not survive fp16 -> fp32 ->
+    fp16): with a NaN and an infinity written into the source's weight, that weight stays an fp32 constant (an
+    array, not a ``Widened``) and the program computes what ``expand``'s does, NaN for NaN."""
+    pytest.importorskip("tensorflow")
+    from tests import modelgen
+    from tf2tosa.converter.tflite import load_tflite
+    from tf2tosa.ir.mapped import file_region
+
+    data = bytearray(modelgen.cached("fp16_dense_weights", _fp16_dense_bytes, {"width": 256, "units": 128,
+                                                                                "seed": 19}))
+    path = tmp_path / "clean.tflite"
+    path.write_bytes(bytes(data))
+    g = load_tflite(path)
+    big = max((op.attrs["values"] for op in g.ops.values()
+               if isinstance(op.attrs.get("values"), np.ndarray) and op.attrs["values"].dtype == np.float16),
+              key=lambda a: a.size)
+    region = file_region(big)
+    assert region is not None
+    off = region[1]
+    data[off + 10:off + 12] = np.array([np.nan], np.float16).tobytes()
+    data[off + 20:off + 22] = np.array([np.inf], np.float16).tobytes()
+    del g, big, region
+    bad = tmp_path / "nan.tflite"
+    bad.write_bytes(bytes(data))
+    keep, expand = tf2tosa.convert(bad), tf2tosa.convert(bad, fp16_weights="expand")
+    consts = [op for op in keep.graph.ops.values() if op.opcode == "CONST" and op.result.type.size >= 9 * 256 * 256]
+    assert sorted(op.result.dtype.name for op in consts) == ["FP16", "FP32"]  # the NaN weight alone stays fp32
+    assert all(type(op.attrs["values"]) is np.ndarray for op in consts)
+    x = np.random.default_rng(6).standard_normal((1, 8, 8, 256)).astype(np.float32)
+    a, b = (list(run(m.graph, [x]).values())[0] for m in (keep, expand))
+    assert np.isnan(a).any() and np.array_equal(a, b, equal_nan=True)
+
+
 def test_widened_reads_as_the_float32_values() -> None:
     """A ``Widened`` is the float32 constant of its float16 array: shape, dtype, values (NaN and infinities
     included), reshape as a view; a read that asks for no copy is refused."""
