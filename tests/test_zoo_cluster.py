@@ -146,6 +146,8 @@ def test_tls_address_without_tls_settings(capsys: pytest.CaptureFixture[str]) ->
     """A tls:// address takes its certificates from Dask's configuration (as a Client would); without them the
     line says so, rather than that the server does not speak Dask's protocol."""
     import dask
+    import distributed  # noqa: F401 - its defaults in dask's config first: set() below, restoring on exit, would
+    # otherwise drop the whole "distributed" section it did not find, and later tests in this process fail on it
 
     with dask.config.set({"distributed.comm.tls.client.cert": None, "distributed.comm.tls.ca-file": None}):
         with pytest.raises(SystemExit):
