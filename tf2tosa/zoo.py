@@ -612,6 +612,7 @@ def connect_cluster(address: str, timeout: float | None = None) -> Any:
         if not location.strip(":/"):
             raise ValueError("no host")
         host: str | None = None
+        port: int | None = None
         if scheme in ("tcp", "tls"):
             host, port = parse_host_port(location)  # (raises for a missing port)
             if not 0 < port < 65536:
@@ -625,7 +626,7 @@ def connect_cluster(address: str, timeout: float | None = None) -> Any:
     if scheme == "tls" and connection_args.get("ssl_context") is None:
         raise InputError(f"{address} is a TLS address, and Dask's configuration has no TLS client settings "
                          "(distributed.comm.tls.ca-file, .client.cert, .client.key): set them, or use tcp://")
-    _probe_scheduler(address, timeout, host, connection_args, port if host is not None else None)
+    _probe_scheduler(address, timeout, host, connection_args, port)
     try:
         client = Client(address, timeout=timeout, set_as_default=False, security=security)
     except Exception as e:  # noqa: BLE001 - whatever the connection raises is one line naming the address

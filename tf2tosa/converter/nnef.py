@@ -180,7 +180,7 @@ def read_dat(path: str | os.PathLike[str], *, tensor: str | None = None,
         # releases their pages as it writes them out
         with p.open("rb") as f:
             size = os.fstat(f.fileno()).st_size
-            mapped = size >= max(_HEADER, _MAP_MIN_BYTES) and (budget is None or budget.take())
+            mapped = size >= _MAP_MIN_BYTES and (budget is None or budget.take())
             raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if mapped else f.read()
     except FileNotFoundError:
         raise fail("missing tensor file") from None

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
-from ..ir.mapped import PAGE
+from ..ir.mapped import PAGE as _PAGE
 from ..ir.mapped import drop_pages as _drop
 from ..ir.mapped import file_region as _file_region
 from ..ir.mapped import page_up as _page_up
@@ -280,7 +280,6 @@ _I32 = struct.Struct("<i")
 #: small program that is cheaper than the scratch file's map (file-backed page faults, fallocate, the kernel copy),
 #: and the memory it takes is at most this much
 IN_MEMORY_BYTES = 16 << 20
-_PAGE = PAGE
 
 
 class _Writer:

@@ -85,9 +85,10 @@ def _narrow(graph: Graph, op: Operation, sources: dict[int, np.ndarray]) -> Oper
     if src is not None and src.dtype == np.float16 and src.size == r.type.size and _no_nan(src):
         half = src.reshape(r.type.static_shape)  # the source's own fp16 values, a view of the .tflite
     else:
-        half = _fp16_exact(np.asarray(vals))
+        vals = np.asarray(vals)  # (a Widened's float32 values, made once)
+        half = _fp16_exact(vals)
     if half is None:
-        op.attrs["values"] = materialize(vals)  # stays fp32
+        op.attrs["values"] = vals  # stays fp32
         return None
     c = graph.add_op("tosa.CONST", [], [r.type.with_dtype(DType.FP16)], {"values": half}, [f"{r.name}_fp16"],
                      location=op.location).result
