@@ -447,11 +447,15 @@ def _spy_depthwise_einsum(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     ([1, 3], [2, 1], [2, 2, 1, 0], 3, 7),
     ([1, 1], [1, 1], [6, 5, 0, 2], 1, 2),  # padding taller than the kernel: whole bands of padding rows
 ])
+@pytest.mark.parametrize("chunk", [tensor_ops.DW_CHUNK, 10, 4])
 def test_depthwise_einsum_paths_on_adversarial_extremes(monkeypatch: pytest.MonkeyPatch, stride: list[int],
-                                                        dil: list[int], pad: list[int], mm: int, ih: int) -> None:
+                                                        dil: list[int], pad: list[int], mm: int, ih: int,
+                                                        chunk: int) -> None:
     """The int8 depthwise einsum (raw inputs, padding holding input_zp, zero points folded into the bias) at the
     extremes: |x - izp| = 255 and weights -128 / 127, every output sum of one sign, against Python integers; the
-    einsum path is the one taken."""
+    einsum path is the one taken.  ``chunk``: the merged rows in one chunk (the default: OW*C*M at once), in
+    chunks of 2 columns (OW = 8: four chunks; OW = 7: seven of one column) and of one column (C*M above the
+    chunk)."""
     rng = np.random.default_rng(sum(stride) * 10 + mm)
     c = 5
     x = np.where(rng.random((2, ih, 8, c)) < 0.8, -128, 127).astype(np.int8)
@@ -460,6 +464,7 @@ def test_depthwise_einsum_paths_on_adversarial_extremes(monkeypatch: pytest.Monk
     bias = rng.integers(-(1 << 20), 1 << 20, (c * mm,)).astype(np.int32)
     calls = _spy_depthwise_einsum(monkeypatch)
     monkeypatch.setattr(tensor_ops, "DW_BAND", 1)  # one output row per band: every band edge is exercised
+    monkeypatch.setattr(tensor_ops, "DW_CHUNK", chunk)
     args = [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32), Const(np.array([127]), D.INT8),
             Const(np.array([3]), D.INT8)]
     (got,) = run_single("DEPTHWISE_CONV2D", args, D.INT32,
@@ -493,10 +498,16 @@ def test_depthwise_einsum_float64_and_fallback_paths_are_exact(monkeypatch: pyte
     assert g8.tolist() == _depthwise_reference(x8, w8, big, 0, 0, pad, st, dl).tolist()
 
 
-@pytest.mark.parametrize(("stride", "mm"), [([1, 1], 1), ([1, 1], 2), ([2, 2], 1)])
-def test_float_depthwise_einsum_within_fp32_rounding(stride: list[int], mm: int) -> None:
+@pytest.mark.parametrize(("stride", "mm", "chunk"), [([1, 1], 1, tensor_ops.DW_CHUNK), ([1, 1], 2, tensor_ops.DW_CHUNK),
+                                                    ([2, 2], 1, tensor_ops.DW_CHUNK), ([1, 1], 1, 12),
+                                                    ([1, 1], 2, 24), ([1, 1], 2, 1)])
+def test_float_depthwise_einsum_within_fp32_rounding(monkeypatch: pytest.MonkeyPatch, stride: list[int], mm: int,
+                                                     chunk: int) -> None:
     """The float einsum paths against float64 numpy written from the spec: each output is a sum of 9 fp32
-    products, within 9 fp32 roundings of the exact sum (relative to the sum of |products|)."""
+    products, within 9 fp32 roundings of the exact sum (relative to the sum of |products|); the merged rows (OW = 9)
+    at once and in chunks of 3 columns and of 1.  Every run gives the taps' sum in the same order whatever the
+    chunk: the same bits as the tap-by-tap kernel (products rounded, then added in (ky, kx) order)."""
+    monkeypatch.setattr(tensor_ops, "DW_CHUNK", chunk)
     rng = np.random.default_rng(stride[0] + mm)
     x = rng.standard_normal((1, 9, 9, 4)).astype(np.float32)
     w = rng.standard_normal((3, 3, 4, mm)).astype(np.float32)
@@ -508,15 +519,18 @@ def test_float_depthwise_einsum_within_fp32_rounding(stride: list[int], mm: int)
     oh, ow = got.shape[1], got.shape[2]
     want = np.zeros((1, oh, ow, 4, mm))
     mag = np.zeros_like(want)
+    seq = np.zeros((1, oh, ow, 4, mm), np.float32)  # fp32: each product rounded, added in (ky, kx) order
     for ky in range(3):
         for kx in range(3):
             xs = xp[:, ky:ky + (oh - 1) * stride[0] + 1:stride[0], kx:kx + (ow - 1) * stride[1] + 1:stride[1]]
             prod = xs[..., None] * w[ky, kx].astype(np.float64)
             want += prod
             mag += np.abs(prod)
+            seq += (xs[..., None].astype(np.float32) * w[ky, kx]).astype(np.float32)
     want = want.reshape(1, oh, ow, 4 * mm) + bias
     mag = mag.reshape(1, oh, ow, 4 * mm) + np.abs(bias)
     assert np.all(np.abs(got - want) <= 10 * 2.0 ** -24 * mag)
+    assert got.tobytes() == (seq.reshape(1, oh, ow, 4 * mm) + bias).tobytes()
 
 
 def test_float_clamp_signed_zeros_and_nan_follow_the_spec() -> None:
