@@ -154,7 +154,7 @@ class ConvRescale:
     def _cols(self, x: np.ndarray) -> np.ndarray:
         pads, ks, stride, dil, outs, plain = self.geometry
         xf = x.astype(self.ft)
-        m = x.shape[0] * int(np.prod(outs))
+        m = x.shape[0] * math.prod(outs)
         if plain:
             return xf.reshape(m, x.shape[-1])
         xp = np.pad(xf, pads, constant_values=self.izp)
@@ -407,7 +407,7 @@ class ConvClamp:
         ADD's operand order) and returns the ADD's result."""
         if self.kind == "CONV2D":
             pads4, ks, stride, dil, outs, plain = self.geometry
-            m = x.shape[0] * int(np.prod(outs))
+            m = x.shape[0] * math.prod(outs)
             if plain:
                 cols = x.reshape(m, x.shape[-1])
             else:
