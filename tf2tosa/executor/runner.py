@@ -19,6 +19,7 @@ from ..tosa import catalogue, profiles
 from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
 from . import chains
 from .activation import clamp_inplace
+from .islands import Island, find_islands
 from .registry import (
     ERROR,
     KERNELS,
@@ -404,6 +405,67 @@ def _run_table_rescale(op: Operation, ins: list[np.ndarray], plan: _Plan) -> np.
     return res
 
 
+#: every 16-bit code, indexed by its bit pattern
+_CODES16 = np.arange(1 << 16, dtype=np.uint16).view(np.int16)
+
+
+def _run_island(island: Island, env: dict[int, np.ndarray], plan: _Plan) -> list[np.ndarray] | None:
+    """An elementwise island (see :mod:`.islands`) at its first op, its exposed values in order: through its kernels
+    in order (every ERROR_IF and REQUIRE on the data) until it has met its root's shape and constant operands twice;
+    then, while the same operand arrays come, tables of the exposed values on every code of the root (and channel),
+    made by the same kernels, read at the root's bit pattern.  A code (or channel) failing a REQUIRE leaves no
+    table.  None when an operand has no value yet (the ops then run one by one)."""
+    x = env.get(island.root.id)
+    arrays = [env.get(v.id) for v in island.consts]
+    consts = tuple(a for a in arrays if a is not None)
+    if x is None or len(consts) != len(arrays):
+        return None
+    first = island.ops[0]
+    key = (x.shape, x.dtype)
+    state = _prepared_for(plan, first.id, key, consts)
+    if _ready(state):
+        return [_look_up(t, x, island.channels) for t in state]
+    vals: dict[int, np.ndarray] = {island.root.id: x}
+    for m in island.ops:
+        (vals[m.results[0].id],) = evaluate_op(m, [vals[v.id] if v.id in vals else env[v.id] for v in m.operands])
+
+    def make() -> list[np.ndarray] | None:
+        codes = _CODES if x.dtype == np.int8 else _CODES16
+        shape = [codes.size] + [1] * (x.ndim - 1)
+        c = codes.reshape(shape)
+        if island.channels is not None:
+            shape[-1] = island.channels
+            c = np.ascontiguousarray(np.broadcast_to(c, shape))
+        tv: dict[int, np.ndarray] = {island.root.id: c}
+        try:
+            for m in island.ops:
+                tv[m.results[0].id] = _kernel_result(m, [tv[v.id] if v.id in tv else env[v.id] for v in m.operands])
+        except ExecutionError:
+            return None  # some code fails a REQUIRE: keep checking the data
+        return [np.ascontiguousarray(tv[v.id].reshape(codes.size, -1) if island.channels else tv[v.id].reshape(-1))
+                for v in island.exposed]
+
+    _after_checked(plan, first.id, key, consts, state, x.dtype == island.root.type.dtype.np_dtype(), make)
+    return [vals[v.id] for v in island.exposed]
+
+
+#: 0..C-1 as int32, by C (the channel term of a per-channel table's index)
+_CHANNEL_INDEX: dict[int, np.ndarray] = {}
+
+
+def _look_up(table: np.ndarray, x: np.ndarray, channels: int | None) -> np.ndarray:
+    """``table[bits of x]`` (a per-tensor table), or ``table[bits of x, channel]`` (a [codes, C] table)."""
+    bits: np.ndarray[Any, np.dtype[np.unsignedinteger[Any]]] = x.view(np.uint8 if x.dtype.itemsize == 1 else np.uint16)
+    if channels is None:
+        return np.take(table, bits)
+    ch = _CHANNEL_INDEX.get(channels)
+    if ch is None:
+        ch = _CHANNEL_INDEX[channels] = np.arange(channels, dtype=np.int32)
+    idx = np.multiply(bits, channels, dtype=np.int32)
+    idx += ch
+    return np.take(table.reshape(-1), idx)  # type: ignore[no-any-return]
+
+
 def _kernel_result(op: Operation, inputs: list[np.ndarray]) -> np.ndarray:
     """The first result of ``op``'s kernel on ``inputs`` in its storage type, whatever its shape."""
     fn = KERNELS[op.opcode]
@@ -476,6 +538,8 @@ class _Plan:
     #: float CONV2D op id (fused with its CLAMP) -> the pads (top, bottom, left, right) of the float DEPTHWISE_CONV2D
     #: that alone reads the CLAMP's result (see _run_fused_clamp)
     pad_out: dict[int, tuple[int, int, int, int]]
+    #: first op id of an elementwise island of one 8- or 16-bit tensor -> the island (see islands, _run_island)
+    islands: dict[int, Island] = field(default_factory=dict)
     #: per CONST op id: (its values array, a read-only view of it) - kernels cannot write into the graph's
     #: constants, and their prepared forms (converted weights, bounds) are cached by the view's identity
     views: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -549,8 +613,11 @@ def _plan(graph: Graph) -> _Plan:
     body = [(i, op) for i, op in enumerate(order) if op.id not in const_ids]
     solo = {op.id for op in order if op.opcode in ("CONV2D", "DEPTHWISE_CONV2D") and op.dialect == "tosa"
             and op.id not in fused and len(op.results) == 1 and op.results[0].dtype is DType.FP32}
-    plan = _Plan(key, order, frees, consts, inplace, fused, tables, _pair_groups(order, readers, keep), body, solo,
-                 _pad_out(order, fused, solo, readers, keep))
+    groups = _pair_groups(order, readers, keep)
+    taken = {op.id for ms in groups.values() for op in ms} | set(fused) | {p.id for p in fused.values()}
+    islands = find_islands(order, {op.results[0].id for op in consts}, keep, taken)
+    plan = _Plan(key, order, frees, consts, inplace, fused, tables, groups, body, solo,
+                 _pad_out(order, fused, solo, readers, keep), islands)
     _PLANS[graph] = plan
     return plan
 
@@ -611,6 +678,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
     tables = plan.tables if fast else set()
     groups = plan.groups if fast else {}
     solo = plan.solo if fast else set()
+    islands = plan.islands if fast else {}
     #: value id -> (its zero-bordered array, the border) for the depthwise that reads it (see _run_fused_clamp)
     bordered: dict[int, tuple[np.ndarray, Any]] = {}
     # every constant already in the environment (the usual case): walk only the other ops (a CONST frees nothing)
@@ -636,6 +704,19 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
         partner = fused.get(op.id)
         done = None
         members = groups.get(op.id)
+        island = islands.get(op.id)
+        if island is not None:
+            looked = _run_island(island, env, plan)
+            if looked is not None:
+                for v, a in zip(island.exposed, looked):
+                    env[v.id] = a
+                skip.update(m.id for m in island.ops[1:])
+                if prof is not None:
+                    key = "+".join([op.name, *(m.opcode for m in island.ops[1:])]) + f"#{op.id}"
+                    prof[key] = prof.get(key, 0.0) + time.perf_counter() - t0
+                for vid in plan.frees[i]:
+                    env.pop(vid, None)
+                continue
         if members is not None:
             done = _run_group(members, env, plan)
             if done is not None:

@@ -544,8 +544,8 @@ def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: i
 
 
 def _dw_chunk(ow: int, row: int) -> int:
-    """F, the output columns of a chunk of the stride-1 depthwise einsum: the largest divisor of ``ow`` whose F * ``row``
-    elements (``row`` = C*M per column) stay within :data:`DW_CHUNK` (1 when one column is already more)."""
+    """F, the output columns of a chunk of the stride-1 depthwise einsum: the largest divisor of ``ow`` whose
+    F * ``row`` elements (``row`` = C*M per column) stay within :data:`DW_CHUNK` (1 when one column is more)."""
     return max([f for f in range(1, ow + 1) if ow % f == 0 and f * row <= DW_CHUNK] or [1])
 
 
