@@ -957,3 +957,73 @@ def test_float_conv_and_residual_add_run_as_one(conv_first: bool) -> None:
     assert runs[0].tobytes() == runs[2].tobytes()
     assert np.allclose(runs[2], ref, rtol=1e-5, atol=1e-5, equal_nan=True)
     assert np.isinf(runs[2][0, 5, 3, 2]) and np.isnan(runs[2][0, 250, 9, 0])
+
+
+def test_gemm_chunks_keep_float32_partial_sums_exact() -> None:
+    """A weight whose sums need float64 as a whole is cut into column ranges whose every partial sum stays below
+    2^24 (checked here on int64); float32 GEMMs over them summed in float64 equal the int64 product exactly, on
+    inputs that reach the bound, where one float32 GEMM over all of K rounds."""
+    from types import SimpleNamespace
+
+    from tf2tosa.executor.chains import ConvRescale
+
+    rng = np.random.default_rng(41)
+    k, oc = 3001, 5
+    w = rng.choice([-128, 127, -127, 126, 1], (oc, k)).astype(np.int8)
+    w[0] = 127  # channel 0: every term of one sign, the largest sums
+    w[1] = -127
+    x = rng.choice([-128, 127, 125, -3], (300, k)).astype(np.int8)
+    x[0] = 127
+    x[1] = -128
+    prep = tensor_ops._GemmWeights(w, 0)
+    chunks = prep.f32_chunks(128)
+    assert chunks is not None and len(chunks) >= 3
+    assert chunks[0][0] == 0 and chunks[-1][1] == k and all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+    wabs = np.abs(w.astype(np.int64))
+    assert all(128 * int(wabs[:, k0:k1].sum(axis=1).max()) < 1 << 24 for k0, k1 in chunks)
+    exact = x.astype(np.int64) @ w.T.astype(np.int64)
+    assert int(np.abs(exact).max()) > 1 << 25
+    x32, w32 = x.astype(np.float32), prep.matrix(np.float32)
+    assert not np.array_equal(np.matmul(x32, w32).astype(np.int64), exact)  # one float32 GEMM rounds here
+    got = np.empty((300, oc), np.float64)
+    ConvRescale._gemm(SimpleNamespace(chunks=chunks, wm=w32), x32, got,  # type: ignore[arg-type]
+                      np.empty((300, oc), np.float32))
+    assert np.array_equal(got.astype(np.int64), exact)
+    assert tensor_ops._GemmWeights(w[:, :900], 0).f32_chunks(128) is None  # fits float32 whole: no cut
+
+
+@pytest.mark.parametrize("k,c", [(1, 3000), (3, 300)])
+def test_prepared_conv_chain_sums_float32_chunks_into_float64(k: int, c: int) -> None:
+    """A CONV2D → RESCALE chain whose accumulator bound needs float64 runs float32 GEMMs over chunks of K (the 1x1
+    path converting its input a block at a time, the 3x3 path through its windows): every run equals CONV2D then
+    RESCALE on Python integers."""
+    from tests.executor_testing import GraphBuilder
+    from tf2tosa.executor.runner import _plan
+
+    rng = np.random.default_rng(7 + k)
+    izp, oc = -128, 3
+    x = rng.choice([-128, 127, 100, -50], (1, 4, 5, c)).astype(np.int8)
+    x[0, 1, 2] = 127
+    w = rng.choice([-127, 127, 90, -1], (oc, k, k, c)).astype(np.int8)
+    w[0] = 127
+    bias = rng.integers(-3000, 3000, (oc,)).astype(np.int32)
+    attrs = {"pad": [k // 2] * 4, "stride": [1, 1], "dilation": [1, 1], "acc_type": "INT32"}
+    b = GraphBuilder("chunks")
+    (acc,) = b.add("CONV2D", [In(x, D.INT8), Const(w, D.INT8), Const(bias, D.INT32), Const(np.array([izp]), D.INT8),
+                              Const(np.array([0]), D.INT8)], D.INT32, attrs, output=False)
+    # |v| < 2^27 scaled by about 2^-20 (shifts up to 44 keep the float64 rescale exact): int8 results in range
+    mult, shifts = np.array([1 << 24, (1 << 25) + 12345, 3 * (1 << 23) + 777]), np.array([44, 44, 43])
+    b.add("RESCALE", [acc, Const(mult, D.INT32), Const(shifts, D.INT8), Const(np.array([0]), D.INT32),
+                      Const(np.array([-3]), D.INT8)], D.INT8,
+          {"scale32": True, "rounding_mode": "DOUBLE_ROUND", "per_channel": True, "input_unsigned": False,
+           "output_unsigned": False})
+    ref = _conv_reference(x, w, bias, izp, 0, k // 2)
+    want = np.array([_rescale_scalar(int(ref[i]), int(mult[i[-1]]), int(shifts[i[-1]]), 0, -3, -128, 127, True)
+                     for i in np.ndindex(ref.shape)]).reshape(ref.shape)
+    name = b.graph.outputs[0].name
+    runs = [run(b.graph, b.feed)[name] for _ in range(3)]
+    (entry,) = _plan(b.graph).chains.values()
+    assert entry[2] is not None and entry[2].ft is np.float64 and entry[2].chunks and len(entry[2].chunks) >= 2
+    assert int(np.abs(ref).max()) > 1 << 24 and len(set(want.reshape(-1).tolist())) > 10
+    for r in runs:
+        assert np.array_equal(r, want)

@@ -77,6 +77,9 @@ class ConvRescale:
     w64: np.ndarray | None = None
     #: ``c`` holds ``shift * m * 2^-s`` too (the raw accumulator is scaled without adding the shift first)
     folded: bool = False
+    #: CONV2D whose sums need float64 as a whole: column ranges of ``wm`` (then the float32 matrix) over which
+    #: float32 GEMMs are exact; their results are summed into the float64 accumulator (see _gemm)
+    chunks: list[tuple[int, int]] | None = None
     #: the per-channel constants tiled for the blocks, made on the first run
     tiles: _Tiles | None = None
 
@@ -116,22 +119,24 @@ class ConvRescale:
             return out
         if self.kind == "CONV2D":
             plain = self.geometry[-1]
-            cols = x.reshape(-1, x.shape[-1]) if plain else self._cols(x)
+            gt = np.float32 if self.chunks else self.ft  # the GEMM operands' type
+            cols = x.reshape(-1, x.shape[-1]) if plain else self._cols(x, gt)
             if rows < to.GEMM_ROWS:
                 rows = -(-to.GEMM_ROWS // t.r) * t.r
             n = min(rows, cols.shape[0])
             acc = np.empty((n, oc), self.ft)
             # a 1x1 CONV2D converts its raw input a block at a time, while in cache (no float copy of the whole input)
-            cbuf = np.empty((n, cols.shape[1]), self.ft) if plain else None
+            cbuf = np.empty((n, cols.shape[1]), gt) if plain else None
+            part = np.empty((n, oc), np.float32) if self.chunks else None
             scratch = _Scratch(t, n, oc)
             for i in range(0, cols.shape[0], rows):
                 a = acc[:min(rows, cols.shape[0] - i)]
                 if cbuf is not None:
                     cb = cbuf[:a.shape[0]]
                     np.copyto(cb, cols[i:i + rows], casting="unsafe")  # int8/int16 values: exact in ft
-                    np.matmul(cb, self.wm, out=a)
+                    self._gemm(cb, a, part)
                 else:
-                    np.matmul(cols[i:i + rows], self.wm, out=a)
+                    self._gemm(cols[i:i + rows], a, part)
                 scratch.finish(a, o2[i:i + rows])
             return out
         scratch = _Scratch(t, min(rows, o2.shape[0]), oc)
@@ -151,9 +156,24 @@ class ConvRescale:
             scratch.finish(acc[i:i + rows], o2[i:i + rows])
         return out
 
-    def _cols(self, x: np.ndarray) -> np.ndarray:
+    def _gemm(self, c: np.ndarray, a: np.ndarray, part: np.ndarray | None) -> None:
+        """``a = c @ wm``: one GEMM, or with ``chunks`` one float32 GEMM per column range (each exact) summed into
+        the float64 ``a`` (exact: every partial sum is an integer below the plan's 2^53 bound)."""
+        if self.chunks is None:
+            np.matmul(c, self.wm, out=a)
+            return
+        assert part is not None
+        p = part[:a.shape[0]]
+        for j, (k0, k1) in enumerate(self.chunks):
+            np.matmul(c[:, k0:k1], self.wm[k0:k1], out=p)
+            if j:
+                np.add(a, p, out=a)
+            else:
+                np.copyto(a, p)
+
+    def _cols(self, x: np.ndarray, ft: Any) -> np.ndarray:
         pads, ks, stride, dil, outs, plain = self.geometry
-        xf = x.astype(self.ft)
+        xf = x.astype(ft)
         m = x.shape[0] * math.prod(outs)
         if plain:
             return xf.reshape(m, x.shape[-1])
@@ -302,6 +322,13 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     if plan is None:
         return None
     ft, wm, shift = plan
+    chunks = None
+    if conv.opcode == "CONV2D" and ft is np.float64 and isinstance(prep, to._GemmWeights) \
+            and not isinstance(prep, to._DepthwiseWeights):
+        # float32 GEMMs over ranges of K whose sums stay below 2^24, summed in float64: exact, at float32's speed
+        chunks = prep.f32_chunks(max(abs(lo_i), abs(hi_i), abs(izp)))
+        if chunks is not None:
+            wm = prep.matrix(np.float32)
     per_channel = bool(r.get("per_channel", False))
     m = np.asarray(mult).reshape(-1).astype(np.int64)
     s = np.asarray(shift_v).reshape(-1).astype(np.int64)
@@ -354,7 +381,7 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     return ConvRescale(
         vlimit, conv, conv.opcode, geometry, izp, ft, wm, np.asarray(shift, ft).reshape(-1), f, c_arr,
         None if fold else np.ldexp(np.where(big, 1.0, 0.0), 30 - s).view(np.int64),
-        hi - lo, d, out_shape, ot.np_dtype(), w64, folded)
+        hi - lo, d, out_shape, ot.np_dtype(), w64, folded, chunks)
 
 
 def _constant_row(shift: np.ndarray, m: np.ndarray, s: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -197,6 +197,8 @@ GEMM_ROWS = 256
 GEMM_BLOCK = 1 << 15
 #: largest float weight (elements) kept as a row-major [K, OC] copy (BLAS runs a row block faster on it)
 SMALL_WEIGHT = 1 << 16
+#: columns of an integer GEMM weight summed at a time when cutting K into float32-exact ranges (_GemmWeights.f32_chunks)
+CHUNK_COLS = 64
 
 
 def float_weight_matrix(w: np.ndarray, ft: Any) -> np.ndarray:
@@ -346,6 +348,32 @@ class _GemmWeights:
                 a -= self._wzp
             m = self._mats[ft] = np.ascontiguousarray(a.T)
         return m
+
+    def f32_chunks(self, xmax: int) -> list[tuple[int, int]] | None:
+        """Column ranges ``[k0, k1)`` of the [K, OC] GEMM operand, cut greedily :data:`CHUNK_COLS` columns at a
+        time, over each of which every partial sum of ``x @ (w - wzp)`` (``|x| <= xmax``) is an integer below 2^24
+        for every output channel: float32 GEMMs over the ranges are exact, and so is their sum in float64.  None
+        when the whole K already fits (no need) or one block of columns may not (16-bit inputs)."""
+        w2 = self._w2
+        oc, k = w2.shape
+        limit = _EXACT32 / max(1, xmax)  # per channel, sum |w - wzp| over a range must stay below this
+        if self.abs_sum < limit or k == 0:
+            return None
+        chunks: list[tuple[int, int]] = []
+        start = 0
+        running = np.zeros(oc, np.int64)
+        for k0 in range(0, k, CHUNK_COLS):
+            blk = w2[:, k0:k0 + CHUNK_COLS].astype(np.int32)
+            blk -= self._wzp
+            sums = np.abs(blk).sum(axis=1, dtype=np.int64)
+            if float(sums.max()) >= limit:
+                return None
+            running += sums
+            if float(running.max()) >= limit:
+                chunks.append((start, k0))
+                start, running = k0, sums
+        chunks.append((start, k))
+        return chunks
 
     def plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType
              ) -> tuple[type[np.floating], np.ndarray, np.ndarray] | None:
