@@ -38,10 +38,12 @@ def test_exact_matmul_float_and_int64_paths() -> None:
 class _Spy:
     def __init__(self) -> None:
         self.dtypes: list[tuple[str, str]] = []
+        self.terms: list[int] = []  # K of each call
         self._orig = np.matmul
 
     def __call__(self, a: Any, b: Any, *args: Any, **kw: Any) -> Any:
         self.dtypes.append((np.asarray(a).dtype.name, np.asarray(b).dtype.name))
+        self.terms.append(int(np.shape(a)[-1]))
         return self._orig(a, b, *args, **kw)
 
 
@@ -103,11 +105,12 @@ def _int64_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int, wzp: i
     return out + bias.astype(np.int64)
 
 
-@pytest.mark.parametrize(("ic", "want_type"), [(8, "float32"), (2000, "float64")])
+@pytest.mark.parametrize(("ic", "want_type"), [(8, "float32"), (2000, "float32 in ranges")])
 def test_int8_conv_on_adversarial_extremes(monkeypatch: pytest.MonkeyPatch, ic: int, want_type: str) -> None:
     """Products at their extremes (x = -128 against weights -128 / 127 with the zero point pushing |x - zp| to 255):
-    the float32 path is taken only while the bound proves every partial sum below 2^24, and both paths equal int64.
-    With IC = 2000 the sums pass 2^24, where float32 is no longer exact."""
+    one float32 GEMM is taken only while the bound proves every partial sum below 2^24, and both paths equal int64.
+    With IC = 2000 the sums pass 2^24, where one float32 GEMM is no longer exact: the GEMM goes over ranges of K
+    whose sums stay below 2^24 (raw |x| <= 128 times sum |w| <= 128 * 128 per column), summed in float64."""
     rng = np.random.default_rng(ic)
     x = np.full((1, 3, 3, ic), -128, np.int8)
     x[0, 1, 1, ::3] = 127
@@ -121,10 +124,21 @@ def test_int8_conv_on_adversarial_extremes(monkeypatch: pytest.MonkeyPatch, ic: 
     (got,) = run_single("CONV2D", args, D.INT32, {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1],
                                                   "acc_type": "INT32"})
     monkeypatch.undo()
-    assert {a for a, _ in spy.dtypes} == {want_type}
+    assert {a for a, _ in spy.dtypes} == {"float32"}
+    if ic == 2000:
+        # (the helper runs the kernel more than once: each run covers K once, in consecutive ranges)
+        ranges, k0 = [], 0
+        for t in spy.terms:
+            ranges.append((k0, k0 + t))
+            k0 = 0 if k0 + t == ic else k0 + t
+        wabs = np.abs(w.reshape(2, ic).astype(np.int64))
+        assert len(ranges) >= 2 and k0 == 0
+        assert all(128 * int(wabs[:, a:b].sum(axis=1).max()) < 1 << 24 for a, b in ranges)
+    else:
+        assert set(spy.terms) == {ic}
     want = _int64_conv(x, w, bias, 127, 0)
     assert got.tolist() == want.tolist()
-    if want_type == "float64":  # float32 would be wrong here: the bound check is needed
+    if ic == 2000:  # one float32 GEMM would be wrong here: the bound check is needed
         approx = (x.astype(np.float32) - 127).reshape(9, ic) @ w.reshape(2, ic).T.astype(np.float32)
         assert (approx.astype(np.int64) + bias).tolist() != want.reshape(9, 2).tolist()
 
@@ -1024,6 +1038,10 @@ def test_prepared_conv_chain_sums_float32_chunks_into_float64(k: int, c: int) ->
     runs = [run(b.graph, b.feed)[name] for _ in range(3)]
     (entry,) = _plan(b.graph).chains.values()
     assert entry[2] is not None and entry[2].ft is np.float64 and entry[2].chunks and len(entry[2].chunks) >= 2
+    # the kernel's runs and the chain's use the float32 matrix: no float64 copy of the weight is made
+    preps = [p for _, p in tensor_ops._PREPARED.values()
+             if type(p) is tensor_ops._GemmWeights and p._w2.shape == (oc, k * k * c)]
+    assert preps and entry[2].wm.dtype == np.float32 and all(np.float64 not in p._mats for p in preps)
     assert int(np.abs(ref).max()) > 1 << 24 and len(set(want.reshape(-1).tolist())) > 10
     for r in runs:
         assert np.array_equal(r, want)

@@ -161,15 +161,8 @@ class ConvRescale:
         the float64 ``a`` (exact: every partial sum is an integer below the plan's 2^53 bound)."""
         if self.chunks is None:
             np.matmul(c, self.wm, out=a)
-            return
-        assert part is not None
-        p = part[:a.shape[0]]
-        for j, (k0, k1) in enumerate(self.chunks):
-            np.matmul(c[:, k0:k1], self.wm[k0:k1], out=p)
-            if j:
-                np.add(a, p, out=a)
-            else:
-                np.copyto(a, p)
+        else:
+            to.chunked_matmul(c, self.wm, self.chunks, a, None if part is None else part[:a.shape[0]])
 
     def _cols(self, x: np.ndarray, ft: Any) -> np.ndarray:
         pads, ks, stride, dil, outs, plain = self.geometry
@@ -321,14 +314,9 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     plan = prep.plan(max(abs(lo_i), abs(hi_i), abs(izp)), zpb, izp, bias, conv.results[0].type.dtype)
     if plan is None:
         return None
-    ft, wm, shift = plan
-    chunks = None
-    if conv.opcode == "CONV2D" and ft is np.float64 and isinstance(prep, to._GemmWeights) \
-            and not isinstance(prep, to._DepthwiseWeights):
-        # float32 GEMMs over ranges of K whose sums stay below 2^24, summed in float64: exact, at float32's speed
-        chunks = prep.f32_chunks(max(abs(lo_i), abs(hi_i), abs(izp)))
-        if chunks is not None:
-            wm = prep.matrix(np.float32)
+    # with column ranges (a CONV2D whose sums need float64 as a whole) wm is float32: float32 GEMMs over ranges of K
+    # whose sums stay below 2^24, summed in float64 - exact, at float32's speed
+    ft, wm, shift, chunks = plan
     per_channel = bool(r.get("per_channel", False))
     m = np.asarray(mult).reshape(-1).astype(np.int64)
     s = np.asarray(shift_v).reshape(-1).astype(np.int64)

@@ -306,19 +306,38 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int, raw: bool = False) -
         acc = np.matmul(cols, wm).reshape(n_, *outs, oc)
         res = _finish_int(op, acc, bias, None)
         return res if raw else to_out(res, op)
-    ft, wm, shift = plan
+    ft, wm, shift, chunks = plan
     # raw input values (padding with input_zp, which is 0 after the zero point is subtracted); the zero point's
     # share, input_zp * sum_k (w - wzp), goes into the per-channel ``shift`` with the bias
-    xf = x.astype(ft)
+    xf = x.astype(np.float32 if chunks else ft)
     if all(k == 1 for k in ks) and all(s_ == 1 for s_ in stride) and not any(pad):
         cols = xf.reshape(m, ic)
     else:
         xp = np.pad(xf, pads, constant_values=izp)
         cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
-    acc = np.matmul(cols, wm)
+    acc = chunked_matmul(cols, wm, chunks, np.empty((m, oc), ft)) if chunks else np.matmul(cols, wm)
     acc += shift
     res = acc.reshape(n_, *outs, oc)
     return res if raw else to_out(res, op)
+
+
+#: an integer GEMM's plan: accumulator type, weight matrix, per-channel shift, column ranges (see _GemmWeights.plan)
+Plan = tuple[type[np.floating], np.ndarray, np.ndarray, "list[tuple[int, int]] | None"]
+
+
+def chunked_matmul(c: np.ndarray, wm: np.ndarray, chunks: list[tuple[int, int]], out: np.ndarray,
+                   part: np.ndarray | None = None) -> np.ndarray:
+    """``out`` (float64) = ``c @ wm`` for float32 ``c`` and ``wm``: one float32 GEMM per column range of
+    :meth:`_GemmWeights.f32_chunks` (each exact), summed into ``out`` (exact: integers below 2^53).  ``part``: a
+    float32 scratch of ``out``'s shape."""
+    p = part if part is not None else np.empty(out.shape, np.float32)
+    for j, (k0, k1) in enumerate(chunks):
+        np.matmul(c[:, k0:k1], wm[k0:k1], out=p)
+        if j:
+            np.add(out, p, out=out)
+        else:
+            np.copyto(out, p)
+    return out
 
 
 class _GemmWeights:
@@ -375,12 +394,13 @@ class _GemmWeights:
         chunks.append((start, k))
         return chunks
 
-    def plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType
-             ) -> tuple[type[np.floating], np.ndarray, np.ndarray] | None:
+    def plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType) -> Plan | None:
         """For raw inputs ``|x| <= xmax`` with ``|x - izp| <= zp_bound``: (float type, weight matrix, per-channel
-        ``bias - izp * col_sum`` to add to ``x @ (w - wzp)``), when that float type is exact for every partial sum and
-        the bounds prove the accumulator and the bias add inside ``ot`` (the REQUIREs then hold without a data
-        pass); else None.  Made once per constant bias (read-only, by identity while it lives) and arguments."""
+        ``bias - izp * col_sum`` to add to ``x @ (w - wzp)``, column ranges or None), when that float type is exact
+        for every partial sum and the bounds prove the accumulator and the bias add inside ``ot`` (the REQUIREs then
+        hold without a data pass); else None.  With column ranges (:meth:`f32_chunks`) the matrix is float32 and
+        the product is :func:`chunked_matmul`'s.  Made once per constant bias (read-only, by identity while it
+        lives) and arguments."""
         if bias.flags.writeable:
             return self._plan(xmax, zp_bound, izp, bias, ot)
         key = (id(bias), xmax, zp_bound, izp, ot)
@@ -391,8 +411,7 @@ class _GemmWeights:
         self._plans[key] = (weakref.ref(bias), made)
         return made
 
-    def _plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType
-              ) -> tuple[type[np.floating], np.ndarray, np.ndarray] | None:
+    def _plan(self, xmax: int, zp_bound: float, izp: int, bias: np.ndarray, ot: DType) -> Plan | None:
         lo, hi = ot.range()
         bmax = float(np.abs(bias).max()) if bias.size else 0.0
         # |acc| <= zp_bound * abs_sum and |acc + bias| <= that + max|bias|
@@ -402,7 +421,10 @@ class _GemmWeights:
         ft = _exact_float(float(xmax) * self.abs_sum + (float(np.abs(shift).max()) if shift.size else 0.0))
         if ft is None:
             return None
-        return ft, self.matrix(ft), shift.astype(ft)
+        # a CONV2D weight whose sums need float64 as a whole: float32 GEMMs over ranges of K (the float32 matrix
+        # only: no float64 copy of the weight)
+        chunks = self.f32_chunks(xmax) if ft is np.float64 and type(self) is _GemmWeights else None
+        return ft, self.matrix(np.float32 if chunks else ft), shift.astype(ft), chunks
 
 
 @kernel("CONV2D")
@@ -459,7 +481,7 @@ def _depthwise(op: Operation, ins: list[np.ndarray], raw: bool) -> np.ndarray:
         if plan is not None and pad_ok:
             # raw inputs (padding holds input_zp) times w - wzp, plus bias - input_zp * sum_taps (w - wzp) per channel:
             # every partial sum is an exact integer of the plan's float type and the REQUIREs hold by the bound
-            ft, wm, shift = plan
+            ft, wm, shift, _ = plan  # (no column ranges for a depthwise weight)
             acc = _depthwise_einsum(op, x, wm, izp, ft, geo).reshape(n_, oh, ow, c * mm)
             acc += shift
             return acc if raw else to_out(acc, op)
