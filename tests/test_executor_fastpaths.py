@@ -1045,3 +1045,51 @@ def test_prepared_conv_chain_sums_float32_chunks_into_float64(k: int, c: int) ->
     assert int(np.abs(ref).max()) > 1 << 24 and len(set(want.reshape(-1).tolist())) > 10
     for r in runs:
         assert np.array_equal(r, want)
+
+
+def _avg_pool_reference(x: np.ndarray, k: list[int], st: list[int], pad: list[int], izp: int, ozp: int
+                        ) -> np.ndarray:
+    """spec AVG_POOL2D on Python numbers, one output at a time: integers through reciprocal_scale and
+    apply_scale_32 (single round), floats summed in float32 from +0 in (ky, kx) order, then divided."""
+    n, ih, iw, c = x.shape
+    pt, pb, pl, pr = pad
+    oh, ow = (ih + pt + pb - k[0]) // st[0] + 1, (iw + pl + pr - k[1]) // st[1] + 1
+    is_float = x.dtype.kind == "f"
+    out = np.zeros((n, oh, ow, c), x.dtype if is_float else np.int64)
+    for b, oy, ox, ch in np.ndindex(n, oh, ow, c):
+        acc: Any = np.float32(0.0) if is_float else 0
+        count = 0
+        for ky in range(k[0]):
+            for kx in range(k[1]):
+                yy, xx = oy * st[0] + ky - pt, ox * st[1] + kx - pl
+                if 0 <= yy < ih and 0 <= xx < iw:
+                    acc = np.float32(acc + x[b, yy, xx, ch]) if is_float else acc + int(x[b, yy, xx, ch]) - izp
+                    count += 1
+        if is_float:
+            out[b, oy, ox, ch] = np.float32(acc / np.float32(count))
+            continue
+        shift_k = (count - 1).bit_length()
+        mult, shift = (((1 << 30) + 1) << shift_k) // count, 30 + shift_k
+        out[b, oy, ox, ch] = min(max(((acc * mult + (1 << (shift - 1))) >> shift) + ozp, -128), 127)
+    return out
+
+
+@pytest.mark.parametrize(("k", "st", "pad"), [([3, 3], [1, 1], [1, 1, 1, 1]), ([2, 3], [2, 1], [0, 1, 1, 2]),
+                                              ([3, 3], [2, 2], [1, 1, 1, 1]), ([1, 1], [1, 1], [0, 0, 0, 0])])
+def test_avg_pool_tap_sums_follow_the_pseudo_code(k: list[int], st: list[int], pad: list[int]) -> None:
+    """AVG_POOL2D (a strided add per tap, row sums first for integers) against the pseudo-code: int8 with zero
+    points at the extremes bit for bit, float32 bit for bit (the spec's summation order, from +0, so a window of
+    -0.0 gives +0.0), borders with fewer real taps included."""
+    rng = np.random.default_rng(sum(k) + sum(st) + sum(pad))
+    x8 = rng.choice([-128, 127, 0, 5, -77], (2, 7, 9, 3)).astype(np.int8)
+    attrs = {"kernel": k, "stride": st, "pad": pad, "acc_type": "INT32"}
+    (g8,) = run_single("AVG_POOL2D", [In(x8, D.INT8), Const(np.array([-128]), D.INT8), Const(np.array([9]), D.INT8)],
+                       D.INT8, attrs)
+    assert g8.tolist() == _avg_pool_reference(x8, k, st, pad, -128, 9).tolist()
+    xf = rng.standard_normal((2, 7, 9, 3)).astype(np.float32) * np.float32(1e3)
+    xf[0, :3, :4] = -0.0  # windows of negative zeros only
+    xf[1, 2, 2, 1] = np.float32(3e-8)
+    z = Const(np.array([0.0], np.float32))
+    (gf,) = run_single("AVG_POOL2D", [In(xf), z, z], D.FP32, dict(attrs, acc_type="FP32"))
+    want = _avg_pool_reference(xf, k, st, pad, 0, 0)
+    assert gf.tobytes() == want.tobytes()

@@ -765,20 +765,64 @@ def avg_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     _zp_check(op, dt, izp, "input_zp")
     _zp_check(op, dt, ozp, "output_zp")
     ks, st, (pt, pb, pl, pr), oh, ow = _pool_geometry(op, x)
-    pads = ((0, 0), (pt, pb), (pl, pr), (0, 0))
-    ones = np.pad(np.ones((1, x.shape[1], x.shape[2], 1), np.int64), pads)
-    count = windows(ones, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4))  # [1,OH,OW,1]
+    pads = [(0, 0), (pt, pb), (pl, pr), (0, 0)]
+    geo = (x.shape[1], x.shape[2], *ks, *st, pt, pb, pl, pr)
     if dt.is_float:
-        xp = np.pad(x.astype(fdt()), pads)
-        acc = windows(xp, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4), dtype=fdt())
-        return [to_out(acc / count.astype(fdt()), op)]
-    xp = np.pad(x.astype(np.int64) - izp, pads)
-    acc = windows(xp, ks, st, [1, 1], [oh, ow]).sum(axis=(3, 4))
+        # the spec's order: acc = 0, then each tap added in (ky, kx) order
+        acc = _tap_sum(_padded(x, pads, 0, fdt()), ks, st, oh, ow, fdt(), ordered=True)
+        return [to_out(np.divide(acc, _pool_counts(geo)[0].astype(fdt()), out=acc), op)]
+    acc = _tap_sum(_padded(x, pads, izp, np.int64), ks, st, oh, ow, np.int64, ordered=False)
+    if izp:  # padding holds input_zp: each of the KH*KW taps contributes x - input_zp, a padding tap nothing
+        acc -= izp * ks[0] * ks[1]
     nm.check_fits(acc, DType.INT32, "accumulator")
-    mult, shift = nm.reciprocal_scale(count)
+    _, mult, shift = _pool_counts(geo)
     res = nm.apply_scale_32(acc, mult, shift, False) + ozp
     lo, hi = dt.range()
-    return [to_out(np.clip(res, lo, hi), op)]
+    return [to_out(np.clip(res, lo, hi, out=res), op)]
+
+
+def _tap_sum(xp: np.ndarray, ks: list[int], st: list[int], oh: int, ow: int, dtype: Any,
+             ordered: bool) -> np.ndarray:
+    """The sum over the pooling window's taps of the padded input ``xp``: one add of a strided view per tap (each
+    runs along OW*C when the stride along W is 1).  ``ordered``: from zero, in (ky, kx) order (the spec's float
+    sum); else (exact integers) rows of the window first, then the rows' sums."""
+    (kh, kw), (sy, sx) = ks, st
+
+    def rows(a: np.ndarray, ky: int) -> np.ndarray:  # rows ky, ky + sy, ... of the output's
+        return a[:, ky:ky + (oh - 1) * sy + 1:sy]
+
+    def cols(a: np.ndarray, kx: int) -> np.ndarray:  # columns kx, kx + sx, ... of the output's
+        return a[:, :, kx:kx + (ow - 1) * sx + 1:sx]
+
+    if ordered:
+        acc = np.zeros((xp.shape[0], oh, ow, xp.shape[3]), dtype)
+        for ky in range(kh):
+            for kx in range(kw):
+                np.add(acc, cols(rows(xp, ky), kx), out=acc)
+        return acc
+    # the sum along each row of the window for every padded input row, then down the window's rows
+    rsum = np.array(cols(xp, 0), dtype)
+    for kx in range(1, kw):
+        np.add(rsum, cols(xp, kx), out=rsum)
+    acc = np.array(rows(rsum, 0))
+    for ky in range(1, kh):
+        np.add(acc, rows(rsum, ky), out=acc)
+    return acc
+
+
+@functools.lru_cache(maxsize=256)
+def _pool_counts(geo: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For an input of IH x IW, kernel, stride and pads: the number of real (not padding) taps of every output
+    position, [1, OH, OW, 1] int64, and its reciprocal_scale (multiplier, shift).  Read-only, kept per geometry."""
+    ih, iw, kh, kw, sy, sx, pt, pb, pl, pr = geo
+    ones = np.pad(np.ones((1, ih, iw, 1), np.int64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    oh, ow = (ih + pt + pb - kh) // sy + 1, (iw + pl + pr - kw) // sx + 1
+    count = windows(ones, [kh, kw], [sy, sx], [1, 1], [oh, ow]).sum(axis=(3, 4))
+    mult, shift = nm.reciprocal_scale(count)
+    out = (count, np.asarray(mult), np.asarray(shift))
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 def _nan_mode(op: Operation) -> str:
