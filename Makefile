@@ -65,9 +65,11 @@ bench: env
 	$(BIN)/python benchmarks/bench_executor.py
 	$(BIN)/python benchmarks/bench_scale.py
 
-# published architectures (keras.applications, seeded): conversion vs Arm's pipeline and verify's verdict (~20 min)
+# published architectures (keras.applications, seeded): conversion vs Arm's pipeline and verify's verdict, then
+# the executor's speed on them vs LiteRT's default kernels (~25 min)
 bench-apps: env
 	$(BIN)/python benchmarks/bench_apps.py
+	$(BIN)/python benchmarks/bench_apps_executor.py
 
 # A long fuzz run (tools/fuzz.py): N mutated .tflite/.tosa inputs, half structure-aware; findings in out/fuzz.
 N ?= 10000
