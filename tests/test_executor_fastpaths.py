@@ -906,16 +906,28 @@ def test_prepared_float_convolution_alone(kind: str) -> None:
     assert np.array_equal(runs[0], runs[2]) and np.allclose(runs[2], ref, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("stride,pad", [(1, [1, 1, 1, 1]), (2, [0, 1, 0, 1]), (1, [2, 0, 0, 2])])
-def test_float_conv_writes_into_the_next_depthwise_padding(stride: int, pad: list[int]) -> None:
+@pytest.mark.parametrize("stride,pad,width", [(1, [1, 1, 1, 1], 30), (2, [0, 1, 0, 1], 30), (1, [2, 0, 0, 2], 30),
+                                              (1, [1, 1, 1, 1], 20), (2, [0, 1, 0, 1], 22)])
+def test_float_conv_writes_into_the_next_depthwise_padding(monkeypatch: pytest.MonkeyPatch, stride: int,
+                                                           pad: list[int], width: int) -> None:
     """A prepared float CONV2D + CLAMP whose result only a float depthwise reads writes it inside that depthwise's zero
-    padding (whole output rows per GEMM block) and the depthwise reads its bands from there: the same bits as the
-    checked first run, which pads a copy, and the float64 numpy result within fp32 error."""
+    padding and the depthwise reads its bands from there: from 28 columns on, one GEMM call per output row writes
+    straight into the bordered array (the kernel's first run makes the same calls); narrower, GEMM blocks of whole
+    rows are copied in.  The same bits as the checked first run, which pads a copy, and the float64 numpy result
+    within fp32 error."""
     from tests.executor_testing import GraphBuilder
     from tf2tosa.executor.runner import _plan
 
+    targets: list[bool] = []
+    orig = tensor_ops.gemm_rows
+
+    def spy(*a: Any, **kw: Any) -> np.ndarray:
+        targets.append(kw.get("out") is not None)
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(tensor_ops, "gemm_rows", spy)
     rng = np.random.default_rng(71 + stride + pad[0])
-    x = rng.standard_normal((1, 40, 30, 3)).astype(np.float32)
+    x = rng.standard_normal((1, 40, width, 3)).astype(np.float32)
     z = Const(np.array([0.0], np.float32))
     w1 = rng.standard_normal((8, 1, 1, 3)).astype(np.float32)
     w2 = rng.standard_normal((3, 3, 8, 1)).astype(np.float32)
@@ -938,6 +950,7 @@ def test_float_conv_writes_into_the_next_depthwise_padding(stride: int, pad: lis
     runs = [run(b.graph, b.feed)[name] for _ in range(3)]
     assert list(_plan(b.graph).pad_out.values()) == [tuple(pad)]
     assert np.array_equal(runs[0], runs[2]) and np.allclose(runs[2], ref, rtol=1e-5, atol=1e-4)
+    assert targets[-1] == (width >= tensor_ops.GEMM_ROW_CALLS)  # the prepared run wrote into the border directly
 
 
 @pytest.mark.parametrize("conv_first", [True, False])

@@ -446,6 +446,12 @@ class ConvClamp:
                 out = to.gemm_rows(cols, self.w, lambda blk, _i: self._clip(blk, bias[:blk.shape[0]]), align=ow)
                 return out.reshape(self.out_shape), None
             buf, inner = _bordered(self.out_shape, pads)
+            if ow >= to.GEMM_ROW_CALLS and m % ow == 0:
+                # one BLAS call per output row, each written inside the border: no copy of the result
+                bias3 = bias.reshape(-1, ow, oc)
+                to.gemm_rows(cols, self.w, lambda blk, _i: self._clip(blk, bias3[:blk.shape[0]]), align=ow,
+                             out=inner[0])
+                return inner, buf
 
             def each(blk: np.ndarray, i: int) -> None:
                 self._clip(blk, bias[:blk.shape[0]])

@@ -195,6 +195,12 @@ def _finish_int(op: Operation, acc: np.ndarray, bias: np.ndarray, bias_index: np
 GEMM_ROWS = 256
 #: output elements per GEMM block beyond GEMM_ROWS rows (a block and its epilogue stay in cache)
 GEMM_BLOCK = 1 << 15
+#: output width (GEMM rows per image row) from which a float GEMM makes one BLAS call per image row instead of one
+#: per block of rows: as fast or faster on MobileNetV2's 112-, 56- and 28-wide layers (OpenBLAS's small-matrix
+#: kernels), and a prepared chain can then write each row straight into the next depthwise's zero border (rows of a
+#: bordered array are not evenly spaced); narrower images keep blocks (7-wide rows against a large weight were 4x
+#: slower as separate calls)
+GEMM_ROW_CALLS = 28
 #: largest float weight (elements) kept as a row-major [K, OC] copy (BLAS runs a row block faster on it)
 SMALL_WEIGHT = 1 << 16
 #: columns of an integer GEMM weight summed at a time when cutting K into float32-exact ranges (_GemmWeights.f32_chunks)
@@ -214,21 +220,35 @@ def float_weight_matrix(w: np.ndarray, ft: Any) -> np.ndarray:
 
 
 def gemm_rows(cols: np.ndarray, wm: np.ndarray, each: Callable[[np.ndarray, int], None] | None = None,
-              align: int = 1, keep: bool = True) -> np.ndarray:
-    """``cols @ wm`` (float), one BLAS call per block of rows (a multiple of ``align`` rows: whole output rows of an
-    image); ``each(block, first_row)``, when given, runs on each block right after it is computed, while it is in
-    cache (with ``keep=False`` every block goes to one scratch block, which is returned: ``each`` takes the results
-    away).  The kernel and the prepared chains both use this: the same calls, so the same sums, on every run."""
+              align: int = 1, keep: bool = True, out: np.ndarray | None = None) -> np.ndarray:
+    """``cols @ wm`` (float, ``cols`` C-contiguous), computed a block of rows at a time (a multiple of ``align``
+    rows: whole output rows of an image); ``each(block, first_row)``, when given, runs on each block right after it
+    is computed, while it is in cache (with ``keep=False`` every block goes to one scratch block, which is returned:
+    ``each`` takes the results away).  From :data:`GEMM_ROW_CALLS` columns of output (``align``) on, each output row
+    of the image is its own BLAS call, and ``out``, a [rows / align, align, OC] view whose rows may be spaced
+    apart (the inside of a zero-bordered array), may take the results (``each`` then gets 3-D blocks of it).  The
+    kernel and the prepared chains both use this: the same calls, so the same sums, on every run."""
     m, oc = cols.shape[0], wm.shape[1]
     rows = max(GEMM_ROWS, GEMM_BLOCK // max(1, oc))
     rows = -(-rows // align) * align
-    out = np.empty((m if keep else min(m, rows), oc), np.result_type(cols, wm))
+    per_row = align >= GEMM_ROW_CALLS and m % align == 0
+    if out is not None and not per_row:
+        raise ValueError("gemm_rows: a target view needs one call per output row")
+    target = out if out is not None else np.empty((m if keep else min(m, rows), oc), np.result_type(cols, wm))
     for i in range(0, m, rows):
-        blk = out[i:i + rows] if keep else out[:min(rows, m - i)]
-        np.matmul(cols[i:i + rows], wm, out=blk)
+        src = cols[i:i + rows]
+        if out is not None:
+            blk = out[i // align:(i + src.shape[0]) // align]
+        else:
+            blk = target[i:i + rows] if keep else target[:src.shape[0]]
+        if per_row:  # a stack of [align, K] @ [K, OC] products
+            k = src.shape[0] // align
+            np.matmul(src.reshape(k, align, -1), wm, out=blk if out is not None else blk.reshape(k, align, oc))
+        else:
+            np.matmul(src, wm, out=blk)
         if each is not None:
             each(blk, i)
-    return out
+    return target
 
 
 def _int_operand(a: np.ndarray, zp: int, ft: type[np.floating] | None) -> np.ndarray:
