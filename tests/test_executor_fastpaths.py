@@ -664,18 +664,20 @@ def test_prepared_conv_rescale_chain_on_adversarial_extremes(kind: str, k: int, 
     assert len(set(want.reshape(-1).tolist())) > 20  # not only saturated outputs
 
 
-@pytest.mark.parametrize("kind,k,stride", [("CONV2D", 1, 1), ("CONV2D", 3, 2), ("DEPTHWISE_CONV2D", 3, 1),
-                                           ("DEPTHWISE_CONV2D", 3, 2)])
-def test_prepared_float_conv_clamp_chain(kind: str, k: int, stride: int) -> None:
+@pytest.mark.parametrize("kind,k,stride,width", [("CONV2D", 1, 1, 10), ("CONV2D", 3, 2, 10), ("CONV2D", 3, 2, 64),
+                                                 ("CONV2D", 3, 1, 30), ("DEPTHWISE_CONV2D", 3, 1, 10),
+                                                 ("DEPTHWISE_CONV2D", 3, 2, 10)])
+def test_prepared_float_conv_clamp_chain(kind: str, k: int, stride: int, width: int) -> None:
     """A float32 convolution whose result only a CLAMP reads runs, from its third run on, as one blocked pass (GEMM
-    or depthwise band, bias, clip): both runs agree with a float64 numpy sum of the products, clipped, within the
-    fp32 error of the sum; a CLAMP with max_val 0 keeps the two kernels (the signed-zero order)."""
+    or depthwise band, bias, clip; from 28 output columns on, one GEMM call per output row): both runs agree with a
+    float64 numpy sum of the products, clipped, within the fp32 error of the sum, and bit for bit with each other; a
+    CLAMP with max_val 0 keeps the two kernels (the signed-zero order)."""
     from tests.executor_testing import GraphBuilder
     from tf2tosa.executor.runner import _plan
 
     rng = np.random.default_rng(41 + k + stride)
     c, oc = 5, 7
-    x = rng.standard_normal((1, 300, 10, c)).astype(np.float32)  # 300 x OW rows: several GEMM blocks
+    x = rng.standard_normal((1, 300, width, c)).astype(np.float32)  # 300 x OW rows: several GEMM blocks
     z = Const(np.array([0.0], np.float32))
     pad = [k // 2] * 4 if stride == 1 else [0, 1, 0, 1]
     attrs = {"pad": pad, "stride": [stride, stride], "dilation": [1, 1], "acc_type": "FP32"}
