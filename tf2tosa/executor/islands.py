@@ -165,9 +165,13 @@ def find_islands(order: Sequence[Operation], const_values: set[int], keep: set[i
                         or any(r.id not in inside for r in readers.get(op.results[0].id, [])))
         if not exposed:
             continue
-        every = sorted([*ops, *extra.values()], key=lambda o: position[o.id])
+        # the island runs at its first op that reads the root (the root has a value there); a constant-side op
+        # before it runs where it stands, and the island reads its value
+        start = position[ops[0].id]
+        every = sorted([*ops, *(o for o in extra.values() if position[o.id] > start)], key=lambda o: position[o.id])
         root = root_of[ops[0].results[0].id]
-        consts = tuple(v for op in every for v in op.operands if v.id in const_values)
+        consts = tuple(v for op in sorted([*ops, *extra.values()], key=lambda o: position[o.id])
+                       for v in op.operands if v.id in const_values)
         islands[every[0].id] = Island(root, tuple(every), exposed, consts,
                                       int(root.type.shape[-1]) if per_channel[rid] else None)
     return islands
