@@ -7,7 +7,8 @@ ENGINE is ``ours`` (tf2tosa executor on a .tosa; needs the main environment), ``
 a .tflite, OPTION ``ref`` for BUILTIN_REF kernels or ``default``).  Inputs are the arrays of INPUTS.npz in
 graph-input order (keys ``i0``, ``i1`` …).  Prints one JSON line: the seconds of every timed run (after one
 untimed warm-up run) and their CPU seconds (all threads), the resident-set size before the first run (VmRSS)
-and its peak (VmHWM), in KiB, and the first output for a cross-check.  This file imports nothing from tf2tosa
+and its peak (VmHWM), in KiB, the first output for a cross-check, and whether the last run's output equals it bit
+for bit (our executor's later runs take its prepared paths).  This file imports nothing from tf2tosa
 at module level, so the tosa-tools interpreter can run it.
 """
 
@@ -102,15 +103,18 @@ def main(argv: list[str]) -> int:
     rss0 = _rss_kib("VmRSS")
     first = np.asarray(go())  # warm-up
     times, cpu = [], []
+    last = first
     for _ in range(repeat):
         t, c = time.perf_counter(), time.process_time()
-        go()
+        last = go()
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
     out = {"engine": engine, "option": option, "setup_s": setup, "times": times, "cpu_times": cpu,
            "rss_before_kib": rss0,
            "rss_peak_kib": _rss_kib(), "output": first.astype(np.float64).reshape(-1)[:4096].tolist(),
-           "output_dtype": str(first.dtype)}
+           "output_dtype": str(first.dtype),
+           # the last timed run against the first, bit for bit (ours: the prepared paths against the checked run)
+           "last_equals_first": bool(np.array_equal(np.asarray(last), first))}
     sys.stdout.write(json.dumps(out) + "\n")
     return 0
 

@@ -7,7 +7,9 @@ one warm-up run, then ``--repeat`` timed runs; ours needs two runs before its pr
 warm-up and the first timed run are checked runs).  Prints the medians, their ratio (ours / LiteRT) and the largest
 output difference between the two, in output units: a timing cross-check only - LiteRT's default int8 kernels round
 differently from its reference kernels, which our integer results equal bit for bit (``bench_apps.py``'s
-``verify`` column).  MobileNetV2, the issue's own line, is ``bench_executor.py``.
+``verify`` column, on a first, checked run).  ``last run = first``: our last timed run, which takes the prepared
+paths (tables, chains), gave the first run's output bit for bit.  MobileNetV2, the issue's own line, is
+``bench_executor.py``.
 
     python benchmarks/bench_apps_executor.py [--arch NAME ...] [--variant f32|int8|fp16 ...] [--repeat 5]
 """
@@ -49,6 +51,7 @@ def bench(arch: str, variant: str, repeat: int, tmp: Path) -> dict[str, Any]:
     row["litert_ms"] = statistics.median(lit["times"]) * 1e3
     a, b = np.asarray(ours["output"], np.float64).reshape(-1), np.asarray(lit["output"], np.float64).reshape(-1)
     row["max_diff"] = float(np.max(np.abs(a - b))) if a.size == b.size and a.size else None
+    row["prepared_exact"] = ours.get("last_equals_first")
     return row
 
 
@@ -63,7 +66,8 @@ def main() -> int:
     if missing:
         print(f"{len(missing)} model(s) not built yet: run benchmarks/bench_apps.py first (it builds and caches them)")
     print("executor (one thread) vs LiteRT default kernels (one thread), median of runs")
-    print(f"  {'model':<24} {'ours ms':>9} {'LiteRT ms':>10} {'ratio':>7} {'max|diff| vs default':>21}")
+    print(f"  {'model':<24} {'ours ms':>9} {'LiteRT ms':>10} {'ratio':>7} {'max|diff| vs default':>21} "
+          f"{'last run = first':>17}")
     for a, v in jobs:
         if (a, v) in missing:
             continue
@@ -75,7 +79,7 @@ def main() -> int:
                 continue
         diff = "-" if r["max_diff"] is None else f"{r['max_diff']:.3g}"
         print(f"  {r['model']:<24} {r['ours_ms']:>9.1f} {r['litert_ms']:>10.1f} "
-              f"{r['ours_ms'] / r['litert_ms']:>6.1f}x {diff:>21}", flush=True)
+              f"{r['ours_ms'] / r['litert_ms']:>6.1f}x {diff:>21} {str(r['prepared_exact']):>17}", flush=True)
     return 0
 
 
