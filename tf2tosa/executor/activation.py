@@ -53,7 +53,7 @@ def erf64(x: np.ndarray) -> np.ndarray:
                 aj = ab[j]
                 res[j] = 1.0 - np.exp(-aj * aj) * _clenshaw((2 * aj - (lo + hi)) / (hi - lo), _erfc_chebyshev(lo, hi))
         out.reshape(-1)[big] = res
-    out[np.isnan(a)] = np.nan
+    # (a NaN stays NaN: np.minimum keeps it through the series, and it is not >= 1)
     return np.copysign(out, x, out=out)  # type: ignore[no-any-return]
 
 

@@ -168,10 +168,10 @@ def find_islands(order: Sequence[Operation], const_values: set[int], keep: set[i
         # the island runs at its first op that reads the root (the root has a value there); a constant-side op
         # before it runs where it stands, and the island reads its value
         start = position[ops[0].id]
-        every = sorted([*ops, *(o for o in extra.values() if position[o.id] > start)], key=lambda o: position[o.id])
+        joined = sorted([*ops, *extra.values()], key=lambda o: position[o.id])
+        every = [o for o in joined if position[o.id] >= start]
         root = root_of[ops[0].results[0].id]
-        consts = tuple(v for op in sorted([*ops, *extra.values()], key=lambda o: position[o.id])
-                       for v in op.operands if v.id in const_values)
+        consts = tuple(v for op in joined for v in op.operands if v.id in const_values)
         islands[every[0].id] = Island(root, tuple(every), exposed, consts,
                                       int(root.type.shape[-1]) if per_channel[rid] else None)
     return islands

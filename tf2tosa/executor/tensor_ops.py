@@ -577,7 +577,7 @@ def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: i
     # weight chunk for every chunk of the row (a stride-0 axis)
     merged = sx == 1
     if merged:
-        f = _dw_chunk(ow, c * mm)
+        f = _dw_chunk(ow, c * mm, DW_CHUNK)
         nq, q = ow // f, f * c
         wt = _prepared(wm, ("dw_chunk", f), lambda: np.ascontiguousarray(np.tile(wm, (1, 1, f, 1))))
         ws = wt.strides
@@ -613,10 +613,12 @@ def _depthwise_einsum(op: Operation, x: np.ndarray, wm: np.ndarray, pad_value: i
     return res
 
 
-def _dw_chunk(ow: int, row: int) -> int:
+@functools.lru_cache(maxsize=256)
+def _dw_chunk(ow: int, row: int, limit: int) -> int:
     """F, the output columns of a chunk of the stride-1 depthwise einsum: the largest divisor of ``ow`` whose
-    F * ``row`` elements (``row`` = C*M per column) stay within :data:`DW_CHUNK` (1 when one column is more)."""
-    return max([f for f in range(1, ow + 1) if ow % f == 0 and f * row <= DW_CHUNK] or [1])
+    F * ``row`` elements (``row`` = C*M per column) stay within ``limit`` (:data:`DW_CHUNK`; 1 when one column is
+    more).  Kept per shape: a run asks it once per depthwise."""
+    return max([f for f in range(1, ow + 1) if ow % f == 0 and f * row <= limit] or [1])
 
 
 class _DepthwiseWeights(_GemmWeights):
