@@ -176,6 +176,33 @@ def test_tflite_reference_power_of_two_division_and_srdhm_shortcut() -> None:
         np.testing.assert_array_equal(ref.srdhm(q, x), want)
 
 
+def test_tflite_reference_mbqm_scalar_path_equals_the_general_one() -> None:
+    """``mbqm`` by one multiplier and shift (the in-place path the int8 ADD check runs 65,536 pairs through) gives
+    the general path's values (per-element multipliers and shifts through srdhm and rdbpot), and the exact rational
+    round-half-up then round-half-away-from-zero, for every shift TFLite uses, both signs, ties and the int32 edges."""
+    from fractions import Fraction
+
+    from tf2tosa.quant import tflite_reference as ref
+
+    rng = np.random.default_rng(5)
+    x = np.concatenate([np.array([-(1 << 31), (1 << 31) - 1, 0, 1, -1, 1 << 20, -(1 << 20)], np.int64),
+                        rng.integers(-(1 << 31), 1 << 31, 4000), rng.integers(-300, 300, 2000)])
+    qs = [(1 << 31) - 1, 1 << 30, 0, 1, -1, -(1 << 31) + 1, *rng.integers(-(1 << 31) + 1, 1 << 31, 6).tolist()]
+    for q in qs:
+        for shift in range(-31, 32):
+            got = ref.mbqm(x, q, shift)
+            general = ref.mbqm(x, np.full(x.shape, q), np.full(x.shape, shift))
+            np.testing.assert_array_equal(got, general, err_msg=f"q={q} shift={shift}")
+    for q, shift in [(1 << 30, -1), (1 << 30, -3), (1518500250, -7), (-1518500250, 2), ((1 << 31) - 1, -31)]:
+        for v in x[:200].tolist():
+            a = ((v << max(shift, 0)) + (1 << 31)) % (1 << 32) - (1 << 31)
+            hi = Fraction(a * q, 1 << 31)
+            r = (hi + Fraction(1, 2)).__floor__()
+            e = max(-shift, 0)
+            want = int(np.sign(r)) * (abs(Fraction(r, 1 << e)) + Fraction(1, 2)).__floor__()
+            assert int(ref.mbqm(v, q, shift)) == want, (v, q, shift)
+
+
 def test_dedup_constants_compares_large_constants_in_full() -> None:
     g = Graph()
     x = g.add_input("x", TensorType((4096,), DType.FP32))

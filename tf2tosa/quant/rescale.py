@@ -245,7 +245,9 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
 
     def output(a: np.ndarray, c: np.ndarray) -> np.ndarray:
         acc = a[:, None] - c[None, :] if subtract else a[:, None] + c[None, :]
-        return np.clip(apply_scale_32(acc, om, osh, odbl) + out_zp, *bounds)
+        r = apply_scale_32(acc, om, osh, odbl)
+        r += out_zp
+        return np.clip(r, *bounds, out=r)
 
     vals = [two_step_widen(codes - zp, left_shift, sc, mode) for zp, sc in zip(zps, scales)]
     if not np.array_equal(output(*vals), want):

@@ -81,8 +81,38 @@ def rdbpot(x: Any, e: Any) -> Arr:
 def mbqm(x: Any, q: Any, shift: Any) -> Arr:
     """TFLite MultiplyByQuantizedMultiplier (double rounding) for int32 ``x``; ``shift`` is TFLite's (left > 0).
     ``q`` and ``shift`` may be arrays of per-element values."""
+    if np.ndim(q) == 0 and np.ndim(shift) == 0 and int(q) != I32_MIN and -31 <= int(shift) <= 31:
+        return _mbqm_scalar(x, int(q), int(shift))
     sh = i64(shift)
     return rdbpot(srdhm(wrap32(i64(x) << np.maximum(sh, 0)), q), np.maximum(-sh, 0))
+
+
+def _mbqm_scalar(x: Any, q: int, shift: int) -> Arr:
+    """:func:`mbqm` by one multiplier ``q`` (not INT32_MIN) and one shift, in place on one int64 copy of ``x`` (the
+    65,536 code pairs of an int8 ADD's exhaustive check run through it).  The same values, by two identities of the
+    integer forms above (``tests/test_tflite_reference.py`` checks them against :func:`srdhm` and :func:`rdbpot`):
+
+    * srdhm: ``trunc((a·q + nudge) / 2^31)`` is ``floor((a·q + 2^30) / 2^31)`` for both signs (for ``a·q < 0`` the
+      truncation of the negative ``a·q + 1 - 2^30`` is the floor of ``a·q + 1 - 2^30 + 2^31 - 1``), and with
+      ``q != INT32_MIN`` there is no saturating case;
+    * rdbpot by ``e >= 1``: ``(x >> e) + (rem > thr)`` is ``(x + 2^(e-1) - [x < 0]) >> e`` (half away from zero).
+    """
+    v = np.array(x, dtype=np.int64)  # a copy: the passes below write into it
+    if shift > 0:
+        v <<= shift
+    v += 1 << 31  # wrap32
+    v &= 0xFFFFFFFF
+    v -= 1 << 31
+    v *= q  # srdhm: |a·q| <= 2^62
+    v += 1 << 30
+    v >>= 31
+    e = -shift
+    if e > 0:  # rdbpot
+        neg = v >> 63  # -1 where v < 0
+        v += neg
+        v += 1 << (e - 1)
+        v >>= e
+    return v if v.ndim else v[()]
 
 
 def sat_shl(x: Any, k: Any) -> Arr:
