@@ -69,6 +69,10 @@ def test_vectorized_multipliers_equal_tflite_scalar() -> None:
         ref = [fn(float(s)) for s in scales]
         assert mult.tolist() == [m for m, _ in ref]
         assert shift.tolist() == [s for _, s in ref]
+        for k in (1, 7, 16, 17):  # few scales take the scalar functions, more the array pass: the same pairs
+            m_k, s_k = quantize_multiplier_arrays(scales[-k:], scale32)
+            assert m_k.tolist() == mult.tolist()[-k:] and s_k.tolist() == shift.tolist()[-k:]
+            assert m_k.dtype == mult.dtype and s_k.dtype == shift.dtype
 
 
 @pytest.mark.skipif(not SAMPLES, reason="no sample models")

@@ -273,11 +273,11 @@ class Graph:
     # ---------------------------------------------------------------- queries
     def uses(self, v: Value) -> list[tuple[Operation, int]]:
         src = v.producer.id if v.producer is not None else INPUT
-        out = []
-        for _, dst, key in self.nx.out_edges(src, keys=True):
-            if key[0] == v.id:
-                out.append((self.ops[dst], key[1]))
-        out.sort(key=lambda p: (p[0].id, p[1]))
+        vid, ops = v.id, self.ops
+        # the producer's successors and their edge keys (value id, operand index), read off the adjacency view
+        out = [(ops[dst], key[1]) for dst, keys in self.nx.succ[src].items() for key in keys if key[0] == vid]
+        if len(out) > 1:
+            out.sort(key=lambda p: (p[0].id, p[1]))
         return out
 
     def replace_all_uses(self, old: Value, new: Value) -> None:

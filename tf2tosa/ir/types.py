@@ -167,7 +167,9 @@ class TensorType:
     quant: QuantParams | None = field(default=None)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(d if isinstance(d, (str, SymDim)) else int(d) for d in self.shape))
+        shape = self.shape
+        if shape.__class__ is not tuple or [d for d in shape if d.__class__ is not int]:  # (a tuple of ints: kept)
+            object.__setattr__(self, "shape", tuple(d if isinstance(d, (str, SymDim)) else int(d) for d in shape))
         if self.dtype.__class__ is not DType:  # (a DType member stays itself: no enum call per type)
             object.__setattr__(self, "dtype", DType(self.dtype))
 

@@ -106,12 +106,17 @@ def compute_scale_16(scale: float) -> tuple[int, int]:
     return m16, shift
 
 
+#: up to this many scales the scalar functions are quicker than the array pass (~0.4 µs a scale against ~20 µs for
+#: the pass's dozen numpy calls; a per-tensor RESCALE has one scale)
+FEW_SCALES = 16
+
+
 def quantize_multiplier_arrays(scales: Sequence[float] | np.ndarray, scale32: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel (multiplier, shift) arrays: int32 (scale32) or int16 multipliers, int8 shifts."""
     flat = np.asarray(scales, dtype=np.float64).reshape(-1)
     if flat.size == 0:
         raise Unsupported("empty scale vector")
-    fast = _multiplier_arrays(flat, scale32)
+    fast = _multiplier_arrays(flat, scale32) if flat.size > FEW_SCALES else None
     if fast is not None:
         return fast
     fn = compute_scale_32 if scale32 else compute_scale_16
