@@ -5,11 +5,11 @@
 ENGINE is ``ours`` (tf2tosa executor on a .tosa; needs the main environment), ``refmodel`` (Arm's
 ``tosa_reference_model`` Python module on a .tosa; run with the .venv-tosa interpreter) or ``litert`` (LiteRT on
 a .tflite, OPTION ``ref`` for BUILTIN_REF kernels or ``default``).  Inputs are the arrays of INPUTS.npz in
-graph-input order (keys ``i0``, ``i1`` …).  Prints one JSON line: the seconds of every timed run (after one
-untimed warm-up run) and their CPU seconds (all threads), the resident-set size before the first run (VmRSS)
-and its peak (VmHWM), in KiB, the first output for a cross-check, and whether the last run's output equals it bit
-for bit (our executor's later runs take its prepared paths).  This file imports nothing from tf2tosa
-at module level, so the tosa-tools interpreter can run it.
+graph-input order (keys ``i0``, ``i1`` …).  Prints one JSON line: the seconds of every timed run (after
+``WARMUP`` untimed warm-up runs, whose seconds are given too) and their CPU seconds (all threads), the resident-set
+size before the first run (VmRSS) and its peak (VmHWM), in KiB, the first output for a cross-check, and whether the
+last run's output equals it bit for bit (our executor's later runs take its prepared paths).  This file imports
+nothing from tf2tosa at module level, so the tosa-tools interpreter can run it.
 """
 
 from __future__ import annotations
@@ -89,6 +89,12 @@ def _litert(model: str, arrays: list[Any], option: str) -> Callable[[], Any]:
 
 ENGINES = {"ours": _ours, "refmodel": _refmodel, "litert": _litert}
 
+#: untimed runs before the timed ones, the same for every engine: our executor checks its first two runs through the
+#: kernels and takes its prepared paths from the third (docs/design-notes.md), and the C allocator's first-touch page
+#: faults settle over the first few runs (MobileNetV2 float32: ~1,900, ~500, 0 and ~700 faults on runs 1-4, none
+#: after); LiteRT and the reference model are steady from their first run.  Their times are reported too.
+WARMUP = 3
+
 
 def main(argv: list[str]) -> int:
     import numpy as np
@@ -101,7 +107,14 @@ def main(argv: list[str]) -> int:
     go = ENGINES[engine](model, arrays, option)
     setup = time.perf_counter() - t0
     rss0 = _rss_kib("VmRSS")
-    first = np.asarray(go())  # warm-up
+    warmup = []
+    t = time.perf_counter()
+    first = np.asarray(go())
+    warmup.append(time.perf_counter() - t)
+    for _ in range(WARMUP - 1):
+        t = time.perf_counter()
+        go()
+        warmup.append(time.perf_counter() - t)
     times, cpu = [], []
     last = first
     for _ in range(repeat):
@@ -109,7 +122,8 @@ def main(argv: list[str]) -> int:
         last = go()
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
-    out = {"engine": engine, "option": option, "setup_s": setup, "times": times, "cpu_times": cpu,
+    out = {"engine": engine, "option": option, "setup_s": setup, "warmup_times": warmup, "times": times,
+           "cpu_times": cpu,
            "rss_before_kib": rss0,
            "rss_peak_kib": _rss_kib(), "output": first.astype(np.float64).reshape(-1)[:4096].tolist(),
            "output_dtype": str(first.dtype),

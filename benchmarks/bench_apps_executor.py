@@ -3,8 +3,8 @@
 For each model of ``bench_apps`` (built from a fixed seed and cached under ``.cache/bench/apps``; float32 and int8
 by default), in one run: the ``.tflite`` is converted in this process, then the executor runs the ``.tosa`` and
 LiteRT (default kernels) runs the ``.tflite``, each in its own worker process with one thread (``_bench_workers.py``:
-one warm-up run, then ``--repeat`` timed runs; ours needs two runs before its prepared paths are used, so the
-warm-up and the first timed run are checked runs).  Prints the medians, their ratio (ours / LiteRT) and the largest
+three untimed warm-up runs, then ``--repeat`` timed runs; ours checks its first two runs through the kernels and
+takes its prepared paths from the third).  Prints the medians, their ratio (ours / LiteRT) and the largest
 output difference between the two, in output units: a timing cross-check only - LiteRT's default int8 kernels round
 differently from its reference kernels, which our integer results equal bit for bit (``bench_apps.py``'s
 ``verify`` column, on a first, checked run).  ``last run = first``: our last timed run, which takes the prepared

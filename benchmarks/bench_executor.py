@@ -1,7 +1,7 @@
 """Executor speed and memory: MobileNetV2 (float32 and int8, batch 1), side by side in one run.
 
-Engines, each timed inside its own worker process (``_bench_workers.py``: one warm-up run, then ``--repeat``
-timed runs, so process start-up and model loading are excluded):
+Engines, each timed inside its own worker process (``_bench_workers.py``: three untimed warm-up runs, then
+``--repeat`` timed runs, so process start-up and model loading are excluded; the warm-up runs' times are printed):
 
 * ours      - the tf2tosa numpy executor on the converted ``.tosa``, with one BLAS thread (``ours-blas-mt``: the
   BLAS library's default thread count; on a busy machine extra BLAS threads mostly wait for cores)
@@ -171,6 +171,11 @@ def _print(res: dict[str, Any]) -> None:
               f"{r['cpu_s'] / ours_cpu if ours_cpu else nan:>11.2f}"
               f"{r['rss_peak_mib']:>14.0f}{r['rss_growth_mib']:>12.0f}{'' if diff is None else f'{diff:11.3g}'}")
     print("  (x ours > 1: ours is faster; cpu = CPU seconds of all threads of the engine's process)")
+    for name in ("ours", "litert-default"):
+        warm = eng.get(name, {}).get("warmup_times")
+        if warm:
+            why = " (the first two through the checked kernels, see _bench_workers.WARMUP)" if name == "ours" else ""
+            print(f"  {name} untimed warm-up runs: {', '.join(f'{t * 1e3:.1f}' for t in warm)} ms{why}")
     lit = eng.get("litert-default", {})
     if ours and "median_s" in lit:
         print(f"  ours / litert-default: {ours / lit['median_s']:.2f}x median, {ours_min / lit['min_s']:.2f}x min, "
