@@ -90,7 +90,7 @@ def mbqm(x: Any, q: Any, shift: Any) -> Arr:
 def _mbqm_scalar(x: Any, q: int, shift: int) -> Arr:
     """:func:`mbqm` by one multiplier ``q`` (not INT32_MIN) and one shift, in place on one int64 copy of ``x`` (the
     65,536 code pairs of an int8 ADD's exhaustive check run through it).  The same values, by two identities of the
-    integer forms above (``tests/test_tflite_reference.py`` checks them against :func:`srdhm` and :func:`rdbpot`):
+    integer forms above (``tests/test_convert_fastpaths.py`` holds it to the general path and to exact rationals):
 
     * srdhm: ``trunc((a·q + nudge) / 2^31)`` is ``floor((a·q + 2^30) / 2^31)`` for both signs (for ``a·q < 0`` the
       truncation of the negative ``a·q + 1 - 2^30`` is the floor of ``a·q + 1 - 2^30 + 2^31 - 1``), and with
