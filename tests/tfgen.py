@@ -3,6 +3,7 @@ and cached Keras / SavedModel builds of the test networks (``.cache/tf_models``)
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import inspect
 import os
@@ -175,17 +176,27 @@ def cached_keras(name: str, builder: Callable[..., Any], **params: Any) -> tuple
     base = CACHE / f"{name}-{_key(builder, params)}"
     kfile, smdir = base.with_suffix(".keras"), base.with_name(base.name + "_savedmodel")
     if kfile.exists() and (smdir / "saved_model.pb").exists():
-        return kfile, smdir
+        return kfile, smdir  # complete entries are never rewritten: read without the lock
     CACHE.mkdir(parents=True, exist_ok=True)
-    model = builder(**params)
-    tmp_k = kfile.with_name(kfile.name + f".tmp{os.getpid()}.keras")
-    model.save(tmp_k)
-    os.replace(tmp_k, kfile)
-    tmp_sm = smdir.with_name(smdir.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp_sm, ignore_errors=True)
-    model.export(str(tmp_sm), format="tf_saved_model", verbose=False)
-    shutil.rmtree(smdir, ignore_errors=True)
-    os.replace(tmp_sm, smdir)
+    # one builder per entry: parallel pytest workers that both miss it would otherwise build it twice, and one's
+    # rmtree and replace of the SavedModel directory could run while the other (or a test) reads it - a SavedModel
+    # mixing two builds, whose layer names differ with what each process built before, fails to restore
+    with open(base.with_name(base.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if kfile.exists() and (smdir / "saved_model.pb").exists():
+                return kfile, smdir  # built by another process while this one waited
+            model = builder(**params)
+            tmp_k = kfile.with_name(kfile.name + f".tmp{os.getpid()}.keras")
+            model.save(tmp_k)
+            os.replace(tmp_k, kfile)
+            tmp_sm = smdir.with_name(smdir.name + f".tmp{os.getpid()}")
+            shutil.rmtree(tmp_sm, ignore_errors=True)
+            model.export(str(tmp_sm), format="tf_saved_model", verbose=False)
+            shutil.rmtree(smdir, ignore_errors=True)  # an incomplete leftover (no saved_model.pb)
+            os.replace(tmp_sm, smdir)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
     return kfile, smdir
 
 
