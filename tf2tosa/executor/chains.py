@@ -166,12 +166,10 @@ class ConvRescale:
 
     def _cols(self, x: np.ndarray, ft: Any) -> np.ndarray:
         pads, ks, stride, dil, outs, plain = self.geometry
-        xf = x.astype(ft)
         m = x.shape[0] * math.prod(outs)
         if plain:
-            return xf.reshape(m, x.shape[-1])
-        xp = np.pad(xf, pads, constant_values=self.izp)
-        return to.windows(xp, ks, stride, dil, outs).reshape(m, -1)
+            return x.astype(ft).reshape(m, x.shape[-1])
+        return to.windows(to._padded(x, pads, self.izp, ft), ks, stride, dil, outs).reshape(m, -1)
 
 
 #: most input terms (K) of a 1x1 CONV2D whose chain runs one float64 GEMM of scaled weights instead of float32 GEMM
@@ -426,7 +424,7 @@ class ConvClamp:
             if plain:
                 cols = x.reshape(m, x.shape[-1])
             else:
-                cols = to.windows(np.pad(x, pads4), ks, stride, dil, outs).reshape(m, -1)
+                cols = to.windows(to._padded(x, pads4, 0, np.float32), ks, stride, dil, outs).reshape(m, -1)
             oc, ow = self.w.shape[1], outs[-1]
             rows = -(-max(to.GEMM_ROWS, to.GEMM_BLOCK // oc) // ow) * ow  # gemm_rows's blocks
             bias = self._bias_rows(min(rows, m), oc)

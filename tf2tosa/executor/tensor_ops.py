@@ -305,8 +305,7 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int, raw: bool = False) -
         if all(k == 1 for k in ks) and all(s == 1 for s in stride) and not any(pad):
             cols = x.astype(fdt(), copy=False).reshape(m, ic)
         else:
-            xp = np.pad(x.astype(fdt(), copy=False), pads)
-            cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
+            cols = windows(_padded(x, pads, 0, fdt()), ks, stride, dil, outs).reshape(m, kk)
         acc = gemm_rows(cols, wm, align=outs[-1])
         return to_out(_float_bias(op, acc.reshape(n_, *outs, oc), bias), op)
     prep = _prepared(w, ("gemm", wzp), lambda: _GemmWeights(w.reshape(oc, kk), wzp))
@@ -329,12 +328,11 @@ def _conv_nd(op: Operation, ins: list[np.ndarray], nd: int, raw: bool = False) -
     ft, wm, shift, chunks = plan
     # raw input values (padding with input_zp, which is 0 after the zero point is subtracted); the zero point's
     # share, input_zp * sum_k (w - wzp), goes into the per-channel ``shift`` with the bias
-    xf = x.astype(np.float32 if chunks else ft)
+    gt = np.float32 if chunks else ft  # the GEMM operands' type
     if all(k == 1 for k in ks) and all(s_ == 1 for s_ in stride) and not any(pad):
-        cols = xf.reshape(m, ic)
+        cols = x.astype(gt).reshape(m, ic)
     else:
-        xp = np.pad(xf, pads, constant_values=izp)
-        cols = windows(xp, ks, stride, dil, outs).reshape(m, kk)
+        cols = windows(_padded(x, pads, izp, gt), ks, stride, dil, outs).reshape(m, kk)
     acc = chunked_matmul(cols, wm, chunks, np.empty((m, oc), ft)) if chunks else np.matmul(cols, wm)
     acc += shift
     res = acc.reshape(n_, *outs, oc)
@@ -788,7 +786,7 @@ def avg_pool2d(op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     _zp_check(op, dt, ozp, "output_zp")
     ks, st, (pt, pb, pl, pr), oh, ow = _pool_geometry(op, x)
     pads = [(0, 0), (pt, pb), (pl, pr), (0, 0)]
-    geo = (x.shape[1], x.shape[2], *ks, *st, pt, pb, pl, pr)
+    geo = (x.shape[1], x.shape[2], *ks, *st, pt, pb, pl, pr, oh, ow)
     if dt.is_float:
         # the spec's order: acc = 0, then each tap added in (ky, kx) order
         acc = _tap_sum(_padded(x, pads, 0, fdt()), ks, st, oh, ow, fdt(), ordered=True)
@@ -834,11 +832,11 @@ def _tap_sum(xp: np.ndarray, ks: list[int], st: list[int], oh: int, ow: int, dty
 
 @functools.lru_cache(maxsize=256)
 def _pool_counts(geo: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For an input of IH x IW, kernel, stride and pads: the number of real (not padding) taps of every output
-    position, [1, OH, OW, 1] int64, and its reciprocal_scale (multiplier, shift).  Read-only, kept per geometry."""
-    ih, iw, kh, kw, sy, sx, pt, pb, pl, pr = geo
+    """For an input of IH x IW, kernel, stride, pads and output OH x OW (``_pool_geometry``'s): the number of real
+    (not padding) taps of every output position, [1, OH, OW, 1] int64, and its reciprocal_scale (multiplier,
+    shift).  Read-only, kept per geometry."""
+    ih, iw, kh, kw, sy, sx, pt, pb, pl, pr, oh, ow = geo
     ones = np.pad(np.ones((1, ih, iw, 1), np.int64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    oh, ow = (ih + pt + pb - kh) // sy + 1, (iw + pl + pr - kw) // sx + 1
     count = windows(ones, [kh, kw], [sy, sx], [1, 1], [oh, ow]).sum(axis=(3, 4))
     mult, shift = nm.reciprocal_scale(count)
     out = (count, np.asarray(mult), np.asarray(shift))
