@@ -181,7 +181,10 @@ def integer_io(graph: Graph, file: str | None = None) -> None:
         if not all(_per_tensor(r) for r in results) or len({r.type for r in results}) != 1:
             continue
         float_dtype = v.dtype
-        v.type = results[0].type
+        # the input's own shape, not the QUANTIZE result's: the input's dimensions are fixed already
+        # (resolve_input_shapes) but the result keeps the frontend's symbols ('batch') until legalization
+        # infers it, and it no longer exists then
+        v.type = TensorType(v.shape, results[0].dtype, results[0].type.quant)
         for q_op, r in zip(quants, results):
             graph.replace_all_uses(r, v)
             graph.remove_op(q_op)
