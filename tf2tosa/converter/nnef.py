@@ -65,13 +65,21 @@ naming the file and, where there is one, the operation and tensor.
 
 from __future__ import annotations
 
+import contextlib
+import lzma
 import math
 import mmap
 import os
+import posixpath
 import re
+import signal
+import stat
+import struct
 import tarfile
 import tempfile
-from collections.abc import Iterable, Mapping
+import threading
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +88,7 @@ import numpy as np
 from ..errors import MissingExtraError, ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, QuantParams, TensorType
+from .archive import MAX_MEMBERS, kind_of, max_extract_bytes, mib, too_big
 
 __all__ = ["is_nnef_source", "load_nnef", "read_dat", "PRIMITIVE_OPS", "COMPOUND_OPS", "DatTensor"]
 
@@ -167,39 +176,77 @@ def read_dat(path: str | os.PathLike[str], *, tensor: str | None = None,
 
     Item types are the Khronos implementation's codes: float (16/32/64 bits), signed and
     unsigned integers (8–64), quantized signed/unsigned integers, and logical (1 bit per
-    item, packed most significant bit first).  Raises ModelLoadError naming the file.
+    item, packed most significant bit first).  Only a regular file is read (a FIFO, a device
+    or a folder is refused without reading it), and the header's sizes are checked against the
+    file's size before any data is read.  Raises ModelLoadError naming the file.
     """
     p = Path(path)
 
     def fail(msg: str) -> ModelLoadError:
         return ModelLoadError(msg, file=str(p), tensor=tensor)
 
-    raw: bytes | mmap.mmap
     try:
-        # mapped, not read: the weights are views of the file (no copy), as a .tflite's are, and the serializer
-        # releases their pages as it writes them out
-        with p.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            mapped = size >= _MAP_MIN_BYTES and (budget is None or budget.take())
-            raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if mapped else f.read()
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise fail("missing tensor file") from None
     except (OSError, ValueError) as e:
         raise fail(f"cannot read tensor file: {getattr(e, 'strerror', None) or e}") from None
-    if len(raw) < _HEADER:
-        raise fail(f"tensor file is {len(raw)} bytes, shorter than its 128-byte header")
-    if raw[0] != 0x4E or raw[1] != 0xEF:
+    try:
+        return _read_dat_fd(fd, fail, budget)
+    finally:
+        os.close(fd)
+
+
+def _read_dat_fd(fd: int, fail: Any, budget: MapBudget | None) -> DatTensor:
+    """:func:`read_dat` of an open file: the header checked against the file's size, then the data (mapped)."""
+    raw: bytes | mmap.mmap
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise fail(f"tensor file is {kind_of(st.st_mode)}, not a regular file")
+        size = st.st_size
+        head = os.pread(fd, _HEADER, 0) if size else b""
+        info = _dat_header(head, size, fail)
+        # mapped, not read: the weights are views of the file (no copy), as a .tflite's are, and the serializer
+        # releases their pages as it writes them out
+        mapped = size >= _MAP_MIN_BYTES and (budget is None or budget.take())
+        if mapped:
+            raw = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        else:
+            with os.fdopen(os.dup(fd), "rb") as f:
+                raw = f.read(size + 1)
+    except (OSError, ValueError) as e:
+        raise fail(f"cannot read tensor file: {getattr(e, 'strerror', None) or e}") from None
+    if len(raw) != size:
+        raise fail(f"tensor file changed size while it was read ({size} then {len(raw)} bytes)")
+    shape, code, bits, version, count = info
+    if bits == 1:
+        data = np.unpackbits(np.frombuffer(raw, dtype=np.uint8, offset=_HEADER))[:count].astype(np.bool_)
+    else:
+        np_type = _dat_dtype(code, bits)
+        assert np_type is not None
+        data = np.frombuffer(raw, dtype=np.dtype(np_type).newbyteorder("<"), count=count, offset=_HEADER)
+        data = data.astype(np_type, copy=False)  # a read-only view of the map (a copy only on a big-endian host)
+    return DatTensor(data.reshape(shape), code, bits, version)
+
+
+def _dat_header(head: bytes, size: int, fail: Any) -> tuple[tuple[int, ...], int, int, tuple[int, int], int]:
+    """Check a tensor file's 128-byte header against the file's ``size`` in bytes, before any data is read:
+    (shape, item-type code, bits per item, version, item count)."""
+    if size < _HEADER or len(head) < _HEADER:
+        raise fail(f"tensor file is {size} bytes, shorter than its 128-byte header")
+    if head[0] != 0x4E or head[1] != 0xEF:
         raise fail("not an NNEF tensor file (bad magic number)")
-    version = (raw[2], raw[3])
+    version = (head[2], head[3])
     if version[0] != 1 or version[1] != 0:
         raise fail(f"unsupported tensor file version {version[0]}.{version[1]}")
-    words = np.frombuffer(raw[4:_HEADER], dtype="<u4")
-    data_length, rank = int(words[0]), int(words[1])
+    words = struct.unpack("<31I", head[4:_HEADER])
+    data_length, rank = words[0], words[1]
     if rank > _MAX_RANK:
         raise fail(f"tensor rank {rank} exceeds {_MAX_RANK}")
     shape = tuple(int(d) for d in words[2:2 + rank])
-    bits, code = int(words[10]), int(words[11])
-    signed_flag = int(words[12])
+    bits, code = words[10], words[11]
+    signed_flag = words[12]
     if code == _UINT and signed_flag != 0:  # the spec's "uncompressed integer" with its signed flag
         code = _INT
     if code not in _CODE_NAMES:
@@ -212,17 +259,12 @@ def read_dat(path: str | os.PathLike[str], *, tensor: str | None = None,
     if data_length != expected:
         raise fail(f"header says {data_length} data bytes but shape {list(shape)} of {bits}-bit items "
                    f"needs {expected}")
-    body = len(raw) - _HEADER
+    body = size - _HEADER
     if body < data_length:
         raise fail(f"tensor file is short: {body} of {data_length} data bytes present")
     if body > data_length:
         raise fail(f"tensor file has {body - data_length} bytes after its data")
-    if bits == 1:
-        data = np.unpackbits(np.frombuffer(raw, dtype=np.uint8, offset=_HEADER))[:count].astype(np.bool_)
-    else:
-        data = np.frombuffer(raw, dtype=np.dtype(np_type).newbyteorder("<"), count=count, offset=_HEADER)
-        data = data.astype(np_type, copy=False)  # a read-only view of the map (a copy only on a big-endian host)
-    return DatTensor(data.reshape(shape), code, bits, version)
+    return shape, code, bits, version, count
 
 
 def _dat_dtype(code: int, bits: int) -> type | None:
@@ -337,53 +379,419 @@ def _import_nnef() -> Any:
     return nnef
 
 
+#: the most bytes a ``graph.nnef`` or ``graph.quant`` may hold (the parser holds the text and its tree in memory;
+#: the graphs nnef-tools writes for large networks are a few hundred KiB)
+MAX_TEXT_BYTES = 64 << 20
+#: how deeply brackets may nest in ``graph.nnef`` / ``graph.quant``, and how many operators one expression may chain
+#: (counting the enclosing ones): the Khronos parser recurses for both and overflows its stack (SIGSEGV) at about
+#: 10,000 levels, and it turns a list nested deeper than 64 into an array numpy refuses (also a SIGSEGV)
+MAX_NESTING = 32
+MAX_CHAIN = 1000
+
+
 def load_nnef(path: str | os.PathLike[str], *, keep: Iterable[str] = ()) -> Graph:
     """Load an NNEF model (directory, ``.tgz``/``.tar`` archive or ``graph.nnef``) as ``nnef.*`` ops.
 
     ``keep``: standard compound operations (names in :data:`COMPOUND_OPS`) to leave
     unexpanded; everything else compound is expanded to primitives.
+
+    Nothing outside the model is read: variable labels resolve inside the model's folder (or archive), only
+    regular files are opened (no symlink, FIFO or device), and an archive is unpacked member by member into a
+    temporary folder (``$TMPDIR/tf2tosa-nnef-*``, removed on every exit) under the caps of
+    :mod:`tf2tosa.converter.archive` (``--max-extract-mb``), each ``.dat`` member's header checked first.
     """
     p = Path(path)
-    if not p.exists():
-        raise ModelLoadError("no such file or directory", file=str(p))
-    if p.is_file() and (p.name.endswith((".tgz", ".tar.gz", ".tar")) or tarfile.is_tarfile(p)):
-        with tempfile.TemporaryDirectory(prefix="tf2tosa-nnef-") as tmp:
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise ModelLoadError("no such file or directory", file=str(p)) from None
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"cannot read model: {getattr(e, 'strerror', None) or e}", file=str(p)) from None
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise ModelLoadError(f"not a model folder or file ({kind_of(st.st_mode)})", file=str(p))
+    if stat.S_ISREG(st.st_mode) and (p.name.endswith((".tgz", ".tar.gz", ".tar")) or _is_tar(p)):
+        with _terminate_raises(), tempfile.TemporaryDirectory(prefix="tf2tosa-nnef-") as tmp:
+            dest = Path(os.path.realpath(tmp))
+            skipped = _unpack(p, dest)
+            root = _archive_root(dest, p)
+            return _load_dir(root, "graph.nnef", set(keep), display=p, inner=root, archive=True, skipped=skipped)
+    if stat.S_ISDIR(st.st_mode):
+        folder = Path(os.path.realpath(p))
+        if not (folder / "graph.nnef").exists() and not (folder / "graph.nnef").is_symlink():
+            raise ModelLoadError("directory holds no graph.nnef", file=str(p))
+        return _load_dir(folder, "graph.nnef", set(keep), display=p, inner=p, archive=False)
+    # a bare graph.nnef named by the user: its folder is the model's
+    real = Path(os.path.realpath(p))
+    return _load_dir(real.parent, real.name, set(keep), display=p, inner=p.parent, archive=False)
+
+
+def _is_tar(p: Path) -> bool:
+    try:
+        return tarfile.is_tarfile(p)
+    except (OSError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def _terminate_raises() -> Iterator[None]:
+    """While an archive is unpacked, SIGTERM (and SIGHUP) end the process through SystemExit, so the temporary
+    folder is removed as on Ctrl-C; a handler someone else installed is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    old: dict[int, Any] = {}
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
+            old[sig] = signal.signal(sig, stop)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _member_path(name: str) -> str | None:
+    """A member name as a relative path inside the archive ("" for its top); None when it leaves the archive."""
+    if name.startswith("/") or "\0" in name:
+        return None
+    norm = posixpath.normpath(name)
+    if norm == ".":
+        return ""
+    if norm == ".." or norm.startswith("../"):
+        return None
+    return norm
+
+
+def _unpack(p: Path, dest: Path) -> dict[Path, str]:
+    """Unpack the members of the tar ``p`` the loader can use (``graph.nnef``, ``graph.quant``, ``*.dat``) into
+    ``dest``, streaming (nothing is read twice, nothing is seeked back to), each member checked from its tar
+    header before its data is read: a name inside the archive, its size and the running total within the
+    extraction cap, a ``.dat``'s 128-byte header valid and matching the member's size.  Other regular members are
+    skipped (their sizes still count).  Links, devices and FIFOs are never created: what each was is returned
+    (by the path it would have had), so that a label naming one gets the real cause; a hard link to a regular
+    member unpacked before it becomes a second name of that file."""
+    file = str(p)
+    skipped: dict[Path, str] = {}
+    unpacked: set[str] = set()
+    total = 0
+    count = 0
+    tar: tarfile.TarFile | None = None
+
+    def unpack_error(e: BaseException) -> ModelLoadError:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if count == 0:
+            return ModelLoadError(f"not a tar archive ({first})", file=file)
+        return ModelLoadError(f"cannot unpack archive: {first}", file=file)
+
+    try:
+        try:
+            tar = tarfile.open(p, "r|*")
+        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+            raise unpack_error(e) from None
+        while True:
             try:
-                with tarfile.open(p) as tar:
-                    _extract(tar, Path(tmp))
-            except (tarfile.TarError, OSError, EOFError) as e:
-                raise ModelLoadError(f"cannot unpack archive: {e}", file=str(p)) from None
-            root = Path(tmp)
-            if not (root / "graph.nnef").is_file():
-                subs = [d for d in root.iterdir() if d.is_dir() and (d / "graph.nnef").is_file()]
-                if len(subs) != 1:
-                    raise ModelLoadError("archive holds no graph.nnef", file=str(p))
-                root = subs[0]
-            g = _load_dir(root / "graph.nnef", set(keep), display=p, inner=root)
-        return g
-    graph_file = p / "graph.nnef" if p.is_dir() else p
-    if not graph_file.is_file():
-        raise ModelLoadError("directory holds no graph.nnef", file=str(p))
-    return _load_dir(graph_file, set(keep), display=p, inner=graph_file.parent)
+                m = tar.next()
+            except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+                raise unpack_error(e) from None
+            if m is None:
+                break
+            count += 1
+            if count > MAX_MEMBERS:
+                raise ModelLoadError(f"archive holds more than {MAX_MEMBERS} members", file=file)
+            rel = _member_path(m.name)
+            if rel is None:
+                raise ModelLoadError(f"archive member '{m.name}' points outside the archive", file=file)
+            if rel == "":
+                continue
+            target = dest / rel
+            if m.isdir():
+                _mkdirs(dest, rel, file)
+                continue
+            if not m.isfile():
+                kind = (f"a symlink to '{m.linkname}'" if m.issym() else f"a hard link to '{m.linkname}'"
+                        if m.islnk() else "a FIFO" if m.isfifo() else "a character device" if m.ischr()
+                        else "a block device" if m.isblk() else "not a regular file")
+                link = _member_path(m.linkname) if m.islnk() else None
+                if link is not None and link in unpacked and rel not in unpacked:
+                    _mkdirs(dest, posixpath.dirname(rel), file)
+                    try:
+                        os.link(dest / link, target, follow_symlinks=False)
+                    except OSError as e:
+                        raise ModelLoadError(f"cannot unpack archive member '{m.name}': {e.strerror or e}",
+                                             file=file) from None
+                    unpacked.add(rel)
+                    skipped.pop(target, None)
+                else:
+                    skipped[target] = kind
+                continue
+            total += m.size
+            err = too_big(m.name, m.size, total, file)
+            if err is not None:
+                raise err
+            base = posixpath.basename(rel)
+            if base in ("graph.nnef", "graph.quant"):
+                cap = min(MAX_TEXT_BYTES, max_extract_bytes())
+                if m.size > cap:
+                    raise ModelLoadError(f"{base} is {mib(m.size)}, more than the {mib(cap)} a graph may hold",
+                                         file=f"{file}:{m.name}")
+            elif not base.endswith(".dat"):
+                continue  # (not needed: the stream skips its data)
+            try:
+                src = tar.extractfile(m)
+                assert src is not None
+                head = src.read(_HEADER) if base.endswith(".dat") else b""
+                if base.endswith(".dat"):
+                    def fail(msg: str, name: str = m.name) -> ModelLoadError:
+                        return ModelLoadError(msg, file=f"{file}:{name}")
+
+                    _dat_header(head, m.size, fail)
+                _mkdirs(dest, posixpath.dirname(rel), file)
+                if rel in unpacked or target.exists() or target.is_symlink():
+                    if target.is_dir() and not target.is_symlink():
+                        raise ModelLoadError(f"archive member '{m.name}' is both a folder and a file", file=file)
+                    target.unlink()
+                skipped.pop(target, None)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(head)
+                    written = len(head)
+                    while written < m.size:
+                        chunk = src.read(min(1 << 20, m.size - written))
+                        if not chunk:
+                            break
+                        out.write(chunk)
+                        written += len(chunk)
+                if written != m.size:
+                    raise ModelLoadError(f"archive member '{m.name}' is cut short ({written} of {m.size} bytes)",
+                                         file=file)
+                unpacked.add(rel)
+            except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as e:
+                raise unpack_error(e) from None
+            except OSError as e:
+                raise ModelLoadError(f"cannot unpack archive member '{m.name}': {e.strerror or e}",
+                                     file=file) from None
+        if count == 0:
+            raise ModelLoadError("not a tar archive (no members)", file=file)
+    finally:
+        if tar is not None:
+            try:
+                tar.close()
+            except (OSError, tarfile.TarError, EOFError, zlib.error, lzma.LZMAError):
+                pass
+    return skipped
 
 
-def _extract(tar: tarfile.TarFile, dest: Path) -> None:
-    """Unpack regular files and folders only, never outside ``dest``."""
-    root = dest.resolve()
-    for m in tar.getmembers():
-        target = (dest / m.name).resolve()
-        if root != target and root not in target.parents:
-            raise tarfile.TarError(f"member {m.name!r} points outside the archive")
-        if m.isdir():
-            target.mkdir(parents=True, exist_ok=True)
-        elif m.isfile():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            src = tar.extractfile(m)
-            if src is not None:
-                target.write_bytes(src.read())
+def _mkdirs(dest: Path, rel: str, file: str) -> None:
+    """The folders of ``rel`` under ``dest`` (only folders this unpacking made: no link is ever created)."""
+    if not rel:
+        return
+    try:
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ModelLoadError(f"cannot unpack archive folder '{rel}': {e.strerror or e}", file=file) from None
 
 
-def _load_dir(graph_file: Path, keep: set[str], *, display: Path, inner: Path) -> Graph:
+def _archive_root(dest: Path, p: Path) -> Path:
+    """The folder of the unpacked archive that holds ``graph.nnef``: its top or its one top folder."""
+    found = sorted(str(f.relative_to(dest)) for f in dest.rglob("graph.nnef") if f.is_file())
+    near = [f for f in found if f.count("/") <= 1]
+    if len(near) == 1:
+        return (dest / near[0]).parent
+    if len(near) > 1:
+        raise ModelLoadError(f"archive holds {len(near)} graph.nnef files: {', '.join(near)}", file=str(p))
+    if found:
+        raise ModelLoadError(f"archive holds no graph.nnef at its top or in one top folder (found "
+                             f"{', '.join(found[:3])})", file=str(p))
+    raise ModelLoadError("archive holds no graph.nnef", file=str(p))
+
+
+def _open_inside(root: Path, parts: list[str], fail: Any, what: str) -> int:
+    """Open the regular file ``root/parts…`` for reading, every step inside ``root``: no step may be a symlink
+    (each folder is opened relative to the one before, without following links, so nothing can swap one in
+    between the check and the open), and the file must be a regular one (checked before it is opened: a FIFO
+    or a device is never opened).  ``what`` names the file in messages ("tensor file")."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    dfd = os.open(root, flags | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for i, comp in enumerate(parts):
+            last = i == len(parts) - 1
+            shown = "/".join(parts[:i + 1])
+            try:
+                st = os.stat(comp, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                raise fail(f"missing {what}") from None
+            if stat.S_ISLNK(st.st_mode):
+                to = os.readlink(comp, dir_fd=dfd)
+                real = os.path.realpath(root.joinpath(*parts[:i + 1]))
+                inside = real == str(root) or real.startswith(str(root).rstrip(os.sep) + os.sep)
+                where = "inside the model" if inside else "outside the model"
+                raise fail(f"{what} path '{shown}' is a symlink (to '{to}', {where}); only regular files and "
+                           "folders inside the model are read")
+            if not last:
+                if not stat.S_ISDIR(st.st_mode):
+                    raise fail(f"missing {what} ('{shown}' is not a folder)")
+                nfd = os.open(comp, flags | nofollow | getattr(os, "O_DIRECTORY", 0), dir_fd=dfd)
+                os.close(dfd)
+                dfd = nfd
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise fail(f"{what} is {kind_of(st.st_mode)}, not a regular file")
+            fd = os.open(comp, flags | nofollow | os.O_NONBLOCK, dir_fd=dfd)
+            now = os.fstat(fd)
+            if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                os.close(fd)
+                raise fail(f"{what} changed while it was opened")
+            return fd
+        raise fail(f"missing {what}")
+    except OSError as e:
+        raise fail(f"cannot read {what}: {e.strerror or e}") from None
+    finally:
+        os.close(dfd)
+
+
+def _label_parts(label: str) -> list[str] | None:
+    """The path of a variable's tensor file inside the model, as folder names and the file's; None when the
+    label leaves the model folder (an absolute label, or ``..`` above the top)."""
+    if not label or label.startswith(("/", "\\")) or "\0" in label:
+        return None
+    norm = posixpath.normpath(label + ".dat")
+    if norm == ".." or norm.startswith("../") or norm.startswith("/"):
+        return None
+    return norm.split("/")
+
+
+def _read_text(root: Path, name: str, fail: Any, bare: Path | None = None) -> str:
+    """``graph.nnef`` / ``graph.quant``: a regular file inside the model (or the file the user named), at most
+    :data:`MAX_TEXT_BYTES` (and the extraction cap), UTF-8."""
+    if bare is not None:
+        try:
+            fd = os.open(bare, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise fail(f"cannot read graph: {e.strerror or e}") from None
+    else:
+        fd = _open_inside(root, [name], fail, name)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise fail(f"{name} is {kind_of(st.st_mode)}, not a regular file")
+        cap = min(MAX_TEXT_BYTES, max_extract_bytes())
+        if st.st_size > cap:
+            raise fail(f"{name} is {mib(st.st_size)}, more than the {mib(cap)} a graph may hold")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(st.st_size + 1)  # (not cap + 1: read() allocates what it is asked for)
+        if len(data) != st.st_size:
+            raise fail(f"{name} changed size while it was read")
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise fail(f"cannot read graph: {e}") from None
+    except OSError as e:
+        raise fail(f"cannot read {name}: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+
+
+_SCAN = re.compile(r"#[^\n]*|'[^'\n]*'|\"[^\"\n]*\"|[(\[{]|[)\]}]|[,;:]|<=|>=|==|!=|&&|\|\||[-+*/^<>!]"
+                   r"|\b(?:if|else)\b")
+
+
+def _check_depth(text: str, fname: str, what: str) -> None:
+    """Refuse text whose brackets nest deeper than :data:`MAX_NESTING`, or whose operators chain (the enclosing
+    expressions' included) more than :data:`MAX_CHAIN` deep, before the parser sees it (it would overflow its
+    stack).  One line: "graph.nnef line L: expressions nested deeper than N"."""
+    stack = [0]
+    chain = 0
+    for m in _SCAN.finditer(text):
+        tok = m.group()
+        c = tok[0]
+        if c in "#'\"":
+            continue
+        if c in "([{":
+            stack.append(0)
+            if len(stack) - 1 > MAX_NESTING:
+                line = text.count("\n", 0, m.start()) + 1
+                raise ModelLoadError(f"{what} line {line}: expressions nested deeper than {MAX_NESTING}", file=fname)
+        elif c in ")]}":
+            if len(stack) > 1:
+                chain -= stack.pop()
+        elif c in ",;:":
+            chain -= stack[-1]
+            stack[-1] = 0
+        else:
+            stack[-1] += 1
+            chain += 1
+            if chain > MAX_CHAIN:
+                line = text.count("\n", 0, m.start()) + 1
+                raise ModelLoadError(f"{what} line {line}: expressions nested deeper than {MAX_CHAIN} operators",
+                                     file=fname)
+
+
+_STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^<>(){};]*>)?\s*\(")
+
+
+def _check_recursion(text: str, fname: str) -> None:
+    """Refuse a document whose own fragments call each other in a cycle: the parser expands every fragment
+    and, for a cycle, recurses until its stack overflows (SIGSEGV)."""
+    bare = _STRING.sub("''", _COMMENT.sub(lambda m: " " * len(m.group()), text))
+    calls: dict[str, set[str]] = {}
+    where: dict[str, int] = {}
+    for m in _FRAGMENT.finditer(bare):
+        name = m.group(1)
+        i = m.end()
+        brace, semi = bare.find("{", i), bare.find(";", i)
+        if brace < 0 or (0 <= semi < brace):
+            continue  # a declaration without a body
+        depth, j = 0, brace
+        while j < len(bare):
+            if bare[j] == "{":
+                depth += 1
+            elif bare[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        calls.setdefault(name, set()).update(c.group(1) for c in _CALL.finditer(bare, brace, j))
+        where.setdefault(name, text.count("\n", 0, m.start()) + 1)
+    own = set(calls)
+    done: set[str] = set()
+    for start in sorted(own):
+        if start in done:
+            continue
+        path: list[str] = []
+        on_path: set[str] = set()
+        todo: list[tuple[str, list[str]]] = [(start, sorted(calls[start] & own))]
+        path.append(start)
+        on_path.add(start)
+        while todo:
+            node, rest = todo[-1]
+            if not rest:
+                todo.pop()
+                path.pop()
+                on_path.discard(node)
+                done.add(node)
+                continue
+            nxt = rest.pop(0)
+            if nxt in on_path:
+                cycle = path[path.index(nxt):] + [nxt]
+                raise ModelLoadError(f"graph.nnef line {where[nxt]}: fragment '{nxt}' calls itself "
+                                     f"({' -> '.join(cycle)}); recursive fragments are not supported", file=fname)
+            if nxt in done:
+                continue
+            path.append(nxt)
+            on_path.add(nxt)
+            todo.append((nxt, sorted(calls[nxt] & own)))
+
+
+def _load_dir(folder: Path, graph_name: str, keep: set[str], *, display: Path, inner: Path, archive: bool,
+              skipped: Mapping[Path, str] | None = None) -> Graph:
+    """Load the model whose files are in ``folder`` (a real path: the user's folder resolved, or the unpacked
+    archive's); ``display`` and ``inner`` give the names the user knows (``inner`` is what ``folder`` is called,
+    for a folder, or the archive's model folder)."""
     nnef = _import_nnef()
     unknown_keep = keep - COMPOUND_OPS
     if unknown_keep:
@@ -391,24 +799,36 @@ def _load_dir(graph_file: Path, keep: set[str], *, display: Path, inner: Path) -
 
     def shown(f: Path) -> str:
         """A file name as the user knows it (inside the archive, if any)."""
-        if display.is_dir() or display == graph_file:
-            return str(f)
-        return f"{display}:{f.relative_to(inner)}"
+        rel = f.relative_to(folder)
+        if archive:
+            return f"{display}:{rel}"
+        if not display.is_dir():  # a bare graph.nnef: its own name as given
+            return str(display) if str(rel) == graph_name else str(inner / rel)
+        return str(inner / rel)
 
+    graph_file = folder / graph_name
     gname = shown(graph_file)
-    try:
-        text = graph_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ModelLoadError(f"cannot read graph: {e}", file=gname) from None
-    quant_path = graph_file.parent / "graph.quant"
-    quant_text = quant_path.read_text(encoding="utf-8") if quant_path.is_file() else None
-    qname = shown(quant_path) if quant_text is not None else None
+
+    def gfail(msg: str) -> ModelLoadError:
+        return ModelLoadError(msg, file=gname)
+
+    bare = display if not archive and not display.is_dir() else None
+    text = _read_text(folder, graph_name, gfail, bare=bare)
+    quant_path = folder / "graph.quant"
+    qname = shown(quant_path)
+    quant_text: str | None = None
+    if quant_path.exists() or quant_path.is_symlink():
+        quant_text = _read_text(folder, "graph.quant", lambda msg: ModelLoadError(msg, file=qname))
+    _check_depth(text, gname, "graph.nnef" if graph_name == "graph.nnef" else graph_name)
+    if quant_text is not None:
+        _check_depth(quant_text, qname, "graph.quant")
+    _check_recursion(text, gname)
     version, extensions, own = _header_info(text)
     lowered = sorted((COMPOUND_OPS - keep) | set(own))
     try:
         ng = nnef.parse_string(text, quant_text, lowered=lowered)
     except nnef.Error as e:
-        raise _parse_error(e, gname, qname) from None
+        raise _parse_error(e, gname, qname if quant_text is not None else None) from None
 
     shape_funcs = nnef.shapes._StandardShapeFuncs
     custom: dict[str, int] = {}
@@ -423,7 +843,7 @@ def _load_dir(graph_file: Path, keep: set[str], *, display: Path, inner: Path) -
         _infer_shapes(nnef, ng)
     except nnef.Error as e:
         raise ModelLoadError(f"shape inference failed: {e}", file=gname) from None
-    return _build(ng, graph_file.parent, shown, gname, version, extensions, lowered, keep)
+    return _build(ng, folder, shown, gname, version, extensions, lowered, keep, skipped or {})
 
 
 def _infer_shapes(nnef: Any, ng: Any) -> None:
@@ -451,7 +871,7 @@ def _infer_shapes(nnef: Any, ng: Any) -> None:
 
 
 def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, extensions: list[str],
-           lowered: list[str], keep: set[str]) -> Graph:
+           lowered: list[str], keep: set[str], skipped: Mapping[Path, str]) -> Graph:
     graph = Graph(str(ng.name))
     graph.meta.update(source_format="nnef", file=gname, nnef_version=version, extensions=extensions,
                       graph_name=str(ng.name), expanded=lowered, kept=sorted(keep), quantization={})
@@ -521,7 +941,7 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
             t, is_log = base_type(out, name)
             if name == "variable":
                 label = str(op.attribs["label"])
-                arr = _variable_data(folder, label, out, t, ng.tensors[out], shown, loc, budget)
+                arr = _variable_data(folder, label, out, t, ng.tensors[out], shown, loc, budget, skipped)
                 cattrs: dict[str, Any] = {"values": arr, "kind": "variable", "label": label}
                 location = "VARIABLE:" + label
             else:
@@ -576,14 +996,29 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
 
 
 def _variable_data(folder: Path, label: str, name: str, t: TensorType, nt: Any, shown: Any,
-                   loc: str, budget: MapBudget | None = None) -> np.ndarray:
-    """The data of a variable, checked against the graph's shape and type and quantized if needed."""
-    f = folder / (label.lstrip("/") + ".dat")
+                   loc: str, budget: MapBudget | None = None, skipped: Mapping[Path, str] | None = None) -> np.ndarray:
+    """The data of a variable, checked against the graph's shape and type and quantized if needed.  Its tensor
+    file is ``LABEL.dat`` inside the model folder: a label that leaves it, or a path through a symlink, is
+    refused naming the label and the variable."""
+    parts = _label_parts(label)
+    if parts is None:
+        raise ModelLoadError(f"label '{label}' of variable '{name}' leaves the model folder", file=shown(folder),
+                             op=loc, tensor=name)
+    f = folder.joinpath(*parts)
     fname = shown(f)
+
+    def dat_fail(msg: str) -> ModelLoadError:
+        if msg.startswith("missing") and skipped and f in skipped:
+            msg = f"tensor file is {skipped[f]} in the archive; only regular files are read"
+        elif "outside the model" in msg:
+            msg = f"label '{label}' of variable '{name}' leaves the model folder: {msg}"
+        return ModelLoadError(msg, file=fname, op=loc, tensor=name)
+
+    fd = _open_inside(folder, parts, dat_fail, "tensor file")
     try:
-        dat = read_dat(f, tensor=name, budget=budget)
-    except ModelLoadError as e:  # name the variable operation too
-        raise ModelLoadError(e.message, file=fname, op=loc, tensor=name) from None
+        dat = _read_dat_fd(fd, dat_fail, budget)
+    finally:
+        os.close(fd)
 
     def fail(msg: str) -> ModelLoadError:
         return ModelLoadError(msg, file=fname, op=loc, tensor=name)
@@ -626,6 +1061,12 @@ def _constant_data(op: Any, t: TensorType, name: str, gname: str, loc: str) -> n
     if len(value) not in (1, n):
         raise ModelLoadError(f"constant has {len(value)} values for shape {list(shape)}", file=gname, op=loc,
                              tensor=name)
+    nbytes = n * max(1, t.dtype.np_dtype().itemsize)
+    if nbytes > max_extract_bytes():
+        # one value repeated over a declared shape: the text is a few bytes, the array would not be
+        raise ModelLoadError(f"constant of shape {list(shape)} would take {mib(nbytes)}, more than the "
+                             f"{max_extract_bytes() >> 20} MiB a model may unpack (--max-extract-mb / "
+                             "max_extract_mb= raises it)", file=gname, op=loc, tensor=name)
     storage = np.float64 if t.dtype.is_int and t.quant is not None else t.dtype.np_dtype()
     arr = np.broadcast_to(np.asarray(value, dtype=storage), (n,)).reshape(shape)
     if t.quant is not None:
