@@ -256,20 +256,26 @@ class TosaModel:
 
     def verify_steps(self, steps: int, frames: Mapping[str, np.ndarray] | None = None, *, seed: int = 0,
                      oracle: str | None = None, state: Mapping[str, np.ndarray] | None = None,
-                     progress: Any = None) -> Any:
+                     progress: Any = None, trust_model: bool = False) -> Any:
         """Run ``steps`` consecutive invocations in a session and in LiteRT's interpreter (one interpreter invoked
         ``steps`` times on the same inputs) and compare every step; returns a VerifyReport with ``steps`` set.
 
         ``frames`` (input name -> array whose leading axis is the step) gives inputs; other inputs are seeded
         random, one set per step.  ``state`` sets the initial state of the session (only where the source's own
-        initial value is not known: a state-as-I/O ``.tosa``)."""
+        initial value is not known: a state-as-I/O ``.tosa``).  A TensorFlow source that touches the file system,
+        calls Python or uses queues is not run unless ``trust_model`` (see :meth:`verify`)."""
         from .verify.stream import verify_stream
+
+        if self.tf_source is not None:
+            from .verify.tf_verify import check_trusted
+
+            check_trusted(self.tf_source, trust_model)
 
         return verify_stream(self, steps, frames, seed=seed, oracle=oracle, state=state, progress=progress)
 
     def verify(self, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0, num: int = 1,
                oracle: str | None = None, reference_kernels: bool | None = None, progress: Any = None,
-               reference: str | os.PathLike[str] | bytes | None = None) -> Any:
+               reference: str | os.PathLike[str] | bytes | None = None, trust_model: bool = False) -> Any:
         """Compare with the source runtime on ``inputs`` (or ``num`` seeded random inputs); returns a VerifyReport.
 
         ``oracle``: ``"ref"`` (LiteRT's reference kernels, the default for .tflite sources; integer outputs must
@@ -278,6 +284,8 @@ class TosaModel:
         ``reference_kernels`` is the deprecated boolean form of ``oracle="ref"`` / ``"optimized"``.
         An NNEF model is compared with ``reference`` (the ``.tflite`` it was converted from) when given, else with
         the executor's fp64 evaluation of the program.
+        A TensorFlow source runs in TensorFlow: one whose graph touches the file system or the network, calls Python
+        or uses queues is refused before anything runs unless ``trust_model=True``.
         """
         from .verify.compare import resolve_oracle, verify_tflite
 
@@ -306,7 +314,7 @@ class TosaModel:
             if resolve_oracle(oracle, reference_kernels, tensorflow_source=True) != "tensorflow":
                 raise InputError(f"a float TensorFlow model is verified against TensorFlow, not --oracle {oracle}",
                                  file=self.source_path)
-            return verify_tensorflow(self, self.tf_source, inputs, seed=seed, num=num)
+            return verify_tensorflow(self, self.tf_source, inputs, seed=seed, num=num, trust_model=trust_model)
         if self.source is None:
             raise ModelLoadError("this model has no source to verify against")
         if self.state_variables:
@@ -391,6 +399,8 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     ``keep_variables=["name", …]`` or ``"all"`` (TensorFlow sources) keeps those resource variables as TOSA
     variables (EXT-VARIABLE) that hold their state across invocations instead of freezing them; run several steps
     with :meth:`TosaModel.session`.
+    A ``.keras`` / ``.h5`` file is loaded in Keras's safe mode; ``unsafe_deserialization=True`` turns it off, which
+    runs the Python code the file holds (``Lambda`` layers): only for files you trust.
     """
     extra["fp16_weights"] = fp16_weights
     from .converter.source import convert_options, convert_tflite_data

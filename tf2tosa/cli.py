@@ -91,6 +91,20 @@ KEEP_VARIABLES = typer.Option(
          "state across invocations; the others are frozen to constants (repeatable)")
 
 
+TRUST_MODEL = typer.Option(False, "--trust-model",
+                           help="TensorFlow: run the source model even when its graph holds ops that touch the file "
+                                "system or the network, call Python or wait on queues (refused otherwise)")
+UNSAFE_DESERIALIZATION = typer.Option(
+    False, "--unsafe-deserialization",
+    help="Keras .keras/.h5: load with safe mode off, which RUNS the Python code stored in the file (Lambda layers); "
+         "only for files you trust")
+
+
+def _unsafe(flag: bool) -> dict[str, Any]:
+    """``--unsafe-deserialization`` → the ``unsafe_deserialization`` keyword, only when given."""
+    return {"unsafe_deserialization": True} if flag else {}
+
+
 def _keep_variables(items: list[str] | None) -> dict[str, Any]:
     """``--keep-variables`` (comma-separated, repeatable, ``all``) → the ``keep_variables`` keyword, if any."""
     keep = [n.strip() for k in items or [] for n in k.split(",") if n.strip()]
@@ -349,6 +363,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             state_io: bool = STATE_IO,
             io_: str = IO,
             keep_variables: list[str] | None = KEEP_VARIABLES,
+            trust_model: bool = TRUST_MODEL,
+            unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -362,7 +378,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     t0 = time.perf_counter()
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
-        more = _keep_variables(keep_variables)
+        more = {**_keep_variables(keep_variables), **_unsafe(unsafe_deserialization)}
         if hint and not dynamic:
             raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
         if dynamic:
@@ -382,6 +398,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                            state_io=state_io, io=io_, **more)
         if target is not None:
             m.require_target(target.value)
+        if verify and m.tf_source is not None:
+            from .verify.tf_verify import check_trusted
+
+            check_trusted(m.tf_source, trust_model)  # before writing: a refused --verify leaves nothing behind
         prog(1, 3 if verify else 2, "writing")
         m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
     ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
@@ -416,7 +436,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             return payload
     if verify:
         with _progress(f"verify {model.name}") as prog, _quiet_deps():
-            report = m.verify(oracle=oracle, progress=prog)
+            report = m.verify(oracle=oracle, progress=prog, trust_model=trust_model)
         out.result(str(report))
         payload["verify"] = report.to_dict()
         if not report.ok:
@@ -681,6 +701,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
             target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP),
             io_: str = IO,
+            unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
     """Show the ops, tensors and the profiles/extensions a TOSA program needs (with --target, everything a target
     cannot take; for an --io int program, the scales and zero points of its integer inputs and outputs, from its
@@ -694,7 +715,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
 
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
-            m = do_convert(str(file), signature=signature, io=io_)
+            m = do_convert(str(file), signature=signature, io=io_, **_unsafe(unsafe_deserialization))
     else:
         m = load(str(file))
     g = m.graph
@@ -854,6 +875,8 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                             "the frames, leading axis the step)"),
            state_io: bool = STATE_IO,
            keep_variables: list[str] | None = KEEP_VARIABLES,
+           trust_model: bool = TRUST_MODEL,
+           unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
            json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
            ) -> dict[str, Any]:
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
@@ -879,11 +902,11 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         prog(0, 0, "converting")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
                        dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
-                       io=io_, **_keep_variables(keep_variables))
+                       io=io_, **_keep_variables(keep_variables), **_unsafe(unsafe_deserialization))
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:
-            report = m.verify_steps(steps, given, seed=seed, oracle=oracle, progress=prog)
+            report = m.verify_steps(steps, given, seed=seed, oracle=oracle, progress=prog, trust_model=trust_model)
         else:
             if given:
                 from .verify.compare import random_inputs
@@ -892,7 +915,8 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
             if nnef_reference is not None and m.graph.meta.get("source_format") != "nnef":
                 raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
             report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
-                              reference=str(nnef_reference) if nnef_reference is not None else None)
+                              reference=str(nnef_reference) if nnef_reference is not None else None,
+                              trust_model=trust_model)
         layer_report = None
         if layers or layers_html or layers_png:
             from .verify.layers import verify_layers

@@ -86,6 +86,113 @@ _WRITES = ("Assign", "ResourceApply", "ResourceScatter", "ResourceSparseApply", 
            "StatefulPartitionedCall", "DestroyResourceOp")
 
 
+#: TensorFlow ops that do something besides computing their results, by kind.  A TOSA program computes its outputs
+#: and nothing else, so conversion drops these and warns naming each (:func:`side_effect_ops`,
+#: ``graph.meta["side_effect_ops"]``); ``verify`` runs the source model in TensorFlow, so it refuses a graph holding
+#: one of the kinds in :data:`REFUSED_EFFECTS` unless the model is trusted (``--trust-model``, ``trust_model=True``).
+#: A ``PrintV2`` whose ``output_stream`` is a ``file://`` path counts as file I/O.
+SIDE_EFFECT_OPS: dict[str, str] = {
+    **dict.fromkeys((
+        "WriteFile", "ReadFile", "MatchingFiles", "ImmutableConst", "Save", "SaveSlices", "SaveV2", "Restore",
+        "RestoreSlice", "RestoreV2", "MergeV2Checkpoints", "InitializeTableFromTextFile",
+        "InitializeTableFromTextFileV2", "LoadAndRemapMatrix", "GenerateVocabRemapping", "DecodeProtoV2",
+        "EncodeProto", "WholeFileReader", "WholeFileReaderV2", "TextLineReader", "TextLineReaderV2",
+        "TFRecordReader", "TFRecordReaderV2", "FixedLengthRecordReader", "FixedLengthRecordReaderV2", "LMDBReader",
+        "ReaderRead", "ReaderReadV2", "ReaderReadUpTo", "ReaderReadUpToV2", "TFRecordDataset", "TFRecordDatasetV2",
+        "FixedLengthRecordDataset", "FixedLengthRecordDatasetV2", "TextLineDataset", "MatchingFilesDataset",
+        "ExperimentalMatchingFilesDataset", "SaveDataset", "SaveDatasetV2", "LoadDataset", "SnapshotDataset",
+        "SnapshotDatasetV2", "CacheDataset", "CacheDatasetV2", "LMDBDataset", "ExperimentalLMDBDataset",
+        "SqlDataset", "ExperimentalSqlDataset", "CreateSummaryFileWriter", "CreateSummaryDbWriter", "WriteSummary",
+        "WriteRawProtoSummary", "WriteScalarSummary", "WriteHistogramSummary", "WriteImageSummary",
+        "WriteAudioSummary", "WriteGraphSummary", "ImportEvent", "FlushSummaryWriter", "CloseSummaryWriter",
+        "DebugIdentity", "DebugIdentityV2", "DebugIdentityV3", "DebugNanCount", "DebugNumericSummary",
+        "DebugNumericSummaryV2", "Rpc", "TryRpc"), "file"),
+    **dict.fromkeys(("PyFunc", "PyFuncStateless", "EagerPyFunc"), "python"),
+    **dict.fromkeys((
+        "FIFOQueue", "FIFOQueueV2", "PaddingFIFOQueue", "PaddingFIFOQueueV2", "RandomShuffleQueue",
+        "RandomShuffleQueueV2", "PriorityQueue", "PriorityQueueV2", "FakeQueue", "QueueEnqueue", "QueueEnqueueV2",
+        "QueueEnqueueMany", "QueueEnqueueManyV2", "QueueDequeue", "QueueDequeueV2", "QueueDequeueMany",
+        "QueueDequeueManyV2", "QueueDequeueUpTo", "QueueDequeueUpToV2", "QueueClose", "QueueCloseV2", "QueueSize",
+        "QueueSizeV2", "QueueIsClosed", "QueueIsClosedV2", "Barrier", "BarrierInsertMany", "BarrierTakeMany",
+        "BarrierClose", "Stage", "Unstage", "StagePeek", "MapStage", "MapUnstage", "MapPeek", "OrderedMapStage",
+        "OrderedMapUnstage", "OrderedMapPeek"), "queue"),
+    **dict.fromkeys(("Print", "PrintV2"), "print"),
+    **dict.fromkeys(("Assert", "CheckNumerics", "CheckNumericsV2"), "assert"),
+}
+#: how each kind reads in messages
+EFFECT_KINDS: dict[str, str] = {"file": "file system or network", "python": "Python call", "queue": "queue",
+                                "print": "print", "assert": "assert"}
+#: the kinds verify refuses to run without --trust-model: they reach outside the process (files, the network),
+#: run arbitrary Python, or can block forever (a dequeue from a queue nothing fills); prints and asserts only write
+#: to the console or stop the run with an error, so they run
+REFUSED_EFFECTS = frozenset({"file", "python", "queue"})
+
+
+@dataclass(frozen=True)
+class EffectOp:
+    """One op with a side effect in a TensorFlow graph: its kind (:data:`EFFECT_KINDS`), op type and node name
+    (``function/node`` inside a library function)."""
+
+    kind: str
+    op: str
+    node: str
+
+
+def _effect_kind(node: Any) -> str | None:
+    kind = SIDE_EFFECT_OPS.get(str(node.op))
+    if kind == "print" and node.op == "PrintV2" and "output_stream" in node.attr \
+            and node.attr["output_stream"].s.decode(errors="replace").startswith("file://"):
+        return "file"
+    return kind
+
+
+def effect_ops(graph_def: Any, roots: Sequence[str] | None = None) -> list[EffectOp]:
+    """The side-effect ops (:data:`SIDE_EFFECT_OPS`) of a GraphDef: its nodes (with ``roots``, only those the
+    ``roots`` nodes depend on through data or control edges, what running them runs) and every node of its function
+    library."""
+    nodes = list(graph_def.node)
+    if roots is not None:
+        by_name = {n.name: n for n in nodes}
+        seen: set[str] = set()
+        stack = [r.lstrip("^").split(":")[0] for r in roots]
+        while stack:
+            nm = stack.pop()
+            if nm in seen or nm not in by_name:
+                continue
+            seen.add(nm)
+            stack.extend(i.lstrip("^").split(":")[0] for i in by_name[nm].input)
+        nodes = [n for n in nodes if n.name in seen]
+    found = [EffectOp(k, str(n.op), str(n.name)) for n in nodes if (k := _effect_kind(n)) is not None]
+    for f in sorted(graph_def.library.function, key=lambda f: f.signature.name):
+        found += [EffectOp(k, str(n.op), f"{f.signature.name}/{n.name}") for n in f.node_def
+                  if (k := _effect_kind(n)) is not None]
+    return found
+
+
+def describe_effects(ops: Sequence[EffectOp]) -> str:
+    """``WriteFile x1 (a/WriteFile), PrintV2 x2 (b/PrintV2, c/PrintV2)``: every op, grouped by kind and type."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    order = list(EFFECT_KINDS)
+    for e in sorted(ops, key=lambda e: (order.index(e.kind), e.op, e.node)):
+        groups.setdefault((e.kind, e.op), []).append(e.node)
+    return "; ".join(f"{EFFECT_KINDS[kind]}: {op} x{len(names)} ({', '.join(names)})"
+                     for (kind, op), names in groups.items())
+
+
+def source_effects(src: TFSource) -> list[EffectOp]:
+    """The side-effect ops that running ``src`` (its ``run``) may run: a function's graph with every function it
+    calls (TensorFlow runs every stateful op of a tf.function), a GraphDef's or a v1 SavedModel's nodes that the
+    outputs depend on."""
+    if src.effects is None:
+        if src.function is not None and src.kind != "graphdef" and not src.loader:
+            src.effects = effect_ops(src.function.graph.as_graph_def())
+        elif src.graph_def is not None:
+            src.effects = effect_ops(src.graph_def, src.output_tensors)
+        else:
+            src.effects = []
+    return src.effects
+
+
 def _tf() -> Any:
     try:
         import tensorflow as tf
@@ -127,6 +234,8 @@ class TFSource:
     signatures: list[str] = field(default_factory=list)
     #: how a SavedModel was read when not by reviving its objects (``graph.meta["loader"]``), else None
     loader: str | None = None
+    #: the side-effect ops running it runs (:func:`source_effects`; None until asked)
+    effects: list[EffectOp] | None = None
 
 
 def _is_keras_model(obj: Any) -> bool:
@@ -135,8 +244,12 @@ def _is_keras_model(obj: Any) -> bool:
             ) and hasattr(obj, "inputs") and hasattr(obj, "outputs") and callable(obj)
 
 
-def load_source(source: Any, signature: str = "serving_default", outputs: Sequence[str] | None = None) -> TFSource:
-    """Open ``source`` (see the module docstring) without converting it."""
+def load_source(source: Any, signature: str = "serving_default", outputs: Sequence[str] | None = None, *,
+                unsafe_deserialization: bool = False) -> TFSource:
+    """Open ``source`` (see the module docstring) without converting it.
+
+    A ``.keras`` / ``.h5`` file is loaded in Keras's safe mode: a layer holding Python code (a ``Lambda``'s
+    function) is refused, naming the layer, unless ``unsafe_deserialization`` (which runs that code)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _graphdef_source(bytes(source), "<bytes>", outputs)
     if isinstance(source, (str, os.PathLike)):
@@ -150,7 +263,7 @@ def load_source(source: Any, signature: str = "serving_default", outputs: Sequen
             raise ModelLoadError("no such file or directory", file=path)
         suffix = p.suffix.lower()
         if suffix in (".keras", ".h5", ".hdf5"):
-            return _keras_source(_load_keras_file(path), path)
+            return _keras_source(_load_keras_file(path, unsafe_deserialization), path)
         if p.name == "saved_model.pb":
             return _saved_model_source(str(p.parent), signature)
         if suffix in (".pb", ".graphdef"):
@@ -287,6 +400,7 @@ def _saved_model_graph_source(path: str, signature: str, revive_error: str) -> T
         in_names, out_names = sorted(sig.inputs), sorted(sig.outputs)
         in_t = [sig.inputs[k].name for k in in_names]
         out_t = [sig.outputs[k].name for k in out_names]
+        effects = effect_ops(graph.as_graph_def(), out_t)  # (freezing prunes what the outputs do not read)
         frozen = c2c.convert_variables_to_constants_from_session_graph(
             sess, graph.as_graph_def(), sorted({t.split(":")[0] for t in out_t}))
     except ModelLoadError:
@@ -314,6 +428,7 @@ def _saved_model_graph_source(path: str, signature: str, revive_error: str) -> T
         return [np.asarray(r) for r in res]
 
     src = TFSource("saved_model", path, fn, in_names, out_names, run, signature=signature, signatures=keys)
+    src.effects = effects
     src.loader = f"MetaGraph + variables (TF v1 loader, tags {tags}); object graph not revived: {revive_error}"
     src._loaded = sess  # type: ignore[attr-defined]  # the session holding the restored variables
     return src
@@ -352,13 +467,98 @@ def _rename_functions(gd: Any) -> None:
             gdef.function_name = names[gdef.function_name]
 
 
-def _load_keras_file(path: str) -> Any:
+#: the largest ``config.json`` / ``model_config`` read to name a refused layer (a model's config is kilobytes)
+_MAX_KERAS_CONFIG = 64 << 20
+
+
+def _keras_archive_problem(path: str) -> str | None:
+    """Why ``path`` is not a Keras archive (``.keras``: a zip holding ``config.json``; ``.h5``: an HDF5 file holding
+    a ``model_config``), or None when it looks like one."""
+    if path.lower().endswith(".keras"):
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as z:
+                if "config.json" not in z.namelist():
+                    return "a zip without config.json"
+        except zipfile.BadZipFile as e:
+            return "not a zip file (truncated, or another format)" if "not a zip" in str(e) else \
+                f"a broken zip ({_first_line(e)})"
+        except OSError as e:
+            return f"unreadable: {e.strerror or e}"
+        return None
+    try:
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            if "model_config" not in f.attrs:
+                return "an HDF5 file without a model_config (weights only?)"
+    except OSError as e:
+        return f"HDF5 cannot open it ({_first_line(e)})"
+    return None
+
+
+def _keras_config(path: str) -> Any:
+    """The model config (JSON) of a ``.keras`` / ``.h5`` file, or None when it cannot be read."""
+    import json
+
+    try:
+        if path.lower().endswith(".keras"):
+            import zipfile
+
+            with zipfile.ZipFile(path) as z:
+                if z.getinfo("config.json").file_size > _MAX_KERAS_CONFIG:
+                    return None
+                return json.loads(z.read("config.json"))
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            raw = f.attrs.get("model_config")
+            if raw is None or len(raw) > _MAX_KERAS_CONFIG:
+                return None
+            return json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
+    except Exception:
+        return None
+
+
+def _code_layers(config: Any) -> list[str]:
+    """Names of the layers in a Keras config that hold Python code (``Lambda``)."""
+    found: list[str] = []
+    stack = [config]
+    while stack:
+        c = stack.pop()
+        if isinstance(c, dict):
+            if c.get("class_name") == "Lambda":
+                cfg = c.get("config")
+                found.append(str(cfg.get("name")) if isinstance(cfg, dict) and cfg.get("name") else "(unnamed)")
+            stack.extend(c.values())
+        elif isinstance(c, list):
+            stack.extend(c)
+    return sorted(set(found))
+
+
+def _load_keras_file(path: str, unsafe_deserialization: bool = False) -> Any:
+    """Load a ``.keras`` / ``.h5`` file with Keras, in safe mode unless ``unsafe_deserialization``.  One
+    :class:`ModelLoadError` for a file that is no Keras archive, a layer that safe mode refuses, and the rest."""
+    problem = _keras_archive_problem(path)
+    if problem is not None:
+        kind = ".keras archive" if path.lower().endswith(".keras") else "Keras .h5 file"
+        raise ModelLoadError(f"not a valid {kind}: {problem}", file=path)
     _tf()
     import keras
 
     try:
-        return keras.models.load_model(path, compile=False)
+        return keras.models.load_model(path, compile=False, safe_mode=not unsafe_deserialization)
     except Exception as e:
+        text = str(e)
+        cause = e.__cause__ or e.__context__
+        text += " " + str(cause) if cause is not None else ""
+        if not unsafe_deserialization and ("safe_mode" in text or "Lambda" in text):
+            layers = _code_layers(_keras_config(path))
+            which = f"Lambda layer(s) {', '.join(repr(n) for n in layers)}" if layers else "a layer"
+            raise ModelLoadError(f"Keras safe mode refused the Python code in {which}; loading it would run that "
+                                 "code: if you trust this file, pass --unsafe-deserialization (API "
+                                 "unsafe_deserialization=True)", file=path) from None
         raise ModelLoadError(f"cannot load Keras model: {_first_line(e)}", file=path) from None
 
 
@@ -912,6 +1112,12 @@ def graph_from_source(src: TFSource, name: str | None = None,
                           variables=kept)
     if kept:
         graph.meta["variable_values"] = {k.name: k.value for k in kept.values()}
+    # the side-effect ops are dropped: none has a legalization, so one that an output read would have failed
+    # the conversion; the frozen graph's node names where it still has them (a function's), else the source's
+    dropped = effect_ops(tf_graph.as_graph_def()) if src.function is not None and src.kind != "graphdef" \
+        and not src.loader else source_effects(src)
+    if dropped:
+        graph.meta["side_effect_ops"] = [{"kind": e.kind, "op": e.op, "node": e.node} for e in dropped]
     graph.meta.update(
         source_format="tensorflow", source_kind=src.kind, file=None if label.startswith("<") else label,
         signature=src.signature, signatures=list(src.signatures),
@@ -945,12 +1151,21 @@ def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serv
     from .qat import apply_qat, options_of
 
     mode, io = options_of(options)
-    src = load_source(source, signature, outputs)
+    extra = getattr(options, "extra", None) or {}
+    src = load_source(source, signature, outputs,
+                      unsafe_deserialization=bool(extra.get("unsafe_deserialization", False)))
     keep = (getattr(options, "extra", None) or {}).get("keep_variables")
     graph = graph_from_source(src, name, keep)
     apply_qat(graph, mode, io)
+    warnings: list[str] = []
     if src.loader:
-        graph.meta["frontend_warnings"] = [f"SavedModel loaded from its {src.loader}"]
+        warnings.append(f"SavedModel loaded from its {src.loader}")
+    dropped = [EffectOp(**e) for e in graph.meta.get("side_effect_ops", [])]
+    if dropped:
+        warnings.append(f"dropped {len(dropped)} op(s) with side effects (a TOSA program only computes its outputs, "
+                        f"so it will not do what they do): {describe_effects(dropped)}")
+    if warnings:
+        graph.meta["frontend_warnings"] = warnings
     return graph, src
 
 
