@@ -262,6 +262,10 @@ def load_source(source: Any, signature: str = "serving_default", outputs: Sequen
         if not p.exists():
             raise ModelLoadError("no such file or directory", file=path)
         suffix = p.suffix.lower()
+        if suffix == ".keras":
+            from .archive import check_zip
+
+            check_zip(path)  # (its members' declared sizes within the extraction cap before Keras inflates one)
         if suffix in (".keras", ".h5", ".hdf5"):
             return _keras_source(_load_keras_file(path, unsafe_deserialization), path)
         if p.name == "saved_model.pb":
