@@ -39,11 +39,13 @@ def convert_nnef_path(path: str, options: ConvertOptions) -> Graph:
     expanded to primitives by the parser.  The layout pass (:func:`.passes.layout.to_channels_last`) runs before
     legalization; its transpose counts are kept in ``graph.meta["layout"]``."""
     from ..legalizations.registry import get_rule
+    from .archive import extract_limit
     from .nnef import COMPOUND_OPS, load_nnef
     from .passes.layout import to_channels_last
 
     keep = sorted(name for name in COMPOUND_OPS if get_rule(f"nnef.{name}") is not None)
-    graph = load_nnef(path, keep=keep)
+    with extract_limit(options.extra.get("max_extract_mb")):  # (None: the default cap, archive.py)
+        graph = load_nnef(path, keep=keep)
     graph.meta["file"] = path
     _check_nnef_quantization(graph, path)
     graph.meta["layout"] = to_channels_last(graph)

@@ -1156,8 +1156,11 @@ def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serv
 
     mode, io = options_of(options)
     extra = getattr(options, "extra", None) or {}
-    src = load_source(source, signature, outputs,
-                      unsafe_deserialization=bool(extra.get("unsafe_deserialization", False)))
+    from .archive import extract_limit
+
+    with extract_limit(extra.get("max_extract_mb")):  # (the cap of a .keras zip's members; None: the default)
+        src = load_source(source, signature, outputs,
+                          unsafe_deserialization=bool(extra.get("unsafe_deserialization", False)))
     keep = (getattr(options, "extra", None) or {}).get("keep_variables")
     graph = graph_from_source(src, name, keep)
     apply_qat(graph, mode, io)
