@@ -29,13 +29,16 @@ from .cli_output import (
     EXIT_VERIFY,
     Out,
     error_dict,
+    op_counts,
+    ops_text,
     routed_logging,
 )
 from .errors import ConversionError, InputError
 
 app = typer.Typer(
     cls=PlainCoercionGroup, add_completion=True, no_args_is_help=True, rich_markup_mode=None,
-    help="Convert TensorFlow Lite and TensorFlow models to TOSA 1.0 and prove the conversion by running it.",
+    help="Convert TensorFlow Lite (.tflite), TensorFlow (SavedModel, Keras .keras/.h5, GraphDef) and NNEF (folder or "
+         ".tgz) models to TOSA 1.0 and prove the conversion by running it.",
     epilog="\b\n" + EXIT_CODES_HELP + "\nEvery command takes --json (one JSON object; schemas in docs/schemas/),\n"
            "-q/--quiet and -v/--verbose.  Guide: docs/guide.md")
 
@@ -147,11 +150,7 @@ def _user_errors(fn: F) -> F:
             except ConversionError as e:
                 _fail(out, e, EXIT_USER)
             except BrokenPipeError:  # the reader of our stdout went away (`tf2tosa ops | head`): stop quietly
-                import os
-
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                raise typer.Exit(EXIT_USER) from None
+                _reader_gone()
             except OSError as e:
                 _fail(out, e, EXIT_USER)
             except KeyboardInterrupt:
@@ -170,6 +169,26 @@ def _user_errors(fn: F) -> F:
             _out_stack.pop()
 
     return wrapper  # type: ignore[return-value]
+
+
+def _print_report(out: Out, report: Any) -> None:
+    """A verify report: in full, or with -q its one-line verdict; its warnings (a constant oracle output) always,
+    on stderr and in the JSON ``warnings``."""
+    out.result(report.summary() if out.quiet else report.text(warnings=False))
+    for w in report.warnings:
+        out.warn(w)
+
+
+def _reader_gone() -> None:
+    """Our stdout's reader closed it (``tf2tosa inspect m.tosa | head -3``): stop with no message and exit 0, as
+    ``cat`` and ``ls`` do for the reader-closed case (the reader got what it asked for).  Later writes, including
+    the interpreter's final flush, go to the null device instead of raising again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise typer.Exit(EXIT_OK) from None
 
 
 def _fail(out: Out, exc: BaseException, code: int, cls: str | None = None) -> None:
@@ -195,7 +214,7 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True,
                                        help="print the version and exit")) -> None:
-    """Convert TensorFlow Lite and TensorFlow models to TOSA 1.0 and prove the conversion by running it."""
+    """Convert TensorFlow Lite, TensorFlow and NNEF models to TOSA 1.0 and prove the conversion by running it."""
 
 
 def parse_shapes(items: list[str] | None, file: str | None = None) -> dict[str, tuple[int, ...]]:
@@ -404,9 +423,9 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             check_trusted(m.tf_source, trust_model)  # before writing: a refused --verify leaves nothing behind
         prog(1, 3 if verify else 2, "writing")
         m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
-    ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
+    ops = op_counts(m.graph.ops.values())[0]
     seconds = time.perf_counter() - t0
-    out.result(f"wrote {output} ({ops} ops; profiles {', '.join(m.profiles) or '-'}; "
+    out.result(f"wrote {output} ({ops_text(m.graph.ops.values())}; profiles {', '.join(m.profiles) or '-'}; "
                f"extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
     from .converter.passes.input_shapes import fixed_dims_lines
 
@@ -437,7 +456,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     if verify:
         with _progress(f"verify {model.name}") as prog, _quiet_deps():
             report = m.verify(oracle=oracle, progress=prog, trust_model=trust_model)
-        out.result(str(report))
+        _print_report(out, report)
         payload["verify"] = report.to_dict()
         if not report.ok:
             out.exit_code = EXIT_VERIFY
@@ -475,11 +494,11 @@ def specialize(model: Path = typer.Argument(..., metavar="MODEL",
                           dims=parse_dims(dim, file=str(model)))
         prog(1, 2, "writing")
         m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
-    ops = sum(1 for op in m.graph.ops.values() if op.opcode not in ("CONST", "CONST_SHAPE"))
+    ops = op_counts(m.graph.ops.values())[0]
     seconds = time.perf_counter() - t0
     done = m.graph.meta.get("specialized", {})
-    out.result(f"wrote {output} (TOSA 1.0, {ops} ops; profiles {', '.join(m.profiles) or '-'}; extensions "
-               f"{', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
+    out.result(f"wrote {output} (TOSA 1.0, {ops_text(m.graph.ops.values())}; profiles "
+               f"{', '.join(m.profiles) or '-'}; extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
     for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
         out.result(line)
     out.info(f"{done.get('shape_ops_folded', 0)} shape operator(s) folded to constants, "
@@ -934,7 +953,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
             backend_rows = m.backend_agreement(first, backend.value)
     for w in m.graph.meta.get("warnings", []):
         out.warn_once(str(w))
-    out.result(str(report))
+    _print_report(out, report)
     if backend_rows is not None:
         agree = all(r["ok"] for r in backend_rows)
         detail = "; ".join(f"{r['name']}: " + (f"{r['mismatches']} mismatches" if r["mismatches"] is not None
@@ -1040,7 +1059,7 @@ def demo(out_dir: Path = typer.Option(Path("out/demo"), "--out-dir", metavar="DI
         failed += not report.ok
         worst = max((o.rel for o in report.outputs), default=0.0)
         mism = sum(o.mismatches for o in report.outputs)
-        out.echo(f"{status}  {path.name:32s} -> {dest}  ops={len(m.graph.ops):4d}  rel_err={worst:.2e}  "
+        out.echo(f"{status}  {path.name:32s} -> {dest}  {ops_text(m.graph.ops.values())}  rel_err={worst:.2e}  "
                  f"mismatches={mism}  {time.perf_counter() - t0:.2f}s")
         for line in report.info:
             out.echo(f"      info: {line}")
@@ -1085,6 +1104,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(EXIT_INTERRUPTED)
     except typer.Exit as e:
         sys.exit(e.exit_code)
+    except SystemExit as e:
+        # typer ends a write to a closed stdout outside our commands (`tf2tosa --help | head -3`) with exit 1,
+        # having wrapped stdout to silence the final flush: that is the reader-closed case, which exits 0
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            try:
+                _reader_gone()
+            except typer.Exit:
+                sys.exit(EXIT_OK)
+        raise e
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 

@@ -28,6 +28,28 @@ EXIT_CODES_HELP = ("Exit codes: 0 ok; 1 user error (bad model, input or option v
                    "2 usage error; 3 verification failed; 130 interrupted.")
 
 
+#: the opcodes counted as constants rather than operators in every op count we print
+CONSTANT_OPCODES = frozenset({"CONST", "CONST_SHAPE"})
+
+
+def op_counts(ops: Any) -> tuple[int, int]:
+    """(operators, constants) of a TOSA graph's ops (``graph.ops.values()``): ``convert``, ``specialize`` and
+    ``demo`` all print these two figures, in the words of :func:`ops_text`."""
+    n_ops = n_const = 0
+    for op in ops:
+        if op.opcode in CONSTANT_OPCODES:
+            n_const += 1
+        else:
+            n_ops += 1
+    return n_ops, n_const
+
+
+def ops_text(ops: Any) -> str:
+    """``51 TOSA operators + 38 constants``: the one wording of a program's size (``inspect`` lists both kinds)."""
+    n_ops, n_const = op_counts(ops)
+    return f"{n_ops} TOSA operators + {n_const} constants"
+
+
 def _version() -> str:
     from . import __version__
 

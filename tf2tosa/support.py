@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from .legalizations.registry import all_rules
+import inspect
+
+from .legalizations.registry import RuleInfo, all_rules
 
 DTYPES = ("fp32", "i8", "i16")
+
+
+def summary_of(info: RuleInfo) -> str:
+    """The rule's lowering summary: the whole first paragraph of its docstring on one line (a docstring's first
+    line alone stops mid-sentence when the summary wraps)."""
+    doc = inspect.cleandoc(info.fn.__doc__ or "") or info.doc
+    return " ".join(doc.split("\n\n", 1)[0].split())
 
 
 def support_rows() -> list[tuple[str, dict[str, str], str]]:
@@ -12,14 +21,19 @@ def support_rows() -> list[tuple[str, dict[str, str], str]]:
     rows = []
     for name, info in all_rules().items():
         status = {d: ("yes" if d in info.dtypes else "-") for d in DTYPES}
-        rows.append((name, status, info.doc))
+        rows.append((name, status, summary_of(info)))
     return rows
+
+
+def _cell(text: str) -> str:
+    """``text`` as one Markdown table cell: a ``|`` in it (``|x|``) would end the cell, so it is escaped."""
+    return text.replace("|", "\\|")
 
 
 def _table(rows: list[tuple[str, dict[str, str], str]]) -> list[str]:
     head = "| op | " + " | ".join(DTYPES) + " | lowering |"
     sep = "|---|" + "---|" * len(DTYPES) + "---|"
-    return [head, sep, *(f"| `{n}` | " + " | ".join(s[d] for d in DTYPES) + f" | {doc} |" for n, s, doc in rows)]
+    return [head, sep, *(f"| `{n}` | " + " | ".join(s[d] for d in DTYPES) + f" | {_cell(doc)} |" for n, s, doc in rows)]
 
 
 def _summary(rows: list[tuple[str, dict[str, str], str]]) -> str:

@@ -95,14 +95,36 @@ class OutputReport:
         except TypeError:
             return False
 
+    @property
+    def constant_value(self) -> float | None:
+        """The one value every oracle element of every input set had, when there is one and more than one element
+        was compared (a comparison with such an oracle proves little); else None."""
+        lo, hi = self.detail.get("ref_min"), self.detail.get("ref_max")
+        if lo is None or hi is None or lo != hi or int(self.detail.get("elements", 0)) < 2:
+            return None
+        return float(lo)
+
     def merge(self, other: OutputReport) -> OutputReport:
-        """Combine the reports of two input sets: the worse one's figures, summed counts and histograms."""
+        """Combine the reports of two input sets: the worse one's figures, summed counts and histograms.
+
+        The worst elements of both are kept, each labelled with its input set (``set``, 0-based, in merge order)
+        and carrying its own set's max |oracle| and bound, so a table of them never pairs one set's values with
+        another set's maximum; ``worst_set`` is the input set the report's own figures come from."""
         worse = other if (not other.ok and self.ok) or other.rel > self.rel else self
         keep = OutputReport(worse.name, worse.shape, worse.dtype, worse.max_abs, worse.max_ref,
                             self.mismatches + other.mismatches, self.ok and other.ok, worse.bound, worse.bound_value,
                             dict(worse.detail))
         a, b = self.detail, other.detail
+        n_a = int(a.get("sets", 1)) if a else 1
+        if a or b:
+            keep.detail["sets"] = n_a + (int(b.get("sets", 1)) if b else 1)
+            keep.detail["worst_set"] = (int(b.get("worst_set", 0)) + n_a) if worse is other else int(
+                a.get("worst_set", 0))
         if a and b:
+            lows = [x for x in (a.get("ref_min"), b.get("ref_min")) if x is not None]
+            highs = [x for x in (a.get("ref_max"), b.get("ref_max")) if x is not None]
+            keep.detail["ref_min"] = min(lows) if lows else None
+            keep.detail["ref_max"] = max(highs) if highs else None
             keep.detail["elements"] = a.get("elements", 0) + b.get("elements", 0)
             if "lsb" in a and "lsb" in b:
                 lsb = dict(a["lsb"])
@@ -111,7 +133,9 @@ class OutputReport:
                 keep.detail["lsb"] = lsb
             if "ratio" in a and "ratio" in b and len(a["ratio"]) == len(b["ratio"]):
                 keep.detail["ratio"] = [x + y for x, y in zip(a["ratio"], b["ratio"])]
-            keep.detail["worst"] = sorted(a.get("worst", []) + b.get("worst", []), key=lambda w: -w["err"])[:10]
+            tagged = ([{**w, "set": w.get("set", 0)} for w in a.get("worst", [])]
+                      + [{**w, "set": w.get("set", 0) + n_a} for w in b.get("worst", [])])
+            keep.detail["worst"] = sorted(tagged, key=lambda w: -w["err"])[:10]
         return keep
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,11 +172,43 @@ class VerifyReport:
     def ok(self) -> bool:
         return all(o.ok for o in self.outputs) and (self.spec is None or self.spec.ok)
 
+    @property
+    def warnings(self) -> list[str]:
+        """What makes a passing verdict weak: an output the oracle gave as one constant value over every element of
+        every input set (an all-zero softmax from random weights) matches a program that is wrong in many ways."""
+        out = []
+        for o in self.outputs:
+            v = o.constant_value
+            if v is not None:
+                sets = "the input set" if self.runs == 1 else f"all {self.runs} input sets"
+                out.append(f"output {o.name!r} is constant in the oracle (all {v:g} over {sets}): this comparison "
+                           "proves little; try other inputs (--input, --num) or a trained model")
+        return out
+
+    def summary(self) -> str:
+        """The verdict in one line (``-q``): PASS/FAIL, what was compared and the worst figure."""
+        runs = (f"{self.runs} step(s)" if self.steps is not None else f"{self.runs} input set(s)")
+        worst = max(self.outputs, key=lambda o: (not o.ok, o.rel), default=None)
+        fig = ""
+        if worst is not None:
+            fig = (f"; worst {worst.name}: {worst.mismatches} mismatch(es)" if not worst.is_float or not worst.ok
+                   else f"; worst {worst.name}: rel {worst.rel:.3g}")
+        spec = "" if self.spec is None or self.spec.ok else f"; {len(self.spec.failures)} op(s) outside spec bounds"
+        return (f"verify {self.model}: {'PASS' if self.ok else 'FAIL'} ({len(self.outputs)} output(s), {runs} "
+                f"against {ORACLE_TEXT.get(self.oracle, self.oracle)}{fig}{spec})")
+
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, warnings: bool = True) -> str:
+        """The full report; ``warnings=False`` leaves out the :attr:`warnings` lines (the CLI prints them itself,
+        on stderr)."""
         runs = (f"{self.runs} consecutive step(s) of one stream" if self.steps is not None
                 else f"{self.runs} input set(s)")
         lines = [f"verify {self.model}: {runs} against {ORACLE_TEXT.get(self.oracle, self.oracle)}, "
                  f"{'PASS' if self.ok else 'FAIL'}"]
+        if warnings:
+            lines.extend(f"  warning: {w}" for w in self.warnings)
         if self.steps is not None:
             bad = [st["step"] for st in self.steps if not st["ok"]]
             lines.append(f"  steps: {len(self.steps) - len(bad)} of {len(self.steps)} pass"
@@ -233,7 +289,9 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray, rtol: float = FLOAT_RTO
     finite = np.abs(r[np.isfinite(r)].astype(np.float64))
     max_ref = float(finite.max()) if finite.size else 0.0  # an infinity in the oracle must not open the float bound
     mismatches = int(np.count_nonzero(diff))
-    detail: dict[str, Any] = {"elements": int(r.size)}
+    values = r[np.isfinite(r)]  # the oracle's range (a constant oracle output proves little: VerifyReport.warnings)
+    detail: dict[str, Any] = {"elements": int(r.size), "ref_min": float(values.min()) if values.size else None,
+                              "ref_max": float(values.max()) if values.size else None}
     if np.issubdtype(r.dtype, np.floating):
         limit = rtol * max(max_ref, 1e-30)
         nan_ok = bool(np.array_equal(np.isnan(g), np.isnan(r)))
@@ -265,7 +323,8 @@ def compare(name: str, got: np.ndarray, ref: np.ndarray, rtol: float = FLOAT_RTO
         top = np.argpartition(-flat, n_top - 1)[:n_top]
         top = top[np.argsort(-flat[top], kind="stable")]
         detail["worst"] = [{"index": [int(i) for i in np.unravel_index(int(j), r.shape)], "got": g.ravel()[j].item(),
-                            "ref": r.ravel()[j].item(), "err": float(flat[j])} for j in top if flat[j] > 0]
+                            "ref": r.ravel()[j].item(), "err": float(flat[j]), "max_ref": max_ref, "bound": limit}
+                           for j in top if flat[j] > 0]
     return OutputReport(name, tuple(r.shape), str(r.dtype), max_abs, max_ref, mismatches, ok, bound, limit, detail)
 
 

@@ -49,8 +49,21 @@ class ComplianceReport:
         head = (f"spec accuracy: {self.checked} float op result(s) checked against fp64 with the spec's bounds: "
                 + ("all compliant" if self.ok else f"{len(self.failures)} outside their bound"))
         if self.worst is not None:
-            head += f" (worst {self.worst.worst:.3g} of the bound, {self.worst.op})"
+            head += f" (largest error: {self.worst.op}, {bound_use(self.worst.worst)})"
         return "\n".join([head] + [f"  {f.op} {f.result}: {f.message}" for f in self.failures[:10]])
+
+
+def bound_use(ratio: float) -> str:
+    """|error| / bound of an op result in words: how much of the spec's bound the error uses (1 = all of it)."""
+    if ratio <= 0:
+        return "no error"
+    if ratio > 1:
+        return f"{ratio:.3g} times its bound (outside it)"
+    if ratio >= 0.995:
+        return "|error| equal to its bound, which the spec allows (the bound is inclusive)"
+    if ratio >= 0.01:
+        return f"{ratio:.0%} of its bound"
+    return f"{100 * ratio:.2g}% of its bound"
 
 
 def evaluate_fp64(op: Operation, inputs: list[np.ndarray]) -> list[np.ndarray]:

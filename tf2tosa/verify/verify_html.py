@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .compare import FLOAT_BOUND_SOURCE, ORACLE_TEXT, RATIO_EDGES, OutputReport, VerifyReport
 from .report import layer_plots
+from .spec_check import bound_use
 
 if TYPE_CHECKING:
     from .layers import LayerReport
@@ -125,25 +126,36 @@ def _ratio_plot(o: OutputReport) -> str:
 
 
 def _worst_table(o: OutputReport) -> str:
+    """The largest errors, each row with its input set and that set's own max |oracle| and bound (the sets of a
+    run can differ in magnitude: one set's maximum beside another set's values would mislead)."""
     rows = o.detail.get("worst", [])
     if not rows:
         return '<div class="kv">every element matches the oracle exactly</div>'
     unit = "" if o.is_float else " LSB"
-    body = "".join(f"<tr><td>{_E(str(tuple(w['index'])))}</td><td class=num>{_num(w['got'])}</td>"
-                   f"<td class=num>{_num(w['ref'])}</td><td class=num>{_num(w['err'])}{unit}</td>"
-                   + (f"<td class=num>{_num(w['err'] / o.bound_value)}</td>" if o.is_float and o.bound_value else "")
-                   + "</tr>" for w in rows)
-    head = "<tr><th>index</th><th>TOSA</th><th>oracle</th><th>|error|</th>" + (
-        "<th>of the bound</th>" if o.is_float and o.bound_value else "") + "</tr>"
+    with_ratio = o.is_float and any(w.get("bound", o.bound_value) for w in rows)
+
+    def ratio(w: dict[str, Any]) -> str:
+        bound = float(w.get("bound", o.bound_value) or 0.0)
+        return f"<td class=num>{_num(w['err'] / bound) if bound else '-'}</td>" if with_ratio else ""
+
+    body = "".join(f"<tr><td class=num>{int(w.get('set', 0)) + 1}</td><td>{_E(str(tuple(w['index'])))}</td>"
+                   f"<td class=num>{_num(w['got'])}</td><td class=num>{_num(w['ref'])}</td>"
+                   f"<td class=num>{_num(w['err'])}{unit}</td>"
+                   f"<td class=num>{_num(w.get('max_ref', o.max_ref))}</td>{ratio(w)}</tr>" for w in rows)
+    head = ("<tr><th>input set</th><th>index</th><th>TOSA</th><th>oracle</th><th>|error|</th>"
+            "<th>max |oracle| of its set</th>" + ("<th>|error| / its set's bound</th>" if with_ratio else "")
+            + "</tr>")
     return f'<table class="worst"><thead>{head}</thead><tbody>{body}</tbody></table>'
 
 
 def _output_section(o: OutputReport, oracle: str) -> str:
     badge = '<span class="badge ok">ok</span>' if o.ok else '<span class="badge bad">FAIL</span>'
+    sets = int(o.detail.get("sets", 1))
+    which = f" (input set {int(o.detail.get('worst_set', 0)) + 1} of {sets}, the worst)" if sets > 1 else ""
     kv = (f'<div class="kv">shape <b>{list(o.shape)}</b> · dtype <b>{_E(o.dtype)}</b> · oracle '
           f'<b>{_E(ORACLE_TEXT.get(oracle, oracle))}</b> · elements compared <b>{o.detail.get("elements", "?")}</b>'
-          f' · max |error| <b>{_num(o.max_abs)}</b> · max |oracle| <b>{_num(o.max_ref)}</b> · mismatches '
-          f'<b>{o.mismatches}</b></div><div class="kv">bound: <b>{_E(o.bound)}</b>'
+          f' · max |error| <b>{_num(o.max_abs)}</b> · max |oracle| <b>{_num(o.max_ref)}</b>{_E(which)} · mismatches '
+          f'<b>{o.mismatches}</b></div><div class="kv">bound{_E(which)}: <b>{_E(o.bound)}</b>'
           + (f" — {_E(FLOAT_BOUND_SOURCE)}" if o.is_float else " — integer outputs must match bit for bit")
           + "</div>")
     plot = _ratio_plot(o) if o.is_float else _lsb_plot(o)
@@ -165,8 +177,8 @@ def _spec_section(report: VerifyReport) -> str:
         worst = sorted(ops, key=lambda v: -v.worst)[:24]
         parts.append(_spec_plot(worst))
     if spec.worst is not None:
-        parts.append(f'<div class="kv">worst: <b>{_E(spec.worst.op)}</b> at {_num(spec.worst.worst)} of its '
-                     f'bound</div>')
+        parts.append(f'<div class="kv">largest error: <b>{_E(spec.worst.op)}</b>, '
+                     f'{_E(bound_use(spec.worst.worst))}</div>')
     for f in spec.failures[:20]:
         parts.append(f'<div class="why">{_E(f.op)} {_E(f.result)}: {_E(f.message)}</div>')
     parts.append("</section>")
@@ -194,7 +206,7 @@ def _spec_plot(verdicts: Sequence[Any], width: int = 720) -> str:
         label = v.op if len(v.op) <= 44 else v.op[:43] + "…"
         out.append(f'<text x="{ml - 6}" y="{y + 11}" text-anchor="end" class="tick">{_E(label)}</text>')
         out.append(f'<rect class="bar" x="{ml}" y="{y + 2}" width="{max(x_of(v.worst) - ml, 1):.1f}" height="{row - 5}"'
-                   f' fill="{color}"><title>{_E(v.op)}: {_num(v.worst)} of the bound</title></rect>')
+                   f' fill="{color}"><title>{_E(v.op)}: {_E(bound_use(v.worst))}</title></rect>')
         out.append(f'<text x="{x_of(v.worst) + 4:.1f}" y="{y + 11}" class="tick">{_num(v.worst)}</text>')
     bx = x_of(1.0)
     out.append(f'<line x1="{bx:.1f}" x2="{bx:.1f}" y1="{mt}" y2="{height - 20}" stroke="#f0a020" '
@@ -227,6 +239,7 @@ def render_verify_html(report: VerifyReport, layers: LayerReport | None = None) 
     sub = f"{verdict} · {report.runs} input set(s) · judged against {oracle} · {len(report.outputs)} output(s)"
     body = [f'<section class="summary"><h2><span class="badge {"ok" if verdict == "PASS" else "bad"}">{verdict}'
             f"</span> {_E(report.model)}</h2>"]
+    body += [f'<div class="why">warning: {_E(line)}</div>' for line in report.warnings]
     body += [f'<div class="info">{_E(line)}</div>' for line in report.info]
     body.append("</section>")
     body += [_output_section(o, report.oracle) for o in report.outputs]
