@@ -629,9 +629,10 @@ def _open_inside(root: Path, parts: list[str], fail: Any, what: str) -> int:
                 to = os.readlink(comp, dir_fd=dfd)
                 real = os.path.realpath(root.joinpath(*parts[:i + 1]))
                 inside = real == str(root) or real.startswith(str(root).rstrip(os.sep) + os.sep)
-                where = "inside the model" if inside else "outside the model"
-                raise fail(f"{what} path '{shown}' is a symlink (to '{to}', {where}); only regular files and "
-                           "folders inside the model are read")
+                if not inside:
+                    raise fail(f"'{shown}' is a symlink to '{to}', outside the model")
+                raise fail(f"{what} path '{shown}' is a symlink (to '{to}'); only regular files and folders inside "
+                           "the model are read")
             if not last:
                 if not stat.S_ISDIR(st.st_mode):
                     raise fail(f"missing {what} ('{shown}' is not a folder)")
@@ -1081,5 +1082,5 @@ def is_nnef_source(source: object) -> bool:
         return False
     p = Path(source)
     if p.is_dir():
-        return (p / "graph.nnef").is_file()
+        return os.path.lexists(p / "graph.nnef")  # (whatever it is: the loader says what is wrong with it)
     return p.name.endswith((".nnef", ".tgz", ".tar.gz", ".tar"))
