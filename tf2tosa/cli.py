@@ -103,6 +103,11 @@ UNSAFE_DESERIALIZATION = typer.Option(
          "only for files you trust")
 
 
+MAX_EXTRACT = typer.Option(
+    None, "--max-extract-mb", metavar="N", min=1,
+    help="NNEF .tgz/.tar and Keras .keras archives: unpack at most N MiB per member and in total (default 2048)")
+
+
 def _unsafe(flag: bool) -> dict[str, Any]:
     """``--unsafe-deserialization`` → the ``unsafe_deserialization`` keyword, only when given."""
     return {"unsafe_deserialization": True} if flag else {}
@@ -382,6 +387,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             state_io: bool = STATE_IO,
             io_: str = IO,
             keep_variables: list[str] | None = KEEP_VARIABLES,
+            max_extract_mb: int | None = MAX_EXTRACT,
             trust_model: bool = TRUST_MODEL,
             unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
@@ -409,12 +415,12 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                                 dims=parse_dims(dim, file=str(model)), hints=parse_dims(hint, "--hint", str(model)),
                                 rounding=rounding, signature=signature, qat=qat, qat_io=qat_io,
                                 custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
-                                state_io=state_io, io=io_, **more)
+                                state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more)
         else:
             m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
                            dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, qat=qat,
                            qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
-                           state_io=state_io, io=io_, **more)
+                           state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more)
         if target is not None:
             m.require_target(target.value)
         if verify and m.tf_source is not None:
@@ -721,6 +727,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP),
             io_: str = IO,
             unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
+            max_extract_mb: int | None = MAX_EXTRACT,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
     """Show the ops, tensors and the profiles/extensions a TOSA program needs (with --target, everything a target
     cannot take; for an --io int program, the scales and zero points of its integer inputs and outputs, from its
@@ -734,7 +741,8 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
 
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
-            m = do_convert(str(file), signature=signature, io=io_, **_unsafe(unsafe_deserialization))
+            m = do_convert(str(file), signature=signature, io=io_, max_extract_mb=max_extract_mb,
+                           **_unsafe(unsafe_deserialization))
     else:
         m = load(str(file))
     g = m.graph
@@ -895,6 +903,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
            state_io: bool = STATE_IO,
            keep_variables: list[str] | None = KEEP_VARIABLES,
            trust_model: bool = TRUST_MODEL,
+           max_extract_mb: int | None = MAX_EXTRACT,
            unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
            json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
            ) -> dict[str, Any]:
@@ -921,7 +930,8 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         prog(0, 0, "converting")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
                        dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
-                       io=io_, **_keep_variables(keep_variables), **_unsafe(unsafe_deserialization))
+                       io=io_, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
+                       **_unsafe(unsafe_deserialization))
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:
