@@ -11,6 +11,11 @@ variable label), a ``.tgz`` / ``.tar.gz`` / ``.tar`` of such a directory (the ar
 hold the files at its root or in one top folder), or a bare ``graph.nnef`` file (its
 ``graph.quant`` and ``.dat`` files are looked up next to it).
 
+Nothing outside the model is read (see :func:`load_nnef`): labels resolve inside the model folder, only regular
+files are opened, ``.dat`` headers are checked against the bytes present, archives are unpacked member by member
+under the caps of :mod:`.archive`, and ``graph.nnef`` is checked for what crashes the Khronos parser
+(:data:`MAX_NESTING`, :data:`MAX_CHAIN`, recursive fragments) before it is parsed.
+
 Fragments
 ---------
 Every compound fragment is expanded by the parser (its ``lowered=`` list) down to the
