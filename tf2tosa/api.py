@@ -138,9 +138,15 @@ class TosaModel:
         both or neither, each atomically.  A model converted with ``io="int"`` also gets its sidecar
         ``<path>.json`` (:meth:`io_quantization_json`).
 
-        Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written."""
-        from .outputs import Content, write_files
+        Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written, or (before
+        anything is written) when a path is the model's source file or another of the paths given
+        (:func:`tf2tosa.outputs.check_paths`)."""
+        from .outputs import Content, check_paths, write_files
         from .serializer.tosa_writer import write_file
+
+        side_path = sidecar_path(path) if self.io_quantization else None
+        check_paths(self._source_files(), [("the output", path), ("the mlir output", mlir),
+                                           ("the .json sidecar", side_path)])
 
         if self.is_dynamic and os.fspath(path).endswith(".mlir"):  # a 1.1-draft program as MLIR text only
             texts: dict[str | os.PathLike[str], Content] = {path: self.to_mlir(mlir_syntax).encode()}
@@ -156,6 +162,11 @@ class TosaModel:
         if side is not None:
             files[sidecar_path(path)] = side.encode()
         write_files(files)
+
+    def _source_files(self) -> list[tuple[str, str]]:
+        """The files this model was read from (its source model, the ``.tosa`` it was loaded from), that exist."""
+        names = {self.source_path, self.graph.meta.get("file")}
+        return [("the input model", n) for n in sorted(x for x in names if isinstance(x, str) and os.path.exists(x))]
 
     # ------------------------------------------------------------------- run
     def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], backend: str = "executor",
@@ -404,6 +415,11 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     """
     extra["fp16_weights"] = fp16_weights
     from .converter.source import convert_options, convert_tflite_data
+
+    if isinstance(source, (str, os.PathLike)):
+        from .outputs import check_input
+
+        check_input(source, ModelLoadError)  # a FIFO, a device or a socket is refused before it is opened
 
     if not _plain_tflite(source):  # (bytes and *.tflite files need neither frontend imported to say so)
         model = _convert_nnef_or_tensorflow(source, input_shapes=input_shapes, dims=dims, rounding=rounding, fold=fold,
@@ -720,6 +736,10 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     from .tosa.optable import DRAFT_VERSION
 
     declared = None
+    if isinstance(path, (str, os.PathLike)):
+        from .outputs import check_input
+
+        check_input(path, ModelLoadError)  # a FIFO, a device or a socket is refused before it is opened
     from_mlir = isinstance(path, str | os.PathLike) and os.fspath(path).endswith(".mlir")
     if from_mlir and not isinstance(path, bytes):
         data, name, declared = _mlir_to_tosa(path)

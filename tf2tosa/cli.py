@@ -264,11 +264,19 @@ def _load_inputs(items: list[str] | None, option: str = "--input") -> dict[str, 
         name, sep, path = item.partition("=")
         if not sep:
             raise InputError(f"bad {option} {item!r}; expected NAME=file.npy")
+        from .outputs import check_input
+
+        check_input(path)  # a FIFO or a device is refused before it is opened
         try:
             out[name] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as e:
             raise InputError(f"cannot read {option} file {path!r}: {e}", tensor=name) from None
     return out
+
+
+def _npy_files(items: list[str] | None, option: str = "--input") -> list[tuple[str, str]]:
+    """The files of ``--input``/``--state NAME=FILE.npy`` items, as inputs of :func:`tf2tosa.outputs.check_paths`."""
+    return [(f"the {option} file", item.partition("=")[2]) for item in items or [] if "=" in item]
 
 
 def _check_inputs(m: Any, given: dict[str, Any]) -> dict[str, Any]:
@@ -394,8 +402,13 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
     from .api import convert as do_convert
+    from .api import sidecar_path
+    from .outputs import check_paths
 
     out = _out()
+    check_paths([("the input model", model)],  # before any work: nothing overwrites an input or another output
+                [("the -o output", output), ("the --mlir output", mlir),
+                 ("the --io int .json sidecar", sidecar_path(output) if io_ == "int" else None)])
     if verify and _is_tflite(model):
         from .verify.compare import require_litert
 
@@ -489,10 +502,16 @@ def specialize(model: Path = typer.Argument(..., metavar="MODEL",
                ) -> dict[str, Any]:
     """Fold a symbolic TOSA 1.1-draft program (convert --dynamic) into a static TOSA 1.0 program at the given
     input sizes: shape operators become constants, shape assertions are checked, every shape becomes static."""
+    from .api import sidecar_path
     from .api import specialize as do_specialize
     from .converter.passes.input_shapes import fixed_dims_lines
+    from .outputs import check_paths
 
     out = _out()
+    side = sidecar_path(model) if os.path.isfile(sidecar_path(model)) else None  # an --io int program's scales
+    check_paths([("the input model", model), ("the input model's .json sidecar", side)],
+                [("the -o output", output), ("the --mlir output", mlir),
+                 ("the .json sidecar", sidecar_path(output) if side else None)])
     t0 = time.perf_counter()
     with _progress(f"specialize {model.name}") as prog:
         prog(0, 2, "folding shapes")
@@ -544,15 +563,22 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
     invocations)."""
     import numpy as np
 
-    from .api import load
+    from .api import load, sidecar_path
+    from .outputs import check_paths
     from .verify.compare import random_inputs
 
     out = _out()
+    side = sidecar_path(model) if os.path.isfile(sidecar_path(model)) else None
+    reads = [("the input model", model), ("the input model's .json sidecar", side), *_npy_files(input),
+             *_npy_files(state, "--state")]
+    check_paths(reads, [])
     if profile_ops and backend is not Backend.executor:
         raise InputError("--profile-ops times the embedded executor: it cannot be used with --backend iree")
     if repeat < 1:
         raise InputError(f"--repeat {repeat}: give at least one run")
     m = load(str(model))
+    if output_dir is not None:  # the arrays' names are the program's: known once it is read, before it runs
+        check_paths(reads, _output_arrays(m, output_dir, steps is not None or bool(state)))
     given = _check_inputs(m, _load_inputs(input))
     if steps is not None or state:
         if repeat != 1:
@@ -619,6 +645,21 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         write_files(files, make_dirs=True)  # every output or none
     return {"model": str(model), "seed": seed, "backend": backend.value, "outputs": results, "profile": profile,
             "steps": None, "state": []}
+
+
+def _output_arrays(m: Any, output_dir: Path, stream: bool) -> list[tuple[str, Path]]:
+    """The files ``run --output-dir`` writes for the program ``m`` (``stream``: with --steps/--state, also each
+    state variable's final value).  A name that is not a plain file name (one holding ``/`` or a NUL) is refused:
+    the arrays stay inside the folder."""
+    names = [v.name for v in m.graph.outputs]
+    files = [(f"the output array {n!r}", f"{n}.npy") for n in names]
+    if stream:
+        files += [(f"the final state of {v.name!r}", f"state_{v.name}.npy") for v in m.state_variables]
+    for what, name in files:
+        if "/" in name or "\0" in name:
+            raise InputError(f"{what} cannot be written to --output-dir {output_dir}: {name!r} is not a plain file "
+                             "name", file=str(m.graph.meta.get("file") or "") or None)
+    return [(what, output_dir / name) for what, name in files]
 
 
 def _npy(arr: Any) -> bytes:
@@ -910,8 +951,13 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
     TensorFlow for SavedModel/Keras/GraphDef), reporting each output's error and the bound it was judged by."""
     from .api import convert as do_convert
+    from .outputs import check_paths
 
     out = _out()
+    png_page = layers_png.with_suffix(".html") if layers_png is not None and layers_html is None else None
+    check_paths([("the input model", model), ("the --reference model", nnef_reference), *_npy_files(input)],
+                [("the --report page", report_html), ("the --layers-html page", layers_html),
+                 ("the --layers-png image", layers_png), ("the page of the --layers-png image", png_page)])
     if reference is not None:
         out.info("note: --reference-kernels is deprecated; the reference kernels are the default (--oracle ref)")
         oracle = oracle or ("ref" if reference else "optimized")
