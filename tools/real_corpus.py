@@ -98,6 +98,10 @@ def run_one(path: str, options: dict[str, Any], num: int) -> dict[str, Any]:
             return out
         out["converted"] = True
         notes: list[str] = []
+        guessed = [f"{f['input']}.{d['symbol']}={d['value']}" for f in model.graph.meta.get("fixed_dims") or []
+                   for d in f.get("dims", []) if d.get("from") == "default" and d.get("symbol") != "batch"]
+        if guessed:  # a length or image size of 1 proves little: the manifest's options should give real ones
+            notes.append(f"unknown dims defaulted: {', '.join(guessed)}")
         try:
             try:
                 report = model.verify(num=num)
@@ -126,7 +130,9 @@ def _child_main(path: str, options: str, num: int, cores: int) -> int:
         mine = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, set(mine[:cores]))
     res = run_one(path, json.loads(options or "{}"), num)
-    res["reason"] = _one_line(res["reason"])
+    # the table names the model: the error's own "[file PATH]" only takes room from the reason
+    reason = res["reason"].replace(f" [file {path}]", "").replace(f"[file {path}; ", "[")
+    res["reason"] = _one_line(reason)
     sys.stdout.write(_MARK + json.dumps(res) + "\n")
     sys.stdout.flush()
     return 0
