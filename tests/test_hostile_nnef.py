@@ -301,12 +301,13 @@ def test_dat_member_in_an_archive_shorter_than_its_header_says(scene: Scene) -> 
 
 
 # --------------------------------------------------------------------------- bombs and caps
-def _zero_bomb(path: Path, member: str, size: int, head: bytes, graph: bytes) -> Path:
+def _zero_bomb(path: Path, member: str, size: int, head: bytes, graph: bytes, kind: bytes = tarfile.REGTYPE) -> Path:
     """A .tgz holding ``m/graph.nnef`` and a ``size``-byte member of ``head`` then zeros, in well under a second
     per GiB: one 4 MiB block of zeros is deflated once and its self-contained output (ended by a full flush)
     repeated; the gzip trailer's CRC is computed over the zeros as they would inflate."""
     info = tarfile.TarInfo(member)
     info.size = size
+    info.type = kind
     ginfo = tarfile.TarInfo("m/graph.nnef")
     ginfo.size = len(graph)
     first = ginfo.tobuf(tarfile.GNU_FORMAT) + graph + bytes(-len(graph) % 512) + info.tobuf(tarfile.GNU_FORMAT) + head
@@ -387,6 +388,14 @@ def test_tar_header_declaring_4_gib_is_refused_before_reading(scene: Scene) -> N
 def _gzip(data: bytes) -> bytes:
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
     return comp.compress(data) + comp.flush()
+
+
+def test_long_name_header_bomb_is_refused_before_reading(scene: Scene) -> None:
+    """A GNU long-name header whose data is 256 MiB: tarfile would read it whole into memory."""
+    tgz = _zero_bomb(scene.base / "m.tgz", "././@LongLink", 256 << 20, b"", graph_text().encode(),
+                     kind=tarfile.GNUTYPE_LONGNAME)
+    scene.refused(tgz, "cannot unpack archive: an extended tar header of 256.0 MiB, more than 1.0 MiB",
+                  rss_cap_mb=200)
 
 
 def test_total_over_the_cap_is_refused(scene: Scene) -> None:

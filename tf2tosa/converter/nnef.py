@@ -471,6 +471,29 @@ def _member_path(name: str) -> str | None:
     return norm
 
 
+#: the most bytes of a GNU long-name or PAX extended header (tarfile reads one whole into memory)
+_MAX_HEADER_DATA = 1 << 20
+
+
+class _HeaderTooBig(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(f"an extended tar header of {mib(size)}, more than {mib(_MAX_HEADER_DATA)}")
+
+
+class _CappedTarInfo(tarfile.TarInfo):
+    """A TarInfo that refuses a long-name or PAX header whose data is larger than :data:`_MAX_HEADER_DATA` before
+    tarfile reads that data into memory."""
+
+    def _proc_member(self, tar: Any) -> Any:  # (tarfile's own dispatch, called for every header)
+        if self.type in _EXTENDED_HEADERS and self.size > _MAX_HEADER_DATA:
+            raise _HeaderTooBig(self.size)
+        return super()._proc_member(tar)  # type: ignore[misc]
+
+
+_EXTENDED_HEADERS = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                     tarfile.SOLARIS_XHDTYPE)
+
+
 def _unpack(p: Path, dest: Path) -> dict[Path, str]:
     """Unpack the members of the tar ``p`` the loader can use (``graph.nnef``, ``graph.quant``, ``*.dat``) into
     ``dest``, streaming (nothing is read twice, nothing is seeked back to), each member checked from its tar
@@ -494,16 +517,18 @@ def _unpack(p: Path, dest: Path) -> dict[Path, str]:
 
     try:
         try:
-            tar = tarfile.open(p, "r|*")
-        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+            tar = tarfile.open(p, "r|*", tarinfo=_CappedTarInfo)
+        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError, RecursionError, _HeaderTooBig) as e:
             raise unpack_error(e) from None
         while True:
             try:
                 m = tar.next()
-            except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+            except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError, RecursionError,
+                    _HeaderTooBig) as e:
                 raise unpack_error(e) from None
             if m is None:
                 break
+            tar.members.clear()  # type: ignore[attr-defined]  # (tarfile keeps every header; one is enough)
             count += 1
             if count > MAX_MEMBERS:
                 raise ModelLoadError(f"archive holds more than {MAX_MEMBERS} members", file=file)
@@ -737,6 +762,7 @@ def _check_depth(text: str, fname: str, what: str) -> None:
 
 
 _STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_BRACE = re.compile(r"[{}]")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^<>(){};]*>)?\s*\(")
 
 
@@ -752,17 +778,14 @@ def _check_recursion(text: str, fname: str) -> None:
         brace, semi = bare.find("{", i), bare.find(";", i)
         if brace < 0 or (0 <= semi < brace):
             continue  # a declaration without a body
-        depth, j = 0, brace
-        while j < len(bare):
-            if bare[j] == "{":
-                depth += 1
-            elif bare[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
+        depth, j = 0, len(bare)
+        for b in _BRACE.finditer(bare, brace):
+            depth += 1 if b.group() == "{" else -1
+            if depth == 0:
+                j = b.start()
+                break
         calls.setdefault(name, set()).update(c.group(1) for c in _CALL.finditer(bare, brace, j))
-        where.setdefault(name, text.count("\n", 0, m.start()) + 1)
+        where.setdefault(name, m.start())
     own = set(calls)
     done: set[str] = set()
     for start in sorted(own):
@@ -784,7 +807,8 @@ def _check_recursion(text: str, fname: str) -> None:
             nxt = rest.pop(0)
             if nxt in on_path:
                 cycle = path[path.index(nxt):] + [nxt]
-                raise ModelLoadError(f"graph.nnef line {where[nxt]}: fragment '{nxt}' calls itself "
+                line = text.count("\n", 0, where[nxt]) + 1
+                raise ModelLoadError(f"graph.nnef line {line}: fragment '{nxt}' calls itself "
                                      f"({' -> '.join(cycle)}); recursive fragments are not supported", file=fname)
             if nxt in done:
                 continue
