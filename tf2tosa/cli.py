@@ -95,8 +95,9 @@ KEEP_VARIABLES = typer.Option(
 
 
 TRUST_MODEL = typer.Option(False, "--trust-model",
-                           help="TensorFlow: run the source model even when its graph holds ops that touch the file "
-                                "system or the network, call Python or wait on queues (refused otherwise)")
+                           help="TensorFlow: load and run the source model even when its graph holds ops that "
+                                "touch the file system or the network, call Python or wait on queues (refused "
+                                "otherwise)")
 UNSAFE_DESERIALIZATION = typer.Option(
     False, "--unsafe-deserialization",
     help="Keras .keras/.h5: load with safe mode off, which RUNS the Python code stored in the file (Lambda layers); "
@@ -108,9 +109,10 @@ MAX_EXTRACT = typer.Option(
     help="NNEF .tgz/.tar and Keras .keras archives: unpack at most N MiB per member and in total (default 2048)")
 
 
-def _unsafe(flag: bool) -> dict[str, Any]:
-    """``--unsafe-deserialization`` → the ``unsafe_deserialization`` keyword, only when given."""
-    return {"unsafe_deserialization": True} if flag else {}
+def _unsafe(flag: bool, trust: bool = False) -> dict[str, Any]:
+    """``--unsafe-deserialization`` and ``--trust-model`` → the ``unsafe_deserialization`` and ``trust_model``
+    keywords, only when given."""
+    return {**({"unsafe_deserialization": True} if flag else {}), **({"trust_model": True} if trust else {})}
 
 
 def _keep_variables(items: list[str] | None) -> dict[str, Any]:
@@ -416,7 +418,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     t0 = time.perf_counter()
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
-        more = {**_keep_variables(keep_variables), **_unsafe(unsafe_deserialization)}
+        more = {**_keep_variables(keep_variables), **_unsafe(unsafe_deserialization, trust_model)}
         if hint and not dynamic:
             raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
         if dynamic:
@@ -768,6 +770,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP),
             io_: str = IO,
             unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
+            trust_model: bool = TRUST_MODEL,
             max_extract_mb: int | None = MAX_EXTRACT,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
     """Show the ops, tensors and the profiles/extensions a TOSA program needs (with --target, everything a target
@@ -783,7 +786,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
             m = do_convert(str(file), signature=signature, io=io_, max_extract_mb=max_extract_mb,
-                           **_unsafe(unsafe_deserialization))
+                           **_unsafe(unsafe_deserialization, trust_model))
     else:
         m = load(str(file))
     g = m.graph
@@ -844,6 +847,8 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
         out.echo(f"  {name:28s} {n}")
     for e in g.inexact:
         out.echo(f"inexact lowering: {e['op']} ({e['tensor']}): {e['reason']}")
+    for e in g.meta.get("side_effect_ops", []):  # (TensorFlow sources: ops the program leaves out)
+        out.echo(f"dropped side effect: tf.{e['op']} ({e['node']}): {e['what']}")
     custom = _custom_ops(g)
     if custom:
         out.echo(f"partial graph: {len(custom)} CUSTOM operator(s) stand for ops that could not be lowered "
@@ -867,7 +872,8 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             how = (f"input {st['input']} -> output {st['output']}" if st["input"] else "EXT-VARIABLE")
             out.echo(f"  {st['variable']}: {st['type']}: {how}")
     return {"file": str(file), "format": f"TOSA {version}", "frontend": frontend, "layout": layout,
-            **_model_facts(m), "custom_ops": custom, "inexact": g.inexact, "target": target_report, "state": state,
+            **_model_facts(m), "custom_ops": custom, "inexact": g.inexact,
+            "side_effect_ops": list(g.meta.get("side_effect_ops", [])), "target": target_report, "state": state,
             "dim_symbols": dict(g.meta.get("dim_symbols", {})) if symbolic else {},
             "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors,
             "dim_guards": list(g.meta["dim_guards"]) if symbolic and "dim_guards" in g.meta else None,
@@ -977,7 +983,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
                        dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
                        io=io_, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
-                       **_unsafe(unsafe_deserialization))
+                       **_unsafe(unsafe_deserialization, trust_model))
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:

@@ -236,6 +236,8 @@ class TFSource:
     loader: str | None = None
     #: the side-effect ops running it runs (:func:`source_effects`; None until asked)
     effects: list[EffectOp] | None = None
+    #: opened with ``trust_model``: verify runs it whatever its graph does
+    trusted: bool = False
 
 
 def _is_keras_model(obj: Any) -> bool:
@@ -245,11 +247,20 @@ def _is_keras_model(obj: Any) -> bool:
 
 
 def load_source(source: Any, signature: str = "serving_default", outputs: Sequence[str] | None = None, *,
-                unsafe_deserialization: bool = False) -> TFSource:
+                unsafe_deserialization: bool = False, trust_model: bool = False) -> TFSource:
     """Open ``source`` (see the module docstring) without converting it.
 
     A ``.keras`` / ``.h5`` file is loaded in Keras's safe mode: a layer holding Python code (a ``Lambda``'s
-    function) is refused, naming the layer, unless ``unsafe_deserialization`` (which runs that code)."""
+    function) is refused, naming the layer, unless ``unsafe_deserialization`` (which runs that code).  A SavedModel
+    whose loading would run file-system, Python or queue ops (:func:`load_time_effects`) is refused unless
+    ``trust_model``; a source opened with ``trust_model`` is trusted by verify too (``TFSource.trusted``)."""
+    src = _load_source(source, signature, outputs, unsafe_deserialization, trust_model)
+    src.trusted = trust_model
+    return src
+
+
+def _load_source(source: Any, signature: str, outputs: Sequence[str] | None, unsafe_deserialization: bool,
+                 trust_model: bool) -> TFSource:
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _graphdef_source(bytes(source), "<bytes>", outputs)
     if isinstance(source, (str, os.PathLike)):
@@ -258,7 +269,7 @@ def load_source(source: Any, signature: str = "serving_default", outputs: Sequen
         if p.is_dir():
             if not (p / "saved_model.pb").exists() and not (p / "saved_model.pbtxt").exists():
                 raise ModelLoadError("not a SavedModel directory (no saved_model.pb inside)", file=path)
-            return _saved_model_source(path, signature)
+            return _saved_model_source(path, signature, trust_model)
         if not p.exists():
             raise ModelLoadError("no such file or directory", file=path)
         suffix = p.suffix.lower()
@@ -269,7 +280,7 @@ def load_source(source: Any, signature: str = "serving_default", outputs: Sequen
         if suffix in (".keras", ".h5", ".hdf5"):
             return _keras_source(_load_keras_file(path, unsafe_deserialization), path)
         if p.name == "saved_model.pb":
-            return _saved_model_source(str(p.parent), signature)
+            return _saved_model_source(str(p.parent), signature, trust_model)
         if suffix in (".pb", ".graphdef"):
             try:
                 data = p.read_bytes()
@@ -328,8 +339,15 @@ def _dedupe(names: list[str]) -> list[str]:
     return out
 
 
-def _saved_model_source(path: str, signature: str) -> TFSource:
+def _saved_model_source(path: str, signature: str, trust_model: bool = False) -> TFSource:
     tf = _tf()
+    if not trust_model:
+        at_load = load_time_effects(_saved_model_proto(path))
+        if at_load:
+            raise ModelLoadError(f"loading this SavedModel would run op(s) that touch the file system, call Python "
+                                 f"or wait on queues, in its initialisation code ({describe_effects(at_load)}); not "
+                                 "loaded: pass --trust-model (API trust_model=True) if you trust this model",
+                                 file=path)
     try:
         loaded = tf.saved_model.load(path)
     except Exception as e:
@@ -363,8 +381,8 @@ def _saved_model_source(path: str, signature: str) -> TFSource:
     return src
 
 
-def _meta_graph_tags(path: str, signature: str) -> list[str]:
-    """The tag set of the MetaGraph in ``path``/saved_model.pb that has ``signature`` ("serve" first)."""
+def _saved_model_proto(path: str) -> Any:
+    """The SavedModel protobuf of ``path``/saved_model.pb (or .pbtxt)."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     sm = saved_model_pb2.SavedModel()
@@ -377,7 +395,90 @@ def _meta_graph_tags(path: str, signature: str) -> list[str]:
 
             text_format.Parse(pbtxt.read_text(), sm)
     except Exception as e:
-        raise ModelLoadError(f"saved_model.pb is not a SavedModel protobuf: {_first_line(e)}") from None
+        raise ModelLoadError(f"saved_model.pb is not a SavedModel protobuf: {_first_line(e)}", file=path) from None
+    return sm
+
+
+#: ops that loading runs to read a SavedModel's own files, not counted as its effects there: the checkpoint restore
+#: (its variables) and a lookup table's vocabulary file (its assets; what a table holds cannot leave the process
+#: while loading)
+_RESTORE_OPS = frozenset({"Restore", "RestoreV2", "RestoreSlice", "InitializeTableFromTextFile",
+                          "InitializeTableFromTextFileV2"})
+#: collections naming a TF1 SavedModel's initialisation ops, which loading runs
+_INIT_COLLECTIONS = ("saved_model_main_op", "legacy_init_op", "main_op", "table_initializer")
+
+
+def _called_functions(nodes: Any) -> set[str]:
+    """The library functions that ``nodes`` (NodeDefs) name in their attributes (calls, control-flow bodies)."""
+    out: set[str] = set()
+    for n in nodes:
+        for a in n.attr.values():
+            if a.HasField("func"):
+                out.add(a.func.name)
+            if a.HasField("list"):
+                out.update(f.name for f in a.list.func)
+    return out
+
+
+def load_time_effects(sm: Any) -> list[EffectOp]:
+    """The refused side-effect ops (:data:`REFUSED_EFFECTS`) that *loading* a SavedModel (``sm``, its protobuf) runs
+    before anything is called: the resources' ``_create_resource`` / ``_initialize`` functions of a TF2 object graph
+    (``tf.saved_model.load`` runs them), a TF1 MetaGraph's init ops and restore op (the v1 loader runs them), and the
+    functions they call; checkpoint restore and vocabulary-file ops excepted (they read the model's own files)."""
+    found: list[EffectOp] = []
+    for meta in sm.meta_graphs:
+        lib = {f.signature.name: f for f in meta.graph_def.library.function}
+        og = meta.object_graph_def
+        funcs: set[str] = set()
+        for obj in og.nodes:
+            for ch in obj.children:
+                if ch.local_name not in ("_create_resource", "_initialize") or ch.node_id >= len(og.nodes):
+                    continue
+                target = og.nodes[ch.node_id]
+                kind = target.WhichOneof("kind")
+                if kind == "function":
+                    funcs.update(target.function.concrete_functions)
+                elif kind == "bare_concrete_function":
+                    funcs.add(target.bare_concrete_function.concrete_function_name)
+        roots = [meta.saver_def.restore_op_name] if meta.saver_def.restore_op_name else []
+        for key in _INIT_COLLECTIONS:
+            if key in meta.collection_def:
+                roots += list(meta.collection_def[key].node_list.value)
+        if "__saved_model_init_op" in meta.signature_def:
+            roots += [t.name for t in meta.signature_def["__saved_model_init_op"].outputs.values()]
+        graph_nodes: list[Any] = []
+        if roots:
+            by_name = {n.name: n for n in meta.graph_def.node}
+            seen: set[str] = set()
+            stack = [r.lstrip("^").split(":")[0] for r in roots]
+            while stack:
+                nm = stack.pop()
+                if nm in seen or nm not in by_name:
+                    continue
+                seen.add(nm)
+                stack.extend(i.lstrip("^").split(":")[0] for i in by_name[nm].input)
+            graph_nodes = [by_name[nm] for nm in sorted(seen)]
+            funcs |= _called_functions(graph_nodes)
+        todo = sorted(funcs)
+        while todo:  # every function the load-time code calls, transitively
+            f = lib.get(todo.pop())
+            if f is None:
+                continue
+            new = _called_functions(f.node_def) - funcs
+            funcs |= new
+            todo += sorted(new)
+        cands = [(n, str(n.name)) for n in graph_nodes] + \
+            [(n, f"{fn}/{n.name}") for fn in sorted(funcs) if fn in lib for n in lib[fn].node_def]
+        for n, name in cands:
+            k = _effect_kind(n)
+            if k in REFUSED_EFFECTS and n.op not in _RESTORE_OPS:
+                found.append(EffectOp(k, str(n.op), name))
+    return found
+
+
+def _meta_graph_tags(path: str, signature: str) -> list[str]:
+    """The tag set of the MetaGraph in ``path``/saved_model.pb that has ``signature`` ("serve" first)."""
+    sm = _saved_model_proto(path)
     metas = sorted(sm.meta_graphs, key=lambda m: "serve" not in m.meta_info_def.tags)
     for m in metas:
         if signature in m.signature_def:
@@ -485,7 +586,7 @@ def _keras_archive_problem(path: str) -> str | None:
             with zipfile.ZipFile(path) as z:
                 if "config.json" not in z.namelist():
                     return "a zip without config.json"
-        except zipfile.BadZipFile as e:
+        except (zipfile.BadZipFile, ValueError, EOFError) as e:
             return "not a zip file (truncated, or another format)" if "not a zip" in str(e) else \
                 f"a broken zip ({_first_line(e)})"
         except OSError as e:
@@ -1121,7 +1222,8 @@ def graph_from_source(src: TFSource, name: str | None = None,
     dropped = effect_ops(tf_graph.as_graph_def()) if src.function is not None and src.kind != "graphdef" \
         and not src.loader else source_effects(src)
     if dropped:
-        graph.meta["side_effect_ops"] = [{"kind": e.kind, "op": e.op, "node": e.node} for e in dropped]
+        graph.meta["side_effect_ops"] = [{"kind": e.kind, "what": EFFECT_KINDS[e.kind], "op": e.op, "node": e.node}
+                                         for e in dropped]
     graph.meta.update(
         source_format="tensorflow", source_kind=src.kind, file=None if label.startswith("<") else label,
         signature=src.signature, signatures=list(src.signatures),
@@ -1160,14 +1262,15 @@ def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serv
 
     with extract_limit(extra.get("max_extract_mb")):  # (the cap of a .keras zip's members; None: the default)
         src = load_source(source, signature, outputs,
-                          unsafe_deserialization=bool(extra.get("unsafe_deserialization", False)))
+                          unsafe_deserialization=bool(extra.get("unsafe_deserialization", False)),
+                          trust_model=bool(extra.get("trust_model", False)))
     keep = (getattr(options, "extra", None) or {}).get("keep_variables")
     graph = graph_from_source(src, name, keep)
     apply_qat(graph, mode, io)
     warnings: list[str] = []
     if src.loader:
         warnings.append(f"SavedModel loaded from its {src.loader}")
-    dropped = [EffectOp(**e) for e in graph.meta.get("side_effect_ops", [])]
+    dropped = [EffectOp(e["kind"], e["op"], e["node"]) for e in graph.meta.get("side_effect_ops", [])]
     if dropped:
         warnings.append(f"dropped {len(dropped)} op(s) with side effects (a TOSA program only computes its outputs, "
                         f"so it will not do what they do): {describe_effects(dropped)}")

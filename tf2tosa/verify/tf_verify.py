@@ -54,8 +54,13 @@ def verify_tensorflow(model: Any, source: Any = None, inputs: Sequence[Mapping[s
             rep = judge(v.name, got[v.name], ref, rtol, fp64)
             prev = worst.get(v.name)
             worst[v.name] = rep if prev is None else prev.merge(rep)
-    return VerifyReport(src.label, len(sets), [worst[v.name] for v in graph.outputs if v.name in worst],
-                        spec=spec_check(graph, sets[0]), oracle="tensorflow")
+    report = VerifyReport(src.label, len(sets), [worst[v.name] for v in graph.outputs if v.name in worst],
+                          spec=spec_check(graph, sets[0]), oracle="tensorflow")
+    dropped = graph.meta.get("side_effect_ops") or []
+    if dropped:
+        report.info.append(f"the program leaves out {len(dropped)} op(s) with side effects that TensorFlow ran: "
+                           + ", ".join(f"{e['op']} ({e['node']})" for e in dropped))
+    return report
 
 
 def _run_source(src: TFSource, arrays: list[np.ndarray]) -> list[np.ndarray]:
@@ -68,8 +73,9 @@ def _run_source(src: TFSource, arrays: list[np.ndarray]) -> list[np.ndarray]:
 
 def check_trusted(src: TFSource, trust_model: bool = False) -> None:
     """Refuse (one :class:`InputError`) to run ``src`` in TensorFlow when its graph holds ops that reach outside the
-    process, run Python or can block (:data:`REFUSED_EFFECTS`), unless ``trust_model``."""
-    if trust_model:
+    process, run Python or can block (:data:`REFUSED_EFFECTS`), unless ``trust_model`` (or ``src`` was opened
+    with it)."""
+    if trust_model or src.trusted:
         return
     refused = [e for e in source_effects(src) if e.kind in REFUSED_EFFECTS]
     if refused:
