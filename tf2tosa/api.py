@@ -411,7 +411,9 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     variables (EXT-VARIABLE) that hold their state across invocations instead of freezing them; run several steps
     with :meth:`TosaModel.session`.
     A ``.keras`` / ``.h5`` file is loaded in Keras's safe mode; ``unsafe_deserialization=True`` turns it off, which
-    runs the Python code the file holds (``Lambda`` layers): only for files you trust.
+    runs the Python code the file holds (``Lambda`` layers): only for files you trust.  ``trust_model=True``
+    (TensorFlow sources) loads a SavedModel whose loading runs file-system, Python or queue ops, and lets
+    :meth:`TosaModel.verify` run such ops of its graph; without it both are refused.
     """
     extra["fp16_weights"] = fp16_weights
     from .converter.source import convert_options, convert_tflite_data
