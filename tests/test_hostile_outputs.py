@@ -253,6 +253,23 @@ def test_convert_output_is_an_input(tmp_path: Path, model: Path, case: str) -> N
     assert tree_hash(t) == before
 
 
+def test_output_inside_model_folder(tmp_path: Path) -> None:
+    """A folder model's files are inputs too: -o onto its .dat or graph.nnef is refused; a .tosa inside is written
+    (and written again)."""
+    nnef = tmp_path / "nn"
+    nnef.mkdir()
+    (nnef / "graph.nnef").write_text("version 1.0;\ngraph G(input) -> (output) {\n"
+                                     "  input = external<scalar>(shape = [1, 4]);\n  output = relu(input);\n}\n")
+    (nnef / "w.dat").write_bytes(b"not read by this graph")
+    before = tree_hash(tmp_path)
+    for member in ("w.dat", "graph.nnef"):
+        assert_refused(run_cli("convert", nnef, "-o", nnef / member),
+                       f"refusing to write {nnef / member}: it is a file of the input model ({nnef})")
+        assert tree_hash(tmp_path) == before
+    assert_ok(run_cli("convert", nnef, "-o", nnef / "m.tosa"))
+    assert_ok(run_cli("convert", nnef, "-o", nnef / "m.tosa"))
+
+
 def test_specialize_onto_itself(tmp_path: Path, tosa: Path) -> None:
     before = tree_hash(tmp_path)
     assert_refused(run_cli("specialize", tosa, "--dim", "batch=2", "-o", tosa),

@@ -63,6 +63,9 @@ _REASONS = {
 #: the suffix the staged name stays far below NAME_MAX (255) whatever the target's (legal) name
 _STAGED_NAME_BYTES = 40
 
+#: the suffixes of the files tf2tosa writes; an existing file with one of them inside an input folder may be replaced
+OUR_SUFFIXES = frozenset({".tosa", ".mlir", ".json", ".npy", ".html", ".png"})
+
 _KINDS = {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device", stat.S_IFIFO: "a FIFO",
           stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory", stat.S_IFREG: "a regular file",
           stat.S_IFLNK: "a symlink"}
@@ -136,9 +139,13 @@ def check_distinct(inputs: Sequence[Role], outputs: Sequence[Role]) -> None:
     """Refuse (:class:`OutputError`, one line) an output that is one of the ``inputs`` or another of the
     ``outputs``: the same path, the same file (device and inode: a hard link), or a symlink to it.  ``inputs`` and
     ``outputs`` are ``(what it is, path or None)`` pairs, e.g. ``("the input model", "m.tflite")`` and
-    ``("the --mlir output", "m.mlir")``; None entries are skipped.  Two outputs that are the same character
-    device (``-o /dev/null --mlir /dev/null``) are allowed: writing both into it destroys nothing."""
+    ``("the --mlir output", "m.mlir")``; None entries are skipped.  An input folder (a SavedModel, an NNEF model)
+    holds inputs too: an existing file inside it is refused, unless it has a suffix of what tf2tosa writes
+    (:data:`OUR_SUFFIXES`, which no folder format reads), so ``-o model_dir/m.tosa`` can be written again.  Two
+    outputs that are the same character device (``-o /dev/null --mlir /dev/null``) are allowed: writing both into
+    it destroys nothing."""
     seen_inputs = [(what, os.fspath(p), _identity(p)) for what, p in inputs if p is not None]
+    folders = [(what, os.fspath(p), os.path.realpath(p)) for what, p in inputs if p is not None and os.path.isdir(p)]
     seen_outputs: list[tuple[str, str, set[tuple[object, ...]]]] = []
     for what, p in outputs:
         if p is None:
@@ -147,6 +154,11 @@ def check_distinct(inputs: Sequence[Role], outputs: Sequence[Role]) -> None:
         for in_what, in_name, in_ident in seen_inputs:
             if ident & in_ident:
                 raise _output_error(name, f"refusing to write {name}: it is {in_what} ({in_name})")
+        if os.path.lexists(p) and Path(name).suffix.lower() not in OUR_SUFFIXES:
+            real = os.path.realpath(p)
+            for in_what, in_name, in_real in folders:
+                if os.path.commonpath([real, in_real]) == in_real:
+                    raise _output_error(name, f"refusing to write {name}: it is a file of {in_what} ({in_name})")
         for _, out_name, out_ident in seen_outputs:
             if ident & out_ident and not _is_char_device(p):  # named as the earlier output, which comes first
                 raise _output_error(out_name, f"refusing to write {out_name}: it is also {what} ({name})")
