@@ -288,3 +288,44 @@ def test_real_ctrl_c_during_write(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["error: interrupted"], err
     assert listing(out) == {}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="device nodes need root (mknod)")
+def test_write_files_device_failure_keeps_regular_files(tmp_path: Path) -> None:
+    """A set with a regular file and a full device: the device is written first (after staging), so the regular
+    file keeps its old content and no staged file is left."""
+    import stat
+
+    from tests.hostile import tree_hash
+
+    (tmp_path / "a").write_bytes(b"old")
+    full = tmp_path / "full"
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    before = tree_hash(tmp_path)
+    def content(p: Path) -> None:  # a callable content: staged in the temporary folder, then copied in
+        p.write_bytes(b"x" * 100)
+
+    with pytest.raises(outputs.OutputError, match="cannot write .*full: no space left on device"):
+        outputs.write_files({tmp_path / "a": b"new", full: content})
+    assert tree_hash(tmp_path) == before
+    assert (tmp_path / "a").read_bytes() == b"old"
+
+
+def test_staged_names_stay_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The staged and backup files of a 255-byte target name stay well under NAME_MAX (they used to add 15)."""
+    names: list[str] = []
+    real = tempfile.mkstemp
+
+    def recording(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        fd, name = real(*args, **kwargs)
+        names.append(os.path.basename(name))
+        return fd, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", recording)
+    target = tmp_path / ("é" * 125 + ".tosa")  # 255 bytes in UTF-8
+    assert len(os.fsencode(target.name)) == 255
+    outputs.write_file(target, b"1")
+    outputs.write_file(target, b"2")  # the second write makes a backup of the first
+    assert target.read_bytes() == b"2"
+    assert len(names) == 3 and all(len(os.fsencode(n)) <= 80 for n in names), names
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
