@@ -71,12 +71,14 @@ bench-apps: env
 	$(BIN)/python benchmarks/bench_apps.py
 	$(BIN)/python benchmarks/bench_apps_executor.py
 
-# A long fuzz run (tools/fuzz.py): N mutated .tflite/.tosa inputs, half structure-aware; findings in out/fuzz.
+# A long fuzz run (tools/fuzz.py): N mutated .tflite/.tosa, NNEF (folder/.tgz/.tar) and Keras .keras inputs, half
+# structure-aware, each format in its own worker with a time and memory limit; findings in out/fuzz.
 N ?= 10000
 SEED ?= 1
 JOBS ?= 2
 fuzz: env
-	$(BIN)/python tools/fuzz.py -n $(N) --seed $(SEED) --jobs $(JOBS) --findings out/fuzz --json out/fuzz/summary.json
+	$(BIN)/python tools/fuzz.py -n $(N) --seed $(SEED) --jobs $(JOBS) --formats all --findings out/fuzz \
+		--json out/fuzz/summary.json
 
 # The full model zoo (build, convert, validate, run, compare; reports in out/zoo), and a screenshot of its page.
 zoo: env

@@ -4,6 +4,7 @@ and verify end in success or a ConversionError subclass, within the time limit, 
 
 from __future__ import annotations
 
+import os
 import random
 import struct
 import sys
@@ -91,3 +92,65 @@ def test_earlier_findings_are_one_line(name: str, tmp_path: Path) -> None:
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert len(lines) == 1 and FINDINGS[name] in lines[0] and str(model) in lines[0], proc.stderr
     assert not (tmp_path / "x.tosa").exists()
+
+
+# ------------------------------------------------------------------------------------------------ NNEF and Keras
+def test_nnef_and_keras_fuzz_smoke() -> None:
+    """A few dozen NNEF (folder, .tgz, .tar) and Keras mutants, structure-aware and byte-level, each in its
+    group's worker (Keras: one TensorFlow start, untimed): no crash, no hang, no finding."""
+    summary = fuzz.fuzz(60, seed=20261129, jobs=1, formats=("nnef", "keras"))
+    bad = "\n".join(f"#{b['index']} {b['kind']} {b['target']} {b['seed']} {b['how']}: {b['outcome']}\n"
+                    f"{b['detail'][:1500]}" for b in summary["bad"])
+    per = summary["by_format"]
+    assert per["nnef"]["inputs"] == 36 and per["keras"]["inputs"] == 24, per
+    assert summary["crashes"] == 0 and summary["hangs"] == 0, bad
+    assert not summary["bad"], bad
+    assert summary["by_mode"] == {"struct": 30, "bytes": 30}
+    for fmt in ("nnef", "keras"):
+        assert per[fmt]["ok"] > 0 and per[fmt]["refused"] > 0, per[fmt]  # some convert, some are refused
+
+
+def test_nnef_mutants_reach_every_structure() -> None:
+    """Over a few hundred seeded NNEF mutants: all three containers, graph text / graph.quant / .dat header /
+    member mutations, labels pointing outside, deep nesting, links, FIFOs, devices and duplicate members."""
+    seeds = fuzz.load_corpus(formats=("nnef",))
+    cases = [fuzz.make_nnef_case(seeds, 7, i) for i in range(600)]
+    assert {c.kind for c in cases} == {"nnef-dir", "nnef-tgz", "nnef-tar"}
+    hows = " ".join(c.how for c in cases)
+    for want in ("graph ", "quant ", "dat-", "outside/w", "nest-", "symlink", "hardlink", "fifo", "chrdev",
+                 "duplicate graph.nnef", "escape", "bomb", "archive "):
+        assert want in hows, want
+    again = fuzz.make_nnef_case(seeds, 7, 11)
+    assert again.data == cases[11].data  # seeded
+
+
+def test_materialize_makes_links_and_fifos(tmp_path: Path) -> None:
+    import stat
+
+    members = [("graph.nnef", "file", b"version 1.0;"), ("a.dat", "symlink", b"/dev/zero"),
+               ("b.dat", "hardlink", b"graph.nnef"), ("c.dat", "fifo", b""), ("../escape", "file", b"x")]
+    fuzz.materialize(fuzz.encode_members(members), tmp_path / "m.nnef")
+    m = tmp_path / "m.nnef"
+    assert os.readlink(m / "a.dat") == "/dev/zero"
+    assert (m / "b.dat").stat().st_ino == (m / "graph.nnef").stat().st_ino
+    assert stat.S_ISFIFO((m / "c.dat").lstat().st_mode)
+    assert not (tmp_path / "escape").exists()  # the harness itself never writes outside the model
+
+
+def test_keras_mutants_reach_every_structure() -> None:
+    seeds = fuzz.load_corpus(formats=("keras",))
+    cases = [fuzz.make_keras_case(seeds, 7, i) for i in range(400)]
+    hows = " ".join(c.how for c in cases)
+    for want in ("config ", "metadata=", "member-rename", "member-dup", "member-escape", "weights ",
+                 "size-bomb", "size-big-config", "zip-central", "flip@"):
+        assert want in hows, want
+
+
+def test_worker_sees_reads_outside_and_leftovers() -> None:
+    """The NNEF/Keras worker's own checks: an open of the sentinel outside the model and a folder left in
+    $TMPDIR are findings."""
+    cases = [fuzz.Case(0, "x", "nnef-dir", "struct", "read-outside", "", b"[]"),
+             fuzz.Case(1, "x", "nnef-dir", "struct", "leave-temp", "", b"[]"),
+             fuzz.Case(2, "x", "nnef-dir", "struct", "convert", "", fuzz.encode_members([]))]
+    results = list(fuzz.run_cases(iter(cases), jobs=1, timeout=20.0, group="nnef"))
+    assert [r.outcome for r in results] == ["finding:ReadOutside", "finding:TempLeft", "ModelLoadError"]
