@@ -6,12 +6,13 @@ a graph and :func:`convert_graph` runs the same passes (:mod:`.passes`) on it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConversionError, InputError, InvalidGraphError, Unsupported, UnsupportedOpsError
-from ..ir import DType, Graph, Operation
+from ..ir import DType, Graph, Operation, symdim
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
 from ..tosa import profiles
 from ..tosa.builder import Builder
@@ -152,6 +153,56 @@ def check_tosa(graph: Graph, file: str | None = None) -> None:
                                         "1.11.1 Tensors)", file=file, op=_op_label(op), tensor=r.source or r.name)
 
 
+def _input_cause(graph: Graph) -> tuple[str, bool]:
+    """Which input sizes make the graph's tensors as large as they are, for a size refusal: the dimensions set by
+    --dim / --input-shape (True: the user's), else the largest input's largest dimension (False)."""
+    set_by_user = [f"input {e['input']!r} dimension {d['dim']} ({d['symbol']}={d['value']} from --{d['from']})"
+                   for e in graph.meta.get("fixed_dims", []) for d in e["dims"] if d["from"] in ("dim", "input-shape")]
+    if set_by_user:
+        return "; ".join(set_by_user), True
+    sized = [([profiles.plain_dim(d) or 0 for d in v.type.shape], v) for v in graph.inputs
+             if v.type.dtype is not DType.SHAPE]
+    if not sized:
+        return "the model's own constants", False
+    dims, v = max(sized, key=lambda e: math.prod(e[0]))
+    k = max(range(len(dims)), key=lambda i: dims[i]) if dims else 0
+    return f"input {(v.source or v.name)!r} {dims} dimension {k} ({dims[k] if dims else 1})", False
+
+
+def check_sizes(graph: Graph, file: str | None = None) -> None:
+    """Refuse, before anything is written, a graph with a tensor the TOSA file cannot hold or its level forbids
+    (:func:`profiles.size_problems`): level 8K for a static program, level none (what a symbolic 1.1-draft program
+    declares) when some input size is symbolic.  One line naming the tensor, the op making it, the limit, the input
+    size behind it and the fix: an :class:`InputError` when --dim / --input-shape set that size, else an
+    :class:`InvalidGraphError` (the model's own sizes)."""
+    symbolic = any(symdim.is_symbolic(d) for v in graph.inputs for d in v.type.shape)
+    level = profiles.LEVEL_NONE if symbolic else profiles.LEVEL_8K
+    for v, op, why in profiles.size_problems(graph, level):
+        made = f"made by {_op_label(op)}" if op is not None else "a graph input"
+        cause, by_user = _input_cause(graph)
+        dims = ", ".join(str(d if profiles.plain_dim(d) is None else profiles.plain_dim(d)) for d in v.type.shape)
+        tensor = v.source or v.name
+        fix = ("convert with a smaller --dim / --input-shape" if by_user else
+               f"the model's own sizes are too large for a TOSA level-{profiles.level_name(level)} program (where a "
+               "dimension is unknown in the model, --dim / --input-shape set it)")
+        msg = f"tensor {tensor!r} [{dims}] {v.dtype.value} ({made}) has {why}; from {cause}: {fix}"
+        err = InputError if by_user else InvalidGraphError
+        raise err(msg, file=file, op=_op_label(op) if op is not None else None, tensor=tensor)
+
+
+def budget_warnings(graph: Graph) -> list[str]:
+    """One warning for the largest tensor above the executor's tensor budget: the file is valid, but ``run`` and
+    ``verify`` refuse it unless the budget is raised."""
+    big = sorted(profiles.over_budget(graph), key=lambda e: -e[1])
+    if not big:
+        return []
+    v, nbytes = big[0]
+    more = f" (and {len(big) - 1} more)" if len(big) > 1 else ""
+    return [f"tensor {(v.source or v.name)!r} needs {nbytes} bytes{more}, more than the executor's "
+            f"{profiles.MEMORY_BUDGET}-byte tensor budget: tf2tosa run / verify refuse it unless "
+            "TF2TOSA_MAX_TENSOR_BYTES raises the budget"]
+
+
 def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str | None = None) -> Graph:
     """Run the whole pipeline on a frontend graph (every frontend's: ``.tflite`` and TensorFlow); returns the same
     graph, now in TOSA form.  The passes are :mod:`.passes`, in the order listed there."""
@@ -192,6 +243,8 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         if explained is e:
             raise
         raise explained from e
+    check_sizes(graph, file)
+    warnings += budget_warnings(graph)
     profs, exts = profiles.requirements(graph)
     if "EXT-VARIABLE" in exts:
         names = sorted({str(op.attrs.get("name")) for op in graph.ops.values() if op.opcode == "VARIABLE"})

@@ -101,7 +101,7 @@ import numpy as np
 from ..errors import ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, QuantParams, TensorType
-from ..tosa.profiles import tensor_size_problem
+from ..tosa.profiles import NO_BUDGET, tensor_size_problem
 from . import tflite_options as topt
 from .tflite_reader import SCALARS, Field, Table, fields
 
@@ -475,8 +475,10 @@ class _Loader:
                       f"read yet", tensor=name)
         dtype = TFLITE_DTYPES[tt]
         bits = np.dtype(_STORAGE[dtype]).itemsize * 8 if dtype in _STORAGE else 8
-        # the stored shape too: it sizes dynamic dimensions for LiteRT (verify) and for constants
-        too_big = tensor_size_problem(dims, bits) or tensor_size_problem([max(d, 0) for d in shape], bits)
+        # the stored shape too: it sizes dynamic dimensions for LiteRT (verify) and for constants.  Level 8K only: a
+        # constant's bytes are in the file, and the execution budget is run's and verify's, not conversion's
+        too_big = (tensor_size_problem(dims, bits, budget=NO_BUDGET)
+                   or tensor_size_problem([max(d, 0) for d in shape], bits, budget=NO_BUDGET))
         if too_big is not None:  # refused before anything of this size is allocated
             self.fail(f"tensor {_q(name)}: {too_big}", tensor=name)
         quant = self._quant(t, name)

@@ -34,6 +34,8 @@ LEVEL_NONE: dict[str, int] = {"MAX_RANK": 32, "MAX_KERNEL": (1 << 31) - 1, "MAX_
 #: the largest tensor (bytes) tf2tosa allocates: the file readers and the executor refuse larger ones up front
 #: (environment variable ``TF2TOSA_MAX_TENSOR_BYTES`` overrides it)
 MEMORY_BUDGET = int(os.environ.get("TF2TOSA_MAX_TENSOR_BYTES", str(1 << 30)))
+#: ``budget=`` for a size check that applies the level only (reading a file allocates none of its tensors)
+NO_BUDGET = 1 << 63
 
 
 def element_bits(dtype: Any) -> int:
@@ -59,8 +61,85 @@ def tensor_size_problem(shape: Sequence[Any], bits: int, level: dict[str, int] =
     budget = MEMORY_BUDGET if budget is None else budget
     nbytes = count * max(bits, 8) // 8
     if nbytes > budget:
-        return f"shape {list(shape)} needs {nbytes} bytes, more than the {budget}-byte tensor budget"
+        return (f"shape {list(shape)} needs {nbytes} bytes, more than the {budget}-byte tensor budget (the "
+                "environment variable TF2TOSA_MAX_TENSOR_BYTES raises it)")
     return None
+
+
+#: the largest dimension a TOSA flatbuffer shape holds (``shape: [int32]`` in the schema)
+INT32_MAX = (1 << 31) - 1
+
+
+def level_name(level: dict[str, int]) -> str:
+    """``8K`` or ``none``: the name of a level table (Table 4)."""
+    return "8K" if level == LEVEL_8K else "none" if level == LEVEL_NONE else "custom"
+
+
+def plain_dim(d: Any) -> int | None:
+    """A dimension as a plain int (a symbolic sample size without recording a size guard), None when unknown."""
+    if isinstance(d, np.integer):
+        return int(d)
+    return int.__int__(d) if isinstance(d, int) and not isinstance(d, bool) else None
+
+
+def size_problems(graph: Graph, level: dict[str, int] = LEVEL_8K) -> Iterator[tuple[Any, Operation | None, str]]:
+    """Every value of ``graph`` (inputs and op results, regions included) whose declared shape the file cannot hold
+    or ``level`` forbids: a dimension above 2^31-1 (a shape is int32 in the flatbuffer) or more bytes than
+    2^MAX_LOG2_SIZE - 1 (spec 1.11.1: "the number of tensor elements multiplied by the element size in bytes (which
+    is taken to be 1 for elements smaller than a 8-bit) must be representable as a tensor_size_t", whose range
+    ends at (1 << MAX_LOG2_SIZE) - 1; tosa-opt's level check is the same).  Yields (value, producing op or None
+    for a graph input, reason); symbolic sizes count at their sample value, without recording a size guard."""
+    limit = (1 << level["MAX_LOG2_SIZE"]) - 1
+
+    def problem(v: Any) -> str | None:
+        t = v.type
+        if t.dtype.value == "shape":
+            return None
+        dims = [plain_dim(d) for d in t.shape]
+        for k, d in enumerate(dims):
+            if d is not None and d > INT32_MAX:
+                return f"dimension {k} is {d}, more than {INT32_MAX}, the largest a TOSA shape holds (int32)"
+        count = math.prod(d for d in dims if d is not None)
+        width = max(element_bits(t.dtype) // 8, 1)
+        if count * width > limit:
+            return (f"{count} elements of {width} byte(s) = {count * width} bytes, more than level "
+                    f"{level_name(level)} allows (2^{level['MAX_LOG2_SIZE']}-1 = {limit}: MAX_LOG2_SIZE "
+                    f"{level['MAX_LOG2_SIZE']})")
+        return None
+
+    def visit(g: Graph) -> Iterator[tuple[Any, Operation | None, str]]:
+        for v in g.inputs:
+            why = problem(v)
+            if why is not None:
+                yield v, None, why
+        for op in g.topological_order():
+            for r in op.results:
+                why = problem(r)
+                if why is not None:
+                    yield r, op, why
+            for region in op.regions:
+                yield from visit(region)
+
+    yield from visit(graph)
+
+
+def over_budget(graph: Graph, budget: int | None = None) -> Iterator[tuple[Any, int]]:
+    """(value, bytes) for every value of ``graph`` (regions included) larger than the executor's tensor budget."""
+    budget = MEMORY_BUDGET if budget is None else budget
+
+    def visit(g: Graph) -> Iterator[tuple[Any, int]]:
+        for v in list(g.inputs) + [r for op in g.topological_order() for r in op.results]:
+            if v.type.dtype.value == "shape":
+                continue
+            dims = [plain_dim(d) for d in v.type.shape]
+            nbytes = math.prod(d for d in dims if d is not None) * max(element_bits(v.dtype), 8) // 8
+            if nbytes > budget:
+                yield v, nbytes
+        for op in g.topological_order():
+            for region in op.regions:
+                yield from visit(region)
+
+    yield from visit(graph)
 
 
 PROFILES = ("PRO-INT", "PRO-FP")
@@ -213,8 +292,10 @@ def level_violations(graph: Graph, level: dict[str, int] = LEVEL_8K) -> list[str
         t = v.type
         if t.rank > max_rank:
             msgs.append(f"{where}: {v.name} has rank {t.rank} > MAX_RANK {max_rank}")
-        if t.is_static and t.dtype.value != "shape" and t.size > max_size:
-            msgs.append(f"{where}: {v.name} has {t.size} elements > 2^MAX_LOG2_SIZE-1")
+        if t.is_static and t.dtype.value != "shape" and t.size * max(element_bits(t.dtype) // 8, 1) > max_size:
+            # elements times the element size in bytes (spec 1.11.1)
+            msgs.append(f"{where}: {v.name} has {t.size} elements, "
+                        f"{t.size * max(element_bits(t.dtype) // 8, 1)} bytes > 2^MAX_LOG2_SIZE-1")
 
     def visit(g: Graph, depth: int) -> None:
         for v in g.inputs:

@@ -24,6 +24,10 @@ from ...ir.symdim import size as dim_size
 log = logging.getLogger("tf2tosa")
 
 
+#: the largest dimension a TOSA flatbuffer shape holds (``shape: [int32]``)
+_INT32_MAX = (1 << 31) - 1
+
+
 def _symbol(d: Any, k: int) -> str | None:
     """The symbol naming an unknown dimension (``None`` for a known one)."""
     if isinstance(d, str):
@@ -67,6 +71,9 @@ def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]]
                              f"(symbols: {', '.join(known) or 'none'})", file=file, tensor=given)
         if int(size) < 1:
             raise InputError(f"--dim {given}={size}: a dimension size must be at least 1", file=file, tensor=given)
+        if int(size) > _INT32_MAX:
+            raise InputError(f"--dim {given}={size}: more than {_INT32_MAX}, the largest dimension a TOSA shape "
+                             f"holds (int32); give a smaller --dim {given}", file=file, tensor=given)
     warnings: list[str] = []
     fixed: list[dict[str, Any]] = []
     stored = graph.meta.get("stored_shapes", {})
@@ -83,6 +90,10 @@ def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]]
                 if new < 1:
                     raise InputError(f"input {v.name!r}: --input-shape {list(want)} has size {new} at dimension "
                                      f"{k}; every size must be at least 1", file=file, tensor=v.name)
+                if new > _INT32_MAX:
+                    raise InputError(f"input {v.name!r}: --input-shape {list(want)} has size {new} at dimension "
+                                     f"{k}, more than {_INT32_MAX}, the largest a TOSA shape holds (int32); give a "
+                                     "smaller --input-shape", file=file, tensor=v.name)
                 if syms[k] is None and have != new:
                     raise InputError(f"input {v.name!r} has shape {list(v.shape)}, got {list(want)} "
                                      f"(dimension {k} is fixed at {have})", file=file, tensor=v.name)
