@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, Value
+from ..ir import DType, Operation, Value, symdim
 from ..quant import apply_table_i16, fused_activation_q
 from ..quant import tflite_reference as R
 from ..quant.elementwise import (
@@ -293,14 +293,60 @@ def _q_prelu(b: Builder, op: Operation) -> Value:
     return tag(select(b, ge, pos, neg), r.type.quant)
 
 
-def _softmax_scaling(si: float, beta: float) -> tuple[int, int, int]:
+def _softmax_scaling(si: float, beta: float, what: str = "softmax") -> tuple[int, int, int]:
     """PreprocessSoftmaxScaling(beta, s_in, 5) and diff_min = -CalculateInputRadius(5, left_shift):
-    (multiplier, left_shift, diff_min)."""
+    (multiplier, left_shift, diff_min).
+
+    TFLite's reference kernels take this path only for ``beta·s_in·2^26 > 1`` (QuantizeMultiplierGreaterThanOne
+    aborts the interpreter below that; the optimized int8 kernels use a float table instead).  Below it the
+    multiplier is a right shift (``left_shift < 0``): the scaled differences of 8-bit codes round to (nearly) 0,
+    exp to (nearly) 1, which :func:`softmax_exp_table` computes exactly; ``diff_min`` is then below every
+    8-bit difference.  ``what`` names the op for an error: the log_softmax lowering refuses that range."""
+    if not (si > 0 and beta > 0 and math.isfinite(si * beta)):
+        raise Unsupported(f"{what} of input scale {si:.3g} with beta {beta:.3g}: needs a positive finite scale")
     real = min(beta * si * float(1 << 26), float((1 << 31) - 1))
     q, ls = R.to_qmultiplier(real)
-    if ls < 0:  # beta·s_in below 2^-27: TFLite's kernel has no input radius for it either
-        raise Unsupported(f"softmax of input scale {si:.3g} with beta {beta:.3g}: the scaled input underflows")
-    return q, ls, -int(np.floor(31.0 * float(1 << 26) / float(1 << ls)))
+    radius = math.floor(31.0 * float(1 << 26) * 2.0 ** -ls)
+    return q, ls, -min(radius, 1 << 31)
+
+
+def softmax_exp_table(q: int, ls: int, diff_min: int) -> np.ndarray:
+    """exp_on_negative_values(input_multiplier · (-k)) in Q0.31 for the 256 differences ``k = max - x`` of int8
+    codes (0 where ``-k < diff_min``): TFLite's MultiplyByQuantizedMultiplierGreaterThanOne for ``ls >= 0``, the
+    same product rounded down by ``2^-ls`` (RoundingDivideByPOT, exact in int64) below."""
+    k = np.arange(256, dtype=np.int64)
+    if ls >= 0:
+        scaled = R.srdhm(R.wrap32(-k << ls), q)
+    else:
+        scaled = R.rdbpot(R.srdhm(-k, q), min(-ls, 62))
+    return np.where(-k >= diff_min, R.exp_on_negative_values(scaled, 5), 0)
+
+
+#: the longest int8 softmax row whose Q12.19 sum of exps (each term at most 2^19) stays in int32: TFLite's sum is a
+#: plain int32 addition, TOSA's REDUCE_SUM REQUIREs no overflow
+SOFTMAX_I8_MAX_ROW = ((1 << 31) - 1) >> 19
+#: rows of at least this many terms can sum to 2^28 and more, where TFLite's output shift num_bits_over_unit + 23
+#: passes 31 (gemmlowp's RoundingDivideByPOT asserts ``exponent <= 31``)
+SOFTMAX_I8_WIDE_ROW = 1 << (28 - 19)
+
+
+def _row_length(op: Operation, x: Value, axis: int) -> int | None:
+    """The static length of the softmax row, None when it is symbolic (any length at run time)."""
+    n = x.type.shape[axis]
+    if not isinstance(n, int) or symdim.is_symbolic(n):
+        return None
+    return int.__int__(n)
+
+
+def _check_row(op: Operation, x: Value, axis: int) -> int | None:
+    """The static row length (None for a symbolic one, which a 1.1-draft program leaves to its run-time size);
+    a static row too long for TFLite's int32 sum is refused."""
+    n = _row_length(op, x, axis)
+    if n is not None and n > SOFTMAX_I8_MAX_ROW:
+        raise Unsupported(f"{op.name} over a row of {n} elements (tensor "
+                          f"{x.source or x.name}): TFLite's int8 kernel sums the row's exps in int32 Q12.19, which "
+                          f"overflows past {SOFTMAX_I8_MAX_ROW} elements")
+    return n
 
 
 def _q_softmax(b: Builder, op: Operation) -> Value:
@@ -327,16 +373,24 @@ def _q_softmax(b: Builder, op: Operation) -> Value:
         return _q_softmax16(b, op, fx, d, axis, f32(f32(si) * beta) / (10.0 / 65535.0))
     if (zo, f32(so)) != (-128, 1.0 / 256):
         raise Unsupported(f"{op.name}: int8 output quantization ({so:.6g}, {zo}) (TFLite requires (1/256, -128))")
+    n = _check_row(op, x, axis)
     q, ls, diff_min = _softmax_scaling(f32(si), beta)
-    k = np.arange(256)
-    valid = -k >= diff_min
-    exp_q0 = np.where(valid, R.exp_on_negative_values(R.srdhm(R.wrap32(-k << ls), q), 5), 0)
+    exp_q0 = softmax_exp_table(q, ls, diff_min)
     exp_v, _ = lookup_i32(b, d, exp_q0)
     terms = fx.rdbpot(exp_v, 12, nonneg=True)  # exp_q0 >= 0: RoundingDivideByPOT is a rounding right shift
     total = b.emit("REDUCE_SUM", [terms], {"axis": axis}).result
     recip, bits_over_unit = get_reciprocal(fx, total, 12)
     prod = fx.mulhi(recip, exp_v)
-    unsat = fx.rdbpot(prod, fx.add(bits_over_unit, 31 - 8), nonneg=True)
+    shift = fx.add(bits_over_unit, 31 - 8)
+    if n is not None and n < SOFTMAX_I8_WIDE_ROW:  # the sum stays below 2^28: the shift is at most 31
+        unsat = fx.rdbpot(prod, shift, nonneg=True)
+    else:
+        # a sum of 2^28 or more (512 terms near the row's maximum) asks for a shift of 32 to 35, where TFLite's
+        # arithmetic is undefined (gemmlowp asserts exponent <= 31; LiteRT's x86 build shifts by the count mod 32).
+        # ARITHMETIC_RIGHT_SHIFT REQUIREs a shift in [0, 31]: the product (< 2^31) divided by 2^32 or more rounds
+        # to 0, which is what is kept there (each such probability is below 1/512, the output -128)
+        capped = fx.rdbpot(prod, b.binary("MINIMUM", shift, fx.c(31)), nonneg=True)
+        unsat = fx.where(fx.gt(shift, 31), 0, capped)
     return saturate(b, unsat, DType.INT8, out_zp=-128, q=r.type.quant)
 
 
@@ -351,6 +405,14 @@ def _q_softmax16(b: Builder, op: Operation, fx: Fx, d: Value, axis: int, scale: 
         t = b.emit("TABLE", [v16, b.const(lut.astype(np.int16), DType.INT16, name="table")]).result
         return fx.shr(t, 7, rnd=True)
 
+    # a difference beyond the first one whose rescaled value saturates the exp LUT's index at -32768 gives that same
+    # index: clamped there, the RESCALE's input stays in apply_scale_32's range for every scale (TFLite's
+    # x * 2^left_shift overflows int32 for large scales and differences, where its result is undefined)
+    q, sh = R.to_qmultiplier(scale)
+    k = np.arange(65536, dtype=np.int64)
+    sat = np.flatnonzero(R.mbqm(-k, q, sh) + 32767 <= -32768)
+    if sat.size:
+        d = b.binary("MINIMUM", d, fx.c(int(sat[0])))
     scaled = requant(b, b.negate(d, b.zp(0, DType.INT32), b.zp(0, DType.INT32)), scale, DType.INT32)
     exps = lookup(saturate(b, fx.add(scaled, 32767), DType.INT16), exp_lut)
     total = b.emit("REDUCE_SUM", [exps], {"axis": axis}).result
@@ -359,6 +421,10 @@ def _q_softmax16(b: Builder, op: Operation, fx: Fx, d: Value, axis: int, scale: 
     recip = lookup(saturate(b, fx.sub(shifted, (1 << 15) + (1 << 16)), DType.INT16), inv_lut)
     out = fx.shr(b.mul(exps, recip), fx.sub(31, hp1), rnd=True)
     return saturate(b, out, DType.INT16, q=op.results[0].type.quant)
+
+
+#: the largest log of a Q12.19 row sum (below 4096) in Q5.26, rounded up
+_LOG_SUM_MAX_Q5 = math.ceil(math.log(4096.0) * (1 << 26)) + 1
 
 
 def _q_log_softmax(b: Builder, op: Operation) -> Value:
@@ -373,10 +439,19 @@ def _q_log_softmax(b: Builder, op: Operation) -> Value:
     if (zo, f32(so)) != (127, 16.0 / 256):
         raise Unsupported(f"{op.name}: output quantization ({so:.6g}, {zo}) (TFLite requires (1/16, 127))")
     axis = _last_axis(op, x)
-    q, ls, diff_min = _softmax_scaling(f32(si), 1.0)
+    _check_row(op, x, axis)
+    if not f32(si) * float(1 << 26) > 1.0:
+        # PreprocessLogSoftmaxScalingExp: QuantizeMultiplierGreaterThanOne aborts TFLite's interpreter here, and the
+        # reverse scaling (2^(31-ls)/multiplier) has no RESCALE that keeps the log-sum in range
+        raise Unsupported(f"{op.name} of input scale {si:.3g} (tensor {x.source or x.name}): TFLite's int8 "
+                          "log_softmax needs input scale · 2^26 > 1 (its reference kernel aborts below that)")
+    q, ls, diff_min = _softmax_scaling(f32(si), 1.0, "log_softmax")
     rq, rs = R.to_qmultiplier((1 << (31 - ls)) / float(q))  # PreprocessLogSoftmaxScalingExp's reverse scaling
     k = np.arange(256)
-    diff_q5 = R.mbqm(-k, q, ls)
+    # differences rescaled to Q5.26; those below -2^31 + the largest log-sum (ln 4096 in Q5.26) are clamped there:
+    # TFLite's (diff - log_sum) overflows int32 for them (and TOSA's SUB REQUIREs that it does not), and every
+    # value from there down gives the output -128 (it is far below -128 · 2^22)
+    diff_q5 = np.maximum(R.mbqm(-k, q, ls), R.I32_MIN + _LOG_SUM_MAX_Q5)
     terms = np.where(-k >= diff_min, R.rdbpot(R.exp_on_negative_values(diff_q5, 5), 12), 0)
     d, _ = row_max_index(b, x, axis)
     fx = Fx(b, x.type.rank)
