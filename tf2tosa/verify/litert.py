@@ -361,7 +361,8 @@ class LiteRTWorker:
             self.close()
             how = (f"timed out after {timeout:.0f}s" if timed_out else
                    f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
-            raise LiteRTError(f"LiteRT worker died ({how}):\n{err.strip()[-4000:]}", returncode=rc, stderr=err)
+            head = _died(f"LiteRT worker died ({how})", None if timed_out else rc, bool(cfg.get("reference_kernels")))
+            raise LiteRTError(f"{head}:\n{err.strip()[-4000:]}", returncode=rc, stderr=err)
         reply = json.loads(line)
         if not reply["ok"]:
             raise LiteRTError(f"LiteRT worker failed:\n{reply['error'].strip()[-4000:]}", returncode=None,
@@ -435,6 +436,16 @@ def _normalise_inputs(inputs: Inputs, details: list[dict[str, Any]]) -> list[np.
     return arrays
 
 
+def _died(head: str, returncode: int | None, reference_kernels: bool) -> str:
+    """The first line of a LiteRT child's death: with the reference kernels, a signal (an abort: a TFLITE_CHECK or
+    gemmlowp assertion in a reference kernel, e.g. a softmax scale its reference scaling cannot take) names the
+    oracle that avoids them."""
+    if reference_kernels and returncode is not None and returncode < 0:
+        return (f"LiteRT's reference kernels aborted on this model (signal {-returncode}); try --oracle optimized "
+                "(LiteRT's default kernels)")
+    return head
+
+
 def _run(model: ModelLike, input_sets: Sequence[Inputs], *, reference_kernels: bool, preserve_all_tensors: bool,
          num_threads: int, all_tensors: bool, timeout: float,
          worker: LiteRTWorker | None, stream: bool = False) -> tuple[list[str], list[dict[str, np.ndarray]]]:
@@ -468,8 +479,8 @@ def _run(model: ModelLike, input_sets: Sequence[Inputs], *, reference_kernels: b
                 how = (f"killed by signal {-proc.returncode}" if proc.returncode < 0
                        else f"exit status {proc.returncode}")
                 tail = proc.stderr.strip()[-4000:]
-                raise LiteRTError(f"LiteRT child failed ({how}):\n{tail}", returncode=proc.returncode,
-                                  stderr=proc.stderr)
+                head = _died(f"LiteRT child failed ({how})", proc.returncode, reference_kernels)
+                raise LiteRTError(f"{head}:\n{tail}", returncode=proc.returncode, stderr=proc.stderr)
         with np.load(out_path, allow_pickle=False) as z:
             names = [str(n) for n in z["__names__"]]
             results: list[dict[str, np.ndarray]] = []
