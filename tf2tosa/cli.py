@@ -442,12 +442,17 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             from .verify.tf_verify import check_trusted
 
             check_trusted(m.tf_source, trust_model)  # before writing: a refused --verify leaves nothing behind
-        prog(1, 3 if verify else 2, "writing")
-        m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
+        # with --verify the outputs are written once the program passes: a failed verification writes nothing
+        deferred = verify and not _custom_ops(m.graph)
+        if not deferred:
+            prog(1, 2, "writing")
+            m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
     ops = op_counts(m.graph.ops.values())[0]
     seconds = time.perf_counter() - t0
-    out.result(f"wrote {output} ({ops_text(m.graph.ops.values())}; profiles {', '.join(m.profiles) or '-'}; "
-               f"extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
+    wrote = (f"wrote {output} ({ops_text(m.graph.ops.values())}; profiles {', '.join(m.profiles) or '-'}; "
+             f"extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
+    if not deferred:
+        out.result(wrote)
     from .converter.passes.input_shapes import fixed_dims_lines
 
     for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
@@ -475,12 +480,23 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             out.info("verify skipped: the graph contains CUSTOM operators")
             return payload
     if verify:
+        unwritten = ", ".join(str(p) for p in (output, mlir) if p is not None)
         with _progress(f"verify {model.name}") as prog, _quiet_deps():
-            report = m.verify(oracle=oracle, progress=prog, trust_model=trust_model)
+            try:
+                report = m.verify(oracle=oracle, progress=prog, trust_model=trust_model)
+            except ConversionError as e:  # the one error line says that nothing was written
+                ConversionError.__init__(e, f"{e.message} ({unwritten} not written: verification failed)",
+                                         file=e.file, op=e.op, tensor=e.tensor)
+                raise
         _print_report(out, report)
         payload["verify"] = report.to_dict()
         if not report.ok:
             out.exit_code = EXIT_VERIFY
+            payload["output"] = payload["mlir"] = None
+            out.warn(f"{unwritten} not written: verification failed")
+        else:
+            m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
+            out.result(wrote)
     return payload
 
 
