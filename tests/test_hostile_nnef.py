@@ -480,6 +480,22 @@ def test_quant_nesting_is_one_line(scene: Scene) -> None:
     scene.refused(m, "graph.quant line 1: expressions nested deeper than 32")
 
 
+def test_a_parser_crash_is_one_line(scene: Scene) -> None:
+    """nnef 1.0.10's parser dies with SIGSEGV on a statement that begins with '-': it runs in a child process, so the
+    crash is one line (and no core file is left in the working folder)."""
+    m = scene.base / "m"
+    m.mkdir()
+    (m / "graph.nnef").write_text("version 1.0;\ngraph G( x ) -> ( y )\n{\n    x = external<scalar>(shape = [1, 4]);\n"
+                                  "    -y = copy(x);\n}\n")
+    scene.refused(m, "invalid NNEF document: the Khronos NNEF parser crashed on it (signal SIGSEGV)")
+
+
+def test_a_nul_character_is_one_line(scene: Scene) -> None:
+    m = write_model(scene.base / "m")
+    (m / "graph.nnef").write_text(graph_text().replace("add(", "add(\0", 1))
+    scene.refused(m, "graph.nnef line 6: a NUL character")
+
+
 def test_recursive_fragments_are_one_line(scene: Scene) -> None:
     m = scene.base / "m"
     m.mkdir()

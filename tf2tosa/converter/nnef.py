@@ -71,6 +71,7 @@ naming the file and, where there is one, the operation and tensor.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import lzma
 import math
 import mmap
@@ -855,10 +856,12 @@ def _load_dir(folder: Path, graph_name: str, keep: set[str], *, display: Path, i
     _check_recursion(text, gname)
     version, extensions, own = _header_info(text)
     lowered = sorted((COMPOUND_OPS - keep) | set(own))
-    try:
-        ng = nnef.parse_string(text, quant_text, lowered=lowered)
-    except nnef.Error as e:
-        raise _parse_error(e, gname, qname if quant_text is not None else None) from None
+    if "\0" in text or (quant_text is not None and "\0" in quant_text):
+        which, doc = ("graph.quant", quant_text) if "\0" not in text else ("graph.nnef", text)
+        assert doc is not None
+        raise ModelLoadError(f"{which} line {doc.count(chr(10), 0, doc.index(chr(0))) + 1}: a NUL character",
+                             file=gname if which == "graph.nnef" else qname)
+    ng = _parse_isolated(nnef, text, quant_text, lowered, gname, qname if quant_text is not None else None)
 
     shape_funcs = nnef.shapes._StandardShapeFuncs
     custom: dict[str, int] = {}
@@ -874,6 +877,94 @@ def _load_dir(folder: Path, graph_name: str, keep: set[str], *, display: Path, i
     except nnef.Error as e:
         raise ModelLoadError(f"shape inference failed: {e}", file=gname) from None
     return _build(ng, folder, shown, gname, version, extensions, lowered, keep, skipped or {})
+
+
+def _rebuild(kind: str, fields: tuple[Any, ...]) -> Any:
+    """An ``nnef.Graph`` / ``Tensor`` / ``Operation`` from its fields (their classes cannot be pickled by name)."""
+    return getattr(_import_nnef(), kind)(*fields)
+
+
+def _parse_isolated(nnef: Any, text: str, quant_text: str | None, lowered: list[str], gname: str,
+                    qname: str | None) -> Any:
+    """``nnef.parse_string`` in a forked child, its result sent back pickled: the Khronos parser crashes the process
+    on some malformed documents (a statement beginning ``-y = ...`` is a SIGSEGV in nnef 1.0.10), which the checks
+    before it cannot all foresee; a crash is then one ModelLoadError.  Without ``os.fork`` it runs in-process."""
+    if not hasattr(os, "fork"):
+        try:
+            return nnef.parse_string(text, quant_text, lowered=lowered)
+        except nnef.Error as e:
+            raise _parse_error(e, gname, qname) from None
+    import pickle
+
+    try:
+        import resource
+    except ImportError:  # (not a POSIX system)
+        resource = None  # type: ignore[assignment]
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            for kind in ("Graph", "Tensor", "Operation"):
+                if type(obj) is getattr(nnef, kind):
+                    return _rebuild, (kind, tuple(obj))
+            return NotImplemented
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: parse, send, leave without running any of the parent's clean-up
+        code = 0
+        try:
+            os.close(r)
+            _quiet_crash(resource)
+            result: tuple[str, Any]
+            try:
+                result = ("ok", nnef.parse_string(text, quant_text, lowered=lowered))
+            except nnef.Error as e:
+                result = ("error", str(e))
+            except Exception as e:
+                result = ("other", f"{type(e).__name__}: {e}")
+            with os.fdopen(w, "wb") as f:
+                Pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    try:
+        with os.fdopen(r, "rb") as back:
+            data = back.read()
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+    finally:
+        if pid:  # (interrupted while waiting: the child goes too)
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    if os.WIFSIGNALED(status) or not data:
+        why = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+               else f"exit {os.waitstatus_to_exitcode(status)}")
+        raise ModelLoadError(f"invalid NNEF document: the Khronos NNEF parser crashed on it ({why})", file=gname)
+    kind, value = pickle.loads(data)  # (our own child's bytes)
+    if kind == "ok":
+        return value
+    if kind == "error":
+        raise _parse_error(nnef.Error(value), gname, qname)
+    raise ModelLoadError(f"invalid NNEF document: {value.splitlines()[0] if value else 'parser error'}", file=gname)
+
+
+def _quiet_crash(resource: Any) -> None:
+    """In the parsing child: a crash writes no core file and no faulthandler dump (the parent reports it).  (The
+    modules are imported before the fork: the child imports nothing.)"""
+    try:
+        faulthandler.disable()
+    except RuntimeError:
+        pass
+    if resource is not None:
+        try:
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        except (OSError, ValueError):
+            pass
 
 
 def _infer_shapes(nnef: Any, ng: Any) -> None:
