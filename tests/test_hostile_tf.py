@@ -317,20 +317,24 @@ def test_effect_table_kinds() -> None:
 
     gd = graph_pb2.GraphDef()
     for op, name in (("QueueDequeueV2", "dq"), ("PyFunc", "py"), ("PrintV2", "p"), ("PrintV2", "pf"),
-                     ("Assert", "a"), ("AddV2", "add")):
+                     ("Assert", "a"), ("AddV2", "add"), ("PartitionedCall", "call")):
         n = gd.node.add()
         n.op, n.name = op, name
     gd.node[3].attr["output_stream"].s = b"file:///tmp/x.log"
-    f = gd.library.function.add()
-    f.signature.name = "body"
-    n = f.node_def.add()
-    n.op, n.name = "WriteFile", "w"
+    gd.node[6].attr["f"].func.name = "body"
+    for fname, op in (("body", "WriteFile"), ("uncalled", "ReadFile")):
+        f = gd.library.function.add()
+        f.signature.name = fname
+        n = f.node_def.add()
+        n.op, n.name = op, "w"
     got = {(e.node, e.kind) for e in effect_ops(gd)}
     assert got == {("dq", "queue"), ("py", "python"), ("p", "print"), ("pf", "file"), ("a", "assert"),
-                   ("body/w", "file")}
+                   ("body/w", "file")}  # (a library function nothing calls does not run)
     assert {k for _, k in got} & REFUSED_EFFECTS == {"queue", "python", "file"}
     # with roots, only what they depend on counts
     gd.node[5].input.append("^pf")
+    assert [(e.node, e.kind) for e in effect_ops(gd, ["add:0"])] == [("pf", "file")]
+    gd.node[5].input.append("^call")
     assert [(e.node, e.kind) for e in effect_ops(gd, ["add:0"])] == [("pf", "file"), ("body/w", "file")]
 
 

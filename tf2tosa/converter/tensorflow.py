@@ -146,37 +146,71 @@ def _effect_kind(node: Any) -> str | None:
     return kind
 
 
+def _called_functions(nodes: Any) -> set[str]:
+    """The library functions that ``nodes`` (NodeDefs) name in their attributes (calls, control-flow bodies)."""
+    out: set[str] = set()
+    for n in nodes:
+        for a in n.attr.values():
+            if a.HasField("func"):
+                out.add(a.func.name)
+            if a.HasField("list"):
+                out.update(f.name for f in a.list.func)
+    return out
+
+
+def _function_closure(library: Mapping[str, Any], names: set[str]) -> list[str]:
+    """``names`` and every library function they call, transitively (sorted; names not in ``library`` left out)."""
+    funcs = set(names)
+    todo = sorted(funcs)
+    while todo:
+        f = library.get(todo.pop())
+        if f is None:
+            continue
+        new = _called_functions(f.node_def) - funcs
+        funcs |= new
+        todo += sorted(new)
+    return sorted(f for f in funcs if f in library)
+
+
+def _reachable(nodes: Sequence[Any], roots: Sequence[str]) -> list[Any]:
+    """The ``nodes`` that ``roots`` (node or tensor names) depend on through data or control edges, in order."""
+    by_name = {n.name: n for n in nodes}
+    seen: set[str] = set()
+    stack = [r.lstrip("^").split(":")[0] for r in roots]
+    while stack:
+        nm = stack.pop()
+        if nm in seen or nm not in by_name:
+            continue
+        seen.add(nm)
+        stack.extend(i.lstrip("^").split(":")[0] for i in by_name[nm].input)
+    return [n for n in nodes if n.name in seen]
+
+
 def effect_ops(graph_def: Any, roots: Sequence[str] | None = None) -> list[EffectOp]:
-    """The side-effect ops (:data:`SIDE_EFFECT_OPS`) of a GraphDef: its nodes (with ``roots``, only those the
-    ``roots`` nodes depend on through data or control edges, what running them runs) and every node of its function
-    library."""
+    """The side-effect ops (:data:`SIDE_EFFECT_OPS`) of a GraphDef that running it runs: its nodes (with
+    ``roots``, only those the ``roots`` depend on through data or control edges) and the nodes of the library
+    functions they call, transitively (named ``function/node``)."""
     nodes = list(graph_def.node)
     if roots is not None:
-        by_name = {n.name: n for n in nodes}
-        seen: set[str] = set()
-        stack = [r.lstrip("^").split(":")[0] for r in roots]
-        while stack:
-            nm = stack.pop()
-            if nm in seen or nm not in by_name:
-                continue
-            seen.add(nm)
-            stack.extend(i.lstrip("^").split(":")[0] for i in by_name[nm].input)
-        nodes = [n for n in nodes if n.name in seen]
+        nodes = _reachable(nodes, roots)
     found = [EffectOp(k, str(n.op), str(n.name)) for n in nodes if (k := _effect_kind(n)) is not None]
-    for f in sorted(graph_def.library.function, key=lambda f: f.signature.name):
-        found += [EffectOp(k, str(n.op), f"{f.signature.name}/{n.name}") for n in f.node_def
+    lib = {f.signature.name: f for f in graph_def.library.function}
+    for fn in _function_closure(lib, _called_functions(nodes)):
+        found += [EffectOp(k, str(n.op), f"{fn}/{n.name}") for n in lib[fn].node_def
                   if (k := _effect_kind(n)) is not None]
     return found
 
 
 def describe_effects(ops: Sequence[EffectOp]) -> str:
-    """``WriteFile x1 (a/WriteFile), PrintV2 x2 (b/PrintV2, c/PrintV2)``: every op, grouped by kind and type."""
-    groups: dict[tuple[str, str], list[str]] = {}
+    """``file system or network: WriteFile x1 (a/WriteFile); print: PrintV2 x2 (b/PrintV2, c/PrintV2)``: every op,
+    grouped by kind and type."""
+    groups: dict[str, dict[str, list[str]]] = {}
     order = list(EFFECT_KINDS)
     for e in sorted(ops, key=lambda e: (order.index(e.kind), e.op, e.node)):
-        groups.setdefault((e.kind, e.op), []).append(e.node)
-    return "; ".join(f"{EFFECT_KINDS[kind]}: {op} x{len(names)} ({', '.join(names)})"
-                     for (kind, op), names in groups.items())
+        groups.setdefault(e.kind, {}).setdefault(e.op, []).append(e.node)
+    return "; ".join(f"{EFFECT_KINDS[kind]}: " + ", ".join(f"{op} x{len(names)} ({', '.join(names)})"
+                                                          for op, names in by_op.items())
+                     for kind, by_op in groups.items())
 
 
 def source_effects(src: TFSource) -> list[EffectOp]:
@@ -408,18 +442,6 @@ _RESTORE_OPS = frozenset({"Restore", "RestoreV2", "RestoreSlice", "InitializeTab
 _INIT_COLLECTIONS = ("saved_model_main_op", "legacy_init_op", "main_op", "table_initializer")
 
 
-def _called_functions(nodes: Any) -> set[str]:
-    """The library functions that ``nodes`` (NodeDefs) name in their attributes (calls, control-flow bodies)."""
-    out: set[str] = set()
-    for n in nodes:
-        for a in n.attr.values():
-            if a.HasField("func"):
-                out.add(a.func.name)
-            if a.HasField("list"):
-                out.update(f.name for f in a.list.func)
-    return out
-
-
 def load_time_effects(sm: Any) -> list[EffectOp]:
     """The refused side-effect ops (:data:`REFUSED_EFFECTS`) that *loading* a SavedModel (``sm``, its protobuf) runs
     before anything is called: the resources' ``_create_resource`` / ``_initialize`` functions of a TF2 object graph
@@ -446,29 +468,10 @@ def load_time_effects(sm: Any) -> list[EffectOp]:
                 roots += list(meta.collection_def[key].node_list.value)
         if "__saved_model_init_op" in meta.signature_def:
             roots += [t.name for t in meta.signature_def["__saved_model_init_op"].outputs.values()]
-        graph_nodes: list[Any] = []
-        if roots:
-            by_name = {n.name: n for n in meta.graph_def.node}
-            seen: set[str] = set()
-            stack = [r.lstrip("^").split(":")[0] for r in roots]
-            while stack:
-                nm = stack.pop()
-                if nm in seen or nm not in by_name:
-                    continue
-                seen.add(nm)
-                stack.extend(i.lstrip("^").split(":")[0] for i in by_name[nm].input)
-            graph_nodes = [by_name[nm] for nm in sorted(seen)]
-            funcs |= _called_functions(graph_nodes)
-        todo = sorted(funcs)
-        while todo:  # every function the load-time code calls, transitively
-            f = lib.get(todo.pop())
-            if f is None:
-                continue
-            new = _called_functions(f.node_def) - funcs
-            funcs |= new
-            todo += sorted(new)
+        graph_nodes = _reachable(list(meta.graph_def.node), roots) if roots else []
+        funcs |= _called_functions(graph_nodes)
         cands = [(n, str(n.name)) for n in graph_nodes] + \
-            [(n, f"{fn}/{n.name}") for fn in sorted(funcs) if fn in lib for n in lib[fn].node_def]
+            [(n, f"{fn}/{n.name}") for fn in _function_closure(lib, funcs) for n in lib[fn].node_def]
         for n, name in cands:
             k = _effect_kind(n)
             if k in REFUSED_EFFECTS and n.op not in _RESTORE_OPS:
