@@ -492,7 +492,6 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         payload["verify"] = report.to_dict()
         if not report.ok:
             out.exit_code = EXIT_VERIFY
-            payload["output"] = payload["mlir"] = None
             out.warn(f"{unwritten} not written: verification failed")
         else:
             m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
