@@ -376,7 +376,11 @@ def _dedupe(names: list[str]) -> list[str]:
 def _saved_model_source(path: str, signature: str, trust_model: bool = False) -> TFSource:
     tf = _tf()
     if not trust_model:
-        at_load = load_time_effects(_saved_model_proto(path))
+        try:
+            proto = _saved_model_proto(path)
+        except ModelLoadError as e:
+            raise ModelLoadError(f"cannot load SavedModel: {e.message}", file=path) from None
+        at_load = load_time_effects(proto)
         if at_load:
             raise ModelLoadError(f"loading this SavedModel would run op(s) that touch the file system, call Python "
                                  f"or wait on queues, in its initialisation code ({describe_effects(at_load)}); not "
@@ -651,7 +655,7 @@ def _load_keras_file(path: str, unsafe_deserialization: bool = False) -> Any:
     problem = _keras_archive_problem(path)
     if problem is not None:
         kind = ".keras archive" if path.lower().endswith(".keras") else "Keras .h5 file"
-        raise ModelLoadError(f"not a valid {kind}: {problem}", file=path)
+        raise ModelLoadError(f"cannot load Keras model: not a valid {kind}: {problem}", file=path)
     _tf()
     import keras
 
@@ -661,8 +665,9 @@ def _load_keras_file(path: str, unsafe_deserialization: bool = False) -> Any:
         text = str(e)
         cause = e.__cause__ or e.__context__
         text += " " + str(cause) if cause is not None else ""
-        if not unsafe_deserialization and ("safe_mode" in text or "Lambda" in text):
-            layers = _code_layers(_keras_config(path))
+        layers = _code_layers(_keras_config(path)) if not unsafe_deserialization and \
+            ("safe_mode" in text or "Lambda" in text) else []
+        if not unsafe_deserialization and ("safe_mode" in text or layers):
             which = f"Lambda layer(s) {', '.join(repr(n) for n in layers)}" if layers else "a layer"
             raise ModelLoadError(f"Keras safe mode refused the Python code in {which}; loading it would run that "
                                  "code: if you trust this file, pass --unsafe-deserialization (API "
