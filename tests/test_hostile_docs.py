@@ -293,3 +293,22 @@ def test_varying_oracle_output_is_not_warned() -> None:
     if res.code == 1 and "LiteRT" in res.output:
         pytest.skip("no LiteRT")
     assert res.code == 0 and json.loads(res.stdout)["warnings"] == [], res.output
+
+
+# ------------------------------------------------------------------------------------------------ one error line
+def test_error_naming_a_newline_is_one_line(tmp_path: Path) -> None:
+    """A name the model chose may hold a newline (an NNEF label, found by tools/fuzz.py): the error is still one
+    line, the newline shown escaped."""
+    model = tmp_path / "m.nnef"
+    model.mkdir()
+    (model / "graph.nnef").write_text("version 1.0;\n\ngraph G( input ) -> ( output )\n{\n"
+                                      "    input = external<scalar>(shape = [1, 8]);\n"
+                                      "    w = variable<scalar>(shape = [1, 8], label = 'w\nx');\n"
+                                      "    output = add(input, w);\n}\n")
+    before = tree_hash(tmp_path)
+    res = run_cli("convert", model, "-o", tmp_path / "m.tosa", timeout=120)
+    assert res.code == 1 and "Traceback" not in res.output, res.output
+    lines = res.error_lines()
+    assert len(lines) == 1 and "w\\nx" in lines[0], res.stderr
+    assert tree_hash(tmp_path) == before
+    assert res.peak_rss_mb < RSS_CAP_MB

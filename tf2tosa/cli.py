@@ -29,6 +29,7 @@ from .cli_output import (
     EXIT_VERIFY,
     Out,
     error_dict,
+    one_line,
     op_counts,
     ops_text,
     routed_logging,
@@ -206,7 +207,7 @@ def _fail(out: Out, exc: BaseException, code: int, cls: str | None = None) -> No
         text = str(exc)
         if isinstance(exc, OSError) and exc.filename is not None:
             text = f"{exc.strerror or exc}: {exc.filename}"
-        typer.echo(f"error: {text}", err=True)
+        typer.echo(f"error: {one_line(text)}", err=True)
     raise typer.Exit(code) from None
 
 

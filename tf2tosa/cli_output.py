@@ -124,6 +124,16 @@ class Out:
             sys.stdout.flush()
 
 
+#: control characters as the escapes a reader can see (a model's names may hold any of them)
+_CONTROL = {c: f"\\x{c:02x}" for c in range(32)} | {10: "\\n", 13: "\\r", 9: "\\t", 127: "\\x7f"}
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: a newline or other control character (from a tensor, region or file name the model
+    chose) is shown escaped, so an error stays the one line the CLI promises."""
+    return text.strip().translate(_CONTROL)
+
+
 def error_dict(exc: BaseException, cls: str | None = None) -> dict[str, Any]:
     """The ``error`` object for any exception (ConversionError carries file/op/tensor)."""
     to_dict = getattr(exc, "to_dict", None)

@@ -20,12 +20,12 @@ link, a FIFO, a device, two ``graph.nnef``, escaping or deeply nested names, 20,
 inflates to 256 MiB); a byte-level one mutates a member or the archive's own bytes.  Keras ``.keras`` zips
 (``tests/fuzz/corpus/*.keras``) get ``config.json`` / ``metadata.json`` edits, renamed / duplicated / escaping /
 20,000 members, a mutated or truncated weights file, a 256 MiB member of zeros, an 80 MiB ``config.json``, zip
-header fields, or byte-level mutations of the zip.  Besides an uncaught exception, a crash or a hang, the NNEF
-and Keras workers report as findings a ``ConversionError`` of more than one line, any file opened outside the
-model (an audit hook sees every open: the sentinel ``outside/w.dat`` next to the model, ``/etc``) and anything
-left in the worker's ``$TMPDIR``.  Each format's workers run under their own address-space limit (RLIMIT_AS:
-6 GiB for tflite/tosa, whose verify starts LiteRT, 2 GiB NNEF, 4 GiB Keras, which loads TensorFlow once per
-worker, untimed) and time limit per input (5 s; Keras 15 s).
+header fields, or byte-level mutations of the zip.  Besides an uncaught exception, a crash or a hang, findings are
+an ``inspect`` failure of more than one line (every format), and in the NNEF and Keras workers any file opened
+outside the model (an audit hook sees every open: the sentinel ``outside/w.dat`` next to the model, ``/etc``)
+and anything left in the worker's ``$TMPDIR``.  Each format's workers run under their own address-space limit
+(RLIMIT_AS: 6 GiB for tflite/tosa, whose verify starts LiteRT, 2 GiB NNEF, 4 GiB Keras, which loads TensorFlow
+once per worker, untimed) and time limit per input (5 s; Keras 15 s).
 
 Each mutant goes through one target (``convert``, ``load``, ``inspect``, ``run`` or ``verify``; verify only on a
 small share, it needs LiteRT) in a worker subprocess.  The parent gives each input 5 s: a worker that does not
@@ -992,7 +992,20 @@ def make_keras_case(seeds: list[Seed], run_seed: int, i: int) -> Case:
 
 # ------------------------------------------------------------------------------------------- the worker
 class MultiLineError(Exception):
-    """A ConversionError whose message is more than one line (the CLI promises one)."""
+    """``inspect`` failed with more than its one ``error:`` line (warnings and notes aside)."""
+
+
+def _check_cli_failure(exit_code: int, output: str) -> str:
+    """``ok`` or ``cli-error`` for an ``inspect`` run: a failure must be exit 1 with exactly one line, ``error:``
+    (besides ``warning:`` / ``note:`` lines)."""
+    if exit_code == 0:
+        return "ok"
+    lines = [ln for ln in output.splitlines() if ln.strip() and not ln.startswith(("warning:", "note:"))]
+    if exit_code != 1 or not lines or not lines[0].startswith("error:"):
+        raise RuntimeError(f"inspect exited {exit_code}: {output[-300:]}")
+    if len(lines) != 1:
+        raise MultiLineError(output[-600:])
+    return "cli-error"
 
 
 def _input_path(kind: str, data: bytes, tmp: Path) -> Path:
@@ -1039,10 +1052,7 @@ def _execute(kind: str, target: str, data: bytes, tmp: Path) -> str:
                 res = CliRunner().invoke(cli.app, ["inspect", str(path)])
                 if res.exception is not None and not isinstance(res.exception, (SystemExit, typer.Exit)):
                     raise res.exception
-                errs = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
-                if res.exit_code not in (0, 1) or (res.exit_code == 1 and len(errs) != 1):
-                    raise RuntimeError(f"inspect exited {res.exit_code}: {res.output[-300:]}")
-                return "ok" if res.exit_code == 0 else "cli-error"
+                return _check_cli_failure(res.exit_code, res.output)
             m = api.convert(str(path))
             if target == "run":
                 m.run(random_inputs(m.graph, 0))
@@ -1055,9 +1065,7 @@ def _execute(kind: str, target: str, data: bytes, tmp: Path) -> str:
             res = CliRunner().invoke(cli.app, ["inspect", str(path)])
             if res.exception is not None and not isinstance(res.exception, (SystemExit, typer.Exit)):
                 raise res.exception
-            if res.exit_code not in (0, 1) or (res.exit_code == 1 and "error:" not in res.output):
-                raise RuntimeError(f"inspect exited {res.exit_code}: {res.output[-300:]}")
-            return "ok" if res.exit_code == 0 else "cli-error"
+            return _check_cli_failure(res.exit_code, res.output)
         if kind == "tflite":
             m = api.convert(data)
             if target == "convert":
@@ -1075,8 +1083,6 @@ def _execute(kind: str, target: str, data: bytes, tmp: Path) -> str:
                 m.run(random_inputs(m.graph, 0))
         return "ok"
     except ConversionError as e:
-        if "\n" in str(e).strip():
-            raise MultiLineError(str(e)[:600]) from None
         return type(e).__name__
 
 
