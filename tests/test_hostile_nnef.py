@@ -551,7 +551,10 @@ def test_api_keyword_sets_the_cap(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- signals
-def test_sigterm_while_unpacking_removes_the_temporary_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_unpacking_removes_the_temporary_folder(tmp_path: Path, sig: signal.Signals) -> None:
+    """SIGTERM or Ctrl-C as soon as the temporary folder appears (also the moment between making it and holding
+    its name) or while the member is written: the folder goes."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     n = 1 << 28  # a valid header of a [1, 2^28] float tensor: a 1 GiB member, unpacking takes a while
@@ -568,7 +571,7 @@ def test_sigterm_while_unpacking_removes_the_temporary_folder(tmp_path: Path) ->
         while time.monotonic() < deadline and not any(tmp.iterdir()):
             time.sleep(0.05)
         assert any(tmp.iterdir()), "the unpacking never started"
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -78,6 +78,7 @@ import mmap
 import os
 import posixpath
 import re
+import shutil
 import signal
 import stat
 import struct
@@ -416,11 +417,20 @@ def load_nnef(path: str | os.PathLike[str], *, keep: Iterable[str] = ()) -> Grap
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise ModelLoadError(f"not a model folder or file ({kind_of(st.st_mode)})", file=str(p))
     if stat.S_ISREG(st.st_mode) and (p.name.endswith((".tgz", ".tar.gz", ".tar")) or _is_tar(p)):
-        with _terminate_raises(), tempfile.TemporaryDirectory(prefix="tf2tosa-nnef-") as tmp:
-            dest = Path(os.path.realpath(tmp))
-            skipped = _unpack(p, dest)
-            root = _archive_root(dest, p)
-            return _load_dir(root, "graph.nnef", set(keep), display=p, inner=root, archive=True, skipped=skipped)
+        with _terminate_raises():
+            tmp: str | None = None
+            try:
+                with _signals_held():  # (a SIGTERM between making the folder and naming it would leave it behind)
+                    tmp = tempfile.mkdtemp(prefix="tf2tosa-nnef-")
+                dest = Path(os.path.realpath(tmp))
+                skipped = _unpack(p, dest)
+                root = _archive_root(dest, p)
+                return _load_dir(root, "graph.nnef", set(keep), display=p, inner=root, archive=True,
+                                 skipped=skipped)
+            finally:
+                if tmp is not None:
+                    with _signals_held():
+                        shutil.rmtree(tmp, ignore_errors=True)
     if stat.S_ISDIR(st.st_mode):
         folder = Path(os.path.realpath(p))
         if not (folder / "graph.nnef").exists() and not (folder / "graph.nnef").is_symlink():
@@ -458,6 +468,21 @@ def _terminate_raises() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+
+
+_HELD = tuple(sig for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if sig is not None)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP wait (blocked, then delivered) until the end of the block."""
+    can = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD) if can else None
+    try:
+        yield
+    finally:
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _member_path(name: str) -> str | None:
