@@ -290,3 +290,95 @@ def test_verify_mismatch_writes_nothing(tmp_path: Path) -> None:
     assert "Traceback" not in res.output
     assert "not written: verification failed" in res.output
     assert tree_hash(tmp_path) == before
+
+
+# ------------------------------------------------------------------------------------------------ other computed shifts
+def _unary(code: int, dt: str, si: float, so: float, zo: int = 0, opts: Any = None,
+           shape: tuple[int, ...] = (2, 4, 4, 8)) -> bytes:
+    return tflite_model([T("x", shape, dt, quant=([si], [0], 0)), T("y", shape, dt, quant=([so], [zo], 0))],
+                        [Op(code, [0], [1], options=opts)], [0], [1])
+
+
+def _mean(dt: str, si: float, so: float) -> bytes:
+    """MEAN over axes 1, 2 of a [2, 4, 4, 8] input (N = 16), keep_dims."""
+    return tflite_model([T("x", (2, 4, 4, 8), dt, quant=([si], [0], 0)),
+                         T("a", (2,), "int32", data=np.array([1, 2], np.int32)),
+                         T("y", (2, 1, 1, 8), dt, quant=([so], [0], 0))],
+                        [Op(40, [0, 1], [2], options=_opts("ReducerOptions", KeepDims=True))], [0], [2])
+
+
+#: op -> (model builder (input scale, output scale), output scales to try, float definition in output codes or None)
+OTHER_OPS: dict[str, tuple[Any, list[float | None], Any]] = {
+    "tanh_i16": (lambda si, so: _unary(28, "int16", si, 1 / 32768), [None], lambda x, si, so: np.tanh(x * si) * 32768),
+    "logistic_i16": (lambda si, so: _unary(14, "int16", si, 1 / 32768), [None],
+                     lambda x, si, so: 32768 / (1 + np.exp(np.clip(-x * si, -700, 700)))),
+    "tanh_i8": (lambda si, so: _unary(28, I8, si, 1 / 128), [None], None),
+    "logistic_i8": (lambda si, so: _unary(14, I8, si, 1 / 256, -128), [None], None),
+    "l2norm_i8": (lambda si, so: _unary(11, I8, si, 1 / 128, shape=(2, 8)), [None], None),
+    "mean_i8": (lambda si, so: _mean(I8, si, so), [1e-10, 1e-3, 1.0, 1e3],
+                lambda x, si, so: x.astype(np.float64).mean(axis=(1, 2), keepdims=True) * si / so),
+    "mean_i16": (lambda si, so: _mean("int16", si, so), [1e-10, 1e-3, 1.0, 1e3],
+                 lambda x, si, so: x.astype(np.float64).mean(axis=(1, 2), keepdims=True) * si / so),
+    "hard_swish_i8": (lambda si, so: _unary(117, I8, si, so), [1e-10, 1e-3, 1.0, 1e3], None),
+}
+
+
+def _other_defined(name: str, si: float, so: float | None) -> bool | None:
+    """Whether TFLite's integer arithmetic is defined at these scales (True), overflows int32 (False: LiteRT's
+    result is then not compared), or neither is certain (None).  int16 tanh/logistic: the input multiplier
+    ``scale · 3 · 4096`` must stay within int16 (it multiplies int16 codes); MEAN: ``sum · 2^left_shift`` must
+    fit int32 (|sum| <= 16 codes of the input's range)."""
+    if name in ("tanh_i16", "logistic_i16"):
+        return si * 3 * 4096 <= 32767
+    if name.startswith("mean") and so is not None:
+        span = 16 * (65535 if name.endswith("i16") else 255)
+        reach = span * 2.0 ** max(math.frexp(si / so / 16)[1], 0)
+        return True if reach < 2 ** 29 else False if reach > 2 ** 32 else None
+    return True
+
+
+@pytest.mark.parametrize("name", list(OTHER_OPS))
+def test_other_computed_shift_sweep(name: str, litert: Any) -> None:
+    """Every input scale 1e-10 .. 1e3 (and output scale, where TFLite leaves it free) converts and runs without a
+    REQUIRE failure, or is refused in one line with the reason; bit-exact with LiteRT's reference kernels where
+    TFLite's arithmetic is defined and LiteRT runs, the float definition (±1 code) where it overflows.
+    (hard_swish int8 is checked for running only: it is one code off LiteRT at some extreme scale ratios.)"""
+    import tf2tosa
+    from tf2tosa.errors import ConversionError
+    from tf2tosa.verify.litert import LiteRTError, run_tflite
+
+    build, out_scales, definition = OTHER_OPS[name]
+    dt = np.int16 if name.endswith("i16") else np.int8
+    rng = np.random.default_rng(7)
+    counts = {"exact": 0, "definition": 0, "refused": 0, "litert fails": 0, "runs": 0}
+    for si in SCALES:
+        for so in out_scales:
+            buf = build(si, so)
+            try:
+                m = tf2tosa.convert(buf)
+            except ConversionError as e:
+                assert "\n" not in str(e) and "outside" in str(e), str(e)
+                counts["refused"] += 1
+                continue
+            shape = tuple(m.graph.inputs[0].type.shape)
+            x = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, shape).astype(dt)
+            y = next(iter(m.run([x]).values())).astype(np.int64)  # raises on a REQUIRE failure
+            counts["runs"] += 1
+            if name == "hard_swish_i8":
+                continue
+            defined = _other_defined(name, si, so)
+            if defined is False:
+                want = np.clip(np.round(definition(x, si, so)), np.iinfo(dt).min, np.iinfo(dt).max)
+                assert np.abs(y - want).max() <= 1, (name, si, so)
+                counts["definition"] += 1
+                continue
+            try:
+                r = next(iter(run_tflite(buf, [x], reference_kernels=True, worker=litert).values()))
+            except LiteRTError:
+                counts["litert fails"] += 1
+                continue
+            if defined:
+                assert np.array_equal(y, r.astype(np.int64)), (name, si, so, np.abs(y - r).max())
+                counts["exact"] += 1
+    print(name, counts)
+    assert counts["runs"] and (counts["exact"] or name == "hard_swish_i8"), counts
