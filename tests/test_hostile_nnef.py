@@ -62,7 +62,7 @@ def write_model(folder: Path, label: str = "w", weights: bool = True) -> Path:
 
 
 def tar_of(path: Path, members: Sequence[tuple[tarfile.TarInfo, bytes | None]]) -> Path:
-    with tarfile.open(path, "w:gz") as t:
+    with tarfile.open(path, "w" if path.suffix == ".tar" else "w:gz") as t:
         for info, data in members:
             t.addfile(info, io.BytesIO(data) if data is not None else None)
     return path
@@ -169,9 +169,18 @@ def test_label_through_a_symlinked_folder_is_refused(scene: Scene) -> None:
     scene.refused(m, "label 'sub/w' of variable 'w' leaves the model folder", "'sub' is a symlink")
 
 
-def test_label_above_an_archive_is_refused(scene: Scene) -> None:
-    tgz = tar_of(scene.base / "m.tgz", [reg("m/graph.nnef", graph_text("../../outside/w").encode())])
+@pytest.mark.parametrize("suffix", [".tgz", ".tar"])
+def test_label_above_an_archive_is_refused(scene: Scene, suffix: str) -> None:
+    tgz = tar_of(scene.base / f"m{suffix}", [reg("m/graph.nnef", graph_text("../../outside/w").encode())])
     scene.refused(tgz, "label '../../outside/w' of variable 'w' leaves the model folder")
+
+
+def test_label_through_a_symlink_member_is_refused(scene: Scene) -> None:
+    tgz = tar_of(scene.base / "m.tar", [reg("m/graph.nnef", graph_text("sub/w").encode()),
+                                         link("m/sub", "../../outside")])
+    line = scene.refused(tgz, "label 'sub/w' of variable 'w' passes through 'sub', a symlink to '../../outside' "
+                              "in the archive")
+    assert "missing" not in line
 
 
 def test_label_inside_the_folder_still_converts(scene: Scene) -> None:

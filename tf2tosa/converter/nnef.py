@@ -1156,6 +1156,12 @@ def _variable_data(folder: Path, label: str, name: str, t: TensorType, nt: Any, 
     def dat_fail(msg: str) -> ModelLoadError:
         if msg.startswith("missing") and skipped and f in skipped:
             msg = f"tensor file is {skipped[f]} in the archive; only regular files are read"
+        elif msg.startswith("missing") and skipped:
+            steps = [folder.joinpath(*parts[:i + 1]) for i in range(len(parts) - 1)]
+            hit = next((i for i, step in enumerate(steps) if step in skipped), None)
+            if hit is not None:
+                msg = (f"label '{label}' of variable '{name}' passes through '{'/'.join(parts[:hit + 1])}', "
+                       f"{skipped[steps[hit]]} in the archive; only regular files and folders are read")
         elif "outside the model" in msg:
             msg = f"label '{label}' of variable '{name}' leaves the model folder: {msg}"
         return ModelLoadError(msg, file=fname, op=loc, tensor=name)
