@@ -414,6 +414,8 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     runs the Python code the file holds (``Lambda`` layers): only for files you trust.  ``trust_model=True``
     (TensorFlow sources) loads a SavedModel whose loading runs file-system, Python or queue ops, and lets
     :meth:`TosaModel.verify` run such ops of its graph; without it both are refused.
+    ``max_extract_mb=N`` caps what an NNEF ``.tgz``/``.tar`` or a Keras ``.keras`` zip may unpack, per member and in
+    total (default 2048 MiB; :mod:`tf2tosa.converter.archive`).
     """
     extra["fp16_weights"] = fp16_weights
     from .converter.source import convert_options, convert_tflite_data
