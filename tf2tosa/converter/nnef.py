@@ -752,39 +752,52 @@ def _read_text(root: Path, name: str, fail: Any, bare: Path | None = None) -> st
         os.close(fd)
 
 
-_SCAN = re.compile(r"#[^\n]*|'[^'\n]*'|\"[^\"\n]*\"|[(\[{]|[)\]}]|[,;:]|<=|>=|==|!=|&&|\|\||[-+*/^<>!]"
-                   r"|\b(?:if|else)\b")
+_QUOTED = re.compile(rb"#[^\n]*|'[^'\n]*'|\"[^\"\n]*\"")
+_ELSE = re.compile(rb"\belse\b")
+_BYTE_CLASS = np.zeros(256, np.uint8)
+for _chars, _cls in ((b"([{", 1), (b")]}", 2), (b",;:", 3), (b"-+*/^<>!=&|", 4)):
+    _BYTE_CLASS[list(_chars)] = _cls
 
 
 def _check_depth(text: str, fname: str, what: str) -> None:
-    """Refuse text whose brackets nest deeper than :data:`MAX_NESTING`, or whose operators chain (the enclosing
-    expressions' included) more than :data:`MAX_CHAIN` deep, before the parser sees it (it would overflow its
-    stack).  One line: "graph.nnef line L: expressions nested deeper than N"."""
-    stack = [0]
-    chain = 0
-    for m in _SCAN.finditer(text):
-        tok = m.group()
-        c = tok[0]
-        if c in "#'\"":
-            continue
-        if c in "([{":
-            stack.append(0)
-            if len(stack) - 1 > MAX_NESTING:
-                line = text.count("\n", 0, m.start()) + 1
-                raise ModelLoadError(f"{what} line {line}: expressions nested deeper than {MAX_NESTING}", file=fname)
-        elif c in ")]}":
-            if len(stack) > 1:
-                chain -= stack.pop()
-        elif c in ",;:":
-            chain -= stack[-1]
-            stack[-1] = 0
-        else:
-            stack[-1] += 1
-            chain += 1
-            if chain > MAX_CHAIN:
-                line = text.count("\n", 0, m.start()) + 1
-                raise ModelLoadError(f"{what} line {line}: expressions nested deeper than {MAX_CHAIN} operators",
-                                     file=fname)
+    """Refuse text whose brackets nest deeper than :data:`MAX_NESTING`, or one of whose expressions (the text
+    between two separators) holds more than :data:`MAX_CHAIN` operators, before the parser sees it (it recurses
+    for both and would overflow its stack).  One line: "graph.nnef line L: expressions nested deeper than N".
+    Vectorised over the bytes (a 20 MB document takes a fraction of a second)."""
+    raw = text.encode("utf-8")
+    blank = bytearray(raw)
+    for m in _QUOTED.finditer(raw):  # comments and strings hold no brackets or operators
+        blank[m.start():m.end()] = b" " * (m.end() - m.start())
+    b = np.frombuffer(bytes(blank), dtype=np.uint8)
+    if not b.size:
+        return
+
+    def line_at(pos: int) -> int:
+        return raw.count(b"\n", 0, pos) + 1
+
+    cls = _BYTE_CLASS[b]  # 1 opening bracket, 2 closing, 3 separator, 4 operator character, 0 anything else
+    step = np.zeros(b.size, np.int32)
+    step[cls == 1] = 1
+    step[cls == 2] = -1
+    depth = np.cumsum(step)
+    deep = np.flatnonzero(depth > MAX_NESTING)
+    if deep.size:
+        raise ModelLoadError(f"{what} line {line_at(int(deep[0]))}: expressions nested deeper than {MAX_NESTING}",
+                             file=fname)
+    ops = (cls == 4).astype(np.int32)
+    for m in _ELSE.finditer(bytes(blank)):
+        ops[m.start()] += 1
+    separators = np.flatnonzero((cls >= 1) & (cls <= 3))
+    cum = np.concatenate(([0], np.cumsum(ops, dtype=np.int64)))
+    bounds = np.concatenate(([0], separators, [b.size]))
+    counts = cum[bounds[1:]] - cum[bounds[:-1]]
+    long = np.flatnonzero(counts > MAX_CHAIN)
+    if long.size:
+        start = int(bounds[long[0]])
+        end = int(bounds[long[0] + 1])
+        where = start + int(np.flatnonzero(np.cumsum(ops[start:end]) > MAX_CHAIN)[0])
+        raise ModelLoadError(f"{what} line {line_at(where)}: an expression of more than {MAX_CHAIN} operators",
+                             file=fname)
 
 
 _STRING = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
