@@ -389,9 +389,10 @@ def _import_nnef() -> Any:
 #: the most bytes a ``graph.nnef`` or ``graph.quant`` may hold (the parser holds the text and its tree in memory;
 #: the graphs nnef-tools writes for large networks are a few hundred KiB)
 MAX_TEXT_BYTES = 64 << 20
-#: how deeply brackets may nest in ``graph.nnef`` / ``graph.quant``, and how many operators one expression may chain
-#: (counting the enclosing ones): the Khronos parser recurses for both and overflows its stack (SIGSEGV) at about
-#: 10,000 levels, and it turns a list nested deeper than 64 into an array numpy refuses (also a SIGSEGV)
+#: how deeply brackets may nest in ``graph.nnef`` / ``graph.quant``, and how many operators one expression (the text
+#: between two separators) may chain: the Khronos parser recurses for both and overflows its stack (SIGSEGV) at
+#: about 10,000 levels, and it turns a list nested deeper than 64 into an array numpy refuses (also a SIGSEGV).
+#: The parser runs in a child process anyway (:func:`_parse_isolated`); these checks name the line.
 MAX_NESTING = 32
 MAX_CHAIN = 1000
 
