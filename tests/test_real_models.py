@@ -341,6 +341,28 @@ def test_extract_refuses_content_that_differs_from_manifest(tmp_path: Path, monk
     assert not (tmp_path / "models" / "demo-pkg" / "net.tflite").exists()
 
 
+def test_corpus_table_counts_and_regressions() -> None:
+    """make real's table: one row per model, the counts per format, and a model below its baseline REGRESSED."""
+    f = _fetcher()
+    import real_corpus
+
+    def entry(path: str, fmt: str, baseline: str = "") -> object:
+        return f.Entry(name=path, format=fmt, package="p", member=path, sha256="0" * 64, bytes=1, path=path,
+                       baseline=baseline)
+
+    rows = [real_corpus.Outcome(entry("a.tflite", "tflite", "verified"), True, "PASS", "", 1.0),
+            real_corpus.Outcome(entry("b.tflite", "tflite", "verified"), True, "FAIL", "off by 3 LSB", 1.0),
+            real_corpus.Outcome(entry("c.tflite", "tflite"), True, "—", "no oracle: LiteRTError: custom op", 1.0),
+            real_corpus.Outcome(entry("d.h5", "h5", "refused"), False, "—", "ModelLoadError: x | y", 2.0)]
+    text = real_corpus.table(rows, num=3, started="now")
+    assert "| b.tflite | tflite | p | yes | FAIL REGRESSED | off by 3 LSB | 1.0 |" in text
+    assert "| d.h5 | h5 | p | no | — | ModelLoadError: x \\| y | 2.0 |" in text
+    assert "| tflite | 3 | 3 | 1 | 1 | 1 |" in text and "| h5 | 1 | 0 | 0 | 0 | 0 |" in text
+    assert "| all | 4 | 3 | 1 | 1 | 1 |" in text
+    assert text.rstrip().endswith("REGRESSED against the recorded baseline: b.tflite")
+    assert [r.regressed for r in rows] == [False, True, False, False]
+
+
 def test_manifest_is_consistent() -> None:
     """Every model names a package of the manifest, a known format, a 64-hex sha256 and a unique path."""
     doc = json.loads(MANIFEST.read_text())

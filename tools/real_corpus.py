@@ -197,7 +197,7 @@ def table(results: list[Outcome], *, num: int, started: str) -> str:
     for r in results:
         e = r.entry
         verified = r.verified + (" REGRESSED" if r.regressed else "")
-        lines.append(f"| {_cell(e.path)} | {e.format} | {e.package} {_version(e)} | "
+        lines.append(f"| {_cell(e.path)} | {e.format} | {f'{e.package} {_version(e)}'.strip()} | "
                      f"{'yes' if r.converted else 'no'} | {verified} | {_cell(r.reason)} | {r.seconds:.1f} |")
     lines += ["", "| format | models | converted | verified (PASS) | verify FAIL | converted, no oracle |",
               "|---|---|---|---|---|---|"]
