@@ -75,6 +75,19 @@ def test_dynamic_size_beyond_int32_is_refused(models: Path) -> None:
     assert tree_hash(models) == before
 
 
+
+@pytest.mark.parametrize("size,needles", [("99999999999", ["99999999999", str(INT32_MAX)]),
+                                          (str(1 << 28), [f"{8 * (1 << 28)} bytes", "dimension 0"])])
+def test_specialize_refuses_sizes_the_file_cannot_hold(models: Path, size: str, needles: list[str]) -> None:
+    sym = models / "sym.tosa"
+    res = run_cli("convert", models / "pair.tflite", "--dynamic", "-o", sym)
+    assert res.code == 0, res.output
+    before = tree_hash(models)
+    res = run_cli("specialize", sym, "--dim", f"batch={size}", "-o", models / "s.tosa")
+    assert_refused(res, "--dim", f"batch={size}", *needles, rss_cap_mb=RSS_CAP_MB)
+    assert tree_hash(models) == before
+
+
 # ------------------------------------------------------------------------------------------------ level 8K
 def test_level_boundary_round_trip(models: Path) -> None:
     """[batch, 2] float32: batch = 2^28 - 1 is 2^31 - 8 bytes (the level allows it), 2^28 is 2^31 (one past; it has

@@ -182,7 +182,7 @@ def check_sizes(graph: Graph, file: str | None = None) -> None:
         cause, by_user = _input_cause(graph)
         dims = ", ".join(str(d if profiles.plain_dim(d) is None else profiles.plain_dim(d)) for d in v.type.shape)
         tensor = v.source or v.name
-        fix = ("convert with a smaller --dim / --input-shape" if by_user else
+        fix = ("give a smaller --dim / --input-shape" if by_user else
                f"the model's own sizes are too large for a TOSA level-{profiles.level_name(level)} program (where a "
                "dimension is unknown in the model, --dim / --input-shape set it)")
         msg = f"tensor {tensor!r} [{dims}] {v.dtype.value} ({made}) has {why}; from {cause}: {fix}"

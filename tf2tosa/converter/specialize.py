@@ -35,6 +35,7 @@ from ..tosa import catalogue, profiles, shapes
 from ..tosa.optable import DRAFT_VERSION, is_draft
 from ..tosa.symbolic import input_symbol
 from .dynamic import guard_warning_lines
+from .pipeline import check_sizes
 
 __all__ = ["specialize_graph", "bind_input_shapes"]
 
@@ -66,6 +67,9 @@ def bind_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | 
                              f"{', '.join(known) or 'none'})", file=file, tensor=name)
         if size < 1:
             raise InputError(f"--dim {name}={size}: a dimension size must be at least 1", file=file, tensor=name)
+        if size > profiles.INT32_MAX:
+            raise InputError(f"--dim {name}={size}: more than {profiles.INT32_MAX}, the largest dimension a TOSA "
+                             f"shape holds (int32); give a smaller --dim {name}", file=file, tensor=name)
     bound: dict[str, tuple[int, str]] = {s: (n, f"--dim {s}={n}") for s, n in dims.items()}
     result: dict[str, tuple[int, ...]] = {}
     fixed: list[dict[str, Any]] = []
@@ -84,6 +88,10 @@ def bind_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | 
                 if size < 1:
                     raise InputError(f"input {v.name!r}: --input-shape {list(want)} has size {size} at dimension {k}; "
                                      "every size must be at least 1", file=file, tensor=v.name)
+                if size > profiles.INT32_MAX:
+                    raise InputError(f"input {v.name!r}: --input-shape {list(want)} has size {size} at dimension {k}, "
+                                     f"more than {profiles.INT32_MAX}, the largest a TOSA shape holds (int32); give a "
+                                     "smaller --input-shape", file=file, tensor=v.name)
                 if sym is None and size != d:
                     raise InputError(f"input {v.name!r} has shape {_text(v.shape)}, got {list(want)} (dimension {k} "
                                      f"is fixed at {d})", file=file, tensor=v.name)
@@ -176,6 +184,8 @@ def specialize_graph(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | N
         except InvalidGraphError as e:
             raise InvalidGraphError(f"specialize at {at}: {e.message}", file=file, op=_where(op),
                                     tensor=e.tensor) from None
+    graph.meta["fixed_dims"] = fixed
+    check_sizes(graph, file)  # the static program at level 8K, as convert checks it
     profs, exts = profiles.requirements(graph)
     graph.meta.update(profiles=profs, extensions=exts, fixed_dims=fixed)
     if violated:  # recorded as a conversion's warnings are (convert/verify print them; inspect of the result)
