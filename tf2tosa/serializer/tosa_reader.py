@@ -30,7 +30,7 @@ from ..errors import ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
 from ..tosa.optable import DRAFT_VERSION, is_draft
-from ..tosa.profiles import LEVEL_NONE, NO_BUDGET, tensor_size_problem
+from ..tosa.profiles import LEVEL_8K, LEVEL_NONE, NO_BUDGET, tensor_size_problem
 from ..tosa.symbolic import UNKNOWN, name_dimensions
 from .tosa_writer import (
     ACC,
@@ -212,6 +212,10 @@ class _Tensor:
         return tuple(int(d) for d in self.shape)
 
 
+#: what a file may declare: rank up to level 8K's MAX_RANK (as the executor's ERROR_IF), sizes up to level none's
+_READ_LIMITS = {**LEVEL_NONE, "MAX_RANK": LEVEL_8K["MAX_RANK"]}
+
+
 @dataclass
 class _Operator:
     op: str
@@ -250,9 +254,9 @@ def _parse_block(buf: _Buf, pos: int) -> _Block:
             raise _Corrupt(f"constant tensor '{name}' has an unknown dimension in {dims}")
         # -1: an unknown dimension (TOSA 1.1 draft, EXT-DYNAMIC), as Arm's draft serializer writes it
         shape: tuple[int | str, ...] = tuple(UNKNOWN if d == -1 else d for d in dims)
-        # the level-none limits only: reading allocates no tensor but a constant's bytes, which are in the file (the
-        # execution budget is run's and verify's: inspect and load read any file the format holds)
-        too_big = tensor_size_problem(tuple(max(d, 1) for d in dims), VALUE_DTYPE[code].bits, LEVEL_NONE, NO_BUDGET)
+        # level 8K's rank, level none's size and no budget: reading allocates no tensor but a constant's bytes, which
+        # are in the file (the execution budget is run's and verify's: inspect and load read what the format holds)
+        too_big = tensor_size_problem(tuple(max(d, 1) for d in dims), VALUE_DTYPE[code].bits, _READ_LIMITS, NO_BUDGET)
         if too_big is not None:
             raise _Corrupt(f"tensor '{name}': {too_big}")
         var = buf.string(t, T_VARNAME) or name if buf.scalar(t, T_VARIABLE, "u8") else None
