@@ -595,6 +595,10 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
     if repeat < 1:
         raise InputError(f"--repeat {repeat}: give at least one run")
     m = load(str(model))
+    if backend is Backend.executor and all(v.type.is_static for v in m.graph.inputs):
+        from .executor.runner import check_sizes
+
+        check_sizes(m.graph)  # a tensor above the execution budget: its one line before any input is made
     if output_dir is not None:  # the arrays' names are the program's: known once it is read, before it runs
         check_paths(reads, _output_arrays(m, output_dir, steps is not None or bool(state)))
     given = _check_inputs(m, _load_inputs(input))
