@@ -16,6 +16,12 @@ from typing import Any
 
 import pytest
 
+# TensorFlow's own kernels are the oracle of many tests.  Its stock CPU kernels refuse some of the convolutions
+# those tests build (a depthwise with unequal strides or dilation, a dilated conv2d_transpose) and TensorFlow
+# turns its oneDNN kernels, which take them, on by default only on some processors (on Intel ones, not on AMD
+# EPYC): ask for them everywhere, so the oracle is the same on every machine (children inherit it).
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # make ``import modelgen`` work from any rootdir
 
 import model_explorer  # noqa: E402
