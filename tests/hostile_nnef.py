@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hostile import ROOT, RSS_CAP_MB, CliResult, assert_refused, run_cli, tree_hash
+
+from tests.hostile import ROOT, RSS_CAP_MB, CliResult, assert_refused, run_cli, tree_hash
 
 pytest.importorskip("nnef")
 
@@ -516,6 +517,27 @@ def test_recursive_fragments_are_one_line(scene: Scene) -> None:
     scene.refused(m, "fragment 'f' calls itself (f -> g -> f)")
 
 
+@pytest.mark.parametrize("shape", ["[1, 4]", "[0, 4, 2, 3]"])
+def test_a_shape_its_op_cannot_take_is_one_line(scene: Scene, shape: str) -> None:
+    """The nnef package's shape functions index without checking (a transpose of more axes than its input has
+    raised IndexError through the CLI, found by tools/fuzz.py): one line naming the op."""
+    m = scene.base / "m"
+    m.mkdir()
+    (m / "graph.nnef").write_text("version 1.0;\ngraph G( x ) -> ( y )\n{\n"
+                                  f"    x = external<scalar>(shape = {shape});\n"
+                                  "    y = transpose(x, axes = [0, 3, 1, 2]);\n}\n")
+    line = scene.refused(m, "graph.nnef")
+    assert "transpose" in line or "[0, 4, 2, 3]" in line, line
+
+
+def test_a_dimension_the_parser_cannot_hold_is_one_line(scene: Scene) -> None:
+    """A literal beyond int64 comes out of the Khronos parser as -1 (found by tools/fuzz.py: a ValueError
+    traceback): one line naming the tensor."""
+    m = write_model(scene.base / "m")
+    (m / "graph.nnef").write_text(graph_text(shape="[1, 99999999999999999999]"))
+    scene.refused(m, "every dimension must be 1 ... 2147483647", "tensor x")
+
+
 # --------------------------------------------------------------------------- messages (item 8)
 def test_two_graphs_in_an_archive_are_named(scene: Scene) -> None:
     tgz = tar_of(scene.base / "m.tgz", [reg("a/graph.nnef", graph_text().encode()),
@@ -624,3 +646,37 @@ def test_keras_zip_total_over_the_cap_is_refused(scene: Scene) -> None:
     k = _keras_zip(scene.base / "m.keras", {f"assets/a{i}": 6 << 20 for i in range(3)})
     scene.refused(k, "archive inflates to more than the 16 MiB extraction limit at member 'assets/a2'",
                   extra=("--max-extract-mb", "16"))
+
+
+def test_keras_zip_with_too_many_members_is_refused_before_keras(scene: Scene) -> None:
+    """A .keras of 20,000 members took Keras over a minute (tools/fuzz.py reported it as a hang)."""
+    _needs_tensorflow()
+    k = scene.base / "m.keras"
+    with zipfile.ZipFile(k, "w") as z:
+        z.writestr("config.json", "{}")
+        for i in range(1_500):
+            z.writestr(f"assets/a{i}", b"")
+    scene.refused(k, "archive holds 1501 members, more than 1000")
+
+
+def test_keras_zip_with_a_folder_named_like_a_member_is_refused(scene: Scene) -> None:
+    """A folder entry 'config.json/' beside the file made Keras fail with 'File exists' on a path in its own
+    temporary folder, which it left in $TMPDIR (found by tools/fuzz.py)."""
+    _needs_tensorflow()
+    k = scene.base / "m.keras"
+    with zipfile.ZipFile(k, "w") as z:
+        z.writestr("config.json", "{}")
+        z.writestr("config.json/", b"")
+    scene.refused(k, "archive holds two members named 'config.json'")
+
+
+def test_keras_failure_leaves_no_temporary_folder(scene: Scene) -> None:
+    """Keras itself refusing a well-formed zip (its config is no model) leaves nothing in $TMPDIR (Keras's own
+    scratch folder is a private one that the loader removes)."""
+    _needs_tensorflow()
+    k = scene.base / "m.keras"
+    with zipfile.ZipFile(k, "w") as z:
+        z.writestr("config.json", '{"class_name": "NoSuchLayer", "config": {}}')
+        z.writestr("metadata.json", '{"keras_version": "3.0.0"}')
+        z.writestr("model.weights.h5", b"\x89HDF\r\n\x1a\n" + bytes(64))
+    scene.refused(k, "cannot load Keras model", rss_cap_mb=3000)

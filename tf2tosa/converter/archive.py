@@ -24,13 +24,16 @@ from contextlib import contextmanager
 
 from ..errors import InputError, ModelLoadError
 
-__all__ = ["DEFAULT_MAX_EXTRACT_MB", "MAX_MEMBERS", "extract_limit", "max_extract_bytes", "check_zip", "mib",
-           "too_big", "kind_of"]
+__all__ = ["DEFAULT_MAX_EXTRACT_MB", "MAX_KERAS_MEMBERS", "MAX_MEMBERS", "extract_limit", "max_extract_bytes",
+           "check_zip", "mib", "too_big", "kind_of"]
 
 #: the default cap of one archive member and of all of them together, in MiB
 DEFAULT_MAX_EXTRACT_MB = 2048
 #: the most members an archive may hold (each costs a header's worth of memory while it is read)
 MAX_MEMBERS = 100_000
+#: the most members a Keras ``.keras`` zip may hold: Keras writes three (config.json, metadata.json,
+#: model.weights.h5) plus its assets; it reads a zip member by member, and 20,000 members took it over a minute
+MAX_KERAS_MEMBERS = 1_000
 
 _LIMIT_MB: contextvars.ContextVar[int | None] = contextvars.ContextVar("tf2tosa_max_extract_mb", default=None)
 
@@ -75,7 +78,7 @@ def too_big(member: str, size: int, total: int, file: str) -> ModelLoadError | N
     return None
 
 
-def check_zip(path: str | os.PathLike[str]) -> None:
+def check_zip(path: str | os.PathLike[str], max_members: int = MAX_MEMBERS) -> None:
     """Refuse a zip (a Keras ``.keras`` file) whose members declare more than the cap, before anything inflates.
 
     Only a regular file is opened (a FIFO would block, a device would never end).  A file that is not a zip is
@@ -92,8 +95,15 @@ def check_zip(path: str | os.PathLike[str]) -> None:
             infos = z.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         return
-    if len(infos) > MAX_MEMBERS:
-        raise ModelLoadError(f"archive holds {len(infos)} members, more than {MAX_MEMBERS}", file=p)
+    if len(infos) > max_members:
+        raise ModelLoadError(f"archive holds {len(infos)} members, more than {max_members}", file=p)
+    seen: set[str] = set()
+    for info in infos:
+        name = info.filename.rstrip("/")
+        if name in seen:
+            raise ModelLoadError(f"archive holds two members named '{name}' (a file and a folder, or a file twice)",
+                                 file=p)
+        seen.add(name)
     total = 0
     for info in infos:
         total += info.file_size

@@ -911,10 +911,9 @@ def _load_dir(folder: Path, graph_name: str, keep: set[str], *, display: Path, i
         items = ", ".join(f"{k} x{n}" for k, n in sorted(custom.items()))
         raise ModelLoadError(f"operations without a definition (custom fragments): {items}", file=gname,
                              op=sorted(custom)[0])
-    try:
-        _infer_shapes(nnef, ng)
-    except nnef.Error as e:
-        raise ModelLoadError(f"shape inference failed: {e}", file=gname) from None
+    _check_shapes(ng, gname, declared=True)
+    _infer_shapes(nnef, ng, gname)
+    _check_shapes(ng, gname)
     return _build(ng, folder, shown, gname, version, extensions, lowered, keep, skipped or {})
 
 
@@ -1006,11 +1005,45 @@ def _quiet_crash(resource: Any) -> None:
             pass
 
 
-def _infer_shapes(nnef: Any, ng: Any) -> None:
+#: the largest dimension a TOSA shape holds (shape_t is int32)
+_MAX_DIM = 2**31 - 1
+
+
+def _check_shapes(ng: Any, gname: str, declared: bool = False) -> None:
+    """Refuse (one line naming the tensor) a shape TOSA cannot hold: a dimension below 1 (a zero-size tensor, or a
+    literal too large for the parser, which it reads as -1) or above int32.  ``declared``: the ``shape`` attributes
+    of external, variable and constant (before shape inference), else every tensor's inferred shape."""
+    if declared:
+        items = [(op.outputs.get("output"), op.attribs.get("shape")) for op in ng.operations
+                 if op.name in ("external", "variable", "constant")]
+    else:
+        items = [(name, getattr(t, "shape", None)) for name, t in ng.tensors.items()]
+    for name, shape in items:
+        if shape is None:
+            continue
+        bad = [d for d in shape if not isinstance(d, int) or d < 1 or d > _MAX_DIM]
+        if bad:
+            raise ModelLoadError(f"tensor '{name}' has shape {list(shape)}: every dimension must be 1 ... {_MAX_DIM}",
+                                 file=gname, tensor=str(name))
+
+
+def _infer_shapes(nnef: Any, ng: Any, gname: str) -> None:
     """``nnef.infer_shapes`` with ``sample`` fixed: nnef 1.0.10 wants its index shaped like the
-    input, but the spec's ``sample`` (what ``max_pool`` expands to) takes the pooled index shape."""
+    input, but the spec's ``sample`` (what ``max_pool`` expands to) takes the pooled index shape.
+
+    The package's shape functions index and divide without checking their operands, so a shape that does not fit
+    its op (a transpose's axes beyond the rank, a zero stride) raises IndexError, ZeroDivisionError and the like:
+    each becomes one ModelLoadError naming the op whose shape function failed."""
     funcs = nnef.shapes._StandardShapeFuncs
     original = funcs["sample"]
+    current: list[str] = [""]
+    wrapped: dict[str, Any] = {}
+    for op_name, func in funcs.items():
+        def traced(*args: Any, _f: Any = func, _n: str = op_name, **kw: Any) -> Any:
+            current[0] = _n
+            return _f(*args, **kw)
+        wrapped[op_name] = traced
+    saved = dict(funcs)
 
     def sample_shape(input: list[int], index: list[int], size: list[int], **kw: Any) -> list[int]:
         pooled = nnef.shapes.pool_shape(input, size, kw.get("border"), kw.get("padding", []),
@@ -1018,7 +1051,12 @@ def _infer_shapes(nnef: Any, ng: Any) -> None:
         assert list(index) == list(pooled), f"'index' shape {index} does not match pooled shape {pooled}"
         return list(index)
 
-    funcs["sample"] = sample_shape
+    def traced_sample(*args: Any, **kw: Any) -> list[int]:
+        current[0] = "sample"
+        return sample_shape(*args, **kw)
+
+    wrapped["sample"] = traced_sample
+    funcs.update(wrapped)
     try:
         nnef.infer_shapes(ng)
     except AssertionError:
@@ -1026,7 +1064,15 @@ def _infer_shapes(nnef: Any, ng: Any) -> None:
         # (NNEF-style, leading dimensions) against their tensor, after every shape is set.
         # nnef-tools writes a [C] array for a [1, H, W, C] filter; _quant_type finds the axis.
         pass
+    except nnef.Error as e:
+        raise ModelLoadError(f"shape inference failed: {e}", file=gname) from None
+    except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
+        op = current[0] or None
+        raise ModelLoadError(f"shape inference failed{f' in {op}' if op else ''}: the operands' shapes do not fit "
+                             f"it ({type(e).__name__}: {e})", file=gname, op=op) from None
     finally:
+        funcs.clear()
+        funcs.update(saved)
         funcs["sample"] = original
 
 

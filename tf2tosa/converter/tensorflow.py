@@ -56,6 +56,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -308,9 +310,10 @@ def _load_source(source: Any, signature: str, outputs: Sequence[str] | None, uns
             raise ModelLoadError("no such file or directory", file=path)
         suffix = p.suffix.lower()
         if suffix == ".keras":
-            from .archive import check_zip
+            from .archive import MAX_KERAS_MEMBERS, check_zip
 
-            check_zip(path)  # (its members' declared sizes within the extraction cap before Keras inflates one)
+            # its members' count and declared sizes within the caps before Keras inflates one
+            check_zip(path, max_members=MAX_KERAS_MEMBERS)
         if suffix in (".keras", ".h5", ".hdf5"):
             return _keras_source(_load_keras_file(path, unsafe_deserialization), path)
         if p.name == "saved_model.pb":
@@ -659,6 +662,11 @@ def _load_keras_file(path: str, unsafe_deserialization: bool = False) -> Any:
     _tf()
     import keras
 
+    # Keras unpacks a .keras file into a temporary folder of its own and leaves it behind when the archive is
+    # malformed (a folder entry named like a member: "File exists"); give it a private one, removed on every path
+    scratch = tempfile.mkdtemp(prefix="tf2tosa-keras-")
+    saved_tempdir = tempfile.tempdir
+    tempfile.tempdir = scratch
     try:
         return keras.models.load_model(path, compile=False, safe_mode=not unsafe_deserialization)
     except Exception as e:
@@ -673,6 +681,9 @@ def _load_keras_file(path: str, unsafe_deserialization: bool = False) -> Any:
                                  "code: if you trust this file, pass --unsafe-deserialization (API "
                                  "unsafe_deserialization=True)", file=path) from None
         raise ModelLoadError(f"cannot load Keras model: {_first_line(e)}", file=path) from None
+    finally:
+        tempfile.tempdir = saved_tempdir
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _keras_source(model: Any, label: str) -> TFSource:
