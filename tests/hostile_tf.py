@@ -279,6 +279,17 @@ def test_side_effects_at_load_refused_before_loading(built: Path, tmp_path: Path
     assert (run_dir / WRITTEN).read_text() == "loaded"
 
 
+def test_trusted_load_time_effects_verify_steps(built: Path, tmp_path: Path) -> None:
+    """``verify --steps`` reloads the SavedModel for fresh variables: with --trust-model it loads as the conversion
+    did (it was refused there, naming --trust-model, although the flag was given)."""
+    sm = _copy(built, "sm_init", tmp_path)
+    run_dir = tmp_path / "cwd"
+    run_dir.mkdir()
+    res = run_cli("verify", sm, "--steps", "2", "--trust-model", cwd=run_dir)
+    _ok(res)
+    assert "PASS" in res.stdout, res.stdout
+
+
 def test_python_call_refused_by_verify_api(tmp_path: Path) -> None:
     """A tf.function calling Python (tf.py_function): converted with the call dropped, refused by verify unless
     trusted; trusted, TensorFlow runs it and the Python function is called."""

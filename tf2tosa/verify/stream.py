@@ -127,7 +127,8 @@ def _verify_stream_tensorflow(model: TosaModel, steps: int, frames: Mapping[str,
                          file=model.source_path)
     src = model.tf_source
     if src.kind in ("saved_model", "keras") and src.label and not src.label.startswith("<"):
-        src = load_source(src.label, src.signature or "serving_default")  # fresh variables: the saved values
+        # fresh variables (the saved values); a source converted with --trust-model loads as it did then
+        src = load_source(src.label, src.signature or "serving_default", trust_model=src.trusted)
     tell = progress or (lambda *a: None)
     g = model.graph
     session = model.session()
