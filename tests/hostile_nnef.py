@@ -613,6 +613,14 @@ def test_a_signal_while_unpacking_removes_the_temporary_folder(tmp_path: Path, s
     assert list(tmp.iterdir()) == []
 
 
+def test_a_gzip_header_cut_inside_its_extra_field_is_one_line(scene: Scene) -> None:
+    """tarfile's stream reader raised TypeError ("ord() expected a character") on a gzip header whose FEXTRA
+    length is missing (found by tools/fuzz.py)."""
+    tgz = scene.base / "m.tgz"
+    tgz.write_bytes(b"\x1f\x8b\x08\x04" + bytes(4) + b"\x00\x03")  # FLG.FEXTRA set, then the file ends
+    scene.refused(tgz, "not a tar archive (a header is damaged or cut short)")
+
+
 # --------------------------------------------------------------------------- Keras .keras zips
 def _keras_zip(path: Path, members: dict[str, int]) -> Path:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:

@@ -507,6 +507,12 @@ class _HeaderTooBig(Exception):
         super().__init__(f"an extended tar header of {mib(size)}, more than {mib(_MAX_HEADER_DATA)}")
 
 
+#: what tarfile's stream reader raises on a damaged archive: its own errors, the decompressors', and TypeError /
+#: ValueError / struct.error from header fields it reads without checking (a gzip header cut inside its extra
+#: field: "ord() expected a character", found by tools/fuzz.py)
+_UNPACK_ERRORS = (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError, RecursionError, _HeaderTooBig,
+                  TypeError, ValueError, struct.error)
+
 class _CappedTarInfo(tarfile.TarInfo):
     """A TarInfo that refuses a long-name or PAX header whose data is larger than :data:`_MAX_HEADER_DATA` before
     tarfile reads that data into memory."""
@@ -538,6 +544,8 @@ def _unpack(p: Path, dest: Path) -> dict[Path, str]:
 
     def unpack_error(e: BaseException) -> ModelLoadError:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if isinstance(e, (TypeError, struct.error)):  # (tarfile read a header field that is not there)
+            first = "a header is damaged or cut short"
         if count == 0:
             return ModelLoadError(f"not a tar archive ({first})", file=file)
         return ModelLoadError(f"cannot unpack archive: {first}", file=file)
@@ -545,13 +553,12 @@ def _unpack(p: Path, dest: Path) -> dict[Path, str]:
     try:
         try:
             tar = tarfile.open(p, "r|*", tarinfo=_CappedTarInfo)
-        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError, RecursionError, _HeaderTooBig) as e:
+        except _UNPACK_ERRORS as e:
             raise unpack_error(e) from None
         while True:
             try:
                 m = tar.next()
-            except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError, RecursionError,
-                    _HeaderTooBig) as e:
+            except _UNPACK_ERRORS as e:
                 raise unpack_error(e) from None
             if m is None:
                 break
@@ -626,7 +633,7 @@ def _unpack(p: Path, dest: Path) -> dict[Path, str]:
                     raise ModelLoadError(f"archive member '{m.name}' is cut short ({written} of {m.size} bytes)",
                                          file=file)
                 unpacked.add(rel)
-            except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as e:
+            except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, TypeError, ValueError, struct.error) as e:
                 raise unpack_error(e) from None
             except OSError as e:
                 raise ModelLoadError(f"cannot unpack archive member '{m.name}': {e.strerror or e}",
