@@ -120,11 +120,12 @@ def mean(b: Builder, op: Operation) -> list[Value]:
                               "RESCALE takes its multiplier and shift as constants")
         mult, shift = mean_multiplier(per_tensor(x)[0], per_tensor(out, "output")[0], count)
         zp_out = per_tensor(out)[1] if out.dtype is DType.INT8 else 0
-        if shift <= 31:
+        lim = (1 << (shift - 1)) - 1
+        if int(count) * ((1 << x.dtype.bits) - 1) > lim:  # (|x - zp| < 2^bits: otherwise |acc| never reaches lim)
             # a large multiplier (output scale far below the input's): apply_scale_32 REQUIREs |acc| < 2^(shift-1);
             # from there on acc · mult / 2^shift is at least 2^29 in magnitude, so the output saturates either way
-            # (as it does in TFLite, where its int32 product is defined)
-            lim = (1 << (shift - 1)) - 1  # (MINIMUM/MAXIMUM: CLAMP has no i32 row in TOSA 1.0)
+            # (as it does in TFLite, where its int32 product is defined); MINIMUM/MAXIMUM: CLAMP has no i32 row in
+            # TOSA 1.0
             bound = np.full([1] * acc.type.rank, lim, np.int32)
             acc = b.binary("MINIMUM", acc, b.const(bound, DType.INT32))
             acc = b.binary("MAXIMUM", acc, b.const(-bound, DType.INT32))
