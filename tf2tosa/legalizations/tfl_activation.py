@@ -36,6 +36,7 @@ from ..quant.elementwise import (
     tag,
     widen,
 )
+from ..quant.scale import quantize_multiplier_arrays
 from ..tosa.builder import Builder
 from .lowering.numeric import expm1, fconst, float_divide, reduce_axes, require_float, select
 from .registry import legalize
@@ -407,11 +408,16 @@ def _q_softmax16(b: Builder, op: Operation, fx: Fx, d: Value, axis: int, scale: 
 
     # a difference beyond the first one whose rescaled value saturates the exp LUT's index at -32768 gives that same
     # index: clamped there, the RESCALE's input stays in apply_scale_32's range for every scale (TFLite's
-    # x * 2^left_shift overflows int32 for large scales and differences, where its result is undefined)
+    # x * 2^left_shift overflows int32 for large scales and differences, where its result is undefined).  Only where
+    # some difference needs it: the RESCALE of -d REQUIREs |d| < 2^(shift-1), and the saturating RESCALE after it
+    # |scaled + 32767| < 2^29 (kept below 2^28 here, a margin for rounding)
     q, sh = R.to_qmultiplier(scale)
     k = np.arange(65536, dtype=np.int64)
-    sat = np.flatnonzero(R.mbqm(-k, q, sh) + 32767 <= -32768)
-    if sat.size:
+    scaled_k = R.mbqm(-k, q, sh)
+    sat = np.flatnonzero(scaled_k + 32767 <= -32768)
+    _, rescale_shift = quantize_multiplier_arrays([scale], True)
+    needed = 65535 >= 1 << (int(rescale_shift[0]) - 1) or scale * 65535.0 + 32767.0 >= float(1 << 28)
+    if sat.size and needed:
         d = b.binary("MINIMUM", d, fx.c(int(sat[0])))
     scaled = requant(b, b.negate(d, b.zp(0, DType.INT32), b.zp(0, DType.INT32)), scale, DType.INT32)
     exps = lookup(saturate(b, fx.add(scaled, 32767), DType.INT16), exp_lut)
