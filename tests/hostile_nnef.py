@@ -688,3 +688,17 @@ def test_keras_failure_leaves_no_temporary_folder(scene: Scene) -> None:
         z.writestr("metadata.json", '{"keras_version": "3.0.0"}')
         z.writestr("model.weights.h5", b"\x89HDF\r\n\x1a\n" + bytes(64))
     scene.refused(k, "cannot load Keras model", rss_cap_mb=3000)
+
+
+def test_keras_zip_of_a_version_zipfile_cannot_read_is_one_line(scene: Scene) -> None:
+    """zipfile raises NotImplementedError for a central-directory entry that needs a newer zip version (a
+    traceback through the CLI before, found by tools/fuzz.py seed 4)."""
+    _needs_tensorflow()
+    k = scene.base / "m.keras"
+    with zipfile.ZipFile(k, "w") as z:
+        z.writestr("config.json", "{}")
+    data = bytearray(k.read_bytes())
+    at = data.index(b"PK\x01\x02")  # the central directory entry: 'version needed to extract' at offset 6
+    data[at + 6] = 255
+    k.write_bytes(bytes(data))
+    scene.refused(k, "cannot read this zip: zip file version 25.5")

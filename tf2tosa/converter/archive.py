@@ -95,6 +95,8 @@ def check_zip(path: str | os.PathLike[str], max_members: int = MAX_MEMBERS) -> N
             infos = z.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         return
+    except NotImplementedError as e:  # (a zip format version or feature zipfile does not read)
+        raise ModelLoadError(f"cannot read this zip: {e}", file=p) from None
     if len(infos) > max_members:
         raise ModelLoadError(f"archive holds {len(infos)} members, more than {max_members}", file=p)
     seen: set[str] = set()

@@ -596,7 +596,7 @@ def _keras_archive_problem(path: str) -> str | None:
             with zipfile.ZipFile(path) as z:
                 if "config.json" not in z.namelist():
                     return "a zip without config.json"
-        except (zipfile.BadZipFile, ValueError, EOFError) as e:
+        except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as e:
             return "not a zip file (truncated, or another format)" if "not a zip" in str(e) else \
                 f"a broken zip ({_first_line(e)})"
         except OSError as e:
