@@ -9,9 +9,11 @@ TOSA_STAMP := $(TOSA_VENV)/.installed-stamp
 ME_STAMP := $(ME_VENV)/.installed-stamp
 VELA_VENV := .venv-vela
 VELA_STAMP := $(VELA_VENV)/.installed-stamp
+VGF_VENV := .venv-vgf
+VGF_STAMP := $(VGF_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all env demo test lint typecheck pytest docs bench bench-apps zoo zoo-shot real fuzz chromium install-test clean
+.PHONY: all env vulkan demo test lint typecheck pytest docs bench bench-apps zoo zoo-shot real fuzz chromium install-test clean
 
 all: test
 
@@ -40,7 +42,25 @@ $(VELA_STAMP): requirements-vela.txt
 	$(VELA_VENV)/bin/pip install -q -r requirements-vela.txt
 	touch $@
 
-env: $(STAMP) $(TOSA_STAMP) $(ME_STAMP) $(VELA_STAMP)
+# Arm's ML SDK for Vulkan (model converter, scenario runner, emulation layer) for --backend vgf and convert --vgf.
+$(VGF_STAMP): requirements-vgf.txt
+	test -x $(VGF_VENV)/bin/python || $(PYTHON) -m venv $(VGF_VENV)
+	$(VGF_VENV)/bin/pip install -q -r requirements-vgf.txt
+	touch $@
+
+# A Vulkan device for the VGF backend: Mesa's lavapipe (a CPU device) and the Vulkan loader, from apt when they
+# are missing and we may install (root, apt-get; CI runs as root on Debian).  Otherwise one line, and the VGF
+# tests skip (under CI=true they fail).
+LAVAPIPE_ICD := /usr/share/vulkan/icd.d/lvp_icd.$(shell uname -m).json
+vulkan:
+	@if [ -f $(LAVAPIPE_ICD) ] && { ls /usr/lib/*/libvulkan.so.1 || ls /usr/lib*/libvulkan.so.1; } >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			mesa-vulkan-drivers libvulkan1; \
+	else echo "lavapipe is missing and cannot be installed here (needs root and apt-get): apt-get install \
+	mesa-vulkan-drivers libvulkan1; the VGF tests will skip"; fi
+
+env: $(STAMP) $(TOSA_STAMP) $(ME_STAMP) $(VELA_STAMP) $(VGF_STAMP) vulkan
 
 demo: env
 	$(BIN)/tf2tosa demo
@@ -103,4 +123,4 @@ chromium:
 	command -v chromium >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q chromium)
 
 clean:
-	rm -rf $(VENV) $(TOSA_VENV) $(ME_VENV) $(VELA_VENV) .cache out
+	rm -rf $(VENV) $(TOSA_VENV) $(ME_VENV) $(VELA_VENV) $(VGF_VENV) .cache out
