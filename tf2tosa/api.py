@@ -12,8 +12,9 @@ import numpy as np
 from .errors import ConversionError, InputError, InvalidGraphError, ModelLoadError
 from .ir import Graph
 
-#: the runtimes `run` takes: the embedded executor (the oracle) and IREE (compiled from our MLIR)
-BACKENDS = ("executor", "iree")
+#: the runtimes `run` takes: the embedded executor (the oracle), IREE (compiled from our MLIR) and a Vulkan device
+#: through Arm's ML SDK for Vulkan (our .tosa converted to a VGF)
+BACKENDS = ("executor", "iree", "vgf")
 
 
 class TosaModel:
@@ -132,11 +133,23 @@ class TosaModel:
                            dim_hints=self.graph.meta.get("dim_hints"))
         return to_mlir(self.graph, syntax=syntax)
 
+    def to_vgf(self) -> bytes:
+        """The VGF (Vulkan Graph Format) that Arm's model converter makes of the ``.tosa`` (cached by content; needs
+        the ML SDK for Vulkan, see :mod:`tf2tosa.verify.vgf`).  Raises :class:`~tf2tosa.verify.vgf.VgfError` when
+        the SDK is missing or the converter refuses the program."""
+        from .verify import vgf
+
+        if self.is_dynamic:
+            raise InputError("a VGF is made of a static program: this one is symbolic (--dynamic)",
+                             file=self.source_path)
+        return vgf.to_vgf(self.graph, name=self.source_path or "model")
+
     def save(self, path: str | os.PathLike[str], mlir: str | os.PathLike[str] | None = None,
-             mlir_syntax: str = "generic") -> None:
-        """Write the ``.tosa`` file (and optionally the ``.mlir`` text in ``mlir_syntax``, see :meth:`to_mlir`):
-        both or neither, each atomically.  A model converted with ``io="int"`` also gets its sidecar
-        ``<path>.json`` (:meth:`io_quantization_json`).
+             mlir_syntax: str = "generic", vgf: str | os.PathLike[str] | None = None) -> None:
+        """Write the ``.tosa`` file (and optionally the ``.mlir`` text in ``mlir_syntax``, see :meth:`to_mlir`, and
+        the ``vgf`` that Arm's model converter makes of it, see :meth:`to_vgf`): all or none, each atomically; the
+        VGF is made before anything is written, so a program the converter refuses leaves no file.  A model
+        converted with ``io="int"`` also gets its sidecar ``<path>.json`` (:meth:`io_quantization_json`).
 
         Raises :class:`~tf2tosa.errors.OutputError` naming the path when a file cannot be written, or (before
         anything is written) when a path is the model's source file or another of the paths given
@@ -146,7 +159,8 @@ class TosaModel:
 
         side_path = sidecar_path(path) if self.io_quantization else None
         check_paths(self._source_files(), [("the output", path), ("the mlir output", mlir),
-                                           ("the .json sidecar", side_path)])
+                                           ("the .json sidecar", side_path), ("the vgf output", vgf)])
+        vgf_bytes = self.to_vgf() if vgf is not None else None
 
         if self.is_dynamic and os.fspath(path).endswith(".mlir"):  # a 1.1-draft program as MLIR text only
             texts: dict[str | os.PathLike[str], Content] = {path: self.to_mlir(mlir_syntax).encode()}
@@ -158,6 +172,8 @@ class TosaModel:
         files: dict[str | os.PathLike[str], Content] = {path: lambda tmp: write_file(self.graph, tmp)}
         if mlir is not None:
             files[mlir] = self.to_mlir(mlir_syntax).encode()
+        if vgf is not None and vgf_bytes is not None:
+            files[vgf] = vgf_bytes
         side = self.io_quantization_json()
         if side is not None:
             files[sidecar_path(path)] = side.encode()
@@ -172,8 +188,10 @@ class TosaModel:
     def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], backend: str = "executor",
             check_guards: bool = True) -> dict[str, np.ndarray]:
         """Run the program in the embedded executor, or (``backend="iree"``) compile its MLIR with IREE (cached by
-        content) and run that; see :mod:`tf2tosa.verify.iree`.  With ``io="int"``, float data for an integer input
-        is quantized on the host first (:meth:`quantize_inputs`); outputs are the program's (integer) tensors.
+        content) and run that (:mod:`tf2tosa.verify.iree`), or (``backend="vgf"``) convert it to a VGF with Arm's
+        model converter (cached by content) and run that on a Vulkan device (:mod:`tf2tosa.verify.vgf`).  With
+        ``io="int"``, float data for an integer input is quantized on the host first (:meth:`quantize_inputs`);
+        outputs are the program's (integer) tensors.
         A symbolic program run where a size guard of its conversion does not hold logs one warning per guard
         (:meth:`guard_warnings`; ``check_guards=False`` for callers that report them themselves)."""
         if self.io_quantization:
@@ -182,6 +200,10 @@ class TosaModel:
             from .verify import iree
 
             return iree.run(self.graph, inputs, name=self.source_path or "model")
+        if backend == "vgf":
+            from .verify import vgf
+
+            return vgf.run(self.graph, inputs, name=self.source_path or "model")
         if backend != "executor":
             raise InputError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
         if self.is_dynamic and check_guards:
@@ -239,14 +261,15 @@ class TosaModel:
     def backend_agreement(self, inputs: Mapping[str, np.ndarray], backend: str = "iree") -> list[dict[str, Any]]:
         """How ``backend`` agrees with the embedded executor (the oracle) on one input set: per output, integers
         bit-exact, floats within 1e-5 × max|executor| or no farther from the float64 result than the executor
-        (:func:`tf2tosa.verify.iree.agreement`)."""
+        (:func:`tf2tosa.verify.iree.agreement`, also for ``backend="vgf"``)."""
         from .executor import run
-        from .verify import iree
+        from .verify import iree, vgf
 
         inputs = self.quantize_inputs(inputs)  # both sides get the same (integer) data, as run() gives the backend
         theirs = self.run(inputs, backend=backend)
-        return iree.agreement(self.graph, run(self.graph, inputs), theirs,  # type: ignore[arg-type]
-                              fp64=run(self.graph, inputs, precise=True))  # type: ignore[arg-type]
+        agreement = vgf.agreement if backend == "vgf" else iree.agreement
+        return agreement(self.graph, run(self.graph, inputs), theirs,  # type: ignore[arg-type]
+                         fp64=run(self.graph, inputs, precise=True))  # type: ignore[arg-type]
 
     def session(self) -> Any:
         """A new streaming :class:`~tf2tosa.executor.session.Session`: ``run(inputs)`` is one invocation and keeps

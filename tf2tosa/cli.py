@@ -81,11 +81,15 @@ class Backend(str, Enum):
 
     executor = "executor"
     iree = "iree"
+    vgf = "vgf"
 
 
+#: how the report names each backend
+_BACKEND_NAMES = {Backend.executor: "executor", Backend.iree: "IREE", Backend.vgf: "VGF"}
 BACKEND = typer.Option(Backend.executor, "--backend",
-                       help="executor (the embedded executor, the oracle) or iree (compile the MLIR with IREE, "
-                       "cached by content, and run that; needs the [iree] extra)")
+                       help="executor (the embedded executor, the oracle), iree (compile the MLIR with IREE, "
+                       "cached by content, and run that; needs the [iree] extra) or vgf (convert the .tosa to a VGF "
+                       "with Arm's model converter, cached by content, and run that on a Vulkan device; `make vgf`)")
 STATE_IO = typer.Option(False, "--state-io", help="turn each EXT-VARIABLE variable into a graph input NAME_state_in "
                         "(the previous state) and output NAME_state_out (the next), for runtimes and NPU compilers "
                         "without EXT-VARIABLE")
@@ -355,6 +359,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             output: Path = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write"),
             mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
                                              help="also write TOSA-dialect MLIR text here"),
+            vgf: Path | None = typer.Option(None, "--vgf", metavar="PATH",
+                                            help="also write the VGF (Vulkan Graph Format) that Arm's model "
+                                            "converter makes of the .tosa here, with it as a set (needs Arm's ML "
+                                            "SDK for Vulkan: `make vgf`)"),
             mlir_syntax: MlirSyntax = typer.Option(MlirSyntax.generic, "--mlir-syntax",
                                             help="syntax of the --mlir text: generic (MLIR's generic operation "
                                             "form; tosa-opt and IREE read it) or upstream (today's upstream TOSA "
@@ -410,8 +418,14 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
 
     out = _out()
     check_paths([("the input model", model)],  # before any work: nothing overwrites an input or another output
-                [("the -o output", output), ("the --mlir output", mlir),
+                [("the -o output", output), ("the --mlir output", mlir), ("the --vgf output", vgf),
                  ("the --io int .json sidecar", sidecar_path(output) if io_ == "int" else None)])
+    if vgf is not None:
+        from .verify import vgf as vgf_backend
+
+        if dynamic:
+            raise InputError("--vgf: a VGF is made of a static program; it does not combine with --dynamic")
+        vgf_backend.require_sdk()  # the model converter, or one line saying what to install
     if verify and _is_tflite(model):
         from .verify.compare import require_litert
 
@@ -447,7 +461,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         deferred = verify and not _custom_ops(m.graph)
         if not deferred:
             prog(1, 2, "writing")
-            m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
+            m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value, vgf=vgf)
     ops = op_counts(m.graph.ops.values())[0]
     seconds = time.perf_counter() - t0
     wrote = (f"wrote {output} ({ops_text(m.graph.ops.values())}; profiles {', '.join(m.profiles) or '-'}; "
@@ -472,6 +486,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         out.warn_once(str(w))
     custom = _custom_ops(m.graph)
     payload: dict[str, Any] = {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None,
+                               "vgf": str(vgf) if vgf else None,
                                "ops": ops, **_model_facts(m), "custom_ops": custom, "seconds": round(seconds, 3),
                                "verify": None, "verify_skipped": None, "layout": layout}
     if custom:
@@ -481,7 +496,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             out.info("verify skipped: the graph contains CUSTOM operators")
             return payload
     if verify:
-        unwritten = ", ".join(str(p) for p in (output, mlir) if p is not None)
+        unwritten = ", ".join(str(p) for p in (output, mlir, vgf) if p is not None)
         with _progress(f"verify {model.name}") as prog, _quiet_deps():
             try:
                 report = m.verify(oracle=oracle, progress=prog, trust_model=trust_model)
@@ -495,7 +510,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             out.exit_code = EXIT_VERIFY
             out.warn(f"{unwritten} not written: verification failed")
         else:
-            m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
+            m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value, vgf=vgf)
             out.result(wrote)
     return payload
 
@@ -577,8 +592,8 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
                                              "named SYMBOL, for the random inputs (repeatable)"),
         json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
         ) -> dict[str, Any]:
-    """Run a .tosa file in the embedded executor (or, with --backend iree, in IREE; with --steps, as a stream of
-    invocations)."""
+    """Run a .tosa file in the embedded executor (or, with --backend iree, in IREE; with --backend vgf, on a Vulkan
+    device through Arm's ML SDK for Vulkan; with --steps, as a stream of invocations)."""
     import numpy as np
 
     from .api import load, sidecar_path
@@ -591,7 +606,12 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
              *_npy_files(state, "--state")]
     check_paths(reads, [])
     if profile_ops and backend is not Backend.executor:
-        raise InputError("--profile-ops times the embedded executor: it cannot be used with --backend iree")
+        raise InputError("--profile-ops times the embedded executor: it cannot be used with "
+                         f"--backend {backend.value}")
+    if backend is Backend.vgf:
+        from .verify import vgf as vgf_backend
+
+        vgf_backend.require()  # the SDK and a Vulkan device, or one line saying what to install
     if repeat < 1:
         raise InputError(f"--repeat {repeat}: give at least one run")
     m = load(str(model))
@@ -961,7 +981,8 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                                   help="also a PNG of it (headless Chromium)"),
            backend: Backend = typer.Option(Backend.executor, "--backend",
                                        help="iree: also compile the MLIR with IREE, run it on the first input set "
-                                       "and report its agreement with the executor (the executor stays the oracle)"),
+                                       "and report its agreement with the executor (the executor stays the oracle); "
+                                       "vgf: the same with the VGF on a Vulkan device (Arm's ML SDK for Vulkan)"),
            steps: int | None = typer.Option(None, "--steps", metavar="N",
                                             help="compare N consecutive invocations of one stream, step by step, "
                                             "with LiteRT's interpreter invoked N times (TensorFlow called N times "
@@ -992,6 +1013,10 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         from .verify.compare import require_litert
 
         require_litert()
+    if backend is Backend.vgf:
+        from .verify import vgf as vgf_backend
+
+        vgf_backend.require()  # the SDK and a Vulkan device, or one line saying what to install
     if (layers or layers_html or layers_png) and not tflite:
         raise InputError(f"{model}: per-layer comparison needs a .tflite file")
     if steps is not None and (layers or layers_html or layers_png):
@@ -1027,10 +1052,10 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                          out_html=str(layers_html) if layers_html else None,
                                          out_png=str(layers_png) if layers_png else None)
         backend_rows = None
-        if backend is Backend.iree:
+        if backend is not Backend.executor:
             from .verify.compare import random_inputs
 
-            prog(0, 0, "running in IREE")
+            prog(0, 0, f"running in {_BACKEND_NAMES[backend]}")
             first = sets[0] if sets else random_inputs(m.graph, seed)
             backend_rows = m.backend_agreement(first, backend.value)
     for w in m.graph.meta.get("warnings", []):
@@ -1041,7 +1066,8 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         detail = "; ".join(f"{r['name']}: " + (f"{r['mismatches']} mismatches" if r["mismatches"] is not None
                                                 else f"max err {r['max_abs_err']:.3g} (bound {r['bound']:.3g})")
                            for r in backend_rows)
-        out.result(f"IREE vs executor on the first input: {'agree' if agree else 'DISAGREE'} ({detail})")
+        out.result(f"{_BACKEND_NAMES[backend]} vs executor on the first input: {'agree' if agree else 'DISAGREE'} "
+                   f"({detail})")
         if not agree:
             out.exit_code = EXIT_VERIFY
     if layer_report is not None:

@@ -22,8 +22,9 @@ When anything fails (a missing directory, no permission, a read-only file system
 a full disk, Ctrl-C), the staged files are deleted, targets already renamed get their previous content back,
 directories it created are removed, and an :class:`~tf2tosa.errors.OutputError` names the path
 (``KeyboardInterrupt`` is re-raised after the clean-up).  The regular files of a set are renamed into place only
-after the in-place writes succeeded, so they stay all-or-nothing.  A ``.tosa`` with its ``.mlir`` and ``.json``
-sidecar, the ``run --output-dir`` arrays, the ``verify`` pages and the three zoo reports are each written this way.
+after the in-place writes succeeded, so they stay all-or-nothing.  A ``.tosa`` with its ``.mlir``, ``.json``
+sidecar and ``.vgf``, the ``run --output-dir`` arrays, the ``verify`` pages and the three zoo reports are each
+written this way.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ _REASONS = {
 _STAGED_NAME_BYTES = 40
 
 #: the suffixes of the files tf2tosa writes; an existing file with one of them inside an input folder may be replaced
-OUR_SUFFIXES = frozenset({".tosa", ".mlir", ".json", ".npy", ".html", ".png"})
+OUR_SUFFIXES = frozenset({".tosa", ".mlir", ".json", ".npy", ".html", ".png", ".vgf"})
 
 _KINDS = {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device", stat.S_IFIFO: "a FIFO",
           stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory", stat.S_IFREG: "a regular file",
