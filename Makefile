@@ -13,7 +13,7 @@ VGF_VENV := .venv-vgf
 VGF_STAMP := $(VGF_VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all env vulkan demo test lint typecheck pytest docs bench bench-apps zoo zoo-shot real fuzz chromium install-test clean
+.PHONY: all env vulkan vgf demo test lint typecheck pytest docs bench bench-apps zoo zoo-shot real fuzz chromium install-test clean
 
 all: test
 
@@ -60,7 +60,10 @@ vulkan:
 	else echo "lavapipe is missing and cannot be installed here (needs root and apt-get): apt-get install \
 	mesa-vulkan-drivers libvulkan1; the VGF tests will skip"; fi
 
-env: $(STAMP) $(TOSA_STAMP) $(ME_STAMP) $(VELA_STAMP) $(VGF_STAMP) vulkan
+# everything --backend vgf needs (part of env)
+vgf: $(VGF_STAMP) vulkan
+
+env: $(STAMP) $(TOSA_STAMP) $(ME_STAMP) $(VELA_STAMP) vgf
 
 demo: env
 	$(BIN)/tf2tosa demo
