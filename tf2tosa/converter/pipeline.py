@@ -18,6 +18,7 @@ from ..tosa import profiles
 from ..tosa.builder import Builder
 from ..tosa.context import MAX_UNROLL, LegalizeContext
 from . import passes
+from .passes.complex_pairs import complex_pairs
 from .passes.input_shapes import explain_default_failure
 from .passes.outputs import clean_name
 
@@ -84,9 +85,11 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     if narrow_early:  # folded fp16 -> fp32 CASTs of weights stay float16 underneath (see ir.widened)
         graph.meta[passes.fp16_weights.FP16_KEEP] = True
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
+    # complex64 values as real/imaginary pairs; when it refuses one (failure recorded), every complex op is skipped
+    skip = complex_pairs(graph, ctx)
 
     def legalize_one(op: Operation) -> None:
-        if any(v.id in blocked for v in op.operands) and missing_rule(op) is None:
+        if op.id in skip or any(v.id in blocked for v in op.operands) and missing_rule(op) is None:
             blocked.update(r.id for r in op.results)
             return
         b = Builder(graph, location=op.location or op.name, fold=options.fold, context=ctx)

@@ -8,9 +8,12 @@ consumer of a complex value takes the pair apart (:func:`complex_parts`):
 * ``tfl.complex_abs`` → SQRT(re·re + im·im) (as RECIPROCAL(RSQRT(.)); exact 0 at 0, like sqrt);
 * ``tfl.real`` → re, ``tfl.imag`` → im.
 
-A complex tensor that would have to exist in the TOSA program - a model *output* of type complex64, or one fed
-to any other op - cannot be represented: the rfft2d rule refuses such graphs with ``Unsupported`` and names
-the consumer ("TOSA 1.0 has no complex tensors …"), so the whole-graph error lists it with every other
+A complex value that passes through other ops first (RESHAPE, SQUEEZE, TRANSPOSE, SLICE, CONCATENATION, GATHER,
+MUL … - BirdNET's RFFT2D → SQUEEZE → CAST) is split into its parts before the rules run
+(:mod:`tf2tosa.converter.passes.complex_pairs`): the rfft2d rule then sees REAL and IMAG only, and that pass refuses,
+op by op, the complex arithmetic that has no real/imaginary form.  A complex tensor that would have to exist in
+the TOSA program - a model *output* of type complex64 - cannot be represented: the rfft2d rule refuses it with
+``Unsupported`` ("TOSA 1.0 has no complex tensors …"), so the whole-graph error lists it with every other
 problem.  (Complex64 model *inputs* are refused by the pipeline's type check.)
 
 TFLite's RFFT2D (input ``[..., H, W]`` fp32, ``fft_length`` = constant ``[FH, FW]``) crops or zero-pads the
