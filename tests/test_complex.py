@@ -136,6 +136,26 @@ def test_branching_mul_and_cast() -> None:
              [np.abs(r_zz).reshape(40), (ref * w).real, ref.imag])
 
 
+def test_unpack_split_reverse_tile_pad_add_sub_neg() -> None:
+    t = _G((2, 4, 8), seed=7)
+    z, ref = t.rfft2d()
+    u0, u1 = t.g.add_op("tfl.unpack", [z], [TensorType((4, 5), C64)] * 2, {"num": 2, "axis": 0},
+                        location="UNPACK").results
+    s0, s1 = t.g.add_op("tfl.split_v", [u0, t.const(np.array([1, 3], np.int32)), t.const(np.array(0, np.int32))],
+                        [TensorType((1, 5), C64), TensorType((3, 5), C64)], {"num_splits": 2},
+                        location="SPLIT_V").results
+    rv = t.op("tfl.reverse_v2", [s1, t.const(np.array([1], np.int32))], (3, 5))
+    ti = t.op("tfl.tile", [s0, t.const(np.array([3, 1], np.int32))], (3, 5))
+    ad = t.op("tfl.add", [rv, ti], (3, 5), fused_activation_function="NONE")
+    ng = t.op("tfl.neg", [u1], (4, 5))
+    sl = t.op("tfl.slice", [ng, t.const(np.array([1, 0], np.int32)), t.const(np.array([3, 5], np.int32))], (3, 5))
+    sb = t.op("tfl.sub", [ad, sl], (3, 5), fused_activation_function="NONE")
+    pd = t.op("tfl.pad", [sb, t.const(np.array([[1, 0], [0, 2]], np.int32))], (4, 7))
+    r0, r1 = ref[0], ref[1]
+    r = np.pad(r0[1:4, ::-1] + np.tile(r0[0:1], (3, 1)) - (-r1[1:4]), ((1, 0), (0, 2)))
+    t.finish([_real(t, pd, (4, 7)), _imag(t, pd, (4, 7))], [r.real, r.imag])
+
+
 def test_refusal_lists_every_op_with_counts() -> None:
     t = _G((1, 8, 8), seed=5)
     z, _ = t.rfft2d()
