@@ -414,7 +414,7 @@ def _map_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes | mmap.mm
 def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
             dims: Mapping[str, int] | None = None, rounding: str = "double", fold: bool = True,
             signature: str = "serving_default", io: str = "float", fp16_weights: str = "keep",
-            **extra: Any) -> TosaModel:
+            hybrid: str = "kernel", **extra: Any) -> TosaModel:
     """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), a TensorFlow SavedModel directory, a ``.keras`` /
     ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
 
@@ -428,6 +428,10 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     kernels, needs EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
     ``fp16_weights``: ``"keep"`` stores float16 weights (TFLite's DEQUANTIZE of an fp16 constant) as fp16 constants
     and a CAST to fp32, so the ``.tosa`` stays about the source's size; ``"expand"`` stores them as fp32 constants.
+    ``hybrid``: dynamic-range ("hybrid") ops - int8 weights, float32 activations: ``"kernel"`` follows LiteRT's hybrid
+    kernels (activations quantized on the fly, an int8 product, float rescaling); ``"dequantize"`` dequantizes the
+    weights in the graph and runs the ops in float (closer to the float model, not what LiteRT computes: recorded
+    as inexact).
     ``io="int"`` moves the QUANTIZE/DEQUANTIZE at a quantized model's edges to the host: the program then takes and
     returns int8/int16 tensors, and :attr:`TosaModel.io_quantization` gives their scales and zero points.
     ``keep_variables=["name", …]`` or ``"all"`` (TensorFlow sources) keeps those resource variables as TOSA
@@ -441,6 +445,9 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     total (default 2048 MiB; :mod:`tf2tosa.converter.archive`).
     """
     extra["fp16_weights"] = fp16_weights
+    from .quant.hybrid import check_mode
+
+    extra["hybrid"] = check_mode(hybrid, os.fspath(source) if isinstance(source, (str, os.PathLike)) else None)
     from .converter.source import convert_options, convert_tflite_data
 
     if isinstance(source, (str, os.PathLike)):

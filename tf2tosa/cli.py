@@ -403,6 +403,9 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             fp16_weights: str = typer.Option("keep", "--fp16-weights", metavar="keep|expand",
                                              help="float16 weights: keep (fp16 constants + CAST, the file stays "
                                                   "the source's size) or expand (fp32 constants)"),
+            hybrid: str = typer.Option("kernel", "--hybrid", metavar="kernel|dequantize",
+                                       help="int8-weight float models (dynamic-range quantization): kernel "
+                                            "(LiteRT's hybrid kernels) or dequantize (float weights, inexact)"),
             state_io: bool = STATE_IO,
             io_: str = IO,
             keep_variables: list[str] | None = KEEP_VARIABLES,
@@ -445,11 +448,13 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                                 dims=parse_dims(dim, file=str(model)), hints=parse_dims(hint, "--hint", str(model)),
                                 rounding=rounding, signature=signature, qat=qat, qat_io=qat_io,
                                 custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
+                                hybrid=hybrid,
                                 state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more)
         else:
             m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
                            dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, qat=qat,
                            qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
+                           hybrid=hybrid,
                            state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more)
         if target is not None:
             m.require_target(target.value)
@@ -964,6 +969,8 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                                  help="deprecated: --oracle ref (now the default)"),
            rounding: str = typer.Option("double", "--rounding", metavar="double|single", help="double or single"),
            signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
+           hybrid: str = typer.Option("kernel", "--hybrid", metavar="kernel|dequantize",
+                                      help="int8-weight float models: kernel (LiteRT's hybrid kernels) or dequantize"),
            nnef_reference: Path | None = typer.Option(None, "--reference", metavar="M.TFLITE",
                                                       help="NNEF models: the .tflite the model was converted from, "
                                                       "run in LiteRT as the oracle (default: the executor's fp64 "
@@ -1027,7 +1034,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         prog(0, 0, "converting")
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
                        dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
-                       io=io_, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
+                       io=io_, hybrid=hybrid, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
                        **_unsafe(unsafe_deserialization, trust_model))
         given = _check_inputs(m, _load_inputs(input))
         sets = None

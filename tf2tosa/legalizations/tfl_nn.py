@@ -45,6 +45,7 @@ from ..quant.conv import (
 from ..quant.elementwise import Fx
 from ..quant.exact_round import low_byte_input
 from ..tosa.builder import Builder
+from . import tfl_hybrid as hybrid
 from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
 from .lowering.layout import dilate_axis, prod, reverse
 from .lowering.legalize_common import acc_type_for, const_operand, float_zp, fused_activation
@@ -124,6 +125,9 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
     (lowering doc: tfl.conv_2d, per channel instead of the tfl.conv_2d lowering's single scale), CLAMP of the activation
     (lowering doc: tfl.conv_2d)."""
     x, w = operands(op, 4, 4)
+    if hybrid.kernel_mode(b, x, w):
+        return hybrid.conv_2d(b, op)
+    w = hybrid.float_weight(b, op, x, w)
     ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
     oc, kh, kw, ic = static_shape(w)
@@ -151,6 +155,9 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     dimension, so one per_channel RESCALE applies them (lowering doc: tfl.depthwise_conv_2d, of the depthwise result,
     not %conv2d)."""
     x, w = operands(op, 4, 4)
+    if hybrid.kernel_mode(b, x, w):
+        return hybrid.depthwise_conv_2d(b, op)
+    w = hybrid.float_weight(b, op, x, w)
     ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
     one, kh, kw, cm = static_shape(w)
@@ -185,6 +192,7 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     (lowering doc: tfl.transpose_conv), activation CLAMP.
     """
     _, w, x = operands(op, 1, 4, 4)
+    w = hybrid.float_weight(b, op, x, w)  # (hybrid: always dequantized, see tfl_hybrid.transpose_conv)
     ct = _conv_types(b, op, x, w)
     n, ih, iw, ic = static_shape(x)
     oc, kh, kw, wic = static_shape(w)
@@ -216,6 +224,9 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     %filter.shape[3] is OC
     elements (§6.1)."""
     x, w = operands(op, None, 2)
+    if hybrid.kernel_mode(b, x, w):
+        return hybrid.fully_connected(b, op)
+    w = hybrid.float_weight(b, op, x, w)
     ct = _conv_types(b, op, x, w)
     if op.attrs.get("weights_format", "DEFAULT") != "DEFAULT":
         raise Unsupported(f"fully_connected weights_format {op.attrs['weights_format']}")
@@ -284,7 +295,9 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
     Quantized: MATMUL with both zero points (i8 → i32; i16 → i48, EXT-INT16), then RESCALE by
     float32(s_x·s_y)/s_out (TFLite's GetQuantizedConvolutionMultipler; int16 uses the int64 MBQM)."""
     x, y = op.operands[0], op.operands[1]
-    quantized = is_quantized(x, y)
+    kernel = hybrid.kernel_mode(b, x, y)  # hybrid: a float32 x by an int8 constant y
+    y = y if kernel else hybrid.float_weight(b, op, x, y)
+    quantized = is_quantized(x, y) and not kernel
     if quantized:
         dt = require_act_type(op, x)
         if y.dtype is not dt:
@@ -292,7 +305,7 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
         require_act_type(op, y)
         zx, zy = b.zp(per_tensor(x, "lhs")[1], dt), b.zp(per_tensor(y, "rhs")[1], dt)
     else:
-        dt = require_float(op, x, y)
+        dt = require_float(op, x) if kernel else require_float(op, x, y)
         zx = zy = float_zp(b, dt)
     xs, ys = static_shape(x), static_shape(y)
     if len(xs) < 2 or len(ys) < 2:
@@ -326,7 +339,7 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
             x3 = b.transpose(x3, [0, 2, 1])
         if adj_y:
             y3 = b.transpose(y3, [0, 2, 1])
-    out = b.matmul(x3, y3, zx, zy)
+    out = hybrid.matmul(b, op, x3, y3) if kernel else b.matmul(x3, y3, zx, zy)
     if quantized:
         res = op.results[0]
         scale = tfl_product_scale(per_tensor(x)[0], per_tensor(y)[0]) / per_tensor(res, "output")[0]

@@ -12,6 +12,7 @@ asymmetrically instead (``AsymmetricQuantizeFloats``: rmin = min(0, min v), rmax
 (rmax - rmin) / 255, zero point = clamp(round(-128 - rmin / factor)), q = clamp(round(zp + v / factor)) in
 [-128, 127]) and the product subtracts ``rowsum(W)·zp`` from the integer dot product.
 
+The on-the-fly quantization is shared with the other hybrid ops (:mod:`tf2tosa.quant.hybrid`).
 TOSA: ABS/REDUCE_MAX (REDUCE_MIN) for the range, RECIPROCAL for the inverse factor, FLOOR(|x| + 0.5) with the
 sign for C's ``round``, CLAMP, CAST to int8, an int8 MATMUL (exact int32 dot products), the row-sum correction in
 int32, CAST to float, two MULs.  The results are float: the dot products are exact, but the kernel's divisions
@@ -28,6 +29,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
+from ..quant.hybrid import quantize_rows, quantize_rows_asymmetric
 from ..tosa.builder import Builder
 from .lowering.numeric import static_shape
 
@@ -84,49 +86,6 @@ def dequantized(b: Builder, op: Operation, v: Value) -> Value:
     if s is None:
         return v
     return b.mul(b.cast(v, DType.FP32), b.const(np.full((1,) * v.type.rank, s, np.float32), DType.FP32))
-
-
-def _fc(b: Builder, value: float) -> Value:
-    return b.const(np.full([1, 1, 1], value, np.float32), DType.FP32)
-
-
-def _round(b: Builder, v: Value) -> Value:
-    """C's round (half away from zero) of a float32 tensor: sign(v)·FLOOR(|v| + 0.5)."""
-    mag = b.floor(b.binary("ADD", b.abs(v), _fc(b, 0.5)))
-    neg = b.binary("GREATER", _fc(b, 0.0), v)
-    return b.emit("SELECT", b.broadcast_ranks(neg, b.binary("SUB", _fc(b, 0.0), mag), mag)).result
-
-
-def _where(b: Builder, cond: Value, a: Value, c: Value) -> Value:
-    return b.emit("SELECT", b.broadcast_ranks(cond, a, c)).result
-
-
-def quantize_rows_asymmetric(b: Builder, x: Value) -> tuple[Value, Value, Value]:
-    """AsymmetricQuantizeFloats per row of x [1, R, K]: (int8 q, float32 factor [1, R, 1], int32 zero point)."""
-    zero_f = _fc(b, 0.0)
-    rmin = b.binary("MINIMUM", b.reduce_min(x, axis=2), zero_f, nan_mode="PROPAGATE")
-    rmax = b.binary("MAXIMUM", b.reduce_max(x, axis=2), zero_f, nan_mode="PROPAGATE")
-    rng = b.binary("SUB", rmax, rmin)
-    empty = b.binary("EQUAL", rng, zero_f)
-    one = _fc(b, 1.0)
-    factor = _where(b, empty, one, b.mul(rng, _fc(b, float(np.float32(1.0 / 255.0)))))
-    inv = b.reciprocal(factor)
-    zp_real = b.binary("SUB", _fc(b, -128.0), b.mul(rmin, inv))
-    zp = _where(b, empty, zero_f, b.clamp(_round(b, zp_real), -128.0, 127.0))
-    q = b.cast(b.clamp(_round(b, b.binary("ADD", zp, b.mul(x, inv))), -128.0, 127.0), DType.INT8)
-    return q, factor, b.cast(zp, DType.INT32)
-
-
-def quantize_rows(b: Builder, x: Value) -> tuple[Value, Value]:
-    """SymmetricQuantizeFloats per row of x [1, R, K]: (int8 [1, R, K], float32 factor [1, R, 1])."""
-    rng = b.reduce_max(b.abs(x), axis=2)
-    zero = b.binary("EQUAL", rng, _fc(b, 0.0))
-    one = _fc(b, 1.0)
-    safe = b.emit("SELECT", b.broadcast_ranks(zero, one, rng)).result
-    factor = b.emit("SELECT", b.broadcast_ranks(zero, one, b.mul(rng, _fc(b, float(np.float32(1.0 / 127.0)))))).result
-    v = b.mul(x, b.mul(b.reciprocal(safe), _fc(b, 127.0)))
-    q = b.cast(b.clamp(_round(b, v), -127.0, 127.0), DType.INT8)
-    return q, factor
 
 
 def wmatmul(b: Builder, x: Value, w: Weights) -> Value:

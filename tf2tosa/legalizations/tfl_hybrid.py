@@ -1,0 +1,224 @@
+"""Dynamic-range ("hybrid") CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED and BATCH_MATMUL: float32
+activations, int8 constant weights (the arithmetic: :mod:`tf2tosa.quant.hybrid`).
+
+Not a registry module: the rules of :mod:`.tfl_nn` call :func:`kernel_mode` / :func:`float_weight` first and hand
+a hybrid op here.  By default (``--hybrid kernel``) each op follows the structure of LiteRT's hybrid kernel:
+
+* FULLY_CONNECTED (``EvalHybrid``): each row of the input (``[N, IC]`` after flattening) quantized on its own,
+  asymmetrically when the op's ``asymmetric_quantize_inputs`` says so; CONV2D 1×1 with int8 operands → int32;
+  ``float(dot) · (factor_row · s_w[c]) + bias``, the activation, the ``keep_num_dims`` shape.
+* CONV_2D with one weight scale (``EvalHybrid``): each batch image quantized symmetrically,
+  ``float(dot) · (factor_b · s_w) + bias``; with per-channel scales (``EvalHybridPerChannel``) asymmetrically
+  whatever the option says, ``(float(dot - zp_b·Σw[c]) · s_w[c]) · factor_b + bias``.
+* DEPTHWISE_CONV_2D (``DepthwiseConvHybridPerChannel``): each batch image asymmetrically,
+  ``float(dot - zp_b·Σw[c]) · (s_w[c] · factor_b) + bias``.
+* TRANSPOSE_CONV: not reproduced yet (a symmetric per-image quantization with ``factor_b · s_w[c]`` was 1.5% off
+  LiteRT 2.3's reference kernel): its weights are always dequantized (:func:`float_weight`), recorded as inexact.
+* BATCH_MATMUL (the constant int8 operand on the right): each row of the left operand quantized (asymmetric per
+  the option), MATMUL int8 → int32, ``float(dot - zp·Σw) · (factor_row · s_w)``; no bias.
+
+The kernels skip the window taps outside the image.  A symmetric zero point is 0, so TOSA's own padding does the
+same; with an asymmetric zero point (a run-time value, while TOSA's zero-point operands are constants) the float
+input is padded with 0.0 before it is quantized - 0 lies in every asymmetric range, so the factor does not change,
+and 0.0 quantizes to exactly the zero point - the product then takes ``zp·Σw`` off every output, which removes the
+padded taps exactly.  Rows cut off by a VALID window's remainder are cut after the quantization (LiteRT's range
+covers the whole input).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import Unsupported
+from ..ir import DType, Operation, Value, has_value
+from ..quant.conv import note_inexact
+from ..quant.hybrid import (
+    dequantize_weight,
+    hybrid_mode,
+    is_hybrid,
+    offset_correction,
+    quantize_batches,
+    quantize_rows,
+    quantize_rows_asymmetric,
+    weight_scales,
+)
+from ..tosa.builder import Builder
+from .lowering.layout import prod
+from .lowering.legalize_common import fused_activation
+from .lowering.numeric import static_shape
+from .lowering.padding import apply_window_padding, window_pads
+
+
+def kernel_mode(b: Builder, x: Value, w: Value) -> bool:
+    """``x`` float32 and ``w`` an int8 weight, lowered as LiteRT's hybrid kernel (the default)."""
+    return is_hybrid(x, w) and hybrid_mode(b) == "kernel"
+
+
+def float_weight(b: Builder, op: Operation, x: Value, w: Value) -> Value:
+    """``w`` itself, or (``--hybrid dequantize``) the float weights of a hybrid op: CAST + MUL of the int8
+    constant, recorded as a path that is not LiteRT's."""
+    if not is_hybrid(x, w):
+        return w
+    if op.name == "tfl.transpose_conv" and hybrid_mode(b) == "kernel":
+        note_inexact(b, op, "hybrid TRANSPOSE_CONV: int8 weights dequantized and the op run in float (LiteRT's "
+                            "hybrid transpose-conv arithmetic is not reproduced yet)")
+    else:
+        note_inexact(b, op, "--hybrid dequantize: int8 weights dequantized and the op run in float (LiteRT "
+                            "quantizes the activations on the fly)")
+    return dequantize_weight(b, op, w)
+
+
+def _static(op: Operation, *vs: Value) -> None:
+    for v in vs:
+        if not v.type.is_static:
+            raise Unsupported(f"hybrid {op.name}: --dynamic: not yet (the on-the-fly quantization needs static "
+                              "shapes)")
+
+
+def _z8(b: Builder) -> Value:
+    return b.zp(0, DType.INT8)
+
+
+def _zero_bias(b: Builder, n: int) -> Value:
+    return b.const(np.zeros([n], np.int64), DType.INT32, name="zero_bias")
+
+
+def _finish(b: Builder, op: Operation, y: Value, k: int) -> Value:
+    """``y`` + the float bias (operand ``k``, when present), then the fused activation."""
+    if len(op.operands) > k and has_value(op.operands[k]):
+        bias = op.operands[k]
+        if bias.type.is_quantized or bias.dtype is not DType.FP32:
+            raise Unsupported(f"hybrid {op.name}: bias of type {bias.type}")
+        y = b.binary("ADD", y, b.reshape(bias, [1] * (y.type.rank - 1) + [int(np.prod(static_shape(bias)))]))
+    return fused_activation(b, y, op.attrs.get("fused_activation_function"))
+
+
+def _scale(b: Builder, rank: int, scales: np.ndarray) -> Value:
+    return b.const(np.asarray(scales, np.float32).reshape([1] * (rank - 1) + [-1]), DType.FP32)
+
+
+def _quantized_input(b: Builder, x: Value, pads: list[int], asymmetric: bool
+                     ) -> tuple[Value, Value, Value | None, list[int]]:
+    """x [N, H, W, C] quantized per batch image, with the window's pads: (q, factor [N,1,1,1], zero point or None,
+    the pads left for the TOSA op)."""
+    if asymmetric and any(p > 0 for p in pads):
+        pos = [max(0, p) for p in pads]
+        x = b.pad(x, [0, 0, pos[0], pos[1], pos[2], pos[3], 0, 0], 0.0)
+        pads = [0, min(0, pads[1]), 0, min(0, pads[3])]
+    q, factor, zp = quantize_batches(b, x, asymmetric)
+    q, pads = apply_window_padding(b, q, pads, _z8(b))
+    return q, factor, zp, pads
+
+
+def _per_channel(w: Value) -> bool:
+    q = w.type.quant
+    return q is not None and len(q.scale) > 1
+
+
+def conv_2d(b: Builder, op: Operation) -> list[Value]:
+    x, w = op.operands[0], op.operands[1]
+    _static(op, x)
+    _, ih, iw, c = static_shape(x)
+    oc, kh, kw, ic = static_shape(w)
+    if c != ic:
+        raise Unsupported(f"hybrid {op.name}: grouped convolution ({c} input channels, filter {ic})")
+    scales = weight_scales(op, w, oc, 0)
+    per_channel = _per_channel(w)
+    a = op.attrs
+    stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
+    dil = [int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))]
+    pads = window_pads(a.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
+    q, factor, zp, pads = _quantized_input(b, x, pads, asymmetric=per_channel)
+    dot = b.conv2d(q, w, _zero_bias(b, oc), _z8(b), _z8(b), pad=pads, stride=stride, dilation=dil,
+                   acc_type="INT32")
+    wq = np.asarray(w.const(), np.int64)
+    dot = offset_correction(b, dot, zp, wq.reshape(oc, -1).sum(axis=1))
+    acc = b.cast(dot, DType.FP32)
+    if per_channel:  # reference_ops::HybridConvPerChannel: acc · s_w[c] · factor_b
+        y = b.mul(b.mul(acc, _scale(b, 4, scales)), factor)
+    else:  # EvalHybrid: factor_b *= s_w, then acc · factor_b
+        y = b.mul(acc, b.mul(factor, _scale(b, 4, scales[:1])))
+    return [_finish(b, op, y, 2)]
+
+
+def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
+    x, w = op.operands[0], op.operands[1]
+    _static(op, x)
+    _, ih, iw, c = static_shape(x)
+    one, kh, kw, cm = static_shape(w)
+    if one != 1 or cm % c:
+        raise Unsupported(f"depthwise filter shape {[one, kh, kw, cm]} for {c} input channels")
+    scales = weight_scales(op, w, cm, 3)
+    a = op.attrs
+    stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
+    dil = [int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))]
+    pads = window_pads(a.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
+    q, factor, zp, pads = _quantized_input(b, x, pads, asymmetric=True)
+    w4 = b.reshape(w, [kh, kw, c, cm // c])
+    dot = b.depthwise_conv2d(q, w4, _zero_bias(b, cm), _z8(b), _z8(b), pad=pads, stride=stride, dilation=dil,
+                             acc_type="INT32")
+    wq = np.asarray(w.const(), np.int64)
+    dot = offset_correction(b, dot, zp, wq.reshape(kh * kw, cm).sum(axis=0))
+    y = b.mul(b.cast(dot, DType.FP32), b.mul(_scale(b, 4, scales), factor))
+    return [_finish(b, op, y, 2)]
+
+
+def _rows(b: Builder, x3: Value, asymmetric: bool) -> tuple[Value, Value, Value | None]:
+    """Each row (last axis) of x3 [B, M, K] quantized on its own: q [B, M, K], factor and zp [B, M, 1]."""
+    bb, m, k = static_shape(x3)
+    rows = b.reshape(x3, [1, bb * m, k])
+    if asymmetric:
+        q, factor, zp = quantize_rows_asymmetric(b, rows)
+        return b.reshape(q, [bb, m, k]), b.reshape(factor, [bb, m, 1]), b.reshape(zp, [bb, m, 1])
+    q, factor = quantize_rows(b, rows)
+    return b.reshape(q, [bb, m, k]), b.reshape(factor, [bb, m, 1]), None
+
+
+def fully_connected(b: Builder, op: Operation) -> list[Value]:
+    x, w = op.operands[0], op.operands[1]
+    _static(op, x)
+    if op.attrs.get("weights_format", "DEFAULT") != "DEFAULT" or len(op.results) > 1:
+        raise Unsupported(f"hybrid {op.name} with weights_format {op.attrs.get('weights_format')}")
+    xs, ws = static_shape(x), static_shape(w)
+    if len(ws) != 2:
+        raise Unsupported(f"fully_connected weights of rank {len(ws)}")
+    oc, ic = ws
+    total = prod(xs) if xs else 1
+    if total % ic:
+        raise Unsupported(f"fully_connected input {xs} not divisible into rows of {ic}")
+    n = total // ic
+    scales = weight_scales(op, w, oc, 0)
+    asymmetric = bool(op.attrs.get("asymmetric_quantize_inputs", False))
+    q, factor, zp = _rows(b, b.reshape(x, [1, n, ic]), asymmetric)
+    dot = b.conv2d(b.reshape(q, [n, 1, 1, ic]), b.reshape(w, [oc, 1, 1, ic]), _zero_bias(b, oc), _z8(b), _z8(b),
+                   pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1], acc_type="INT32")
+    dot = b.reshape(dot, [1, n, oc])
+    dot = offset_correction(b, dot, zp, np.asarray(w.const(), np.int64).sum(axis=1))
+    # BatchQuantizeFloats, then scaling_factor · s_w (per tensor), or · s_w[c] (per channel)
+    y = b.mul(b.cast(dot, DType.FP32), b.mul(factor, _scale(b, 3, scales if _per_channel(w) else scales[:1])))
+    y = _finish(b, op, y, 2)
+    out = xs[:-1] + [oc] if op.attrs.get("keep_num_dims") and xs else [n, oc]
+    return [b.reshape(y, out)]
+
+
+def matmul(b: Builder, op: Operation, x3: Value, y3: Value) -> Value:
+    """BATCH_MATMUL's product of x3 [B, M, K] (float32) by the int8 constant y3 [B' ∈ {1, B}, K, N]."""
+    _static(op, x3)
+    y = op.operands[1]
+    if not y3.is_const:
+        raise Unsupported(f"hybrid {op.name}: the int8 operand is not a constant")
+    q = y.type.quant
+    assert q is not None
+    if len(q.scale) != 1 or any(int(z) != 0 for z in q.zero_point) or y.dtype is not DType.INT8:
+        raise Unsupported(f"hybrid {op.name}: the int8 operand needs one scale and zero point 0 (LiteRT reads "
+                          "its per-tensor parameters)")
+    asymmetric = bool(op.attrs.get("asymmetric_quantize_inputs", False))
+    qx, factor, zp = _rows(b, x3, asymmetric)
+    dot = b.matmul(qx, y3, _z8(b), _z8(b))
+    if zp is not None:
+        rs = np.asarray(y3.const(), np.int64).sum(axis=1, keepdims=True)
+        dot = b.binary("SUB", dot, b.mul(zp, b.const(rs, DType.INT32)))
+    return b.mul(b.cast(dot, DType.FP32), b.mul(factor, _scale(b, 3, np.asarray(q.scale, np.float32)[:1])))
+
+
+__all__ = ["conv_2d", "depthwise_conv_2d", "float_weight", "fully_connected", "kernel_mode", "matmul"]
