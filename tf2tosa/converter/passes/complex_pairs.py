@@ -16,16 +16,18 @@ after (every op of the complex part doubled on the parts, the result read off th
 The RFFT2D rule (:mod:`tf2tosa.legalizations.tfl_fft`) still sees its complex result read by REAL / IMAG only.
 
 Carried as a pair: the shape ops RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE, SLICE, STRIDED_SLICE, GATHER (complex
-params), REVERSE_V2, TILE, BROADCAST_TO, PAD (zero padding), IDENTITY, CONCATENATION and PACK (every input
-complex64, as TFLite requires; a complex constant input is split into two fp32 constants), UNPACK, SPLIT and
+params), REVERSE_V2, TILE, BROADCAST_TO, PAD (zero padding), IDENTITY, CONCATENATION and PACK (TFLite makes every
+input complex64: a complex constant input is split into two fp32 constants; a real input, which only a hand-made
+graph has, counts as a zero imaginary part), UNPACK, SPLIT and
 SPLIT_V; ADD, SUB and MUL (complex × complex as (ac − bd, ad + bc); a real factor, or a CAST of a real tensor to
 complex64, is a pair with no imaginary part, so complex × real is (ac, bc)); NEG.  Read off the pair:
 COMPLEX_ABS = SQRT(re² + im²) (the arithmetic of the COMPLEX_ABS rule), REAL, IMAG, and CAST to a real type (the
 real part, as LiteRT's CAST kernel takes it).
 
-Any other op reading a complex value (DIV, EXP, LOG, SQRT … of complex64, a complex model output) is refused:
-its failure is recorded on the context (one line per op, gathered with every other unsupported op), and every op of
-the complex part is returned so that the pipeline skips it without reporting it again.  A graph whose complex
+Any other op reading a complex value (DIV, EXP, LOG, SQRT … of complex64; none has a TFLite builtin kernel) and a
+complex model output are refused: each failure is recorded on the context (gathered with every other unsupported op,
+counted per op kind, naming the tensor), and every op of the complex part is returned so that the pipeline skips it
+without reporting it again.  A graph whose complex
 values are RFFT2D results read only by COMPLEX_ABS / REAL / IMAG (or that has none) is left as it is.
 
 Reads: the frontend graph (``tfl`` ops, before legalization).  Writes: the graph (new ``tfl`` ops on fp32 parts,
@@ -116,7 +118,7 @@ def _why_not(graph: Graph, op: Operation) -> str | None:
         return None
     if op.name in _TERMINAL:
         return None
-    return f"{op.name} of the {where}: {_NO_COMPLEX}, and this arithmetic has no form on real/imaginary pairs " \
+    return f"{op.name} of the {where}: {_NO_COMPLEX}, and this op is not carried on real/imaginary pairs " \
            "(carried: shape ops, add, sub, mul, neg; read off: complex_abs, real, imag, cast)"
 
 
