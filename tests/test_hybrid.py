@@ -18,7 +18,7 @@ import tf2tosa  # noqa: E402
 from tests.hybrid_models import model  # noqa: E402
 
 FAST = ["cnn", "mlp", "depthwise", "lstm_text", "batch_matmul"]
-SLOW = ["conv1d", "transformer", "transpose_conv"]
+SLOW = ["conv1d", "transformer"]
 #: op of each model that must run as LiteRT's hybrid kernel (an int8 product on quantized activations)
 PRODUCT = {"cnn": "CONV2D", "mlp": "CONV2D", "depthwise": "DEPTHWISE_CONV2D", "lstm_text": "CONV2D",
            "batch_matmul": "MATMUL", "conv1d": "CONV2D", "transformer": "CONV2D", "transpose_conv": None}
@@ -89,3 +89,13 @@ def test_kernel_is_default_and_not_recorded_inexact() -> None:
     m = tf2tosa.convert(tfl, input_shapes={k: a.shape for k, a in ins[0].items()})
     assert not m.graph.inexact
     assert any(op.opcode == "CONV2D" and op.operands[0].dtype is tf2tosa.ir.DType.INT8 for op in m.graph.ops.values())
+
+
+@pytest.mark.slow
+def test_transpose_conv_is_dequantized_and_recorded() -> None:
+    """LiteRT's hybrid TRANSPOSE_CONV arithmetic is not reproduced yet: both modes dequantize its weights, which is
+    recorded as inexact (so verify shows it), and the int8 weights stay int8."""
+    m, _, _, dist = _convert("transpose_conv", "kernel")
+    assert any(e["op"] == "TRANSPOSE_CONV" and "not reproduced" in e["reason"] for e in m.graph.inexact)
+    assert not _float_weights(m)
+    assert dist < 0.05
