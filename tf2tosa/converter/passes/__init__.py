@@ -5,7 +5,8 @@
 3. :mod:`.unsigned_io` — uint8 model inputs/outputs as int8 with unsigned RESCALEs;
 4. :mod:`.integer_islands` — int8 DEQUANTIZE → NEG/ABS → QUANTIZE chains as one TABLE;
    :mod:`.batch_fully_connected` — int16x8 FULLY_CONNECTEDs sharing weights on independent rows as one op;
-5. :mod:`.densify` — sparse constants made dense (then the rules run: :func:`..pipeline.legalize_graph`);
+5. :mod:`.densify` — sparse constants made dense, then :mod:`.complex_pairs` — complex64 values carried as
+   real/imaginary fp32 pairs (both from :func:`..pipeline.legalize_graph`, before the rules run);
 6. :mod:`.constants` — the frontend constants still in use become tosa.CONST with TOSA types;
 7. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
 8. :mod:`.fold` — ops with constant operands folded;
