@@ -223,7 +223,7 @@ def test_profile_targets() -> None:
 def test_ethos_u55_names_vela_u55_limits() -> None:
     problems = check(_sample("small_cnn_int8")(), "ethos-u55")
     assert any(p.rule == "operator" and "not supported by Vela on Ethos-U55" in p.message for p in problems)
-    assert set(TARGETS) == {"ethos-u85", "ethos-u55", "pro-int-8k", "pro-fp-8k"}
+    assert set(TARGETS) == {"ethos-u85", "ethos-u55", "pro-int-8k", "pro-fp-8k", "vulkan-ml"}
 
 
 # ------------------------------------------------------------------------------------------------ command line

@@ -69,11 +69,14 @@ class TargetName(str, Enum):
     ethos_u55 = "ethos-u55"
     pro_int_8k = "pro-int-8k"
     pro_fp_8k = "pro-fp-8k"
+    vulkan_ml = "vulkan-ml"
 
 
 TARGET_HELP = ("check the program for a target: ethos-u85 / ethos-u55 (what Vela 5.2 takes from a .tosa file), "
-               "pro-int-8k / pro-fp-8k (the TOSA 1.0 profile alone at level 8K); lists every op it cannot take "
-               "and the option that fixes it")
+               "pro-int-8k / pro-fp-8k (the TOSA 1.0 profile alone at level 8K), vulkan-ml (what Arm's ML SDK "
+               "model converter takes for the Vulkan ML extensions); lists every op it cannot take and the option "
+               "that fixes it. A model converted for a target without EXT-CONTROLFLOW (ethos-u55, pro-*-8k, "
+               "vulkan-ml) has its side-effect-free COND_IFs if-converted to SELECT")
 
 
 class Backend(str, Enum):
@@ -118,6 +121,12 @@ def _unsafe(flag: bool, trust: bool = False) -> dict[str, Any]:
     """``--unsafe-deserialization`` and ``--trust-model`` → the ``unsafe_deserialization`` and ``trust_model``
     keywords, only when given."""
     return {**({"unsafe_deserialization": True} if flag else {}), **({"trust_model": True} if trust else {})}
+
+
+def _target(target: TargetName | None) -> dict[str, Any]:
+    """``--target`` → the ``target`` keyword of ``convert`` (a target without EXT-CONTROLFLOW if-converts), only
+    when given."""
+    return {"target": target.value} if target is not None else {}
 
 
 def _keep_variables(items: list[str] | None) -> dict[str, Any]:
@@ -455,7 +464,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                            dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, qat=qat,
                            qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
                            hybrid=hybrid,
-                           state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more)
+                           state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more,
+                           **_target(target))
         if target is not None:
             m.require_target(target.value)
         if verify and m.tf_source is not None:
@@ -831,7 +841,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
             m = do_convert(str(file), signature=signature, io=io_, max_extract_mb=max_extract_mb,
-                           **_unsafe(unsafe_deserialization, trust_model))
+                           **_unsafe(unsafe_deserialization, trust_model), **_target(target))
     else:
         m = load(str(file))
     g = m.graph

@@ -19,6 +19,8 @@ from ..tosa.builder import Builder
 from ..tosa.context import MAX_UNROLL, LegalizeContext
 from . import passes
 from .passes.complex_pairs import complex_pairs
+from .passes.if_conversion import if_conversion
+from .passes.if_conversion import wanted as if_conversion_wanted
 from .passes.input_shapes import explain_default_failure
 from .passes.outputs import clean_name
 
@@ -211,6 +213,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     graph, now in TOSA form.  The passes are :mod:`.passes`, in the order listed there."""
     options = options or ConvertOptions()
     fp16_mode = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file)
+    if_convert = if_conversion_wanted(options.extra.get("target"))
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file, dims=options.dims)
     try:
         ctx = legalize_context(options, file)
@@ -222,6 +225,8 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
         passes.batch_fully_connected(graph)  # int16x8 FCs of one weight on independent rows: one stacked op
         legalize_graph(graph, options, file=file, context=ctx)
+        if if_convert:  # a target without EXT-CONTROLFLOW: side-effect-free COND_IFs become SELECTs
+            if_conversion(graph, warn=warnings.append)
         passes.refresh_shapes(graph)
         if options.fold:
             passes.fold_constants(graph)

@@ -11,10 +11,20 @@ Targets (:data:`TARGETS`):
   compiles it: Vela turns VARIABLE_READ/VARIABLE_WRITE into copies, so the state is lost between inferences;
 * ``ethos-u55``: Vela's "Ethos-U55 and Ethos-U65 TOSA" section: PRO-INT 8K with EXT-INT16, EXT-INT4 and
   EXT-DOUBLEROUND, its list of unsupported operators and the per-operator data type, kernel and stride limits.
+* ``vulkan-ml``: what Arm's ML SDK for Vulkan model converter 0.11.0 (``model-converter``, TOSA -> VGF) takes,
+  measured on a graph per type row of every operator (``tests/test_vulkan_target.py``): PRO-INT and PRO-FP with
+  every extension but EXT-CONTROLFLOW ("failed to legalize operation 'tosa.cond_if' that was explicitly marked
+  illegal", the same for ``tosa.while_loop``) and EXT-VARIABLE ("'tosa.variable_read' op ... has not been declared
+  by 'tosa.variable'"); no CUSTOM; non-constant operands (EXT-DYNAMIC) only where they are not zero points ("cannot
+  retrieve the zero points from op"); level 8K.  Of the level's limits the converter itself refuses a rank above
+  MAX_RANK (its SPIR-V tensors have rank 1..6); the others (kernel, stride, scale, size, list length) it passes on
+  unchecked, and they are reported because the Vulkan ML extensions run TOSA at level 8K.
 
 :func:`check` returns one :class:`Problem` per op and rule, naming the op and a tensor and, where one exists,
 the option that fixes it (``--io int`` for float QUANTIZE/DEQUANTIZE at the model's edges, ``--rounding single``
-for EXT-DOUBLEROUND, ``--input-shape`` for EXT-DYNAMIC, ``--max-unroll`` for a WHILE_LOOP).
+for EXT-DOUBLEROUND, ``--input-shape`` for EXT-DYNAMIC, ``--max-unroll`` for a WHILE_LOOP, the if-conversion
+(:mod:`tf2tosa.converter.passes.if_conversion`, run by a conversion for a target without EXT-CONTROLFLOW) for a
+COND_IF).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import numpy as np
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType
+from .catalogue import bind_operands
 from .profiles import LEVEL_8K, level_violations, op_requirements, walk
 
 __all__ = ["TARGETS", "Problem", "Target", "check"]
@@ -38,6 +49,8 @@ FIX_ROUNDING = "--rounding single"
 FIX_STATE = "--state-io (each variable becomes a state input/output pair: the host carries the state)"
 FIX_DYNAMIC = "--input-shape NAME=DIMS (static shapes)"
 FIX_UNROLL = "--max-unroll N (unroll a loop with a static trip count)"
+FIX_IF = ("convert the source model with --target {target} (if-conversion: a COND_IF whose branches have no side "
+          "effects becomes both branches and SELECT)")
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,8 @@ class Target:
     level: dict[str, int] = field(default_factory=lambda: dict(LEVEL_8K))
     #: per-operator limits of the target beyond the profile (yields one message per broken limit)
     op_rule: OpRule | None = None
+    #: further profiles the target takes besides ``profile``
+    more_profiles: frozenset[str] = frozenset()
 
 
 def _label(op: Operation) -> str:
@@ -169,6 +184,18 @@ def _u55_rule(op: Operation) -> Iterator[str]:
             yield "RESCALE of int48 that does not follow a convolution is not supported on Ethos-U55"
 
 
+# ------------------------------------------------------------------------------------------ Vulkan ML
+def _vulkan_rule(op: Operation) -> Iterator[str]:
+    """Arm's model converter 0.11.0 (measured): no CUSTOM, no zero point that is not a constant."""
+    if op.opcode == "CUSTOM":
+        yield "CUSTOM is not supported by the model converter (failed to legalize operation 'tosa.custom')"
+        return
+    for arg, v in bind_operands(op.opcode, list(op.operands)):
+        if arg.role == "zp" and not v.is_const:
+            yield (f"{op.opcode} zero point {arg.name} ({v.name}) is not a constant: the model converter cannot "
+                   "retrieve it")
+
+
 TARGETS: dict[str, Target] = {
     # EXT-INEXACTROUND is not in Vela's list, but Vela 5.2 compiles an INEXACT_ROUND RESCALE (measured)
     "ethos-u85": Target("ethos-u85", "Arm Ethos-U85 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
@@ -177,6 +204,11 @@ TARGETS: dict[str, Target] = {
                         op_rule=_u85_rule),
     "ethos-u55": Target("ethos-u55", "Arm Ethos-U55/U65 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND"}), op_rule=_u55_rule),
+    "vulkan-ml": Target("vulkan-ml", "Vulkan ML extensions through Arm's ML SDK model converter 0.11.0 (TOSA 1.0 "
+                        "PRO-INT and PRO-FP 8K input, no EXT-CONTROLFLOW or EXT-VARIABLE)", "PRO-INT",
+                        frozenset({"EXT-INT16", "EXT-INT4", "EXT-BF16", "EXT-FP8E4M3", "EXT-FP8E5M2", "EXT-FFT",
+                                   "EXT-DOUBLEROUND", "EXT-INEXACTROUND", "EXT-DYNAMIC"}),
+                        op_rule=_vulkan_rule, more_profiles=frozenset({"PRO-FP"})),
     "pro-int-8k": Target("pro-int-8k", "TOSA 1.0 PRO-INT at level 8K, no extensions", "PRO-INT", frozenset()),
     "pro-fp-8k": Target("pro-fp-8k", "TOSA 1.0 PRO-FP at level 8K, no extensions", "PRO-FP", frozenset()),
 }
@@ -256,6 +288,8 @@ def check(graph: Graph, target: str | Target) -> list[Problem]:
     problems: list[Problem] = []
     edge = _edge_float_ops(graph)
     other = "PRO-FP" if target.profile == "PRO-INT" else "PRO-INT"
+    taken = {target.profile, *target.more_profiles}
+    left_ifs = {e["op_id"]: e["reason"] for e in graph.meta.get("if_conversion", {}).get("refused", [])}
     for op, _depth in walk(graph):
         if op.dialect != "tosa":
             problems.append(Problem("profile", _label(op), _tensor(op), f"{op.name} is not a TOSA operator"))
@@ -269,7 +303,7 @@ def check(graph: Graph, target: str | Target) -> list[Problem]:
             problems.append(Problem("profile", _label(op), _tensor(op), e.message))
             continue
         profiles = {r for r in required if r.startswith("PRO-")}
-        wrong_profile = target.profile not in profiles and bool(profiles or (alts and target.profile not in alts))
+        wrong_profile = not (taken & profiles) and bool(profiles or (alts and not taken & set(alts)))
         if wrong_profile:
             in_edge = op.id in edge
             problems.append(Problem(
@@ -282,9 +316,13 @@ def check(graph: Graph, target: str | Target) -> list[Problem]:
             if ext not in target.extensions:
                 lost = (" (Vela compiles VARIABLE_READ/VARIABLE_WRITE as copies: the state would be lost between "
                         "inferences)" if ext == "EXT-VARIABLE" and target.name.startswith("ethos") else "")
+                fix = _extension_fix(ext, op)
+                if ext == "EXT-CONTROLFLOW" and op.opcode == "COND_IF":
+                    left = left_ifs.get(op.id)
+                    lost += f" (the if-conversion left it: {left})" if left else ""
+                    fix = None if left else FIX_IF.format(target=target.name)
                 problems.append(Problem("extension", _label(op), _tensor(op),
-                                        f"{op.opcode} needs {ext}, which {target.name} does not take{lost}",
-                                        _extension_fix(ext, op)))
+                                        f"{op.opcode} needs {ext}, which {target.name} does not take{lost}", fix))
         if target.op_rule is not None and not wrong_profile:
             for msg in target.op_rule(op):
                 problems.append(Problem("operator", _label(op), _tensor(op), msg))
