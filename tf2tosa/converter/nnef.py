@@ -1018,7 +1018,8 @@ _MAX_DIM = 2**31 - 1
 
 def _check_shapes(ng: Any, gname: str, declared: bool = False) -> None:
     """Refuse (one line naming the tensor) a shape TOSA cannot hold: a dimension below 1 (a zero-size tensor, or a
-    literal too large for the parser, which it reads as -1) or above int32.  ``declared``: the ``shape`` attributes
+    literal too large for the parser, which it reads as -1) or above int32; an op's inferred result may have a 0
+    (an empty slice, removed at conversion).  ``declared``: the ``shape`` attributes
     of external, variable and constant (before shape inference), else every tensor's inferred shape."""
     if declared:
         items = [(op.outputs.get("output"), op.attribs.get("shape")) for op in ng.operations
@@ -1028,10 +1029,11 @@ def _check_shapes(ng: Any, gname: str, declared: bool = False) -> None:
     for name, shape in items:
         if shape is None:
             continue
-        bad = [d for d in shape if not isinstance(d, int) or d < 1 or d > _MAX_DIM]
+        low = 1 if declared else 0  # (an op's empty result, e.g. a slice of size 0, is removed: lowering.zero_size)
+        bad = [d for d in shape if not isinstance(d, int) or d < low or d > _MAX_DIM]
         if bad:
-            raise ModelLoadError(f"tensor '{name}' has shape {list(shape)}: every dimension must be 1 ... {_MAX_DIM}",
-                                 file=gname, tensor=str(name))
+            raise ModelLoadError(f"tensor '{name}' has shape {list(shape)}: every dimension must be {low} ... "
+                                 f"{_MAX_DIM}", file=gname, tensor=str(name))
 
 
 def _infer_shapes(nnef: Any, ng: Any, gname: str) -> None:

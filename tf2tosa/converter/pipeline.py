@@ -23,6 +23,7 @@ from .passes.if_conversion import if_conversion
 from .passes.if_conversion import wanted as if_conversion_wanted
 from .passes.input_shapes import explain_default_failure
 from .passes.outputs import clean_name
+from .passes.zero_size import remove_zero_size
 
 #: frontend ops that legalization leaves alone (constants are retyped at the end, no_value dies)
 _PASSIVE = frozenset({"tfl.const", "tfl.no_value", "tosa.CONST", "tosa.CONST_SHAPE"})
@@ -225,6 +226,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
         passes.batch_fully_connected(graph)  # int16x8 FCs of one weight on independent rows: one stacked op
         legalize_graph(graph, options, file=file, context=ctx)
+        remove_zero_size(graph, file)  # the rules' zero-size tensors: unread ones go, an empty output is refused
         if if_convert:  # a target without EXT-CONTROLFLOW: side-effect-free COND_IFs become SELECTs
             if_conversion(graph, warn=warnings.append)
         passes.refresh_shapes(graph)

@@ -15,6 +15,7 @@ from ..errors import InvalidGraphError, Unsupported
 from ..ir import Operation, ResultCountError, Value
 from ..tosa.builder import Builder
 from ..tosa.context import LegalizeContext
+from .lowering import zero_size
 from .registry import get_rule
 
 
@@ -37,7 +38,8 @@ def legalize_op(b: Builder, op: Operation, *, custom: bool = False, exact_result
     Raises :class:`Unsupported` when there is no rule, when the rule cannot handle the case, or (with
     ``exact_results``) when the rule returns another number of values than ``op`` has results.  With ``custom``
     (the pipeline, under ``--custom-ops``) an op that would be unsupported becomes a TOSA CUSTOM operator.
-    :class:`InvalidGraphError` (the spec forbids a result) propagates; :func:`failure_reason` words it.
+    :class:`InvalidGraphError` (the spec forbids a result) propagates; :func:`failure_reason` words it.  A rule
+    that fails on a zero-size operand gets :func:`.lowering.zero_size.empty_results` instead.
     """
     info = get_rule(op.name)
     try:
@@ -47,6 +49,11 @@ def legalize_op(b: Builder, op: Operation, *, custom: bool = False, exact_result
             new = info.fn(b, op)
         except ResultCountError as e:  # a rule asked for the one result of a malformed op
             raise Unsupported(f"malformed: {e}") from None
+        except (Unsupported, InvalidGraphError):  # on a zero-size operand: empty results, or why not
+            got = zero_size.empty_results(b, op)
+            if got is None:
+                raise
+            new = got
     except Unsupported as e:
         if not custom:
             raise

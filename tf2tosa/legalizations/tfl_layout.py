@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value, has_value
-from ..ir.symdim import SYM_AFFINE, has_symbols, is_symbolic
+from ..ir.symdim import SYM_AFFINE, has_symbols, is_symbolic, size
 from ..quant.activation import fused_activation_q
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
@@ -39,6 +39,7 @@ from .lowering.layout import (
     tosa_dtype,
 )
 from .lowering.legalize_common import const_operand, fused_activation, positive_axis
+from .lowering.zero_size import empty, filled, has_zero, is_empty, without_empty
 from .registry import legalize
 
 _ANY = ("fp32", "i8", "i16", "i32", "bool")
@@ -135,8 +136,16 @@ def _concat(b: Builder, xs: Sequence[Value], axis: int, out_quant: QuantParams |
     (so a differing one can only come from our uint8 → int8 retyping): one RESCALE per input as in
     lowering doc: lower_concatv2_op, but with that input's own zero point (lowering doc: lower_concatv2_op takes the
     first input's).  int16
-    concatenation copies the stored values whatever the scales (``raw_i16``), which we reproduce.
+    concatenation copies the stored values whatever the scales (``raw_i16``), which we reproduce.  Zero-size
+    inputs are dropped (:mod:`.lowering.zero_size`); with none left the result is zero-size too.
     """
+    if any(is_empty(v) for v in xs):
+        kept = without_empty(xs)
+        if not kept:
+            shape = [size(d) for d in xs[0].shape]
+            shape[axis] = sum(size(v.shape[axis]) for v in xs)
+            return empty(b, shape, xs[0].dtype, out_quant)
+        xs = kept
     ys = []
     for v in xs:
         q = v.type.quant
@@ -160,6 +169,8 @@ def concatenation(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported("concatenation of rank-0 tensors")
     axis = positive_axis(int(op.attrs.get("axis", 0)), rank)
     y = _concat(b, xs, axis, _out_quant(op), raw_i16=True)
+    if is_empty(y):
+        return [y]
     act = op.attrs.get("fused_activation_function")
     q = _out_quant(op)
     y = fused_activation_q(b, y, act, q) if q is not None and y.dtype.is_int else fused_activation(b, y, act)
@@ -225,32 +236,9 @@ def split_v(b: Builder, op: Operation) -> list[Value]:
         sizes[sizes.index(-1)] = shape[axis] - sum(s for s in sizes if s != -1)
     if len(sizes) != len(op.results) or any(s < 0 for s in sizes):
         raise Unsupported(f"split_v sizes {sizes} for {len(op.results)} results")
-    empty = [k for k, s in enumerate(sizes) if s == 0]
-    for k in empty:
-        _drop_empty(b, op, op.results[k])
-    pieces = iter(split_along(b, x, axis, [s for s in sizes if s]) if len(empty) < len(sizes) else [])
-    return [op.results[k] if k in empty else next(pieces) for k in range(len(sizes))]
-
-
-def _drop_empty(b: Builder, op: Operation, v: Value) -> None:
-    """A zero-size piece (TOSA has no empty tensors, spec 1.11.1 Tensors) disappears: it may be unused, or feed
-    concatenations,
-    which then simply lose that operand; anything else reading it (or a graph output) is refused."""
-    g = b.graph
-    if v in g.outputs:
-        raise Unsupported(f"{op.name} piece {v.source or v.name} of size 0 is a model output (TOSA has no empty "
-                          "tensors, S760)")
-    for user in {u.id: u for u, _ in g.uses(v)}.values():
-        if user.name not in ("tfl.concatenation", "tf.ConcatV2"):
-            raise Unsupported(f"{op.name} piece of size 0 read by {user.name} (TOSA has no empty tensors, S760)")
-        keep = [w for w in user.operands if w is not v]
-        if len(keep) < (2 if user.name == "tf.ConcatV2" else 1):  # ConcatV2's last operand is the axis
-            raise Unsupported("concatenation of empty split_v pieces only (TOSA has no empty tensors, S760)")
-        for k in range(len(user.operands)):
-            g.set_operand(user, k, keep[0])  # detach v everywhere, then shrink the operand list
-        g.truncate_operands(user, len(keep))
-        for k, w in enumerate(keep):
-            g.set_operand(user, k, w)
+    pieces = iter(split_along(b, x, axis, [s for s in sizes if s]) if any(sizes) else [])
+    return [empty(b, shape[:axis] + [0] + shape[axis + 1:], x.dtype, op.results[k].type.quant) if s == 0
+            else next(pieces) for k, s in enumerate(sizes)]
 
 
 # ------------------------------------------------------------------------------------------------- slicing
@@ -266,8 +254,10 @@ def slice_(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported("slice begin/size length differs from the input rank")
     size = [d - s if z == -1 else z for d, s, z in zip(shape, begin, size)]
     for d, s, z in zip(shape, begin, size):
-        if s < 0 or z <= 0 or s + z > d:
-            raise Unsupported(f"slice begin {begin} size {size} outside shape {shape} or empty")
+        if s < 0 or z < 0 or s + z > d:
+            raise Unsupported(f"slice begin {begin} size {size} outside shape {shape}")
+    if has_zero(size):  # an empty piece (:mod:`.lowering.zero_size`)
+        return [empty(b, size, x.dtype, _out_quant(op))]
     return [b.slice(x, begin, size)]
 
 
@@ -281,7 +271,9 @@ def strided_slice(b: Builder, op: Operation) -> list[Value]:
     plan = plan_strided_slice(static_shape(x), const_ints(op, 1, "begin"), const_ints(op, 2, "end"),
                               const_ints(op, 3, "strides"), int(a.get("begin_mask", 0)), int(a.get("end_mask", 0)),
                               int(a.get("ellipsis_mask", 0)), int(a.get("new_axis_mask", 0)),
-                              int(a.get("shrink_axis_mask", 0)), bool(a.get("offset", False)))
+                              int(a.get("shrink_axis_mask", 0)), bool(a.get("offset", False)), empty=True)
+    if has_zero(plan.out_shape):  # an empty piece (:mod:`.lowering.zero_size`)
+        return [empty(b, plan.out_shape, x.dtype, _out_quant(op))]
     return [apply_strided_slice(b, x, plan)]
 
 
@@ -314,7 +306,11 @@ def pad(b: Builder, op: Operation) -> list[Value]:
     x = _x(b, op)
     if x.type.rank == 0:
         return [x]
-    return [b.pad(x, _paddings(op, 1, x.type.rank), _pad_const(op, x))]
+    pads = _paddings(op, 1, x.type.rank)
+    if is_empty(x):  # padding nothing: the pad value only (:mod:`.lowering.zero_size`)
+        out = [size(d) + pads[2 * k] + pads[2 * k + 1] for k, d in enumerate(x.shape)]
+        return [filled(b, out, _pad_const(op, x), x.dtype, _out_quant(op))]
+    return [b.pad(x, pads, _pad_const(op, x))]
 
 
 def _pad_const(op: Operation, x: Value, value: float | int | bool | None = None) -> float | int | bool:

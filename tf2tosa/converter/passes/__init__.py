@@ -8,6 +8,7 @@
 5. :mod:`.densify` — sparse constants made dense, then :mod:`.complex_pairs` — complex64 values carried as
    real/imaginary fp32 pairs (both from :func:`..pipeline.legalize_graph`, before the rules run);
 6. :mod:`.constants` — the frontend constants still in use become tosa.CONST with TOSA types;
+   :mod:`.zero_size` — the zero-size tensors the rules left unread removed, an empty graph output refused;
 7. :mod:`.shapes` — shapes of ops created before their operands were static, re-inferred;
 8. :mod:`.fold` — ops with constant operands folded;
 9. :mod:`.fp16_weights` — the source's float16 weights stored as fp16 constants + CAST (``--fp16-weights keep``);

@@ -169,7 +169,7 @@ class StridedSlicePlan:
 
 def plan_strided_slice(in_shape: Sequence[int], begin: Sequence[int], end: Sequence[int], strides: Sequence[int],
                        begin_mask: int = 0, end_mask: int = 0, ellipsis_mask: int = 0, new_axis_mask: int = 0,
-                       shrink_axis_mask: int = 0, offset: bool = False) -> StridedSlicePlan:
+                       shrink_axis_mask: int = 0, offset: bool = False, empty: bool = False) -> StridedSlicePlan:
     """Resolve a (Tensorflow/TFLite) strided-slice spec into per-input-dimension index ranges.
 
     Follows the documented tf.strided_slice semantics: the spec is sparse (ellipsis expands to the
@@ -178,7 +178,8 @@ def plan_strided_slice(in_shape: Sequence[int], begin: Sequence[int], end: Seque
     clamped to [0, dim] for positive and [-1, dim-1] for negative strides).  lowering doc: lower_strided_slice_op
     implements none of
     ellipsis / negative strides / correct new_axis (op_inventory §6.1); they are handled here.
-    TFLite ``offset``: end values are relative to begin (end = begin + end).
+    TFLite ``offset``: end values are relative to begin (end = begin + end).  ``empty``: a static empty range is
+    planned (count 0, for :mod:`.zero_size`) instead of refused.
     """
     rank = len(in_shape)
     n = len(begin)
@@ -233,7 +234,7 @@ def plan_strided_slice(in_shape: Sequence[int], begin: Sequence[int], end: Seque
             else:
                 start, stop, step = slice(bgn, e, s).indices(dim)
                 count = len(range(start, stop, step))
-            if count == 0:
+            if count == 0 and not (empty and not is_symbolic(count)):
                 raise Unsupported("strided_slice result is empty (TOSA has no empty tensors, S760)")
             dims.append(DimSlice(start, count, s))
             out_shape.append(count)
@@ -261,6 +262,8 @@ def apply_strided_slice(b: Builder, x: Value, plan: StridedSlicePlan) -> Value:
     shape = static_shape(x)
     if len(plan.dims) != len(shape):
         raise Unsupported("strided_slice plan does not match the input rank")
+    if any(not is_symbolic(d) and d == 0 for d in plan.out_shape):
+        raise Unsupported("strided_slice result is empty (TOSA has no empty tensors, S760)")
     if shape:
         begins, sizes, phases = [], [], []
         for ds, dim in zip(plan.dims, shape):
