@@ -242,8 +242,8 @@ class TosaModel:
 
     def check_target(self, target: str) -> list[Any]:
         """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,
-        ``"pro-int-8k"``, ``"pro-fp-8k"``): a list of :class:`tf2tosa.tosa.targets.Problem`, empty when it
-        takes the program."""
+        ``"pro-int-8k"``, ``"pro-fp-8k"``, ``"vulkan-ml"``): a list of :class:`tf2tosa.tosa.targets.Problem`, empty
+        when it takes the program."""
         from .tosa.targets import TARGETS, check
 
         if target not in TARGETS:
@@ -441,6 +441,10 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     runs the Python code the file holds (``Lambda`` layers): only for files you trust.  ``trust_model=True``
     (TensorFlow sources) loads a SavedModel whose loading runs file-system, Python or queue ops, and lets
     :meth:`TosaModel.verify` run such ops of its graph; without it both are refused.
+    ``target="vulkan-ml"`` (any :data:`tf2tosa.tosa.targets.TARGETS` name) converts for that target: one without
+    EXT-CONTROLFLOW gets its side-effect-free COND_IFs if-converted to SELECT
+    (:mod:`tf2tosa.converter.passes.if_conversion`); :meth:`TosaModel.check_target` then lists what it still
+    cannot take.
     ``max_extract_mb=N`` caps what an NNEF ``.tgz``/``.tar`` or a Keras ``.keras`` zip may unpack, per member and in
     total (default 2048 MiB; :mod:`tf2tosa.converter.archive`).
     """
