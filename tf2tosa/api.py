@@ -535,12 +535,14 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
     is ``hints[symbol]`` (``--hint``) or the stated default (:data:`~tf2tosa.converter.dynamic.DEFAULT_HINTS`:
     3 for ``batch``, 401 for any other, then 402 and 400 when the model does not convert at the first), so the
     lowerings' own shape arithmetic yields every dimension's
-    expression; a second conversion at other sample sizes checks that nothing depended on the samples
-    (:func:`tf2tosa.converter.dynamic.symbolise`); what that cannot express yet is one :class:`ConversionError`.
+    expression; a second conversion at other sample sizes (leaving a remainder in the divisions the sizes go
+    through, a strided window's: :func:`~tf2tosa.converter.dynamic.check_hints`) checks that nothing depended on
+    the samples (:func:`tf2tosa.converter.dynamic.symbolise`); what that cannot express yet is one
+    :class:`ConversionError`.
     The result's :meth:`TosaModel.to_mlir` is declared 1.1.draft; ``save`` writes a 1.1-draft ``.tosa`` flatbuffer
     (``fbs_version 1.1.0d``, Arm's draft schema) and the MLIR text, or the MLIR text only to a ``.mlir`` path.
     """
-    from .converter.dynamic import CHECK_OFFSETS, DEFAULT_HINTS, check_hints, symbolise
+    from .converter.dynamic import CHECK_OFFSETS, DEFAULT_HINTS, check_hints, divisions, symbolise
     from .ir.symdim import guards as guard_context
     from .ir.symdim import symbol as sym_size
 
@@ -599,7 +601,7 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
         except ConversionError:
             if k == len(tries) - 1 or all(s in given for s in open_syms):
                 raise
-    env2 = check_hints(g1, samples)
+    env2 = check_hints(g1, samples, divisions(first.graph, g1))  # sizes leaving remainders in the divisions
     if env2 is None:
         # no other sizes keep the guards: typically a size equated with a sample value (a lost symbol); the
         # comparison with a conversion at other sizes names the op where it happened

@@ -13,7 +13,10 @@ with ``CONST_SHAPE`` pieces), the equalities the conversion relied on as ``ASSER
 shapes and values) must be identical in the two conversions, or symbolic in the first with its expression evaluated
 at the check hints equal to the check conversion's value.  Anything else means a lowering lost a symbol (an
 ``int(x)``, an ``np.array(shape)``) or a size-dependent constant that TOSA cannot compute at run time: one "not yet"
-:class:`~tf2tosa.errors.ConversionError` naming the op and tensor, never a silently wrong program.
+:class:`~tf2tosa.errors.ConversionError` naming the op and tensor, never a silently wrong program.  The check sizes
+leave a remainder in as many divisions by a constant as possible (those the first conversion's size expressions hold, a
+strided window's ``(d1 - 512) // 160``: :func:`divisions`), so a lowering that is right only for remainder-free
+sizes (a pad that is negative at any remainder) is caught whatever the samples (:func:`check_hints`).
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from ..ir.types import DType, TensorType
 from ..tosa.optable import DRAFT_VERSION
 from ..tosa.shapes import graph_equalities
 
-__all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "check_hints", "equality_violations", "guard_violations",
-           "guard_warning_lines", "symbolise"]
+__all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "REMAINDER_OFFSETS", "check_hints", "divisions", "equality_violations",
+           "guard_violations", "guard_warning_lines", "symbolise"]
 
 #: the sample sizes tried, in order, for symbols without a hint (``--hint``; the first at which the model converts):
 #: distinct from each other and from common layer sizes; a non-batch dimension's is large enough for framing and
@@ -42,6 +45,10 @@ __all__ = ["CHECK_OFFSETS", "DEFAULT_HINTS", "check_hints", "equality_violations
 DEFAULT_HINTS: dict[str, tuple[int, ...]] = {"batch": (3, 3, 3), "": (401, 402, 400)}
 #: offsets tried, in order, for the check conversion's hints (the first that keeps every guard true)
 CHECK_OFFSETS = (7, 6, 13, 12, 30, 60, 210)
+#: further offsets (primes, up to about 2^11 so that nested strided windows' counts move too) tried for check sizes
+#: that leave a remainder in more divisions than any of :data:`CHECK_OFFSETS`
+REMAINDER_OFFSETS = (11, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97, 101, 163, 331,
+                     677, 1361, 2039)
 
 _OPCODES = {"fdiv": "DIV_FLOOR_SHAPE", "cdiv": "DIV_CEIL_SHAPE", "mod": "MOD_SHAPE", "mul": "MUL_SHAPE",
             "min": "MIN_SHAPE", "max": "MAX_SHAPE"}
@@ -51,25 +58,86 @@ def _not_yet(msg: str, file: str | None, op: str | None = None, tensor: str | No
     return ConversionError(f"--dynamic: not yet: {msg}", file=file, op=op, tensor=tensor)
 
 
-def _holds(g: Guards, env: Mapping[str, int]) -> bool:
+def _holds(g: Guards, env: Mapping[str, int], equalities_only: bool = False) -> bool:
     ops = {"==": lambda x: x == 0, "!=": lambda x: x != 0, "<": lambda x: x < 0, "<=": lambda x: x <= 0,
            ">": lambda x: x > 0, ">=": lambda x: x >= 0}
     try:
-        return all(ops[rel](e.evaluate(env)) for e, rel in g.checks)
+        return all(ops[rel](e.evaluate(env)) for e, rel in g.checks if rel == "==" or not equalities_only)
     except (KeyError, ZeroDivisionError):
         return False
 
 
-def check_hints(g: Guards, hints: Mapping[str, int]) -> dict[str, int] | None:
-    """Hints for the check conversion: each hint plus the first of :data:`CHECK_OFFSETS` (the k-th symbol's offset,
-    k from 0, is the (2k+1)-th multiple: distinct per symbol, and odd for every symbol when the offset is odd, so a
-    lowering that depends on a size's parity, like SAME padding with stride 2, differs between the conversions)
-    that keeps every recorded guard true; None when none does."""
-    for off in CHECK_OFFSETS:
-        env = {s: h + off * (2 * k + 1) for k, (s, h) in enumerate(sorted(hints.items()))}
-        if _holds(g, env):
-            return env
-    return None
+def check_hints(g: Guards, hints: Mapping[str, int],
+                divs: Sequence[tuple[Expr, int]] = ()) -> dict[str, int] | None:
+    """Hints for the check conversion: each hint plus an offset (the k-th symbol's offset, k from 0, is the
+    (2k+1)-th multiple: distinct per symbol, and odd for every symbol when the offset is odd, so a lowering that
+    depends on a size's parity, like SAME padding with stride 2, differs between the conversions) that keeps every
+    recorded guard true, the first of :data:`CHECK_OFFSETS` (then :data:`REMAINDER_OFFSETS`) among those leaving a
+    remainder in the most divisions of ``divs`` (:func:`divisions`); None when none keeps the guards.
+
+    When sizes that keep only the equalities (the guards a program asserts at run time) leave a remainder in more
+    divisions, those are returned instead: the other guards (not enforced) then held only at remainder-free sizes,
+    a lowering decided on a remainder, and the check conversion there refuses the program."""
+    offsets = CHECK_OFFSETS + (REMAINDER_OFFSETS if divs else ())
+    envs = [{s: h + off * (2 * k + 1) for k, (s, h) in enumerate(sorted(hints.items()))} for off in offsets]
+    kept = [env for env in envs if _holds(g, env)]
+    if not kept:
+        return None
+    best = min(kept, key=lambda env: _without_remainder(divs, env))  # the first of the best
+    if divs:
+        asserted = [env for env in envs if _holds(g, env, equalities_only=True)]
+        other = min(asserted, key=lambda env: _without_remainder(divs, env))
+        if _without_remainder(divs, other) < _without_remainder(divs, best):
+            return other
+    return best
+
+
+def _without_remainder(divs: Sequence[tuple[Expr, int]], env: Mapping[str, int]) -> int:
+    """How many divisions (numerator, divisor) leave no remainder at ``env`` (one that cannot be evaluated counts)."""
+    count = 0
+    for n, d in divs:
+        try:
+            count += n.evaluate(env) % d == 0
+        except (KeyError, ZeroDivisionError):
+            count += 1
+    return count
+
+
+def divisions(graph: Graph, g: Guards | None = None) -> list[tuple[Expr, int]]:
+    """The divisions by a constant > 1 (floor, ceiling and modulo atoms, nested ones too) in ``graph``'s size
+    expressions: value dimensions, symbolic constants and attributes, and the guards ``g`` recorded; each once,
+    in a stable order.  A strided window over a symbolic size gives one (``(d1 - 512) // 160``)."""
+    found: dict[str, tuple[Expr, int]] = {}
+
+    def walk(e: Expr) -> None:
+        for atom, _ in e.terms:
+            if atom[0] == "sym":
+                continue
+            walk(atom[1])
+            walk(atom[2])
+            if atom[0] in ("fdiv", "cdiv", "mod") and atom[2].is_const and atom[2].const > 1:
+                found.setdefault(f"{atom[1]} % {atom[2].const}", (atom[1], atom[2].const))
+
+    def visit(x: Any) -> None:
+        if is_symbolic(x):
+            walk(as_expr(x))
+
+    for v in graph.values():
+        for d in v.shape:
+            visit(d)
+    for op in graph.ops.values():
+        for name, val in op.attrs.items():
+            if name == SYM_VALUES:
+                for x in np.asarray(val, dtype=object).reshape(-1):
+                    visit(x)
+            elif isinstance(val, (list, tuple)):
+                for x in val:
+                    visit(x)
+            else:
+                visit(val)
+    for e, _ in (g.checks if g is not None else []):
+        walk(e)
+    return [found[k] for k in sorted(found)]
 
 
 def _same_attr(a: Any, b: Any) -> bool:
