@@ -4,6 +4,12 @@ TF and TFLite give SAME / VALID (TF also EXPLICIT) padding and floor the output 
 [top, bottom, left, right] pads and requires the output-size division to be exact (the ``idiv_check`` of the
 spec's convolution and pooling operators).  :func:`window_pads` computes the pads, trimmed so the division is
 exact; :func:`apply_window_padding` SLICEs off the trailing rows a negative pad stands for.
+
+Over a symbolic size n (``--dynamic``) the remainder r = (n + before + after - eff_k) mod s is an expression, 0 at
+some sizes and not at others, so it cannot choose between a smaller pad and a cut: :func:`window_pads` gives the
+input rows the window reads, eff_k - before + s·((n + before + after - eff_k) // s), as a symbolic input size
+(:attr:`WindowPads.sizes`) that :func:`apply_window_padding` cuts with a SLICE (unless ``after`` ≥ s - 1 covers
+every remainder); no PAD is ever negative.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from collections.abc import Sequence
 
 from ...errors import Unsupported
 from ...ir import Value
-from ...ir.symdim import is_symbolic
+from ...ir.symdim import is_symbolic, sym_max, sym_min
 from ...tosa.builder import Builder
 
 
@@ -27,9 +33,18 @@ def same_padding(in_size: int, kernel: int, stride: int, dilation: int = 1) -> t
         # --dynamic: (out - 1)·s ≥ n - s, so the total is ≥ eff_k - s ≥ 0 at every size: no max (a guard), and
         # the expression (it depends on n mod s) becomes a computed PAD (:func:`apply_window_padding`)
         total = (out - 1) * stride + eff_k - in_size
+    elif is_symbolic(in_size) and eff_k == 1:
+        total = 0  # (⌈n/s⌉ - 1)·s ≤ n - 1 at every size: TF's max(0, ·) is 0 (no guard); the remainder is cut
     else:
         total = max(0, (out - 1) * stride + eff_k - in_size)
     return total // 2, total - total // 2
+
+
+class WindowPads(list[int]):
+    """[top, bottom, left, right] of :func:`window_pads`, with ``sizes``: per spatial axis the input size the window
+    reads when that is an expression shorter than the input (a symbolic size with a remainder), else None."""
+
+    sizes: tuple[int | None, int | None] = (None, None)
 
 
 def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
@@ -39,11 +54,15 @@ def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], strid
     TF floors the output size; TOSA 1.0 raises ERROR_IF on a remainder (``idiv_check``, op_inventory §6.2).
     Cutting the remainder off the bottom/right pad gives the same outputs (those rows are never read).  A
     remainder larger than the pad is returned as a negative pad; :func:`apply_window_padding` turns it into a SLICE.
+    Over a symbolic size whose remainder is an expression the result is a :class:`WindowPads` whose ``sizes``
+    give the input rows read, ``eff_k - before + s·(span // s)`` (span = n + before + after - eff_k), and the
+    bottom pad is what of ``after`` is read, ``max(0, after - span mod s)`` (0 for VALID): never negative.
     """
     for what, vals in (("kernel", kernel), ("stride", stride), ("dilation", dilation)):
         if any(int(v) < 1 for v in vals[:2]):
             raise Unsupported(f"{what} {list(vals)} must be >= 1")
     pads: list[int] = []
+    sizes: list[int | None] = [None, None]
     for i in range(2):
         if padding == "SAME":
             before, after = same_padding(in_hw[i], kernel[i], stride[i], dilation[i])
@@ -64,7 +83,17 @@ def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], strid
         span = in_hw[i] + before + after - eff_k
         if span < 0:
             raise Unsupported(f"window of {eff_k} larger than the padded input {in_hw[i] + before + after}")
-        pads += [before, after - span % stride[i]]
+        rem = span % stride[i]
+        if is_symbolic(rem) and after < stride[i] - 1:  # --dynamic: cut the rows the window never reads
+            read = eff_k - before + stride[i] * (span // stride[i])  # = n + after - rem
+            sizes[i] = read if after == 0 else sym_min(in_hw[i], read)
+            pads += [before, 0 if after == 0 else sym_max(0, after - rem)]
+            continue
+        pads += [before, after - rem]
+    if any(s is not None for s in sizes):
+        out = WindowPads(pads)
+        out.sizes = (sizes[0], sizes[1])
+        return out
     return pads
 
 
@@ -76,7 +105,15 @@ def apply_window_padding(b: Builder, x: Value, pads: list[int], pad_const: Value
     attributes: they become an explicit PAD of ``pad_const`` (a one-element tensor of ``x``'s type: the input zero
     point for a convolution, the lowest value for a max-pool) whose padding operand is computed at run time, and
     the window op gets zero pads.  Without ``pad_const`` (an average pool, whose divisor must count only the real
-    elements) that is one "not yet" error."""
+    elements) that is one "not yet" error.  The input sizes of a :class:`WindowPads` (the rows a window over a
+    symbolic size reads) are cut first, by a SLICE whose size operand is computed at run time."""
+    sizes = getattr(pads, "sizes", (None, None))
+    if any(s is not None for s in sizes):
+        n, h, w, c = x.shape
+        size = [n, h if sizes[0] is None else sizes[0], w if sizes[1] is None else sizes[1], c]
+        # emitted as is: Builder.slice's "whole tensor?" test would record a guard that the size has a remainder
+        x = b.emit("SLICE", [x, b.shape([0, 0, 0, 0]), b.shape(size)], quant=x.type.quant).result
+        pads = list(pads)
     if any(is_symbolic(p) for p in pads):
         if pad_const is None:
             raise Unsupported(f"--dynamic: not yet: SAME padding over a symbolic size for {what} (the pads depend "
@@ -91,4 +128,4 @@ def apply_window_padding(b: Builder, x: Value, pads: list[int], pad_const: Value
     return x, [pads[0], max(0, pads[1]), pads[2], max(0, pads[3])]
 
 
-__all__ = ["apply_window_padding", "same_padding", "window_pads"]
+__all__ = ["WindowPads", "apply_window_padding", "same_padding", "window_pads"]

@@ -1,0 +1,229 @@
+"""``--dynamic`` over strided windows whose length leaves a remainder (issue 30, deliverable 5).
+
+A VALID window of kernel K, stride S over a symbolic length L reads the first (⌊(L - K)/S⌋)·S + K rows; the rest
+(the remainder) is cut by a SLICE whose size is computed at run time, never a negative PAD.  Judged against LiteRT
+resized to each length (float: within 1e-5 × max|ref|; int8: bit for bit against the BUILTIN_REF kernels), one
+program run by our executor at lengths with and without a remainder.  The safety net's check sizes leave a
+remainder in every division the sizes go through, so a lowering right only at remainder-free lengths is refused.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+pytest.importorskip("ai_edge_litert")
+
+import tf2tosa  # noqa: E402
+from tests.modelgen import _tf, cached  # noqa: E402
+from tests.modelgen_dyn import _to_tflite, _w  # noqa: E402
+from tf2tosa.api import convert_dynamic  # noqa: E402
+from tf2tosa.converter.dynamic import check_hints, divisions  # noqa: E402
+from tf2tosa.executor import run_checked  # noqa: E402
+from tf2tosa.ir.symdim import Expr, Guards, guards, symbol  # noqa: E402
+from tf2tosa.tosa.optable import DRAFT_VERSION  # noqa: E402
+from tf2tosa.verify import tosa_tools  # noqa: E402
+from tf2tosa.verify.litert import run_tflite  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+#: (L - 512) mod 160 is 128, 0 and 45: a remainder, none, another
+LENGTHS = (16000, 16032, 16237)
+MEL = ROOT / ".cache" / "real_models" / "wyoming-openwakeword" / "melspectrogram.tflite"
+
+
+def _front_end(quant: str | None = None, seed: int = 30) -> bytes:
+    """[1, None] waveform → frames of 512 every 160 as a VALID conv1d (CONV_2D stride 160), then strided windows
+    that each leave a remainder somewhere: depthwise 1x3 stride 2 VALID, conv1d k3 s2 VALID, max-pool 3/2 VALID,
+    average pool 2/3 VALID, a 1x1 stride-2 SAME conv (TF's SAME with the kernel smaller than the stride), a 1x1
+    conv as the dense layer → [1, T, 4]."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    w1, b1 = _w(rng, (512, 1, 16), 0.05), _w(rng, (16,), 0.1)
+    wd = _w(rng, (1, 3, 16, 1), 0.4)
+    w2, w3, w4 = _w(rng, (3, 16, 8), 0.3), _w(rng, (1, 8, 8), 0.4), _w(rng, (1, 8, 4), 0.4)
+
+    def fn(x: Any) -> Any:
+        y = tf.nn.relu(tf.nn.conv1d(x[:, :, None], w1, stride=160, padding="VALID") + b1)
+        y = tf.nn.depthwise_conv2d(y[:, None], wd, [1, 1, 2, 1], "VALID")[:, 0]
+        y = tf.nn.relu(tf.nn.conv1d(y, w2, stride=2, padding="VALID"))
+        y = tf.nn.max_pool1d(y, 3, 2, "VALID")
+        y = tf.nn.avg_pool1d(y, 2, 3, "VALID")
+        y = tf.nn.relu(tf.nn.conv1d(y, w3, stride=2, padding="SAME"))
+        return tf.nn.conv1d(y, w4, stride=1, padding="VALID")
+
+    return _to_tflite(fn, [1, None], quant, [(1, 16000), (1, 16237), (1, 12345)], seed)
+
+
+def _stride7(seed: int = 31) -> bytes:
+    """[1, None] → conv1d kernel 16 stride 7 VALID → [1, T, 4]: frames (L - 16) // 7 + 1."""
+    tf = _tf()
+    w = _w(np.random.default_rng(seed), (16, 1, 4), 0.3)
+
+    def fn(x: Any) -> Any:
+        return tf.nn.conv1d(x[:, :, None], w, stride=7, padding="VALID")
+
+    return _to_tflite(fn, [1, None], None, [], seed)
+
+
+def _model(name: str, quant: str | None = None) -> bytes:
+    if name == "front_end":
+        builder: Callable[..., bytes] = _front_end
+        params: dict[str, Any] = {"quant": quant}
+    else:
+        builder, params = _stride7, {}
+    return cached(f"dyn_rem/{name}" + (f"_{quant}" if quant else ""), builder, params, extra=(_to_tflite, _w))
+
+
+def _input(length: int, quant: str | None, seed: int, batch: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if quant == "int8":
+        return rng.integers(-128, 128, (batch, length)).astype(np.int8)
+    return rng.uniform(-1.0, 1.0, (batch, length)).astype(np.float32)
+
+
+def _matches_litert(data: bytes, g: Any, lengths: Sequence[int], quant: str | None, batch: int = 1) -> list[float]:
+    """Run the one program at each length; compare with LiteRT resized to it; the worst relative errors."""
+    worst = []
+    for k, n in enumerate(lengths):
+        x = _input(n, quant, seed=k, batch=batch)
+        got = run_checked(g, {g.inputs[0].name: x}, level="NONE")
+        assert got.status == "VALID", (n, got.message)
+        refs = list(run_tflite(data, [x], reference_kernels=quant is not None).values())
+        ours = list(got.outputs.values())
+        assert len(ours) == len(refs)
+        for a, r in zip(ours, refs):
+            assert a.shape == r.shape, (n, a.shape, r.shape)
+            assert np.abs(r.astype(np.float64)).max() > 0, n
+            if quant:
+                assert int(np.count_nonzero(a != r)) == 0, n
+                worst.append(0.0)
+            else:
+                err = float(np.abs(a.astype(np.float64) - r).max()) / float(np.abs(r).max())
+                assert err <= 1e-5, (n, err)
+                worst.append(err)
+    return worst
+
+
+@pytest.mark.parametrize("quant", [None, "int8"])
+def test_valid_strided_front_end_is_one_program_at_three_lengths(quant: str | None) -> None:
+    data = _model("front_end", quant)
+    dyn = convert_dynamic(data, hints={"d1": 16000})
+    g = dyn.graph
+    assert dyn.is_dynamic and set(g.meta["dim_symbols"]) == {"d1"}
+    ops = [op.opcode for op in g.topological_order()]
+    assert "PAD" not in ops  # every remainder is a SLICE, no PAD (negative or not)
+    cut = [op for op in g.ops.values() if op.opcode == "SLICE" and op.operands[2].producer is not None
+           and op.operands[2].producer.opcode != "CONST_SHAPE"]
+    assert len(cut) >= 5, ops  # the frames, depthwise, conv, both pools (the 1x1 SAME one may need no cut)
+    _matches_litert(data, g, LENGTHS, quant)
+
+
+def test_symbolic_front_end_is_valid_1_1_draft_mlir() -> None:
+    if not tosa_tools.available():
+        pytest.skip("tosa-tools environment not available")
+    dyn = convert_dynamic(_model("front_end"), hints={"d1": 16000})
+    ok, msg = tosa_tools.validate_mlir(dyn.to_mlir(), dyn.profiles, dyn.extensions, level="none",
+                                       version=DRAFT_VERSION)
+    assert ok, msg
+
+
+def test_remainder_frames_are_a_slice_of_the_read_rows() -> None:
+    """The rows the 512/160 window reads, 512 + 160·((L - 512) // 160): the cut SLICE's size expression, and the
+    frame count (L - 512) // 160 + 1, with no asserted remainder equality."""
+    g = convert_dynamic(_model("front_end"), hints={"d1": 16000}).graph
+    labels = {str(d) for v in g.values() for d in v.shape}
+    assert "160*((d1 - 512) // 160) + 512" in labels and "(d1 - 512) // 160 + 1" in labels, sorted(labels)
+    assert not any("% 160" in str(e) for e in g.meta["dim_equalities"])
+    assert not any(op.opcode == "ASSERT_EQUAL_SHAPE" for op in g.ops.values())
+
+
+@pytest.mark.skipif(not MEL.is_file(), reason="the published openWakeWord mel front end is not in the cache")
+def test_published_mel_front_end_at_three_lengths() -> None:
+    """openWakeWord's melspectrogram.tflite (wyoming-openwakeword): a [-1, -1] waveform, STFT as two VALID
+    CONV_2D of 512 taps stride 160.  Its --dynamic conversion ended in a negative PAD."""
+    data = MEL.read_bytes()
+    g = convert_dynamic(data, hints={"d1": 16000}).graph
+    assert set(g.meta["dim_symbols"]) == {"batch", "d1"}
+    worst = _matches_litert(data, g, (16000, 16160, 16237), None, batch=2)
+    assert max(worst) <= 1e-6
+
+
+def test_divisions_and_check_sizes_leave_a_remainder() -> None:
+    """divisions() finds the window's (d1 - 512) // 160 in the first conversion (at 16032, remainder-free);
+    check_hints() picks check sizes that leave a remainder in every division, where the previous choice (the
+    first offset keeping the guards) would not."""
+    with guards() as recorded:  # the first conversion of convert_dynamic, before symbolise
+        first = tf2tosa.convert(_model("front_end"), dims={"d1": symbol("d1", 16032)})
+    divs = divisions(first.graph, recorded)
+    assert (Expr.of(symbol("d1", 16032)) - Expr(512), 160) in divs
+    env = check_hints(recorded, {"d1": 16032}, divs)
+    assert env is not None and (env["d1"] - 512) % 160 != 0
+
+    def without(e: dict[str, int]) -> int:
+        return sum(n.evaluate(e) % d == 0 for n, d in divs)
+
+    # the nested windows' divisions too: at least as many remainders as at the previous choice (offset 7)
+    assert without(env) <= without({"d1": 16039}) and without(env) < len(divs)
+    # a stride of 7 over d1 - 16: the sample 366 and the first offset 7 (373) are both remainder-free
+    divs7 = [(Expr.of(symbol("d1", 366)) - Expr(16), 7)]
+    env = check_hints(Guards(), {"d1": 366}, divs7)
+    assert env is not None and (env["d1"] - 16) % 7 != 0
+    assert check_hints(Guards(), {"d1": 366}) == {"d1": 373}  # without divisions: the first offset, as before
+
+
+def _old_window_pads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lowering as it was: the remainder of a VALID window over a symbolic size as a negative bottom pad
+    (an explicit PAD whose padding is -((L - K) mod S)), right only at remainder-free lengths."""
+    padding = importlib.import_module("tf2tosa.legalizations.lowering.padding")
+    tfl_nn = importlib.import_module("tf2tosa.legalizations.tfl_nn")
+    real = padding.window_pads
+
+    def old(pad: str, in_hw: Sequence[int], *args: Any, **kwargs: Any) -> list[int]:
+        pads = real(pad, in_hw, *args, **kwargs)
+        sizes = getattr(pads, "sizes", (None, None))
+        out = list(pads)
+        for i, s in enumerate(sizes):
+            if s is not None:
+                out[2 * i + 1] = s - in_hw[i]
+        return out
+
+    monkeypatch.setattr(tfl_nn, "window_pads", old)
+
+
+@pytest.mark.parametrize("hint", [None, 366])  # the default sample 401 is remainder-free here too (385 = 7·55)
+def test_safety_net_refuses_a_program_wrong_at_remainder_lengths(monkeypatch: pytest.MonkeyPatch,
+                                                                  hint: int | None) -> None:
+    """With the old lowering and a remainder-free sample ((L - 16) mod 7 = 0 at 366 and at the default 401), the
+    PAD's padding -((L - 16) mod 7) is >= 0 only at remainder-free lengths: a guard the program does not assert.
+    The net used to keep that guard (check at 373 / 408, remainder-free too) and let through a program whose PAD
+    is negative at 6 lengths in 7; now the check runs where the division leaves a remainder: refused."""
+    data = _model("stride7")
+    hints = {"d1": hint} if hint else None
+    n = hint or 401
+    _old_window_pads(monkeypatch)
+    with pytest.raises(tf2tosa.ConversionError, match=r"--dynamic: not yet: .*PAD.* must be >= 0") as err:
+        convert_dynamic(data, hints=hints)
+    assert "\n" not in str(err.value).strip()
+    # the control: remainder-free check sizes (the previous choice) emit that program, and it fails at run time
+    dynamic = importlib.import_module("tf2tosa.converter.dynamic")
+    real_check = dynamic.check_hints
+    monkeypatch.setattr(dynamic, "check_hints", lambda g, h, divs=(): real_check(g, h))
+    g = convert_dynamic(data, hints=hints).graph
+    ok = run_checked(g, {g.inputs[0].name: _input(n, None, 0)}, level="NONE")
+    assert ok.status == "VALID"
+    bad = run_checked(g, {g.inputs[0].name: _input(n + 4, None, 0)}, level="NONE")
+    assert bad.status != "VALID" and "negative padding" in bad.message
+
+
+@pytest.mark.parametrize("hint", [None, 366])
+def test_stride7_now_right_at_every_remainder(hint: int | None) -> None:
+    data = _model("stride7")
+    g = convert_dynamic(data, hints={"d1": hint} if hint else None).graph
+    n = hint or 401
+    _matches_litert(data, g, [n + r for r in (0, 1, 3, 6)] + [16], None)  # remainders 0, 1, 3, 6; one frame
