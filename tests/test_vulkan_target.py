@@ -226,7 +226,34 @@ def test_verdict_agrees_on_samples(sample: Path, model_converter: Path, tmp_path
     assert ours and theirs, (problems, why)
 
 
+#: TFLite control-flow and state models (tests/modelgen_cf.py): name -> (builder, convert options, clean?)
+CF_MODELS: dict[str, tuple[str, dict[str, Any], bool]] = {
+    "if": ("cond_model", {}, False),
+    "if_target": ("cond_model", {"target": "vulkan-ml"}, True),
+    "while_static": ("while_static", {}, True),
+    "while_static_kept": ("while_static", {"max_unroll": 0}, False),
+    "while_dynamic": ("while_dynamic", {}, False),
+    "variable": ("variable_model", {}, False),
+    "variable_state_io": ("variable_model", {"state_io": True}, True),
+}
+
+
+@needs_tf
+@pytest.mark.parametrize("name", list(CF_MODELS))
+def test_verdict_agrees_on_control_flow_and_state(name: str, model_converter: Path, tmp_path: Path) -> None:
+    from tests import modelgen_cf as mg
+
+    builder, options, clean = CF_MODELS[name]
+    data = getattr(mg, builder)(**({"assign": True} if builder == "variable_model" else {}))
+    m = tf2tosa.convert(data, **options)
+    ours, theirs, why, problems = _agree(model_converter, m.graph, tmp_path, name)
+    assert ours == theirs == clean, (problems, why)
+    assert all(p.fix for p in problems), problems  # --max-unroll, --state-io, the if-conversion
+
+
 @pytest.mark.slow
+@pytest.mark.tosa_unchecked("the single-op graphs of tests/test_executor_types.py (365 type rows): that file runs them "
+                            "in the executor and the reference model; this test asks only the model converter")
 def test_verdict_agrees_on_every_type_row(model_converter: Path, tmp_path: Path) -> None:
     from tests.test_executor_types import ROWS
 
