@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable, Iterator
@@ -433,6 +434,12 @@ def test_cli_convert_and_inspect(tmp_path: Path) -> None:
     var.write_bytes(mg.variable_model(assign=True))
     r = runner.invoke(app, ["inspect", str(var), "--target", "vulkan-ml"])
     assert r.exit_code == 0 and "EXT-VARIABLE" in r.output and "--state-io" in r.output, r.output
+    jsonschema = pytest.importorskip("jsonschema")
+    r = runner.invoke(app, ["inspect", str(var), "--target", "vulkan-ml", "--json"])
+    obj = json.loads(r.output[r.output.index("{"):])
+    jsonschema.validate(obj, json.loads((REPO / "docs" / "schemas" / "inspect.json").read_text()))
+    assert obj["target"]["name"] == "vulkan-ml" and not obj["target"]["ok"]
+    assert any(p["fix"] and "--state-io" in p["fix"] for p in obj["target"]["problems"])
     r = runner.invoke(app, ["convert", str(var), "-o", str(tmp_path / "v.tosa"), "--target", "vulkan-ml"])
     assert r.exit_code != 0 and not (tmp_path / "v.tosa").exists()
     r = runner.invoke(app, ["convert", str(var), "-o", str(tmp_path / "v.tosa"), "--target", "vulkan-ml",
