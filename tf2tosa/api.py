@@ -441,6 +441,10 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     runs the Python code the file holds (``Lambda`` layers): only for files you trust.  ``trust_model=True``
     (TensorFlow sources) loads a SavedModel whose loading runs file-system, Python or queue ops, and lets
     :meth:`TosaModel.verify` run such ops of its graph; without it both are refused.
+    ``custom_objects`` (Keras files): the custom layers and functions the file names, a mapping name -> class or
+    the path of a Python module file (which is run; its ``CUSTOM_OBJECTS`` dict, else its public classes and
+    functions), or a list of these.  A Keras 2 file that Keras 3 refuses is loaded with ``tf_keras``, saying so
+    in one info line (:mod:`tf2tosa.converter.keras_files`).
     ``target="vulkan-ml"`` (any :data:`tf2tosa.tosa.targets.TARGETS` name) converts for that target: one without
     EXT-CONTROLFLOW gets its side-effect-free COND_IFs if-converted to SELECT
     (:mod:`tf2tosa.converter.passes.if_conversion`); :meth:`TosaModel.check_target` then lists what it still

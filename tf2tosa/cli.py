@@ -112,6 +112,12 @@ UNSAFE_DESERIALIZATION = typer.Option(
          "only for files you trust")
 
 
+CUSTOM_OBJECTS = typer.Option(
+    None, "--custom-objects", metavar="MODULE.py",
+    help="Keras .keras/.h5: a Python module file defining the custom layers (or other objects) the file names; "
+         "RUNS that module (a CUSTOM_OBJECTS dict in it, else its public classes and functions); repeatable")
+
+
 MAX_EXTRACT = typer.Option(
     None, "--max-extract-mb", metavar="N", min=1,
     help="NNEF .tgz/.tar and Keras .keras archives: unpack at most N MiB per member and in total (default 2048)")
@@ -127,6 +133,16 @@ def _target(target: TargetName | None) -> dict[str, Any]:
     """``--target`` → the ``target`` keyword of ``convert`` (a target without EXT-CONTROLFLOW if-converts), only
     when given."""
     return {"target": target.value} if target is not None else {}
+
+
+def _custom_objects(paths: list[Path] | None, model: Path) -> dict[str, Any]:
+    """``--custom-objects`` (repeatable) → the ``custom_objects`` keyword, only when given (and only for a Keras
+    file)."""
+    if not paths:
+        return {}
+    if model.suffix.lower() not in (".keras", ".h5", ".hdf5"):
+        raise InputError(f"{model}: --custom-objects is for Keras .keras/.h5 files")
+    return {"custom_objects": [str(p) for p in paths]}
 
 
 def _keep_variables(items: list[str] | None) -> dict[str, Any]:
@@ -421,6 +437,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             max_extract_mb: int | None = MAX_EXTRACT,
             trust_model: bool = TRUST_MODEL,
             unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
+            custom_objects: list[Path] | None = CUSTOM_OBJECTS,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -445,7 +462,8 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     t0 = time.perf_counter()
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
-        more = {**_keep_variables(keep_variables), **_unsafe(unsafe_deserialization, trust_model)}
+        more = {**_keep_variables(keep_variables), **_unsafe(unsafe_deserialization, trust_model),
+                **_custom_objects(custom_objects, model)}
         if hint and not dynamic:
             raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
         if dynamic:
@@ -827,6 +845,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
             trust_model: bool = TRUST_MODEL,
             max_extract_mb: int | None = MAX_EXTRACT,
+            custom_objects: list[Path] | None = CUSTOM_OBJECTS,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
     """Show the ops, tensors and the profiles/extensions a TOSA program needs (with --target, everything a target
     cannot take; for an --io int program, the scales and zero points of its integer inputs and outputs, from its
@@ -841,8 +860,10 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
             m = do_convert(str(file), signature=signature, io=io_, max_extract_mb=max_extract_mb,
-                           **_unsafe(unsafe_deserialization, trust_model), **_target(target))
+                           **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, file),
+                           **_target(target))
     else:
+        _custom_objects(custom_objects, file)  # (refused for a .tosa)
         m = load(str(file))
     g = m.graph
     frontend = _frontend(g)
@@ -1010,6 +1031,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
            trust_model: bool = TRUST_MODEL,
            max_extract_mb: int | None = MAX_EXTRACT,
            unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
+           custom_objects: list[Path] | None = CUSTOM_OBJECTS,
            json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
            ) -> dict[str, Any]:
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
@@ -1045,7 +1067,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
                        dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
                        io=io_, hybrid=hybrid, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
-                       **_unsafe(unsafe_deserialization, trust_model))
+                       **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model))
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:

@@ -667,8 +667,12 @@ def _load_keras_file(path: str, unsafe_deserialization: bool = False) -> Any:
     scratch = tempfile.mkdtemp(prefix="tf2tosa-keras-")
     saved_tempdir = tempfile.tempdir
     tempfile.tempdir = scratch
+    from .keras_files import active_custom_objects, fallback
+
+    custom = active_custom_objects()  # (--custom-objects, API custom_objects=)
     try:
-        return keras.models.load_model(path, compile=False, safe_mode=not unsafe_deserialization)
+        return keras.models.load_model(path, compile=False, safe_mode=not unsafe_deserialization,
+                                       **({"custom_objects": custom} if custom is not None else {}))
     except Exception as e:
         text = str(e)
         cause = e.__cause__ or e.__context__
@@ -680,7 +684,8 @@ def _load_keras_file(path: str, unsafe_deserialization: bool = False) -> Any:
             raise ModelLoadError(f"Keras safe mode refused the Python code in {which}; loading it would run that "
                                  "code: if you trust this file, pass --unsafe-deserialization (API "
                                  "unsafe_deserialization=True)", file=path) from None
-        raise ModelLoadError(f"cannot load Keras model: {_first_line(e)}", file=path) from None
+        # a custom layer nobody gave, or a Keras 2 file (loaded with tf_keras), or Keras 3's reason
+        return fallback(path, e, unsafe_deserialization, _code_layers(_keras_config(path)), custom)
     finally:
         tempfile.tempdir = saved_tempdir
         shutil.rmtree(scratch, ignore_errors=True)
@@ -701,8 +706,11 @@ def _keras_source(model: Any, label: str) -> TFSource:
         arg = xs[0] if len(xs) == 1 else list(xs)
         return model(arg, training=False)
 
+    from .keras_files import inference_trace
+
     try:
-        cf = tf.function(call).get_concrete_function(*specs)
+        with inference_trace(model):  # (no dropout-mask draw that writes a seed generator in inference)
+            cf = tf.function(call).get_concrete_function(*specs)
     except Exception as e:
         raise ModelLoadError(f"cannot trace the Keras model: {_first_line(e)}", file=label) from None
     flat_out = tf.nest.flatten(cf.structured_outputs)
@@ -1278,8 +1286,10 @@ def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serv
     mode, io = options_of(options)
     extra = getattr(options, "extra", None) or {}
     from .archive import extract_limit
+    from .keras_files import custom_objects_scope
 
-    with extract_limit(extra.get("max_extract_mb")):  # (the cap of a .keras zip's members; None: the default)
+    # (the cap of a .keras zip's members, None: the default; the custom objects a Keras file's layers may need)
+    with extract_limit(extra.get("max_extract_mb")), custom_objects_scope(extra.get("custom_objects")):
         src = load_source(source, signature, outputs,
                           unsafe_deserialization=bool(extra.get("unsafe_deserialization", False)),
                           trust_model=bool(extra.get("trust_model", False)))
