@@ -291,6 +291,9 @@ def test_tflite_if_is_converted(model_converter: Path, tmp_path: Path) -> None:
         np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-6, atol=1e-6)
     ok, why = converter_takes(model_converter, m.to_bytes(), tmp_path)
     assert ok, why
+    assert tf2tosa.convert(data, target="pro-fp-8k").to_bytes() == m.to_bytes()  # no EXT-CONTROLFLOW either
+    assert "tosa.COND_IF" not in _counts(tf2tosa.convert(data, target="ethos-u55"))
+    assert tf2tosa.convert(data, target="ethos-u85").to_bytes() == tf2tosa.convert(data).to_bytes()  # Vela U85
 
 
 def _tf_cond_fn() -> Any:
