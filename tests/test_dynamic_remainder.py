@@ -71,9 +71,24 @@ def _stride7(seed: int = 31) -> bytes:
     return _to_tflite(fn, [1, None], None, [], seed)
 
 
+def _frames(quant: str | None = None, seed: int = 32) -> bytes:
+    """[1, None] → tf.signal.frame(512, hop 160) (LiteRT: SPLIT_V into 32-sample subframes, a GATHER of indices
+    5·i + j) → a Hann-windowed projection to 8 features and their squares → [1, T, 8]."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    win = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(512) / 512)).astype(np.float32)
+    proj = _w(rng, (512, 8), 0.1) * win[:, None]
+
+    def fn(x: Any) -> Any:
+        y = tf.matmul(tf.signal.frame(x, 512, 160), proj)
+        return y * y
+
+    return _to_tflite(fn, [1, None], quant, [(1, 16005), (1, 16237), (1, 12345)], seed)
+
+
 def _model(name: str, quant: str | None = None) -> bytes:
-    if name == "front_end":
-        builder: Callable[..., bytes] = _front_end
+    if name in ("front_end", "frames"):
+        builder: Callable[..., bytes] = _front_end if name == "front_end" else _frames
         params: dict[str, Any] = {"quant": quant}
     else:
         builder, params = _stride7, {}
@@ -141,6 +156,17 @@ def test_remainder_frames_are_a_slice_of_the_read_rows() -> None:
     assert "160*((d1 - 512) // 160) + 512" in labels and "(d1 - 512) // 160 + 1" in labels, sorted(labels)
     assert not any("% 160" in str(e) for e in g.meta["dim_equalities"])
     assert not any(op.opcode == "ASSERT_EQUAL_SHAPE" for op in g.ops.values())
+
+
+@pytest.mark.parametrize("quant", [None, "int8"])
+def test_strided_frame_extraction_at_three_lengths(quant: str | None) -> None:
+    """tf.signal.frame with a hop of 160: the GATHER of subframes 5·i + j over a symbolic frame count is a strided
+    run (SLICE, PAD of 4, RESHAPE [m, 5], SLICE of column 0) per static j, no index tensor.  The sample 16005 leaves
+    a partial subframe (16000 is a multiple of 32: its empty SPLIT_V piece would make the two conversions differ)."""
+    data = _model("frames", quant)
+    g = convert_dynamic(data, hints={"d1": 16005}).graph
+    assert not any(op.opcode == "GATHER" for op in g.ops.values())
+    _matches_litert(data, g, LENGTHS, quant)
 
 
 @pytest.mark.skipif(not MEL.is_file(), reason="the published openWakeWord mel front end is not in the cache")

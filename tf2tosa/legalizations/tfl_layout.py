@@ -471,12 +471,15 @@ def _affine_gather(b: Builder, params: Value, axis: int, aff: Any) -> Value:
     """``--dynamic``: a gather along ``axis`` whose indices are affine in their position, ``offset + Σ c_a·i_a``
     over a shape with one symbolic axis ``s`` (``c_s`` = 1) and small static others (the frames of
     ``tf.signal.frame``: ``i + j``): one SLICE of the symbolic length per static index combination, each RESHAPEd
-    into place, then CONCATs along the static axes (no index tensor, whose size would depend on the input)."""
+    into place, then CONCATs along the static axes (no index tensor, whose size would depend on the input).
+    A step c_s = c > 1 along the symbolic axis (frames with a hop that is a multiple of their gcd with the frame
+    length: ``c·i + j``) takes c·(m - 1) + 1 elements, PADs c - 1 at the end (never read), RESHAPEs the run to
+    [m, c] and SLICEs its first column."""
     shape, offset, coefs = aff
     pshape = static_shape(params)
     sym_axes = [a for a, n in enumerate(shape) if is_symbolic(n)]
-    if len(sym_axes) != 1 or coefs[sym_axes[0]] != 1:
-        raise Unsupported("gather with computed indices that are not one unit-step run per static position")
+    if len(sym_axes) != 1 or int(coefs[sym_axes[0]]) < 1:
+        raise Unsupported("gather with computed indices that are not one run of positive step per static position")
     s = sym_axes[0]
     others = [a for a in range(len(shape)) if a != s]
     if prod([shape[a] for a in others]) > 64:
@@ -488,8 +491,15 @@ def _affine_gather(b: Builder, params: Value, axis: int, aff: Any) -> Value:
         begin = [0] * len(pshape)
         begin[axis] = start
         size = list(pshape)
-        size[axis] = shape[s]
+        step = int(coefs[s])
+        size[axis] = shape[s] if step == 1 else step * (shape[s] - 1) + 1
         y = b.slice(params, begin, size)
+        if step > 1:  # every step-th element: [.., m·step, ..] as [.., m, step, ..], column 0
+            pad = [0] * (2 * len(pshape))
+            pad[2 * axis + 1] = step - 1
+            y = b.pad(y, pad)
+            y = b.reshape(y, lead + [shape[s], step] + rest)
+            y = b.slice(y, [0] * (len(pshape) + 1), lead + [shape[s], 1] + rest)
         inner = [shape[a] if a == s else 1 for a in range(len(shape))]
         pieces.append(b.reshape(y, lead + inner + rest))
     # concatenate along the static axes, last first (pieces are in row-major order of ``others``)
