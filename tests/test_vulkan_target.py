@@ -296,6 +296,27 @@ def test_tflite_if_is_converted(model_converter: Path, tmp_path: Path) -> None:
     assert tf2tosa.convert(data, target="ethos-u85").to_bytes() == tf2tosa.convert(data).to_bytes()  # Vela U85
 
 
+@needs_tf
+def test_cond_if_in_a_kept_loop_body_is_converted() -> None:
+    """A data-dependent WHILE whose body holds a tf.cond: the loop stays (one finding, --max-unroll), its COND_IF
+    becomes SELECT inside the body; LiteRT agrees on inputs that take both branches."""
+    from tests import modelgen_cf as mg
+    from tf2tosa.verify.litert import run_tflite
+
+    data = mg.while_cond(False)
+    m = tf2tosa.convert(data, target="vulkan-ml")
+    body = [r for op in m.graph.ops.values() if op.opcode == "WHILE_LOOP" for r in op.regions]
+    assert body and not any(op.opcode == "COND_IF" for r in body for op in r.ops.values())
+    assert [p.op.split("#")[0] for p in m.check_target("vulkan-ml")] == ["tosa.WHILE_LOOP"]
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        feed = {v.name: rng.uniform(-2, 2, v.type.static_shape).astype(np.float32) if v.type.dtype is DType.FP32
+                else np.full(v.type.static_shape, 4, np.int32) for v in m.graph.inputs}
+        ref = list(run_tflite(data, {v.source or v.name: feed[v.name] for v in m.graph.inputs}).values())
+        for got, want in zip(m.run(feed).values(), ref):
+            np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-6)
+
+
 def _tf_cond_fn() -> Any:
     import tensorflow as tf
 

@@ -289,7 +289,7 @@ def check(graph: Graph, target: str | Target) -> list[Problem]:
     edge = _edge_float_ops(graph)
     other = "PRO-FP" if target.profile == "PRO-INT" else "PRO-INT"
     taken = {target.profile, *target.more_profiles}
-    left_ifs = {e["op_id"]: e["reason"] for e in graph.meta.get("if_conversion", {}).get("refused", [])}
+    left_ifs = {(e["op"], e["tensor"]): e["reason"] for e in graph.meta.get("if_conversion", {}).get("refused", [])}
     for op, _depth in walk(graph):
         if op.dialect != "tosa":
             problems.append(Problem("profile", _label(op), _tensor(op), f"{op.name} is not a TOSA operator"))
@@ -318,7 +318,7 @@ def check(graph: Graph, target: str | Target) -> list[Problem]:
                         "inferences)" if ext == "EXT-VARIABLE" and target.name.startswith("ethos") else "")
                 fix = _extension_fix(ext, op)
                 if ext == "EXT-CONTROLFLOW" and op.opcode == "COND_IF":
-                    left = left_ifs.get(op.id)
+                    left = left_ifs.get((_label(op), _tensor(op)))
                     lost += f" (the if-conversion left it: {left})" if left else ""
                     fix = None if left else FIX_IF.format(target=target.name)
                 problems.append(Problem("extension", _label(op), _tensor(op),

@@ -29,11 +29,13 @@ A COND_IF is left as it is, with the reason, when a branch holds an op with side
 (VARIABLE_READ/VARIABLE_WRITE, CUSTOM), a WHILE_LOOP (it could run forever on the data of the branch not taken),
 a nested COND_IF that could not be converted, a SCATTER with indices that are not constants (masked indices would
 collide, a REQUIRE of its own), or when an output has a type SELECT does not take (int4, int48, fp8, shape).
-A nested COND_IF inside a branch is inlined with it and converted in turn.
+A nested COND_IF inside a branch is inlined with it and converted in turn; the COND_IFs of a WHILE_LOOP body are
+converted in the body (the loop stays, for ``--max-unroll`` or a target with EXT-CONTROLFLOW).
 
-Reads the ``tosa.COND_IF`` ops of the top-level graph and their branch regions (which it does not change; a region
-may be shared).  Writes the cloned ops, RESHAPE/SELECT ops, and ``graph.meta["if_conversion"]``: ``converted``
-(count) and ``refused`` (per COND_IF left: ``op``, ``op_id``, ``tensor``, ``reason``).
+Reads the ``tosa.COND_IF`` ops of the top-level graph and of WHILE_LOOP bodies, and their branch regions (which it
+does not change: a branch may be shared).  Writes the cloned ops, RESHAPE/SELECT ops, and
+``graph.meta["if_conversion"]``: ``converted`` (count) and ``refused`` (per COND_IF left: ``op``, ``tensor``,
+``reason``; :func:`tf2tosa.tosa.targets.check` reads them).
 """
 
 from __future__ import annotations
@@ -168,7 +170,8 @@ def _convert_one(graph: Graph, op: Operation) -> None:
 def if_conversion(graph: Graph, warn: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """If-convert every COND_IF of ``graph``'s top level (and those its branches bring in) whose branches allow it;
     returns (and stores in ``graph.meta["if_conversion"]``) what it did."""
-    converted, refused, seen = 0, [], set()
+    converted, seen = 0, set()
+    refused: list[dict[str, Any]] = []
     while True:
         todo = [op for op in graph.topological_order() if op.opcode == "COND_IF" and op.id not in seen]
         if not todo:
@@ -178,12 +181,19 @@ def if_conversion(graph: Graph, warn: Callable[[str], Any] | None = None) -> dic
         reason = _refusal(op)
         if reason is not None:
             tensor = op.results[0].name if op.results else None
-            refused.append({"op": _label(op), "op_id": op.id, "tensor": tensor, "reason": reason})
+            refused.append({"op": _label(op), "tensor": tensor, "reason": reason})
             if warn is not None:
                 warn(f"{_label(op)} ({tensor}) is left a COND_IF (EXT-CONTROLFLOW): if-conversion: {reason}")
             continue
         _convert_one(graph, op)
         converted += 1
+    for op in graph.topological_order():  # the COND_IFs of a loop body (the loop itself stays: EXT-CONTROLFLOW)
+        if op.opcode == "WHILE_LOOP":
+            for region in op.regions:
+                inner = if_conversion(region, warn)
+                converted += inner["converted"]
+                refused += inner["refused"]
+                region.meta.pop("if_conversion", None)
     info = {"converted": converted, "refused": refused}
     if converted or refused:
         graph.meta["if_conversion"] = info
