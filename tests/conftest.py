@@ -34,7 +34,7 @@ CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 #: a skip whose reason says one of the tools CI must have (tosa-opt, the reference model, LiteRT, TensorFlow) is
 #: absent fails under CI=true; other skips (Chromium, downloaded real models, the spec seed) stay skips
 _CI_TOOLS = ("tensorflow", "keras", "litert", "tosa-tools", "tosa_tools", "tosa.fbs", "tosa-opt", "iree", "vela",
-             "reference model", "tosa_reference_model", "tosa_verif_build_tests", "model explorer")
+             "ml sdk for vulkan", "reference model", "tosa_reference_model", "tosa_verif_build_tests", "model explorer")
 _ABSENT = ("not installed", "not available", "not found", "no module named", "could not import", "needs tensorflow",
            "cannot build the model")
 
@@ -111,6 +111,10 @@ def _ci_missing_tools() -> list[str]:
         missing.append("TensorFlow")
     if not model_explorer.available():
         missing.append(f"Model Explorer's TOSA adapter ({model_explorer.venv_dir()})")
+    from tf2tosa.verify import vgf
+
+    if not vgf.available():  # the SDK in .venv-vgf and a Vulkan device (lavapipe): `make vgf`
+        missing.append("Arm's ML SDK for Vulkan (.venv-vgf) with a Vulkan device (lavapipe)")
     return missing
 
 
