@@ -107,6 +107,18 @@ def test_keras3_file_error_unchanged(tmp_path: Path) -> None:
     assert "tf_keras" not in str(ei.value) and "cannot load Keras model" in str(ei.value)
 
 
+def test_tf_keras_imported_only_on_the_fallback(tmp_path: Path) -> None:
+    path = tmp_path / "plain.keras"
+    keras.utils.set_random_seed(4)
+    keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]).save(str(path))
+    code = ("import sys; from tf2tosa.api import convert; convert(sys.argv[1]); "
+            "print('tf_keras' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "False"
+
+
 # ------------------------------------------------------------------------------------------------- Lambda
 def test_lambda_refused_on_the_tf_keras_path(tmp_path: Path) -> None:
     marker = tmp_path / "lambda_ran"
@@ -217,6 +229,18 @@ def test_custom_layer_cli(tmp_path: Path, custom_module: tuple[Path, Any]) -> No
     proc = _cli("convert", path, "--custom-objects", mod, "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == convert(str(path), custom_objects={"ScaledSwish": cls}).to_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (MLTK_DIR / "siliconlabs__keyword_spotting_alexa.h5").exists(),
+                    reason="real-model cache absent")
+def test_real_mltk_custom_layer(tmp_path: Path) -> None:
+    """MLTK's keyword-spotting model with the reconstructed MultiScaleTemporalConvolution (tools/custom_objects)."""
+    path = MLTK_DIR / "siliconlabs__keyword_spotting_alexa.h5"
+    with pytest.raises(ModelLoadError, match="--custom-objects"):
+        convert(str(path))
+    module = ROOT / "tools" / "custom_objects" / "mltk_layers.py"
+    _verified(convert(str(path), custom_objects=str(module)), tmp_path, "mltk_alexa")
 
 
 @pytest.mark.parametrize(("source", "needle"), [
