@@ -253,3 +253,34 @@ def test_stride7_now_right_at_every_remainder(hint: int | None) -> None:
     g = convert_dynamic(data, hints={"d1": hint} if hint else None).graph
     n = hint or 401
     _matches_litert(data, g, [n + r for r in (0, 1, 3, 6)] + [16], None)  # remainders 0, 1, 3, 6; one frame
+
+
+def test_saved_model_strided_windows_with_a_remainder(tmp_path: Path) -> None:
+    """The TensorFlow frontend's tf.Conv2D / tf.DepthwiseConv2dNative / tf.MaxPool / tf.AvgPool take the same
+    padding helper: a SavedModel [1, None] → conv1d 64/16 VALID, depthwise 1x3 stride 2 VALID, max-pool 3/2 VALID,
+    average pool 2/3 VALID, judged by TensorFlow at three lengths with different remainders.  Its open symbols are
+    found by a conversion at the --hint length (at the default length 1 the 64-sample window does not fit)."""
+    import tensorflow as tf
+    rng = np.random.default_rng(33)
+    w1 = tf.constant(_w(rng, (64, 1, 8), 0.2))
+    wd = tf.constant(_w(rng, (1, 3, 8, 1), 0.4))
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([1, None], tf.float32, name="x")])
+        def __call__(self, x: tf.Tensor) -> tf.Tensor:
+            y = tf.nn.relu(tf.nn.conv1d(x[:, :, None], w1, stride=16, padding="VALID"))
+            y = tf.nn.depthwise_conv2d(y[:, None], wd, [1, 1, 2, 1], "VALID")[:, 0]
+            y = tf.nn.max_pool1d(y, 3, 2, "VALID")
+            return tf.nn.avg_pool1d(y, 2, 3, "VALID")
+
+    m = M()
+    tf.saved_model.save(m, str(tmp_path / "sm"), signatures=m.__call__)
+    g = convert_dynamic(str(tmp_path / "sm"), hints={"d1": 1601}).graph
+    assert not any(op.opcode == "PAD" for op in g.ops.values())
+    for n in (1601, 1616, 2000):  # (n - 64) mod 16: 1, 0, 0 with the pools' remainders 1, 2, ...
+        x = rng.uniform(-1.0, 1.0, (1, n)).astype(np.float32)
+        got = run_checked(g, {g.inputs[0].name: x}, level="NONE")
+        assert got.status == "VALID", got.message
+        ref = m(tf.constant(x)).numpy()
+        out = list(got.outputs.values())[0]
+        assert out.shape == ref.shape and float(np.max(np.abs(out - ref))) <= 1e-5 * float(np.max(np.abs(ref))), n

@@ -552,7 +552,7 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
 
     fixed = dict(dims or {})
     label = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
-    open_syms = _open_symbols(source, fixed, options)
+    open_syms = _open_symbols(source, fixed, options, hints)
     if symbol is not None:
         if symbol in fixed:
             raise InputError(f"--dynamic: {symbol} is both kept symbolic and fixed by --dim", file=label,
@@ -643,8 +643,11 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
     return TosaModel(graph, source=first._source, source_path=first.source_path)
 
 
-def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, Any]) -> list[str]:
-    """The dimension symbols neither ``fixed`` (``--dim``) nor an ``input_shapes`` entry sets."""
+def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, Any],
+                  hints: Mapping[str, int] | None = None) -> list[str]:
+    """The dimension symbols neither ``fixed`` (``--dim``) nor an ``input_shapes`` entry sets.  A TensorFlow or NNEF
+    model is converted to find them, with the open dimensions at their defaults, or at ``hints`` (``--hint``) when
+    the defaults make it invalid (a window longer than a length of 1)."""
     import logging
 
     from .converter.nnef import is_nnef_source
@@ -656,12 +659,18 @@ def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, A
         log = logging.getLogger("tf2tosa")
         level = log.level
         log.setLevel(logging.ERROR)  # the defaults of this look-up conversion are not the user's
+        hinted: set[str] = set()
         try:
             first = convert(source, dims=fixed, **options)
+        except ConversionError:
+            if not hints:
+                raise
+            hinted = set(hints) - set(fixed)
+            first = convert(source, dims={**fixed, **{s: int(hints[s]) for s in hinted}}, **options)
         finally:
             log.setLevel(level)
         return sorted({d["symbol"] for e in first.graph.meta.get("fixed_dims", []) for d in e["dims"]
-                       if d["from"] == "default"})
+                       if d["from"] == "default" or (d["from"] == "dim" and d["symbol"] in hinted)})
     from .converter.tflite import load_tflite
 
     data, path = _map_source(source)
