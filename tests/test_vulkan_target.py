@@ -430,7 +430,32 @@ def test_select_per_output_matches_the_cond_if(cond_shape: tuple[int, ...]) -> N
         got = run(g, feed)
         for k in want:
             assert got[k].dtype == want[k].dtype and np.array_equal(got[k], want[k]), k
+        assert np.array_equal(got["r"], x + x if c else x * x) and got["q"] == -5  # numpy's
         to_bytes(g)  # (the session hook validates it and runs it in the reference model)
+
+
+def test_float_to_int_cast_is_masked() -> None:
+    """CAST(LOG(x)) to i32 on the branch not taken: x < 0 gives NaN, which a float-to-integer CAST makes
+    unpredictable (spec 2.13.1): its input is masked to 0 unless the branch is taken."""
+    from tf2tosa.executor import run
+
+    t, ti = TensorType((3,), DType.FP32), TensorType((3,), DType.INT32)
+    then_g, else_g = Graph("then"), Graph("else")
+    a = then_g.add_input("a", t)
+    then_g.outputs = [then_g.add_op("tosa.CAST", [then_g.add_op("tosa.LOG", [a], [t]).result], [ti]).result]
+    b = else_g.add_input("b", t)
+    else_g.outputs = [else_g.add_op("tosa.CAST", [b], [ti]).result]
+    g = Graph("cast_nan")
+    c, x = g.add_input("c", TensorType((1,), DType.BOOL)), g.add_input("x", t)
+    g.outputs = [g.add_op("tosa.COND_IF", [c, x], [ti], regions=[then_g, else_g], result_names=["r"]).result]
+    ifc.if_conversion(g)
+    casts = [op for op in g.ops.values() if op.opcode == "CAST"]
+    assert len(casts) == 2 and all(op.operands[0].producer.opcode == "SELECT" for op in casts)  # type: ignore[union-attr]
+    got = run(g, {"c": np.array([False]), "x": np.array([-1, -2.5, 3], np.float32)})["r"]
+    assert got.tolist() == [-1, -2, 3]  # round to nearest, ties to even
+    got = run(g, {"c": np.array([True]), "x": np.array([1, np.e, 10], np.float32)})["r"]
+    assert got.tolist() == [0, 1, 2]
+    to_bytes(g)
 
 
 def test_no_if_conversion_without_a_target_or_with_control_flow() -> None:

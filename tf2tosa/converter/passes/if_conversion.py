@@ -21,14 +21,16 @@ the data of the branch not taken (a REQUIRE of the spec that depends on values, 
 operands that such a REQUIRE reads are masked with a harmless value unless the branch is taken —
 ``SELECT(%c, %divisor, 1)`` in the then branch, ``SELECT(%c, 1, %divisor)`` in the else branch — for INTDIV's
 divisor (by zero, and INT_MIN / -1), the shift amount of ARITHMETIC_RIGHT_SHIFT / LOGICAL_LEFT_SHIFT /
-LOGICAL_RIGHT_SHIFT, GATHER's indices and both POW operands.  The taken branch reads its own values, so its
-results are the COND_IF's bit for bit.  (Integer ADD/SUB/MUL overflow is not masked: the converter's lowerings
-keep those in range for every input, as they must outside a branch too.)
+LOGICAL_RIGHT_SHIFT, GATHER's indices, both POW operands and the input of a float-to-integer CAST (a NaN is
+unpredictable there).  The taken branch reads its own values, so its results are the COND_IF's bit for bit.
+(Integer ADD/SUB/MUL overflow is not masked: the converter's lowerings keep those in range for every input, as
+they must outside a branch too.)
 
 A COND_IF is left as it is, with the reason, when a branch holds an op with side effects or state
 (VARIABLE_READ/VARIABLE_WRITE, CUSTOM), a WHILE_LOOP (it could run forever on the data of the branch not taken),
 a nested COND_IF that could not be converted, a SCATTER with indices that are not constants (masked indices would
-collide, a REQUIRE of its own), or when an output has a type SELECT does not take (int4, int48, fp8, shape).
+collide, a REQUIRE of its own), or when an output or an operand to mask has a type SELECT does not take (int4,
+int48, fp8, shape).
 A nested COND_IF inside a branch is inlined with it and converted in turn; the COND_IFs of a WHILE_LOOP body are
 converted in the body (the loop stays, for ``--max-unroll`` or a target with EXT-CONTROLFLOW).
 
@@ -66,6 +68,14 @@ _MASKED: dict[str, tuple[tuple[int, float], ...]] = {
 }
 
 
+def _masked(op: Operation) -> tuple[tuple[int, float], ...]:
+    """(operand index, harmless value) for ``op``'s operands that a REQUIRE reads: :data:`_MASKED`, and the input
+    of a float-to-integer CAST (a NaN there is unpredictable, spec 2.13.1 CAST)."""
+    if op.opcode == "CAST" and op.operands[0].type.dtype.is_float and not op.result.type.dtype.is_float:
+        return ((0, 0),)
+    return _MASKED.get(op.opcode, ())
+
+
 def wanted(target: str | None) -> bool:
     """Whether a conversion for ``target`` (a :data:`tf2tosa.tosa.targets.TARGETS` name, or None) if-converts:
     the target takes no EXT-CONTROLFLOW.  An unknown name is an :class:`~tf2tosa.errors.InputError`."""
@@ -98,6 +108,11 @@ def _refusal(op: Operation) -> str | None:
                 inner = _refusal(rop)
                 if inner is not None:
                     return f"nested COND_IF in branch {region.name}: {inner}"
+            for k, _ in _masked(rop):
+                v = rop.operands[k]
+                if not v.is_const and v.type.dtype not in _SELECT_TYPES:
+                    return (f"branch {region.name}: {code} reads {v.type.dtype.value}, which the mask on the branch "
+                            "not taken (SELECT) cannot take")
             if code == "SCATTER" and not rop.operands[1].is_const:
                 return (f"branch {region.name} holds a SCATTER with indices that are not constants (on the branch "
                         "not taken they could break its REQUIREs)")
@@ -134,7 +149,7 @@ def _inline(graph: Graph, region: Graph, args: list[Value], conds: _Conds, then_
     env: dict[int, Value] = {v.id: a for v, a in zip(region.inputs, args)}
     for rop in region.topological_order():
         ins = [env[v.id] for v in rop.operands]
-        for k, safe in _MASKED.get(rop.opcode, ()):
+        for k, safe in _masked(rop):
             v = ins[k]
             if not v.is_const:
                 harmless = graph.add_const(np.full((1,) * v.type.rank, safe, v.type.dtype.np_dtype()), v.type.dtype,
