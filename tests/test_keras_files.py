@@ -92,6 +92,17 @@ def test_legacy_h5_cli_note(tmp_path: Path) -> None:
     assert (tmp_path / "legacy_cli.tosa").stat().st_size > 0
 
 
+def test_layer_keras3_dropped(tmp_path: Path) -> None:
+    """A Keras 2 layer class that Keras 3 no longer has (ThresholdedReLU): Keras 3 calls it unknown, tf_keras
+    loads it."""
+    path = tmp_path / "thresholded.h5"
+    tf_keras.utils.set_random_seed(12)
+    tf_keras.Sequential([tf_keras.Input((6,)), tf_keras.layers.Dense(5), tf_keras.layers.ThresholdedReLU(0.2),
+                         tf_keras.layers.Dense(2)]).save(str(path))
+    assert "ThresholdedReLU" in _keras3_refuses(path)
+    _verified(convert(str(path)), tmp_path, "thresholded")
+
+
 def test_keras3_file_error_unchanged(tmp_path: Path) -> None:
     """A Keras 3 file that Keras 3 cannot load is not handed to tf_keras: Keras 3's reason, as before."""
     path = tmp_path / "k3.h5"

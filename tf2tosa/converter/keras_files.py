@@ -187,17 +187,18 @@ def saved_by_keras2(path: str) -> bool:
 
 def fallback(path: str, keras3_error: BaseException, unsafe_deserialization: bool, code_layers: Sequence[str],
              custom_objects: Mapping[str, Any] | None) -> Any:
-    """What follows Keras 3's refusal ``keras3_error`` of ``path`` (not a safe-mode refusal): a file using custom
-    objects nobody gave is refused naming ``--custom-objects``; a Keras 2 file is loaded with ``tf_keras``
-    (:func:`load_legacy`); anything else is one :class:`ModelLoadError` with Keras 3's reason."""
+    """What follows Keras 3's refusal ``keras3_error`` of ``path`` (not a safe-mode refusal): a Keras 2 file is
+    loaded with ``tf_keras`` (:func:`load_legacy`; it may know a layer Keras 3 dropped); for another file, custom
+    objects nobody gave are refused naming ``--custom-objects``, and anything else is one :class:`ModelLoadError`
+    with Keras 3's reason."""
+    if saved_by_keras2(path):
+        return load_legacy(path, keras3_error, unsafe_deserialization, code_layers, custom_objects)
     cause = keras3_error.__cause__ or keras3_error.__context__
     k3_text = str(keras3_error) + (" " + str(cause) if cause is not None else "")
     unknown = [n for n in unknown_objects(k3_text) if not custom_objects or n not in custom_objects]
     if unknown:
         raise refuse_unknown(path, unknown, custom_objects)
-    if not saved_by_keras2(path):
-        raise ModelLoadError(f"cannot load Keras model: {_first_line(keras3_error)}", file=path)
-    return load_legacy(path, keras3_error, unsafe_deserialization, code_layers, custom_objects)
+    raise ModelLoadError(f"cannot load Keras model: {_first_line(keras3_error)}", file=path)
 
 
 def load_legacy(path: str, keras3_error: BaseException, unsafe_deserialization: bool, code_layers: Sequence[str],
