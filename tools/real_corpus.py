@@ -85,11 +85,12 @@ def run_one(path: str, options: dict[str, Any], num: int) -> dict[str, Any]:
     try:
         import tf2tosa
 
-        kwargs: dict[str, Any] = {}
+        # the manifest's options are tf2tosa.convert keywords, as a user would pass them (an unknown one is an error)
+        kwargs: dict[str, Any] = dict(options)
         if options.get("input_shapes"):
             kwargs["input_shapes"] = {k: tuple(v) for k, v in options["input_shapes"].items()}
-        if options.get("signature"):
-            kwargs["signature"] = options["signature"]
+        if options.get("custom_objects"):  # module files of the repository (tools/custom_objects/...)
+            kwargs["custom_objects"] = [str(REPO / m) for m in options["custom_objects"]]
         try:
             model = tf2tosa.convert(path, **kwargs)
             model.to_bytes()  # the flatbuffer is written too: a conversion that cannot serialize did not convert
