@@ -451,6 +451,10 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     cannot take.
     ``max_extract_mb=N`` caps what an NNEF ``.tgz``/``.tar`` or a Keras ``.keras`` zip may unpack, per member and in
     total (default 2048 MiB; :mod:`tf2tosa.converter.archive`).
+    ``tag="serve"`` (SavedModels) picks the MetaGraph by its tag set (``"serve,gpu"``).  ``inputs=`` / ``outputs=``
+    (TensorFlow sources) cut the graph by tensor names: ``inputs=["ParseExample/ParseExampleV2:3:1x13:float32"]``
+    (``NAME[:SHAPE[:DTYPE]]``, or a mapping name -> shape) become the program's inputs and only the ops between them
+    and ``outputs=["dnn/logits/BiasAdd"]`` are converted (:mod:`tf2tosa.converter.tf_cut`).
     """
     extra["fp16_weights"] = fp16_weights
     from .quant.hybrid import check_mode
@@ -468,6 +472,7 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
                                             signature=signature, io=io, extra=extra)
         if model is not None:
             return model
+    _tensorflow_only(extra, source)
     data, path = _map_source(source)
     graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, dims=dims, fold=fold,
                                                             rounding=rounding, io=io, **extra))
@@ -486,6 +491,7 @@ def _convert_nnef_or_tensorflow(source: Any, *, input_shapes: Mapping[str, Seque
     if is_nnef_source(source):
         from .converter.source import convert_nnef_path
 
+        _tensorflow_only(extra, source)
         path = os.fspath(source)
         graph = convert_nnef_path(path, convert_options(input_shapes=input_shapes, dims=dims, fold=fold,
                                                         rounding=rounding,
@@ -508,6 +514,15 @@ def _convert_nnef_or_tensorflow(source: Any, *, input_shapes: Mapping[str, Seque
         convert_graph(graph, options, file=src.label)
         return TosaModel(graph, source_path=src.label, tf_source=src)
     return None
+
+
+def _tensorflow_only(extra: Mapping[str, Any], source: Any) -> None:
+    """Refuse the TensorFlow-only keywords (``tag``, ``inputs``, ``outputs``: a SavedModel's MetaGraph, a cut by
+    tensor names) for a .tflite or NNEF source."""
+    given = [k for k in ("tag", "inputs", "outputs") if extra.get(k) is not None]
+    if given:
+        raise InputError(f"{'/'.join(given)}= (--{' --'.join(given)}) only apply to TensorFlow models (SavedModel, "
+                         "Keras, GraphDef)", file=os.fspath(source) if isinstance(source, (str, os.PathLike)) else None)
 
 
 def _plain_tflite(source: Any) -> bool:

@@ -123,6 +123,26 @@ MAX_EXTRACT = typer.Option(
     help="NNEF .tgz/.tar and Keras .keras archives: unpack at most N MiB per member and in total (default 2048)")
 
 
+TAG = typer.Option(None, "--tag", metavar="TAG[,TAG]",
+                   help="SavedModel: the MetaGraph tag set to load (serve, eval, train …; `inspect` lists them); "
+                        "default: the one holding --signature, serve first")
+CUT_INPUTS = typer.Option(
+    None, "--inputs", metavar="NAME[:SHAPE[:DTYPE]]",
+    help="TensorFlow: cut the graph here: these tensors (node or node:k; shape 1x13 or [1,13], ? unknown) become "
+         "the inputs and only the ops between them and --outputs are converted (comma-separated, repeatable)")
+CUT_OUTPUTS = typer.Option(
+    None, "--outputs", metavar="NAME",
+    help="TensorFlow: convert up to these tensors (node or node:k) instead of the signature's outputs "
+         "(comma-separated, repeatable)")
+
+
+def _cut(tag: str | None, inputs: list[str] | None, outputs: list[str] | None) -> dict[str, Any]:
+    """``--tag``, ``--inputs`` and ``--outputs`` → the ``tag``, ``inputs`` and ``outputs`` keywords, only when
+    given."""
+    return {**({"tag": tag} if tag else {}), **({"inputs": list(inputs)} if inputs else {}),
+            **({"outputs": list(outputs)} if outputs else {})}
+
+
 def _unsafe(flag: bool, trust: bool = False) -> dict[str, Any]:
     """``--unsafe-deserialization`` and ``--trust-model`` → the ``unsafe_deserialization`` and ``trust_model``
     keywords, only when given."""
@@ -438,6 +458,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
             trust_model: bool = TRUST_MODEL,
             unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
             custom_objects: list[Path] | None = CUSTOM_OBJECTS,
+            tag: str | None = TAG, inputs: list[str] | None = CUT_INPUTS, outputs: list[str] | None = CUT_OUTPUTS,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
@@ -463,7 +484,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
         more = {**_keep_variables(keep_variables), **_unsafe(unsafe_deserialization, trust_model),
-                **_custom_objects(custom_objects, model)}
+                **_custom_objects(custom_objects, model), **_cut(tag, inputs, outputs)}
         if hint and not dynamic:
             raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
         if dynamic:
@@ -846,6 +867,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             trust_model: bool = TRUST_MODEL,
             max_extract_mb: int | None = MAX_EXTRACT,
             custom_objects: list[Path] | None = CUSTOM_OBJECTS,
+            tag: str | None = TAG, inputs: list[str] | None = CUT_INPUTS, outputs: list[str] | None = CUT_OUTPUTS,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE) -> dict[str, Any]:
     """Show the ops, tensors and the profiles/extensions a TOSA program needs (with --target, everything a target
     cannot take; for an --io int program, the scales and zero points of its integer inputs and outputs, from its
@@ -857,10 +879,12 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     out = _out()
     from .converter.nnef import is_nnef_source
 
+    listing = _saved_model_listing(out, file)
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
             m = do_convert(str(file), signature=signature, io=io_, max_extract_mb=max_extract_mb,
                            **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, file),
+                           **_cut(tag, inputs, outputs),
                            **_target(target))
     else:
         _custom_objects(custom_objects, file)  # (refused for a .tosa)
@@ -953,7 +977,30 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             "dim_symbols": dict(g.meta.get("dim_symbols", {})) if symbolic else {},
             "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors,
             "dim_guards": list(g.meta["dim_guards"]) if symbolic and "dim_guards" in g.meta else None,
-            "dim_hints": dict(g.meta["dim_hints"]) if symbolic and "dim_hints" in g.meta else None}
+            "dim_hints": dict(g.meta["dim_hints"]) if symbolic and "dim_hints" in g.meta else None,
+            "saved_model": listing}
+
+
+def _saved_model_listing(out: Out, file: Path) -> list[dict[str, Any]] | None:
+    """A SavedModel directory's MetaGraphs (tag sets) and each one's signatures with their inputs and outputs,
+    printed before it is converted (so they show even when the conversion fails); None for anything else."""
+    if not (file.is_dir() and ((file / "saved_model.pb").exists() or (file / "saved_model.pbtxt").exists())):
+        return None
+    from .converter.tensorflow import saved_model_listing
+
+    with _quiet_deps():
+        listing = saved_model_listing(str(file))
+    out.echo(f"{file}: SavedModel, {len(listing)} MetaGraph(s) (choose with --tag and --signature):")
+    for mg in listing:
+        out.echo(f"  tags {','.join(mg['tags']) or '(none)'}: {len(mg['signatures'])} signature(s)")
+        for key, sig in mg["signatures"].items():
+            out.echo(f"    {key} ({sig['method'] or '-'})")
+            for role in ("inputs", "outputs"):
+                for k, t in sig[role].items():
+                    shape = "?" if t["shape"] is None else "[" + ", ".join("?" if d < 0 else str(d)
+                                                                          for d in t["shape"]) + "]"
+                    out.echo(f"      {role[:-1]:6s} {k}: {t['dtype']}{shape} ({t['tensor']})")
+    return listing
 
 
 def _symbolic_type(t: Any) -> str:
@@ -1032,6 +1079,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
            max_extract_mb: int | None = MAX_EXTRACT,
            unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
            custom_objects: list[Path] | None = CUSTOM_OBJECTS,
+           tag: str | None = TAG, inputs: list[str] | None = CUT_INPUTS, outputs: list[str] | None = CUT_OUTPUTS,
            json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
            ) -> dict[str, Any]:
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
@@ -1067,7 +1115,8 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
                        dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
                        io=io_, hybrid=hybrid, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
-                       **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model))
+                       **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model),
+                       **_cut(tag, inputs, outputs))
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:

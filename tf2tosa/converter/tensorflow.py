@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelLoadError
+from ..errors import ConversionError, ModelLoadError
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
 
@@ -268,6 +268,8 @@ class TFSource:
     output_tensors: list[str] = field(default_factory=list)
     signature: str | None = None
     signatures: list[str] = field(default_factory=list)
+    #: a SavedModel's MetaGraph tag set when one was chosen (``--tag``), else None
+    tags: list[str] | None = None
     #: how a SavedModel was read when not by reviving its objects (``graph.meta["loader"]``), else None
     loader: str | None = None
     #: the side-effect ops running it runs (:func:`source_effects`; None until asked)
@@ -283,20 +285,25 @@ def _is_keras_model(obj: Any) -> bool:
 
 
 def load_source(source: Any, signature: str = "serving_default", outputs: Sequence[str] | None = None, *,
-                unsafe_deserialization: bool = False, trust_model: bool = False) -> TFSource:
+                unsafe_deserialization: bool = False, trust_model: bool = False, tag: str | None = None) -> TFSource:
     """Open ``source`` (see the module docstring) without converting it.
 
     A ``.keras`` / ``.h5`` file is loaded in Keras's safe mode: a layer holding Python code (a ``Lambda``'s
     function) is refused, naming the layer, unless ``unsafe_deserialization`` (which runs that code).  A SavedModel
     whose loading would run file-system, Python or queue ops (:func:`load_time_effects`) is refused unless
-    ``trust_model``; a source opened with ``trust_model`` is trusted by verify too (``TFSource.trusted``)."""
-    src = _load_source(source, signature, outputs, unsafe_deserialization, trust_model)
+    ``trust_model``; a source opened with ``trust_model`` is trusted by verify too (``TFSource.trusted``).
+    ``tag`` (a SavedModel's MetaGraph tag set, comma-separated: ``serve``, ``eval``, ``serve,gpu``) picks the
+    MetaGraph; without it, the one holding ``signature`` (``serve`` first)."""
+    if tag is not None and not (isinstance(source, (str, os.PathLike)) and Path(os.fspath(source)).is_dir()):
+        raise ModelLoadError("--tag picks a SavedModel's MetaGraph; this source is no SavedModel directory",
+                             file=os.fspath(source) if isinstance(source, (str, os.PathLike)) else None)
+    src = _load_source(source, signature, outputs, unsafe_deserialization, trust_model, tag)
     src.trusted = trust_model
     return src
 
 
 def _load_source(source: Any, signature: str, outputs: Sequence[str] | None, unsafe_deserialization: bool,
-                 trust_model: bool) -> TFSource:
+                 trust_model: bool, tag: str | None = None) -> TFSource:
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _graphdef_source(bytes(source), "<bytes>", outputs)
     if isinstance(source, (str, os.PathLike)):
@@ -305,7 +312,7 @@ def _load_source(source: Any, signature: str, outputs: Sequence[str] | None, uns
         if p.is_dir():
             if not (p / "saved_model.pb").exists() and not (p / "saved_model.pbtxt").exists():
                 raise ModelLoadError("not a SavedModel directory (no saved_model.pb inside)", file=path)
-            return _saved_model_source(path, signature, trust_model)
+            return _saved_model_source(path, signature, trust_model, tag, outputs)
         if not p.exists():
             raise ModelLoadError("no such file or directory", file=path)
         suffix = p.suffix.lower()
@@ -376,8 +383,10 @@ def _dedupe(names: list[str]) -> list[str]:
     return out
 
 
-def _saved_model_source(path: str, signature: str, trust_model: bool = False) -> TFSource:
+def _saved_model_source(path: str, signature: str, trust_model: bool = False, tag: str | None = None,
+                        roots: Sequence[str] | None = None) -> TFSource:
     tf = _tf()
+    tags = _tag_set(path, tag) if tag is not None else None
     if not trust_model:
         try:
             proto = _saved_model_proto(path)
@@ -390,20 +399,21 @@ def _saved_model_source(path: str, signature: str, trust_model: bool = False) ->
                                  "loaded: pass --trust-model (API trust_model=True) if you trust this model",
                                  file=path)
     try:
-        loaded = tf.saved_model.load(path)
+        loaded = tf.saved_model.load(path) if tags is None else tf.saved_model.load(path, tags=tags)
     except Exception as e:
         # reviving the object graph failed (e.g. a Keras 2 optimizer whose slot variables need Python classes
         # that are gone): read the MetaGraph and the variables instead
         revive_error = _first_line(e)
         try:
-            return _saved_model_graph_source(path, signature, revive_error)
+            return _saved_model_graph_source(path, signature, revive_error, tags, roots)
         except ModelLoadError as e2:
             raise ModelLoadError(f"cannot load SavedModel: {revive_error}; reading its MetaGraph directly also "
                                  f"failed: {e2}", file=path) from None
     keys = sorted(loaded.signatures.keys())
     if signature not in loaded.signatures:
         avail = ", ".join(keys) if keys else "none"
-        raise ModelLoadError(f"SavedModel has no signature {signature!r} (available: {avail})", file=path)
+        raise ModelLoadError(f"SavedModel has no signature {signature!r} (available: {avail}; pick one with "
+                             "--signature)", file=path)
     fn = loaded.signatures[signature]
     args, kwargs = fn.structured_input_signature
     specs = dict(kwargs)
@@ -417,10 +427,47 @@ def _saved_model_source(path: str, signature: str, trust_model: bool = False) ->
             return [np.asarray(res[k]) for k in out_names]
         return [np.asarray(t) for t in tf.nest.flatten(res)]
 
-    src = TFSource("saved_model", path, fn, in_names, out_names, run, signature=signature, signatures=keys)
+    src = TFSource("saved_model", path, fn, in_names, out_names, run, signature=signature, signatures=keys,
+                   tags=tags)
     src._loaded = loaded  # type: ignore[attr-defined]  # keeps the variables alive
     return src
 
+
+def _tag_set(path: str, tag: str) -> list[str]:
+    """``--tag serve,gpu`` → the tag list of the MetaGraph with exactly that tag set (an error lists the sets)."""
+    want = sorted({t.strip() for t in tag.split(",") if t.strip()})
+    sm = _saved_model_proto(path)
+    sets = [sorted(m.meta_info_def.tags) for m in sm.meta_graphs]
+    if want not in sets:
+        avail = "; ".join(",".join(s) or "(none)" for s in sets) or "none"
+        raise ModelLoadError(f"SavedModel has no MetaGraph tagged {','.join(want) or '(none)'!r} (tag sets: {avail}; "
+                             "pick one with --tag)", file=path)
+    return want
+
+
+def saved_model_listing(path: str) -> list[dict[str, Any]]:
+    """Every MetaGraph of the SavedModel at ``path``: its tags and each signature's method and inputs/outputs
+    (key, tensor name, dtype, shape; a sparse or ragged one says so), read from saved_model.pb alone (nothing is
+    loaded or run)."""
+    from tensorflow.core.framework import types_pb2
+
+    def info(t: Any) -> dict[str, Any]:
+        enc = t.WhichOneof("encoding")
+        name = t.name if enc == "name" else ("sparse: " + ", ".join((t.coo_sparse.values_tensor_name,
+                                                                     t.coo_sparse.indices_tensor_name,
+                                                                     t.coo_sparse.dense_shape_tensor_name))
+                                             if enc == "coo_sparse" else f"({enc})")
+        dims = None if t.tensor_shape.unknown_rank else [int(d.size) for d in t.tensor_shape.dim]
+        return {"tensor": name, "dtype": types_pb2.DataType.Name(t.dtype).removeprefix("DT_").lower(),
+                "shape": dims}
+
+    out = []
+    for m in _saved_model_proto(path).meta_graphs:
+        sigs = {k: {"method": s.method_name, "inputs": {a: info(t) for a, t in sorted(s.inputs.items())},
+                    "outputs": {a: info(t) for a, t in sorted(s.outputs.items())}}
+                for k, s in sorted(m.signature_def.items()) if k != "__saved_model_init_op"}
+        out.append({"tags": sorted(m.meta_info_def.tags), "signatures": sigs})
+    return out
 
 def _saved_model_proto(path: str) -> Any:
     """The SavedModel protobuf of ``path``/saved_model.pb (or .pbtxt)."""
@@ -486,10 +533,13 @@ def load_time_effects(sm: Any) -> list[EffectOp]:
     return found
 
 
-def _meta_graph_tags(path: str, signature: str) -> list[str]:
-    """The tag set of the MetaGraph in ``path``/saved_model.pb that has ``signature`` ("serve" first)."""
+def _meta_graph_tags(path: str, signature: str, tags: Sequence[str] | None = None) -> list[str]:
+    """The tag set of the MetaGraph in ``path``/saved_model.pb that has ``signature`` ("serve" first; with ``tags``
+    only the MetaGraph of that tag set)."""
     sm = _saved_model_proto(path)
     metas = sorted(sm.meta_graphs, key=lambda m: "serve" not in m.meta_info_def.tags)
+    if tags is not None:
+        metas = [m for m in metas if sorted(m.meta_info_def.tags) == sorted(tags)]
     for m in metas:
         if signature in m.signature_def:
             return list(m.meta_info_def.tags)
@@ -497,15 +547,17 @@ def _meta_graph_tags(path: str, signature: str) -> list[str]:
     raise ModelLoadError(f"SavedModel has no signature {signature!r} (available: {', '.join(avail) or 'none'})")
 
 
-def _saved_model_graph_source(path: str, signature: str, revive_error: str) -> TFSource:
+def _saved_model_graph_source(path: str, signature: str, revive_error: str,
+                              tag_set: Sequence[str] | None = None, roots: Sequence[str] | None = None) -> TFSource:
     """A SavedModel read without reviving Python objects: TF's v1 loader imports the MetaGraph into a session and
     restores the variables from the checkpoint; the signature's tensors are run there (the original model) and
     frozen to a GraphDef (``convert_variables_to_constants_from_session_graph``), which becomes the function to
-    convert."""
+    convert.  ``roots`` (tensor names, a cut's ``--outputs``): freeze only what they read instead of the whole
+    signature (an Estimator's eval signature also updates its metric variables, which cannot be frozen)."""
     tf = _tf()
     from tensorflow.python.framework import convert_to_constants as c2c
 
-    tags = _meta_graph_tags(path, signature)
+    tags = _meta_graph_tags(path, signature, tag_set)
     graph = tf.Graph()
     sess = tf.compat.v1.Session(graph=graph)
     try:
@@ -513,16 +565,38 @@ def _saved_model_graph_source(path: str, signature: str, revive_error: str) -> T
             meta = tf.compat.v1.saved_model.loader.load(sess, tags, path)
         sig = meta.signature_def[signature]
         in_names, out_names = sorted(sig.inputs), sorted(sig.outputs)
-        in_t = [sig.inputs[k].name for k in in_names]
-        out_t = [sig.outputs[k].name for k in out_names]
+        if roots:  # (a cut: its outputs must be in the graph; its inputs are the placeholders they read)
+            in_t = []
+            out_t = [r if ":" in r else f"{r}:0" for r in roots]
+            out_names = [r[:-2] if r.endswith(":0") else r for r in out_t]
+            for t in out_t:
+                if t.split(":")[0] not in {n.name for n in graph.as_graph_def().node}:
+                    raise ModelLoadError(f"--outputs: the graph has no tensor {t!r}", tensor=t)
+        else:
+            _dense_signature(sig, signature)
+            in_t = [sig.inputs[k].name for k in in_names]
+            out_t = [sig.outputs[k].name for k in out_names]
+        written = _metric_updates(graph.as_graph_def(), out_t)
+        if written:
+            raise ModelLoadError(f"signature {signature!r} updates variables when run ({written}: an Estimator "
+                                 "eval graph's metrics), which a TOSA program cannot; convert a serving signature "
+                                 "(--tag serve --signature …) or only the outputs you need (--outputs NAME)")
         effects = effect_ops(graph.as_graph_def(), out_t)  # (freezing prunes what the outputs do not read)
         frozen = c2c.convert_variables_to_constants_from_session_graph(
             sess, graph.as_graph_def(), sorted({t.split(":")[0] for t in out_t}))
+        if roots:
+            in_t = [f"{n.name}:0" for n in _reachable(list(frozen.node), out_t) if n.op == "Placeholder"]
+            in_names = _dedupe([t[:-2] for t in in_t])
     except ModelLoadError:
         sess.close()
         raise
     except Exception as e:
         sess.close()
+        kernel = re.search(r"No OpKernel was registered to support Op '(\w+)'", str(e))
+        if kernel:
+            raise ModelLoadError(f"this TensorFlow has no kernel for op {kernel.group(1)!r} (an op TensorFlow has "
+                                 "dropped since the model was exported), so the model can neither be loaded nor "
+                                 "run here", op=kernel.group(1)) from None
         raise ModelLoadError(f"v1 loader: {_first_line(e)}") from None
     keys = sorted(meta.signature_def)
     _rename_functions(frozen)
@@ -530,8 +604,8 @@ def _saved_model_graph_source(path: str, signature: str, revive_error: str) -> T
     def imp() -> None:
         tf.compat.v1.import_graph_def(frozen, name="")
 
-    wrapped = tf.compat.v1.wrap_function(imp, [])
     try:
+        wrapped = tf.compat.v1.wrap_function(imp, [])
         fn = wrapped.prune([wrapped.graph.get_tensor_by_name(t) for t in in_t],
                            [wrapped.graph.get_tensor_by_name(t) for t in out_t])
     except Exception as e:
@@ -542,11 +616,40 @@ def _saved_model_graph_source(path: str, signature: str, revive_error: str) -> T
         res = sess.run(out_t, {t: np.asarray(a) for t, a in zip(in_t, arrays)})
         return [np.asarray(r) for r in res]
 
-    src = TFSource("saved_model", path, fn, in_names, out_names, run, signature=signature, signatures=keys)
+    src = TFSource("saved_model", path, fn, in_names, out_names, run, signature=signature, signatures=keys,
+                   tags=tag_set if tag_set is None else list(tag_set))
     src.effects = effects
+    src.graph_def = frozen
+    src.input_tensors, src.output_tensors = in_t, out_t
     src.loader = f"MetaGraph + variables (TF v1 loader, tags {tags}); object graph not revived: {revive_error}"
     src._loaded = sess  # type: ignore[attr-defined]  # the session holding the restored variables
     return src
+
+
+def _dense_signature(sig: Any, key: str) -> None:
+    """Refuse a signature with a sparse or ragged input or output (TOSA takes and returns dense tensors)."""
+    odd = [f"{role[:-1]} {k} ({t.WhichOneof('encoding')})" for role, m in (("inputs", sig.inputs),
+                                                                           ("outputs", sig.outputs))
+           for k, t in sorted(m.items()) if t.WhichOneof("encoding") != "name"]
+    if odd:
+        raise ModelLoadError(f"signature {key!r} has sparse or ragged tensors ({', '.join(odd[:4])}"
+                             f"{' …' if len(odd) > 4 else ''}); TOSA takes dense tensors: cut the graph at the dense "
+                             "tensors they feed with --inputs NAME … --outputs NAME")
+
+
+#: ops that write a variable (an Estimator eval graph's metric updates)
+_UPDATE_OPS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "Assign", "AssignAdd", "AssignSub",
+               "ScatterAdd", "ResourceScatterAdd")
+
+
+def _metric_updates(gd: Any, roots: Sequence[str]) -> str:
+    """``AssignAddVariableOp x4 (a, b …)`` when running ``roots`` in ``gd`` writes variables, else ``""``."""
+    nodes = [n for n in _reachable(list(gd.node), roots) if n.op in _UPDATE_OPS]
+    if not nodes:
+        return ""
+    names = [n.name for n in nodes]
+    return f"{len(nodes)} op(s) {', '.join(sorted({n.op for n in nodes}))} ({', '.join(names[:3])}" + \
+        (" …)" if len(names) > 3 else ")")
 
 
 _renamed = [0]
@@ -558,7 +661,8 @@ def _rename_functions(gd: Any) -> None:
     revival attempt that failed), which TensorFlow refuses to redefine."""
     _renamed[0] += 1
     suffix = f"_tf2tosa_frozen{_renamed[0]}"
-    names = {f.signature.name: f.signature.name + suffix for f in gd.library.function}
+    names = {f.signature.name: re.sub(r"_tf2tosa_frozen\d+$", "", f.signature.name) + suffix
+             for f in gd.library.function}
     if not names:
         return
 
@@ -883,12 +987,50 @@ def _freeze(src: TFSource, keep: Sequence[str] | str | None = None
         else:
             frozen = c2c.convert_variables_to_constants_v2(cf, lower_control_flow=False, aggressive_inlining=True)
     except Exception as e:
-        raise ModelLoadError(f"variables cannot be frozen: {_first_line(e)}", file=src.label) from None
+        frozen = _freeze_again(src, keep, e)
+        if isinstance(frozen, tuple):
+            return frozen
     n_in = len(src.input_names)
     ins = [t for t in frozen.inputs if t.dtype != tf.resource][:n_in]
     if len(ins) != n_in:
         raise ModelLoadError(f"frozen function has {len(ins)} inputs for a signature of {n_in}", file=src.label)
     return frozen.graph, ins, list(frozen.outputs), kept
+
+
+def _freeze_again(src: TFSource, keep: Sequence[str] | str | None, error: Exception) -> Any:
+    """What :func:`_freeze` does when freezing failed with ``error`` (which is raised as one
+    :class:`ModelLoadError` when nothing here works):
+
+    * a SavedModel read by the v1 loader whose loop body the inliner rewrote ("duplicate function … definitions
+      differ": the rewritten body keeps the name the imported one has in the eager context): frozen again with the
+      library functions renamed between the inlining and the import (the frozen function);
+    * a SavedModel revived by ``tf.saved_model.load`` (a TF1 export wrapped in a function, whose graph Grappler's
+      inliner cannot import: "Failed to import metagraph"): read again through the v1 loader, frozen in its
+      session (``src`` becomes that source; the result is :func:`_freeze`'s tuple)."""
+    from tensorflow.python.framework import convert_to_constants as c2c
+
+    reason = _first_line(error)
+    if src.loader and "duplicate function" in reason:
+        try:
+            data = c2c._FunctionConverterDataInEager(func=src.function, lower_control_flow=False,
+                                                     aggressive_inlining=True)
+            gd, converted = c2c._replace_variables_by_constants(converter_data=data)
+            _rename_functions(gd)
+            return c2c._construct_concrete_function(src.function, gd, converted)
+        except Exception as e2:
+            raise ModelLoadError(f"variables cannot be frozen: {_first_line(e2)}", file=src.label) from None
+    if src.kind == "saved_model" and not src.loader and not keep and src.signature is not None:
+        try:
+            alt = _saved_model_graph_source(src.label, src.signature, f"freezing the revived signature failed: "
+                                            f"{reason}", src.tags)
+        except ModelLoadError as e2:
+            raise ModelLoadError(f"variables cannot be frozen: {reason}; reading its MetaGraph directly also "
+                                 f"failed: {e2.message}", file=src.label) from None
+        trusted = src.trusted
+        src.__dict__.update(alt.__dict__)
+        src.trusted = trusted
+        return _freeze(src, keep)
+    raise ModelLoadError(f"variables cannot be frozen: {reason}", file=src.label) from None
 
 
 def _written_variables(cf: Any) -> list[tuple[str, str]]:
@@ -1287,14 +1429,22 @@ def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serv
     extra = getattr(options, "extra", None) or {}
     from .archive import extract_limit
     from .keras_files import custom_objects_scope
+    from .tf_cut import parse_cut_outputs
 
+    cut_in, cut_out = extra.get("inputs"), parse_cut_outputs(extra.get("outputs"))  # (a cut by tensor names)
     # (the cap of a .keras zip's members, None: the default; the custom objects a Keras file's layers may need)
     with extract_limit(extra.get("max_extract_mb")), custom_objects_scope(extra.get("custom_objects")):
-        src = load_source(source, signature, outputs,
+        src = load_source(source, signature, cut_out or outputs,
                           unsafe_deserialization=bool(extra.get("unsafe_deserialization", False)),
-                          trust_model=bool(extra.get("trust_model", False)))
+                          trust_model=bool(extra.get("trust_model", False)), tag=extra.get("tag"))
     keep = (getattr(options, "extra", None) or {}).get("keep_variables")
+    if cut_in or (cut_out and src.kind != "graphdef"):
+        src = cut_source(src, cut_in, cut_out, keep)
     graph = graph_from_source(src, name, keep)
+    if cut_in or cut_out:
+        graph.meta["cut"] = {"inputs": list(src.input_names), "outputs": list(src.output_names)}
+    if not extra.get("custom_ops"):
+        _refuse_string_ops(graph, src)
     apply_qat(graph, mode, io)
     warnings: list[str] = []
     if src.loader:
@@ -1306,6 +1456,81 @@ def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serv
     if warnings:
         graph.meta["frontend_warnings"] = warnings
     return graph, src
+
+
+def _refuse_string_ops(graph: Graph, src: TFSource) -> None:
+    """One error when string, hash or table ops (:data:`.tf_cut.STRING_OPS`) are in the graph: none has a TOSA form;
+    it lists them and the cut (``--inputs`` / ``--outputs``) that would leave them out."""
+    from ..errors import UnsupportedOpsError
+    from .tf_cut import string_blockers
+
+    found = string_blockers(graph, list(graph.meta.get("output_tensors", {}).values()) or None)
+    if found is None:
+        return
+    counts: dict[str, int] = {}
+    for t, _ in found.ops:
+        counts[f"tf.{t}"] = counts.get(f"tf.{t}", 0) + 1
+    if found.carriers:
+        counts["ops on string tensors"] = found.carriers
+    err = UnsupportedOpsError({k: (n, "a string, hash or table op (TOSA has no strings)") for k, n in counts.items()},
+                              file=src.label)
+    ConversionError.__init__(err, f"string, hash and table ops block the conversion (TOSA has no strings): "
+                             f"{found.describe()}; {found.guidance()}", file=src.label)
+    raise err
+
+
+def cut_source(src: TFSource, inputs: Any = None, outputs: Any = None,
+               keep: Sequence[str] | str | None = None) -> TFSource:
+    """The part of ``src`` between the tensors ``inputs`` and ``outputs`` (:mod:`.tf_cut`; names of its frozen
+    graph: ``node`` or ``node:k``), as a GraphDef source whose inputs are placeholders standing for the cut tensors.
+    Without ``outputs``, the source's outputs; without ``inputs``, the graph inputs the outputs read.  Its ``run``
+    feeds the cut tensors to the original model (a v1 SavedModel's session), else to the frozen graph in
+    TensorFlow."""
+    tf = _tf()
+    from .tf_cut import cut_graph_def, parse_cut_inputs, parse_cut_outputs
+
+    if keep:
+        raise ModelLoadError("--keep-variables does not combine with a cut (--inputs/--outputs)", file=src.label)
+    cins, couts = parse_cut_inputs(inputs), parse_cut_outputs(outputs)
+    try:
+        tf_graph, _ins, outs, _ = _freeze(src)
+    except ModelLoadError:
+        if not (couts and src.kind == "saved_model" and src.signature is not None):
+            raise
+        # (an Estimator eval signature: freeze only what the cut's outputs read, in the v1 loader's session)
+        alt = _saved_model_graph_source(src.label, src.signature, "a cut of its graph", src.tags, couts)
+        alt.trusted = src.trusted
+        src = alt
+        tf_graph, _ins, outs, _ = _freeze(src)
+    couts = couts or [t.name for t in outs]
+    gd = tf_graph.as_graph_def()
+    new, in_t, out_t = cut_graph_def(gd, tf_graph, cins, couts, src.label)
+    by_ph = {f"{c.tensor.rsplit(':', 1)[0]}__cut{c.tensor.rsplit(':', 1)[1]}": c.tensor for c in cins}
+    orig_in = [by_ph[t.split(":")[0]] if t.split(":")[0] in by_ph else t for t in in_t]
+    in_names = _dedupe([t[:-2] if t.endswith(":0") else t for t in orig_in])
+    out_names = _dedupe([t[:-2] if t.endswith(":0") else t for t in couts]) if outputs else list(src.output_names)
+    sess = getattr(src, "_loaded", None) if src.loader else None
+    session_names = {n.name for n in sess.graph.as_graph_def().node} if sess is not None else set()
+    if sess is not None and all(t.split(":")[0] in session_names for t in orig_in + couts):
+        def run(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+            res = sess.run(list(couts), {t: np.asarray(a) for t, a in zip(orig_in, arrays)})
+            return [np.asarray(r) for r in res]
+    else:
+        def run(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+            def imp() -> None:
+                tf.compat.v1.import_graph_def(new, name="")
+
+            wrapped = tf.compat.v1.wrap_function(imp, [])
+            pruned = wrapped.prune([wrapped.graph.get_tensor_by_name(t) for t in in_t],
+                                   [wrapped.graph.get_tensor_by_name(t) for t in out_t])
+            return [np.asarray(t) for t in pruned(*[tf.constant(a) for a in arrays])]
+
+    cut = TFSource("graphdef", src.label, None, in_names, out_names, run, graph_def=new, input_tensors=in_t,
+                   output_tensors=out_t, signature=src.signature, signatures=list(src.signatures), tags=src.tags)
+    cut.trusted = src.trusted
+    cut.effects = effect_ops(new, out_t)
+    cut._loaded = getattr(src, "_loaded", None)  # type: ignore[attr-defined]  # (keeps the variables alive)
+    return cut
 
 
 def tflite_qat_reference(source: Any, int8_io: bool = False, signature: str = "serving_default") -> bytes:
