@@ -86,9 +86,24 @@ def _frames(quant: str | None = None, seed: int = 32) -> bytes:
     return _to_tflite(fn, [1, None], quant, [(1, 16005), (1, 16237), (1, 12345)], seed)
 
 
+def _same_small_kernel(quant: str | None = None, seed: int = 34) -> bytes:
+    """[1, None] → conv1d kernel 2 stride 3 SAME → conv1d kernel 3 stride 5 SAME → [1, ⌈⌈L/3⌉/5⌉, 4]: TF's SAME
+    total max(0, (⌈n/s⌉ - 1)·s + k - n) with 1 < k < s is positive at some lengths and negative at others."""
+    tf = _tf()
+    rng = np.random.default_rng(seed)
+    w1, w2 = _w(rng, (2, 1, 4), 0.5), _w(rng, (3, 4, 4), 0.5)
+
+    def fn(x: Any) -> Any:
+        y = tf.nn.relu(tf.nn.conv1d(x[:, :, None], w1, stride=3, padding="SAME"))
+        return tf.nn.conv1d(y, w2, stride=5, padding="SAME")
+
+    return _to_tflite(fn, [1, None], quant, [(1, 400), (1, 401), (1, 77)], seed)
+
+
 def _model(name: str, quant: str | None = None) -> bytes:
-    if name in ("front_end", "frames"):
-        builder: Callable[..., bytes] = _front_end if name == "front_end" else _frames
+    if name in ("front_end", "frames", "same_small_kernel"):
+        builder: Callable[..., bytes] = {"front_end": _front_end, "frames": _frames,
+                                         "same_small_kernel": _same_small_kernel}[name]
         params: dict[str, Any] = {"quant": quant}
     else:
         builder, params = _stride7, {}
@@ -139,10 +154,11 @@ def test_valid_strided_front_end_is_one_program_at_three_lengths(quant: str | No
     _matches_litert(data, g, LENGTHS, quant)
 
 
-def test_symbolic_front_end_is_valid_1_1_draft_mlir() -> None:
+@pytest.mark.parametrize("name, hint", [("front_end", 16000), ("frames", 16005), ("same_small_kernel", None)])
+def test_symbolic_programs_are_valid_1_1_draft_mlir(name: str, hint: int | None) -> None:
     if not tosa_tools.available():
         pytest.skip("tosa-tools environment not available")
-    dyn = convert_dynamic(_model("front_end"), hints={"d1": 16000})
+    dyn = convert_dynamic(_model(name), hints={"d1": hint} if hint else None)
     ok, msg = tosa_tools.validate_mlir(dyn.to_mlir(), dyn.profiles, dyn.extensions, level="none",
                                        version=DRAFT_VERSION)
     assert ok, msg
@@ -156,6 +172,15 @@ def test_remainder_frames_are_a_slice_of_the_read_rows() -> None:
     assert "160*((d1 - 512) // 160) + 512" in labels and "(d1 - 512) // 160 + 1" in labels, sorted(labels)
     assert not any("% 160" in str(e) for e in g.meta["dim_equalities"])
     assert not any(op.opcode == "ASSERT_EQUAL_SHAPE" for op in g.ops.values())
+
+
+@pytest.mark.parametrize("quant", [None, "int8"])
+def test_same_with_a_kernel_smaller_than_the_stride(quant: str | None) -> None:
+    """SAME with 1 < k < s over a symbolic length: pad total raw - min(raw, 0), the input cut to n + min(raw, 0)
+    (no guard on raw's sign, so one program serves lengths of every residue mod 3 and mod 15)."""
+    data = _model("same_small_kernel", quant)
+    g = convert_dynamic(data).graph
+    _matches_litert(data, g, (400, 401, 402, 406, 418), quant)  # L mod 3: 1, 2, 0, 1, 1; ⌈L/3⌉ mod 5: 4, 4, 4, 1, 0
 
 
 @pytest.mark.parametrize("quant", [None, "int8"])

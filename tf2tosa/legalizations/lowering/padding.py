@@ -64,6 +64,17 @@ def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], strid
     pads: list[int] = []
     sizes: list[int | None] = [None, None]
     for i in range(2):
+        eff_k = (kernel[i] - 1) * dilation[i] + 1
+        if padding == "SAME" and is_symbolic(in_hw[i]) and 1 < eff_k < stride[i]:
+            # --dynamic: TF's total max(0, raw), raw = (⌈n/s⌉ - 1)·s + eff_k - n, is positive at some sizes and
+            # negative at others: pad total = raw - min(raw, 0) and cut the input to n + min(raw, 0) (the rows
+            # past the last window); the padded size n + raw keeps the output-size division exact
+            raw = ((in_hw[i] + stride[i] - 1) // stride[i] - 1) * stride[i] + eff_k - in_hw[i]
+            cut = sym_min(raw, 0)
+            total = raw - cut
+            sizes[i] = in_hw[i] + cut
+            pads += [total // 2, total - total // 2]
+            continue
         if padding == "SAME":
             before, after = same_padding(in_hw[i], kernel[i], stride[i], dilation[i])
         elif padding == "VALID":
@@ -76,7 +87,6 @@ def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], strid
                 raise Unsupported(f"negative explicit padding {list(explicit)}")
         else:
             raise Unsupported(f"padding {padding!r}")
-        eff_k = (kernel[i] - 1) * dilation[i] + 1
         if is_symbolic(before) or is_symbolic(after):  # SAME over a symbolic size: (out - 1)·s, exact
             pads += [before, after]
             continue
