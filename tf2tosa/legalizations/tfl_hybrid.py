@@ -23,6 +23,12 @@ input is padded with 0.0 before it is quantized - 0 lies in every asymmetric ran
 and 0.0 quantizes to exactly the zero point - the product then takes ``zp·Σw`` off every output, which removes the
 padded taps exactly.  Rows cut off by a VALID window's remainder are cut after the quantization (LiteRT's range
 covers the whole input).
+
+Size (the weights stay int8, so a ``.tosa`` grows by its ops, ~90-100 bytes each in the flatbuffer): the int8
+product's bias is one [1] zero (broadcast, spec BC == 1); ``zp·Σw`` is taken off in float32 where that is exact
+(:func:`~tf2tosa.quant.hybrid.corrected`); a tensor read by several hybrid ops (Q/K/V projections) is quantized
+once; an unrolled loop's per-step rows GATHERed from one sequence are quantized once for the whole sequence and
+gathered (:func:`_gathered_rows`); the values made inside an op get short names.
 """
 
 from __future__ import annotations
@@ -33,13 +39,12 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
 from ..quant.conv import note_inexact
 from ..quant.hybrid import (
+    corrected,
     dequantize_weight,
     hybrid_mode,
     is_hybrid,
-    offset_correction,
-    quantize_batches,
-    quantize_rows,
-    quantize_rows_asymmetric,
+    quantize,
+    short_names,
     weight_scales,
 )
 from ..tosa.builder import Builder
@@ -79,8 +84,9 @@ def _z8(b: Builder) -> Value:
     return b.zp(0, DType.INT8)
 
 
-def _zero_bias(b: Builder, n: int) -> Value:
-    return b.const(np.zeros([n], np.int64), DType.INT32, name="zero_bias")
+def _zero_bias(b: Builder) -> Value:
+    """A [1] int32 zero: the int8 product's bias, broadcast over the output channels (spec: BC == 1)."""
+    return b.const(np.zeros([1], np.int64), DType.INT32, name="zero_bias")
 
 
 def _finish(b: Builder, op: Operation, y: Value, k: int) -> Value:
@@ -101,12 +107,16 @@ def _quantized_input(b: Builder, x: Value, pads: list[int], asymmetric: bool
                      ) -> tuple[Value, Value, Value | None, list[int]]:
     """x [N, H, W, C] quantized per batch image, with the window's pads: (q, factor [N,1,1,1], zero point or None,
     the pads left for the TOSA op)."""
-    if asymmetric and any(p > 0 for p in pads):
-        pos = [max(0, p) for p in pads]
-        x = b.pad(x, [0, 0, pos[0], pos[1], pos[2], pos[3], 0, 0], 0.0)
-        pads = [0, min(0, pads[1]), 0, min(0, pads[3])]
-    q, factor, zp = quantize_batches(b, x, asymmetric)
-    q, pads = apply_window_padding(b, q, pads, _z8(b))
+    n, h, w, c = static_shape(x)
+    with short_names(b):
+        if asymmetric and any(p > 0 for p in pads):
+            pos = [max(0, p) for p in pads]
+            x = b.pad(x, [0, 0, pos[0], pos[1], pos[2], pos[3], 0, 0], 0.0)
+            pads = [0, min(0, pads[1]), 0, min(0, pads[3])]
+            n, h, w, c = static_shape(x)
+    q, factor, zp = quantize(b, x, [n, h, w, c], asymmetric, rows=[n, 1, 1, h * w * c])
+    with short_names(b):
+        q, pads = apply_window_padding(b, q, pads, _z8(b))
     return q, factor, zp, pads
 
 
@@ -129,16 +139,15 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
     dil = [int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))]
     pads = window_pads(a.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     q, factor, zp, pads = _quantized_input(b, x, pads, asymmetric=per_channel)
-    dot = b.conv2d(q, w, _zero_bias(b, oc), _z8(b), _z8(b), pad=pads, stride=stride, dilation=dil,
-                   acc_type="INT32")
-    wq = np.asarray(w.const(), np.int64)
-    dot = offset_correction(b, dot, zp, wq.reshape(oc, -1).sum(axis=1))
-    acc = b.cast(dot, DType.FP32)
-    if per_channel:  # reference_ops::HybridConvPerChannel: acc · s_w[c] · factor_b
-        y = b.mul(b.mul(acc, _scale(b, 4, scales)), factor)
-    else:  # EvalHybrid: factor_b *= s_w, then acc · factor_b
-        y = b.mul(acc, b.mul(factor, _scale(b, 4, scales[:1])))
-    return [_finish(b, op, y, 2)]
+    with short_names(b):
+        dot = b.conv2d(q, w, _zero_bias(b), _z8(b), _z8(b), pad=pads, stride=stride, dilation=dil,
+                       acc_type="INT32")
+        acc = corrected(b, dot, zp, np.asarray(w.const(), np.int64).reshape(oc, -1))
+        if per_channel:  # reference_ops::HybridConvPerChannel: acc · s_w[c] · factor_b
+            acc = b.mul(acc, _scale(b, 4, scales))
+        else:  # EvalHybrid: factor_b *= s_w, then acc · factor_b
+            factor = b.mul(factor, _scale(b, 4, scales[:1]))
+    return [_finish(b, op, b.mul(acc, factor), 2)]
 
 
 def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
@@ -154,24 +163,43 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     dil = [int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))]
     pads = window_pads(a.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     q, factor, zp, pads = _quantized_input(b, x, pads, asymmetric=True)
-    w4 = b.reshape(w, [kh, kw, c, cm // c])
-    dot = b.depthwise_conv2d(q, w4, _zero_bias(b, cm), _z8(b), _z8(b), pad=pads, stride=stride, dilation=dil,
-                             acc_type="INT32")
-    wq = np.asarray(w.const(), np.int64)
-    dot = offset_correction(b, dot, zp, wq.reshape(kh * kw, cm).sum(axis=0))
-    y = b.mul(b.cast(dot, DType.FP32), b.mul(_scale(b, 4, scales), factor))
-    return [_finish(b, op, y, 2)]
+    with short_names(b):
+        w4 = b.reshape(w, [kh, kw, c, cm // c])
+        dot = b.depthwise_conv2d(q, w4, _zero_bias(b), _z8(b), _z8(b), pad=pads, stride=stride, dilation=dil,
+                                 acc_type="INT32")
+        acc = corrected(b, dot, zp, np.asarray(w.const(), np.int64).reshape(kh * kw, cm).T)
+        scale = b.mul(_scale(b, 4, scales), factor)
+    return [_finish(b, op, b.mul(acc, scale), 2)]
 
 
-def _rows(b: Builder, x3: Value, asymmetric: bool) -> tuple[Value, Value, Value | None]:
-    """Each row (last axis) of x3 [B, M, K] quantized on its own: q [B, M, K], factor and zp [B, M, 1]."""
-    bb, m, k = static_shape(x3)
-    rows = b.reshape(x3, [1, bb * m, k])
-    if asymmetric:
-        q, factor, zp = quantize_rows_asymmetric(b, rows)
-        return b.reshape(q, [bb, m, k]), b.reshape(factor, [bb, m, 1]), b.reshape(zp, [bb, m, 1])
-    q, factor = quantize_rows(b, rows)
-    return b.reshape(q, [bb, m, k]), b.reshape(factor, [bb, m, 1]), None
+def _unreshaped(v: Value, ic: int) -> Value:
+    """The tensor ``v`` is reshaped from through RESHAPEs that keep a last axis of ``ic`` (the same rows)."""
+    while v.producer is not None and v.producer.opcode == "RESHAPE" and v.type.is_static and v.shape \
+            and int(v.shape[-1]) == ic and v.producer.operands[0].shape \
+            and int(v.producer.operands[0].shape[-1]) == ic:
+        v = v.producer.operands[0]
+    return v
+
+
+def _gathered_rows(b: Builder, x: Value, n: int, ic: int, asymmetric: bool
+                   ) -> tuple[Value, Value, Value | None] | None:
+    """When x is (a reshape of) whole rows GATHERed from a float tensor T [N, K, ic] - the time step an unrolled
+    loop takes from its sequence - T's rows quantized once (shared by every step) and gathered like x: the same
+    q, factor and zero point, as each row is quantized on its own.  None for any other x."""
+    v = _unreshaped(x, ic)
+    g = v.producer
+    if g is None or g.opcode != "GATHER" or not g.operands[1].is_const or not v.type.is_static:
+        return None
+    t, idx = g.operands
+    if not t.type.is_static or int(t.shape[-1]) != ic or int(np.prod(static_shape(v))) != n * ic:
+        return None
+    # (each copy of an unrolled body reshapes the sequence anew: the rows are those of the first tensor)
+    qt, ft, zt = quantize(b, _unreshaped(t, ic), static_shape(t), asymmetric)
+    with short_names(b):
+        q = b.reshape(b.gather(qt, idx), [n, 1, 1, ic])
+        factor = b.reshape(b.gather(ft, idx), [n, 1, 1, 1])
+        zp = b.reshape(b.gather(zt, idx), [n, 1, 1, 1]) if zt is not None else None
+    return q, factor, zp
 
 
 def fully_connected(b: Builder, op: Operation) -> list[Value]:
@@ -189,14 +217,15 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     n = total // ic
     scales = weight_scales(op, w, oc, 0)
     asymmetric = bool(op.attrs.get("asymmetric_quantize_inputs", False))
-    q, factor, zp = _rows(b, b.reshape(x, [1, n, ic]), asymmetric)
-    dot = b.conv2d(b.reshape(q, [n, 1, 1, ic]), b.reshape(w, [oc, 1, 1, ic]), _zero_bias(b, oc), _z8(b), _z8(b),
-                   pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1], acc_type="INT32")
-    dot = b.reshape(dot, [1, n, oc])
-    dot = offset_correction(b, dot, zp, np.asarray(w.const(), np.int64).sum(axis=1))
-    # BatchQuantizeFloats, then scaling_factor · s_w (per tensor), or · s_w[c] (per channel)
-    y = b.mul(b.cast(dot, DType.FP32), b.mul(factor, _scale(b, 3, scales if _per_channel(w) else scales[:1])))
-    y = _finish(b, op, y, 2)
+    # each row quantized on its own (BatchQuantizeFloats): rows [n, 1, 1, ic], factor and zero point [n, 1, 1, 1]
+    q, factor, zp = _gathered_rows(b, x, n, ic, asymmetric) or quantize(b, x, [n, 1, 1, ic], asymmetric)
+    with short_names(b):
+        dot = b.conv2d(q, b.reshape(w, [oc, 1, 1, ic]), _zero_bias(b), _z8(b), _z8(b), pad=[0, 0, 0, 0],
+                       stride=[1, 1], dilation=[1, 1], acc_type="INT32")
+        acc = corrected(b, dot, zp, np.asarray(w.const(), np.int64))
+        # scaling_factor · s_w (per tensor), or · s_w[c] (per channel)
+        scale = b.mul(factor, _scale(b, 4, scales if _per_channel(w) else scales[:1]))
+    y = _finish(b, op, b.mul(acc, scale), 2)
     out = xs[:-1] + [oc] if op.attrs.get("keep_num_dims") and xs else [n, oc]
     return [b.reshape(y, out)]
 
@@ -213,12 +242,24 @@ def matmul(b: Builder, op: Operation, x3: Value, y3: Value) -> Value:
         raise Unsupported(f"hybrid {op.name}: the int8 operand needs one scale and zero point 0 (LiteRT reads "
                           "its per-tensor parameters)")
     asymmetric = bool(op.attrs.get("asymmetric_quantize_inputs", False))
-    qx, factor, zp = _rows(b, x3, asymmetric)
-    dot = b.matmul(qx, y3, _z8(b), _z8(b))
-    if zp is not None:
-        rs = np.asarray(y3.const(), np.int64).sum(axis=1, keepdims=True)
-        dot = b.binary("SUB", dot, b.mul(zp, b.const(rs, DType.INT32)))
-    return b.mul(b.cast(dot, DType.FP32), b.mul(factor, _scale(b, 3, np.asarray(q.scale, np.float32)[:1])))
+    qx, factor, zp = quantize(b, x3, static_shape(x3), asymmetric)  # each row (last axis) on its own
+    with short_names(b):
+        dot = b.matmul(qx, y3, _z8(b), _z8(b))
+        wy = np.asarray(y3.const(), np.int64)  # [B', K, N]: the weights of output column n are wy[:, :, n]
+        if wy.shape[0] == 1:
+            acc = corrected(b, dot, zp, wy[0].T)
+        else:  # one weight matrix per batch entry: its own column sums
+            acc = _corrected_batched(b, dot, zp, wy)
+        scale = b.mul(factor, _scale(b, 3, np.asarray(q.scale, np.float32)[:1]))
+    return b.mul(acc, scale)
+
+
+def _corrected_batched(b: Builder, dot: Value, zp: Value | None, wy: np.ndarray) -> Value:
+    """float32(dot - zp · Σ_k wy[b, k, n]) for a batch of weight matrices wy [B, K, N] (dot [B, M, N])."""
+    if zp is None:
+        return b.cast(dot, DType.FP32)
+    rs = b.const(wy.sum(axis=1, keepdims=True), DType.INT32)
+    return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)
 
 
 __all__ = ["conv_2d", "depthwise_conv_2d", "float_weight", "fully_connected", "kernel_mode", "matmul"]

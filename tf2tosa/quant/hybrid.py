@@ -10,19 +10,23 @@ transpose conv) to int8 on the fly, take the int8 × int8 → int32 product and 
 * symmetric: range = max|v|, factor = range / 127, q = round(v · 127 / range) clamped to ±127 (all zeros and
   factor 1 for a zero row);
 * asymmetric: rmin = min(0, min v), rmax = max(0, max v), factor = (rmax - rmin) / 255, zero point
-  zp = clamp(round(-128 - rmin / factor)), q = clamp(round(zp + v / factor)) in [-128, 127] (zeros, factor 1 and
+  zp = clamp(round(-128 - rmin / factor)), q = clamp(zp + round(v / factor)) in [-128, 127] (the offset is added
+  after the rounding: an exact tie rounds by the sign of v) (zeros, factor 1 and
   zp 0 when rmin = rmax); the product subtracts ``zp · Σ w`` (the weights' row sums);
 * result = float(dot) · factor · s_w (per channel) + bias, then the fused activation.
 
-TOSA: ABS/REDUCE_MAX (REDUCE_MIN) for the range, RECIPROCAL for the inverse factor, FLOOR(|x| + 0.5) with the
-sign for C's ``round``, CLAMP, CAST to int8, an int8 product (exact int32), the row-sum correction in int32, CAST
-to float, MULs and the bias ADD.  The dot products are exact; the kernels' divisions (partly in double) are
+TOSA, per quantized tensor (:func:`quantize`): REDUCE_MAX of ABS (symmetric) or REDUCE_MIN/REDUCE_MAX with 0
+(asymmetric) for the range, RECIPROCAL and MUL for the scale, C's ``round`` exactly (:func:`c_round`), CAST to
+int8 (which saturates: the kernels' clamp); then an int8 product (exact int32), the row-sum correction in int32,
+CAST to float, MULs and the bias ADD.  The dot products are exact; the kernels' divisions (partly in double) are
 RECIPROCAL + MUL in float32 here (an ulp apart at worst), so an element within that distance of a rounding
 boundary may quantize one step differently: the outputs are compared with LiteRT within the float bound.
 
-The ``dequantize`` mode (``--hybrid dequantize``) instead keeps each int8 weight as its constant plus CAST and MUL
-by its scales (:func:`dequantize_weight`) and runs the op in float: closer to the float model the weights came
-from, not what LiteRT computes.
+A zero range (an all-zero row) is raised to :data:`TINY` instead of being special-cased: every element is 0, so
+q is 0 (symmetric) or exactly the zero point (asymmetric, zp = -128), and the product, corrected by ``zp·Σw``, is
+0 as LiteRT's (which takes q = 0, factor 1).  A tensor that feeds several hybrid ops (Q/K/V projections) is
+quantized once (:func:`quantize` keeps what it made per graph).  The tensors made here get short names (``hq``,
+``hq_1`` …: :func:`short_names`); the op's result keeps the source's name.
 """
 
 from __future__ import annotations
@@ -102,82 +106,143 @@ def dequantize_weight(b: Builder, op: Operation, w: Value) -> Value:
     return out
 
 
+#: a quantized range below this is taken as this (a zero range: see the module docstring); 2^-110 keeps
+#: ``range / 255`` a normal float32, so its RECIPROCAL is finite
+TINY = 2.0 ** -110
+#: the float32 just below 1/2: FLOOR(v + HALF_BELOW) is C's round of any float32 0 <= v < 2^23 (v + 0.5 would take
+#: 0.49999997 to 1)
+HALF_BELOW = float(np.nextafter(np.float32(0.5), np.float32(0.0)))
+#: ``graph.meta`` key: (value id, shape, asymmetric) -> what :func:`quantize` made for it
+QUANTIZED = "hybrid_quantized"
+#: the base of the names of the tensors the hybrid rules make inside an op
+SHORT_NAME = "hq"
+
+
+class short_names:
+    """``with short_names(b):`` the values made get the short base name :data:`SHORT_NAME` (the source's names
+    run to hundreds of bytes, and an on-the-fly quantization makes a dozen values); the builder's name hint is
+    restored on exit, for the op's last values."""
+
+    def __init__(self, b: Builder) -> None:
+        self.b = b
+        self.hint = b.name_hint
+
+    def __enter__(self) -> None:
+        self.b.name_hint = SHORT_NAME
+
+    def __exit__(self, *exc: object) -> None:
+        self.b.name_hint = self.hint
+
+
 def fconst(b: Builder, value: float, rank: int = 3) -> Value:
     """A float32 scalar as a rank-``rank`` [1, ...] constant."""
     return b.const(np.full([1] * rank, value, np.float32), DType.FP32)
 
 
-def c_round(b: Builder, v: Value) -> Value:
-    """C's round (half away from zero) of a float32 tensor: sign(v)·FLOOR(|v| + 0.5)."""
+def c_round(b: Builder, v: Value, nonnegative: bool = False) -> Value:
+    """C's round (half away from zero) of a float32 tensor, exactly: FLOOR(v + 0.5⁻) where v >= 0, CEIL(v - 0.5⁻)
+    where v < 0 (0.5⁻ = :data:`HALF_BELOW`; both exact below 2^23, checked over every float32 below 256).  TOSA's
+    CAST rounds ties to even instead, and a tie is an ordinary event here (an input of power-of-two range)."""
     r = v.type.rank
-    mag = b.floor(b.binary("ADD", b.abs(v), fconst(b, 0.5, r)))
-    neg = b.binary("GREATER", fconst(b, 0.0, r), v)
-    return where(b, neg, b.binary("SUB", fconst(b, 0.0, r), mag), mag)
+    up = b.floor(b.binary("ADD", v, fconst(b, HALF_BELOW, r)))
+    if nonnegative:
+        return up
+    down = b.ceil(b.binary("SUB", v, fconst(b, HALF_BELOW, r)))
+    return where(b, b.binary("GREATER", fconst(b, 0.0, r), v), down, up)
 
 
 def where(b: Builder, cond: Value, a: Value, c: Value) -> Value:
     return b.emit("SELECT", b.broadcast_ranks(cond, a, c)).result
 
 
+def _symmetric(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value]:
+    """SymmetricQuantizeFloats of each row of x reshaped to ``rows`` (along its last axis): (int8 q shaped like x,
+    float32 factor shaped like ``rows`` with a last axis of 1, which must broadcast against x).
+    q = sign(x)·round(|x|·(127/range)): fl(|x|·s) = |fl(x·s)| and C's round is odd, so rounding the magnitude (>= 0,
+    two ops) and restoring the sign is the same."""
+    r = x.type.rank
+    ax = b.abs(x)
+    rmax = b.reduce_max(b.reshape(ax, rows), axis=len(rows) - 1)
+    rng = b.binary("MAXIMUM", rmax, fconst(b, TINY, len(rows)))
+    inv = b.mul(b.reciprocal(rng), fconst(b, 127.0, len(rows)))  # 127/range (exact for a power-of-two range)
+    factor = b.mul(rng, fconst(b, float(np.float32(1.0 / 127.0)), len(rows)))
+    mag = c_round(b, b.mul(ax, inv), nonnegative=True)  # <= 127: |x| <= range
+    signed = where(b, b.binary("GREATER", fconst(b, 0.0, r), x), b.binary("SUB", fconst(b, 0.0, r), mag), mag)
+    return b.cast(signed, DType.INT8), factor
+
+
+def _asymmetric(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value, Value]:
+    """AsymmetricQuantizeFloats of each row of x reshaped to ``rows``: (int8 q shaped like x, float32 factor and
+    float32 zero point (an integer) shaped like ``rows`` with a last axis of 1).  The range's upper end is at least
+    :data:`TINY` rather than 0: the same (max - min) for any row but one whose values all lie within 2^-86 of 0."""
+    k = len(rows)
+    flat = b.reshape(x, rows)
+    rmin = b.binary("MINIMUM", b.reduce_min(flat, axis=k - 1), fconst(b, 0.0, k), nan_mode="PROPAGATE")
+    rmax = b.binary("MAXIMUM", b.reduce_max(flat, axis=k - 1), fconst(b, TINY, k), nan_mode="PROPAGATE")
+    factor = b.mul(b.binary("SUB", rmax, rmin), fconst(b, float(np.float32(1.0 / 255.0)), k))
+    inv = b.reciprocal(factor)
+    # zero point: round(-128 - rmin/factor), in [-128, 127] as rmin <= 0 and -rmin <= range
+    zp = c_round(b, b.binary("SUB", fconst(b, -128.0, k), b.mul(rmin, inv)))
+    # zp + round(x/factor), as the kernel adds the (integer) offset after rounding: a tie rounds away from zero by
+    # the sign of x, not of the sum; CAST saturates to [-128, 127] (the kernel's clamp)
+    q = b.cast(b.binary("ADD", zp, c_round(b, b.mul(x, inv))), DType.INT8)
+    return q, factor, zp
+
+
+def quantize(b: Builder, x: Value, shape: list[int], asymmetric: bool, rows: list[int] | None = None
+             ) -> tuple[Value, Value, Value | None]:
+    """x reshaped to ``shape`` and quantized row by row, a row being the last axis of x reshaped to ``rows``
+    (default ``shape``; LiteRT's per-row or per-batch quantization): (int8 q of ``shape``, float32 factor and
+    float32 zero point (an integer; asymmetric, else None) of ``rows`` with a last axis of 1, broadcast against
+    ``shape``).  Made once per tensor, shapes and kind in a graph: a later hybrid op reading the same tensor reuses
+    it."""
+    rows = rows or shape
+    memo: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], tuple[Value, Value, Value | None]]
+    memo = b.graph.meta.setdefault(QUANTIZED, {})
+    key = (x.id, tuple(shape), tuple(rows), asymmetric)
+    got = memo.get(key)
+    if got is not None and all(v.producer is not None and b.graph.ops.get(v.producer.id) is v.producer
+                               for v in got if v is not None):
+        return got
+    with short_names(b):
+        elems = b.reshape(x, shape)
+        if asymmetric:
+            made: tuple[Value, Value, Value | None] = _asymmetric(b, elems, rows)
+        else:
+            q, factor = _symmetric(b, elems, rows)
+            made = (q, factor, None)
+    memo[key] = made
+    return made
+
+
 def quantize_rows(b: Builder, x: Value) -> tuple[Value, Value]:
     """SymmetricQuantizeFloats per row of x [1, R, K]: (int8 [1, R, K], float32 factor [1, R, 1])."""
-    rng = b.reduce_max(b.abs(x), axis=2)
-    zero = b.binary("EQUAL", rng, fconst(b, 0.0))
-    one = fconst(b, 1.0)
-    safe = where(b, zero, one, rng)
-    factor = where(b, zero, one, b.mul(rng, fconst(b, float(np.float32(1.0 / 127.0)))))
-    v = b.mul(x, b.mul(b.reciprocal(safe), fconst(b, 127.0)))
-    q = b.cast(b.clamp(c_round(b, v), -127.0, 127.0), DType.INT8)
-    return q, factor
+    with short_names(b):
+        return _symmetric(b, x, list(x.shape))
 
 
 def quantize_rows_asymmetric(b: Builder, x: Value) -> tuple[Value, Value, Value]:
     """AsymmetricQuantizeFloats per row of x [1, R, K]: (int8 q, float32 factor [1, R, 1], int32 zero point)."""
-    zero_f = fconst(b, 0.0)
-    rmin = b.binary("MINIMUM", b.reduce_min(x, axis=2), zero_f, nan_mode="PROPAGATE")
-    rmax = b.binary("MAXIMUM", b.reduce_max(x, axis=2), zero_f, nan_mode="PROPAGATE")
-    rng = b.binary("SUB", rmax, rmin)
-    empty = b.binary("EQUAL", rng, zero_f)
-    one = fconst(b, 1.0)
-    factor = where(b, empty, one, b.mul(rng, fconst(b, float(np.float32(1.0 / 255.0)))))
-    inv = b.reciprocal(factor)
-    zp_real = b.binary("SUB", fconst(b, -128.0), b.mul(rmin, inv))
-    zp = where(b, empty, zero_f, b.clamp(c_round(b, zp_real), -128.0, 127.0))
-    q = b.cast(b.clamp(c_round(b, b.binary("ADD", zp, b.mul(x, inv))), -128.0, 127.0), DType.INT8)
-    return q, factor, b.cast(zp, DType.INT32)
+    with short_names(b):
+        q, factor, zp = _asymmetric(b, x, list(x.shape))
+        return q, factor, b.cast(zp, DType.INT32)
 
 
-def quantize_batches(b: Builder, x: Value, asymmetric: bool) -> tuple[Value, Value, Value | None]:
-    """Quantize each batch entry (leading axis) of x as one row: (int8 q shaped like x, float32 factor and int32
-    zero point (asymmetric, else None) shaped [N, 1, …, 1] of x's rank)."""
-    shape = [int(d) for d in x.type.static_shape]
-    n = shape[0]
-    rows = b.reshape(x, [1, n, int(np.prod(shape[1:]))])
-    per = [n] + [1] * (len(shape) - 1)
-    if asymmetric:
-        q, factor, zp = quantize_rows_asymmetric(b, rows)
-        return b.reshape(q, shape), b.reshape(factor, per), b.reshape(zp, per)
-    q, factor = quantize_rows(b, rows)
-    return b.reshape(q, shape), b.reshape(factor, per), None
-
-
-def offset_correction(b: Builder, dot: Value, zp: Value | None, rowsum: np.ndarray) -> Value:
-    """``dot - zp · Σw`` in int32 (asymmetric inputs; ``rowsum`` per output channel, the last axis of ``dot``);
-    ``dot`` itself for symmetric ones."""
+def corrected(b: Builder, dot: Value, zp: Value | None, w_rows: np.ndarray) -> Value:
+    """float32(``dot - zp · Σw``) (``w_rows`` [C, K]: the int8 weights of each output channel, the last axis of
+    ``dot``; ``zp`` the float zero point, None for symmetric inputs).  In float32 (CAST, MUL, SUB) where every
+    integer involved is below 2^24 (|dot - zp·Σw| <= 255·Σ|w|), so exact and the same as in int32; else in int32."""
     if zp is None:
-        return dot
+        return b.cast(dot, DType.FP32)
     rank = dot.type.rank
-    rs = b.const(rowsum.astype(np.int64).reshape([1] * (rank - 1) + [-1]), DType.INT32)
-    return b.binary("SUB", dot, b.mul(zp, rs))
+    w_rows = np.asarray(w_rows, np.int64)
+    rowsum = w_rows.sum(axis=1).reshape([1] * (rank - 1) + [-1])
+    if 255 * int(np.abs(w_rows).sum(axis=1).max(initial=0)) < (1 << 24):
+        return b.binary("SUB", b.cast(dot, DType.FP32), b.mul(zp, b.const(rowsum.astype(np.float32), DType.FP32)))
+    rs = b.const(rowsum, DType.INT32)
+    return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)
 
 
-def scaled(b: Builder, dot: Value, factor: Value, scales: np.ndarray) -> Value:
-    """float(dot) · (factor · s_w): the hybrid kernels' float rescaling (``scales`` along the last axis)."""
-    rank = dot.type.rank
-    s = b.const(scales.reshape([1] * (rank - 1) + [-1]), DType.FP32)
-    return b.mul(b.cast(dot, DType.FP32), b.mul(factor, s))
-
-
-__all__ = ["MODES", "c_round", "check_mode", "dequantize_weight", "fconst", "hybrid_mode", "is_hybrid",
-           "offset_correction", "quantize_batches", "quantize_rows", "quantize_rows_asymmetric", "scaled",
-           "weight_scales", "where"]
+__all__ = ["HALF_BELOW", "MODES", "QUANTIZED", "SHORT_NAME", "TINY", "c_round", "check_mode", "corrected",
+           "dequantize_weight", "fconst", "hybrid_mode", "is_hybrid", "quantize", "quantize_rows",
+           "quantize_rows_asymmetric", "short_names", "weight_scales", "where"]
