@@ -86,6 +86,31 @@ def test_tensorflow_same_graph_without_empty_pieces() -> None:
         assert model.verify(num=1).ok
 
 
+def _empty_ops(t: Any, kind: str) -> Any:
+    """Ops on a piece that is empty at n = 8 (its length max(0, n - 8) or 8 - n), concatenated to the input."""
+    def f(x: Any) -> Any:
+        n = t.shape(x)[1]
+        e = x[:, : t.maximum(0, n - 8)]
+        piece = {"fill": lambda: t.zeros([1, t.maximum(0, 8 - n)]),
+                 "tile": lambda: t.tile(x, [1, t.maximum(0, n - 8)]),
+                 "pad_value": lambda: t.pad(e, [[0, 0], [2, 1]], constant_values=3.0),
+                 "transpose_reshape": lambda: t.reshape(t.transpose(e), [1, -1]),
+                 "cast": lambda: t.cast(t.cast(e, t.int32) + 1, t.float32)}[kind]()
+        return t.concat([x, piece], 1) + t.reduce_sum(e)
+
+    return t.function(f, input_signature=[t.TensorSpec([1, None], t.float32, name="x")]).get_concrete_function()
+
+
+@pytest.mark.parametrize("kind", ["fill", "tile", "pad_value", "transpose_reshape", "cast"])
+def test_tensorflow_ops_on_empty_pieces(kind: str) -> None:
+    """FILL, TILE by 0, PAD of an empty piece by a value, TRANSPOSE/RESHAPE and CAST of one, a sum over one: the
+    empty values vanish and the rest verifies against TensorFlow."""
+    model = _convert(_empty_ops(_tf(), kind), input_shapes={"x": [1, 8]})
+    assert not {"tosa.TILE", "tosa.TRANSPOSE", "tosa.CAST"} & set(_ops(model)), _ops(model)
+    report = model.verify(num=1)
+    assert report.ok, report
+
+
 def test_tensorflow_empty_output_is_refused() -> None:
     """An output that is empty at the given size names the output and the op that made it."""
     t = _tf()

@@ -77,6 +77,8 @@ def reshape(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported("reshape target shape is not a compile-time constant")
     target = resolve_reshape(prod(static_shape(x)), target)
     check_rank(len(target), "reshape result")
+    if is_empty(x):  # (:mod:`.lowering.zero_size`)
+        return [empty(b, target, x.dtype, _out_quant(op))]
     return [b.reshape(x, target)]
 
 
@@ -125,6 +127,8 @@ def transpose(b: Builder, op: Operation) -> list[Value]:
     perm = [positive_axis(p, r) for p in perm]
     if sorted(perm) != list(range(r)):
         raise Unsupported(f"transpose perm {perm} is not a permutation of rank {r}")
+    if is_empty(x):
+        return [empty(b, [x.shape[p] for p in perm], x.dtype, _out_quant(op))]
     return [b.transpose(x, perm)]
 
 
@@ -306,11 +310,15 @@ def pad(b: Builder, op: Operation) -> list[Value]:
     x = _x(b, op)
     if x.type.rank == 0:
         return [x]
-    pads = _paddings(op, 1, x.type.rank)
-    if is_empty(x):  # padding nothing: the pad value only (:mod:`.lowering.zero_size`)
+    return [_pad(b, op, x, _paddings(op, 1, x.type.rank), _pad_const(op, x))]
+
+
+def _pad(b: Builder, op: Operation, x: Value, pads: list[int], value: float | int | bool) -> Value:
+    """PAD; padding a zero-size ``x`` gives the pad value only (:mod:`.lowering.zero_size`)."""
+    if is_empty(x):
         out = [size(d) + pads[2 * k] + pads[2 * k + 1] for k, d in enumerate(x.shape)]
-        return [filled(b, out, _pad_const(op, x), x.dtype, _out_quant(op))]
-    return [b.pad(x, pads, _pad_const(op, x))]
+        return filled(b, out, value, x.dtype, _out_quant(op))
+    return b.pad(x, pads, value)
 
 
 def _pad_const(op: Operation, x: Value, value: float | int | bool | None = None) -> float | int | bool:
@@ -339,7 +347,7 @@ def padv2(b: Builder, op: Operation) -> list[Value]:
             value = int(value)
         elif value is not None and x.dtype is DType.BOOL:
             value = bool(value)
-    return [b.pad(x, _paddings(op, 1, x.type.rank), _pad_const(op, x, value))]
+    return [_pad(b, op, x, _paddings(op, 1, x.type.rank), _pad_const(op, x, value))]
 
 
 @legalize("tfl.mirror_pad", dtypes=_ANY)
@@ -394,8 +402,10 @@ def tile(b: Builder, op: Operation) -> list[Value]:
     mult = const_ints(op, 1, "multiples")
     if x.type.rank == 0:
         return [x]
-    if len(mult) != x.type.rank or min(mult) < 1:
+    if len(mult) != x.type.rank or min(mult) < 0:
         raise Unsupported(f"tile multiples {mult} for rank {x.type.rank}")
+    if is_empty(x) or 0 in mult:  # (:mod:`.lowering.zero_size`)
+        return [empty(b, [size(d) * m for d, m in zip(x.shape, mult)], x.dtype, _out_quant(op))]
     return [b.tile(x, mult)]
 
 
