@@ -204,8 +204,11 @@ def quantize(b: Builder, x: Value, shape: list[int], asymmetric: bool, rows: lis
     if got is not None and all(v.producer is not None and b.graph.ops.get(v.producer.id) is v.producer
                                for v in got if v is not None):
         return got
+    src = x  # (a reshape of a reshape: the first one's input, when it has the shape - one op fewer, or two)
+    while src.producer is not None and src.producer.opcode == "RESHAPE" and list(src.shape) != list(shape):
+        src = src.producer.operands[0]
     with short_names(b):
-        elems = b.reshape(x, shape)
+        elems = b.reshape(src if list(src.shape) == list(shape) else x, shape)
         if asymmetric:
             made: tuple[Value, Value, Value | None] = _asymmetric(b, elems, rows)
         else:
