@@ -188,7 +188,8 @@ def _gathered_rows(b: Builder, x: Value, n: int, ic: int, asymmetric: bool
     q, factor and zero point, as each row is quantized on its own.  None for any other x."""
     v = _unreshaped(x, ic)
     g = v.producer
-    if g is None or g.opcode != "GATHER" or not g.operands[1].is_const or not v.type.is_static:
+    if g is None or g.opcode != "GATHER" or not g.operands[1].is_const or g.operands[0].is_const \
+            or not v.type.is_static:
         return None
     t, idx = g.operands
     if not t.type.is_static or int(t.shape[-1]) != ic or int(np.prod(static_shape(v))) != n * ic:
