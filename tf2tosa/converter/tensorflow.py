@@ -1005,8 +1005,10 @@ def _freeze_again(src: TFSource, keep: Sequence[str] | str | None, error: Except
       differ": the rewritten body keeps the name the imported one has in the eager context): frozen again with the
       library functions renamed between the inlining and the import (the frozen function);
     * a SavedModel revived by ``tf.saved_model.load`` (a TF1 export wrapped in a function, whose graph Grappler's
-      inliner cannot import: "Failed to import metagraph"): read again through the v1 loader, frozen in its
-      session (``src`` becomes that source; the result is :func:`_freeze`'s tuple)."""
+      inliner cannot import: "Failed to import metagraph", its log saying "Init node
+      …/InitializeTableFromTextFileV2 doesn't exist in graph": the wrapped signature keeps the MetaGraph's table
+      initializers as init ops, but its pruned graph does not hold them): read again through the v1 loader, frozen
+      in its session (``src`` becomes that source; the result is :func:`_freeze`'s tuple)."""
     from tensorflow.python.framework import convert_to_constants as c2c
 
     reason = _first_line(error)
