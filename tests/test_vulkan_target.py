@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -518,6 +519,15 @@ def test_verdict_agrees_on_the_zoo(model_converter: Path, tmp_path: Path) -> Non
     for mdef, variant in _zoo_variants():
         if variant in mdef.unsupported:
             continue
+        if not mdef.paths and not models.cache_path(mdef, variant).exists():
+            # built in a child: the TFLite converter can crash the process (lstm_while/int8 segfaults in TF 2.21)
+            code = (f"from tf2tosa import zoo; m = zoo._models_module(); d = m.all_models()[{mdef.name!r}]\n"
+                    f"try: m.build_tflite(d, {variant!r})\nexcept m.core.TFLiteRefused: pass")
+            built = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                                   timeout=1800)
+            if built.returncode != 0:
+                rows.append((mdef.key(variant), "not built", f"exit {built.returncode}"))
+                continue
         try:
             info = models.build_tflite(mdef, variant)
         except models.core.TFLiteRefused:
