@@ -266,6 +266,22 @@ def test_tensorflow_rfft_magnitude(length: int, fft: int) -> None:
     assert report.ok, report
 
 
+def test_tensorflow_rfft_outside_a_loop() -> None:
+    """A top-level tf.RFFT read by tf.abs and tf.math.real (no loop around it) is left to the tf.RFFT rule by the
+    complex-pair pass, and verifies against TensorFlow."""
+    t = _tf()
+
+    def f(x: Any) -> Any:
+        z = t.signal.rfft(x, fft_length=[64])
+        return t.abs(z) - t.math.real(z)
+
+    cf = t.function(f, input_signature=[t.TensorSpec([2, 50], t.float32, name="x")]).get_concrete_function()
+    model = _convert(cf)
+    assert _ops(model).get("tosa.RFFT2D") == 1, _ops(model)
+    report = model.verify(num=2)
+    assert report.ok, report
+
+
 def test_rfft_complex_output_is_refused() -> None:
     t = _tf()
     cf = t.function(lambda x: t.signal.rfft(x, fft_length=[8]),

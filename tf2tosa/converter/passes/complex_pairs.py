@@ -54,7 +54,9 @@ _LAYOUT: dict[str, tuple[int, ...] | None] = {
 _ARITH = frozenset({"tfl.add", "tfl.sub", "tfl.mul", "tfl.neg"})
 _TERMINAL = frozenset({"tfl.complex_abs", "tfl.real", "tfl.imag", "tfl.cast"})
 #: what the legalization rules take as they are: RFFT2D results read only by these
-_LEGACY_CONSUMERS = frozenset({"tfl.complex_abs", "tfl.real", "tfl.imag"})
+_LEGACY_CONSUMERS = frozenset({"tfl.complex_abs", "tfl.real", "tfl.imag", "tf.ComplexAbs", "tf.Real", "tf.Imag"})
+#: the FFTs whose (real, imaginary) result the rules give (tfl_fft, tf_fft)
+_LEGACY_SOURCES = frozenset({"tfl.rfft2d", "tf.RFFT"})
 _NO_COMPLEX = "TOSA 1.0 has no complex tensors"
 
 Pair = tuple[Value, Value | None]  # (real, imaginary); None: an imaginary part of zeros
@@ -79,9 +81,10 @@ def _complex_ops(graph: Graph) -> list[Operation]:
 
 
 def _legacy(graph: Graph, ops: list[Operation]) -> bool:
-    """Every complex value is an RFFT2D result read only by COMPLEX_ABS / REAL / IMAG (what the rules take)."""
+    """Every complex value is an RFFT2D (or tf.RFFT) result read only by COMPLEX_ABS / REAL / IMAG (what the rules
+    take)."""
     for op in ops:
-        if op.name == "tfl.rfft2d":
+        if op.name in _LEGACY_SOURCES:
             if any(u.name not in _LEGACY_CONSUMERS for r in op.results for u, _ in graph.uses(r)):
                 return False
         elif op.name not in _LEGACY_CONSUMERS or any(_is_complex(r) for r in op.results):
