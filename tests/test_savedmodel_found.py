@@ -46,8 +46,7 @@ def test_cut_input_spec_parsing() -> None:
 # --------------------------------------------------------------------- a Keras-2 SavedModel with a while loop
 def _keras2_loop_model(path: Path) -> Any:
     """A tf_keras (Keras 2) model whose custom layer runs a ``tf.while_loop`` calling a Dense layer at each step,
-    then an LSTM (Keras 2's ``standard_lstm``: another loop), trained one step with Adam and saved as a SavedModel
-    (``model.save(dir)``)."""
+    then an LSTM (Keras 2's ``standard_lstm``: another loop), saved as a SavedModel (``model.save(dir)``)."""
     tf_keras = pytest.importorskip("tf_keras")
     tf.keras.utils.set_random_seed(0)
 
@@ -76,10 +75,6 @@ def _keras2_loop_model(path: Path) -> Any:
     h = tf_keras.layers.LSTM(8)(h)
     out = tf_keras.layers.Dense(3, activation="softmax", name="scores")(h)
     model = tf_keras.Model(inp, out)
-    model.compile("adam", "mse")
-    r = np.random.default_rng(0)
-    model.fit(r.standard_normal((8, 6, 4)).astype(np.float32), r.random((8, 3)).astype(np.float32), epochs=1,
-              verbose=0)
     model.save(str(path))
     return model
 
@@ -283,17 +278,21 @@ def test_cut_errors_are_one_line(estimator: Path) -> None:
 
 
 def test_cli_lists_tags_and_signatures_and_cuts(estimator: Path, tmp_path: Path) -> None:
-    proc = subprocess.run([*CLI, "inspect", str(estimator), "--signature", "predict", "--inputs",
-                           "ParseExample/ParseExampleV2:1,ParseExample/ParseExampleV2:2", "--outputs",
-                           "head/predictions/probabilities"], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    from typer.testing import CliRunner
+
+    from tf2tosa.cli import app
+
+    res = CliRunner().invoke(app, ["inspect", str(estimator), "--signature", "predict", "--inputs",
+                                   "ParseExample/ParseExampleV2:1,ParseExample/ParseExampleV2:2", "--outputs",
+                                   "head/predictions/probabilities"])
+    assert res.exit_code == 0, res.output
+    out = res.output
     assert "2 MetaGraph(s)" in out and "tags eval: 1 signature(s)" in out and "tags serve: 4 signature(s)" in out
     assert re.search(r"input\s+examples: string\[\?\] \(input_example_tensor:0\)", out), out
     assert re.search(r"output kind_bucket: int64\[\?, 1\]", out), out
     proc = subprocess.run([*CLI, "convert", str(estimator), "-o", str(tmp_path / "m.tosa"), "--signature",
                            "predict"], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 1
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(lines) == 1 and "--inputs ParseExample/ParseExampleV2:1,ParseExample/ParseExampleV2:2" in lines[0]
 
