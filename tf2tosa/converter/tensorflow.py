@@ -404,6 +404,8 @@ def _saved_model_source(path: str, signature: str, trust_model: bool = False, ta
         # reviving the object graph failed (e.g. a Keras 2 optimizer whose slot variables need Python classes
         # that are gone): read the MetaGraph and the variables instead
         revive_error = _first_line(e)
+        if "requires a `tags=` argument" in revive_error:  # (a TF1 export with several MetaGraphs, no --tag)
+            revive_error = "the SavedModel holds several MetaGraphs (tag sets; choose one with --tag)"
         try:
             return _saved_model_graph_source(path, signature, revive_error, tags, roots)
         except ModelLoadError as e2:
