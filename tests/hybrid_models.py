@@ -212,13 +212,110 @@ def b_batch_matmul(seed: int = 8, adj: bool = False) -> bytes:
     return _convert_fn(fn, tf.TensorSpec((2, 5, 48), tf.float32), seed)
 
 
+# Models of the size users publish (hundreds of KB of int8 weights): the on-the-fly quantization's fixed cost per
+# hybrid op (~25-30 TOSA ops) is then small against the weights, and the .tosa stays near its .tflite's size.
+
+def r_cnn(seed: int = 11) -> bytes:
+    """A CIFAR-style CNN on 32x32x3: three 3x3 conv blocks (32, 64, 128 channels) with max pools, dense 128, 10."""
+    keras = _keras(seed)
+    L = keras.layers
+    x = keras.Input((32, 32, 3), batch_size=1)
+    y = x
+    for ch in (32, 64, 128):
+        y = L.Conv2D(ch, 3, padding="same", activation="relu")(y)
+        y = L.MaxPooling2D(2)(y)
+    y = L.Flatten()(y)
+    y = L.Dense(128, activation="relu")(y)
+    y = L.Dense(10, activation="softmax")(y)
+    return _convert_keras(keras.Model(x, y), seed)
+
+
+def r_depthwise(seed: int = 12) -> bytes:
+    """A MobileNet-like net on 64x64x3 (MobileNet v1 0.5's widths): a strided conv, seven depthwise-separable
+    blocks (depthwise 3x3 + pointwise, 64 to 512 channels, four of them strided), global average pool, dense 10.
+    He-normal initial weights (the depthwise ones over their 9 taps: Keras counts 9 x channels) keep the
+    activations from dying out through the relu6 blocks."""
+    keras = _keras(seed)
+    L = keras.layers
+    init = "he_normal"
+    x = keras.Input((64, 64, 3), batch_size=1)
+    y = L.Conv2D(32, 3, strides=2, padding="same", activation="relu6", kernel_initializer=init)(x)
+    for ch, stride in ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 2)):
+        y = L.DepthwiseConv2D(3, strides=stride, padding="same", activation="relu6",
+                              depthwise_initializer=keras.initializers.RandomNormal(stddev=(2 / 9) ** 0.5))(y)
+        y = L.Conv2D(ch, 1, activation="relu6", kernel_initializer=init)(y)
+    y = L.GlobalAveragePooling2D()(y)
+    y = L.Dense(10)(y)
+    return _convert_keras(keras.Model(x, y), seed)
+
+
+def r_mlp(seed: int = 13) -> bytes:
+    """An MNIST MLP: 784-512-256-10."""
+    keras = _keras(seed)
+    L = keras.layers
+    x = keras.Input((784,), batch_size=1)
+    y = L.Dense(512, activation="relu")(x)
+    y = L.Dense(256, activation="relu")(y)
+    y = L.Dense(10, activation="softmax")(y)
+    return _convert_keras(keras.Model(x, y), seed)
+
+
+def r_conv1d(seed: int = 14, head: str = "flatten") -> bytes:
+    """A keyword-spotting net on 49x40 MFCC frames: Conv1D 64, 128 (stride 2), 128 (stride 2), then a flattened
+    dense 128 (``head="flatten"``, as the Speech Commands conv nets) or a global average pool (``"pool"``), 12."""
+    keras = _keras(seed)
+    L = keras.layers
+    x = keras.Input((49, 40), batch_size=1)
+    y = L.Conv1D(64, 3, padding="same", activation="relu")(x)
+    y = L.Conv1D(128, 3, strides=2, padding="same", activation="relu")(y)
+    y = L.Conv1D(128, 3, strides=2, padding="same", activation="relu")(y)
+    y = L.Flatten()(y) if head == "flatten" else L.GlobalAveragePooling1D()(y)
+    y = L.Dense(128, activation="relu")(y)
+    y = L.Dense(12)(y)
+    return _convert_keras(keras.Model(x, y), seed)
+
+
+def r_conv1d_pool(seed: int = 14) -> bytes:
+    """:func:`r_conv1d` with a global average pool: 99 KB of weights over 5 hybrid ops."""
+    return r_conv1d(seed, head="pool")
+
+
+def r_lstm_text(seed: int = 15, steps: int = 16) -> bytes:
+    """A text classifier: embedding 5000 x 64, LSTM 64 over ``steps`` tokens, dense 64, 4."""
+    keras = _keras(seed)
+    L = keras.layers
+    x = keras.Input((steps,), batch_size=1, dtype="int32")
+    y = L.Embedding(5000, 64)(x)
+    y = L.LSTM(64)(y)
+    y = L.Dense(64, activation="relu")(y)
+    y = L.Dense(4, activation="softmax")(y)
+    return _convert_keras(keras.Model(x, y), seed, int_input=(0, 5000))
+
+
+def r_transformer(seed: int = 16) -> bytes:
+    """A transformer encoder block, d_model 128 over 32 positions: 4 heads, residuals, layer norms, FFN 512."""
+    keras = _keras(seed)
+    L = keras.layers
+    x = keras.Input((32, 128), batch_size=1)
+    a = L.MultiHeadAttention(num_heads=4, key_dim=32)(x, x)
+    y = L.LayerNormalization()(x + a)
+    f = L.Dense(512, activation="gelu")(y)
+    f = L.Dense(128)(f)
+    y = L.LayerNormalization()(y + f)
+    return _convert_keras(keras.Model(x, y), seed)
+
+
 BUILDERS: dict[str, Callable[..., bytes]] = {
     "cnn": b_cnn, "depthwise": b_depthwise, "mlp": b_mlp, "conv1d": b_conv1d, "lstm_text": b_lstm_text,
     "transformer": b_transformer, "transpose_conv": b_transpose_conv, "batch_matmul": b_batch_matmul,
+    "real_cnn": r_cnn, "real_depthwise": r_depthwise, "real_mlp": r_mlp, "real_conv1d": r_conv1d,
+    "real_lstm_text": r_lstm_text, "real_transformer": r_transformer,
+    "real_conv1d_pool": r_conv1d_pool,
 }
 
 
 def model(name: str) -> tuple[bytes, list[dict[str, np.ndarray]], list[list[np.ndarray]]]:
     """The cached (``.tflite``, input sets, float outputs) of one model of :data:`BUILDERS`."""
     fn = BUILDERS[name]
-    return unpack(cached(f"hybrid-{name}", fn, {}, extra=(_pack, _convert_keras, _convert_fn, _keras)))
+    extra = (_pack, _convert_keras, _convert_fn, _keras) + ((r_conv1d,) if fn is r_conv1d_pool else ())
+    return unpack(cached(f"hybrid-{name}", fn, {}, extra=extra))

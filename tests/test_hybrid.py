@@ -7,11 +7,14 @@ the distance of each conversion from the float Keras model the ``.tflite`` came 
 on-the-fly quantization), within reason.
 
 Size: the weights stay int8, so a ``.tosa`` exceeds its ``.tflite`` by the ops of the on-the-fly quantizations
-(about 30 TOSA ops, ~90-100 bytes each, per hybrid op: TOSA has no dynamic quantize).  :data:`MAX_RATIO` holds each
+(about 30-35 TOSA ops, ~100-150 bytes each, per hybrid op: TOSA has no dynamic quantize).  :data:`MAX_RATIO` holds each
 model's ``.tosa`` / ``.tflite`` ceiling, a few percent above what it measures, so that a change that makes the
-program bigger fails here."""
+program bigger fails here.  Those models are tiny (1-10 KB of weights per hybrid op); the ``real_*`` models are
+of the size users publish (200-600 KB of int8 weights) and must stay within 1.1x their ``.tflite``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pytest
@@ -161,3 +164,91 @@ def test_c_round_is_half_away_from_zero() -> None:
     got = np.asarray(model.run({"x": v.reshape(1, 1, -1)})[g.outputs[0].name], np.float64).reshape(-1)
     want = np.sign(v.astype(np.float64)) * np.floor(np.abs(v.astype(np.float64)) + 0.5)
     assert np.array_equal(got, want), v[got != want]
+
+
+# -- models of the size users publish ----------------------------------------------------------------------------
+
+#: realistic-size hybrid models (tests/hybrid_models.py r_*): CNN 356 KB of int8 weights, depthwise-separable CNN
+#: 577 KB, MLP 535 KB, Conv1D keyword spotter 296 KB, LSTM text classifier (embedding 5000 x 64) 357 KB, transformer
+#: block (d_model 128, 4 heads, FFN 512) 197 KB
+REAL_FAST = ["real_mlp", "real_cnn"]
+REAL_SLOW = ["real_depthwise", "real_conv1d", "real_lstm_text", "real_transformer"]
+REAL_PRODUCT = {"real_cnn": "CONV2D", "real_mlp": "CONV2D", "real_depthwise": "DEPTHWISE_CONV2D",
+                "real_conv1d": "CONV2D", "real_lstm_text": "CONV2D", "real_transformer": "CONV2D"}
+#: the issue's ceiling for a realistic model: the int8 weights dominate, the on-the-fly quantizations (~35 TOSA ops,
+#: ~4 KB, per hybrid op) do not
+REAL_MAX_RATIO = 1.1
+#: measured +3% ceilings of the cases that do not meet it: the LSTM unrolled over its 16 steps (1.33x; 1.17x with
+#: --hybrid dequantize: the cost is the unrolling, which repeats the cell's ~60 ops per step), and the Conv1D net
+#: with a global pool instead of the flattened dense layer (99 KB of weights over 5 hybrid ops: 1.19x)
+SMALL_MAX_RATIO = {"real_lstm_text": 1.37, "real_conv1d_pool": 1.23}
+
+
+def _distance(m: tf2tosa.TosaModel, sets: list[dict[str, np.ndarray]], outs: list[list[np.ndarray]]) -> float:
+    """max|m - the float Keras model| over the cached input sets (already keyed by m's input names)."""
+    dist = 0.0
+    for s, ref in zip(sets, outs):
+        got = m.run(s)
+        for v, r in zip(m.graph.outputs, ref):
+            dist = max(dist, float(np.abs(np.asarray(got[v.name], np.float64).reshape(r.shape) - r).max()))
+    return dist
+
+
+def _real(name: str, **options: Any) -> dict[str, float]:
+    """Both modes of one realistic model: verified against LiteRT (kernel), sizes and distances from the float model;
+    returns the figures (printed as a row of the guide's table)."""
+    tfl, ins, outs = model(name)
+    shapes = {k: a.shape for k, a in ins[0].items()}
+    m = tf2tosa.convert(tfl, input_shapes=shapes, **options)
+    names = {v.source or v.name: v.name for v in m.graph.inputs}
+    sets = [{names[k]: a for k, a in s.items()} for s in ins]
+    rep = m.verify()  # LiteRT's reference kernels on the verifier's seeded inputs, within the float bound
+    assert rep.ok, rep.text()
+    assert not m.graph.inexact, m.graph.inexact
+    product = REAL_PRODUCT[name.replace("_pool", "")]
+    graphs = [m.graph, *(r for op in m.graph.ops.values() for r in op.regions)]
+    assert any(op.opcode == product and op.operands[0].dtype is DType.INT8 for g in graphs for op in g.ops.values()), \
+        f"{name}: no int8 {product}"
+    assert not _float_weights(m), _float_weights(m)
+    md = tf2tosa.convert(tfl, input_shapes=shapes, hybrid="dequantize", **options)
+    assert any("dequantize" in e["reason"] for e in md.graph.inexact)
+    size_k, size_d = len(m.to_bytes()), len(md.to_bytes())
+    dist_k, dist_d = _distance(m, sets, outs), _distance(md, sets, outs)
+    # float weights: no farther from the float model than LiteRT's on-the-fly quantization, within reason
+    assert dist_d <= 1.5 * dist_k + 1e-6, (dist_d, dist_k)
+    worst = max(rep.outputs, key=lambda o: o.max_abs)
+    weights = sum(int(op.result.type.size) for g in graphs for op in g.ops.values()
+                  if op.opcode == "CONST" and op.result.dtype is DType.INT8)
+    fig = {"weights": weights, "tflite": len(tfl), "kernel": size_k, "ratio": size_k / len(tfl),
+           "dequantize": size_d, "ratio_deq": size_d / len(tfl), "max_abs": worst.max_abs,
+           "bound": worst.bound_value, "dist_kernel": dist_k, "dist_deq": dist_d}
+    print(f"| {name}{' ' + str(options) if options else ''} | {weights} | {len(tfl)} | {size_k} | "
+          f"{fig['ratio']:.3f} | {size_d} | {fig['ratio_deq']:.3f} | {worst.max_abs:.2g} (bound "
+          f"{worst.bound_value:.2g}) | {dist_k:.2g} / {dist_d:.2g} |")
+    return fig
+
+
+def _check_real(name: str) -> None:
+    # the LSTM's WHILE loop kept as a TOSA WHILE_LOOP (as in the .tflite), not unrolled
+    fig = _real(name, **({"max_unroll": 0} if name == "real_lstm_text" else {}))
+    assert fig["ratio"] <= REAL_MAX_RATIO, fig
+    assert fig["ratio_deq"] <= REAL_MAX_RATIO, fig
+
+
+@pytest.mark.parametrize("name", REAL_FAST)
+def test_realistic_hybrid_model(name: str) -> None:
+    _check_real(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", REAL_SLOW)
+def test_realistic_hybrid_model_slow(name: str) -> None:
+    _check_real(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SMALL_MAX_RATIO))
+def test_realistic_hybrid_model_over_the_ceiling(name: str) -> None:
+    """The two measured cases above 1.1x stay verified and at their measured size (a growth fails here)."""
+    fig = _real(name)
+    assert fig["ratio"] <= SMALL_MAX_RATIO[name], fig
