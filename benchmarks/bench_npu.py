@@ -62,10 +62,11 @@ FINGERPRINT = "fingerprint_cnn"
 GROUPS: dict[str, frozenset[str]] = {
     "conv": frozenset({"Conv2D", "Conv3D", "TransposeConv2D", "FullyConnected", "MatMul"}),
     "depthwise": frozenset({"DepthwiseConv2D"}),
-    "elementwise": frozenset({"Add", "Sub", "Mul", "Asr", "SHL", "SHR", "And", "Or", "Xor", "Not", "CLZ", "Clamp",
-                              "Relu", "Relu6", "ReluN", "LeakyRelu", "Minimum", "Maximum", "Abs", "Neg", "Select",
-                              "Equal", "NotEqual", "Greater", "GreaterEqual", "Less", "LessEqual", "LogicalAnd",
-                              "LogicalOr", "LogicalNot", "SquaredDifference", "HardSwish", "Sigmoid", "Tanh"}),
+    "elementwise": frozenset({
+        "Add", "Sub", "Mul", "Asr", "SHL", "SHR", "And", "AndNot", "Or", "Xor", "Not", "CLZ", "Clamp", "Relu",
+        "Relu6", "ReluN", "LeakyRelu", "Minimum", "Maximum", "Abs", "Neg", "Select", "Equal", "NotEqual", "Greater",
+        "GreaterEqual", "Less", "LessEqual", "LogicalAnd", "LogicalOr", "LogicalNot", "SquaredDifference",
+        "HardSwish", "Sigmoid", "Tanh"}),
     "rescale": frozenset({"Rescale"}),
     "resize": frozenset({"Resize", "ResizeBilinear", "ResizeNearestNeighbor"}),
     "table": frozenset({"LUT", "Table"}),
