@@ -35,7 +35,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -172,38 +172,40 @@ def _build(name: str, variant: str, timeout: float = 3600) -> Path | str:
     return f"build failed (exit {proc.returncode}): {tail[0][:60] if tail else ''}"
 
 
-def _models(variant: str, pattern: str | None) -> list[tuple[str, Path | str]]:
-    """(name, .tflite path or the reason it has none) of every model of the run: the zoo's models in ``variant``
-    (from ``.cache/zoo`` or built in a child), then, for int8, the samples, MobileNetV2 1.0-224 and the
-    fingerprint CNN."""
+def _models(variant: str, pattern: str | None) -> Iterator[tuple[str, Path | str]]:
+    """(name, .tflite path or the reason it has none) of every model of the run, one at a time (a model is built
+    when its turn comes, so the table grows as it goes): the zoo's models in ``variant`` (from ``.cache/zoo`` or
+    built in a child), then, for int8, the samples, MobileNetV2 1.0-224 and the fingerprint CNN."""
     from models.zoo import cache_path
 
     defs = _model_defs()
-    out: list[tuple[str, Path | str]] = []
-    for name in sorted(n for n in defs if n != FINGERPRINT) + ([FINGERPRINT] if variant == "int8" else []):
+
+    def zoo(name: str) -> Iterator[tuple[str, Path | str]]:
         if pattern and not re.search(pattern, name):
-            continue
+            return
         mdef = defs[name]
         if variant in mdef.unsupported or mdef.gap(variant) or variant not in mdef.variants:
-            continue
+            return
         cached = Path(mdef.paths[variant]) if mdef.paths else cache_path(mdef, variant)
         refused = cached.with_suffix(".refused")
         if cached.exists():
-            out.append((name, cached))
+            yield name, cached
         elif refused.exists():
-            out.append((name, "TFLite refuses it: " + refused.read_text().splitlines()[0][:60]))
+            yield name, "TFLite refuses it: " + refused.read_text().splitlines()[0][:60]
         else:
-            out.append((name, _build(name, variant)))
-    if variant == "int8":
-        tail = out[-1:] if out and out[-1][0] == FINGERPRINT else []
-        out = out[:len(out) - len(tail)]
-        out += [(f"sample:{p.stem}", p) for p in sorted((ROOT / "models" / "samples").glob("*_int8.tflite"))
-                if not pattern or re.search(pattern, p.stem)]
-        if not pattern or re.search(pattern, MOBILENET_224):
-            path = _mobilenet_224_path()
-            out.append((MOBILENET_224, path if path.exists() else _build(MOBILENET_224, variant)))
-        out += tail
-    return out
+            yield name, _build(name, variant)
+
+    for name in sorted(n for n in defs if n != FINGERPRINT):
+        yield from zoo(name)
+    if variant != "int8":
+        return
+    for p in sorted((ROOT / "models" / "samples").glob("*_int8.tflite")):
+        if not pattern or re.search(pattern, p.stem):
+            yield f"sample:{p.stem}", p
+    if not pattern or re.search(pattern, MOBILENET_224):
+        path = _mobilenet_224_path()
+        yield MOBILENET_224, path if path.exists() else _build(MOBILENET_224, variant)
+    yield from zoo(FINGERPRINT)
 
 
 # ------------------------------------------------------------------------------------------------ measuring
