@@ -158,6 +158,18 @@ def sanitize_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
+#: up to this many scales a tensor's quantization is checked in Python (one numpy pass costs ~10 µs a call)
+_FEW_SCALES = 16
+
+
+def _scales_at_least(arr: np.ndarray, scale: list[float], low: float) -> bool:
+    """Every scale is finite and ``>= low`` (compared in float64: a float32 compare would round ulp(0.0) to 0)."""
+    if len(scale) <= _FEW_SCALES:
+        return all(math.isfinite(s) and s >= low for s in scale)
+    wide = np.asarray(arr, np.float64)
+    return bool(np.isfinite(wide).all() and (wide >= low).all())
+
+
 @dataclass
 class _Tensor:
     index: int
@@ -505,13 +517,15 @@ class _Loader:
         if vec is None or self.vlen(vec[1], "scale") == 0:
             return None
         scale_arr = np.frombuffer(self.buf, "<f4", vec[1], vec[0])
-        scale = [float(x) for x in scale_arr.tolist()]
+        scale: list[float] = scale_arr.tolist()  # (Python floats: float64, exact)
         # TFLite's converter gives an all-zero channel (or tensor) of constant weights the scale 0.0: every value of
         # it dequantizes to 0 whatever the scale, and its RESCALE multiplier becomes 0 (quant.scale).  A scale of 0
-        # on a computed tensor has no meaning (TFLite would divide by it), so only constants may carry it.
-        low = 0.0 if self._holds_data(int(self.get(t, _TENSOR["buffer"]))) else math.ulp(0.0)
-        wide = np.asarray(scale_arr, np.float64)  # (float64: a float32 compare would round ulp(0.0) to 0.0)
-        if not (np.isfinite(wide).all() and (wide >= low).all()):
+        # on a computed tensor has no meaning (TFLite would divide by it), so only constants may carry it.  Scales
+        # that are all positive pass either way: only otherwise is the buffer looked up.
+        low = math.ulp(0.0)
+        if not _scales_at_least(scale_arr, scale, low):
+            low = 0.0 if self._holds_data(int(self.get(t, _TENSOR["buffer"]))) else low
+        if not _scales_at_least(scale_arr, scale, low):
             bad = next(s for s in scale if not (math.isfinite(s) and s >= low))
             what = "scales of constants must be finite and >= 0" if low == 0.0 else "scales must be positive and finite"
             self.fail(f"quantization of tensor {_q(name)} has scale {bad} ({what})", tensor=name)
