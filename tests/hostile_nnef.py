@@ -678,6 +678,7 @@ def test_keras_zip_with_a_folder_named_like_a_member_is_refused(scene: Scene) ->
     scene.refused(k, "archive holds two members named 'config.json'")
 
 
+@pytest.mark.slow
 def test_keras_failure_leaves_no_temporary_folder(scene: Scene) -> None:
     """Keras itself refusing a well-formed zip (its config is no model) leaves nothing in $TMPDIR (Keras's own
     scratch folder is a private one that the loader removes)."""

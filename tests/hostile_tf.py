@@ -240,6 +240,7 @@ def test_side_effects_convert_warns_and_writes_nothing(built: Path, tmp_path: Pa
     assert not (run_dir / WRITTEN).exists()
 
 
+@pytest.mark.slow
 def test_side_effects_verify_refused_without_trust(built: Path, tmp_path: Path) -> None:
     sm = _copy(built, "sm_write", tmp_path)
     run_dir = tmp_path / "cwd"
@@ -253,6 +254,7 @@ def test_side_effects_verify_refused_without_trust(built: Path, tmp_path: Path) 
     assert tree_hash(tmp_path) == before  # refused before the .tosa was written
 
 
+@pytest.mark.slow
 def test_side_effects_verify_runs_with_trust(built: Path, tmp_path: Path) -> None:
     sm = _copy(built, "sm_write", tmp_path)
     run_dir = tmp_path / "cwd"
@@ -279,6 +281,7 @@ def test_side_effects_at_load_refused_before_loading(built: Path, tmp_path: Path
     assert (run_dir / WRITTEN).read_text() == "loaded"
 
 
+@pytest.mark.slow
 def test_trusted_load_time_effects_verify_steps(built: Path, tmp_path: Path) -> None:
     """``verify --steps`` reloads the SavedModel for fresh variables: with --trust-model it loads as the conversion
     did (it was refused there, naming --trust-model, although the flag was given)."""
@@ -351,6 +354,7 @@ def test_effect_table_kinds() -> None:
 
 # ------------------------------------------------------------------------------------------------ Keras
 @pytest.mark.parametrize("name", ["lambda.keras", "lambda.h5"])
+@pytest.mark.slow
 def test_keras_lambda_refused_by_safe_mode(built: Path, tmp_path: Path, name: str) -> None:
     model = _copy(built, name, tmp_path)
     before = tree_hash(tmp_path)

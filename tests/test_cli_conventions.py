@@ -146,6 +146,7 @@ def saved_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_saved_model_conversion_prints_only_our_lines(saved_model: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_CPP", "GLOG", "ABSL"))}
     proc = subprocess.run([sys.executable, "-m", "tf2tosa", "convert", str(saved_model), "-o",

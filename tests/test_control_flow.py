@@ -177,6 +177,7 @@ def test_keras_lstm_last_output_batch2() -> None:
 
 
 @needs_tf
+@pytest.mark.slow
 def test_long_sequence_stays_within_the_8k_level() -> None:
     """70 steps: the output CONCAT is split (at most 64 tensors per list) and tosa-opt accepts level 8K."""
     res = check_tflite("cf_simple_rnn_70", mg.rnn_model("simple_rnn", seq=70, units=4), num=1)

@@ -137,6 +137,7 @@ def test_inexact_lowering_is_reported() -> None:
 
 
 @pytest.mark.parametrize("shape", [(4, 6), (2, 12)])
+@pytest.mark.slow
 def test_reduce_prod_16x8(shape: tuple[int, int]) -> None:
     """int16x8 REDUCE_PROD: TFLite's 64-bit running product, rescaled each step, exact through multi-limb
     arithmetic; full-range inputs make the int64→int32 casts wrap, calibrated ones stay in range."""

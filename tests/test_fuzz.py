@@ -20,6 +20,7 @@ import fuzz  # noqa: E402
 N = 400
 
 
+@pytest.mark.slow
 def test_bounded_fuzz_run() -> None:
     summary = fuzz.fuzz(N, seed=20261124, jobs=1, verify_share=0.02)
     bad = "\n".join(f"#{b['index']} {b['target']} {b['seed']} {b['how']}: {b['outcome']}\n{b['detail'][:1500]}"
@@ -95,6 +96,7 @@ def test_earlier_findings_are_one_line(name: str, tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ NNEF and Keras
+@pytest.mark.slow
 def test_nnef_and_keras_fuzz_smoke() -> None:
     """A few dozen NNEF (folder, .tgz, .tar) and Keras mutants, structure-aware and byte-level, each in its
     group's worker (Keras: one TensorFlow start, untimed): no crash, no hang, no finding."""
@@ -110,6 +112,7 @@ def test_nnef_and_keras_fuzz_smoke() -> None:
         assert per[fmt]["ok"] > 0 and per[fmt]["refused"] > 0, per[fmt]  # some convert, some are refused
 
 
+@pytest.mark.slow
 def test_nnef_mutants_reach_every_structure() -> None:
     """Over a few hundred seeded NNEF mutants: all three containers, graph text / graph.quant / .dat header /
     member mutations, labels pointing outside, deep nesting, links, FIFOs, devices and duplicate members."""
@@ -137,6 +140,7 @@ def test_materialize_makes_links_and_fifos(tmp_path: Path) -> None:
     assert not (tmp_path / "escape").exists()  # the harness itself never writes outside the model
 
 
+@pytest.mark.slow
 def test_keras_mutants_reach_every_structure() -> None:
     seeds = fuzz.load_corpus(formats=("keras",))
     cases = [fuzz.make_keras_case(seeds, 7, i) for i in range(400)]

@@ -63,6 +63,7 @@ def test_zoo_subset(key: str) -> None:
     _assert_agrees(check(data, name))
 
 
+@pytest.mark.slow
 def test_zoo_int16x8_divergence_is_the_iree_bug() -> None:
     """resnet8/int16x8 disagrees, and the first value that differs is a 16-bit-multiplier RESCALE of an i48
     CONV2D result (the minimal case: test_i48_rescale_iree_bug)."""

@@ -207,6 +207,7 @@ def test_int8_add_one_rescale_per_input_vs_litert(kind: str, tmp_path: Any) -> N
     m.save(tmp_path / "add.tosa")  # the .tosa hook: tosa-opt validates it, the Arm reference model runs it
 
 
+@pytest.mark.slow
 def test_resize_rounding_rescale_is_exact_on_every_even_sum() -> None:
     """RESCALE by 2^30 / 2^50 with DOUBLE_ROUND (the spec's apply_scale_32) equals TFLite's ResizeBilinearInteger
     rounding ``(v ± 2^19) / 2^20`` (C division, sign of v) on every even v an int8 bilinear RESIZE can give

@@ -280,6 +280,7 @@ def test_keep_variables_all_and_errors(stateful_sm: Path) -> None:
         convert(str(stateful_sm), keep_variables=["state", "count", "level", "nope"])
 
 
+@pytest.mark.slow
 def test_keep_variables_cli(stateful_sm: Path, tmp_path: Path) -> None:
     cli = [sys.executable, "-m", "tf2tosa.cli", "convert", str(stateful_sm), "-o"]
     ok = subprocess.run([*cli, str(tmp_path / "a.tosa"), "--keep-variables", "state,count", "--keep-variables",

@@ -208,6 +208,7 @@ def _same_as_serial(address: str, subset: str, tmp_path: Path, all_pass: bool = 
 
 @requires_litert
 @requires_tf
+@pytest.mark.slow
 def test_local_cluster_report_equals_serial(local_cluster: str, tmp_path: Path) -> None:
     _same_as_serial(local_cluster, SUBSET, tmp_path)
 
