@@ -324,6 +324,11 @@ def _cases() -> list[Case]:
     add("one_hot", lambda i: tf.one_hot(i, 5, 2.0, -1.0), [I32(2, 3, lo=-1, hi=6)], "OneHot")
     add("one_hot_axis0", lambda i: tf.one_hot(i, 4, axis=0), [I32(3, lo=0, hi=4)], "OneHot")
     add("identity_chain", lambda x: tf.identity(tf.stop_gradient(x)) * 2.0, [F(2, 3)], "Mul")
+    # ---------------------------------------------- FFT (the complex result read by ComplexAbs / Real / Imag)
+    add("rfft_abs", lambda x: tf.abs(tf.signal.rfft(x, fft_length=[16])), [F(2, 16)], "RFFT")
+    add("rfft_padded_abs", lambda x: tf.abs(tf.signal.rfft(x, fft_length=[16])), [F(3, 11)], "ComplexAbs")
+    add("rfft_cropped_real", lambda x: tf.math.real(tf.signal.rfft(x, fft_length=[8])), [F(2, 10)], "Real")
+    add("rfft_imag", lambda x: tf.math.imag(tf.signal.rfft(x)), [F(2, 32)], "Imag")
     # ------------------------------------------------ TensorLists (outside loops; in loops: test_tf_control.py)
     def tlist(x: Any) -> Any:
         return tf.raw_ops.TensorListFromTensor(tensor=x, element_shape=tf.constant([3], tf.int32))
