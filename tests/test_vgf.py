@@ -271,6 +271,7 @@ def _rfft_child(kind: str) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_rfft2d_alone_runs_and_matches() -> None:
     proc = _rfft_child("alone")
     assert proc.returncode == 0, proc.stderr[-2000:]
