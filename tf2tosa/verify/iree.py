@@ -124,15 +124,7 @@ class IreeProgram:
 
     def __call__(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
         g = self.graph
-        if isinstance(inputs, Mapping):
-            try:
-                arrays = [np.asarray(inputs[v.name]) for v in g.inputs]
-            except KeyError as e:
-                raise IreeError(f"{self.name}: no value for input {e.args[0]!r}") from None
-        else:
-            arrays = [np.asarray(a) for a in inputs]
-        args = [np.ascontiguousarray(a.reshape(v.type.static_shape).astype(_np_dtype(v), copy=False))
-                for a, v in zip(arrays, g.inputs)]
+        args = storage_arrays(g, inputs, self.name, IreeError)
         try:
             res: Any = self._main(*args)
         except Exception as e:  # the runtime raises plain RuntimeError/ValueError
@@ -142,8 +134,26 @@ class IreeProgram:
                 for v, o in zip(g.outputs, outs)}
 
 
-def _np_dtype(v: Any) -> Any:
+def storage_dtype(v: Any) -> Any:
+    """The numpy dtype a backend takes graph input/output ``v`` in."""
     return v.type.dtype.np_dtype()
+
+
+def storage_arrays(graph: Graph, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], name: str,
+                   error: type[ConversionError]) -> list[np.ndarray]:
+    """``inputs`` (by graph-input name, or a list in graph-input order) as contiguous arrays of each input's static
+    shape and storage dtype, in graph-input order; a missing name or a wrong count is one ``error``."""
+    if isinstance(inputs, Mapping):
+        try:
+            arrays = [np.asarray(inputs[v.name]) for v in graph.inputs]
+        except KeyError as e:
+            raise error(f"{name}: no value for input {e.args[0]!r}") from None
+    else:
+        arrays = [np.asarray(a) for a in inputs]
+        if len(arrays) != len(graph.inputs):
+            raise error(f"{name}: {len(arrays)} input arrays for {len(graph.inputs)} inputs")
+    return [np.ascontiguousarray(a.reshape(v.type.static_shape).astype(storage_dtype(v), copy=False))
+            for a, v in zip(arrays, graph.inputs)]
 
 
 #: float outputs agree when max|IREE - executor| <= FLOAT_TOLERANCE * max|executor|

@@ -406,21 +406,12 @@ class VgfProgram:
     def __call__(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], *,
                  repeat: int = 1) -> dict[str, np.ndarray]:
         g = self.graph
-        if isinstance(inputs, Mapping):
-            try:
-                arrays = [np.asarray(inputs[v.name]) for v in g.inputs]
-            except KeyError as e:
-                raise VgfError(f"{self.name}: no value for input {e.args[0]!r}") from None
-        else:
-            arrays = [np.asarray(a) for a in inputs]
-            if len(arrays) != len(g.inputs):
-                raise VgfError(f"{self.name}: {len(arrays)} input arrays for {len(g.inputs)} inputs")
+        arrays = iree.storage_arrays(g, inputs, self.name, VgfError)
         with tempfile.TemporaryDirectory(prefix="run-", dir=self.work) as d:
             ins, outs = {}, {}
             for i, (a, v) in enumerate(zip(arrays, g.inputs)):
                 path = Path(d) / f"in{i}.npy"
-                arr = np.ascontiguousarray(a.reshape(v.type.static_shape).astype(_np_dtype(v), copy=False))
-                np.save(path, arr.view(_NPY.get(self.formats[v.name], arr.dtype)))
+                np.save(path, a.view(_NPY.get(self.formats[v.name], a.dtype)))
                 ins[v.name] = str(path)
             for i, v in enumerate(g.outputs):
                 outs[v.name] = str(Path(d) / f"out{i}.npy")
@@ -464,13 +455,9 @@ def _crash_signal(code: int) -> str | None:
     return f"{name}, exit status {code}"
 
 
-def _np_dtype(v: Any) -> Any:
-    return v.type.dtype.np_dtype()
-
-
 def _read_output(path: str, v: Any) -> np.ndarray:
     a = np.load(path)
-    want = np.dtype(_np_dtype(v))
+    want = np.dtype(iree.storage_dtype(v))
     if a.dtype != want:
         a = a.view(want) if a.dtype.itemsize == want.itemsize else a.astype(want)
     return np.asarray(a).reshape(v.type.static_shape)
