@@ -48,7 +48,7 @@ from ..quant.hybrid import (
     weight_scales,
 )
 from ..tosa.builder import Builder
-from .lowering.layout import prod
+from .lowering.conv import fully_connected_rows, stride_dilation
 from .lowering.legalize_common import fused_activation
 from .lowering.numeric import static_shape
 from .lowering.padding import apply_window_padding, window_pads
@@ -134,10 +134,8 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported(f"hybrid {op.name}: grouped convolution ({c} input channels, filter {ic})")
     scales = weight_scales(op, w, oc, 0)
     per_channel = _per_channel(w)
-    a = op.attrs
-    stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
-    dil = [int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))]
-    pads = window_pads(a.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
+    stride, dil = stride_dilation(op)
+    pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     q, factor, zp, pads = _quantized_input(b, x, pads, asymmetric=per_channel)
     with short_names(b):
         dot = b.conv2d(q, w, _zero_bias(b), _z8(b), _z8(b), pad=pads, stride=stride, dilation=dil,
@@ -158,10 +156,8 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     if one != 1 or cm % c:
         raise Unsupported(f"depthwise filter shape {[one, kh, kw, cm]} for {c} input channels")
     scales = weight_scales(op, w, cm, 3)
-    a = op.attrs
-    stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
-    dil = [int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))]
-    pads = window_pads(a.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
+    stride, dil = stride_dilation(op)
+    pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     q, factor, zp, pads = _quantized_input(b, x, pads, asymmetric=True)
     with short_names(b):
         w4 = b.reshape(w, [kh, kw, c, cm // c])
@@ -209,13 +205,7 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     if op.attrs.get("weights_format", "DEFAULT") != "DEFAULT" or len(op.results) > 1:
         raise Unsupported(f"hybrid {op.name} with weights_format {op.attrs.get('weights_format')}")
     xs, ws = static_shape(x), static_shape(w)
-    if len(ws) != 2:
-        raise Unsupported(f"fully_connected weights of rank {len(ws)}")
-    oc, ic = ws
-    total = prod(xs) if xs else 1
-    if total % ic:
-        raise Unsupported(f"fully_connected input {xs} not divisible into rows of {ic}")
-    n = total // ic
+    oc, ic, n = fully_connected_rows(xs, ws)
     scales = weight_scales(op, w, oc, 0)
     asymmetric = bool(op.attrs.get("asymmetric_quantize_inputs", False))
     # each row quantized on its own (BatchQuantizeFloats): rows [n, 1, 1, ic], factor and zero point [n, 1, 1, 1]

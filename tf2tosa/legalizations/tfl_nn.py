@@ -46,7 +46,13 @@ from ..quant.elementwise import Fx
 from ..quant.exact_round import low_byte_input
 from ..tosa.builder import Builder
 from . import tfl_hybrid as hybrid
-from .lowering.conv import crop_output, grouped_conv2d, transpose_conv_out_pads
+from .lowering.conv import (
+    crop_output,
+    fully_connected_rows,
+    grouped_conv2d,
+    stride_dilation,
+    transpose_conv_out_pads,
+)
 from .lowering.layout import dilate_axis, prod, reverse
 from .lowering.legalize_common import acc_type_for, const_operand, float_zp, fused_activation
 from .lowering.numeric import FLOAT_TYPES, broadcast_shape, operands, require_float, static_shape
@@ -95,13 +101,6 @@ def _bias(b: Builder, op: Operation, k: int, channels: int, ct: _ConvTypes) -> t
     return b.const(np.zeros([channels]), dt, name="zero_bias"), None
 
 
-def _stride_dilation(op: Operation) -> tuple[list[int], list[int]]:
-    a = op.attrs
-    stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
-    dil = [int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))]
-    return stride, dil
-
-
 def _conv(b: Builder, x: Value, w: Value, bias: Value, ct: _ConvTypes, pads: list[int], stride: list[int],
           dil: list[int]) -> Value:
     return b.conv2d(x, w, bias, ct.izp, ct.wzp, pad=pads, stride=stride, dilation=dil, acc_type=ct.acc_type)
@@ -131,7 +130,7 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
     ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
     oc, kh, kw, ic = static_shape(w)
-    stride, dil = _stride_dilation(op)
+    stride, dil = stride_dilation(op)
     bias, tfl_acc = _bias(b, op, 2, oc, ct)
     pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     x, pads = apply_window_padding(b, x, pads, ct.izp)
@@ -164,7 +163,7 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     if one != 1 or cm % c:
         raise Unsupported(f"depthwise filter shape {[one, kh, kw, cm]} for {c} input channels")
     m = cm // c
-    stride, dil = _stride_dilation(op)
+    stride, dil = stride_dilation(op)
     bias, tfl_acc = _bias(b, op, 2, cm, ct)
     pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     x, pads = apply_window_padding(b, x, pads, ct.izp)
@@ -234,13 +233,7 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
         return _fully_connected_rows(b, op, x, w, ct)
     xs = static_shape(x)
     ws = static_shape(w)
-    if len(ws) != 2:
-        raise Unsupported(f"fully_connected weights of rank {len(ws)}")
-    oc, ic = ws
-    total = prod(xs) if xs else 1
-    if total % ic:
-        raise Unsupported(f"fully_connected input {xs} not divisible into rows of {ic}")
-    n = total // ic
+    oc, ic, n = fully_connected_rows(xs, ws)
     bias, tfl_acc = _bias(b, op, 2, oc, ct)
     x4 = b.reshape(x, [n, 1, 1, ic])
     w4 = b.reshape(w, [oc, 1, 1, ic])

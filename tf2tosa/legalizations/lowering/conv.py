@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ...errors import Unsupported
-from ...ir import Value
+from ...ir import Operation, Value
 from ...tosa.builder import Builder
+from .layout import prod
 
 
 def grouped_conv2d(b: Builder, x: Value, w: Value, bias: Value, conv: Callable[[Value, Value, Value], Value],
@@ -81,3 +82,22 @@ def crop_output(b: Builder, y: Value, crop: Sequence[int]) -> Value:
 
 
 __all__ = ["crop_output", "grouped_conv2d", "transpose_conv_out_pads"]
+
+
+def fully_connected_rows(xs: Sequence[int], ws: Sequence[int]) -> tuple[int, int, int]:
+    """(OC, IC, N) of a FULLY_CONNECTED: weights [OC, IC], and the input [..., IC] flattened to N rows of IC."""
+    if len(ws) != 2:
+        raise Unsupported(f"fully_connected weights of rank {len(ws)}")
+    oc, ic = ws
+    total = prod(xs) if xs else 1
+    if total % ic:
+        raise Unsupported(f"fully_connected input {list(xs)} not divisible into rows of {ic}")
+    return oc, ic, total // ic
+
+
+def stride_dilation(op: Operation) -> tuple[list[int], list[int]]:
+    """A TFLite 2-D convolution's (stride, dilation), [H, W] each, from its options (1 where absent)."""
+    a = op.attrs
+    stride = [int(a.get("stride_h", 1)), int(a.get("stride_w", 1))]
+    dil = [int(a.get("dilation_h_factor", 1)), int(a.get("dilation_w_factor", 1))]
+    return stride, dil
