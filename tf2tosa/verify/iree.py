@@ -98,14 +98,24 @@ def compile_mlir(mlir: str, *, name: str = "model", use_cache: bool = True) -> b
     assert isinstance(vmfb, bytes)
     if use_cache:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".vmfb-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(vmfb)
-            os.replace(tmp, path)
+            cache_write(path, vmfb)
         except OSError:
             pass  # a cache that cannot be written only costs the next compile
     return vmfb
+
+
+def cache_write(path: Path, data: bytes) -> None:
+    """Write a cache entry through a temporary file in its folder and a rename (the temporary file is removed when
+    the write fails); raises OSError."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.suffix.lstrip('.') or 'cache'}-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 class IreeProgram:

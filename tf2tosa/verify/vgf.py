@@ -175,18 +175,6 @@ def cache_dir() -> Path:
     return Path(base) / "tf2tosa" / "vgf"
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".vgf-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _layer_setup(deploy: Path) -> list[Path]:
     """The private layer folders (graph first): each manifest alone in its folder, naming its library by its
     absolute path.  Written once per SDK location and content, under the cache."""
@@ -205,7 +193,7 @@ def _layer_setup(deploy: Path) -> list[Path]:
     for (sub, _, _), (name, text) in zip(LAYERS, manifests):
         path = base / sub / name
         if not path.is_file() or path.read_bytes() != text:
-            _atomic_write(path, text)
+            iree.cache_write(path, text)
         folders.append(path.parent)
     return folders
 
@@ -304,7 +292,7 @@ def convert_tosa(tosa: bytes, *, name: str = "model", use_cache: bool = True) ->
         vgf = dst.read_bytes()
     if use_cache:
         try:
-            _atomic_write(path, vgf)
+            iree.cache_write(path, vgf)
         except OSError:
             pass  # a cache that cannot be written only costs the next conversion
     return vgf
