@@ -77,3 +77,11 @@ class Unsupported(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def first_line(e: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message (its class name when it has none), cut to ``limit`` characters:
+    how a library's multi-line error is quoted in one error line of ours."""
+    text = str(e).strip().splitlines()
+    msg = text[0] if text else type(e).__name__
+    return msg if len(msg) <= limit else msg[: limit - 1] + "…"

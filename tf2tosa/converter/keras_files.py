@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelLoadError
+from ..errors import ModelLoadError, first_line
 
 log = logging.getLogger("tf2tosa")
 
@@ -45,12 +45,6 @@ CustomObjects = Mapping[str, Any] | str | os.PathLike[str] | Sequence[Any] | Non
 _module_ids = itertools.count()
 _active: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("tf2tosa_custom_objects",
                                                                                default=None)
-
-
-def _first_line(e: BaseException, limit: int = 300) -> str:
-    text = str(e).strip().splitlines()
-    msg = text[0] if text else type(e).__name__
-    return msg if len(msg) <= limit else msg[: limit - 1] + "…"
 
 
 # ------------------------------------------------------------------------------------------- custom objects
@@ -69,7 +63,7 @@ def _module_objects(path: str) -> dict[str, Any]:
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as e:  # the user's code: any failure is one error naming the file
-        raise ModelLoadError(f"--custom-objects: running the module failed: {type(e).__name__}: {_first_line(e)}",
+        raise ModelLoadError(f"--custom-objects: running the module failed: {type(e).__name__}: {first_line(e)}",
                              file=path) from None
     finally:
         sys.modules.pop(name, None)
@@ -198,7 +192,7 @@ def fallback(path: str, keras3_error: BaseException, unsafe_deserialization: boo
     unknown = [n for n in unknown_objects(k3_text) if not custom_objects or n not in custom_objects]
     if unknown:
         raise refuse_unknown(path, unknown, custom_objects)
-    raise ModelLoadError(f"cannot load Keras model: {_first_line(keras3_error)}", file=path)
+    raise ModelLoadError(f"cannot load Keras model: {first_line(keras3_error)}", file=path)
 
 
 def load_legacy(path: str, keras3_error: BaseException, unsafe_deserialization: bool, code_layers: Sequence[str],
@@ -207,7 +201,7 @@ def load_legacy(path: str, keras3_error: BaseException, unsafe_deserialization: 
     so.  ``code_layers``: the ``Lambda`` layers of its config (refused unless ``unsafe_deserialization``).
     Raises one :class:`ModelLoadError` when that fails too (a custom object neither Keras knows names
     ``--custom-objects``)."""
-    k3 = _first_line(keras3_error)
+    k3 = first_line(keras3_error)
     if code_layers and not unsafe_deserialization:
         raise refuse_code(path, code_layers)
     tf_keras = _tf_keras()
@@ -229,11 +223,11 @@ def load_legacy(path: str, keras3_error: BaseException, unsafe_deserialization: 
         if "marshal" in text and code_layers:
             raise ModelLoadError(f"cannot load Keras model: the Python bytecode of Lambda layer(s) "
                                  f"{', '.join(repr(n) for n in code_layers)} was written by another Python version "
-                                 f"and cannot be read by this one ({_first_line(e)})", file=path) from None
-        raise ModelLoadError(f"cannot load Keras model: Keras 3: {k3}; tf_keras (Keras 2): {_first_line(e)}",
+                                 f"and cannot be read by this one ({first_line(e)})", file=path) from None
+        raise ModelLoadError(f"cannot load Keras model: Keras 3: {k3}; tf_keras (Keras 2): {first_line(e)}",
                              file=path) from None
     log.info("%s: Keras 3 cannot read this file (%s); loaded with tf_keras (Keras 2) instead", path,
-             _first_line(keras3_error, 120))
+             first_line(keras3_error, 120))
     return model
 
 

@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConversionError, ModelLoadError
+from ..errors import ConversionError, ModelLoadError, first_line
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
 
@@ -242,12 +242,6 @@ def _clean(name: str) -> str:
     return s or "t"
 
 
-def _first_line(e: BaseException, limit: int = 300) -> str:
-    text = str(e).strip().splitlines()
-    msg = text[0] if text else type(e).__name__
-    return msg if len(msg) <= limit else msg[: limit - 1] + "…"
-
-
 # ------------------------------------------------------------------------------------------ the source
 @dataclass
 class TFSource:
@@ -346,7 +340,7 @@ def _load_source(source: Any, signature: str, outputs: Sequence[str] | None, uns
         try:
             cf = source.get_concrete_function()
         except Exception as e:
-            raise ModelLoadError(f"cannot trace the tf.function: {_first_line(e)}", file=label) from None
+            raise ModelLoadError(f"cannot trace the tf.function: {first_line(e)}", file=label) from None
         return _function_source(cf, label)
     raise ModelLoadError(f"cannot load a TensorFlow model from a {type(source).__name__}")
 
@@ -403,7 +397,7 @@ def _saved_model_source(path: str, signature: str, trust_model: bool = False, ta
     except Exception as e:
         # reviving the object graph failed (e.g. a Keras 2 optimizer whose slot variables need Python classes
         # that are gone): read the MetaGraph and the variables instead
-        revive_error = _first_line(e)
+        revive_error = first_line(e)
         if "requires a `tags=` argument" in revive_error:  # (a TF1 export with several MetaGraphs, no --tag)
             revive_error = "the SavedModel holds several MetaGraphs (tag sets; choose one with --tag)"
         try:
@@ -485,7 +479,7 @@ def _saved_model_proto(path: str) -> Any:
 
             text_format.Parse(pbtxt.read_text(), sm)
     except Exception as e:
-        raise ModelLoadError(f"saved_model.pb is not a SavedModel protobuf: {_first_line(e)}", file=path) from None
+        raise ModelLoadError(f"saved_model.pb is not a SavedModel protobuf: {first_line(e)}", file=path) from None
     return sm
 
 
@@ -599,7 +593,7 @@ def _saved_model_graph_source(path: str, signature: str, revive_error: str,
             raise ModelLoadError(f"this TensorFlow has no kernel for op {kernel.group(1)!r} (an op TensorFlow has "
                                  "dropped since the model was exported), so the model can neither be loaded nor "
                                  "run here", op=kernel.group(1)) from None
-        raise ModelLoadError(f"v1 loader: {_first_line(e)}") from None
+        raise ModelLoadError(f"v1 loader: {first_line(e)}") from None
     keys = sorted(meta.signature_def)
     _rename_functions(frozen)
 
@@ -612,7 +606,7 @@ def _saved_model_graph_source(path: str, signature: str, revive_error: str,
                            [wrapped.graph.get_tensor_by_name(t) for t in out_t])
     except Exception as e:
         sess.close()
-        raise ModelLoadError(f"frozen signature {signature!r}: {_first_line(e)}") from None
+        raise ModelLoadError(f"frozen signature {signature!r}: {first_line(e)}") from None
 
     def run(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         res = sess.run(out_t, {t: np.asarray(a) for t, a in zip(in_t, arrays)})
@@ -704,7 +698,7 @@ def _keras_archive_problem(path: str) -> str | None:
                     return "a zip without config.json"
         except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as e:
             return "not a zip file (truncated, or another format)" if "not a zip" in str(e) else \
-                f"a broken zip ({_first_line(e)})"
+                f"a broken zip ({first_line(e)})"
         except OSError as e:
             return f"unreadable: {e.strerror or e}"
         return None
@@ -715,7 +709,7 @@ def _keras_archive_problem(path: str) -> str | None:
             if "model_config" not in f.attrs:
                 return "an HDF5 file without a model_config (weights only?)"
     except OSError as e:
-        return f"HDF5 cannot open it ({_first_line(e)})"
+        return f"HDF5 cannot open it ({first_line(e)})"
     return None
 
 
@@ -818,7 +812,7 @@ def _keras_source(model: Any, label: str) -> TFSource:
         with inference_trace(model):  # (no dropout-mask draw that writes a seed generator in inference)
             cf = tf.function(call).get_concrete_function(*specs)
     except Exception as e:
-        raise ModelLoadError(f"cannot trace the Keras model: {_first_line(e)}", file=label) from None
+        raise ModelLoadError(f"cannot trace the Keras model: {first_line(e)}", file=label) from None
     flat_out = tf.nest.flatten(cf.structured_outputs)
     if len(out_names) != len(flat_out):
         out_names = _flat_names(cf.structured_outputs, "output")
@@ -865,7 +859,7 @@ def _graphdef_source(data: bytes, label: str, outputs: Sequence[str] | None) -> 
     try:
         gd.ParseFromString(data)
     except Exception as e:
-        raise ModelLoadError(f"not a GraphDef protobuf: {_first_line(e)}", file=label) from None
+        raise ModelLoadError(f"not a GraphDef protobuf: {first_line(e)}", file=label) from None
     if not gd.node:
         raise ModelLoadError("GraphDef has no nodes", file=label)
     consumed: set[str] = set()
@@ -968,7 +962,7 @@ def _freeze(src: TFSource, keep: Sequence[str] | str | None = None
             with g.as_default():
                 tf.compat.v1.import_graph_def(src.graph_def, name="")
         except Exception as e:
-            raise ModelLoadError(f"invalid GraphDef: {_first_line(e)}", file=src.label) from None
+            raise ModelLoadError(f"invalid GraphDef: {first_line(e)}", file=src.label) from None
         return g, [g.get_tensor_by_name(t) for t in src.input_tensors], [g.get_tensor_by_name(t)
                                                                          for t in src.output_tensors], {}
     cf = src.function
@@ -1013,7 +1007,7 @@ def _freeze_again(src: TFSource, keep: Sequence[str] | str | None, error: Except
       in its session (``src`` becomes that source; the result is :func:`_freeze`'s tuple)."""
     from tensorflow.python.framework import convert_to_constants as c2c
 
-    reason = _first_line(error)
+    reason = first_line(error)
     if src.loader and "duplicate function" in reason:
         try:
             data = c2c._FunctionConverterDataInEager(func=src.function, lower_control_flow=False,
@@ -1022,7 +1016,7 @@ def _freeze_again(src: TFSource, keep: Sequence[str] | str | None, error: Except
             _rename_functions(gd)
             return c2c._construct_concrete_function(src.function, gd, converted)
         except Exception as e2:
-            raise ModelLoadError(f"variables cannot be frozen: {_first_line(e2)}", file=src.label) from None
+            raise ModelLoadError(f"variables cannot be frozen: {first_line(e2)}", file=src.label) from None
     if src.kind == "saved_model" and not src.loader and not keep and src.signature is not None:
         try:
             alt = _saved_model_graph_source(src.label, src.signature, f"freezing the revived signature failed: "
@@ -1250,7 +1244,7 @@ class _Library:
         try:
             fg = function_def_to_graph(fdef, input_shapes=list(shapes))
         except Exception as e:
-            raise ModelLoadError(f"function {fname}: {_first_line(e)}", file=self.file, op=op_name) from None
+            raise ModelLoadError(f"function {fname}: {first_line(e)}", file=self.file, op=op_name) from None
         in_names = [a.name for a in fdef.signature.input_arg]
         out_names = [a.name for a in fdef.signature.output_arg]
         region = graph_from_tf(fg, list(fg.inputs), list(fg.outputs), in_names, out_names, name=_clean(fname),
@@ -1561,4 +1555,4 @@ def tflite_qat_reference(source: Any, int8_io: bool = False, signature: str = "s
             conv.inference_output_type = tf.int8
         return bytes(conv.convert())
     except Exception as e:
-        raise ModelLoadError(f"TFLite conversion failed: {_first_line(e)}", file=src.label) from None
+        raise ModelLoadError(f"TFLite conversion failed: {first_line(e)}", file=src.label) from None
