@@ -38,10 +38,13 @@ PRODUCT = {"cnn": "CONV2D", "mlp": "CONV2D", "depthwise": "DEPTHWISE_CONV2D", "l
 #: 2.2 (batch_matmul), 2.79 (conv1d), 3.12 (transformer) before the quantization was made compact
 MAX_RATIO = {"cnn": 1.92, "mlp": 1.99, "depthwise": 1.26, "lstm_text": 4.22, "batch_matmul": 1.94, "conv1d": 1.94,
              "transformer": 2.17}
-#: asymmetric on-the-fly quantizations (one REDUCE_MIN each) of each model: the transformer's Q, K and V projections
-#: read one tensor, quantized once (then the attention output and the two feed-forward layers); the LSTM's 12 input
-#: projections read rows of one sequence, quantized once (then the 12 recurrent ones)
-QUANTIZATIONS = {"transformer": 4, "lstm_text": 13, "mlp": 3}
+#: asymmetric on-the-fly quantizations of a signed tensor (one REDUCE_MIN each) of each model: the transformer's Q, K
+#: and V projections read one tensor, quantized once (then the attention output and the two feed-forward layers);
+#: the LSTM's 12 input projections read rows of one sequence, quantized once (then the 12 recurrent ones); a
+#: tensor a ReLU made is non-negative (its zero point is the constant -128, no REDUCE_MIN): the CNNs' and the
+#: Conv1D net's only signed input is the model's; the MLP's are its input and the tanh layer's output, the
+#: depthwise net's its input and the outputs of its two depthwise layers without activation
+QUANTIZATIONS = {"transformer": 4, "lstm_text": 13, "mlp": 2, "cnn": 1, "depthwise": 3, "conv1d": 1}
 
 
 def _convert(name: str, mode: str) -> tuple[tf2tosa.TosaModel, bytes, list[dict[str, np.ndarray]], float]:

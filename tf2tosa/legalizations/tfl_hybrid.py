@@ -39,10 +39,13 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
 from ..quant.conv import note_inexact
 from ..quant.hybrid import (
+    ZeroPoint,
     corrected,
     dequantize_weight,
     hybrid_mode,
+    input_zp,
     is_hybrid,
+    nonnegative,
     quantize,
     short_names,
     weight_scales,
@@ -104,19 +107,20 @@ def _scale(b: Builder, rank: int, scales: np.ndarray) -> Value:
 
 
 def _quantized_input(b: Builder, x: Value, pads: list[int], asymmetric: bool
-                     ) -> tuple[Value, Value, Value | None, list[int]]:
+                     ) -> tuple[Value, Value, ZeroPoint, list[int]]:
     """x [N, H, W, C] quantized per batch image, with the window's pads: (q, factor [N,1,1,1], zero point or None,
-    the pads left for the TOSA op)."""
+    the pads left for the TOSA op).  A non-negative x's zero point is a constant (the TOSA op's input zero point,
+    whose padding then adds nothing): no float padding."""
     n, h, w, c = static_shape(x)
     with short_names(b):
-        if asymmetric and any(p > 0 for p in pads):
+        if asymmetric and any(p > 0 for p in pads) and not nonnegative(x):
             pos = [max(0, p) for p in pads]
             x = b.pad(x, [0, 0, pos[0], pos[1], pos[2], pos[3], 0, 0], 0.0)
             pads = [0, min(0, pads[1]), 0, min(0, pads[3])]
             n, h, w, c = static_shape(x)
     q, factor, zp = quantize(b, x, [n, h, w, c], asymmetric, rows=[n, 1, 1, h * w * c])
     with short_names(b):
-        q, pads = apply_window_padding(b, q, pads, _z8(b))
+        q, pads = apply_window_padding(b, q, pads, input_zp(b, zp))
     return q, factor, zp, pads
 
 
@@ -138,7 +142,7 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
     pads = window_pads(op.attrs.get("padding", "VALID"), [ih, iw], [kh, kw], stride, dil)
     q, factor, zp, pads = _quantized_input(b, x, pads, asymmetric=per_channel)
     with short_names(b):
-        dot = b.conv2d(q, w, _zero_bias(b), _z8(b), _z8(b), pad=pads, stride=stride, dilation=dil,
+        dot = b.conv2d(q, w, _zero_bias(b), input_zp(b, zp), _z8(b), pad=pads, stride=stride, dilation=dil,
                        acc_type="INT32")
         acc = corrected(b, dot, zp, np.asarray(w.const(), np.int64).reshape(oc, -1))
         if per_channel:  # reference_ops::HybridConvPerChannel: acc · s_w[c] · factor_b
@@ -161,8 +165,8 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     q, factor, zp, pads = _quantized_input(b, x, pads, asymmetric=True)
     with short_names(b):
         w4 = b.reshape(w, [kh, kw, c, cm // c])
-        dot = b.depthwise_conv2d(q, w4, _zero_bias(b), _z8(b), _z8(b), pad=pads, stride=stride, dilation=dil,
-                                 acc_type="INT32")
+        dot = b.depthwise_conv2d(q, w4, _zero_bias(b), input_zp(b, zp), _z8(b), pad=pads, stride=stride,
+                                 dilation=dil, acc_type="INT32")
         acc = corrected(b, dot, zp, np.asarray(w.const(), np.int64).reshape(kh * kw, cm).T)
         scale = b.mul(_scale(b, 4, scales), factor)
     return [_finish(b, op, b.mul(acc, scale), 2)]
@@ -178,7 +182,7 @@ def _unreshaped(v: Value, ic: int) -> Value:
 
 
 def _gathered_rows(b: Builder, x: Value, n: int, ic: int, asymmetric: bool
-                   ) -> tuple[Value, Value, Value | None] | None:
+                   ) -> tuple[Value, Value, ZeroPoint] | None:
     """When x is (a reshape of) whole rows GATHERed from a float tensor T [N, K, ic] - the time step an unrolled
     loop takes from its sequence - T's rows quantized once (shared by every step) and gathered like x: the same
     q, factor and zero point, as each row is quantized on its own.  None for any other x."""
@@ -195,7 +199,7 @@ def _gathered_rows(b: Builder, x: Value, n: int, ic: int, asymmetric: bool
     with short_names(b):
         q = b.reshape(b.gather(qt, idx), [n, 1, 1, ic])
         factor = b.reshape(b.gather(ft, idx), [n, 1, 1, 1])
-        zp = b.reshape(b.gather(zt, idx), [n, 1, 1, 1]) if zt is not None else None
+        zp = b.reshape(b.gather(zt, idx), [n, 1, 1, 1]) if isinstance(zt, Value) else zt
     return q, factor, zp
 
 
@@ -211,7 +215,7 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     # each row quantized on its own (BatchQuantizeFloats): rows [n, 1, 1, ic], factor and zero point [n, 1, 1, 1]
     q, factor, zp = _gathered_rows(b, x, n, ic, asymmetric) or quantize(b, x, [n, 1, 1, ic], asymmetric)
     with short_names(b):
-        dot = b.conv2d(q, b.reshape(w, [oc, 1, 1, ic]), _zero_bias(b), _z8(b), _z8(b), pad=[0, 0, 0, 0],
+        dot = b.conv2d(q, b.reshape(w, [oc, 1, 1, ic]), _zero_bias(b), input_zp(b, zp), _z8(b), pad=[0, 0, 0, 0],
                        stride=[1, 1], dilation=[1, 1], acc_type="INT32")
         acc = corrected(b, dot, zp, np.asarray(w.const(), np.int64))
         # scaling_factor · s_w (per tensor), or · s_w[c] (per channel)
@@ -235,7 +239,7 @@ def matmul(b: Builder, op: Operation, x3: Value, y3: Value) -> Value:
     asymmetric = bool(op.attrs.get("asymmetric_quantize_inputs", False))
     qx, factor, zp = quantize(b, x3, static_shape(x3), asymmetric)  # each row (last axis) on its own
     with short_names(b):
-        dot = b.matmul(qx, y3, _z8(b), _z8(b))
+        dot = b.matmul(qx, y3, input_zp(b, zp), _z8(b))
         wy = np.asarray(y3.const(), np.int64)  # [B', K, N]: the weights of output column n are wy[:, :, n]
         if wy.shape[0] == 1:
             acc = corrected(b, dot, zp, wy[0].T)
@@ -245,9 +249,9 @@ def matmul(b: Builder, op: Operation, x3: Value, y3: Value) -> Value:
     return b.mul(acc, scale)
 
 
-def _corrected_batched(b: Builder, dot: Value, zp: Value | None, wy: np.ndarray) -> Value:
+def _corrected_batched(b: Builder, dot: Value, zp: ZeroPoint, wy: np.ndarray) -> Value:
     """float32(dot - zp · Σ_k wy[b, k, n]) for a batch of weight matrices wy [B, K, N] (dot [B, M, N])."""
-    if zp is None:
+    if not isinstance(zp, Value):
         return b.cast(dot, DType.FP32)
     rs = b.const(wy.sum(axis=1, keepdims=True), DType.INT32)
     return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)

@@ -155,20 +155,78 @@ def where(b: Builder, cond: Value, a: Value, c: Value) -> Value:
     return b.emit("SELECT", b.broadcast_ranks(cond, a, c)).result
 
 
-def _symmetric(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value]:
+#: ops whose result is >= 0 (or NaN) whatever their operands
+_NONNEG_ALWAYS = frozenset({"SIGMOID", "EXP", "ABS"})
+#: ops whose result is >= 0 (or NaN) when all their data operands (the first ``n``, None: all) are
+_NONNEG_IF_OPERANDS: dict[str, int | None] = {
+    "RESHAPE": 1, "TRANSPOSE": 1, "SLICE": 1, "TILE": 1, "GATHER": 1, "IDENTITY": 1, "MAX_POOL2D": 1,
+    "AVG_POOL2D": 1, "REDUCE_MAX": 1, "REDUCE_MIN": 1, "REDUCE_SUM": 1, "CONCAT": None, "ADD": 2, "MUL": 2,
+    "MINIMUM": 2, "MAXIMUM": 2, "SELECT": None}
+
+
+def nonnegative(v: Value, depth: int = 12) -> bool:
+    """Whether every element of the float tensor ``v`` is >= 0 (-0.0 included) or NaN, by what makes it: a CLAMP
+    to a minimum >= 0 (a fused ReLU / ReLU6), a sigmoid or exp, a non-negative constant, and the ops that keep the
+    sign of non-negative operands (reshapes, slices, pools, sums, products ...).  False when not known."""
+    op = v.producer
+    if op is None or depth <= 0:
+        return False
+    code = op.opcode
+    if code == "CONST":
+        c = v.const()
+        return c is not None and bool(np.all(np.asarray(c, np.float64) >= 0))
+    if code in _NONNEG_ALWAYS:
+        return True
+    if code == "CLAMP":
+        lo, hi = float(op.attrs.get("min_val", -1.0)), float(op.attrs.get("max_val", -1.0))
+        return lo >= 0 or (hi >= 0 and nonnegative(op.operands[0], depth - 1))
+    if code == "MAXIMUM" and any(o.is_const and nonnegative(o, 1) for o in op.operands[:2]):
+        return True  # max(x, c >= 0) >= c, or NaN (PROPAGATE), or c (IGNORE)
+    if code == "PAD":
+        return nonnegative(op.operands[0], depth - 1) and nonnegative(op.operands[2], 1)
+    if code not in _NONNEG_IF_OPERANDS:
+        return False
+    n = _NONNEG_IF_OPERANDS[code]
+    data = op.operands[1:] if code == "SELECT" else op.operands[:n] if n is not None else op.operands
+    return bool(data) and all(nonnegative(o, depth - 1) for o in data)
+
+
+def _symmetric(b: Builder, x: Value, rows: list[int], nonneg: bool = False) -> tuple[Value, Value]:
     """SymmetricQuantizeFloats of each row of x reshaped to ``rows`` (along its last axis): (int8 q shaped like x,
     float32 factor shaped like ``rows`` with a last axis of 1, which must broadcast against x).
     q = sign(x)·round(|x|·(127/range)): fl(|x|·s) = |fl(x·s)| and C's round is odd, so rounding the magnitude (>= 0,
-    two ops) and restoring the sign is the same."""
+    two ops) and restoring the sign is the same.  A ``nonneg`` x (:func:`nonnegative`) is its own magnitude: no
+    ABS, no sign (the same values: -0.0 quantizes to 0 either way)."""
     r = x.type.rank
-    ax = b.abs(x)
+    ax = x if nonneg else b.abs(x)
     rmax = b.reduce_max(b.reshape(ax, rows), axis=len(rows) - 1)
     rng = b.binary("MAXIMUM", rmax, fconst(b, TINY, len(rows)))
     inv = b.mul(b.reciprocal(rng), fconst(b, 127.0, len(rows)))  # 127/range (exact for a power-of-two range)
     factor = b.mul(rng, fconst(b, float(np.float32(1.0 / 127.0)), len(rows)))
     mag = c_round(b, b.mul(ax, inv), nonnegative=True)  # <= 127: |x| <= range
+    if nonneg:
+        return b.cast(mag, DType.INT8), factor
     signed = where(b, b.binary("GREATER", fconst(b, 0.0, r), x), b.binary("SUB", fconst(b, 0.0, r), mag), mag)
     return b.cast(signed, DType.INT8), factor
+
+
+#: the zero point of an asymmetric quantization of a non-negative tensor: rmin = 0, so round(-128 - 0) = -128,
+#: a constant (the int8 product's input zero point) instead of a run-time value
+NONNEG_ZP = -128
+
+
+def _asymmetric_nonneg(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value]:
+    """:func:`_asymmetric` of an x whose elements are all >= 0 (-0.0 included) or NaN (:func:`nonnegative`), the
+    same bits in 10 ops instead of 25: rmin = MINIMUM(min x, 0) is ±0, so the factor (rmax - ±0)/255 is rmax/255,
+    the zero point round(-128 - ±0·inv) is -128 (:data:`NONNEG_ZP`), and every v = x·inv is >= 0, -0.0 or NaN,
+    for which :func:`c_round` takes its FLOOR(v + 0.5⁻) branch (GREATER(0, v) is false).  (A NaN anywhere makes
+    the range, hence every output, NaN in both forms.)"""
+    k = len(rows)
+    rmax = b.binary("MAXIMUM", b.reduce_max(b.reshape(x, rows), axis=k - 1), fconst(b, TINY, k),
+                    nan_mode="PROPAGATE")
+    factor = b.mul(rmax, fconst(b, float(np.float32(1.0 / 255.0)), k))
+    up = c_round(b, b.mul(x, b.reciprocal(factor)), nonnegative=True)
+    return b.cast(b.binary("ADD", fconst(b, float(NONNEG_ZP), k), up), DType.INT8), factor
 
 
 def _asymmetric(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value, Value]:
@@ -189,30 +247,41 @@ def _asymmetric(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value, Va
     return q, factor, zp
 
 
+#: a quantization's zero point: a float32 run-time Value (asymmetric), the constant :data:`NONNEG_ZP` (asymmetric,
+#: non-negative input) or None (symmetric: 0)
+ZeroPoint = Value | int | None
+
+
 def quantize(b: Builder, x: Value, shape: list[int], asymmetric: bool, rows: list[int] | None = None
-             ) -> tuple[Value, Value, Value | None]:
+             ) -> tuple[Value, Value, ZeroPoint]:
     """x reshaped to ``shape`` and quantized row by row, a row being the last axis of x reshaped to ``rows``
-    (default ``shape``; LiteRT's per-row or per-batch quantization): (int8 q of ``shape``, float32 factor and
-    float32 zero point (an integer; asymmetric, else None) of ``rows`` with a last axis of 1, broadcast against
-    ``shape``).  Made once per tensor, shapes and kind in a graph: a later hybrid op reading the same tensor reuses
-    it."""
+    (default ``shape``; LiteRT's per-row or per-batch quantization): (int8 q of ``shape``, float32 factor of
+    ``rows`` with a last axis of 1, broadcast against ``shape``, and the zero point: float32 like the factor (an
+    integer; asymmetric), :data:`NONNEG_ZP` (asymmetric, x :func:`nonnegative`: the int8 product takes it as its
+    input zero point, :func:`input_zp`) or None (symmetric)).  Made once per tensor, shapes and kind in a graph: a
+    later hybrid op reading the same tensor reuses it."""
     rows = rows or shape
-    memo: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], tuple[Value, Value, Value | None]]
+    memo: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], tuple[Value, Value, ZeroPoint]]
     memo = b.graph.meta.setdefault(QUANTIZED, {})
     key = (x.id, tuple(shape), tuple(rows), asymmetric)
     got = memo.get(key)
     if got is not None and all(v.producer is not None and b.graph.ops.get(v.producer.id) is v.producer
-                               for v in got if v is not None):
+                               for v in got if isinstance(v, Value)):
         return got
     src = x  # (a reshape of a reshape: the first one's input, when it has the shape - one op fewer, or two)
     while src.producer is not None and src.producer.opcode == "RESHAPE" and list(src.shape) != list(shape):
         src = src.producer.operands[0]
+    nonneg = nonnegative(x)
     with short_names(b):
         elems = b.reshape(src if list(src.shape) == list(shape) else x, shape)
-        if asymmetric:
-            made: tuple[Value, Value, Value | None] = _asymmetric(b, elems, rows)
+        made: tuple[Value, Value, ZeroPoint]
+        if asymmetric and nonneg:
+            q, factor = _asymmetric_nonneg(b, elems, rows)
+            made = (q, factor, NONNEG_ZP)
+        elif asymmetric:
+            made = _asymmetric(b, elems, rows)
         else:
-            q, factor = _symmetric(b, elems, rows)
+            q, factor = _symmetric(b, elems, rows, nonneg)
             made = (q, factor, None)
     memo[key] = made
     return made
@@ -231,11 +300,18 @@ def quantize_rows_asymmetric(b: Builder, x: Value) -> tuple[Value, Value, Value]
         return q, factor, b.cast(zp, DType.INT32)
 
 
-def corrected(b: Builder, dot: Value, zp: Value | None, w_rows: np.ndarray) -> Value:
+def input_zp(b: Builder, zp: ZeroPoint) -> Value:
+    """The int8 product's input zero point: :data:`NONNEG_ZP` for a constant zero point (the product is then
+    Σ(q - zp)·w, exact in int32, with no correction), else 0."""
+    return b.zp(zp if isinstance(zp, int) else 0, DType.INT8)
+
+
+def corrected(b: Builder, dot: Value, zp: ZeroPoint, w_rows: np.ndarray) -> Value:
     """float32(``dot - zp · Σw``) (``w_rows`` [C, K]: the int8 weights of each output channel, the last axis of
-    ``dot``; ``zp`` the float zero point, None for symmetric inputs).  In float32 (CAST, MUL, SUB) where every
-    integer involved is below 2^24 (|dot - zp·Σw| <= 255·Σ|w|), so exact and the same as in int32; else in int32."""
-    if zp is None:
+    ``dot``; ``zp`` the float zero point, None for symmetric inputs, an int when the product took it as its input
+    zero point (:func:`input_zp`)).  In float32 (CAST, MUL, SUB) where every integer involved is below 2^24
+    (|dot - zp·Σw| <= 255·Σ|w|), so exact and the same as in int32; else in int32."""
+    if not isinstance(zp, Value):
         return b.cast(dot, DType.FP32)
     rank = dot.type.rank
     w_rows = np.asarray(w_rows, np.int64)
@@ -246,6 +322,7 @@ def corrected(b: Builder, dot: Value, zp: Value | None, w_rows: np.ndarray) -> V
     return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)
 
 
-__all__ = ["HALF_BELOW", "MODES", "QUANTIZED", "SHORT_NAME", "TINY", "c_round", "check_mode", "corrected",
-           "dequantize_weight", "fconst", "hybrid_mode", "is_hybrid", "quantize", "quantize_rows",
-           "quantize_rows_asymmetric", "short_names", "weight_scales", "where"]
+__all__ = ["HALF_BELOW", "MODES", "NONNEG_ZP", "QUANTIZED", "SHORT_NAME", "TINY", "ZeroPoint", "c_round",
+           "check_mode", "corrected", "dequantize_weight", "fconst", "hybrid_mode", "input_zp", "is_hybrid",
+           "nonnegative", "quantize", "quantize_rows", "quantize_rows_asymmetric", "short_names", "weight_scales",
+           "where"]
