@@ -35,16 +35,18 @@ PRODUCT = {"cnn": "CONV2D", "mlp": "CONV2D", "depthwise": "DEPTHWISE_CONV2D", "l
            "batch_matmul": "MATMUL", "conv1d": "CONV2D", "transformer": "CONV2D", "transpose_conv": None}
 
 #: .tosa / .tflite ceilings (measured, +~3%); they were 2.5 (cnn), 2.53 (mlp), 1.52 (depthwise), 6.35 (lstm_text),
-#: 2.2 (batch_matmul), 2.79 (conv1d), 3.12 (transformer) before the quantization was made compact
-MAX_RATIO = {"cnn": 1.92, "mlp": 1.99, "depthwise": 1.26, "lstm_text": 4.22, "batch_matmul": 1.94, "conv1d": 1.94,
+#: 2.2 (batch_matmul), 2.79 (conv1d), 3.12 (transformer) before the quantization was made compact, then 1.92, 1.99,
+#: 1.26, 4.22 (unrolled), 1.94, 1.94, 2.17 before non-negative inputs got a constant zero point and hybrid loops
+#: stayed loops
+MAX_RATIO = {"cnn": 1.61, "mlp": 1.81, "depthwise": 1.20, "lstm_text": 1.69, "batch_matmul": 1.94, "conv1d": 1.59,
              "transformer": 2.17}
 #: asymmetric on-the-fly quantizations of a signed tensor (one REDUCE_MIN each) of each model: the transformer's Q, K
 #: and V projections read one tensor, quantized once (then the attention output and the two feed-forward layers);
-#: the LSTM's 12 input projections read rows of one sequence, quantized once (then the 12 recurrent ones); a
+#: the LSTM's loop (a WHILE_LOOP) quantizes its step's input row and its state h, then the dense layer its output; a
 #: tensor a ReLU made is non-negative (its zero point is the constant -128, no REDUCE_MIN): the CNNs' and the
 #: Conv1D net's only signed input is the model's; the MLP's are its input and the tanh layer's output, the
 #: depthwise net's its input and the outputs of its two depthwise layers without activation
-QUANTIZATIONS = {"transformer": 4, "lstm_text": 13, "mlp": 2, "cnn": 1, "depthwise": 3, "conv1d": 1}
+QUANTIZATIONS = {"transformer": 4, "lstm_text": 3, "mlp": 2, "cnn": 1, "depthwise": 3, "conv1d": 1}
 
 
 def _convert(name: str, mode: str) -> tuple[tf2tosa.TosaModel, bytes, list[dict[str, np.ndarray]], float]:
@@ -87,8 +89,9 @@ def _check(name: str) -> None:
     assert dist_deq <= 1.5 * dist_kernel + 1e-6, (dist_deq, dist_kernel)
     ratio = len(m.to_bytes()) / len(tfl)
     assert ratio <= MAX_RATIO[name], (name, ratio)
-    if name in QUANTIZATIONS:
-        assert ops.get("tosa.REDUCE_MIN", 0) == QUANTIZATIONS[name], ops
+    if name in QUANTIZATIONS:  # (in the program and its loop bodies)
+        graphs = [g, *(r for op in g.ops.values() for r in op.regions)]
+        assert sum(op.opcode == "REDUCE_MIN" for x in graphs for op in x.ops.values()) == QUANTIZATIONS[name], ops
     # the values made inside a hybrid op have short names; the source's (often hundreds of bytes) stay on results
     made = [r.name for op in g.ops.values() for r in op.results if r.name.split("_")[0] == SHORT_NAME]
     assert len(made) > len(g.ops) // 3 and max(len(n) for n in made) <= 8, made[:5]
@@ -178,13 +181,15 @@ REAL_FAST = ["real_mlp", "real_cnn"]
 REAL_SLOW = ["real_depthwise", "real_conv1d", "real_lstm_text", "real_transformer"]
 REAL_PRODUCT = {"real_cnn": "CONV2D", "real_mlp": "CONV2D", "real_depthwise": "DEPTHWISE_CONV2D",
                 "real_conv1d": "CONV2D", "real_lstm_text": "CONV2D", "real_transformer": "CONV2D"}
-#: the issue's ceiling for a realistic model: the int8 weights dominate, the on-the-fly quantizations (~35 TOSA ops,
-#: ~4 KB, per hybrid op) do not
+#: the issue's ceiling for a realistic model, with the default options: the int8 weights dominate, the on-the-fly
+#: quantizations (10-25 TOSA ops, 1.5-3.5 KB, per hybrid op) do not; the LSTM's loop stays a WHILE_LOOP (its body
+#: runs hybrid ops)
 REAL_MAX_RATIO = 1.1
-#: measured +3% ceilings of the cases that do not meet it: the LSTM unrolled over its 16 steps (1.33x; 1.17x with
-#: --hybrid dequantize: the cost is the unrolling, which repeats the cell's ~60 ops per step), and the Conv1D net
-#: with a global pool instead of the flattened dense layer (99 KB of weights over 5 hybrid ops: 1.19x)
-SMALL_MAX_RATIO = {"real_lstm_text": 1.37, "real_conv1d_pool": 1.23}
+#: measured +3% ceilings of the cases near or above it: the Conv1D net with a global pool instead of the flattened
+#: dense layer (99 KB of weights over 5 hybrid ops: 1.100x), and the LSTM unrolled over its 16 steps when
+#: max_unroll is given (1.33x: every step repeats the cell and the recurrent product's quantization)
+SMALL_MAX_RATIO: dict[tuple[str, str], tuple[dict[str, Any], float]] = {
+    ("real_conv1d_pool", "default"): ({}, 1.133), ("real_lstm_text", "unrolled"): ({"max_unroll": 1024}, 1.37)}
 
 
 def _distance(m: tf2tosa.TosaModel, sets: list[dict[str, np.ndarray]], outs: list[list[np.ndarray]]) -> float:
@@ -232,8 +237,7 @@ def _real(name: str, **options: Any) -> dict[str, float]:
 
 
 def _check_real(name: str) -> None:
-    # the LSTM's WHILE loop kept as a TOSA WHILE_LOOP (as in the .tflite), not unrolled
-    fig = _real(name, **({"max_unroll": 0} if name == "real_lstm_text" else {}))
+    fig = _real(name)
     assert fig["ratio"] <= REAL_MAX_RATIO, fig
     assert fig["ratio_deq"] <= REAL_MAX_RATIO, fig
 
@@ -250,8 +254,30 @@ def test_realistic_hybrid_model_slow(name: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(SMALL_MAX_RATIO))
-def test_realistic_hybrid_model_over_the_ceiling(name: str) -> None:
-    """The two measured cases above 1.1x stay verified and at their measured size (a growth fails here)."""
-    fig = _real(name)
-    assert fig["ratio"] <= SMALL_MAX_RATIO[name], fig
+@pytest.mark.parametrize("case", sorted(SMALL_MAX_RATIO))
+def test_realistic_hybrid_model_over_the_ceiling(case: tuple[str, str]) -> None:
+    """The two measured cases at or above 1.1x stay verified and at their measured size (a growth fails here)."""
+    options, ceiling = SMALL_MAX_RATIO[case]
+    fig = _real(case[0], **options)
+    assert fig["ratio"] <= ceiling, fig
+
+
+def _loops(m: tf2tosa.TosaModel) -> int:
+    return sum(op.opcode == "WHILE_LOOP" for op in m.graph.ops.values())
+
+
+def test_hybrid_loop_stays_a_loop_unless_unrolling_is_asked() -> None:
+    """A loop whose body runs hybrid ops (the LSTM's gate products) stays a WHILE_LOOP by default; given
+    max_unroll, or for a target without EXT-CONTROLFLOW, it is unrolled as any other loop.  Both forms agree with
+    LiteRT (the reference kernels, within the float bound)."""
+    tfl, ins, _ = model("lstm_text")
+    shapes = {k: a.shape for k, a in ins[0].items()}
+    kept = tf2tosa.convert(tfl, input_shapes=shapes)
+    unrolled = tf2tosa.convert(tfl, input_shapes=shapes, max_unroll=1024)
+    assert _loops(kept) == 1 and _loops(unrolled) == 0
+    assert len(kept.to_bytes()) < len(unrolled.to_bytes()) / 2
+    for m in (kept, unrolled):
+        rep = m.verify()
+        assert rep.ok, rep.text()
+    assert _loops(tf2tosa.convert(tfl, input_shapes=shapes, target="vulkan-ml")) == 0
+    assert _loops(tf2tosa.convert(tfl, input_shapes=shapes, max_unroll=0)) == 1

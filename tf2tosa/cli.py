@@ -438,8 +438,10 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                                        "(QUANTIZE/DEQUANTIZE) or int8"),
             custom_ops: bool = typer.Option(False, "--custom-ops", help="emit ops that cannot be lowered as TOSA "
                                             "CUSTOM operators instead of failing"),
-            max_unroll: int = typer.Option(1024, "--max-unroll", help="unroll WHILE loops with a static trip count "
-                                           "up to this many iterations (0: emit WHILE_LOOP)"),
+            max_unroll: int | None = typer.Option(None, "--max-unroll", metavar="N",
+                                                  help="unroll WHILE loops with a static trip count up to this many "
+                                                  "iterations (0: emit WHILE_LOOP; default 1024, but a loop running "
+                                                  "hybrid int8-weight ops stays a WHILE_LOOP unless this is given)"),
             rounding: str = typer.Option("double", "--rounding", metavar="double|single",
                                          help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
                                               "or single (PRO-INT only)"),

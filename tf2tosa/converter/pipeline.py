@@ -50,9 +50,10 @@ class ConvertOptions:
 
 def legalize_context(options: ConvertOptions, file: str | None = None) -> LegalizeContext:
     """The typed context the legalization rules read ``options`` from."""
+    unroll = options.extra.get("max_unroll")  # (None: not given, the default)
     return LegalizeContext(fold=options.fold, rounding=options.rounding,
                            custom_ops=bool(options.extra.get("custom_ops")),
-                           max_unroll=int(options.extra.get("max_unroll", MAX_UNROLL)),
+                           max_unroll=int(unroll) if unroll is not None else MAX_UNROLL,
                            extra=options.extra, file=file)
 
 

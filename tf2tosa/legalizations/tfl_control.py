@@ -8,8 +8,10 @@ that references it and is never modified.
 ``tfl.while``
     *Unrolled* by default when its trip count is known at conversion time and at most ``max_unroll``
     (``ConvertOptions.extra["max_unroll"]``, ``tf2tosa.convert(..., max_unroll=N)``; default 1024, 0 turns unrolling
-    off).  :func:`trip_count` first simulates only the loop-carried values the condition depends on (the counters
-    and bounds, which must start as constants: every Keras 3 ``LSTM``/``GRU``/``SimpleRNN`` loop counts from 0 to
+    off) - but a loop whose body runs hybrid ops (int8 weights, float activations: :func:`.tfl_hybrid.keeps_loop`)
+    stays a ``WHILE_LOOP`` unless ``max_unroll`` is given or the target has no EXT-CONTROLFLOW.
+    :func:`trip_count` first simulates only the loop-carried values the condition depends on (the counters and
+    bounds, which must start as constants: every Keras 3 ``LSTM``/``GRU``/``SimpleRNN`` loop counts from 0 to
     the sequence length).  Then cond and body are inlined iteration by iteration with constant folding, so inside
     each copy the counters are constants and ``GATHER``/``SLICE`` on the time axis and the slice + concatenation
     "tensor-list write" get static indices: no EXT-CONTROLFLOW, no EXT-DYNAMIC, the graph stays PRO-FP / PRO-INT.
@@ -66,6 +68,7 @@ from ..tosa.builder import Builder
 from ..tosa.constants import tosa_constant
 from .driver import failure_reason, legalize_op, missing_rule
 from .registry import legalize
+from .tfl_hybrid import keeps_loop
 
 _PASSIVE = frozenset({"tosa.CONST", "tosa.CONST_SHAPE"})
 
@@ -541,6 +544,11 @@ def while_(b: Builder, op: Operation) -> list[Value]:
                           "dynamic time axis would be unrolled at the sample size; a WHILE_LOOP over symbolic "
                           "shapes is not implemented)")
     limit = b.context.max_unroll
+    if limit > 0 and keeps_loop(b, body):  # a hybrid body: unrolled, each step repeats its quantizations
+        try:
+            return _while_loop(b, op, cond, body, vals)
+        except Unsupported:
+            pass
     n = trip_count(b, cond, body, vals, limit) if limit > 0 else None
     if n is not None and n <= limit:
         out = _try_unroll(b, op, cond, body, vals, limit)
