@@ -212,6 +212,16 @@ def b_batch_matmul(seed: int = 8, adj: bool = False) -> bytes:
     return _convert_fn(fn, tf.TensorSpec((2, 5, 48), tf.float32), seed)
 
 
+def b_shared_input(seed: int = 9) -> bytes:
+    """A signed tensor read by a SAME depthwise conv (its window pads the input) and by a 1x1 conv: one range."""
+    keras = _keras(seed)
+    L = keras.layers
+    x = keras.Input((8, 8, 128), batch_size=1)
+    a = L.DepthwiseConv2D(3, padding="same")(x)
+    c = L.Conv2D(128, 1)(x)
+    return _convert_keras(keras.Model(x, L.Add()([a, c])), seed)
+
+
 # Models of the size users publish (hundreds of KB of int8 weights): the on-the-fly quantization's fixed cost per
 # hybrid op (~25-30 TOSA ops) is then small against the weights, and the .tosa stays near its .tflite's size.
 
@@ -308,6 +318,7 @@ def r_transformer(seed: int = 16) -> bytes:
 BUILDERS: dict[str, Callable[..., bytes]] = {
     "cnn": b_cnn, "depthwise": b_depthwise, "mlp": b_mlp, "conv1d": b_conv1d, "lstm_text": b_lstm_text,
     "transformer": b_transformer, "transpose_conv": b_transpose_conv, "batch_matmul": b_batch_matmul,
+    "shared_input": b_shared_input,
     "real_cnn": r_cnn, "real_depthwise": r_depthwise, "real_mlp": r_mlp, "real_conv1d": r_conv1d,
     "real_lstm_text": r_lstm_text, "real_transformer": r_transformer,
     "real_conv1d_pool": r_conv1d_pool,

@@ -136,13 +136,12 @@ def _quantized_input(b: Builder, x: Value, pads: list[int], asymmetric: bool
     the pads left for the TOSA op).  A non-negative x's zero point is a constant (the TOSA op's input zero point,
     whose padding then adds nothing): no float padding."""
     n, h, w, c = static_shape(x)
-    with short_names(b):
-        if asymmetric and any(p > 0 for p in pads) and not nonnegative(x):
-            pos = [max(0, p) for p in pads]
-            x = b.pad(x, [0, 0, pos[0], pos[1], pos[2], pos[3], 0, 0], 0.0)
-            pads = [0, min(0, pads[1]), 0, min(0, pads[3])]
-            n, h, w, c = static_shape(x)
-    q, factor, zp = quantize(b, x, [n, h, w, c], asymmetric, rows=[n, 1, 1, h * w * c])
+    padding = None
+    if asymmetric and any(p > 0 for p in pads) and not nonnegative(x):
+        pos = [max(0, p) for p in pads]
+        padding = [0, 0, pos[0], pos[1], pos[2], pos[3], 0, 0]
+        pads = [0, min(0, pads[1]), 0, min(0, pads[3])]
+    q, factor, zp = quantize(b, x, [n, h, w, c], asymmetric, rows=[n, 1, 1, h * w * c], padding=padding)
     with short_names(b):
         q, pads = apply_window_padding(b, q, pads, input_zp(b, zp))
     return q, factor, zp, pads

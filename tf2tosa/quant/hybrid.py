@@ -229,10 +229,34 @@ def _asymmetric_nonneg(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Va
     return b.cast(b.binary("ADD", fconst(b, float(NONNEG_ZP), k), up), DType.INT8), factor
 
 
-def _asymmetric(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value, Value]:
+def _asymmetric(b: Builder, x: Value, rows: list[int], padding: list[int] | None = None
+                ) -> tuple[Value, Value, Value]:
     """AsymmetricQuantizeFloats of each row of x reshaped to ``rows``: (int8 q shaped like x, float32 factor and
     float32 zero point (an integer) shaped like ``rows`` with a last axis of 1).  The range's upper end is at least
-    :data:`TINY` rather than 0: the same (max - min) for any row but one whose values all lie within 2^-86 of 0."""
+    :data:`TINY` rather than 0: the same (max - min) for any row but one whose values all lie within 2^-86 of 0.
+    With ``padding`` (TOSA PAD layout) q is that of x padded with 0.0, whose range is x's (0 lies in every
+    asymmetric range): the range is computed once per x (:func:`_asymmetric_range`) for all its paddings."""
+    factor, inv, zp = _asymmetric_range(b, x, rows)
+    if padding:
+        x = b.pad(x, padding, 0.0)
+    # zp + round(x/factor), as the kernel adds the (integer) offset after rounding: a tie rounds away from zero by
+    # the sign of x, not of the sum; CAST saturates to [-128, 127] (the kernel's clamp)
+    q = b.cast(b.binary("ADD", zp, c_round(b, b.mul(x, inv))), DType.INT8)
+    return q, factor, zp
+
+
+#: ``graph.meta`` key: (value id, rows) -> the (factor, 1/factor, zero point) :func:`_asymmetric_range` made for it
+RANGES = "hybrid_ranges"
+
+
+def _asymmetric_range(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value, Value]:
+    """The asymmetric range of each row of x reshaped to ``rows``: (factor, 1/factor, zero point), made once per
+    tensor and rows in a graph."""
+    memo: dict[tuple[int, tuple[int, ...]], tuple[Value, Value, Value]] = b.graph.meta.setdefault(RANGES, {})
+    key = (x.id, tuple(rows))
+    got = memo.get(key)
+    if got is not None and all(v.producer is not None and b.graph.ops.get(v.producer.id) is v.producer for v in got):
+        return got
     k = len(rows)
     flat = b.reshape(x, rows)
     rmin = b.binary("MINIMUM", b.reduce_min(flat, axis=k - 1), fconst(b, 0.0, k), nan_mode="PROPAGATE")
@@ -241,10 +265,8 @@ def _asymmetric(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value, Va
     inv = b.reciprocal(factor)
     # zero point: round(-128 - rmin/factor), in [-128, 127] as rmin <= 0 and -rmin <= range
     zp = c_round(b, b.binary("SUB", fconst(b, -128.0, k), b.mul(rmin, inv)))
-    # zp + round(x/factor), as the kernel adds the (integer) offset after rounding: a tie rounds away from zero by
-    # the sign of x, not of the sum; CAST saturates to [-128, 127] (the kernel's clamp)
-    q = b.cast(b.binary("ADD", zp, c_round(b, b.mul(x, inv))), DType.INT8)
-    return q, factor, zp
+    memo[key] = (factor, inv, zp)
+    return factor, inv, zp
 
 
 #: a quantization's zero point: a float32 run-time Value (asymmetric), the constant :data:`NONNEG_ZP` (asymmetric,
@@ -252,18 +274,20 @@ def _asymmetric(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value, Va
 ZeroPoint = Value | int | None
 
 
-def quantize(b: Builder, x: Value, shape: list[int], asymmetric: bool, rows: list[int] | None = None
-             ) -> tuple[Value, Value, ZeroPoint]:
+def quantize(b: Builder, x: Value, shape: list[int], asymmetric: bool, rows: list[int] | None = None,
+             padding: list[int] | None = None) -> tuple[Value, Value, ZeroPoint]:
     """x reshaped to ``shape`` and quantized row by row, a row being the last axis of x reshaped to ``rows``
     (default ``shape``; LiteRT's per-row or per-batch quantization): (int8 q of ``shape``, float32 factor of
     ``rows`` with a last axis of 1, broadcast against ``shape``, and the zero point: float32 like the factor (an
     integer; asymmetric), :data:`NONNEG_ZP` (asymmetric, x :func:`nonnegative`: the int8 product takes it as its
     input zero point, :func:`input_zp`) or None (symmetric)).  Made once per tensor, shapes and kind in a graph: a
-    later hybrid op reading the same tensor reuses it."""
+    later hybrid op reading the same tensor reuses it.  ``padding`` (TOSA PAD layout; asymmetric, x not
+    non-negative): q is that of x padded with 0.0 (a window's pads, which then contribute ``zp·w``, taken off with
+    the rest of ``zp·Σw``), the range that of x, shared with x's other quantizations."""
     rows = rows or shape
-    memo: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], tuple[Value, Value, ZeroPoint]]
+    memo: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool, tuple[int, ...]], tuple[Value, Value, ZeroPoint]]
     memo = b.graph.meta.setdefault(QUANTIZED, {})
-    key = (x.id, tuple(shape), tuple(rows), asymmetric)
+    key = (x.id, tuple(shape), tuple(rows), asymmetric, tuple(padding or ()))
     got = memo.get(key)
     if got is not None and all(v.producer is not None and b.graph.ops.get(v.producer.id) is v.producer
                                for v in got if isinstance(v, Value)):
@@ -275,11 +299,11 @@ def quantize(b: Builder, x: Value, shape: list[int], asymmetric: bool, rows: lis
     with short_names(b):
         elems = b.reshape(src if list(src.shape) == list(shape) else x, shape)
         made: tuple[Value, Value, ZeroPoint]
-        if asymmetric and nonneg:
+        if asymmetric and nonneg and not padding:
             q, factor = _asymmetric_nonneg(b, elems, rows)
             made = (q, factor, NONNEG_ZP)
         elif asymmetric:
-            made = _asymmetric(b, elems, rows)
+            made = _asymmetric(b, elems, rows, padding)
         else:
             q, factor = _symmetric(b, elems, rows, nonneg)
             made = (q, factor, None)
@@ -322,7 +346,7 @@ def corrected(b: Builder, dot: Value, zp: ZeroPoint, w_rows: np.ndarray) -> Valu
     return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)
 
 
-__all__ = ["HALF_BELOW", "MODES", "NONNEG_ZP", "QUANTIZED", "SHORT_NAME", "TINY", "ZeroPoint", "c_round",
+__all__ = ["HALF_BELOW", "MODES", "NONNEG_ZP", "QUANTIZED", "RANGES", "SHORT_NAME", "TINY", "ZeroPoint", "c_round",
            "check_mode", "corrected", "dequantize_weight", "fconst", "hybrid_mode", "input_zp", "is_hybrid",
            "nonnegative", "quantize", "quantize_rows", "quantize_rows_asymmetric", "short_names", "weight_scales",
            "where"]
