@@ -186,6 +186,8 @@ def _widen_rescale_candidates(scale: float, left_shift: int, mode: str) -> Itera
     mult, shift2 = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
     for s in range(10, 63):
         base = mult * 2.0 ** (s + left_shift - shift2)  # finite: below 2^31 · 2^(62 + left_shift)
+        if math.floor(base) - 1 >= 1 << 31:
+            break  # no multiplier below 2^31 here, nor at the larger shifts (base doubles with each)
         near = math.floor(base + 0.5)  # the nearest multiplier first (exact when the scale is dyadic)
         for m in sorted({math.floor(base) + k for k in (-1, 0, 1, 2)}, key=lambda c: (abs(c - near), c)):
             if 0 <= m < 1 << 31:
@@ -210,8 +212,22 @@ def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: flo
     """
     v = np.asarray(codes, dtype=np.int64) - zp
     want = two_step_widen(v, left_shift, scale, mode)
-    return next((c for c in _widen_rescale_candidates(scale, left_shift, mode)
-                 if np.array_equal(_apply(v, c), want)), None)
+    cands = list(_widen_rescale_candidates(scale, left_shift, mode))
+    if not cands:
+        return None
+    if v.ndim != 1 or int(np.abs(v).max(initial=0)) >= 1 << 31:
+        return next((c for c in cands if np.array_equal(_apply(v, c), want)), None)
+    # all candidates at once, one row each: apply_scale_32 with per-row multiplier, shift and rounding (|v·m| <
+    # 2^62), then the first row equal to the two steps on every code
+    m = np.array([c[0] for c in cands], dtype=np.int64)[:, None]
+    sh = np.array([c[1] for c in cands], dtype=np.int64)[:, None]
+    dbl = np.array([c[2] == "DOUBLE_ROUND" and c[1] > 31 for c in cands])[:, None]
+    r = v * m
+    r += np.where(dbl, (v >> 63) << 31, 0)
+    r += (np.int64(1) << (sh - 1)) + np.where(dbl, np.int64(1 << 30), 0)
+    r >>= sh
+    ok = np.flatnonzero((r == want).all(axis=1))
+    return cands[int(ok[0])] if ok.size else None
 
 
 def two_step_widen(v: np.ndarray, left_shift: int, scale: float, mode: str) -> np.ndarray:
@@ -242,12 +258,33 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
     om, osh = (int(a[0]) for a in quantize_multiplier_arrays([out_scale], True))
     odbl = mode == "DOUBLE_ROUND" and osh > 31
     want = np.asarray(want, dtype=np.int64).reshape(256, 256)
+    lo, hi = (int(v) for v in bounds)
+    rnd = (1 << (osh - 1)) + ((1 << 30) if odbl else 0)  # apply_scale_32's rounding term (DOUBLE_ROUND: for acc >= 0)
+    scratch = np.empty((2, 1 << 16), dtype=np.int64)  # the pair arrays, reused (no fresh pages per check)
 
     def output(a: np.ndarray, c: np.ndarray) -> np.ndarray:
-        acc = a[:, None] - c[None, :] if subtract else a[:, None] + c[None, :]
-        r = apply_scale_32(acc, om, osh, odbl)
-        r += out_zp
-        return np.clip(r, *bounds, out=r)
+        """The int8 outputs for the sums (or differences) ``a[i] ± c[j]``: apply_scale_32 (spec 4.5.5) by ``om``,
+        ``osh`` with out_zp added and clamped to ``bounds``, in place on one int64 array.  ``acc·om`` is formed as
+        ``a·om ± c·om`` (256 products each side) where no int64 overflow can happen; with om > 0 the sign of
+        ``acc·om`` is the sign of ``acc`` (DOUBLE_ROUND's ±2^30 term)."""
+        bound = (int(np.abs(a).max(initial=0)) + int(np.abs(c).max(initial=0))) * om + rnd + (1 << 31)
+        if om <= 0 or bound >= 1 << 63:  # (no such scale or i32 value: apply_scale_32 on the sums as they are)
+            acc = a[:, None] - c[None, :] if subtract else a[:, None] + c[None, :]
+            return np.clip(apply_scale_32(acc, om, osh, odbl) + out_zp, lo, hi)
+        am, cm = a * om, c * om
+        r, neg = scratch[0][:am.size * cm.size].reshape(am.size, cm.size), scratch[1][:am.size * cm.size]
+        (np.subtract if subtract else np.add).outer(am, cm, out=r)
+        if odbl:
+            neg = np.right_shift(r, 63, out=neg.reshape(r.shape))  # -1 where acc < 0: 2^30 - 2^31·[acc < 0]
+            neg <<= 31
+            r += neg
+        # out_zp·2^osh added before ``>> osh`` is out_zp added after it (floor division), where int64 holds it
+        big = bound + (abs(out_zp) << osh) >= 1 << 63
+        r += rnd if big else rnd + (out_zp << osh)
+        r >>= osh
+        if big:
+            r += out_zp
+        return np.clip(r, lo, hi, out=r)
 
     vals = [two_step_widen(codes - zp, left_shift, sc, mode) for zp, sc in zip(zps, scales)]
     if not np.array_equal(output(*vals), want):

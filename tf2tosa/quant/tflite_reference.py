@@ -87,7 +87,7 @@ def mbqm(x: Any, q: Any, shift: Any) -> Arr:
     return rdbpot(srdhm(wrap32(i64(x) << np.maximum(sh, 0)), q), np.maximum(-sh, 0))
 
 
-def _mbqm_scalar(x: Any, q: int, shift: int) -> Arr:
+def _mbqm_scalar(x: Any, q: int, shift: int, inplace: bool = False) -> Arr:
     """:func:`mbqm` by one multiplier ``q`` (not INT32_MIN) and one shift, in place on one int64 copy of ``x`` (the
     65,536 code pairs of an int8 ADD's exhaustive check run through it).  The same values, by two identities of the
     integer forms above (``tests/test_convert_fastpaths.py`` holds it to the general path and to exact rationals):
@@ -97,7 +97,8 @@ def _mbqm_scalar(x: Any, q: int, shift: int) -> Arr:
       ``q != INT32_MIN`` there is no saturating case;
     * rdbpot by ``e >= 1``: ``(x >> e) + (rem > thr)`` is ``(x + 2^(e-1) - [x < 0]) >> e`` (half away from zero).
     """
-    v = np.array(x, dtype=np.int64)  # a copy: the passes below write into it
+    # a copy (the passes below write into it), or ``x`` itself for a caller's own int64 array (``inplace``)
+    v = x if inplace and isinstance(x, np.ndarray) and x.dtype == np.int64 and x.ndim else np.array(x, dtype=np.int64)
     if shift > 0:
         v <<= shift
     v += 1 << 31  # wrap32
@@ -739,4 +740,9 @@ def add_sub_i8(x: Any, y: Any, s1: float, zp1: int, s2: float, zp2: int, s_out: 
     qo, eo = to_qmultiplier(twice / ((1 << 20) * float(f32(s_out))))
     a = mbqm((i64(x) - zp1) << 20, q1, e1)
     c = mbqm((i64(y) - zp2) << 20, q2, e2)
-    return clamp(mbqm(a - c if subtract else a + c, qo, eo) + zp_out, act[0], act[1])
+    acc = i64(a - c if subtract else a + c)
+    if acc.ndim and qo != I32_MIN and -31 <= eo <= 31:  # the same passes on the one new array (65536 code pairs)
+        r = _mbqm_scalar(acc, qo, eo, inplace=True)
+        r += zp_out
+        return np.clip(r, act[0], act[1], out=r)
+    return clamp(mbqm(acc, qo, eo) + zp_out, act[0], act[1])
