@@ -51,17 +51,45 @@ def _keep_or_reshape(b: Builder, y: Value, x: Value, axes: list[int], keep: bool
 
 #: largest spatial window summed as one DEPTHWISE_CONV2D (Vela's depthwise limits: ky <= 64, kx*ky <= 4096)
 MAX_SUM_WINDOW = 64
+#: smallest H·W summed by REDUCE_SUMs (over W, then H) instead of the all-ones DEPTHWISE_CONV2D, for at most
+#: :data:`REDUCE_SUM_MAX_C` channels (see :func:`_reduce_sum_is_cheaper`)
+REDUCE_SUM_MIN_WINDOW = 256
+REDUCE_SUM_MAX_C = 16
+#: largest H·W summed by REDUCE_SUMs when there are 8 channels or fewer
+REDUCE_SUM_MAX_WINDOW_NARROW = 48 * 48
+
+
+def _reduce_sum_is_cheaper(h: int, w: int, c: int) -> bool:
+    """Whether Vela (5.2, Ethos-U85-256) runs sum(x) over H and W of an int8 [N, H, W, C] cheaper as REDUCE_SUM
+    over W, then over H, than as one all-ones H×W DEPTHWISE_CONV2D.
+
+    The depthwise sum costs about 21 cycles per window tap per 16 channels, whatever the tensor; a REDUCE_SUM
+    costs a transpose of its input (none for the one over W when Vela writes it straight from the producing
+    convolution) and a cheap reduction along the channels, so it wins on large windows with few channels.
+    Measured on a 1x1 CONV2D → sum → RESCALE graph, with the conv output read by the sum alone and by the sum and
+    a second output (``benchmarks/bench_npu.py`` fingerprint_cnn: 42x42x16, 36.5 k → 3.7 k cycles for the
+    sum): the REDUCE_SUM pair wins on every measured window of at least 16x16 with 9-16 channels (16x16 to
+    64x64) and with 4-8 channels up to 48x48 (above, Vela's schedule of the pair degrades by up to 2x); at 12x12
+    it is mixed, below and above 16 channels the depthwise sum wins (6x6x96: 4.3 k against 8.9 k).  The order W
+    then H is cheaper than H then W (Arm's converter's order) on every measured window: the second REDUCE_SUM
+    then transposes an H x C tensor instead of H x W x C."""
+    if c > REDUCE_SUM_MAX_C or h * w < REDUCE_SUM_MIN_WINDOW:
+        return False
+    return c > 8 or h * w <= REDUCE_SUM_MAX_WINDOW_NARROW
 
 
 def _spatial_sum_i32(b: Builder, op: Operation, x: Value, axes: list[int]) -> tuple[Value, int] | None:
-    """sum(x - zp_x) over H and W of an int8 NHWC ``x`` as one DEPTHWISE_CONV2D with an all-ones [H, W, C, 1]
-    filter (keep_dims shape [N, 1, 1, C]), or None when ``x`` is not int8 NHWC reduced over exactly axes 1 and 2.
+    """sum(x - zp_x) over H and W of an int8 NHWC ``x`` (keep_dims shape [N, 1, 1, C]) in the form Vela runs
+    cheaper, or None when ``x`` is not int8 NHWC reduced over exactly axes 1 and 2 (or its window is too large
+    for a depthwise sum).
 
-    Same value as RESCALE → REDUCE_SUM → REDUCE_SUM: every tap multiplies ``x - zp_x`` by 1 and the i32
-    accumulator adds H·W terms of at most 255 in magnitude (spec 2.3.5 DEPTHWISE_CONV2D), so nothing rounds or
-    wraps.  Vela runs a REDUCE_SUM over H or W as a transpose and a channel reduction (997 k of 7.02 M cycles on
-    MobileNetV2 1.0-224), a depthwise convolution with its RESCALE fused as one pass (what it makes of TFLite's
-    own MEAN)."""
+    Mostly one DEPTHWISE_CONV2D with an all-ones [H, W, C, 1] filter: the same value as RESCALE → REDUCE_SUM →
+    REDUCE_SUM, since every tap multiplies ``x - zp_x`` by 1 and the i32 accumulator adds H·W terms of at most
+    255 in magnitude (spec 2.3.5 DEPTHWISE_CONV2D), so nothing rounds or wraps.  Vela runs a REDUCE_SUM over H or
+    W as a transpose and a channel reduction (997 k of 7.02 M cycles on MobileNetV2 1.0-224), a depthwise
+    convolution with its RESCALE fused as one pass (what it makes of TFLite's own MEAN).  Large windows with few
+    channels (:func:`_reduce_sum_is_cheaper`) sum as RESCALE to i32 → REDUCE_SUM over W → REDUCE_SUM over H
+    instead: exact for the same reason (integer sums in i32 far from its range, in any order)."""
     if x.dtype is not DType.INT8 or x.type.rank != 4 or sorted(axes) != [1, 2]:
         return None
     n, h, w, c = static_shape(x)
@@ -69,6 +97,8 @@ def _spatial_sum_i32(b: Builder, op: Operation, x: Value, axes: list[int]) -> tu
         return None
     require_act_type(op, x)
     _, zp = per_tensor(x, "input")
+    if _reduce_sum_is_cheaper(h, w, c):
+        return reduce_axes(b, "REDUCE_SUM", to_i32(b, x, zp), [2, 1], True), h * w
     ones = b.const(np.ones((h, w, c, 1)), DType.INT8, name="sum_window")
     acc = b.depthwise_conv2d(x, ones, b.const(np.zeros([c]), DType.INT32, name="zero_bias"), b.zp(zp, DType.INT8),
                              b.zp(0, DType.INT8), pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1],
