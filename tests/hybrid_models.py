@@ -222,6 +222,14 @@ def b_shared_input(seed: int = 9) -> bytes:
     return _convert_keras(keras.Model(x, L.Add()([a, c])), seed)
 
 
+def b_relu_dense(seed: int = 10) -> bytes:
+    """A ReLU on the input, then a dense layer: a non-negative hybrid input (constant zero point), batch 4."""
+    keras = _keras(seed)
+    L = keras.layers
+    x = keras.Input((48,), batch_size=4)
+    return _convert_keras(keras.Model(x, L.Dense(64)(L.ReLU()(x))), seed)
+
+
 # Models of the size users publish (hundreds of KB of int8 weights): the on-the-fly quantization's fixed cost per
 # hybrid op (~25-30 TOSA ops) is then small against the weights, and the .tosa stays near its .tflite's size.
 
@@ -318,7 +326,7 @@ def r_transformer(seed: int = 16) -> bytes:
 BUILDERS: dict[str, Callable[..., bytes]] = {
     "cnn": b_cnn, "depthwise": b_depthwise, "mlp": b_mlp, "conv1d": b_conv1d, "lstm_text": b_lstm_text,
     "transformer": b_transformer, "transpose_conv": b_transpose_conv, "batch_matmul": b_batch_matmul,
-    "shared_input": b_shared_input,
+    "shared_input": b_shared_input, "relu_dense": b_relu_dense,
     "real_cnn": r_cnn, "real_depthwise": r_depthwise, "real_mlp": r_mlp, "real_conv1d": r_conv1d,
     "real_lstm_text": r_lstm_text, "real_transformer": r_transformer,
     "real_conv1d_pool": r_conv1d_pool,

@@ -25,7 +25,7 @@ pytest.importorskip("tensorflow")
 import tf2tosa  # noqa: E402
 from tests.hybrid_models import model  # noqa: E402
 from tf2tosa.ir import DType, Graph, TensorType  # noqa: E402
-from tf2tosa.quant.hybrid import HALF_BELOW, SHORT_NAME, c_round  # noqa: E402
+from tf2tosa.quant.hybrid import HALF_BELOW, SHORT_NAME, c_round, nonnegative  # noqa: E402
 from tf2tosa.tosa.builder import Builder  # noqa: E402
 
 FAST = ["cnn", "mlp", "depthwise", "lstm_text", "batch_matmul", "shared_input"]
@@ -155,6 +155,38 @@ def test_ties_are_rounded_like_litert() -> None:
     rep = m.verify([{name: _tie_rows()}])
     assert rep.ok, rep.text()
     assert max(o.max_abs for o in rep.outputs) <= 1e-5, rep.text()
+
+
+def test_nonnegative_input_ties_are_rounded_like_litert() -> None:
+    """A ReLU's output quantized with the constant zero point -128 (no REDUCE_MIN, the int8 product's input zero
+    point): LiteRT's reference kernels on rows of exact ties, an all-zero row and a random one, through the ReLU."""
+    tfl, ins, _ = model("relu_dense")
+    m = tf2tosa.convert(tfl, input_shapes={k: a.shape for k, a in ins[0].items()})
+    ops = m.graph.op_counts()
+    assert "tosa.REDUCE_MIN" not in ops and "tosa.CEIL" not in ops, ops
+    assert any(op.opcode == "CONV2D" and op.operands[0].dtype is DType.INT8
+               and int(np.asarray(op.operands[3].const()).reshape(-1)[0]) == -128 for op in m.graph.ops.values())
+    rows = _tie_rows()
+    rows[1] = np.random.default_rng(0).uniform(-1, 1, 48).astype(np.float32)
+    rep = m.verify([{m.graph.inputs[0].name: rows}, {m.graph.inputs[0].name: np.abs(rows[::-1]).copy()}])
+    assert rep.ok, rep.text()
+    assert max(o.max_abs for o in rep.outputs) <= 1e-5, rep.text()
+
+
+def test_nonnegative() -> None:
+    """What :func:`~tf2tosa.quant.hybrid.nonnegative` takes as >= 0: a clamp to >= 0 and what keeps its sign; not a
+    signed input, a negative constant, or a clamp whose minimum is below 0."""
+    g = Graph("main")
+    b = Builder(g, location="test", fold=False)
+    x = g.add_input("x", TensorType((1, 4), DType.FP32))
+    relu = b.clamp(x, 0.0, 6.0)
+    c = b.const(np.array([[0.0, -0.0, 1.0, 2.0]], np.float32), DType.FP32)
+    neg = b.const(np.array([[0.0, -1.0, 1.0, 2.0]], np.float32), DType.FP32)
+    assert nonnegative(relu) and nonnegative(c) and not nonnegative(x) and not nonnegative(neg)
+    assert nonnegative(b.reshape(b.binary("ADD", relu, c), [2, 2])) and nonnegative(b.sigmoid(x))
+    assert nonnegative(b.binary("MAXIMUM", x, c)) and not nonnegative(b.binary("MAXIMUM", x, neg))
+    assert not nonnegative(b.binary("SUB", relu, c)) and not nonnegative(b.clamp(x, -1.0, 6.0))
+    assert not nonnegative(b.binary("ADD", relu, neg)) and nonnegative(b.clamp(relu, -1.0, 6.0))
 
 
 def test_c_round_is_half_away_from_zero() -> None:
