@@ -7,7 +7,8 @@ the distance of each conversion from the float Keras model the ``.tflite`` came 
 on-the-fly quantization), within reason.
 
 Size: the weights stay int8, so a ``.tosa`` exceeds its ``.tflite`` by the ops of the on-the-fly quantizations
-(about 30-35 TOSA ops, ~100-150 bytes each, per hybrid op: TOSA has no dynamic quantize).  :data:`MAX_RATIO` holds each
+(about 16 TOSA ops for a non-negative input, 33 for a signed one, ~100-150 bytes each, per hybrid op: TOSA has no
+dynamic quantize).  :data:`MAX_RATIO` holds each
 model's ``.tosa`` / ``.tflite`` ceiling, a few percent above what it measures, so that a change that makes the
 program bigger fails here.  Those models are tiny (1-10 KB of weights per hybrid op); the ``real_*`` models are
 of the size users publish (200-600 KB of int8 weights) and must stay within 1.1x their ``.tflite``."""

@@ -27,8 +27,11 @@ covers the whole input).
 Size (the weights stay int8, so a ``.tosa`` grows by its ops, ~90-100 bytes each in the flatbuffer): the int8
 product's bias is one [1] zero (broadcast, spec BC == 1); ``zp·Σw`` is taken off in float32 where that is exact
 (:func:`~tf2tosa.quant.hybrid.corrected`); a tensor read by several hybrid ops (Q/K/V projections) is quantized
-once; an unrolled loop's per-step rows GATHERed from one sequence are quantized once for the whole sequence and
-gathered (:func:`_gathered_rows`); the values made inside an op get short names.
+once, its asymmetric range once whatever the paddings; a non-negative input (a ReLU's output) has the constant
+zero point -128, the int8 product's input zero point (no correction, no float padding:
+:func:`~tf2tosa.quant.hybrid.nonnegative`); an unrolled loop's per-step rows GATHERed from one sequence are
+quantized once for the whole sequence and gathered (:func:`_gathered_rows`), and a loop whose body runs hybrid ops
+is not unrolled by default (:func:`keeps_loop`); the values made inside an op get short names.
 """
 
 from __future__ import annotations

@@ -25,7 +25,10 @@ boundary may quantize one step differently: the outputs are compared with LiteRT
 A zero range (an all-zero row) is raised to :data:`TINY` instead of being special-cased: every element is 0, so
 q is 0 (symmetric) or exactly the zero point (asymmetric, zp = -128), and the product, corrected by ``zp·Σw``, is
 0 as LiteRT's (which takes q = 0, factor 1).  A tensor that feeds several hybrid ops (Q/K/V projections) is
-quantized once (:func:`quantize` keeps what it made per graph).  The tensors made here get short names (``hq``,
+quantized once (:func:`quantize` keeps what it made per graph).  A tensor known to be >= 0 (:func:`nonnegative`:
+a ReLU's output ...) has rmin = 0, so its asymmetric zero point is the constant -128 and only the FLOOR branch of
+the rounding is ever taken: 10 ops instead of 25, the same bits, and the int8 product takes -128 as its input zero
+point (:func:`_asymmetric_nonneg`).  The tensors made here get short names (``hq``,
 ``hq_1`` …: :func:`short_names`); the op's result keeps the source's name.
 """
 
