@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import ConversionError, InputError, InvalidGraphError, Unsupported, UnsupportedOpsError
 from ..ir import DType, Graph, Operation, symdim
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
+from ..legalizations.tfl_hybrid import SHARE_CONSTANTS
 from ..tosa import profiles
 from ..tosa.builder import Builder
 from ..tosa.context import MAX_UNROLL, LegalizeContext
@@ -241,6 +242,8 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         passes.fold_pad(graph)
         graph.remove_dead_ops()
         passes.dedup_constants(graph)
+        for region in (r for op in graph.ops.values() for r in op.regions if r.meta.get(SHARE_CONSTANTS)):
+            passes.dedup_constants(region)  # (a hybrid loop kept as a WHILE_LOOP: tfl_hybrid.kept_loop)
         passes.integer_io_names(graph)
         passes.name_outputs(graph)
         if options.extra.get("state_io"):

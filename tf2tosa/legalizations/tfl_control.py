@@ -68,7 +68,7 @@ from ..tosa.builder import Builder
 from ..tosa.constants import tosa_constant
 from .driver import failure_reason, legalize_op, missing_rule
 from .registry import legalize
-from .tfl_hybrid import keeps_loop
+from .tfl_hybrid import keeps_loop, kept_loop
 
 _PASSIVE = frozenset({"tosa.CONST", "tosa.CONST_SHAPE"})
 
@@ -546,7 +546,7 @@ def while_(b: Builder, op: Operation) -> list[Value]:
     limit = b.context.max_unroll
     if limit > 0 and keeps_loop(b, body):  # a hybrid body: unrolled, each step repeats its quantizations
         try:
-            return _while_loop(b, op, cond, body, vals)
+            return kept_loop(_while_loop(b, op, cond, body, vals))
         except Unsupported:
             pass
     n = trip_count(b, cond, body, vals, limit) if limit > 0 else None

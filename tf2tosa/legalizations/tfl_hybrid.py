@@ -103,6 +103,19 @@ def keeps_loop(b: Builder, body: Graph) -> bool:
                for op in body.ops.values())
 
 
+#: ``Graph.meta`` key marking the regions of a loop :func:`keeps_loop` kept: their equal constants are merged like
+#: the program's (the other loops' regions are left as they were)
+SHARE_CONSTANTS = "hybrid_share_constants"
+
+
+def kept_loop(results: list[Value]) -> list[Value]:
+    """The results of a WHILE_LOOP :func:`keeps_loop` kept, its regions marked :data:`SHARE_CONSTANTS`."""
+    wl = results[0].producer if results else None
+    for r in wl.regions if wl is not None else []:
+        r.meta[SHARE_CONSTANTS] = True
+    return results
+
+
 def _static(op: Operation, *vs: Value) -> None:
     for v in vs:
         if not v.type.is_static:
@@ -283,4 +296,5 @@ def _corrected_batched(b: Builder, dot: Value, zp: ZeroPoint, wy: np.ndarray) ->
     return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)
 
 
-__all__ = ["conv_2d", "depthwise_conv_2d", "float_weight", "fully_connected", "keeps_loop", "kernel_mode", "matmul"]
+__all__ = ["SHARE_CONSTANTS", "conv_2d", "depthwise_conv_2d", "float_weight", "fully_connected", "keeps_loop",
+           "kept_loop", "kernel_mode", "matmul"]
