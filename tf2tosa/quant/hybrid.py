@@ -194,6 +194,21 @@ def nonnegative(v: Value, depth: int = 12) -> bool:
     return bool(data) and all(nonnegative(o, depth - 1) for o in data)
 
 
+def _row_max(b: Builder, x: Value, rows: list[int]) -> Value:
+    """REDUCE_MAX of each row of x reshaped to ``rows`` (shaped like ``rows`` with a last axis of 1).  When the rows
+    are x's trailing axes and at most two of them are not 1 (a Conv1D's [N, 1, W, C]), one REDUCE_MAX per such axis
+    instead of the RESHAPE (and its shape constant) and one: the same maximum, which is exact in any order."""
+    shape = [int(d) for d in x.shape]
+    k = len(rows)
+    axes = [i for i in range(1, len(shape)) if shape[i] != 1]
+    if len(shape) == k and shape[0] == rows[0] and all(r == 1 for r in rows[1:-1]) and 0 < len(axes) <= 2 \
+            and rows[-1] == int(np.prod(shape[1:])):
+        for i in reversed(axes):
+            x = b.reduce_max(x, axis=i)
+        return x
+    return b.reduce_max(b.reshape(x, rows), axis=k - 1)
+
+
 def _symmetric(b: Builder, x: Value, rows: list[int], nonneg: bool = False) -> tuple[Value, Value]:
     """SymmetricQuantizeFloats of each row of x reshaped to ``rows`` (along its last axis): (int8 q shaped like x,
     float32 factor shaped like ``rows`` with a last axis of 1, which must broadcast against x).
@@ -202,7 +217,7 @@ def _symmetric(b: Builder, x: Value, rows: list[int], nonneg: bool = False) -> t
     ABS, no sign (the same values: -0.0 quantizes to 0 either way)."""
     r = x.type.rank
     ax = x if nonneg else b.abs(x)
-    rmax = b.reduce_max(b.reshape(ax, rows), axis=len(rows) - 1)
+    rmax = _row_max(b, ax, rows)
     rng = b.binary("MAXIMUM", rmax, fconst(b, TINY, len(rows)))
     inv = b.mul(b.reciprocal(rng), fconst(b, 127.0, len(rows)))  # 127/range (exact for a power-of-two range)
     factor = b.mul(rng, fconst(b, float(np.float32(1.0 / 127.0)), len(rows)))
@@ -225,7 +240,7 @@ def _asymmetric_nonneg(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Va
     for which :func:`c_round` takes its FLOOR(v + 0.5⁻) branch (GREATER(0, v) is false).  (A NaN anywhere makes
     the range, hence every output, NaN in both forms.)"""
     k = len(rows)
-    rmax = b.binary("MAXIMUM", b.reduce_max(b.reshape(x, rows), axis=k - 1), fconst(b, TINY, k),
+    rmax = b.binary("MAXIMUM", _row_max(b, x, rows), fconst(b, TINY, k),
                     nan_mode="PROPAGATE")
     factor = b.mul(rmax, fconst(b, float(np.float32(1.0 / 255.0)), k))
     up = c_round(b, b.mul(x, b.reciprocal(factor)), nonnegative=True)
