@@ -546,7 +546,7 @@ def while_(b: Builder, op: Operation) -> list[Value]:
     limit = b.context.max_unroll
     if limit > 0 and keeps_loop(b, body):  # a hybrid body: unrolled, each step repeats its quantizations
         try:
-            return kept_loop(_while_loop(b, op, cond, body, vals))
+            return kept_loop(_while_loop(b, op, cond, body, vals), body)
         except Unsupported:
             pass
     n = trip_count(b, cond, body, vals, limit) if limit > 0 else None
@@ -555,7 +555,7 @@ def while_(b: Builder, op: Operation) -> list[Value]:
         if out is not None:
             return out
     try:
-        return _while_loop(b, op, cond, body, vals)
+        return kept_loop(_while_loop(b, op, cond, body, vals), body)
     except Unsupported as e:
         why = ("unrolling is off (max_unroll=0)" if limit <= 0 else
                f"more than max_unroll={limit} iterations" if n is not None else

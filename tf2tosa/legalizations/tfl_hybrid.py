@@ -98,19 +98,25 @@ def keeps_loop(b: Builder, body: Graph) -> bool:
     if target is not None and (str(target) not in TARGETS
                                or "EXT-CONTROLFLOW" not in TARGETS[str(target)].extensions):
         return False
+    return hybrid_body(body)
+
+
+def hybrid_body(body: Graph) -> bool:
+    """Whether a loop body (a TFLite subgraph) runs a hybrid op."""
     return any(op.name in _HYBRID_OPS and op.operands and has_value(op.operands[0])
                and any(has_value(w) and is_hybrid(op.operands[0], w) for w in op.operands[1:])
                for op in body.ops.values())
 
 
-#: ``Graph.meta`` key marking the regions of a loop :func:`keeps_loop` kept: their equal constants are merged like
-#: the program's (the other loops' regions are left as they were)
+#: ``Graph.meta`` key marking the regions of a WHILE_LOOP whose body runs hybrid ops (:func:`kept_loop`): their equal
+#: constants are merged like the program's (the other loops' regions are left as they were)
 SHARE_CONSTANTS = "hybrid_share_constants"
 
 
-def kept_loop(results: list[Value]) -> list[Value]:
-    """The results of a WHILE_LOOP :func:`keeps_loop` kept, its regions marked :data:`SHARE_CONSTANTS`."""
-    wl = results[0].producer if results else None
+def kept_loop(results: list[Value], body: Graph) -> list[Value]:
+    """The results of a WHILE_LOOP made of the TFLite loop ``body``; when that runs hybrid ops, the loop's regions
+    are marked :data:`SHARE_CONSTANTS`."""
+    wl = results[0].producer if results and hybrid_body(body) else None
     for r in wl.regions if wl is not None else []:
         r.meta[SHARE_CONSTANTS] = True
     return results
@@ -296,5 +302,5 @@ def _corrected_batched(b: Builder, dot: Value, zp: ZeroPoint, wy: np.ndarray) ->
     return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)
 
 
-__all__ = ["SHARE_CONSTANTS", "conv_2d", "depthwise_conv_2d", "float_weight", "fully_connected", "keeps_loop",
-           "kept_loop", "kernel_mode", "matmul"]
+__all__ = ["SHARE_CONSTANTS", "conv_2d", "depthwise_conv_2d", "float_weight", "fully_connected", "hybrid_body",
+           "keeps_loop", "kept_loop", "kernel_mode", "matmul"]
