@@ -394,12 +394,26 @@ class _Writer:
         off = self.shared[s] = len(buf) - head
         return off
 
+    def _prep4(self, additional: int) -> None:
+        """``Prep(4, additional)``: the builder's alignment of the head for a 4-byte element after ``additional``
+        bytes (zero padding), in fewer calls; where the buffer must grow the builder's own ``Prep`` does it."""
+        b = self.b
+        if b.minalign < 4:
+            b.minalign = 4
+        head = b.head
+        align = (head - len(b.Bytes) - additional) & 3
+        if head < align + 4 + additional:
+            b.Prep(4, additional)
+        elif align:
+            b.Bytes[head - align:head] = bytes(align)
+            b.head = head - align
+
     def _offset_slot(self, slot: int, off: int) -> None:
         """``PrependUOffsetTRelativeSlot(slot, off, 0)`` inside a table, in fewer calls."""
         b = self.b
         if off == 0:
             return
-        b.Prep(4, 0)
+        self._prep4(0)
         cur = len(b.Bytes) - b.head
         if off > cur:
             raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
@@ -414,7 +428,7 @@ class _Writer:
         if not b.nested:
             return int(b.EndObject())  # (raises as the builder does)
         b.nested = False
-        b.Prep(4, 0)
+        self._prep4(0)
         head = b.head - 4  # the soffset to the vtable, written below
         b.head = head
         object_offset = len(b.Bytes) - head
@@ -458,7 +472,7 @@ class _Writer:
             return
         if value == 0:
             return
-        b.Prep(4, 0)
+        self._prep4(0)
         b.head -= 4
         _U32.pack_into(b.Bytes, b.head, value)
         b.current_vtable[slot] = len(b.Bytes) - b.head
@@ -467,7 +481,7 @@ class _Writer:
         """A vector of offsets, the bytes ``PrependUOffsetTRelative`` would write element by element, packed at once
         (StartVector has aligned the head and made room for all of them)."""
         b, n = self.b, len(offsets)
-        b.StartVector(4, n, 4)
+        self._start_vector4(n)
         if n:
             first = len(b.Bytes) - b.head  # Offset() before the last element is prepended
             rel = []
@@ -478,21 +492,38 @@ class _Writer:
             rel.reverse()
             b.head -= 4 * n
             struct.pack_into(f"<{n}I", b.Bytes, b.head, *rel)
-        return b.EndVector()
+        return self._end_vector4(n)
+
+    def _start_vector4(self, n: int) -> None:
+        """``StartVector(4, n, 4)`` in fewer calls: room and alignment for the length and ``n`` 4-byte elements
+        (its second ``Prep``, for the same alignment, has nothing left to do)."""
+        b = self.b
+        if b.nested:
+            b.StartVector(4, n, 4)  # (raises as the builder does)
+        self._prep4(4 * n)
+        b.nested = True
+
+    def _end_vector4(self, n: int) -> int:
+        """``EndVector``: the vector's length before its elements (room made by :meth:`_start_vector4`)."""
+        b = self.b
+        b.nested = False
+        b.head -= 4
+        _U32.pack_into(b.Bytes, b.head, n)
+        return len(b.Bytes) - b.head
 
     def _string_vector(self, items: list[str]) -> int:
         return self._offset_vector([self._string(s) for s in items])
 
     def _i32_vector(self, items: list[int]) -> int:
         b, n = self.b, len(items)
-        b.StartVector(4, n, 4)
+        self._start_vector4(n)
         if n:
             try:
                 struct.pack_into(f"<{n}i", b.Bytes, b.head - 4 * n, *(int(x) for x in items))
             except struct.error as e:  # as flatbuffers' own range check reports it
                 raise TypeError(f"bad int32 vector: {e}") from None
             b.head -= 4 * n
-        return b.EndVector()
+        return self._end_vector4(n)
 
     def _byte_vector(self, data: bytes, align: int = 8) -> int:
         n = len(data)
