@@ -20,6 +20,7 @@ concern; for i8
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 
@@ -178,12 +179,26 @@ def apply_scale_32(value: np.ndarray, multiplier: int, shift: int, double_round:
     return r if r.ndim else r[()]
 
 
+@functools.lru_cache(maxsize=4096)
+def _multiplier32(scale: float) -> tuple[int, int]:
+    """The 32-bit (multiplier, shift) of one scale (:func:`.scale.quantize_multiplier_arrays`), kept per scale: the
+    ADD/SUB search asks for the same few scales many times."""
+    mult, shift = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
+    return mult, shift
+
+
+@functools.lru_cache(maxsize=1024)
+def _candidate_list(scale: float, left_shift: int, mode: str) -> tuple[tuple[int, int, str], ...]:
+    """:func:`_widen_rescale_candidates` as a tuple, kept per argument (the search walks it more than once)."""
+    return tuple(_widen_rescale_candidates(scale, left_shift, mode))
+
+
 def _widen_rescale_candidates(scale: float, left_shift: int, mode: str) -> Iterator[tuple[int, int, str]]:
     """One-RESCALE ``(multiplier, shift, rounding_mode)`` candidates for ``(x - zp)·2^left_shift·scale``: the
     shifts 10..62 (apply_scale_32's value range needs ``|x - zp| < 2^(shift-1)``), multipliers next to
     ``multiplier·2^(shift + left_shift - shift_2)`` (the nearest first), SINGLE_ROUND before DOUBLE_ROUND (only
     above shift 31).  Generated in that order: the callers take the first that passes."""
-    mult, shift2 = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
+    mult, shift2 = _multiplier32(scale)
     for s in range(10, 63):
         base = mult * 2.0 ** (s + left_shift - shift2)  # finite: below 2^31 · 2^(62 + left_shift)
         if math.floor(base) - 1 >= 1 << 31:
@@ -212,7 +227,7 @@ def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: flo
     """
     v = np.asarray(codes, dtype=np.int64) - zp
     want = two_step_widen(v, left_shift, scale, mode)
-    cands = list(_widen_rescale_candidates(scale, left_shift, mode))
+    cands = _candidate_list(scale, left_shift, mode)
     if not cands:
         return None
     if v.ndim != 1 or int(np.abs(v).max(initial=0)) >= 1 << 31:
@@ -232,7 +247,7 @@ def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: flo
 
 def two_step_widen(v: np.ndarray, left_shift: int, scale: float, mode: str) -> np.ndarray:
     """``RESCALE(v·2^left_shift, scale)`` to i32 as :func:`rescale` emits it under ``mode``."""
-    mult, shift2 = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
+    mult, shift2 = _multiplier32(scale)
     return apply_scale_32(np.asarray(v, dtype=np.int64) << left_shift, mult, shift2,
                           mode == "DOUBLE_ROUND" and shift2 > 31)
 
@@ -255,7 +270,7 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
     option other than TFLite's).
     """
     codes = np.arange(-128, 128, dtype=np.int64)
-    om, osh = (int(a[0]) for a in quantize_multiplier_arrays([out_scale], True))
+    om, osh = _multiplier32(out_scale)
     odbl = mode == "DOUBLE_ROUND" and osh > 31
     want = np.asarray(want, dtype=np.int64).reshape(256, 256)
     lo, hi = (int(v) for v in bounds)
@@ -284,7 +299,8 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
         r >>= osh
         if big:
             r += out_zp
-        return np.clip(r, lo, hi, out=r)
+        np.maximum(r, lo, out=r)  # (the clamp in place; np.clip's argument checks cost more than the passes)
+        return np.minimum(r, hi, out=r)
 
     vals = [two_step_widen(codes - zp, left_shift, sc, mode) for zp, sc in zip(zps, scales)]
     if not np.array_equal(output(*vals), want):
@@ -292,7 +308,7 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
     chosen: list[tuple[int, int, str] | None] = [None, None]
     for i, (zp, sc) in enumerate(zip(zps, scales)):
         exact = merged_widen_rescale(codes, zp, left_shift, sc, mode)  # the same values on every code: kept first
-        for cand in [exact] if exact else _widen_rescale_candidates(sc, left_shift, mode):
+        for cand in [exact] if exact else _candidate_list(sc, left_shift, mode):
             v = _apply(codes - zp, cand)
             moved = np.flatnonzero(v != vals[i])  # only pairs with a moved code can change
             got = output(v[moved], vals[1]) if i == 0 else output(vals[0], v[moved])

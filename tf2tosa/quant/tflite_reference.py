@@ -744,5 +744,6 @@ def add_sub_i8(x: Any, y: Any, s1: float, zp1: int, s2: float, zp2: int, s_out: 
     if acc.ndim and qo != I32_MIN and -31 <= eo <= 31:  # the same passes on the one new array (65536 code pairs)
         r = _mbqm_scalar(acc, qo, eo, inplace=True)
         r += zp_out
-        return np.clip(r, act[0], act[1], out=r)
+        np.maximum(r, act[0], out=r)  # (the clamp in place)
+        return np.minimum(r, act[1], out=r)
     return clamp(mbqm(acc, qo, eo) + zp_out, act[0], act[1])
