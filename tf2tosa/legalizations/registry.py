@@ -177,7 +177,7 @@ def _load_rule_modules(dialect: str | None = None) -> None:
 
     prefix = _DIALECT_PREFIXES.get(key, "")
     for m in sorted(pkgutil.iter_modules(legalizations.__path__), key=lambda m: m.name):
-        if m.name not in ("registry", "common") and m.name.startswith(prefix):
+        if m.name != "registry" and m.name.startswith(prefix):
             importlib.import_module(f"{legalizations.__name__}.{m.name}")
 
 
