@@ -708,11 +708,11 @@ def _validate_loaded(graph: Graph, name: str | None, dynamic: bool = False) -> N
     """Check every op of a read ``.tosa`` (regions included) against the catalogue, as the builder checks the ops it
     creates: a file whose declared shapes or types the spec forbids is refused here, not run.  ``dynamic``: a
     1.1-draft program, whose shape operands may be computed at run time (EXT-DYNAMIC)."""
-    from .tosa import catalogue
+    from .tosa import validation
 
     for op in graph.topological_order():
         try:
-            catalogue.validate_op(op, dynamic=dynamic)
+            validation.validate_op(op, dynamic=dynamic)
         except InvalidGraphError as e:
             raise InvalidGraphError(e.message, file=name, op=f"{op.opcode}#{op.id}",
                                     tensor=e.tensor or (op.results[0].name if op.results else None)) from None

@@ -31,7 +31,7 @@ from ..executor.registry import ExecutionError
 from ..ir import Graph
 from ..ir.graph import Operation, Value
 from ..ir.types import DType
-from ..tosa import catalogue, profiles, shapes
+from ..tosa import profiles, shapes, validation
 from ..tosa.optable import DRAFT_VERSION, is_draft
 from ..tosa.symbolic import input_symbol
 from .dynamic import guard_warning_lines
@@ -180,7 +180,7 @@ def specialize_graph(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | N
         graph.meta.pop(key, None)
     for op in graph.topological_order():  # a TOSA 1.0 program now: every op as the builder would check it
         try:
-            catalogue.validate_op(op)
+            validation.validate_op(op)
         except InvalidGraphError as e:
             raise InvalidGraphError(f"specialize at {at}: {e.message}", file=file, op=_where(op),
                                     tensor=e.tensor) from None

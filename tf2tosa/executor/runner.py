@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ConversionError, InputError, InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
-from ..tosa import catalogue, profiles
+from ..tosa import profiles, validation
 from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
 from . import chains
 from .activation import clamp_inplace
@@ -904,7 +904,7 @@ def static_check(graph: Graph, level: str | None = "8K", dynamic: bool = True) -
         if op.dialect != "tosa":
             return RunResult(ERROR, message=f"{op.name} is not a TOSA operator", op=op_label(op))
         try:
-            catalogue.validate_op(op, dynamic=dynamic)
+            validation.validate_op(op, dynamic=dynamic)
         except InvalidGraphError as e:
             msg = plain_message(e)
             status = UNPREDICTABLE if any(k in msg for k in _REQUIRE_CHECKS) else ERROR

@@ -522,10 +522,10 @@ def _while_loop(b: Builder, op: Operation, cond: Graph, body: Graph, vals: list[
 
 
 def _validate_regions(op: Operation) -> None:
-    from ..tosa import catalogue
+    from ..tosa import validation
 
     try:
-        catalogue.validate_op(op)
+        validation.validate_op(op)
     except InvalidGraphError as e:
         raise Unsupported(f"{op.location}: {e}") from None
 

@@ -39,7 +39,7 @@ from ..ir.symdim import (
     symbolic_array,
 )
 from ..ir.widened import Widened
-from . import catalogue
+from . import optable, validation
 from .context import LegalizeContext
 
 #: ops never folded (they have state, regions or are already constants)
@@ -293,7 +293,7 @@ class Builder:
              quant: QuantParams | None = None, names: Sequence[str] | None = None,
              regions: list[Graph] | None = None) -> Operation:
         """Create ``tosa.<opcode>``; returns the Operation (use ``.result`` / ``.results``)."""
-        spec = catalogue.get(opcode)
+        spec = optable.get(opcode)
         full = {a.name: a.default for a in spec.attrs if a.default is not None}
         full.update(attrs or {})
         operands = list(operands)
@@ -302,7 +302,7 @@ class Builder:
         consts = [v.sym_const() if v.dtype is DType.SHAPE else _values(v) for v in operands]
         if result_types is None:
             try:
-                result_types = catalogue.infer_result_types(opcode, types, full, out_dtype=out_dtype,
+                result_types = validation.infer_result_types(opcode, types, full, out_dtype=out_dtype,
                                                             operand_consts=consts)
             except InvalidGraphError as e:
                 raise InvalidGraphError(str(e), op=self.location) from None
@@ -311,7 +311,7 @@ class Builder:
         result_types = list(result_types)
         if self.validate:
             try:
-                catalogue.validate(opcode, types, result_types, full, consts)
+                validation.validate(opcode, types, result_types, full, consts)
             except InvalidGraphError as e:
                 raise InvalidGraphError(str(e), op=self.location) from None
         if names is None and self.name_hint:

@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType
-from .catalogue import bind_operands
+from .optable import bind_operands
 from .profiles import LEVEL_8K, level_violations, op_requirements, walk
 
 __all__ = ["TARGETS", "Problem", "Target", "check"]
