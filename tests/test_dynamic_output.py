@@ -16,6 +16,7 @@ pytest.importorskip("tensorflow")
 pytest.importorskip("ai_edge_litert")
 
 import tf2tosa  # noqa: E402
+from tests import tosa_mlir  # noqa: E402
 from tests.modelgen_dyn import model  # noqa: E402
 from tf2tosa.api import convert_dynamic  # noqa: E402
 from tf2tosa.executor import run_checked  # noqa: E402
@@ -85,7 +86,7 @@ def test_tosa_opt_validates_the_dynamic_mlir(case: str) -> None:
     # Arm's serializer takes it to a 1.1-draft flatbuffer (our own writer does not, yet) that reads back with the
     # unknown dimensions and the shape operators
     fb = tosa_tools.serialize_mlir(text)
-    back = tosa_tools.deserialize_to_mlir(fb)
+    back = tosa_mlir.deserialize_to_mlir(fb)
     assert 'tosa.fbs_version = "1.1.0d"' in back and f"tensor<{dims}x" in back and "tosa.dim" in back
 
 
@@ -184,7 +185,7 @@ def test_our_dynamic_flatbuffer_validates_as_1_1_draft(case: str, tmp_path: Path
     ok, msg = tosa_tools.validate(tmp_path / "m.tosa", dyn.profiles, dyn.extensions, level="none",
                                   version=DRAFT_VERSION)
     assert ok, msg
-    text = tosa_tools.deserialize_to_mlir(tmp_path / "m.tosa")
+    text = tosa_mlir.deserialize_to_mlir(tmp_path / "m.tosa")
     dims = "x".join("?" if isinstance(d, str) else str(d) for d in dyn.graph.inputs[0].shape)
     assert 'tosa.fbs_version = "1.1.0d"' in text and f"tensor<{dims}x" in text and "tosa.dim" in text
     # the same file is not TOSA 1.0

@@ -22,6 +22,7 @@ pytest.importorskip("tensorflow")
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
 import tf2tosa  # noqa: E402
+from tests import tosa_mlir  # noqa: E402
 from tf2tosa.serializer.tosa_reader import io_names  # noqa: E402
 
 
@@ -115,7 +116,7 @@ def test_tosa_opt_keeps_the_order(models: dict[str, bytes]) -> None:
     if not tosa_tools.available():
         pytest.skip("tosa-tools not installed")
     model = tf2tosa.convert(models["2-1-0"])
-    text = tosa_tools.deserialize_to_mlir(model.to_bytes())
+    text = tosa_mlir.deserialize_to_mlir(model.to_bytes())
     sig = re.search(r"func\.func @\w+\((.*)\) -> \((.*)\)", text)
     assert sig is not None
     assert re.findall(r'tosa.tensor_name = "([^"]+)"', sig.group(2)) == model.output_names

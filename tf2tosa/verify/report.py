@@ -609,11 +609,3 @@ def screenshot(html_path: str | os.PathLike[str], png_path: str | os.PathLike[st
     if not out.exists() or out.stat().st_size == 0:
         raise RuntimeError(f"chromium wrote no screenshot (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
     return out
-
-
-def dump_dom(html_path: str | os.PathLike[str], timeout: float = 120.0) -> str:
-    """The DOM of ``html_path`` after headless Chromium has loaded it and run its script."""
-    proc = _chromium(["--dump-dom", "--virtual-time-budget=3000", Path(html_path).resolve().as_uri()], timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"chromium --dump-dom failed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
-    return proc.stdout
