@@ -16,8 +16,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
-from ..quant.conv import rescale_raw
-from ..quant.rescale import rescale, rounding_mode
+from ..quant.rescale import rescale, rescale_raw, rounding_mode
 from ..tosa.builder import Builder
 from .lowering.layout import const_ints, data_operand, keeps_values, static_shape
 from .registry import legalize

@@ -17,8 +17,9 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..ir.symdim import as_expr, is_symbolic
 from ..quant import compute_scale_16, quantize_multiplier, rescale
-from ..quant.conv import per_tensor, qparams, require_act_type, rescale_raw, to_i32
+from ..quant.conv import per_tensor, qparams, require_act_type, to_i32
 from ..quant.elementwise import f32_div
+from ..quant.rescale import rescale_raw
 from ..tosa.builder import Builder
 from .lowering.legalize_common import const_operand, float_zp, positive_axis
 from .lowering.numeric import FLOAT_TYPES, axes_operand, fconst, reduce_axes, require_not_quantized, static_shape

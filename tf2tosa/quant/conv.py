@@ -27,7 +27,7 @@ from ..ir import DType, Operation, QuantParams, Value, has_value
 from ..ir.mapped import drop_pages, file_region
 from ..tosa.builder import Builder
 from .activation import fused_activation_q
-from .rescale import rescale, rounding_mode
+from .rescale import rescale, rescale_raw
 
 #: quantized activation types of the conv family and their TOSA accumulators (spec: CONV2D, supported data types)
 ACC = {DType.INT8: (DType.INT32, "INT32"), DType.INT16: (DType.INT48, "INT48")}
@@ -509,20 +509,6 @@ def note_inexact(b: Builder, op: Operation, reason: str) -> None:
         logging.getLogger("tf2tosa").warning("%s (%s): not bit-exact with TFLite: %s", label, src, reason)
 
 
-def rescale_raw(b: Builder, x: Value, multiplier: Sequence[int], shift: Sequence[int], out_dtype: DType, *,
-                in_zp: int = 0, out_zp: int = 0, out_quant: QuantParams | None = None, scale32: bool = True,
-                double_round: bool | None = None) -> Value:
-    """RESCALE with explicit (multiplier, shift) pairs (for multipliers TFLite derives arithmetically, e.g. the
-    folded 1/N of mean).  ``double_round`` None follows the conversion's rounding option (spec: RESCALE)."""
-    mode = rounding_mode(b, scale32) if double_round is None else ("DOUBLE_ROUND" if double_round else "SINGLE_ROUND")
-    m = b.const(np.asarray(multiplier, np.int64), DType.INT32 if scale32 else DType.INT16, name="multiplier")
-    s = b.const(np.asarray(shift, np.int64), DType.INT8, name="shift")
-    attrs = {"scale32": scale32, "rounding_mode": mode, "per_channel": len(multiplier) > 1,
-             "input_unsigned": False, "output_unsigned": False}
-    return b.emit("RESCALE", [x, m, s, b.zp(in_zp, x.dtype), b.zp(out_zp, out_dtype)], attrs,
-                  out_dtype=out_dtype, quant=out_quant).result
-
-
 def to_i32(b: Builder, x: Value, zp: int = 0) -> Value:
     """x - zp as i32 (RESCALE ×1: multiplier 2^30, shift 30, exact; spec: RESCALE)."""
     return rescale(b, x, 1.0, DType.INT32, in_zp=zp, double_round=False)
@@ -535,5 +521,5 @@ def same_quant(a: Value, b_: Value) -> bool:
 
 __all__ = ["ACC", "acc_bound", "conv_output", "conv_scales", "exact_split", "fc_output", "fc_output_rows",
            "is_quantized", "note_inexact", "per_tensor", "qparams", "quant_bias", "require_act_type", "requantize_acc",
-           "rescale_raw", "round_scale_exact", "same_quant", "single_rescale_exact", "tfl_product_scale", "to_i32",
+           "round_scale_exact", "same_quant", "single_rescale_exact", "tfl_product_scale", "to_i32",
            "weight_zp"]

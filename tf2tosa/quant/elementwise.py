@@ -123,7 +123,8 @@ def widen_scaled(b: Builder, x: Value, zp: int, left_shift: int, scale: float,
     if x.dtype is DType.INT8:
         merged = single or merged_widen_rescale(np.arange(-128, 128), zp, left_shift, scale, rounding_mode(b))
         if merged is not None:
-            return rescale_raw(b, x, *merged, DType.INT32, in_zp=zp)
+            mult, shift, mode = merged
+            return rescale_raw(b, x, [mult], [shift], DType.INT32, in_zp=zp, double_round=mode == "DOUBLE_ROUND")
     return requant(b, widen(b, x, zp, left_shift), scale, DType.INT32)
 
 
