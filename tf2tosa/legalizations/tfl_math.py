@@ -22,15 +22,14 @@ from ..ir import DType, Operation, Value
 from ..ir.symdim import SYM_VALUES, symbolic_array
 from ..quant import activation_bounds, apply_table_i16, fused_activation_q
 from ..quant import tflite_reference as R
+from ..quant.common import is_quantized_i8_i16, scale_zp
 from ..quant.elementwise import (
     add_sub_factors,
     add_sub_inputs,
     f32,
     f32_div,
-    is_quantized,
     lut_pair8,
     out_quant,
-    qparams,
     requant,
     saturate,
     table8,
@@ -67,7 +66,7 @@ def _act(b: Builder, op: Operation, y: Value) -> Value:
 def _binary_rule(opcode: str, **attrs: object) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
         x, y = op.operands[0], op.operands[1]
-        if is_quantized(x, y):
+        if is_quantized_i8_i16(x, y):
             return [_q_add_sub(b, op, opcode) if opcode in ("ADD", "SUB") else _q_max_min(b, op, opcode)]
         _kind(op, x, y)
         return [_act(b, op, b.binary(opcode, x, y, **attrs))]
@@ -89,7 +88,7 @@ _binary_rule("MINIMUM", nan_mode="PROPAGATE")
 def mul(b: Builder, op: Operation) -> list[Value]:
     """MUL with shift 0 (the 1.0 shift operand, spec 2.5.14 MUL, §4 #11)."""
     x, y = op.operands[0], op.operands[1]
-    if is_quantized(x, y):
+    if is_quantized_i8_i16(x, y):
         return [_q_mul(b, op)]
     _kind(op, x, y)
     return [_act(b, op, b.mul(x, y))]
@@ -100,7 +99,7 @@ def div(b: Builder, op: Operation) -> list[Value]:
     """float: x * RECIPROCAL(y) (lowering doc: tfl.div, within ~1.5 ulp); i32: INTDIV (truncating, spec 2.5.6 INTDIV);
     int8: TFLite's DivElementwise (reciprocal + headroom) tabulated over all 65536 code pairs (GATHER)."""
     x, y = op.operands[0], op.operands[1]
-    if is_quantized(x, y):
+    if is_quantized_i8_i16(x, y):
         return [_q_div(b, op)]
     dt = _kind(op, x, y)
     if dt is DType.INT32:
@@ -113,7 +112,7 @@ def squared_difference(b: Builder, op: Operation) -> list[Value]:
     """(x - y)^2 as SUB then MUL (lowering doc: tfl.squared_difference); int8 as TFLite: inputs ×2^7 and rescaled,
     squared in i32."""
     x, y = op.operands[0], op.operands[1]
-    if is_quantized(x, y):
+    if is_quantized_i8_i16(x, y):
         return [_q_squared_difference(b, op)]
     _kind(op, x, y)
     d = b.binary("SUB", x, y)
@@ -134,7 +133,7 @@ _Q_UNARY_NAMES = frozenset({"tfl.exp", "tfl.log", "tfl.rsqrt", "tfl.abs"})
 def _unary_rule(name: str, opcode: str, ints: bool = False) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
         x = op.operands[0]
-        if is_quantized(x) and name in _Q_UNARY:
+        if is_quantized_i8_i16(x) and name in _Q_UNARY:
             return [_Q_UNARY[name](b, op)]
         _kind(op, x, ints=ints)
         return [b.emit(opcode, [x]).result]
@@ -156,7 +155,7 @@ def neg(b: Builder, op: Operation) -> list[Value]:
     """NEGATE with its 1.0 zero-point inputs (0 for float/i32, spec 2.6.10 NEGATE, §4 #26; quantized: the tensors'
     zps)."""
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_neg(b, op)]
     dt = _kind(op, x)
     return [b.negate(x, float_zp(b, dt), float_zp(b, dt))]
@@ -170,7 +169,7 @@ def sqrt(b: Builder, op: Operation) -> list[Value]:
     x * RSQRT(x) would give 0 * inf = NaN at 0; POW(x, 0.5) REQUIREs x >= 0 (spec 2.5.15 POW).
     """
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_unary(b, op)]
     require_float(op, x)
     return [b.reciprocal(b.rsqrt(x))]
@@ -308,7 +307,7 @@ def round_(b: Builder, op: Operation) -> list[Value]:
 # ---------------------------------------------------------------------------------------------- comparisons
 def _cmp_operands(b: Builder, op: Operation) -> tuple[Value, Value, DType]:
     x, y = op.operands[0], op.operands[1]
-    if is_quantized(x, y):
+    if is_quantized_i8_i16(x, y):
         return _q_cmp_operands(b, op)
     require_not_quantized(op, x, y)
     if x.dtype != y.dtype:
@@ -396,7 +395,8 @@ def select_op(b: Builder, op: Operation) -> list[Value]:
     [n, 1, ..., 1] so it broadcasts along dim 0 instead of the last dim.
     """
     c, x, y = op.operands[0], op.operands[1], op.operands[2]
-    q = op.results[0].type.quant if is_quantized(x, y) else None  # TFLite selects raw codes (lowering doc: tfl.select)
+    # TFLite selects raw codes (lowering doc: tfl.select)
+    q = op.results[0].type.quant if is_quantized_i8_i16(x, y) else None
     if q is None:
         require_not_quantized(op, x, y)
     if c.dtype is not DType.BOOL:
@@ -536,7 +536,7 @@ def _q_add_sub(b: Builder, op: Operation, opcode: str) -> Value:
     """
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     dt = _same_types(op)
-    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    (s1, z1), (s2, z2), (so, zo) = scale_zp(op, x), scale_zp(op, y), scale_zp(op, r)
     if dt is DType.INT16 and op.attrs.get("pot_scale_int16", True) and all(map(_is_pot, (s1, s2, so))):
         raise Unsupported(f"{op.name}: int16 power-of-two-scale kernel (pot_scale_int16)")
     act = op.attrs.get("fused_activation_function")
@@ -558,7 +558,7 @@ def _q_mul(b: Builder, op: Operation) -> Value:
     computed in float32 as TFLite does and DOUBLE_ROUND; without zero points the i8/i16 MUL → i32 is used."""
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     dt = _same_types(op)
-    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    (s1, z1), (s2, z2), (so, zo) = scale_zp(op, x), scale_zp(op, y), scale_zp(op, r)
     if z1 == 0 and z2 == 0:  # MUL i8×i8 / i16×i16 → i32 has no zero points (spec 2.5.14 MUL)
         prod = b.emit("MUL", [*b.broadcast_ranks(x, y), b.const(np.array([0]), DType.INT8, name="shift")],
                       out_dtype=DType.INT32).result
@@ -575,7 +575,7 @@ def _q_div(b: Builder, op: Operation) -> Value:
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     if _same_types(op) is not DType.INT8:
         raise Unsupported(f"{op.name} on {x.dtype.value}: TFLite's int16 DIV is float-based, not reproduced")
-    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    (s1, z1), (s2, z2), (so, zo) = scale_zp(op, x), scale_zp(op, y), scale_zp(op, r)
     act = activation_bounds(op.attrs.get("fused_activation_function"), out_quant(op), DType.INT8) or (-128, 127)
     xs, ys = np.meshgrid(R.codes(8), R.codes(8), indexing="ij")
     table = R.div_i8(xs.ravel(), ys.ravel(), s1, z1, s2, z2, so, zo, act)
@@ -589,7 +589,7 @@ def _q_squared_difference(b: Builder, op: Operation) -> Value:
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     if _same_types(op) is not DType.INT8:
         raise Unsupported(f"{op.name} on {x.dtype.value} (TFLite: int8 only)")
-    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    (s1, z1), (s2, z2), (so, zo) = scale_zp(op, x), scale_zp(op, y), scale_zp(op, r)
     twice = 2.0 * max(f32(s1), f32(s2))
     a = widen_scaled(b, x, z1, 7, f32(s1) / twice)
     c = widen_scaled(b, y, z2, 7, f32(s2) / twice)
@@ -613,7 +613,7 @@ def _q_neg(b: Builder, op: Operation) -> Value:
     (spec 2.6.10 NEGATE), otherwise ``-(x - zp_in)`` in i32 requantized to the output."""
     x, r = op.operands[0], op.results[0]
     dt = _same_types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     if f32(si) == f32(so):
         return b.emit("NEGATE", [x, b.zp(zi, dt), b.zp(zo, dt)], quant=r.type.quant).result
     x32 = widen(b, x, zi)
@@ -627,7 +627,7 @@ def _q_abs(b: Builder, op: Operation) -> Value:
     RESCALE (float32 ``s_in/s_out``, or a saturating copy when the scales are equal: TFLite's ``needs_rescale``)."""
     x, r = op.operands[0], op.results[0]
     dt = _same_types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     if dt is DType.INT8:
         return table8(b, x, R.abs_q(R.codes(8), si, zi, so, zo, 8), out_quant(op))
     a = b.abs(widen(b, x, zi))
@@ -648,7 +648,7 @@ def _q_unary(b: Builder, op: Operation) -> Value:
     """
     x, r = op.operands[0], op.results[0]
     dt = _same_types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     name = op.name.split(".")[1]
     if dt is DType.INT8:
         c = R.codes(8)
@@ -674,7 +674,7 @@ def _q_cmp_operands(b: Builder, op: Operation) -> tuple[Value, Value, DType]:
     x, y = op.operands[0], op.operands[1]
     if x.dtype is not DType.INT8 or y.dtype is not DType.INT8:
         raise Unsupported(f"{op.name} on quantized {x.dtype.value}/{y.dtype.value} (TFLite: int8 only)")
-    (s1, z1), (s2, z2) = qparams(op, x), qparams(op, y)
+    (s1, z1), (s2, z2) = scale_zp(op, x), scale_zp(op, y)
     a = requant(b, widen(b, x, z1, 8), f32(s1), DType.INT32)
     c = requant(b, widen(b, y, z2, 8), f32(s2), DType.INT32)
     return a, c, DType.INT32

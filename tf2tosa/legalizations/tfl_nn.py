@@ -24,6 +24,7 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
 from ..quant import fused_activation_q, requantize
 from ..quant import tflite_reference as R
+from ..quant.common import is_quantized, per_tensor, qparams, same_quant
 from ..quant.conv import (
     ACC,
     acc_bound,
@@ -31,14 +32,10 @@ from ..quant.conv import (
     conv_scales,
     fc_output,
     fc_output_rows,
-    is_quantized,
     note_inexact,
-    per_tensor,
-    qparams,
     quant_bias,
     requantize_acc,
     require_act_type,
-    same_quant,
     tfl_product_scale,
     weight_zp,
 )

@@ -17,7 +17,8 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..ir.symdim import as_expr, is_symbolic
 from ..quant import compute_scale_16, quantize_multiplier, rescale
-from ..quant.conv import per_tensor, qparams, require_act_type, to_i32
+from ..quant.common import per_tensor, qparams, to_i32
+from ..quant.conv import require_act_type
 from ..quant.elementwise import f32_div
 from ..quant.rescale import rescale_raw
 from ..tosa.builder import Builder

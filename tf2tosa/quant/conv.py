@@ -23,34 +23,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import Unsupported
-from ..ir import DType, Operation, QuantParams, Value, has_value
+from ..ir import DType, Operation, Value, has_value
 from ..ir.mapped import drop_pages, file_region
 from ..tosa.builder import Builder
 from .activation import fused_activation_q
+from .common import per_tensor, qparams
 from .rescale import rescale, rescale_raw
 
 #: quantized activation types of the conv family and their TOSA accumulators (spec: CONV2D, supported data types)
 ACC = {DType.INT8: (DType.INT32, "INT32"), DType.INT16: (DType.INT48, "INT48")}
-
-
-def is_quantized(*values: Value) -> bool:
-    return any(v.type.is_quantized for v in values)
-
-
-def qparams(v: Value, what: str = "tensor") -> QuantParams:
-    """``v``'s quantization; Unsupported when it has none."""
-    q = v.type.quant
-    if q is None:
-        raise Unsupported(f"{what} {v.name} is not quantized")
-    return q
-
-
-def per_tensor(v: Value, what: str = "tensor") -> tuple[float, int]:
-    """(scale, zero point) of a per-tensor quantized value."""
-    q = qparams(v, what)
-    if q.per_channel:
-        raise Unsupported(f"{what} {v.name} must be quantized per tensor")
-    return float(q.s), int(q.zp)
 
 
 def require_act_type(op: Operation, x: Value) -> DType:
@@ -509,17 +490,6 @@ def note_inexact(b: Builder, op: Operation, reason: str) -> None:
         logging.getLogger("tf2tosa").warning("%s (%s): not bit-exact with TFLite: %s", label, src, reason)
 
 
-def to_i32(b: Builder, x: Value, zp: int = 0) -> Value:
-    """x - zp as i32 (RESCALE ×1: multiplier 2^30, shift 30, exact; spec: RESCALE)."""
-    return rescale(b, x, 1.0, DType.INT32, in_zp=zp, double_round=False)
-
-
-def same_quant(a: Value, b_: Value) -> bool:
-    qa, qb = a.type.quant, b_.type.quant
-    return qa is not None and qb is not None and qa.scale == qb.scale and qa.zero_point == qb.zero_point
-
-
 __all__ = ["ACC", "acc_bound", "conv_output", "conv_scales", "exact_split", "fc_output", "fc_output_rows",
-           "is_quantized", "note_inexact", "per_tensor", "qparams", "quant_bias", "require_act_type", "requantize_acc",
-           "round_scale_exact", "same_quant", "single_rescale_exact", "tfl_product_scale", "to_i32",
-           "weight_zp"]
+           "note_inexact", "quant_bias", "require_act_type", "requantize_acc", "round_scale_exact",
+           "single_rescale_exact", "tfl_product_scale", "weight_zp"]
