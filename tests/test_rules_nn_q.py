@@ -28,7 +28,7 @@ from tf2tosa.converter.pipeline import ConvertOptions, convert_graph, legalize_g
 from tf2tosa.errors import UnsupportedOpsError
 from tf2tosa.executor import run
 from tf2tosa.ir import DType, Graph, QuantParams, TensorType, Value
-from tf2tosa.quant.conv import exact_split, round_scale_exact
+from tf2tosa.quant.fully_connected import exact_split, round_scale_exact
 from tf2tosa.tosa.builder import Builder
 
 RNG = np.random.default_rng(20240611)

@@ -480,7 +480,7 @@ def test_fully_connected_exactness_search_memory_does_not_grow_with_channels() -
     float64 arrays); the verdicts are those of one channel at a time."""
     import tracemalloc
 
-    from tf2tosa.quant.conv import single_rescale_exact
+    from tf2tosa.quant.fully_connected import single_rescale_exact
 
     rng = np.random.default_rng(9)
     scales = [float(s) for s in np.exp(rng.uniform(np.log(2e-5), np.log(1e-4), 4096))]

@@ -27,11 +27,8 @@ from ..quant import tflite_reference as R
 from ..quant.common import is_quantized, per_tensor, qparams, same_quant
 from ..quant.conv import (
     ACC,
-    acc_bound,
     conv_output,
     conv_scales,
-    fc_output,
-    fc_output_rows,
     note_inexact,
     quant_bias,
     requantize_acc,
@@ -41,6 +38,7 @@ from ..quant.conv import (
 )
 from ..quant.elementwise import Fx
 from ..quant.exact_round import low_byte_input
+from ..quant.fully_connected import acc_bound, fc_output, fc_output_rows
 from ..tosa.builder import Builder
 from . import tfl_hybrid as hybrid
 from .lowering.conv import (
@@ -216,9 +214,8 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     """1x1 CONV2D (1.0 has no FULLY_CONNECTED, §4 #14): input [N,1,1,IC], weights [OC,1,1,IC], bias [OC].
 
     Quantized: LiteRT's reference kernels requantize in double, round(acc · s_x·s_w[c]/s_out) (not MBQM, unlike
-    conv), reproduced exactly by :func:`tf2tosa.quant.conv.fc_output`; the tfl.fully_connected lowering's zero bias of
-    %filter.shape[3] is OC
-    elements (§6.1)."""
+    conv), reproduced exactly by :func:`tf2tosa.quant.fully_connected.fc_output`; the tfl.fully_connected lowering's
+    zero bias of %filter.shape[3] is OC elements (§6.1)."""
     x, w = operands(op, None, 2)
     if hybrid.kernel_mode(b, x, w):
         return hybrid.fully_connected(b, op)

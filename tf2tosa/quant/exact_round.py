@@ -2,7 +2,7 @@
 
 LiteRT's reference fully_connected (and the 16x8 one in every kernel mode, since its bias is int64) requantizes
 in double precision: ``(int32)round((double)acc · s)`` with ``s = (double)s_x·(double)s_w[c]/(double)s_out``,
-rounding half away from zero.  For an int8 model the accumulator fits i32 and :func:`.conv.round_scale_exact`
+rounding half away from zero.  For an int8 model the accumulator fits i32 and :func:`.fully_connected.round_scale_exact`
 reproduces it with a few MULs.  A 16x8 model accumulates in 64 bits (i48 in TOSA, spec: CONV2D); with a deep input
 (1,280 features and more) ``|acc|`` exceeds 2^31, and the only way out of i48 — RESCALE with a 16-bit multiplier
 (spec: apply_scale_16) — cannot carry a 53-bit scale.  So:
