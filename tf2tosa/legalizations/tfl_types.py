@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from ..errors import Unsupported
@@ -11,6 +9,7 @@ from ..ir import DType, Operation, QuantParams, Value
 from ..ir.symdim import size as size_of
 from ..quant.elementwise import lut16, table8
 from ..quant.rescale import requantize
+from ..quant.tflite_reference import FLOAT_ISLAND_KERNELS
 from ..tosa.builder import FP16_PENDING, FP16_SOURCES, Builder
 from .lowering.layout import data_operand, keeps_values, prod, retag, tosa_dtype
 from .lowering.legalize_common import scalar_const
@@ -189,13 +188,9 @@ def dequantize(b: Builder, op: Operation) -> list[Value]:
     return [dequantize_value(b, x, out)]
 
 
-#: float kernels of ops TFLite cannot quantize to 16x8, emulated in float32 exactly as LiteRT's reference kernels
-#: compute them (numpy float32 arithmetic rounds each operation as the C++ kernel does)
-_FLOAT_KERNELS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    # reference_ops::HardSwish<float>: in * min(6, max(0, in + 3)) / 6
-    "tfl.hard_swish": lambda v: (v * np.minimum(np.float32(6), np.maximum(np.float32(0), v + np.float32(3))))
-    / np.float32(6),
-}
+#: the float islands fused here, one op between a DEQUANTIZE and a QUANTIZE (the integer_islands pass, run before
+#: legalization, fuses whole chains of any op of FLOAT_ISLAND_KERNELS)
+_FUSED_HERE = ("tfl.hard_swish",)
 
 
 def _fuse_float_island(b: Builder, op: Operation, x: Value) -> None:
@@ -209,7 +204,7 @@ def _fuse_float_island(b: Builder, op: Operation, x: Value) -> None:
     if q is None or q.per_channel or x.is_const or op.results[0] in g.outputs:
         return
     uses = g.uses(op.results[0])
-    if len(uses) != 1 or uses[0][0].name not in _FLOAT_KERNELS:
+    if len(uses) != 1 or uses[0][0].name not in _FUSED_HERE:
         return
     fop = uses[0][0]
     fuses = g.uses(fop.results[0])
@@ -223,7 +218,7 @@ def _fuse_float_island(b: Builder, op: Operation, x: Value) -> None:
     codes = np.arange(lo, hi + 1, dtype=np.int64)
     f = (float(np.float32(q.s)) * (codes - int(q.zp)).astype(np.float64)).astype(np.float32)
     with np.errstate(all="ignore"):
-        y = _FLOAT_KERNELS[fop.name](f).astype(np.float32)
+        y = FLOAT_ISLAND_KERNELS[fop.name](f).astype(np.float32)
         r = (y / np.float32(oq.s)).astype(np.float32).astype(np.float64)
     table = np.clip(np.sign(r) * np.floor(np.abs(r) + 0.5) + int(oq.zp), lo, hi).astype(np.int64)
     xv = data_operand(b, x)

@@ -592,6 +592,21 @@ def sqrt_i8(v: Arr, s_in: float, zp_in: int, s_out: float, zp_out: int) -> Arr:
     return clamp(np.clip(y, -1e9, 1e9).astype(np.int64) + zp_out, -128, 127)
 
 
+# ------------------------------------------------------------------------------- float kernels of float islands
+def hard_swish_f32(x: Arr) -> Arr:
+    """reference_ops::HardSwish<float>: ``in · min(6, max(0, in + 3)) / 6`` in float32."""
+    f = np.float32
+    x = x.astype(f)
+    return ((x * np.minimum(f(6), np.maximum(f(0), x + f(3)))) / f(6)).astype(f)
+
+
+#: float32 kernels of the ops TFLite leaves in float between a DEQUANTIZE and a QUANTIZE of an integer model (ops
+#: it cannot quantize, e.g. HARD_SWISH in 16x8 mode or the NEG of a LayerNorm), as LiteRT's reference kernels compute
+#: them: numpy float32 arithmetic rounds each operation as the C++ kernel does; NEG and ABS are exact
+FLOAT_ISLAND_KERNELS: dict[str, Callable[[Arr], Arr]] = {"tfl.neg": np.negative, "tfl.abs": np.abs,
+                                                        "tfl.hard_swish": hard_swish_f32}
+
+
 # ----------------------------------------------------------------------------- gemmlowp int16 fixed point
 # gemmlowp's templates instantiated with ``int16_t`` raws (``FixedPoint<int16_t, k>``): the LSTM integer kernels'
 # ``ApplySigmoid`` (F3 → F0) and ``ApplyTanh`` (Fk → F0, k = 0…6).  Add/Sub/Neg wrap to int16 as C's narrowing
