@@ -187,7 +187,35 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
     orders = [base.topological_order(), check.topological_order()]
     at1 = ", ".join(f"{s}={hints[s]}" for s in sorted(hints))
     at2 = ", ".join(f"{s}={check_env[s]}" for s in sorted(hints))
-    at = f"{at1} and at {at2}"
+    pairs = _paired_values(base, check, orders, f"{at1} and at {at2}", file)
+    _check_dims(pairs, check_env, at1, at2, file)  # 1. every value's dimensions
+    rebuilt = _check_attrs(orders, check_env, file)  # 2. attributes and constants
+    # 3. the symbols' sources: the first input dimension that is the symbol itself
+    sources, extra = _symbol_sources(base)
+    emitter = _Emitter(base, sources)
+    equalities = _assert_equalities(base, emitter, sources, extra, guards)
+    # 4. shape operands computed at run time
+    for op0 in rebuilt:
+        elems = list(np.asarray(op0.attrs[SYM_VALUES], dtype=object).reshape(-1))
+        missing = set().union(*(as_expr(e).symbols() for e in elems)) - set(sources)
+        if missing:
+            raise _not_yet(f"no input dimension is {', '.join(sorted(missing))} itself", file, op=_where(op0))
+        new = emitter.shape(elems, op0.result.type, op0.result.name)
+        base.replace_all_uses(op0.result, new)
+        base.remove_op(op0)
+    _labels(base)  # 5. types: expressions become labels (printed ?), constant sizes plain ints
+    base.meta["specification_version"] = DRAFT_VERSION
+    base.meta["dim_symbols"] = {s: {"input": v.name, "dim": k} for s, (v, k) in sorted(sources.items())}
+    base.meta["dim_equalities"] = equalities + graph_equalities(base.topological_order())
+    base.meta["dim_guards"] = list(guards.relations)
+    base.meta["dim_hints"] = dict(sorted(hints.items()))
+    return base
+
+
+def _paired_values(base: Graph, check: Graph, orders: list[list[Operation]], at: str,
+                   file: str | None) -> list[tuple[Value, Value]]:
+    """Each value of ``base`` with the same value of ``check`` (inputs, then every op's results in topological
+    order); NotYet when the two conversions differ in their operators or ``base`` has control flow."""
     for op0 in orders[0]:
         if op0.regions:  # their values are not compared nor relabelled yet
             raise _not_yet(f"control flow ({op0.opcode}) in a symbolic program", file, op=_where(op0),
@@ -205,7 +233,12 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
             raise _not_yet(f"the conversions at {at} differ at {_where(op0)} (a lowering branched on a size)", file,
                            op=_where(op0))
         pairs.extend(zip(op0.results, op1.results))
-    # 1. every value's dimensions
+    return pairs
+
+
+def _check_dims(pairs: list[tuple[Value, Value]], check_env: Mapping[str, int], at1: str, at2: str,
+                file: str | None) -> None:
+    """Every dimension of the first conversion is the check conversion's, or an expression worth it there."""
     for v0, v1 in pairs:
         if v0.type.rank != v1.type.rank or v0.type.dtype is not v1.type.dtype:
             raise _not_yet("a value changes rank or type with the size", file, tensor=v0.name)
@@ -215,7 +248,11 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
                 raise _not_yet(f"dimension {k} of {v0.name!r} is {what} at {at1} but {int(b)} at {at2}: a "
                                f"lowering lost the symbol",
                                file, op=_where(v0.producer) if v0.producer else None, tensor=v0.name)
-    # 2. attributes and constants
+
+
+def _check_attrs(orders: list[list[Operation]], check_env: Mapping[str, int], file: str | None) -> list[Operation]:
+    """Every attribute and constant agrees between the two conversions (a symbolic one at the check sizes);
+    returns the CONST_SHAPEs whose values are computed from the sizes (to be built at run time)."""
     rebuilt: list[Operation] = []
     for op0, op1 in zip(*orders):
         tensor = op0.results[0].name if op0.results else None
@@ -245,7 +282,12 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
             if not _same_attr(op0.attrs[name], op1.attrs[name]):
                 raise _not_yet(f"attribute {name} of {_where(op0)} depends on the sizes", file, op=_where(op0),
                                tensor=tensor)
-    # 3. the symbols' sources: the first input dimension that is the symbol itself
+    return rebuilt
+
+
+def _symbol_sources(base: Graph) -> tuple[dict[str, tuple[Value, int]], list[tuple[str, Value, int]]]:
+    """Per symbol the first input dimension that is the symbol itself (input, axis), and the other such
+    dimensions (symbol, input, axis)."""
     sources: dict[str, tuple[Value, int]] = {}
     extra: list[tuple[str, Value, int]] = []
     for v in base.inputs:
@@ -257,7 +299,13 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
                     extra.append((s, v, k))
                 else:
                     sources[s] = (v, k)
-    emitter = _Emitter(base, sources)
+    return sources, extra
+
+
+def _assert_equalities(base: Graph, emitter: _Emitter, sources: Mapping[str, tuple[Value, int]],
+                       extra: list[tuple[str, Value, int]], guards: Guards) -> list[dict[str, Any]]:
+    """An ASSERT_EQUAL_SHAPE for each further input dimension of a symbol and each guard equality over the
+    symbols; returns them as ``dim_equalities`` entries."""
     equalities: list[dict[str, Any]] = []
     for s, v, k in extra:
         src, axis = sources[s]
@@ -269,16 +317,12 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
             continue
         base.add_op("tosa.ASSERT_EQUAL_SHAPE", [emitter.emit(a), emitter.emit(b)], [], {"allow_broadcast": False})
         equalities.append({"expression": f"{a} == {b}"})
-    # 4. shape operands computed at run time
-    for op0 in rebuilt:
-        elems = list(np.asarray(op0.attrs[SYM_VALUES], dtype=object).reshape(-1))
-        missing = set().union(*(as_expr(e).symbols() for e in elems)) - set(sources)
-        if missing:
-            raise _not_yet(f"no input dimension is {', '.join(sorted(missing))} itself", file, op=_where(op0))
-        new = emitter.shape(elems, op0.result.type, op0.result.name)
-        base.replace_all_uses(op0.result, new)
-        base.remove_op(op0)
-    # 5. types: expressions become labels (printed ?), constant sizes plain ints
+    return equalities
+
+
+def _labels(base: Graph) -> None:
+    """Symbolic dimensions of every value become labels (printed ?), constant sizes plain ints; symbolic
+    attributes their ints."""
     for v in base.values():
         if any(isinstance(d, SymDim) for d in v.shape):
             v.type = v.type.with_shape(tuple(str(d.expr) if is_symbolic(d) else int(d) for d in v.shape))
@@ -287,12 +331,6 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
         for name, val in op.attrs.items():
             if isinstance(val, SymDim):
                 op.attrs[name] = int(val)
-    base.meta["specification_version"] = DRAFT_VERSION
-    base.meta["dim_symbols"] = {s: {"input": v.name, "dim": k} for s, (v, k) in sorted(sources.items())}
-    base.meta["dim_equalities"] = equalities + graph_equalities(base.topological_order())
-    base.meta["dim_guards"] = list(guards.relations)
-    base.meta["dim_hints"] = dict(sorted(hints.items()))
-    return base
 
 
 _BINOPS: dict[type, Callable[[int, int], int]] = {ast.Add: operator.add, ast.Sub: operator.sub,
