@@ -26,46 +26,15 @@ class RuleInfo:
     dtypes: tuple[str, ...] = ("fp32",)
     doc: str = ""
     notes: dict[str, str] = field(default_factory=dict)
+    #: operands the source op requires (``@legalize(arity=...)``); 0: the rule checks its operands itself
+    arity: int = 0
 
 
-def _arity_table() -> dict[str, int]:
-    """Operands each TFLite builtin's kernel requires (its ``NumInputs`` check, optional trailing ones not
-    counted); a malformed model with fewer is reported instead of reaching the rule."""
-    groups = {
-        1: "abs ceil cos exp floor log logistic neg relu relu6 relu_n1_to_1 relu_0_to_1 rsqrt sin sqrt square tanh "
-           "hard_swish elu leaky_relu gelu softmax log_softmax l2_normalization dequantize quantize cast round sign "
-           "logical_not zeros_like ones_like average_pool_2d max_pool_2d l2_pool_2d local_response_normalization "
-           "shape rank squeeze reshape where concatenation pack unpack space_to_depth depth_to_space matrix_diag "
-           "reduce_window densify if complex_abs real imag read_variable lstm unidirectional_sequence_lstm "
-           "bidirectional_sequence_lstm unidirectional_sequence_rnn bidirectional_sequence_rnn bucketize fake_quant "
-           "identity",
-        2: "add sub mul div floor_div floor_mod maximum minimum pow squared_difference equal not_equal less "
-           "less_equal greater greater_equal logical_and logical_or prelu batch_matmul resize_bilinear "
-           "resize_nearest_neighbor pad transpose mean sum reduce_max reduce_min reduce_prod reduce_any gather "
-           "gather_nd tile split arg_max arg_min expand_dims broadcast_to mirror_pad fully_connected conv_2d "
-           "depthwise_conv_2d conv_3d cumsum fill embedding_lookup reverse_v2 atan2 matrix_set_diag "
-           "segment_sum rfft2d assign_variable right_shift left_shift bitwise_xor reverse_sequence topk_v2",
-        3: "padv2 space_to_batch_nd batch_to_space_nd slice split_v transpose_conv conv_3d_transpose select "
-           "select_v2 range unsorted_segment_sum unsorted_segment_max unsorted_segment_min unsorted_segment_prod "
-           "dilate dynamic_update_slice scatter_nd",
-        4: "strided_slice one_hot sparse_to_dense",
-        5: "rnn",  # (the other recurrent ops' optional operands are checked by their rules)
-    }
-    return {f"tfl.{name}": n for n, names in groups.items() for name in names.split()}
-
-
-_MIN_OPERANDS = _arity_table()
-#: ops of that table that may have no result (a side effect only, or branches that return nothing)
-_NO_RESULT_OPS = frozenset({"tfl.assign_variable", "tfl.if"})
-
-
-def _checked(name: str, fn: Rule) -> Rule:
-    """``fn`` behind the operand-count check of :data:`_MIN_OPERANDS`, for every caller (the pipeline and the
+def _checked(fn: Rule, need: int, produces: bool) -> Rule:
+    """``fn`` behind the operand-count check of its ``@legalize(arity=...)``, for every caller (the pipeline and the
     control-flow regions)."""
-    need = _MIN_OPERANDS.get(name, 0)
     if not need:
         return fn
-    produces = name not in _NO_RESULT_OPS
 
     def rule(b: Builder, op: Operation) -> list[Value]:
         if len(op.operands) < need:
@@ -83,14 +52,20 @@ def _checked(name: str, fn: Rule) -> Rule:
 RULES: dict[str, RuleInfo] = {}
 
 
-def legalize(*names: str, dtypes: tuple[str, ...] = ("fp32",)) -> Callable[[Rule], Rule]:
-    """Register ``fn`` as the rule for each op name in ``names``."""
+def legalize(*names: str, dtypes: tuple[str, ...] = ("fp32",), arity: int = 0,
+             result_optional: bool = False) -> Callable[[Rule], Rule]:
+    """Register ``fn`` as the rule for each op name in ``names``.
+
+    ``arity``: the operands the source op's kernel requires (a TFLite builtin's ``NumInputs`` check, optional
+    trailing ones not counted); a malformed model with fewer is reported instead of reaching the rule, and so is one
+    whose op has no result unless ``result_optional`` (a side effect only, or branches that return nothing)."""
 
     def deco(fn: Rule) -> Rule:
+        checked = _checked(fn, arity, not result_optional)
         for n in names:
             if n in RULES:
                 raise ValueError(f"duplicate legalization rule for {n}")
-            RULES[n] = RuleInfo(n, _checked(n, fn), dtypes, (fn.__doc__ or "").strip().split("\n")[0])
+            RULES[n] = RuleInfo(n, checked, dtypes, (fn.__doc__ or "").strip().split("\n")[0], arity=arity)
         return fn
 
     return deco
