@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
+from .rule_index import TFL_RULE_MODULES
 
 Rule = Callable[[Builder, Operation], list[Value]]
 
@@ -71,52 +72,8 @@ def legalize(*names: str, dtypes: tuple[str, ...] = ("fp32",), arity: int = 0,
     return deco
 
 
-#: the module that registers each ``tfl.*`` rule: a ``.tflite`` conversion imports the rule modules of the ops it
-#: has (MobileNetV2: 6 of the 16) instead of all of them.  An op not listed here (a new rule, an unknown op) loads the
-#: whole dialect as before; tests/test_convert_fastpaths.py checks every entry against the registrations.
-TFL_RULE_MODULES: dict[str, tuple[str, ...]] = {
-    "tfl_activation": (
-        "elu", "gelu", "hard_swish", "leaky_relu", "log_softmax", "logistic", "prelu", "relu", "relu6", "relu_0_to_1",
-        "relu_n1_to_1", "softmax", "tanh",
-    ),
-    "tfl_control": ("assign_variable", "call", "call_once", "if", "read_variable", "var_handle", "while"),
-    "tfl_custom": ("custom",),
-    "tfl_fft": ("complex_abs", "imag", "real", "rfft2d"),
-    "tfl_image": ("resize_bilinear", "resize_nearest_neighbor"),
-    "tfl_index": (
-        "broadcast_args", "broadcast_to", "bucketize", "cumsum", "dilate", "dynamic_update_slice", "embedding_lookup",
-        "matrix_diag", "matrix_set_diag", "one_hot", "range", "reverse_sequence", "scatter_nd", "segment_sum",
-        "sparse_to_dense", "topk_v2", "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod",
-        "unsorted_segment_sum", "where",
-    ),
-    "tfl_layout": (
-        "batch_to_space_nd", "concatenation", "depth_to_space", "expand_dims", "fill", "gather", "gather_nd",
-        "mirror_pad", "ones_like", "pack", "pad", "padv2", "rank", "reshape", "reverse_v2", "shape", "slice",
-        "space_to_batch_nd", "space_to_depth", "split", "split_v", "squeeze", "strided_slice", "tile", "transpose",
-        "unpack", "zeros_like",
-    ),
-    "tfl_math": (
-        "abs", "add", "add_n", "atan2", "bitwise_xor", "ceil", "cos", "div", "equal", "exp", "floor", "floor_div",
-        "floor_mod", "greater", "greater_equal", "less", "less_equal", "log", "logical_and", "logical_not",
-        "logical_or", "maximum", "minimum", "mul", "neg", "not_equal", "pow", "right_shift", "round", "rsqrt",
-        "select", "select_v2", "sign", "sin", "sqrt", "square", "squared_difference", "sub",
-    ),
-    "tfl_nn": (
-        "average_pool_2d", "batch_matmul", "conv_2d", "conv_3d", "conv_3d_transpose", "depthwise_conv_2d",
-        "fully_connected", "l2_normalization", "l2_pool_2d", "local_response_normalization", "max_pool_2d",
-        "transpose_conv",
-    ),
-    "tfl_reduce": (
-        "arg_max", "arg_min", "mean", "reduce_all", "reduce_any", "reduce_max", "reduce_min", "reduce_prod", "sum",
-    ),
-    "tfl_rnn": (
-        "bidirectional_sequence_lstm", "bidirectional_sequence_rnn", "lstm", "rnn", "unidirectional_sequence_lstm",
-        "unidirectional_sequence_rnn", "variable",
-    ),
-    "tfl_sparse": ("densify",),
-    "tfl_svdf": ("svdf",),
-    "tfl_types": ("cast", "dequantize", "fake_quant", "identity", "quantize"),
-}
+#: the module that registers each ``tfl.*`` rule (generated: rule_index.py); an op not listed there loads the whole
+#: dialect as before
 _RULE_MODULE = {f"tfl.{op}": module for module, ops in TFL_RULE_MODULES.items() for op in ops}
 
 
