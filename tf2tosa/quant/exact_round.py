@@ -33,6 +33,7 @@ import numpy as np
 from ..ir import DType, Value
 from ..tosa.builder import Builder
 from .elementwise import Fx
+from .rescale import rescale_raw
 
 LIMB = 15
 MASK = (1 << LIMB) - 1
@@ -46,10 +47,8 @@ def wide_acc(b: Builder, acc48: Value, low_acc: Callable[[], Value], bias: Seque
     ``low_acc()`` builds ``Σ x_l·(w - zp_w)`` (i32, same shape as ``acc48``); ``bias`` holds the per-channel (or
     one) int64 bias values already inside ``acc48``.
     """
-    from .conv import rescale_raw
-
     o = Fx(b, acc48.type.rank)
-    r = rescale_raw(b, acc48, [1], [8], DType.INT32, scale32=False, double_round=False)
+    r = rescale_raw(b, acc48, 1, 8, "SINGLE_ROUND", DType.INT32, scale32=False)
     c = [(int(v) + 128) % 256 for v in bias]
     e = o.sub(o.band(o.add(low_acc(), o.c(c if len(set(c)) > 1 else c[0])), 255), 128)
     return r, e

@@ -266,10 +266,11 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
 
 
 def rescale_raw(b: Builder, x: Value, multiplier: int, shift: int, mode: str, out_dtype: DType, *, in_zp: int = 0,
-                out_zp: int = 0) -> Value:
-    """``tosa.RESCALE`` with an explicit per-tensor 32-bit multiplier, shift and rounding mode."""
-    attrs = {"scale32": True, "rounding_mode": mode, "per_channel": False, "input_unsigned": False,
+                out_zp: int = 0, scale32: bool = True) -> Value:
+    """``tosa.RESCALE`` with an explicit per-tensor multiplier (32-bit, or 16-bit without ``scale32``), shift and
+    rounding mode."""
+    attrs = {"scale32": scale32, "rounding_mode": mode, "per_channel": False, "input_unsigned": False,
              "output_unsigned": False}
-    operands = [x, b.const(np.array([multiplier]), DType.INT32, name="multiplier"),
+    operands = [x, b.const(np.array([multiplier]), DType.INT32 if scale32 else DType.INT16, name="multiplier"),
                 b.const(np.array([shift]), DType.INT8, name="shift"), b.zp(in_zp, x.dtype), b.zp(out_zp, out_dtype)]
     return b.emit("RESCALE", operands, attrs, out_dtype=out_dtype).result
