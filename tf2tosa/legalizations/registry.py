@@ -103,14 +103,13 @@ def _load_rule_modules(dialect: str | None = None) -> None:
         return
     _LOADED.add(key)
     import importlib
+    import os
     import pkgutil
 
-    from .. import legalizations
-
     prefix = _DIALECT_PREFIXES.get(key, "")
-    for m in sorted(pkgutil.iter_modules(legalizations.__path__), key=lambda m: m.name):
+    for m in sorted(pkgutil.iter_modules([os.path.dirname(__file__)]), key=lambda m: m.name):
         if m.name not in ("registry", "common") and m.name.startswith(prefix):
-            importlib.import_module(f"{legalizations.__name__}.{m.name}")
+            importlib.import_module(f"{__package__}.{m.name}")
 
 
 def all_rules() -> dict[str, RuleInfo]:

@@ -41,7 +41,15 @@ from ..quant.elementwise import (
 )
 from ..tosa.builder import Builder
 from .lowering.legalize_common import float_zp, fused_activation
-from .lowering.numeric import FLOAT_TYPES, fconst, float_divide, require_float, require_not_quantized, select
+from .lowering.numeric import (
+    FLOAT_TYPES,
+    fconst,
+    float_atan2,
+    float_divide,
+    require_float,
+    require_not_quantized,
+    select,
+)
 from .registry import legalize
 
 
@@ -472,12 +480,6 @@ def right_shift(b: Builder, op: Operation) -> list[Value]:
     return [b.binary("ARITHMETIC_RIGHT_SHIFT", x, y, round=False)]
 
 
-# ------------------------------------------------------------------------------------------------- atan2
-#: atan(z)/z ≈ Σ c_k z^(2k) on |z| <= tan(π/8): least squares on Chebyshev nodes, |error| < 3e-10 rad
-_ATAN_COEFFS = (0.9999999993919576, -0.3333330748848136, 0.19998210528382793, -0.14239977898209727,
-                0.10572776853314421, -0.06033144244005776)
-
-
 @legalize("tfl.atan2", arity=2)
 def atan2(b: Builder, op: Operation) -> list[Value]:
     """Octant reduction + odd polynomial for atan (TOSA 1.0 has no ATAN), within a few ulp of std::atan2.
@@ -488,27 +490,7 @@ def atan2(b: Builder, op: Operation) -> list[Value]:
     divisions are RECIPROCAL·MUL, spec 2.6.11 RECIPROCAL); atan2(0, 0) = 0."""
     y, x = op.operands[0], op.operands[1]
     require_float(op, x, y)
-
-    def k(v: float, like: Value) -> Value:
-        return fconst(b, v, like)
-
-    ax, ay = b.abs(x), b.abs(y)
-    mx = b.binary("MAXIMUM", ax, ay, nan_mode="PROPAGATE")
-    mn = b.binary("MINIMUM", ax, ay, nan_mode="PROPAGATE")
-    zero_den = b.binary("EQUAL", mx, k(0.0, mx))
-    a = select(b, zero_den, k(0.0, mx), float_divide(b, mn, mx))
-    far = b.binary("GREATER", a, k(float(np.tan(np.pi / 8)), a))
-    z = select(b, far, float_divide(b, b.binary("SUB", a, k(1.0, a)), b.binary("ADD", a, k(1.0, a))), a)
-    z2 = b.mul(z, z)
-    p = k(_ATAN_COEFFS[-1], z)
-    for c in reversed(_ATAN_COEFFS[:-1]):
-        p = b.binary("ADD", b.mul(p, z2), k(c, z))
-    r = b.mul(p, z)
-    r = select(b, far, b.binary("ADD", r, k(np.pi / 4, r)), r)
-    r = select(b, b.binary("GREATER", ay, ax), b.binary("SUB", k(np.pi / 2, r), r), r)
-    r = select(b, b.binary("GREATER", k(0.0, x), x), b.binary("SUB", k(np.pi, r), r), r)
-    neg = b.binary("GREATER", k(0.0, y), y)
-    return [select(b, neg, b.negate(r, float_zp(b, r.dtype), float_zp(b, r.dtype)), r)]
+    return [float_atan2(b, y, x)]
 
 
 # ------------------------------------------------------------------------------------ quantized (int8 / int16)
