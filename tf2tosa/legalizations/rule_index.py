@@ -29,7 +29,7 @@ TFL_RULE_MODULES: dict[str, tuple[str, ...]] = {
         "abs", "add", "add_n", "atan2", "bitwise_xor", "ceil", "cos", "div", "equal", "exp", "floor", "floor_div",
         "floor_mod", "greater", "greater_equal", "less", "less_equal", "log", "logical_and", "logical_not",
         "logical_or", "maximum", "minimum", "mul", "neg", "not_equal", "pow", "right_shift", "round", "rsqrt",
-        "select", "select_v2", "sign", "sin", "sqrt", "square", "squared_difference", "sub",
+        "select", "select_v2", "sign", "sin", "sqrt", "square", "squared_difference", "stablehlo_add", "sub",
     ),
     "tfl_nn": (
         "average_pool_2d", "batch_matmul", "conv_2d", "conv_3d", "conv_3d_transpose", "depthwise_conv_2d",

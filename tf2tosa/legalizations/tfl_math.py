@@ -93,6 +93,15 @@ _binary_rule("MAXIMUM", nan_mode="PROPAGATE")
 _binary_rule("MINIMUM", nan_mode="PROPAGATE")
 
 
+@legalize("tfl.stablehlo_add", dtypes=("fp32", "i32"), arity=2)
+def stablehlo_add(b: Builder, op: Operation) -> list[Value]:
+    """ADD (spec 2.5.1 ADD) of StableHLO's add in a .tflite (JAX / StableHLO exports): operands of one shape and
+    type, float or i32 (no quantized types, no fused activation); an i32 sum must not overflow, as for tfl.add."""
+    x, y = op.operands[0], op.operands[1]
+    _kind(op, x, y)
+    return [b.binary("ADD", x, y)]
+
+
 @legalize("tfl.mul", dtypes=("fp32", "i8", "i16"), arity=2)
 def mul(b: Builder, op: Operation) -> list[Value]:
     """MUL with shift 0 (the 1.0 shift operand, spec 2.5.14 MUL, §4 #11)."""
