@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import Unsupported
 from ..ir import Graph, Operation, Value
 from ..tosa.builder import Builder
-from . import driver  # (a module: driver → tfl_custom → delegate)
+from . import driver
 
 
 def via(b: Builder, op: Operation, name: str, operands: Sequence[Value] | None = None,

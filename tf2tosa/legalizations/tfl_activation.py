@@ -55,7 +55,7 @@ def _clamp_rule(name: str, lo: float, hi: float) -> None:
 
     rule.__doc__ = (f"CLAMP [{lo}, {hi}] (RELUN → CLAMP, §4 #1; lowering doc: tfl.relu_n1_to_1, tfl.relu6, tfl.relu); "
                     "quantized: RESCALE if needed, CLAMP.")
-    legalize(name, dtypes=("fp32", "i8", "i16"))(rule)
+    legalize(name, dtypes=("fp32", "i8", "i16"), arity=1)(rule)
 
 
 _clamp_rule("tfl.relu", 0.0, _BIG)
@@ -64,7 +64,7 @@ _clamp_rule("tfl.relu_n1_to_1", -1.0, 1.0)
 _clamp_rule("tfl.relu_0_to_1", 0.0, 1.0)
 
 
-@legalize("tfl.logistic", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.logistic", dtypes=("fp32", "i8", "i16"), arity=1)
 def logistic(b: Builder, op: Operation) -> list[Value]:
     """SIGMOID (lowering doc: tfl.logistic); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one
     GATHER."""
@@ -75,7 +75,7 @@ def logistic(b: Builder, op: Operation) -> list[Value]:
     return [b.sigmoid(x)]
 
 
-@legalize("tfl.tanh", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.tanh", dtypes=("fp32", "i8", "i16"), arity=1)
 def tanh(b: Builder, op: Operation) -> list[Value]:
     """TANH (lowering doc: tfl.tanh); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one
     GATHER."""
@@ -86,7 +86,7 @@ def tanh(b: Builder, op: Operation) -> list[Value]:
     return [b.tanh(x)]
 
 
-@legalize("tfl.leaky_relu", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.leaky_relu", dtypes=("fp32", "i8", "i16"), arity=1)
 def leaky_relu(b: Builder, op: Operation) -> list[Value]:
     """x > 0 ? x : alpha*x via GREATER + SELECT (lowering doc: tfl.leaky_relu), valid for every alpha; quantized:
     TFLite's two
@@ -100,7 +100,7 @@ def leaky_relu(b: Builder, op: Operation) -> list[Value]:
     return [select(b, pos, x, b.mul(x, fconst(b, alpha, x)))]
 
 
-@legalize("tfl.prelu", dtypes=("fp32", "i8"))
+@legalize("tfl.prelu", dtypes=("fp32", "i8"), arity=2)
 def prelu(b: Builder, op: Operation) -> list[Value]:
     """x >= 0 ? x : alpha*x with alpha broadcast (equal ranks, spec 1.11.3 Broadcasting; no lowering in lowering doc:
     tfl.prelu); int8: TFLite's kernel."""
@@ -112,7 +112,7 @@ def prelu(b: Builder, op: Operation) -> list[Value]:
     return [select(b, pos, x, b.mul(x, alpha))]
 
 
-@legalize("tfl.hard_swish", dtypes=("fp32", "i8"))
+@legalize("tfl.hard_swish", dtypes=("fp32", "i8"), arity=1)
 def hard_swish(b: Builder, op: Operation) -> list[Value]:
     """x * relu6(x + 3) / 6 (lowering doc: tfl.hard_swish float path, RELUN → CLAMP); int8: TABLE of TFLite's
     fixed-point kernel.
@@ -128,7 +128,7 @@ def hard_swish(b: Builder, op: Operation) -> list[Value]:
     return [b.mul(b.mul(x, r6), fconst(b, 1.0 / 6.0, x))]
 
 
-@legalize("tfl.gelu", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.gelu", dtypes=("fp32", "i8", "i16"), arity=1)
 def gelu(b: Builder, op: Operation) -> list[Value]:
     """0.5*x*(1 + erf(x/sqrt(2))) with ERF (spec 2.4.2 ERF) or the tanh approximation; int8/int16: TFLite's LUTs as
     TABLE.
@@ -149,7 +149,7 @@ def gelu(b: Builder, op: Operation) -> list[Value]:
     return [b.mul(b.mul(x, fconst(b, 0.5, x)), b.binary("ADD", one, t))]
 
 
-@legalize("tfl.elu", dtypes=("fp32", "i8"))
+@legalize("tfl.elu", dtypes=("fp32", "i8"), arity=1)
 def elu(b: Builder, op: Operation) -> list[Value]:
     """x < 0 ? expm1(x) : x (lowering doc: lower_elu_op with EXP-1 replaced by an accurate expm1 near 0); int8:
     TABLE."""
@@ -167,7 +167,7 @@ def _last_axis(op: Operation, x: Value) -> int:
     return x.type.rank - 1
 
 
-@legalize("tfl.softmax", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.softmax", dtypes=("fp32", "i8", "i16"), arity=1)
 def softmax(b: Builder, op: Operation) -> list[Value]:
     """exp(beta*(x - max)) * RECIPROCAL(sum), last axis (lowering doc: tfl.softmax + max-subtraction); int: TFLite's
     kernels."""
@@ -185,7 +185,7 @@ def softmax(b: Builder, op: Operation) -> list[Value]:
     return [float_divide(b, e, s)]
 
 
-@legalize("tfl.log_softmax", dtypes=("fp32", "i8"))
+@legalize("tfl.log_softmax", dtypes=("fp32", "i8"), arity=1)
 def log_softmax(b: Builder, op: Operation) -> list[Value]:
     """(x - max) - LOG(sum(EXP(x - max))) over the last axis (lowering doc: lower_log_softmax_op lacks the max, §6.1);
     int8: TFLite's kernel."""

@@ -556,7 +556,7 @@ def while_(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------------------ tfl.if
-@legalize("tfl.if")
+@legalize("tfl.if", arity=1, result_optional=True)
 def if_(b: Builder, op: Operation) -> list[Value]:
     """A constant condition inlines the branch taken; otherwise COND_IF (EXT-CONTROLFLOW)."""
     then_g = _region(op, "then_subgraph_index", 0)
@@ -792,7 +792,7 @@ def var_handle(b: Builder, op: Operation) -> list[Value]:
     return [op.result]
 
 
-@legalize("tfl.read_variable")
+@legalize("tfl.read_variable", arity=1)
 def read_variable(b: Builder, op: Operation) -> list[Value]:
     """The initial value as a CONST when nothing assigns the variable, else VARIABLE_READ (EXT-VARIABLE)."""
     state = _variables(b.graph)
@@ -814,7 +814,7 @@ def read_variable(b: Builder, op: Operation) -> list[Value]:
     return [_from_bytes(b, got, t.dtype) if t.dtype in _BYTE_STATE else got]
 
 
-@legalize("tfl.assign_variable")
+@legalize("tfl.assign_variable", arity=2, result_optional=True)
 def assign_variable(b: Builder, op: Operation) -> list[Value]:
     """VARIABLE_WRITE (EXT-VARIABLE); only the last write of an invocation is kept, later reads take its value."""
     state = _variables(b.graph)

@@ -34,11 +34,10 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, TensorType, Value, has_value
 from ..serializer.flexbuffer import decode_flexbuffer
 from ..tosa.builder import Builder
-from . import delegate
 from .lowering import tf_ops
 from .lowering.layout import data_operand, static_shape, take_every, tosa_dtype
 from .lowering.legalize_common import float_zp, fused_activation
-from .lowering.numeric import require_float, select
+from .lowering.numeric import float_atan2, require_float, select
 from .lowering.padding import same_padding
 from .registry import Rule, legalize
 
@@ -440,7 +439,7 @@ def landmarks_to_transform_matrix(b: Builder, op: Operation) -> list[Value]:
 
     dy = b.binary("SUB", coord(right, 1), coord(left, 1))
     dx = b.binary("SUB", coord(right, 0), coord(left, 0))
-    angle = delegate.via(b, op, "tfl.atan2", operands=[dy, dx], results=[dy])[0]
+    angle = float_atan2(b, dy, dx)
     r = b.binary("SUB", k(target), angle)
     cs, sn = b.cos(r), b.sin(r)
     neg_sn = b.negate(sn, float_zp(b, dt), float_zp(b, dt))

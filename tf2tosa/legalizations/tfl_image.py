@@ -252,14 +252,14 @@ def _resize_bilinear_i16(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: in
     return b.emit("CAST", [y], out_dtype=DType.INT16, quant=x.type.quant).result
 
 
-@legalize("tfl.resize_bilinear", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.resize_bilinear", dtypes=("fp32", "i8", "i16"), arity=2)
 @keeps_values
 def resize_bilinear(b: Builder, op: Operation) -> list[Value]:
     """RESIZE BILINEAR with scale/offset/border from align_corners / half_pixel_centers (§4 #20)."""
     return _resize(b, op, nearest=False)
 
 
-@legalize("tfl.resize_nearest_neighbor", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.resize_nearest_neighbor", dtypes=("fp32", "i8", "i16"), arity=2)
 @keeps_values
 def resize_nearest_neighbor(b: Builder, op: Operation) -> list[Value]:
     """RESIZE NEAREST_NEIGHBOR; the default (floor) mode uses offset −n/2 (§4 #20), GATHER fallback at float ties."""

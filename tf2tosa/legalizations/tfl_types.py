@@ -46,7 +46,7 @@ def convert(b: Builder, x: Value, out: DType) -> Value:
     raise Unsupported(f"cast {src} -> {out}")
 
 
-@legalize("tfl.cast", dtypes=("fp32", "i32", "i8", "i16", "bool"))
+@legalize("tfl.cast", dtypes=("fp32", "i32", "i8", "i16", "bool"), arity=1)
 def cast(b: Builder, op: Operation) -> list[Value]:
     """CAST (trivial in lowering doc: tfl.cast, but: float→int truncates in TFLite, int64 narrows to i32, bool↔float via
     i32).
@@ -136,7 +136,7 @@ def quantize_value(b: Builder, x: Value, q: QuantParams, out: DType) -> Value:
     return b.emit("CAST", [y], out_dtype=out, quant=q).result
 
 
-@legalize("tfl.quantize", dtypes=("i8", "i16"))
+@legalize("tfl.quantize", dtypes=("i8", "i16"), arity=1)
 def quantize(b: Builder, op: Operation) -> list[Value]:
     """fp32 → i8/i16 (:func:`quantize_value`), or requantize i8/i16 → i8/i16 with one RESCALE by s_in/s_out
     (TFLite's Requantize: MultiplyByQuantizedMultiplier, i.e. DOUBLE_ROUND).  uint8 tensors were already turned into
@@ -154,7 +154,7 @@ def quantize(b: Builder, op: Operation) -> list[Value]:
     raise Unsupported(f"quantize from {x.dtype}")
 
 
-@legalize("tfl.dequantize", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.dequantize", dtypes=("fp32", "i8", "i16"), arity=1)
 def dequantize(b: Builder, op: Operation) -> list[Value]:
     """fp16 → fp32 CAST; constant int8 weights dequantized on the host; int8/int16 tensors by CAST/SUB/MUL.
 
@@ -250,14 +250,14 @@ def dequantize_value(b: Builder, x: Value, out: DType = DType.FP32) -> Value:
 
 
 
-@legalize("tfl.identity", dtypes=("fp32", "i8", "i16", "i32", "bool"))
+@legalize("tfl.identity", dtypes=("fp32", "i8", "i16", "i32", "bool"), arity=1)
 @keeps_values
 def identity(b: Builder, op: Operation) -> list[Value]:
     """Identity-like ops forward their operand (no IDENTITY op needed; outputs get one from the pipeline)."""
     return [data_operand(b, op.operands[0])]
 
 
-@legalize("tfl.fake_quant")
+@legalize("tfl.fake_quant", arity=1)
 def fake_quant(b: Builder, op: Operation) -> list[Value]:
     """Nudged min/max, then round((clamp(x) - nmin)/scale)·scale + nmin in fp32 as TFLite's kernel (bit-exact).
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -19,8 +19,23 @@ from .litert import LiteRTError, LiteRTWorker
 from .rounding import FP32_FLOOR_ULP, FP32_NOISE_FACTOR, fp32_bound, fp32_noise
 from .spec_check import ComplianceReport, check_graph
 
-if TYPE_CHECKING:
-    from ..api import TosaModel
+
+class ConvertedModel(Protocol):
+    """What verification reads of a converted model: :class:`tf2tosa.api.TosaModel`, named by its shape here since
+    the API imports this package."""
+
+    graph: Graph
+    source_path: str | None
+    tf_source: Any
+
+    @property
+    def source(self) -> bytes | None: ...
+
+    @property
+    def io_quantization(self) -> dict[str, list[dict[str, Any]]] | None: ...
+
+    def session(self) -> Any: ...
+
 
 #: float outputs pass when max |tosa - ref| <= FLOAT_RTOL * max |ref|, or past that when the oracle lies within
 #: :func:`.rounding.fp32_bound` of the program's fp64 evaluation (see :func:`judge`)
@@ -373,7 +388,7 @@ class FP64:
         return a64, fp32_bound(np.asarray(got), a64, v.dtype, self._noise.get(name, 0.0))
 
 
-def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
+def verify_tflite(model: ConvertedModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
                   num: int = 1, reference_kernels: bool | None = None, rtol: float = FLOAT_RTOL,
                   tflite: bytes | None = None, oracle: str | None = None,
                   progress: Any = None) -> VerifyReport:
@@ -551,7 +566,7 @@ class _OptimizedDiff:
                                f"another order; the verdict uses the reference kernels)")
 
 
-def verify_fp64(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
+def verify_fp64(model: ConvertedModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
                 num: int = 1, rtol: float = FLOAT_RTOL, progress: Any = None) -> VerifyReport:
     """Compare the executor with its own fp64 evaluation of the same program (``precise``: every float op in
     fp64, as the Arm reference model's precise mode), for sources without a runtime of their own (NNEF).
