@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConversionError, InputError, InvalidGraphError, ModelLoadError
+from .errors import ConversionError, InputError, InvalidGraphError, ModelLoadError, NotYetError
 from .ir import Graph
 
 #: the runtimes `run` takes: the embedded executor (the oracle), IREE (compiled from our MLIR) and a Vulkan device
@@ -596,17 +596,17 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
                 m = convert(source, dims={**fixed, **{s: sym_size(s, env[s]) for s in open_syms}}, **options)
             except InputError:
                 raise
+            except NotYetError as e:  # a lowering that knows it cannot keep a size symbolic: other samples would
+                reasons = getattr(e, "reasons", None)  # not help
+                if isinstance(reasons, dict) and len(reasons) == 1:  # one op kind: its own line, naming it
+                    (name, (_, why)), = reasons.items()
+                    e = NotYetError(why, file=e.file or label, op=name)
+                raise _SizeIndependent(e) from None
             except ConversionError as e:
-                if "--dynamic: not yet:" in e.message:  # a lowering that knows it cannot keep a size symbolic:
-                    reasons = getattr(e, "reasons", None)  # other samples would not help
-                    if isinstance(reasons, dict) and len(reasons) == 1:  # one op kind: its own line, naming it
-                        (name, (_, why)), = reasons.items()
-                        e = ConversionError(why, file=e.file or label, op=name)
-                    raise _SizeIndependent(e) from None
                 at = ", ".join(f"{s}={env[s]}" for s in open_syms)
-                raise ConversionError(f"--dynamic: not yet: the model does not convert at the sample sizes {at} "
-                                      f"(set other samples with --hint SYMBOL=VALUE): {e.message}",
-                                      file=e.file or label, op=e.op, tensor=e.tensor) from None
+                raise NotYetError(f"--dynamic: not yet: the model does not convert at the sample sizes {at} "
+                                  f"(set other samples with --hint SYMBOL=VALUE): {e.message}",
+                                  file=e.file or label, op=e.op, tensor=e.tensor) from None
         return m, g
 
     for k, samples in enumerate(tries):
@@ -624,8 +624,8 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
     if env2 is None:
         # no other sizes keep the guards: typically a size equated with a sample value (a lost symbol); the
         # comparison with a conversion at other sizes names the op where it happened
-        stuck = ConversionError(f"--dynamic: not yet: the conversion at {samples} relied on "
-                                f"{'; '.join(g1.relations)}, and no other sample sizes keep that true", file=label)
+        stuck = NotYetError(f"--dynamic: not yet: the conversion at {samples} relied on "
+                            f"{'; '.join(g1.relations)}, and no other sample sizes keep that true", file=label)
         for off in CHECK_OFFSETS:  # the first other sizes the model converts at (one a parity keeps, say)
             env_o = {s: h + off * (2 * k + 1) for k, (s, h) in enumerate(sorted(samples.items()))}
             try:
@@ -640,8 +640,8 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
     except _SizeIndependent as e:
         raise e.error from None
     if g2.relations != g1.relations:
-        raise ConversionError(f"--dynamic: not yet: the conversions at {samples} and {env2} relied on different "
-                              f"size conditions ({'; '.join(g1.relations)} / {'; '.join(g2.relations)})", file=label)
+        raise NotYetError(f"--dynamic: not yet: the conversions at {samples} and {env2} relied on different "
+                          f"size conditions ({'; '.join(g1.relations)} / {'; '.join(g2.relations)})", file=label)
     graph = symbolise(first.graph, second.graph, samples, env2, g1, file=label)
     kept = []
     for entry in graph.meta.get("fixed_dims", []):

@@ -11,7 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConversionError, InputError, InvalidGraphError, Unsupported, UnsupportedOpsError
+from ..errors import (
+    ConversionError,
+    InputError,
+    InvalidGraphError,
+    NotYet,
+    NotYetOpsError,
+    Unsupported,
+    UnsupportedOpsError,
+)
 from ..ir import DType, Graph, Operation, symdim
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
 from ..tosa import profiles
@@ -87,6 +95,7 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     narrow_early = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file) == "keep"
     if narrow_early:  # folded fp16 -> fp32 CASTs of weights stay float16 underneath (see ir.widened)
         graph.meta[passes.fp16_weights.FP16_KEEP] = True
+    not_yet: set[str] = set()  # ops whose rule cannot keep a symbolic size yet (--dynamic)
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
     # complex64 values as real/imaginary pairs; when it refuses one (failure recorded), every complex op is skipped
     skip = complex_pairs(graph, ctx)
@@ -101,6 +110,8 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
             new = legalize_op(b, op, custom=ctx.custom_ops)
         except (Unsupported, InvalidGraphError) as e:
             ctx.fail(op.name, failure_reason(e))
+            if isinstance(e, NotYet):
+                not_yet.add(op.name)
             blocked.update(r.id for r in op.results)
             return
         for old, val in zip(op.results, new):
@@ -136,7 +147,7 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     failures = ctx.failures
     if failures:
         reasons = {name: (len(rs), "; ".join(sorted(set(rs)))) for name, rs in failures.items()}
-        raise UnsupportedOpsError(reasons, file=file)
+        raise (NotYetOpsError if not_yet else UnsupportedOpsError)(reasons, file=file)
     passes.finish_constants(graph, file)
     return graph
 

@@ -525,7 +525,7 @@ def emit_custom(b: Builder, op: Operation, reason: str) -> list[Value]:
         inputs = [data_operand(b, v) for v in op.operands if has_value(v)]
         types = [_result_type(b, r) for r in op.results]
     except Unsupported as e:
-        raise Unsupported(f"{reason}; cannot be kept as a CUSTOM operator: {e.reason}") from None
+        raise e.reworded(f"{reason}; cannot be kept as a CUSTOM operator: {e.reason}") from None
     dynamic = [i for i, r in enumerate(op.results) if not r.type.is_static]
     if op.name == "tfl.custom":
         impl = bytes(op.attrs.get("custom_options") or b"")
