@@ -35,6 +35,7 @@ from .cli_output import (
     routed_logging,
 )
 from .errors import ConversionError, InputError
+from .options import ConvertOptions
 
 app = typer.Typer(
     cls=PlainCoercionGroup, add_completion=True, no_args_is_help=True, rich_markup_mode=None,
@@ -487,24 +488,16 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                 **_custom_objects(custom_objects, model), **_cut(tag, inputs, outputs)}
         if hint and not dynamic:
             raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
-        if dynamic:
-            from .api import convert_dynamic
-
-            if verify or target is not None:
-                raise InputError("--dynamic: not yet with --verify or --target")
-            m = convert_dynamic(str(model), input_shapes=parse_shapes(input_shape, str(model)),
-                                dims=parse_dims(dim, file=str(model)), hints=parse_dims(hint, "--hint", str(model)),
-                                rounding=rounding, signature=signature, qat=qat, qat_io=qat_io,
-                                custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
-                                hybrid=hybrid,
-                                state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more)
-        else:
-            m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
-                           dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, qat=qat,
-                           qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
-                           hybrid=hybrid,
-                           state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more,
-                           **_target(target))
+        if dynamic and (verify or target is not None):
+            raise InputError("--dynamic: not yet with --verify or --target")
+        options = ConvertOptions(input_shapes=parse_shapes(input_shape, str(model)),
+                                 dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature,
+                                 qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
+                                 fp16_weights=fp16_weights, hybrid=hybrid, state_io=state_io, io=io_,
+                                 max_extract_mb=max_extract_mb, dynamic=dynamic,
+                                 hints=parse_dims(hint, "--hint", str(model)) if dynamic else None, **more,
+                                 **_target(target))
+        m = do_convert(str(model), options)
         if target is not None:
             m.require_target(target.value)
         if verify and m.tf_source is not None:
@@ -882,10 +875,10 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     listing = _saved_model_listing(out, file)
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
-            m = do_convert(str(file), signature=signature, io=io_, max_extract_mb=max_extract_mb,
-                           **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, file),
-                           **_cut(tag, inputs, outputs),
-                           **_target(target))
+            m = do_convert(str(file), ConvertOptions(signature=signature, io=io_, max_extract_mb=max_extract_mb,
+                                                     **_unsafe(unsafe_deserialization, trust_model),
+                                                     **_custom_objects(custom_objects, file),
+                                                     **_cut(tag, inputs, outputs), **_target(target)))
     else:
         _custom_objects(custom_objects, file)  # (refused for a .tosa)
         m = load(str(file))
@@ -1112,11 +1105,12 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         raise InputError(f"{model}: per-layer comparison is not available with --io int yet")
     with _progress(f"verify {model.name}") as prog, _quiet_deps():
         prog(0, 0, "converting")
-        m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
-                       dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
-                       io=io_, hybrid=hybrid, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
-                       **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model),
-                       **_cut(tag, inputs, outputs))
+        m = do_convert(str(model), ConvertOptions(
+            input_shapes=parse_shapes(input_shape, str(model)), dims=parse_dims(dim, file=str(model)),
+            rounding=rounding, signature=signature, state_io=state_io, io=io_, hybrid=hybrid,
+            max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
+            **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model),
+            **_cut(tag, inputs, outputs)))
         given = _check_inputs(m, _load_inputs(input))
         sets = None
         if steps is not None:

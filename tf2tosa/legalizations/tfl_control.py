@@ -7,7 +7,7 @@ that references it and is never modified.
 
 ``tfl.while``
     *Unrolled* by default when its trip count is known at conversion time and at most ``max_unroll``
-    (``ConvertOptions.extra["max_unroll"]``, ``tf2tosa.convert(..., max_unroll=N)``; default 1024, 0 turns unrolling
+    (``ConvertOptions.max_unroll``, ``tf2tosa.convert(..., max_unroll=N)``; default 1024, 0 turns unrolling
     off).  :func:`trip_count` first simulates only the loop-carried values the condition depends on (the counters
     and bounds, which must start as constants: every Keras 3 ``LSTM``/``GRU``/``SimpleRNN`` loop counts from 0 to
     the sequence length).  Then cond and body are inlined iteration by iteration with constant folding, so inside

@@ -16,7 +16,7 @@
 * :data:`UNLOWERABLE` gives the reason an op has no TOSA 1.0 lowering; :func:`unsupported_reason` is what the
   pipeline reports for an op without a rule (instead of a bare "no legalization rule").
 * :func:`emit_custom` keeps an op the converter cannot lower as a TOSA ``CUSTOM`` operator (spec 2.15.1 CUSTOM) with the
-  same inputs and outputs, so the rest of the graph still converts (``ConvertOptions.extra["custom_ops"]``).
+  same inputs and outputs, so the rest of the graph still converts (``ConvertOptions.custom_ops``).
   The executor cannot run CUSTOM (it raises an error naming the operator); ``graph.meta["custom_ops"]`` lists
   the names.
 """
