@@ -122,11 +122,6 @@ class ConvertOptions:
         check_keywords("ConvertOptions.replace", changes, self.names())
         return dataclasses.replace(self, **changes)
 
-    def given(self) -> dict[str, Any]:
-        """The options that differ from their defaults, by name."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) is not f.default and getattr(self, f.name) != f.default}
-
 
 def check_keywords(where: str, keywords: Mapping[str, Any], valid: Sequence[str]) -> None:
     """A :class:`TypeError` for the first keyword not in ``valid``, naming the closest valid ones (difflib)."""
