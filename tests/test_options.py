@@ -63,6 +63,12 @@ def test_unknown_keyword_without_a_close_name() -> None:
         tf2tosa.convert(str(INT8), zzzz=1)
 
 
+def test_dynamic_only_options_need_dynamic() -> None:
+    """hints= / symbol= without dynamic=True would be ignored: refused instead."""
+    with pytest.raises(tf2tosa.InputError, match="apply with dynamic=True"):
+        tf2tosa.convert(str(INT8), hints={"batch": 2})
+
+
 def test_keywords_are_the_fields() -> None:
     """Every field is a keyword of convert (no other), documented and with a default."""
     names = ConvertOptions.names()

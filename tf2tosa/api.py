@@ -415,6 +415,10 @@ def convert(source: Any, options: ConvertOptions | None = None, /, **keywords: A
     opts = _options("convert", options, keywords)
     if opts.dynamic:
         return convert_dynamic(source, opts)
+    if opts.hints is not None or opts.symbol is not None:
+        raise InputError("hints= and symbol= (--hint) choose the sizes of a symbolic conversion: they apply with "
+                         "dynamic=True (convert_dynamic) only",
+                         file=os.fspath(source) if isinstance(source, (str, os.PathLike)) else None)
     done = convert_source(source, opts)
     return TosaModel(done.graph, source=done.source, source_path=done.source_path, tf_source=done.tf_source)
 
