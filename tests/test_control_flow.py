@@ -64,7 +64,7 @@ def test_static_trip_count_is_unrolled() -> None:
 
 
 def test_trip_count_over_the_bound_gives_while_loop() -> None:
-    g = convert_graph(_counter_loop(3), ConvertOptions(extra={"max_unroll": 2}))
+    g = convert_graph(_counter_loop(3), ConvertOptions(max_unroll=2))
     counts = g.op_counts()
     # the rolled-back unrolling leaves nothing behind: one WHILE_LOOP and its operands
     assert counts.get("tosa.WHILE_LOOP") == 1 and "tosa.ADD" not in counts

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .api import TosaModel, convert, load, specialize
+from .api import TosaModel, convert, convert_dynamic, load, specialize
 from .ir import Operation as _Operation
+from .options import ConvertOptions
 from .tosa.builder import set_evaluator as _set_evaluator
 
 
@@ -47,10 +48,20 @@ def verify(source: Any, *, oracle: str | None = None, **kwargs: Any) -> Any:
     """Convert ``source`` and compare it with its source runtime; returns the report.
 
     ``oracle`` defaults to ``"ref"`` (LiteRT's reference kernels) for a .tflite and ``"tensorflow"`` for a
-    TensorFlow model; ``"optimized"`` picks LiteRT's default kernels.  Other keywords go to ``TosaModel.verify``.
+    TensorFlow model; ``"optimized"`` picks LiteRT's default kernels.  The other keywords are :func:`convert`'s
+    (:class:`ConvertOptions`) and :meth:`TosaModel.verify`'s (``trust_model`` goes to both); any other name is a
+    :class:`TypeError` naming the closest valid ones.
     """
-    return convert(source).verify(oracle=oracle, **kwargs)
+    import inspect
+
+    from .options import check_keywords
+
+    checks = [p for p in inspect.signature(TosaModel.verify).parameters if p not in ("self", "oracle")]
+    check_keywords("verify", kwargs, [*ConvertOptions.names(), *checks])
+    options = {k: v for k, v in kwargs.items() if k in ConvertOptions.names()}
+    return convert(source, **options).verify(oracle=oracle, **{k: v for k, v in kwargs.items() if k in checks})
 
 
-__all__ = ["ConversionError", "InputError", "InvalidGraphError", "MissingExtraError", "ModelLoadError", "TosaModel",
-           "UnsupportedOpsError", "__version__", "convert", "load", "run", "specialize", "verify"]
+__all__ = ["ConversionError", "ConvertOptions", "InputError", "InvalidGraphError", "MissingExtraError",
+           "ModelLoadError", "TosaModel", "UnsupportedOpsError", "__version__", "convert", "convert_dynamic", "load",
+           "run", "specialize", "verify"]

@@ -35,6 +35,7 @@ from .cli_output import (
     routed_logging,
 )
 from .errors import ConversionError, InputError
+from .options import ConvertOptions
 
 app = typer.Typer(
     cls=PlainCoercionGroup, add_completion=True, no_args_is_help=True, rich_markup_mode=None,
@@ -487,24 +488,16 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                 **_custom_objects(custom_objects, model), **_cut(tag, inputs, outputs)}
         if hint and not dynamic:
             raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
-        if dynamic:
-            from .api import convert_dynamic
-
-            if verify or target is not None:
-                raise InputError("--dynamic: not yet with --verify or --target")
-            m = convert_dynamic(str(model), input_shapes=parse_shapes(input_shape, str(model)),
-                                dims=parse_dims(dim, file=str(model)), hints=parse_dims(hint, "--hint", str(model)),
-                                rounding=rounding, signature=signature, qat=qat, qat_io=qat_io,
-                                custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
-                                hybrid=hybrid,
-                                state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more)
-        else:
-            m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
-                           dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, qat=qat,
-                           qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
-                           hybrid=hybrid,
-                           state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more,
-                           **_target(target))
+        if dynamic and (verify or target is not None):
+            raise InputError("--dynamic: not yet with --verify or --target")
+        options = ConvertOptions(input_shapes=parse_shapes(input_shape, str(model)),
+                                 dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature,
+                                 qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
+                                 fp16_weights=fp16_weights, hybrid=hybrid, state_io=state_io, io=io_,
+                                 max_extract_mb=max_extract_mb, dynamic=dynamic,
+                                 hints=parse_dims(hint, "--hint", str(model)) if dynamic else None, **more,
+                                 **_target(target))
+        m = do_convert(str(model), options)
         if target is not None:
             m.require_target(target.value)
         if verify and m.tf_source is not None:
@@ -882,10 +875,10 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     listing = _saved_model_listing(out, file)
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
-            m = do_convert(str(file), signature=signature, io=io_, max_extract_mb=max_extract_mb,
-                           **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, file),
-                           **_cut(tag, inputs, outputs),
-                           **_target(target))
+            m = do_convert(str(file), ConvertOptions(signature=signature, io=io_, max_extract_mb=max_extract_mb,
+                                                     **_unsafe(unsafe_deserialization, trust_model),
+                                                     **_custom_objects(custom_objects, file),
+                                                     **_cut(tag, inputs, outputs), **_target(target)))
     else:
         _custom_objects(custom_objects, file)  # (refused for a .tosa)
         m = load(str(file))
@@ -1085,9 +1078,52 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
     TensorFlow for SavedModel/Keras/GraphDef), reporting each output's error and the bound it was judged by."""
     from .api import convert as do_convert
-    from .outputs import check_paths
 
     out = _out()
+    per_layer = bool(layers or layers_html or layers_png)
+    oracle = _verify_preflight(out, model, input, nnef_reference, (report_html, layers_html, layers_png),
+                               reference=reference, oracle=oracle, backend=backend, steps=steps, io_=io_,
+                               per_layer=per_layer)
+    with _progress(f"verify {model.name}") as prog, _quiet_deps():
+        prog(0, 0, "converting")
+        m = do_convert(str(model), ConvertOptions(
+            input_shapes=parse_shapes(input_shape, str(model)), dims=parse_dims(dim, file=str(model)),
+            rounding=rounding, signature=signature, state_io=state_io, io=io_, hybrid=hybrid,
+            max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
+            **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model),
+            **_cut(tag, inputs, outputs)))
+        report, sets = _verify_compare(m, model, _load_inputs(input), prog, steps=steps, seed=seed, num=num,
+                                       oracle=oracle, nnef_reference=nnef_reference, trust_model=trust_model)
+        layer_report = _layer_report(m, model, report, seed, (layers_html, layers_png), prog) if per_layer else None
+        backend_rows = _backend_rows(m, backend, sets, seed, prog)
+    _print_verify(out, m, report, backend, backend_rows, layer_report, (layers_html, layers_png), report_html)
+    return {"model": str(model), "report": report.to_dict(),
+            "backend": None if backend_rows is None else {"name": backend.value,
+                                                          "agree": all(r["ok"] for r in backend_rows),
+                                                          "outputs": backend_rows},
+            "layers": layer_report.to_dict() if layer_report is not None else None,
+            "html": str(report_html) if report_html else None}
+
+
+def _layer_report(m: Any, model: Path, report: Any, seed: int, pages: tuple[Path | None, Path | None],
+                  prog: Any) -> Any:
+    """``verify --layers``: every layer compared with LiteRT (and the plot pages written)."""
+    from .verify.layers import verify_layers
+
+    layers_html, layers_png = pages
+    prog(0, 0, "comparing every layer")
+    return verify_layers(str(model), seed=seed, graph=m.graph, reference_kernels=report.oracle == "ref",
+                         out_html=str(layers_html) if layers_html else None,
+                         out_png=str(layers_png) if layers_png else None)
+
+
+def _verify_preflight(out: Out, model: Path, input: list[str] | None, nnef_reference: Path | None,
+                      pages: tuple[Path | None, Path | None, Path | None], *, reference: bool | None,
+                      oracle: str | None, backend: Backend, steps: int | None, io_: str, per_layer: bool) -> str | None:
+    """``verify``'s checks before any work (paths, runtimes, flags that do not combine); returns the oracle."""
+    from .outputs import check_paths
+
+    report_html, layers_html, layers_png = pages
     png_page = layers_png.with_suffix(".html") if layers_png is not None and layers_html is None else None
     check_paths([("the input model", model), ("the --reference model", nnef_reference), *_npy_files(input)],
                 [("the --report page", report_html), ("the --layers-html page", layers_html),
@@ -1104,48 +1140,53 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         from .verify import vgf as vgf_backend
 
         vgf_backend.require()  # the SDK and a Vulkan device, or one line saying what to install
-    if (layers or layers_html or layers_png) and not tflite:
+    if per_layer and not tflite:
         raise InputError(f"{model}: per-layer comparison needs a .tflite file")
-    if steps is not None and (layers or layers_html or layers_png):
+    if steps is not None and per_layer:
         raise InputError("--layers compares one invocation; it does not combine with --steps")
-    if (layers or layers_html or layers_png) and io_ == "int":
+    if per_layer and io_ == "int":
         raise InputError(f"{model}: per-layer comparison is not available with --io int yet")
-    with _progress(f"verify {model.name}") as prog, _quiet_deps():
-        prog(0, 0, "converting")
-        m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
-                       dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
-                       io=io_, hybrid=hybrid, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
-                       **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model),
-                       **_cut(tag, inputs, outputs))
-        given = _check_inputs(m, _load_inputs(input))
-        sets = None
-        if steps is not None:
-            report = m.verify_steps(steps, given, seed=seed, oracle=oracle, progress=prog, trust_model=trust_model)
-        else:
-            if given:
-                from .verify.compare import random_inputs
+    return oracle
 
-                sets = [{**random_inputs(m.graph, seed), **given}]
-            if nnef_reference is not None and m.graph.meta.get("source_format") != "nnef":
-                raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
-            report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
-                              reference=str(nnef_reference) if nnef_reference is not None else None,
-                              trust_model=trust_model)
-        layer_report = None
-        if layers or layers_html or layers_png:
-            from .verify.layers import verify_layers
 
-            prog(0, 0, "comparing every layer")
-            layer_report = verify_layers(str(model), seed=seed, graph=m.graph, reference_kernels=report.oracle == "ref",
-                                         out_html=str(layers_html) if layers_html else None,
-                                         out_png=str(layers_png) if layers_png else None)
-        backend_rows = None
-        if backend is not Backend.executor:
-            from .verify.compare import random_inputs
+def _verify_compare(m: Any, model: Path, loaded: dict[str, Any], prog: Any, *, steps: int | None, seed: int,
+                    num: int, oracle: str | None, nnef_reference: Path | None,
+                    trust_model: bool) -> tuple[Any, list[dict[str, Any]] | None]:
+    """``verify``'s comparison with the source runtime (``--steps``: step by step); the report and the input sets
+    given (None: seeded random ones)."""
+    given = _check_inputs(m, loaded)
+    sets = None
+    if steps is not None:
+        return m.verify_steps(steps, given, seed=seed, oracle=oracle, progress=prog, trust_model=trust_model), sets
+    if given:
+        from .verify.compare import random_inputs
 
-            prog(0, 0, f"running in {_BACKEND_NAMES[backend]}")
-            first = sets[0] if sets else random_inputs(m.graph, seed)
-            backend_rows = m.backend_agreement(first, backend.value)
+        sets = [{**random_inputs(m.graph, seed), **given}]
+    if nnef_reference is not None and m.graph.meta.get("source_format") != "nnef":
+        raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
+    report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
+                      reference=str(nnef_reference) if nnef_reference is not None else None,
+                      trust_model=trust_model)
+    return report, sets
+
+
+def _backend_rows(m: Any, backend: Backend, sets: list[dict[str, Any]] | None, seed: int,
+                  prog: Any) -> list[dict[str, Any]] | None:
+    """``--backend iree|vgf``: its agreement with the executor on the first input set (None for the executor)."""
+    if backend is Backend.executor:
+        return None
+    from .verify.compare import random_inputs
+
+    prog(0, 0, f"running in {_BACKEND_NAMES[backend]}")
+    first = sets[0] if sets else random_inputs(m.graph, seed)
+    rows: list[dict[str, Any]] = m.backend_agreement(first, backend.value)
+    return rows
+
+
+def _print_verify(out: Out, m: Any, report: Any, backend: Backend, backend_rows: list[dict[str, Any]] | None,
+                  layer_report: Any, layer_pages: tuple[Path | None, Path | None], report_html: Path | None) -> None:
+    """``verify``'s report: the conversion's warnings, the comparison, the backend's agreement, the per-layer
+    summary, the HTML page; sets the exit code of a failed verification."""
     for w in m.graph.meta.get("warnings", []):
         out.warn_once(str(w))
     _print_report(out, report)
@@ -1160,7 +1201,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
             out.exit_code = EXIT_VERIFY
     if layer_report is not None:
         out.result(layer_report.summary())
-        for p in (layers_html, layers_png):
+        for p in layer_pages:
             if p:
                 out.echo(f"  wrote {p}")
     if report_html is not None:
@@ -1171,12 +1212,6 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         out.echo(f"wrote {report_html}")
     if not report.ok or (layer_report is not None and layer_report.first_divergent is not None):
         out.exit_code = EXIT_VERIFY
-    return {"model": str(model), "report": report.to_dict(),
-            "backend": None if backend_rows is None else {"name": backend.value,
-                                                          "agree": all(r["ok"] for r in backend_rows),
-                                                          "outputs": backend_rows},
-            "layers": layer_report.to_dict() if layer_report is not None else None,
-            "html": str(report_html) if report_html else None}
 
 
 @app.command()

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConversionError
+from ..errors import NotYetError
 from ..ir import Graph
 from ..ir.graph import Operation, Value
 from ..ir.symdim import SYM_VALUES, Expr, Guards, SymDim, as_expr, is_symbolic
@@ -54,8 +54,8 @@ _OPCODES = {"fdiv": "DIV_FLOOR_SHAPE", "cdiv": "DIV_CEIL_SHAPE", "mod": "MOD_SHA
             "min": "MIN_SHAPE", "max": "MAX_SHAPE"}
 
 
-def _not_yet(msg: str, file: str | None, op: str | None = None, tensor: str | None = None) -> ConversionError:
-    return ConversionError(f"--dynamic: not yet: {msg}", file=file, op=op, tensor=tensor)
+def _not_yet(msg: str, file: str | None, op: str | None = None, tensor: str | None = None) -> NotYetError:
+    return NotYetError(f"--dynamic: not yet: {msg}", file=file, op=op, tensor=tensor)
 
 
 def _holds(g: Guards, env: Mapping[str, int], equalities_only: bool = False) -> bool:

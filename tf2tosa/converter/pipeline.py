@@ -7,16 +7,23 @@ a graph and :func:`convert_graph` runs the same passes (:mod:`.passes`) on it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConversionError, InputError, InvalidGraphError, Unsupported, UnsupportedOpsError
+from ..errors import (
+    ConversionError,
+    InputError,
+    InvalidGraphError,
+    NotYet,
+    NotYetOpsError,
+    Unsupported,
+    UnsupportedOpsError,
+)
 from ..ir import DType, Graph, Operation, symdim
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
+from ..options import ConvertOptions
 from ..tosa import profiles
 from ..tosa.builder import Builder
-from ..tosa.context import MAX_UNROLL, LegalizeContext
+from ..tosa.context import LegalizeContext
 from . import passes
 from .passes.complex_pairs import complex_pairs
 from .passes.if_conversion import if_conversion
@@ -30,30 +37,10 @@ _PASSIVE = frozenset({"tfl.const", "tfl.no_value", "tosa.CONST", "tosa.CONST_SHA
 
 
 
-@dataclass
-class ConvertOptions:
-    """Options of :func:`convert_graph` (and of the CLI)."""
-
-    input_shapes: Mapping[str, Sequence[int]] | None = None
-    #: sizes of named unknown dimensions (``--dim SYMBOL=VALUE``), e.g. ``{"batch": 4}``
-    dims: Mapping[str, int] | None = None
-    fold: bool = True
-    #: requantization rounding: "double" reproduces TFLite's reference kernels (needs EXT-DOUBLEROUND),
-    #: "single" keeps to the PRO-INT core (SINGLE_ROUND)
-    rounding: str = "double"
-    #: model I/O: "float" keeps the source's edges; "int" moves the edge QUANTIZE/DEQUANTIZE of a quantized model
-    #: to the host (:mod:`.passes.integer_io`), so the program takes and returns its integer tensors
-    io: str = "float"
-    #: extra knobs for later paths (rounding, custom ops …)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 def legalize_context(options: ConvertOptions, file: str | None = None) -> LegalizeContext:
     """The typed context the legalization rules read ``options`` from."""
-    return LegalizeContext(fold=options.fold, rounding=options.rounding,
-                           custom_ops=bool(options.extra.get("custom_ops")),
-                           max_unroll=int(options.extra.get("max_unroll", MAX_UNROLL)),
-                           extra=options.extra, file=file)
+    return LegalizeContext(fold=options.fold, rounding=options.rounding, custom_ops=bool(options.custom_ops),
+                           max_unroll=int(options.max_unroll), options=options, file=file)
 
 
 def _op_label(op: Any) -> str:
@@ -84,9 +71,10 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     tensor_map: dict[str, str] = graph.meta.setdefault("tensor_map", {})
     passes.densify(graph, ctx)  # sparse weights (TFLite sparsity) become dense constants first
     # fp16 weights kept as fp16: each one's fp32 expansion is narrowed back as soon as its readers are legalized
-    narrow_early = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file) == "keep"
+    narrow_early = passes.fp16_weights_mode(options.fp16_weights, file) == "keep"
     if narrow_early:  # folded fp16 -> fp32 CASTs of weights stay float16 underneath (see ir.widened)
         graph.meta[passes.fp16_weights.FP16_KEEP] = True
+    not_yet: set[str] = set()  # ops whose rule cannot keep a symbolic size yet (--dynamic)
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
     # complex64 values as real/imaginary pairs; when it refuses one (failure recorded), every complex op is skipped
     skip = complex_pairs(graph, ctx)
@@ -101,6 +89,8 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
             new = legalize_op(b, op, custom=ctx.custom_ops)
         except (Unsupported, InvalidGraphError) as e:
             ctx.fail(op.name, failure_reason(e))
+            if isinstance(e, NotYet):
+                not_yet.add(op.name)
             blocked.update(r.id for r in op.results)
             return
         for old, val in zip(op.results, new):
@@ -136,7 +126,7 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     failures = ctx.failures
     if failures:
         reasons = {name: (len(rs), "; ".join(sorted(set(rs)))) for name, rs in failures.items()}
-        raise UnsupportedOpsError(reasons, file=file)
+        raise (NotYetOpsError if not_yet else UnsupportedOpsError)(reasons, file=file)
     passes.finish_constants(graph, file)
     return graph
 
@@ -213,8 +203,8 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     """Run the whole pipeline on a frontend graph (every frontend's: ``.tflite`` and TensorFlow); returns the same
     graph, now in TOSA form.  The passes are :mod:`.passes`, in the order listed there."""
     options = options or ConvertOptions()
-    fp16_mode = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file)
-    if_convert = if_conversion_wanted(options.extra.get("target"))
+    fp16_mode = passes.fp16_weights_mode(options.fp16_weights, file)
+    if_convert = if_conversion_wanted(options.target)
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file, dims=options.dims)
     try:
         ctx = legalize_context(options, file)
@@ -242,7 +232,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         passes.dedup_constants(graph)
         passes.integer_io_names(graph)
         passes.name_outputs(graph)
-        if options.extra.get("state_io"):
+        if options.state_io:
             passes.state_io(graph, file)
         passes.rebuild_tensor_map(graph)
         check_tosa(graph, file)

@@ -34,7 +34,7 @@ FakeQuant → QUANTIZE/DEQUANTIZE conversion, the quantize pass and the fusions)
   (``io="float"``, TFLite's default) or left int8 (``io="int8"``; inputs whose every use is a FakeQuant with the same
   parameters then become int8 inputs, TFLite's ``inference_input_type=tf.int8``).
 
-Modes (``ConvertOptions.extra["qat"]``):
+Modes (``ConvertOptions.qat``):
 
 * ``"auto"`` (default): integer when the FakeQuants cover the graph — every op between the graph inputs and
   outputs that does not compute on constants alone gets an integer lowering — else the float emulation of the
@@ -56,6 +56,7 @@ import numpy as np
 from ..errors import ConversionError, Unsupported
 from ..ir import DType, Graph, Operation, QuantParams, TensorType, Value
 from ..ir.graph import CONST_OPS
+from ..options import ConvertOptions
 
 log = logging.getLogger("tf2tosa")
 
@@ -738,11 +739,11 @@ class _Rewriter:
 
 
 # ---------------------------------------------------------------------------------------------- entry
-def options_of(options: Any) -> tuple[str, str]:
-    """(qat mode, io) from ``ConvertOptions.extra`` (``qat``, ``qat_io``), checked."""
-    extra = dict(getattr(options, "extra", None) or {})
-    mode = str(extra.get("qat", "auto"))
-    io = str(extra.get("qat_io", "float"))
+def options_of(options: ConvertOptions | None) -> tuple[str, str]:
+    """(qat mode, io) from :class:`~tf2tosa.options.ConvertOptions` (``qat``, ``qat_io``; None: the defaults),
+    checked."""
+    mode = str(options.qat) if options is not None else "auto"
+    io = str(options.qat_io) if options is not None else "float"
     if mode not in MODES:
         raise ConversionError(f"qat must be one of {', '.join(MODES)}, not {mode!r}")
     if io not in IO_MODES:

@@ -4,22 +4,12 @@ importing :mod:`tf2tosa.api` (see docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import mmap
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..ir import Graph, Value
-from .pipeline import ConvertOptions, convert_graph
+from ..options import ConvertOptions
+from .pipeline import convert_graph
 from .tflite import load_tflite
-
-
-def convert_options(*, input_shapes: Mapping[str, Sequence[int]] | None = None, rounding: str = "double",
-                    fold: bool = True, signature: str = "serving_default", io: str = "float",
-                    dims: Mapping[str, int] | None = None, **extra: Any) -> ConvertOptions:
-    """The :class:`ConvertOptions` for :func:`tf2tosa.convert`'s keyword arguments (``signature`` only selects a
-    TensorFlow signature)."""
-    return ConvertOptions(input_shapes=input_shapes, dims=dims, fold=fold, rounding=rounding, io=io,
-                          extra=dict(extra))
 
 
 def convert_tflite_data(data: bytes | mmap.mmap, path: str, options: ConvertOptions) -> Graph:
@@ -44,7 +34,7 @@ def convert_nnef_path(path: str, options: ConvertOptions) -> Graph:
     from .passes.layout import to_channels_last
 
     keep = sorted(name for name in COMPOUND_OPS if get_rule(f"nnef.{name}") is not None)
-    with extract_limit(options.extra.get("max_extract_mb")):  # (None: the default cap, archive.py)
+    with extract_limit(options.max_extract_mb):  # (None: the default cap, archive.py)
         graph = load_nnef(path, keep=keep)
     graph.meta["file"] = path
     _check_nnef_quantization(graph, path)

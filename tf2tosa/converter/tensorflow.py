@@ -68,6 +68,7 @@ import numpy as np
 from ..errors import ConversionError, ModelLoadError, first_line
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
+from ..options import ConvertOptions
 
 __all__ = ["TF_DTYPES", "TFSource", "graph_from_source", "graph_from_tf", "is_tensorflow_source", "tensorflow_frontend",
            "load_source", "load_tensorflow", "tflite_qat_reference"]
@@ -1414,34 +1415,34 @@ def is_tensorflow_source(source: Any) -> bool:
     return mod.startswith(("keras", "tf_keras", "tensorflow"))
 
 
-def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serving_default",
+def tensorflow_frontend(source: Any, options: ConvertOptions | None = None, signature: str = "serving_default",
                         name: str | None = None, outputs: Sequence[str] | None = None) -> tuple[Graph, TFSource]:
     """The TensorFlow frontend: load a model and return its graph of ``tf.*`` ops, ready for the pipeline
     (:func:`tf2tosa.converter.pipeline.convert_graph`), and the opened source (for verification).
 
-    ``options.extra["qat"]`` ("auto" default, "int8", "float") and ``options.extra["qat_io"]`` ("float" default,
+    ``options.qat`` ("auto" default, "int8", "float") and ``options.qat_io`` ("float" default,
     "int8") choose how FakeQuant ops are converted (:mod:`.qat`); ``graph.meta["qat"]`` reports what was done."""
     from .qat import apply_qat, options_of
 
     mode, io = options_of(options)
-    extra = getattr(options, "extra", None) or {}
+    opts = options if options is not None else ConvertOptions()
     from .archive import extract_limit
     from .keras_files import custom_objects_scope
     from .tf_cut import parse_cut_outputs
 
-    cut_in, cut_out = extra.get("inputs"), parse_cut_outputs(extra.get("outputs"))  # (a cut by tensor names)
+    cut_in, cut_out = opts.inputs, parse_cut_outputs(opts.outputs)  # (a cut by tensor names)
     # (the cap of a .keras zip's members, None: the default; the custom objects a Keras file's layers may need)
-    with extract_limit(extra.get("max_extract_mb")), custom_objects_scope(extra.get("custom_objects")):
+    with extract_limit(opts.max_extract_mb), custom_objects_scope(opts.custom_objects):
         src = load_source(source, signature, cut_out or outputs,
-                          unsafe_deserialization=bool(extra.get("unsafe_deserialization", False)),
-                          trust_model=bool(extra.get("trust_model", False)), tag=extra.get("tag"))
-    keep = (getattr(options, "extra", None) or {}).get("keep_variables")
+                          unsafe_deserialization=bool(opts.unsafe_deserialization),
+                          trust_model=bool(opts.trust_model), tag=opts.tag)
+    keep = opts.keep_variables
     if cut_in or (cut_out and src.kind != "graphdef"):
         src = cut_source(src, cut_in, cut_out, keep)
     graph = graph_from_source(src, name, keep)
     if cut_in or cut_out:
         graph.meta["cut"] = {"inputs": list(src.input_names), "outputs": list(src.output_names)}
-    if not extra.get("custom_ops"):
+    if not opts.custom_ops:
         _refuse_string_ops(graph, src)
     apply_qat(graph, mode, io)
     warnings: list[str] = []

@@ -33,7 +33,7 @@ def via(b: Builder, op: Operation, name: str, operands: Sequence[Value] | None =
     try:
         return driver.legalize_op(b, proxy, exact_results=False)
     except Unsupported as e:
-        raise Unsupported(e.reason.replace(name, op.name)) from None
+        raise e.reworded(e.reason.replace(name, op.name)) from None
 
 
 __all__ = ["via"]

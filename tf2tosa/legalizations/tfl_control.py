@@ -7,7 +7,7 @@ that references it and is never modified.
 
 ``tfl.while``
     *Unrolled* by default when its trip count is known at conversion time and at most ``max_unroll``
-    (``ConvertOptions.extra["max_unroll"]``, ``tf2tosa.convert(..., max_unroll=N)``; default 1024, 0 turns unrolling
+    (``ConvertOptions.max_unroll``, ``tf2tosa.convert(..., max_unroll=N)``; default 1024, 0 turns unrolling
     off).  :func:`trip_count` first simulates only the loop-carried values the condition depends on (the counters
     and bounds, which must start as constants: every Keras 3 ``LSTM``/``GRU``/``SimpleRNN`` loop counts from 0 to
     the sequence length).  Then cond and body are inlined iteration by iteration with constant folding, so inside
@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidGraphError, Unsupported
+from ..errors import InvalidGraphError, NotYet, Unsupported
 from ..ir import DType, Graph, Operation, TensorType, Value
 from ..ir.symdim import has_symbols
 from ..tosa.builder import Builder
@@ -238,7 +238,8 @@ class Inliner:
         except (Unsupported, InvalidGraphError) as e:
             if not any(self.graph.uses(r) for r in clone.results):
                 self.graph.remove_op(clone)
-            raise Unsupported(f"{label}: {name}: {failure_reason(e)}") from None
+            why = f"{label}: {name}: {failure_reason(e)}"
+            raise (e.reworded(why) if isinstance(e, Unsupported) else Unsupported(why)) from None
         if len(new) != len(rop.results):  # a malformed model: an op with more (or fewer) results than it defines
             raise Unsupported(f"{label}: {name}: malformed: {len(rop.results)} result(s), the op defines {len(new)}")
         if not any(v is r for v in new for r in clone.results):
@@ -537,9 +538,8 @@ def while_(b: Builder, op: Operation) -> list[Value]:
     body = _region(op, "body_subgraph_index", 1)
     vals = list(op.operands)
     if any(has_symbols(c) for c in (v.sym_const() for v in vals) if c is not None):
-        raise Unsupported("--dynamic: not yet: a WHILE whose loop state holds a symbolic size (a loop over a "
-                          "dynamic time axis would be unrolled at the sample size; a WHILE_LOOP over symbolic "
-                          "shapes is not implemented)")
+        raise NotYet("a WHILE whose loop state holds a symbolic size (a loop over a dynamic time axis would be "
+                     "unrolled at the sample size; a WHILE_LOOP over symbolic shapes is not implemented)")
     limit = b.context.max_unroll
     n = trip_count(b, cond, body, vals, limit) if limit > 0 else None
     if n is not None and n <= limit:
@@ -552,7 +552,7 @@ def while_(b: Builder, op: Operation) -> list[Value]:
         why = ("unrolling is off (max_unroll=0)" if limit <= 0 else
                f"more than max_unroll={limit} iterations" if n is not None else
                "the trip count is not known at conversion time")
-        raise Unsupported(f"{e.reason} [as a WHILE_LOOP: not unrolled, {why}]") from None
+        raise e.reworded(f"{e.reason} [as a WHILE_LOOP: not unrolled, {why}]") from None
 
 
 # ------------------------------------------------------------------------------------------------------ tfl.if

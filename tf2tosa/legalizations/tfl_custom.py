@@ -16,7 +16,7 @@
 * :data:`UNLOWERABLE` gives the reason an op has no TOSA 1.0 lowering; :func:`unsupported_reason` is what the
   pipeline reports for an op without a rule (instead of a bare "no legalization rule").
 * :func:`emit_custom` keeps an op the converter cannot lower as a TOSA ``CUSTOM`` operator (spec 2.15.1 CUSTOM) with the
-  same inputs and outputs, so the rest of the graph still converts (``ConvertOptions.extra["custom_ops"]``).
+  same inputs and outputs, so the rest of the graph still converts (``ConvertOptions.custom_ops``).
   The executor cannot run CUSTOM (it raises an error naming the operator); ``graph.meta["custom_ops"]`` lists
   the names.
 """
@@ -524,7 +524,7 @@ def emit_custom(b: Builder, op: Operation, reason: str) -> list[Value]:
         inputs = [data_operand(b, v) for v in op.operands if has_value(v)]
         types = [_result_type(b, r) for r in op.results]
     except Unsupported as e:
-        raise Unsupported(f"{reason}; cannot be kept as a CUSTOM operator: {e.reason}") from None
+        raise e.reworded(f"{reason}; cannot be kept as a CUSTOM operator: {e.reason}") from None
     dynamic = [i for i, r in enumerate(op.results) if not r.type.is_static]
     if op.name == "tfl.custom":
         impl = bytes(op.attrs.get("custom_options") or b"")

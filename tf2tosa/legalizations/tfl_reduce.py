@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..errors import Unsupported
+from ..errors import NotYet, Unsupported
 from ..ir import DType, Operation, Value
 from ..ir.symdim import as_expr, is_symbolic
 from ..quant import compute_scale_16, quantize_multiplier, rescale
@@ -117,9 +117,9 @@ def mean(b: Builder, op: Operation) -> list[Value]:
         out = op.results[0]
         acc, count = _spatial_sum_i32(b, op, x, axes) or _q_sum_i32(b, op, x, axes)
         if is_symbolic(count):
-            raise Unsupported(f"--dynamic: not yet: a quantized MEAN over a symbolic size (N = {as_expr(count)}): "
-                              "LiteRT folds 1/N into the RESCALE multiplier ((m << sh) // N, sh from log2 N), and "
-                              "RESCALE takes its multiplier and shift as constants")
+            raise NotYet(f"a quantized MEAN over a symbolic size (N = {as_expr(count)}): LiteRT folds 1/N into the "
+                         "RESCALE multiplier ((m << sh) // N, sh from log2 N), and RESCALE takes its multiplier and "
+                         "shift as constants")
         mult, shift = mean_multiplier(per_tensor(x)[0], per_tensor(out, "output")[0], count)
         zp_out = per_tensor(out)[1] if out.dtype is DType.INT8 else 0
         lim = (1 << (shift - 1)) - 1

@@ -43,7 +43,7 @@ MODES = ("kernel", "dequantize")
 
 def hybrid_mode(b: Builder) -> str:
     """The conversion's ``hybrid`` option checked: ``"kernel"`` (the default) or ``"dequantize"``."""
-    return check_mode(b.context.extra.get("hybrid"), b.context.file)
+    return check_mode(b.context.options.hybrid, b.context.file)
 
 
 def check_mode(value: object, file: str | None = None) -> str:

@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from ..converter.source import convert_options as source_options
 from ..converter.source import convert_tflite_data
 from ..errors import OutputError
 from ..executor import evaluate_op, run
@@ -51,6 +50,7 @@ from ..executor.compliance import (
 )
 from ..executor.registry import PRECISE
 from ..ir import DType, Graph, Operation, Value
+from ..options import ConvertOptions
 from ..outputs import write_files
 from .compare import random_inputs
 from .litert import run_tflite_tensors
@@ -582,7 +582,8 @@ def verify_layers(model_path_or_bytes: str | os.PathLike[str] | bytes, inputs: M
     else:
         data, label = Path(model_path_or_bytes).read_bytes(), os.fspath(model_path_or_bytes)
     if graph is None:
-        graph = convert_tflite_data(data, "<bytes>", source_options(**dict(convert_options or {})))
+        options = ConvertOptions.from_keywords("convert", **dict(convert_options or {}))
+        graph = convert_tflite_data(data, "<bytes>", options)
     if reference_kernels is None:
         reference_kernels = is_quantized_tflite(data)
     feed = _feed(graph, inputs, seed)

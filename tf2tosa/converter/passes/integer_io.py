@@ -166,7 +166,11 @@ def commute_dequantize(graph: Graph) -> int:
 
 
 def integer_io(graph: Graph, file: str | None = None) -> None:
-    """Remove the edge QUANTIZE/DEQUANTIZE ops of ``graph`` (see the module docstring); refuse a graph without any."""
+    """Remove the edge QUANTIZE/DEQUANTIZE ops of ``graph`` (see the module docstring); refuse a graph without any.
+    An NNEF graph has no such ops: :func:`integer_edges` records its integer edges instead."""
+    if graph.meta.get("source_format") == "nnef":
+        integer_edges(graph, file)
+        return
     commute_dequantize(graph)
     ins: list[dict[str, Any]] = []
     outs: list[dict[str, Any]] = []
@@ -206,6 +210,20 @@ def integer_io(graph: Graph, file: str | None = None) -> None:
                          "dequantizes at its edges; this model has none (a float model, or its I/O is integer "
                          "already)", file=file)
     graph.remove_dead_ops()
+    graph.meta["io_quantization"] = {"inputs": ins, "outputs": outs}
+
+
+def integer_edges(graph: Graph, file: str | None = None) -> None:
+    """``--io int`` of an NNEF model: ``graph.quant`` gives its quantized external inputs and outputs their integer
+    type already, so nothing moves; ``meta["io_quantization"]`` records each per-tensor quantized int8/int16/uint8
+    input and output (real = scale × (q − zero_point), fp32 on the host), which gives the host their scales and
+    zero points (:attr:`tf2tosa.api.TosaModel.io_quantization`, the ``.json`` sidecar).  A graph without any (a
+    float model) is refused as :func:`integer_io` refuses it."""
+    ins = [_entry(i, v, DType.FP32) for i, v in enumerate(graph.inputs) if _per_tensor(v)]
+    outs = [_entry(i, v, DType.FP32) for i, v in enumerate(graph.outputs) if _per_tensor(v)]
+    if not ins and not outs:
+        raise InputError("--io int needs a quantized model: this NNEF model has no quantized input or output "
+                         "(graph.quant gives none an integer type)", file=file)
     graph.meta["io_quantization"] = {"inputs": ins, "outputs": outs}
 
 
