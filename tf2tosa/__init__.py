@@ -27,6 +27,7 @@ def _evaluate_op(op: _Operation, operands: list[np.ndarray]) -> Any:
 
 _set_evaluator(_evaluate_op)  # the builder folds constant ops with the executor's kernels (no tosa -> executor import)
 
+from . import verify as _verify_package  # noqa: E402,F401  (see below)
 from .errors import (  # noqa: E402
     ConversionError,
     InputError,
@@ -37,6 +38,9 @@ from .errors import (  # noqa: E402
 )
 
 __version__ = "0.1.0"
+
+# The subpackage tf2tosa.verify is imported above, before the function verify() below takes its name: importing
+# the subpackage later (tf2tosa.verify.compare, by a verification) would otherwise rebind tf2tosa.verify to it.
 
 
 def run(model: TosaModel, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
