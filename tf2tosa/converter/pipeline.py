@@ -85,8 +85,9 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     passes.densify(graph, ctx)  # sparse weights (TFLite sparsity) become dense constants first
     # fp16 weights kept as fp16: each one's fp32 expansion is narrowed back as soon as its readers are legalized
     narrow_early = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file) == "keep"
+    state = ctx.passes.of(graph)  # what the passes and rules hand each other about this graph
     if narrow_early:  # folded fp16 -> fp32 CASTs of weights stay float16 underneath (see ir.widened)
-        graph.meta[passes.fp16_weights.FP16_KEEP] = True
+        state.fp16_keep = True
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
     # complex64 values as real/imaginary pairs; when it refuses one (failure recorded), every complex op is skipped
     skip = complex_pairs(graph, ctx)
@@ -111,8 +112,8 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
             graph.replace_all_uses(old, val)
         if not any(graph.uses(r) for r in op.results):
             graph.remove_op(op)
-        if narrow_early and graph.meta.get(passes.fp16_weights.PENDING):
-            passes.keep_fp16_weights_early(graph)
+        if narrow_early and state.fp16_pending:
+            passes.keep_fp16_weights_early(graph, state)
 
     # TFLite lists the DEQUANTIZE ops of fp16 weights first: each is legalized right before its first reader instead,
     # so that only one weight at a time is expanded to fp32 (see keep_fp16_weights_early)
@@ -231,11 +232,10 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
             if_conversion(graph, warn=warnings.append)
         passes.refresh_shapes(graph)
         if options.fold:
-            passes.fold_constants(graph)
+            passes.fold_constants(graph, ctx.passes.of(graph))
         if fp16_mode == "keep":
-            passes.keep_fp16_weights(graph)
-        graph.meta.pop("fp16_weights", None)
-        graph.meta.pop("fp16_sources", None)
+            passes.keep_fp16_weights(graph, ctx.passes.of(graph))
+        ctx.passes.of(graph).fp16_sources = {}
         passes.remove_identities(graph)
         passes.fold_pad(graph)
         graph.remove_dead_ops()
@@ -267,7 +267,6 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     warnings += graph.meta.pop("frontend_warnings", [])  # what the frontend has to tell (e.g. how it loaded)
     graph.meta.update(profiles=profs, extensions=exts, warnings=warnings)
     graph.meta.pop("subgraphs", None)  # the frontend's raw subgraphs; bodies that are used live in op.regions
-    graph.meta.pop("tfl_resource_variables", None)
     return graph
 
 

@@ -384,7 +384,7 @@ def _simplify_list_writes(graph: Graph, before: set[int]) -> dict[int, Value]:
 def _region_graph(b: Builder, region: Graph, types: Sequence[TensorType], where: str, name: str) -> Graph:
     """A standalone TOSA graph: ``region`` legalized for inputs of ``types``."""
     g = Graph(name)
-    g.meta["tfl_resource_variables"] = _variables(b.graph)  # one record of the model's variables
+    b.context.passes.of(g).resource_variables = _variables(b)  # one record of the model's variables
     args = [g.add_input(v.name, t) for v, t in zip(region.inputs, types)]
     for a, v in zip(args, region.inputs):
         a.source = v.source
@@ -670,11 +670,12 @@ class _Variables:
         return any(op.name == "tosa.VARIABLE" and op.attrs.get("name") == name for op in self.home.ops.values())
 
 
-def _variables(graph: Graph) -> _Variables:
-    state = graph.meta.get("tfl_resource_variables")
+def _variables(b: Builder) -> _Variables:
+    """The record of the model's variables (``GraphPasses.resource_variables`` of ``b.graph``), made once."""
+    passes = b.context.passes.of(b.graph)
+    state = passes.resource_variables
     if not isinstance(state, _Variables):
-        state = _Variables(graph)
-        graph.meta["tfl_resource_variables"] = state
+        state = passes.resource_variables = _Variables(b.graph)
     return state
 
 
@@ -778,7 +779,7 @@ def _declare(b: Builder, state: _Variables, name: str, t: TensorType) -> None:
 @legalize("tfl.call_once")
 def call_once(b: Builder, op: Operation) -> list[Value]:
     """Resolved at conversion time: the constants it assigns become the variables' initial values."""
-    state = _variables(b.graph)
+    state = _variables(b)
     if state.problems:
         raise Unsupported("; ".join(sorted(set(state.problems))))
     return []
@@ -795,7 +796,7 @@ def var_handle(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.read_variable")
 def read_variable(b: Builder, op: Operation) -> list[Value]:
     """The initial value as a CONST when nothing assigns the variable, else VARIABLE_READ (EXT-VARIABLE)."""
-    state = _variables(b.graph)
+    state = _variables(b)
     name = _var_name(op.operands[0])
     t = op.result.type
     if name not in state.assigned:
@@ -817,7 +818,7 @@ def read_variable(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.assign_variable")
 def assign_variable(b: Builder, op: Operation) -> list[Value]:
     """VARIABLE_WRITE (EXT-VARIABLE); only the last write of an invocation is kept, later reads take its value."""
-    state = _variables(b.graph)
+    state = _variables(b)
     name = _var_name(op.operands[0])
     state.check_home(b, name)
     x = op.operands[1]

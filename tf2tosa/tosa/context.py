@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..ir.records import PassContext
+
 #: WHILE loops with a static trip count up to this many iterations are unrolled (``--max-unroll``)
 MAX_UNROLL = 1024
 
@@ -32,6 +34,8 @@ class LegalizeContext:
     file: str | None = None
     #: op name -> reasons of the ops that could not be legalized
     failures: dict[str, list[str]] = field(default_factory=dict)
+    #: what the passes and rules hand each other about each graph (:class:`~tf2tosa.ir.records.GraphPasses`)
+    passes: PassContext = field(default_factory=PassContext)
 
     def fail(self, name: str, reason: str) -> None:
         """Record that an op ``name`` could not be legalized, and why."""
