@@ -80,7 +80,7 @@ def dynamic_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[P
         fb, text = root / f"{case}.tosa", root / f"{case}.mlir"
         dyn.save(fb, mlir=text)
         out[case] = (fb, text, data)
-        dyn_meta[case] = {"dim_guards": dyn.graph.meta["dim_guards"], "dim_hints": dyn.graph.meta["dim_hints"],
+        dyn_meta[case] = {"dim_guards": dyn.graph.dims.guards, "dim_hints": dyn.graph.dims.hints,
                           "labels": _labels(dyn.graph)}
     return out
 
@@ -122,10 +122,10 @@ def test_specialize_each_dynamic_file_at_each_size(case: str, kind: str,
         # the conversion's size guards hold at these sizes (the .mlir carries them; a .tosa cannot)
         assert static.graph.meta.get("warnings", []) == [], static.graph.meta["warnings"]
         if kind == "mlir":
-            assert g.meta["dim_guards"] == dyn_meta[case]["dim_guards"]
-            assert g.meta["dim_hints"] == dyn_meta[case]["dim_hints"]
+            assert g.dims.guards == dyn_meta[case]["dim_guards"]
+            assert g.dims.hints == dyn_meta[case]["dim_hints"]
         else:
-            assert "dim_guards" not in g.meta
+            assert g.dims.guards is None
         for name, a in ours.outputs.items():
             r = np.asarray(ref[name]).reshape(a.shape)
             assert np.array_equal(r, np.asarray(ref_default[name]).reshape(a.shape)), (case, kind, shapes)
@@ -139,8 +139,8 @@ def test_specialize_each_dynamic_file_at_each_size(case: str, kind: str,
 def test_read_back_names_the_dimensions(dynamic_files: dict[str, tuple[Path, Path, bytes]]) -> None:
     g = tf2tosa.load(dynamic_files["audio-f32"][0]).graph
     assert g.inputs[0].shape == ("batch", "d1") and g.outputs[0].shape == ("batch", "max((d1 - 64) // 16 + 1, 0)", 8)
-    assert g.meta["dim_symbols"] == {"batch": {"input": "x", "dim": 0}, "d1": {"input": "x", "dim": 1}}
-    assert "[batch]" in g.meta["shape_values"].values()
+    assert g.dims.symbols == {"batch": {"input": "x", "dim": 0}, "d1": {"input": "x", "dim": 1}}
+    assert "[batch]" in g.dims.shape_values.values()
 
 
 @pytest.mark.parametrize("kind", ["tosa", "mlir"])
@@ -352,7 +352,7 @@ def test_guards_travel_in_the_mlir_and_warn_where_they_fail(dynamic_files: dict[
     sym = tf2tosa.load(text)
     ok, msg = tosa_tools.validate_mlir(mlir, sym.profiles, sym.extensions, level="none", version=DRAFT_VERSION)
     assert ok, msg  # tosa-opt 1.1.draft validation keeps accepting the module with the tf2tosa.* attributes
-    assert "d1 != 1" in sym.graph.meta["dim_guards"]
+    assert "d1 != 1" in sym.graph.dims.guards
     assert sym.guard_warnings({"x": (1, 12, 16)}) == []
     [w] = sym.guard_warnings({"x": (1, 1, 16)})
     assert w == "size guard 'd1 != 1' does not hold at d1=1 (the conversion decided it at d1=401; the program may " \

@@ -118,7 +118,7 @@ class TosaModel:
 
         A symbolic program (:attr:`is_dynamic`) is declared ``specification_version = "1.1.draft"``, level none,
         with the profiles and extensions it needs (EXT-SHAPE, EXT-DYNAMIC), and carries its size guards and sample
-        sizes (``meta["dim_guards"]``, ``meta["dim_hints"]``) as the module attributes ``tf2tosa.dim_guards`` and
+        sizes (``graph.dims.guards``, ``graph.dims.hints``) as the module attributes ``tf2tosa.dim_guards`` and
         ``tf2tosa.dim_hints``, which :func:`load` reads back."""
         from .serializer import to_mlir
 
@@ -129,8 +129,7 @@ class TosaModel:
             profs, exts = requirements(self.graph)
             exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
             return to_mlir(self.graph, profs, exts, level="none", syntax=syntax, version=DRAFT_VERSION,
-                           dim_guards=self.graph.meta.get("dim_guards", ()),
-                           dim_hints=self.graph.meta.get("dim_hints"))
+                           dim_guards=self.graph.dims.guards or (), dim_hints=self.graph.dims.hints)
         return to_mlir(self.graph, syntax=syntax)
 
     def to_vgf(self) -> bytes:
@@ -221,7 +220,7 @@ class TosaModel:
                 raise
             from .converter.dynamic import equality_violations
 
-            why = equality_violations(self.graph.meta, self._input_shapes(inputs))
+            why = equality_violations(self.graph.dims, self._input_shapes(inputs))
             if not why:
                 raise
             raise type(e)(f"ASSERT_EQUAL_SHAPE: {why[0]}", op=e.op, tensor=e.tensor, file=e.file) from None
@@ -232,13 +231,13 @@ class TosaModel:
         return {v.name: tuple(np.shape(x)) for v, x in zip(self.graph.inputs, inputs)}
 
     def guard_warnings(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[str]:
-        """One warning per size guard of a symbolic program (``meta["dim_guards"]``: the size comparisons its
+        """One warning per size guard of a symbolic program (``graph.dims.guards``: the size comparisons its
         conversion made at the sample sizes) that does not hold for these inputs (arrays, or shapes by input
         name): the conversion check did not cover those sizes.  Not an error: many guards only choose between two
         equivalent forms.  Empty for a static program or one read from a ``.tosa`` (which cannot carry guards)."""
         from .converter.dynamic import guard_warning_lines
 
-        return guard_warning_lines(self.graph.meta, self._input_shapes(inputs))
+        return guard_warning_lines(self.graph.dims, self._input_shapes(inputs))
 
     def check_target(self, target: str) -> list[Any]:
         """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,
@@ -825,10 +824,12 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     if symbolic:  # as convert --dynamic declares it
         exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
     if declared is not None:
-        for key in ("dim_guards", "dim_hints"):  # the MLIR module's tf2tosa.* attributes (a .tosa has none)
-            if key in declared and symbolic:
-                graph.meta[key] = declared.pop(key)
-            declared.pop(key, None)
+        # the MLIR module's tf2tosa.* attributes (a .tosa has none)
+        guards, hints = declared.pop("dim_guards", None), declared.pop("dim_hints", None)
+        if symbolic and guards is not None:
+            graph.dims.guards = guards
+        if symbolic and hints is not None:
+            graph.dims.hints = hints
         graph.meta["declared_target"] = declared
         if declared["profiles"]:  # what the file says it needs (tosa-opt checks it against the program)
             profs, exts = declared["profiles"], declared["extensions"]

@@ -526,7 +526,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
 
     for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
         out.result(line)
-    for sym, where in m.graph.meta.get("dim_symbols", {}).items():
+    for sym, where in m.graph.dims.symbols.items():
         out.result(f"symbolic: {sym} (input {where['input']!r} dimension {where['dim']}), TOSA 1.1 draft")
     layout = m.graph.meta.get("layout")
     if layout:
@@ -906,22 +906,22 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     for v in g.inputs:
         out.echo(f"  {v.name}: {_symbolic_type(v.type) if symbolic else v.type}")
     if symbolic:
-        syms = g.meta.get("dim_symbols", {})
+        syms = g.dims.symbols
         if syms:
             out.echo("dimension symbols (bind them with specialize --dim SYMBOL=VALUE or --input-shape):")
             for sym, where in syms.items():
                 out.echo(f"  {sym}: input {where['input']!r} dimension {where['dim']}")
-        eqs = g.meta.get("dim_equalities", [])
+        eqs = g.dims.equalities
         if eqs:
             out.echo("equalities the program relies on (checked at run time):")
             for e in eqs:
                 rel = "broadcasts with" if e.get("broadcast") else "=="
                 out.echo(f"  {e['a']} {rel} {e['b']}  ({e['op']})")
-        guards = g.meta.get("dim_guards")
+        guards = g.dims.guards
         if guards is None:
             out.echo("size guards: none known (a .tosa file cannot carry them; the .mlir written with it does)")
         elif guards:
-            hints = ", ".join(f"{k}={v}" for k, v in (g.meta.get("dim_hints") or {}).items())
+            hints = ", ".join(f"{k}={v}" for k, v in (g.dims.hints or {}).items())
             out.echo(f"size guards (comparisons the conversion made at {hints or 'its sample sizes'}; run and "
                      "specialize warn outside them):")
             for text in guards:
@@ -974,10 +974,10 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     return {"file": str(file), "format": f"TOSA {version}", "frontend": frontend, "layout": layout,
             **_model_facts(m), "custom_ops": custom, "inexact": g.inexact,
             "side_effect_ops": list(g.meta.get("side_effect_ops", [])), "target": target_report, "state": state,
-            "dim_symbols": dict(g.meta.get("dim_symbols", {})) if symbolic else {},
-            "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors,
-            "dim_guards": list(g.meta["dim_guards"]) if symbolic and "dim_guards" in g.meta else None,
-            "dim_hints": dict(g.meta["dim_hints"]) if symbolic and "dim_hints" in g.meta else None,
+            "dim_symbols": dict(g.dims.symbols) if symbolic else {},
+            "dim_equalities": list(g.dims.equalities) if symbolic else [], "tensors": tensors,
+            "dim_guards": list(g.dims.guards) if symbolic and g.dims.guards is not None else None,
+            "dim_hints": dict(g.dims.hints) if symbolic and g.dims.hints is not None else None,
             "saved_model": listing}
 
 
@@ -1014,7 +1014,7 @@ def _tensor_facts(g: Any) -> list[dict[str, Any]]:
     """Every value an operator of ``g`` computes (constants aside), with its symbolic shape (and, for a shape value,
     what it computes), in program order."""
     rows = []
-    values = g.meta.get("shape_values", {})
+    values = g.dims.shape_values
     for op in g.topological_order():
         if op.opcode in ("CONST", "CONST_SHAPE"):
             continue

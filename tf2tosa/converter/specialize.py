@@ -12,7 +12,7 @@ dimension named by it).  Bad sizes are one :class:`~tf2tosa.errors.InputError`: 
 of the wrong rank, a size below 1, a shape that contradicts a known dimension, a symbol bound to two values, an
 unknown dimension left unbound; so is a program that the sizes make invalid (a violated ASSERT_EQUAL_SHAPE naming
 the op and both values, a shape operator's ERROR_IF or REQUIRE, a shape rule's ERROR_IF such as a RESHAPE whose
-element counts differ), naming the op.  A size guard of the conversion (``meta["dim_guards"]``, carried by the
+element counts differ), naming the op.  A size guard of the conversion (``graph.dims.guards``, carried by the
 ``.mlir`` file, not by a ``.tosa``) that does not hold at these sizes is a warning in ``meta["warnings"]``, one per
 guard (:func:`tf2tosa.converter.dynamic.guard_warning_lines`), not an error.  A program with nothing symbolic is
 refused (:func:`specialize` says so): it is already static, and its sizes cannot change.
@@ -30,6 +30,7 @@ from ..executor import evaluate_op
 from ..executor.registry import ExecutionError
 from ..ir import Graph
 from ..ir.graph import Operation, Value
+from ..ir.records import SymbolicDims
 from ..ir.types import DType
 from ..tosa import catalogue, profiles, shapes
 from ..tosa.optable import DRAFT_VERSION, is_draft
@@ -146,7 +147,7 @@ def specialize_graph(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | N
                          "TOSA 1.0 program already; its sizes are fixed)", file=file)
     static, fixed = bind_input_shapes(graph, input_shapes, dims, file)
     at = _bindings(fixed)
-    violated = guard_warning_lines(graph.meta, static)
+    violated = guard_warning_lines(graph.dims, static)
     for v in graph.inputs:
         v.type = v.type.with_shape(static[v.name])
     values: dict[int, np.ndarray] = {}  # shape values (computed at these sizes) by value id
@@ -175,9 +176,9 @@ def specialize_graph(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | N
             continue
         _static_result(op, operand_value, at, file)
     graph.remove_dead_ops()
-    for key in ("specification_version", "dim_symbols", "dim_equalities", "tosa_version", "declared_target",
-                "dim_guards", "dim_hints"):
+    for key in ("specification_version", "tosa_version", "declared_target"):
         graph.meta.pop(key, None)
+    graph.dims = SymbolicDims(shape_values=graph.dims.shape_values)
     for op in graph.topological_order():  # a TOSA 1.0 program now: every op as the builder would check it
         try:
             catalogue.validate_op(op)

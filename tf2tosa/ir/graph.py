@@ -27,6 +27,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .records import SymbolicDims
 from .symdim import SYM_VALUES
 from .types import DType, TensorType, dtype_from_numpy
 
@@ -165,6 +166,8 @@ class Graph:
         self.variables: dict[str, dict[str, Any]] = {}
         #: free-form metadata (source file, signature, profiles …)
         self.meta: dict[str, Any] = {}
+        #: the dimension symbols of a symbolic program (:class:`~tf2tosa.ir.records.SymbolicDims`)
+        self.dims = SymbolicDims()
         self._ids = itertools.count()
         self._names: _Names = _Names()
         #: bumped by every change of the ops or edges; the topological order is cached per version

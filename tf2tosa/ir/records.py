@@ -4,6 +4,9 @@
   stay unfolded, the fp16 weights being kept, the hybrid rules' memo, the resource-variable record).  It lives in
   the conversion's :class:`PassContext` (``LegalizeContext.passes``), never on the graph, and ends with the
   conversion.
+* :class:`SymbolicDims` — ``graph.dims``: what a symbolic (TOSA 1.1-draft) program knows about its unknown
+  dimensions: where each symbol is read, the equalities it asserts, the size guards and sample sizes of
+  ``convert --dynamic``, the value of each computed shape.
 
 Each pass module's docstring says which of these fields it reads and writes.
 """
@@ -42,6 +45,23 @@ class GraphPasses:
     resource_variables: Any = None
 
 
+@dataclass
+class SymbolicDims:
+    """``graph.dims``: the dimension symbols of a symbolic program (empty for a static one)."""
+
+    #: symbol -> where it is read: ``{"input": value name, "dim": k}`` (its first input dimension)
+    symbols: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the run-time equalities the program asserts (``tosa.shapes.graph_equalities`` entries and the like)
+    equalities: list[dict[str, Any]] = field(default_factory=list)
+    #: the size comparisons ``convert --dynamic`` decided at its sample sizes, as text (``"d1 // 16 >= 1"``); None
+    #: where the program carries none (a ``.tosa`` read back: only the ``.mlir`` holds them)
+    guards: list[str] | None = None
+    #: the sample size of each symbol the guards were decided at; None as for ``guards``
+    hints: dict[str, int] | None = None
+    #: value name -> its computed shape in terms of the symbols (``"[batch, 1, 1, 8]"``)
+    shape_values: dict[str, str] = field(default_factory=dict)
+
+
 class PassContext:
     """The :class:`GraphPasses` of each graph one conversion touches (the main graph and its regions)."""
 
@@ -56,4 +76,4 @@ class PassContext:
         return got
 
 
-__all__ = ["GraphPasses", "PassContext"]
+__all__ = ["GraphPasses", "PassContext", "SymbolicDims"]
