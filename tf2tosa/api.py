@@ -43,11 +43,11 @@ class TosaModel:
     # ----------------------------------------------------------------- facts
     @property
     def profiles(self) -> list[str]:
-        return list(self.graph.meta.get("profiles", []))
+        return list(self.graph.record.profiles or [])
 
     @property
     def extensions(self) -> list[str]:
-        return list(self.graph.meta.get("extensions", []))
+        return list(self.graph.record.extensions or [])
 
     @property
     def input_names(self) -> list[str]:
@@ -61,7 +61,7 @@ class TosaModel:
     def io_quantization(self) -> dict[str, list[dict[str, Any]]] | None:
         """With ``io="int"``: for each integer model input and output, its ``name``, integer ``dtype``, ``scale`` and
         ``zero_point`` (real = scale × (q − zero_point)) and the ``float_dtype`` of the source's edge; else None."""
-        meta = self.graph.meta.get("io_quantization")
+        meta = self.graph.record.io_quantization
         if not meta:
             return None
         named = {"inputs": self.graph.inputs, "outputs": self.graph.outputs}
@@ -110,7 +110,7 @@ class TosaModel:
         """Whether this is a symbolic TOSA 1.1-draft program (:func:`convert_dynamic`)."""
         from .tosa.optable import DRAFT_VERSION
 
-        return self.graph.meta.get("specification_version") == DRAFT_VERSION
+        return self.graph.record.specification_version == DRAFT_VERSION
 
     def to_mlir(self, syntax: str = "generic") -> str:
         """TOSA-dialect MLIR text: ``syntax="generic"`` (MLIR's generic operation form, read by tosa-opt and
@@ -180,7 +180,7 @@ class TosaModel:
 
     def _source_files(self) -> list[tuple[str, str]]:
         """The files this model was read from (its source model, the ``.tosa`` it was loaded from), that exist."""
-        names = {self.source_path, self.graph.meta.get("file")}
+        names = {self.source_path, self.graph.source.file}
         return [("the input model", n) for n in sorted(x for x in names if isinstance(x, str) and os.path.exists(x))]
 
     # ------------------------------------------------------------------- run
@@ -277,7 +277,7 @@ class TosaModel:
         Sessions are independent of each other."""
         from .executor.session import Session
 
-        return Session(self.graph, file=self.source_path or self.graph.meta.get("file"))
+        return Session(self.graph, file=self.source_path or self.graph.source.file)
 
     @property
     def state_variables(self) -> list[Any]:
@@ -322,7 +322,7 @@ class TosaModel:
         """
         from .verify.compare import resolve_oracle, verify_tflite
 
-        if self.graph.meta.get("source_format") == "nnef":
+        if self.graph.source.format == "nnef":
             # NNEF has no runtime among our dependencies: the .tflite it came from when given, else fp64
             if reference is None:
                 from .verify.compare import verify_fp64
@@ -332,7 +332,7 @@ class TosaModel:
             return verify_tflite(self, inputs=inputs, seed=seed, num=num, oracle=oracle,
                                  reference_kernels=reference_kernels, tflite=ref, progress=progress)
         if self.tf_source is not None:
-            qat = self.graph.meta.get("qat") or {}
+            qat = self.graph.record.qat or {}
             if qat.get("mode") == "int8":
                 # an integer QAT graph is checked against TFLite's int8 conversion of the same model, bit for bit
                 from .converter.tensorflow import tflite_qat_reference
@@ -420,7 +420,7 @@ def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = N
     ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``; ``dims`` sets every unknown
     dimension named by a symbol (``batch``, ``d<k>``: ``tf2tosa inspect`` lists them), e.g. ``{"batch": 4}``.  An
     unknown dimension given neither way takes its default (the size stored in the ``.tflite``, else 1) with a
-    warning; ``model.graph.meta["fixed_dims"]`` records each fixed dimension, its size and where it came from.
+    warning; ``model.graph.record.fixed_dims`` records each fixed dimension, its size and where it came from.
     ``state_io=True`` turns each EXT-VARIABLE variable into a state input ``NAME_state_in`` and output
     ``NAME_state_out`` (see ``session()``).
     ``rounding`` is the requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference
@@ -643,17 +643,17 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
                               f"size conditions ({'; '.join(g1.relations)} / {'; '.join(g2.relations)})", file=label)
     graph = symbolise(first.graph, second.graph, samples, env2, g1, file=label)
     kept = []
-    for entry in graph.meta.get("fixed_dims", []):
+    for entry in graph.record.fixed_dims:
         shape = [next((d["symbol"] for d in entry["dims"] if d["dim"] == k and d["symbol"] in open_syms), int(n))
                  for k, n in enumerate(entry["shape"])]
         dims_left = [{**d, "value": int(d["value"])} for d in entry["dims"] if d["symbol"] not in open_syms]
         if dims_left:
             kept.append({**entry, "shape": shape, "dims": dims_left})
-    graph.meta["fixed_dims"] = kept
+    graph.record.fixed_dims = kept
     from .tosa.profiles import requirements
 
     profs, exts = requirements(graph)
-    graph.meta["profiles"], graph.meta["extensions"] = profs, sorted(set(exts) | {"EXT-DYNAMIC", "EXT-SHAPE"})
+    graph.record.profiles, graph.record.extensions = profs, sorted(set(exts) | {"EXT-DYNAMIC", "EXT-SHAPE"})
     return TosaModel(graph, source=first._source, source_path=first.source_path)
 
 
@@ -683,7 +683,7 @@ def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, A
             first = convert(source, dims={**fixed, **{s: int(hints[s]) for s in hinted}}, **options)
         finally:
             log.setLevel(level)
-        return sorted({d["symbol"] for e in first.graph.meta.get("fixed_dims", []) for d in e["dims"]
+        return sorted({d["symbol"] for e in first.graph.record.fixed_dims for d in e["dims"]
                        if d["from"] == "default" or (d["from"] == "dim" and d["symbol"] in hinted)})
     from .converter.tflite import load_tflite
 
@@ -815,7 +815,7 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     graph = from_bytes(data, name=name)
     if from_mlir:  # read from MLIR text: each op's location names the user's file, not tosa-opt's copy
         _relocate(graph, name)
-    symbolic = graph.meta.get("specification_version") == DRAFT_VERSION
+    symbolic = graph.record.specification_version == DRAFT_VERSION
     if declared is not None and declared["specification_version"] != DRAFT_VERSION and symbolic:
         raise ModelLoadError(f"the module declares TOSA {declared['specification_version']} but has unknown "
                              f"dimensions or EXT-SHAPE operators (TOSA {DRAFT_VERSION})", file=name)
@@ -830,10 +830,11 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
             graph.dims.guards = guards
         if symbolic and hints is not None:
             graph.dims.hints = hints
-        graph.meta["declared_target"] = declared
+        graph.record.declared_target = declared
         if declared["profiles"]:  # what the file says it needs (tosa-opt checks it against the program)
             profs, exts = declared["profiles"], declared["extensions"]
-    graph.meta.update(profiles=profs, extensions=exts, file=name)
+    graph.record.profiles, graph.record.extensions = profs, exts
+    graph.source.file = name
     if not isinstance(path, (bytes, bytearray, memoryview)) and os.path.isfile(sidecar_path(path)):
         _read_sidecar(graph, sidecar_path(path))
     return TosaModel(graph)
@@ -867,22 +868,22 @@ def specialize(model: TosaModel | str | os.PathLike[str] | bytes, *,
     from .serializer import from_bytes
 
     if isinstance(model, TosaModel):
-        name = model.source_path or model.graph.meta.get("file")
+        name = model.source_path or model.graph.source.file
         graph = from_bytes(model.to_bytes(), name=name or "<model>")  # a copy, as a file would give it
-        for key in ("io_quantization", "unsigned_io"):
-            if key in model.graph.meta:
-                graph.meta[key] = model.graph.meta[key]
+        graph.record.io_quantization = model.graph.record.io_quantization
+        graph.record.unsigned_io = model.graph.record.unsigned_io
         source = model
     else:
         source = load(model)
         graph = source.graph
-        name = graph.meta.get("file")
+        name = graph.source.file
     specialize_graph(graph, input_shapes=input_shapes, dims=dims, file=name)
     return TosaModel(graph, source=source._source, source_path=source.source_path, tf_source=source.tf_source)
 
 
 def _read_sidecar(graph: Graph, side: str) -> None:
-    """``meta["io_quantization"]`` from the ``io="int"`` sidecar ``side`` (entries matched to the graph by name)."""
+    """``graph.record.io_quantization`` from the ``io="int"`` sidecar ``side`` (entries matched to the graph by
+    name)."""
     import json
 
     try:
@@ -896,4 +897,4 @@ def _read_sidecar(graph: Graph, side: str) -> None:
                           for e in doc.get(role, [])]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ModelLoadError(f"unreadable io quantization sidecar ({type(e).__name__}: {e})", file=side) from None
-    graph.meta["io_quantization"] = meta
+    graph.record.io_quantization = meta

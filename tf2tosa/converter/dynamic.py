@@ -183,7 +183,7 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
               guards: Guards, file: str | None = None) -> Graph:
     """Turn ``base`` (converted with symbolic input dimensions at ``hints``) into the symbolic program, checked
     against ``check`` (the same conversion at ``check_env``); see the module docstring.  ``base`` is changed in
-    place and returned with ``meta["specification_version"] = "1.1.draft"`` and ``graph.dims`` (where each
+    place and returned with ``graph.record.specification_version = "1.1.draft"`` and ``graph.dims`` (where each
     symbol is read, the equalities, the size guards and the sample sizes)."""
     orders = [base.topological_order(), check.topological_order()]
     at1 = ", ".join(f"{s}={hints[s]}" for s in sorted(hints))
@@ -288,7 +288,7 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
         for name, val in op.attrs.items():
             if isinstance(val, SymDim):
                 op.attrs[name] = int(val)
-    base.meta["specification_version"] = DRAFT_VERSION
+    base.record.specification_version = DRAFT_VERSION
     base.dims.symbols = {s: {"input": v.name, "dim": k} for s, (v, k) in sorted(sources.items())}
     base.dims.equalities = equalities + graph_equalities(base.topological_order())
     base.dims.guards = list(guards.relations)

@@ -34,7 +34,7 @@ that references it and is never modified.
 
 ``tfl.call_once`` / ``tfl.var_handle`` / ``tfl.read_variable`` / ``tfl.assign_variable``
     (also the TensorFlow frontend's kept variables, :mod:`.tf_control`: ``tf.VarHandleOp`` handles whose initial
-    values are ``graph.meta["variable_values"]``, assigned by ``tf.AssignVariableOp`` and its add/sub forms.)
+    values are ``graph.source.variable_values``, assigned by ``tf.AssignVariableOp`` and its add/sub forms.)
     The session-initialisation subgraph is *resolved at conversion time*: it may only assign constants to resource
     variables (anything else is reported); those become the variables' initial values and ``call_once`` itself
     disappears.  A variable nothing assigns outside that subgraph is read as a ``tosa.CONST`` of its initial value
@@ -84,7 +84,7 @@ def _region(op: Operation, field: str, position: int) -> Graph:
     """The region referenced by ``op.attrs[field]`` (matched by subgraph index, else by position)."""
     want = op.attrs.get(field)
     for g in op.regions:
-        if want is not None and g.meta.get("subgraph_index") == want:
+        if want is not None and g.source.subgraph_index == want:
             return g
     if position < len(op.regions):
         return op.regions[position]
@@ -613,7 +613,7 @@ class _Variables:
     def __init__(self, graph: Graph) -> None:
         #: the top-level graph: VARIABLE declarations go there, never into a COND_IF / WHILE_LOOP region
         self.home = graph
-        subgraphs: list[Graph] = list(graph.meta.get("subgraphs") or []) or [graph]
+        subgraphs: list[Graph] = list(graph.source.subgraphs) or [graph]
         if graph not in subgraphs:
             subgraphs.append(graph)
         init_graphs: list[Graph] = []
@@ -642,7 +642,7 @@ class _Variables:
                     continue
                 self.initial[name] = np.asarray(arr)
         # a TensorFlow variable kept by the frontend: its value when the model was loaded
-        for name, arr in (graph.meta.get("variable_values") or {}).items():
+        for name, arr in graph.source.variable_values.items():
             self.initial.setdefault(_clean(name), np.asarray(arr))
         self.assigned: set[str] = set()
         for g in subgraphs:
@@ -771,9 +771,9 @@ def _declare(b: Builder, state: _Variables, name: str, t: TensorType) -> None:
     op.attrs["side_effect"] = True
     # how the stored form maps to the source's values (sessions show and take the source's values)
     if t.dtype in _BYTE_STATE:
-        state.home.meta.setdefault("state_encoding", {})[name] = f"{t.dtype.value}-bytes"
+        state.home.record.state_encoding[name] = f"{t.dtype.value}-bytes"
     elif t.dtype is DType.INT8 and t.quant is not None and init is not None and init.dtype == np.uint8:
-        state.home.meta.setdefault("state_encoding", {})[name] = "u8-offset"
+        state.home.record.state_encoding[name] = "u8-offset"
 
 
 @legalize("tfl.call_once")
