@@ -4,7 +4,7 @@ Every frontend (``.tflite``: :func:`.tflite.load_tflite`; TensorFlow: :func:`.te
 a graph and :func:`convert_graph` runs the same passes (:mod:`.passes`) on it.
 
 Records (:mod:`tf2tosa.ir.records`): the passes and rules of one conversion hand each other per-graph state through
-the context's :class:`~tf2tosa.ir.records.PassContext` (``LegalizeContext.passes``); :func:`legalize_graph` sets
+the context's :class:`~tf2tosa.ir.pass_context.PassContext` (``LegalizeContext.passes``); :func:`legalize_graph` sets
 ``fp16_keep`` there and writes ``graph.record.tensor_map``; :func:`convert_graph` reads ``graph.record.fixed_dims``
 (a size refusal names the user's sizes) and ``graph.record.inexact``, takes ``graph.source.warnings``, writes
 ``graph.record.profiles`` / ``extensions`` / ``warnings`` and empties ``graph.source.subgraphs``.

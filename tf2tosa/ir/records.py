@@ -1,9 +1,5 @@
 """Typed records of a conversion, in place of a free-form metadata dict.
 
-* :class:`GraphPasses` — what the passes and rules of one conversion hand each other about one graph (which ops
-  stay unfolded, the fp16 weights being kept, the hybrid rules' memo, the resource-variable record).  It lives in
-  the conversion's :class:`PassContext` (``LegalizeContext.passes``), never on the graph, and ends with the
-  conversion.
 * :class:`SourceInfo` — ``graph.source``: what the frontend read: the file, its format and version, the
   signatures and tensor names of the source, and what the frontend has to tell about how it loaded it.
 * :class:`ConversionRecord` — ``graph.record``: what the conversion decided and has to tell: its warnings, the
@@ -13,41 +9,15 @@
   dimensions: where each symbol is read, the equalities it asserts, the size guards and sample sizes of
   ``convert --dynamic``, the value of each computed shape.
 
-Each pass module's docstring says which of these fields it reads and writes.
+What the passes and rules of one conversion hand each other about a graph is not on the graph: it is in the
+conversion's pass context (:mod:`.pass_context`).  Each pass module's docstring says which records it reads and
+writes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from .graph import Graph, Value
-
-
-@dataclass
-class GraphPasses:
-    """Pass-to-pass state of one graph during one conversion (op and value ids are the graph's own)."""
-
-    #: ids of ops kept unfolded on purpose (``tosa.builder.fold_op`` skips them): an NPU compiler reads the small
-    #: op better than its folded constant (``quant.elementwise.widen_kept``, ``quant.hybrid``, the fp16 CASTs)
-    keep_unfolded: list[int] = field(default_factory=list)
-    #: set while fp16 weights are kept as fp16 (``--fp16-weights keep``): a folded fp16 -> fp32 CAST of a constant
-    #: holds a :class:`~tf2tosa.ir.widened.Widened`, not a float32 copy (``converter.passes.fp16_weights``)
-    fp16_keep: bool = False
-    #: how many fp16 weights the DEQUANTIZE rule expanded (``legalizations.tfl_types``)
-    fp16_weights: int = 0
-    #: value id -> the fp16 array a constant was expanded from
-    fp16_sources: dict[int, np.ndarray] = field(default_factory=dict)
-    #: the expanded constants :func:`~tf2tosa.converter.passes.fp16_weights.keep_fp16_weights_early` has yet to see
-    fp16_pending: list[Value] = field(default_factory=list)
-    #: the hybrid rules' memo: (value id, shape, rows, asymmetric) -> what ``quant.hybrid.quantize`` made for it
-    hybrid_quantized: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], tuple[Value, Value, Value | None]] = \
-        field(default_factory=dict)
-    #: the TFLite control-flow rules' record of the model's resource variables (``legalizations.tfl_control``)
-    resource_variables: Any = None
+from typing import Any
 
 
 @dataclass
@@ -77,8 +47,8 @@ class SourceInfo:
     input_tensors: dict[str, str] = field(default_factory=dict)
     output_tensors: dict[str, str] = field(default_factory=dict)
     #: TFLite: every subgraph of the model as the frontend read it (regions of the ops that use them); emptied
-    #: once the conversion is done
-    subgraphs: list[Graph] = field(default_factory=list)
+    #: once the conversion is done.  (Graphs, typed Any: this module does not import ir.graph, which imports it.)
+    subgraphs: list[Any] = field(default_factory=list)
     #: TFLite: which subgraph is the main graph, and the subgraph this graph was read from
     main_subgraph_index: int | None = None
     subgraph_index: int | None = None
@@ -169,18 +139,4 @@ class SymbolicDims:
     shape_values: dict[str, str] = field(default_factory=dict)
 
 
-class PassContext:
-    """The :class:`GraphPasses` of each graph one conversion touches (the main graph and its regions)."""
-
-    def __init__(self) -> None:
-        self._graphs: dict[Graph, GraphPasses] = {}
-
-    def of(self, graph: Graph) -> GraphPasses:
-        """The state of ``graph`` (made empty the first time it is asked for)."""
-        got = self._graphs.get(graph)
-        if got is None:
-            got = self._graphs[graph] = GraphPasses()
-        return got
-
-
-__all__ = ["ConversionRecord", "GraphPasses", "PassContext", "SourceInfo", "SymbolicDims"]
+__all__ = ["ConversionRecord", "SourceInfo", "SymbolicDims"]

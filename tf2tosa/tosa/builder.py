@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir import DType, Graph, Operation, QuantParams, TensorType, Value
-from ..ir.records import GraphPasses
+from ..ir.pass_context import GraphPasses
 from ..ir.symdim import (
     SYM_AFFINE,
     SYM_VALUES,

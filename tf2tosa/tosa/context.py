@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir.records import PassContext
+from ..ir.pass_context import PassContext
 
 #: WHILE loops with a static trip count up to this many iterations are unrolled (``--max-unroll``)
 MAX_UNROLL = 1024
@@ -34,7 +34,7 @@ class LegalizeContext:
     file: str | None = None
     #: op name -> reasons of the ops that could not be legalized
     failures: dict[str, list[str]] = field(default_factory=dict)
-    #: what the passes and rules hand each other about each graph (:class:`~tf2tosa.ir.records.GraphPasses`)
+    #: what the passes and rules hand each other about each graph (:class:`~tf2tosa.ir.pass_context.GraphPasses`)
     passes: PassContext = field(default_factory=PassContext)
 
     def fail(self, name: str, reason: str) -> None:

@@ -3,14 +3,14 @@
 before: a TOSA graph, some of whose ops have only constant operands; after: those ops are tosa.CONST (evaluated
 with the executor's kernels through :func:`tf2tosa.tosa.builder.fold_op`).
 
-Reads the conversion's :class:`~tf2tosa.ir.records.GraphPasses` of the graph (``keep_unfolded``, ``fp16_keep``,
+Reads the conversion's :class:`~tf2tosa.ir.pass_context.GraphPasses` of the graph (``keep_unfolded``, ``fp16_keep``,
 ``fp16_sources``); writes ``fp16_sources`` / ``fp16_pending`` for a folded RESHAPE of an fp16 weight.
 """
 
 from __future__ import annotations
 
 from ...ir import Graph
-from ...ir.records import GraphPasses
+from ...ir.pass_context import GraphPasses
 from ...tosa.builder import fold_op
 
 

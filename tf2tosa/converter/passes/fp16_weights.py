@@ -13,7 +13,7 @@ of an expanded weight is a TOSA op that also reads a run-time value, the weight 
 ``CAST`` kept from folding), so the fp32 expansions never pile up; the end pass takes the rest (weights that a
 fold transformed, or that a constant-only reader may fold).  Both give the same constants and ops.
 
-Reads and writes the conversion's :class:`~tf2tosa.ir.records.GraphPasses` of the graph: reads ``fp16_weights``,
+Reads and writes the conversion's :class:`~tf2tosa.ir.pass_context.GraphPasses` of the graph: reads ``fp16_weights``,
 ``fp16_sources`` and ``fp16_keep`` (set by the pipeline), takes ``fp16_pending`` (filled by the DEQUANTIZE rule and
 ``fold_op``), adds the CASTs it makes to ``keep_unfolded``; the end pass empties the fp16 fields.
 """
@@ -25,7 +25,7 @@ import numpy as np
 from ...errors import InputError
 from ...ir import DType, Graph, Operation, Value
 from ...ir.mapped import drop_pages, file_region
-from ...ir.records import GraphPasses
+from ...ir.pass_context import GraphPasses
 from ...ir.widened import Widened, materialize
 from ...tosa.builder import Builder
 
