@@ -83,7 +83,7 @@ def test_io_order_follows_litert(models: dict[str, bytes], which: str, tmp_path:
     assert [v.source for v in g.outputs] == outs
     # SignatureDef keys are kept as names
     by_tensor = {d["name"]: k for k, d in sig_outs.items()}
-    assert [g.meta["signature_names"][v.name] for v in g.outputs] == [by_tensor[n] for n in outs]
+    assert [g.source.signature_names[v.name] for v in g.outputs] == [by_tensor[n] for n in outs]
 
     rng = np.random.default_rng(0)
     feeds = {v.name: rng.uniform(-1, 1, (1, 4)).astype(np.float32) for v in g.inputs}
@@ -146,7 +146,7 @@ def test_verify_against_another_tflite_pairs_by_signature_key(tmp_path: Path) ->
     ref = tf.lite.TFLiteConverter.from_saved_model(str(path)).convert()
     model = tf2tosa.convert(str(path))
     ins, outs, _ = _details(ref)
-    keys = model.graph.meta["signature_names"]
+    keys = model.graph.source.signature_names
     assert [keys[v.name] for v in model.graph.outputs] == ["a", "b", "c"]
     rep = verify_tflite(model, num=2, tflite=ref)
     assert rep.ok, str(rep)

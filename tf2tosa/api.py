@@ -44,11 +44,11 @@ class TosaModel:
     # ----------------------------------------------------------------- facts
     @property
     def profiles(self) -> list[str]:
-        return list(self.graph.meta.get("profiles", []))
+        return list(self.graph.record.profiles or [])
 
     @property
     def extensions(self) -> list[str]:
-        return list(self.graph.meta.get("extensions", []))
+        return list(self.graph.record.extensions or [])
 
     @property
     def input_names(self) -> list[str]:
@@ -62,7 +62,7 @@ class TosaModel:
     def io_quantization(self) -> dict[str, list[dict[str, Any]]] | None:
         """With ``io="int"``: for each integer model input and output, its ``name``, integer ``dtype``, ``scale`` and
         ``zero_point`` (real = scale × (q − zero_point)) and the ``float_dtype`` of the source's edge; else None."""
-        meta = self.graph.meta.get("io_quantization")
+        meta = self.graph.record.io_quantization
         if not meta:
             return None
         named = {"inputs": self.graph.inputs, "outputs": self.graph.outputs}
@@ -111,7 +111,7 @@ class TosaModel:
         """Whether this is a symbolic TOSA 1.1-draft program (:func:`convert_dynamic`)."""
         from .tosa.optable import DRAFT_VERSION
 
-        return self.graph.meta.get("specification_version") == DRAFT_VERSION
+        return self.graph.record.specification_version == DRAFT_VERSION
 
     def to_mlir(self, syntax: str = "generic") -> str:
         """TOSA-dialect MLIR text: ``syntax="generic"`` (MLIR's generic operation form, read by tosa-opt and
@@ -119,7 +119,7 @@ class TosaModel:
 
         A symbolic program (:attr:`is_dynamic`) is declared ``specification_version = "1.1.draft"``, level none,
         with the profiles and extensions it needs (EXT-SHAPE, EXT-DYNAMIC), and carries its size guards and sample
-        sizes (``meta["dim_guards"]``, ``meta["dim_hints"]``) as the module attributes ``tf2tosa.dim_guards`` and
+        sizes (``graph.dims.guards``, ``graph.dims.hints``) as the module attributes ``tf2tosa.dim_guards`` and
         ``tf2tosa.dim_hints``, which :func:`load` reads back."""
         from .serializer import to_mlir
 
@@ -130,8 +130,7 @@ class TosaModel:
             profs, exts = requirements(self.graph)
             exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
             return to_mlir(self.graph, profs, exts, level="none", syntax=syntax, version=DRAFT_VERSION,
-                           dim_guards=self.graph.meta.get("dim_guards", ()),
-                           dim_hints=self.graph.meta.get("dim_hints"))
+                           dim_guards=self.graph.dims.guards or (), dim_hints=self.graph.dims.hints)
         return to_mlir(self.graph, syntax=syntax)
 
     def to_vgf(self) -> bytes:
@@ -182,7 +181,7 @@ class TosaModel:
 
     def _source_files(self) -> list[tuple[str, str]]:
         """The files this model was read from (its source model, the ``.tosa`` it was loaded from), that exist."""
-        names = {self.source_path, self.graph.meta.get("file")}
+        names = {self.source_path, self.graph.source.file}
         return [("the input model", n) for n in sorted(x for x in names if isinstance(x, str) and os.path.exists(x))]
 
     # ------------------------------------------------------------------- run
@@ -222,7 +221,7 @@ class TosaModel:
                 raise
             from .converter.dynamic import equality_violations
 
-            why = equality_violations(self.graph.meta, self._input_shapes(inputs))
+            why = equality_violations(self.graph.dims, self._input_shapes(inputs))
             if not why:
                 raise
             raise type(e)(f"ASSERT_EQUAL_SHAPE: {why[0]}", op=e.op, tensor=e.tensor, file=e.file) from None
@@ -233,13 +232,13 @@ class TosaModel:
         return {v.name: tuple(np.shape(x)) for v, x in zip(self.graph.inputs, inputs)}
 
     def guard_warnings(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[str]:
-        """One warning per size guard of a symbolic program (``meta["dim_guards"]``: the size comparisons its
+        """One warning per size guard of a symbolic program (``graph.dims.guards``: the size comparisons its
         conversion made at the sample sizes) that does not hold for these inputs (arrays, or shapes by input
         name): the conversion check did not cover those sizes.  Not an error: many guards only choose between two
         equivalent forms.  Empty for a static program or one read from a ``.tosa`` (which cannot carry guards)."""
         from .converter.dynamic import guard_warning_lines
 
-        return guard_warning_lines(self.graph.meta, self._input_shapes(inputs))
+        return guard_warning_lines(self.graph.dims, self._input_shapes(inputs))
 
     def check_target(self, target: str) -> list[Any]:
         """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,
@@ -279,7 +278,7 @@ class TosaModel:
         Sessions are independent of each other."""
         from .executor.session import Session
 
-        return Session(self.graph, file=self.source_path or self.graph.meta.get("file"))
+        return Session(self.graph, file=self.source_path or self.graph.source.file)
 
     @property
     def state_variables(self) -> list[Any]:
@@ -324,7 +323,7 @@ class TosaModel:
         """
         from .verify.compare import resolve_oracle, verify_tflite
 
-        if self.graph.meta.get("source_format") == "nnef":
+        if self.graph.source.format == "nnef":
             # NNEF has no runtime among our dependencies: the .tflite it came from when given, else fp64
             if reference is None:
                 from .verify.compare import verify_fp64
@@ -336,7 +335,7 @@ class TosaModel:
             return verify_tflite(self, inputs=inputs, seed=seed, num=num, oracle=oracle,
                                  reference_kernels=reference_kernels, tflite=ref, progress=progress)
         if self.tf_source is not None:
-            qat = self.graph.meta.get("qat") or {}
+            qat = self.graph.record.qat or {}
             if qat.get("mode") == "int8":
                 # an integer QAT graph is checked against TFLite's int8 conversion of the same model, bit for bit
                 from .converter.tensorflow import tflite_qat_reference
@@ -561,7 +560,7 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     graph = from_bytes(data, name=name)
     if from_mlir:  # read from MLIR text: each op's location names the user's file, not tosa-opt's copy
         _relocate(graph, name)
-    symbolic = graph.meta.get("specification_version") == DRAFT_VERSION
+    symbolic = graph.record.specification_version == DRAFT_VERSION
     if declared is not None and declared["specification_version"] != DRAFT_VERSION and symbolic:
         raise ModelLoadError(f"the module declares TOSA {declared['specification_version']} but has unknown "
                              f"dimensions or EXT-SHAPE operators (TOSA {DRAFT_VERSION})", file=name)
@@ -570,14 +569,17 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     if symbolic:  # as convert --dynamic declares it
         exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
     if declared is not None:
-        for key in ("dim_guards", "dim_hints"):  # the MLIR module's tf2tosa.* attributes (a .tosa has none)
-            if key in declared and symbolic:
-                graph.meta[key] = declared.pop(key)
-            declared.pop(key, None)
-        graph.meta["declared_target"] = declared
+        # the MLIR module's tf2tosa.* attributes (a .tosa has none)
+        guards, hints = declared.pop("dim_guards", None), declared.pop("dim_hints", None)
+        if symbolic and guards is not None:
+            graph.dims.guards = guards
+        if symbolic and hints is not None:
+            graph.dims.hints = hints
+        graph.record.declared_target = declared
         if declared["profiles"]:  # what the file says it needs (tosa-opt checks it against the program)
             profs, exts = declared["profiles"], declared["extensions"]
-    graph.meta.update(profiles=profs, extensions=exts, file=name)
+    graph.record.profiles, graph.record.extensions = profs, exts
+    graph.source.file = name
     if not isinstance(path, (bytes, bytearray, memoryview)) and os.path.isfile(sidecar_path(path)):
         _read_sidecar(graph, sidecar_path(path))
     return TosaModel(graph)
@@ -611,22 +613,22 @@ def specialize(model: TosaModel | str | os.PathLike[str] | bytes, *,
     from .serializer import from_bytes
 
     if isinstance(model, TosaModel):
-        name = model.source_path or model.graph.meta.get("file")
+        name = model.source_path or model.graph.source.file
         graph = from_bytes(model.to_bytes(), name=name or "<model>")  # a copy, as a file would give it
-        for key in ("io_quantization", "unsigned_io"):
-            if key in model.graph.meta:
-                graph.meta[key] = model.graph.meta[key]
+        graph.record.io_quantization = model.graph.record.io_quantization
+        graph.record.unsigned_io = model.graph.record.unsigned_io
         source = model
     else:
         source = load(model)
         graph = source.graph
-        name = graph.meta.get("file")
+        name = graph.source.file
     specialize_graph(graph, input_shapes=input_shapes, dims=dims, file=name)
     return TosaModel(graph, source=source._source, source_path=source.source_path, tf_source=source.tf_source)
 
 
 def _read_sidecar(graph: Graph, side: str) -> None:
-    """``meta["io_quantization"]`` from the ``io="int"`` sidecar ``side`` (entries matched to the graph by name)."""
+    """``graph.record.io_quantization`` from the ``io="int"`` sidecar ``side`` (entries matched to the graph by
+    name)."""
     import json
 
     try:
@@ -640,4 +642,4 @@ def _read_sidecar(graph: Graph, side: str) -> None:
                           for e in doc.get(role, [])]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ModelLoadError(f"unreadable io quantization sidecar ({type(e).__name__}: {e})", file=side) from None
-    graph.meta["io_quantization"] = meta
+    graph.record.io_quantization = meta

@@ -382,7 +382,7 @@ def _model_facts(m: Any) -> dict[str, Any]:
 
     return {"profiles": m.profiles, "extensions": m.extensions, "inputs": [value(v) for v in g.inputs],
             "outputs": [value(v) for v in g.outputs], "op_counts": dict(g.op_counts()),
-            "io_quantization": m.io_quantization, "fixed_dims": list(g.meta.get("fixed_dims", []))}
+            "io_quantization": m.io_quantization, "fixed_dims": list(g.record.fixed_dims)}
 
 
 def _echo_io_quantization(out: Out, m: Any) -> None:
@@ -517,11 +517,11 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         out.result(wrote)
     from .converter.passes.input_shapes import fixed_dims_lines
 
-    for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
+    for line in fixed_dims_lines(m.graph.record.fixed_dims):
         out.result(line)
-    for sym, where in m.graph.meta.get("dim_symbols", {}).items():
+    for sym, where in m.graph.dims.symbols.items():
         out.result(f"symbolic: {sym} (input {where['input']!r} dimension {where['dim']}), TOSA 1.1 draft")
-    layout = m.graph.meta.get("layout")
+    layout = m.graph.record.layout
     if layout:
         out.info(f"layout: {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
                  f"{layout['transposes_after']} after")
@@ -529,7 +529,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         from .api import sidecar_path
 
         out.info(f"integer I/O: scales and zero points in {sidecar_path(output)}")
-    for w in m.graph.meta.get("warnings", []):
+    for w in m.graph.record.warnings:
         out.warn_once(str(w))
     custom = _custom_ops(m.graph)
     payload: dict[str, Any] = {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None,
@@ -601,14 +601,14 @@ def specialize(model: Path = typer.Argument(..., metavar="MODEL",
         m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
     ops = op_counts(m.graph.ops.values())[0]
     seconds = time.perf_counter() - t0
-    done = m.graph.meta.get("specialized", {})
+    done = m.graph.record.specialized or {}
     out.result(f"wrote {output} (TOSA 1.0, {ops_text(m.graph.ops.values())}; profiles "
                f"{', '.join(m.profiles) or '-'}; extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
-    for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
+    for line in fixed_dims_lines(m.graph.record.fixed_dims):
         out.result(line)
     out.info(f"{done.get('shape_ops_folded', 0)} shape operator(s) folded to constants, "
              f"{done.get('assertions_checked', 0)} shape assertion(s) checked")
-    for w in m.graph.meta.get("warnings", []):
+    for w in m.graph.record.warnings:
         out.warn_once(str(w))
     return {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None, "ops": ops,
             **_model_facts(m), "shape_ops_folded": int(done.get("shape_ops_folded", 0)),
@@ -747,7 +747,7 @@ def _output_arrays(m: Any, output_dir: Path, stream: bool) -> list[tuple[str, Pa
     for what, name in files:
         if "/" in name or "\0" in name:
             raise InputError(f"{what} cannot be written to --output-dir {output_dir}: {name!r} is not a plain file "
-                             "name", file=str(m.graph.meta.get("file") or "") or None)
+                             "name", file=str(m.graph.source.file or "") or None)
     return [(what, output_dir / name) for what, name in files]
 
 
@@ -884,12 +884,12 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
         m = load(str(file))
     g = m.graph
     frontend = _frontend(g)
-    version = g.meta.get("specification_version", "1.0")
+    version = g.record.specification_version or "1.0"
     symbolic = version != "1.0"
-    file_version = g.meta.get("tosa_version")
+    file_version = g.record.tosa_version
     out.echo(f"{file}: TOSA {version}" + (f" (converted by the {frontend} frontend)" if frontend else "")
              + (f" (symbolic program; file version {file_version})" if symbolic and file_version else ""))
-    layout = g.meta.get("layout")
+    layout = g.record.layout
     if layout:
         out.echo(f"layout:     {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
                  f"{layout['transposes_after']} after")
@@ -899,27 +899,27 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     for v in g.inputs:
         out.echo(f"  {v.name}: {_symbolic_type(v.type) if symbolic else v.type}")
     if symbolic:
-        syms = g.meta.get("dim_symbols", {})
+        syms = g.dims.symbols
         if syms:
             out.echo("dimension symbols (bind them with specialize --dim SYMBOL=VALUE or --input-shape):")
             for sym, where in syms.items():
                 out.echo(f"  {sym}: input {where['input']!r} dimension {where['dim']}")
-        eqs = g.meta.get("dim_equalities", [])
+        eqs = g.dims.equalities
         if eqs:
             out.echo("equalities the program relies on (checked at run time):")
             for e in eqs:
                 rel = "broadcasts with" if e.get("broadcast") else "=="
                 out.echo(f"  {e['a']} {rel} {e['b']}  ({e['op']})")
-        guards = g.meta.get("dim_guards")
+        guards = g.dims.guards
         if guards is None:
             out.echo("size guards: none known (a .tosa file cannot carry them; the .mlir written with it does)")
         elif guards:
-            hints = ", ".join(f"{k}={v}" for k, v in (g.meta.get("dim_hints") or {}).items())
+            hints = ", ".join(f"{k}={v}" for k, v in (g.dims.hints or {}).items())
             out.echo(f"size guards (comparisons the conversion made at {hints or 'its sample sizes'}; run and "
                      "specialize warn outside them):")
             for text in guards:
                 out.echo(f"  {text}")
-    fixed = g.meta.get("fixed_dims", [])
+    fixed = g.record.fixed_dims
     if fixed:
         out.echo("dimension symbols (unknown in the model; fixed with --input-shape NAME=DIMS or --dim SYMBOL=VALUE):")
         for e in fixed:
@@ -940,7 +940,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
         out.echo(f"  {name:28s} {n}")
     for e in g.inexact:
         out.echo(f"inexact lowering: {e['op']} ({e['tensor']}): {e['reason']}")
-    for e in g.meta.get("side_effect_ops", []):  # (TensorFlow sources: ops the program leaves out)
+    for e in g.source.side_effect_ops:  # (TensorFlow sources: ops the program leaves out)
         out.echo(f"dropped side effect: tf.{e['op']} ({e['node']}): {e['what']}")
     custom = _custom_ops(g)
     if custom:
@@ -966,11 +966,11 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             out.echo(f"  {st['variable']}: {st['type']}: {how}")
     return {"file": str(file), "format": f"TOSA {version}", "frontend": frontend, "layout": layout,
             **_model_facts(m), "custom_ops": custom, "inexact": g.inexact,
-            "side_effect_ops": list(g.meta.get("side_effect_ops", [])), "target": target_report, "state": state,
-            "dim_symbols": dict(g.meta.get("dim_symbols", {})) if symbolic else {},
-            "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors,
-            "dim_guards": list(g.meta["dim_guards"]) if symbolic and "dim_guards" in g.meta else None,
-            "dim_hints": dict(g.meta["dim_hints"]) if symbolic and "dim_hints" in g.meta else None,
+            "side_effect_ops": list(g.source.side_effect_ops), "target": target_report, "state": state,
+            "dim_symbols": dict(g.dims.symbols) if symbolic else {},
+            "dim_equalities": list(g.dims.equalities) if symbolic else [], "tensors": tensors,
+            "dim_guards": list(g.dims.guards) if symbolic and g.dims.guards is not None else None,
+            "dim_hints": dict(g.dims.hints) if symbolic and g.dims.hints is not None else None,
             "saved_model": listing}
 
 
@@ -1007,7 +1007,7 @@ def _tensor_facts(g: Any) -> list[dict[str, Any]]:
     """Every value an operator of ``g`` computes (constants aside), with its symbolic shape (and, for a shape value,
     what it computes), in program order."""
     rows = []
-    values = g.meta.get("shape_values", {})
+    values = g.dims.shape_values
     for op in g.topological_order():
         if op.opcode in ("CONST", "CONST_SHAPE"):
             continue
@@ -1019,7 +1019,7 @@ def _tensor_facts(g: Any) -> list[dict[str, Any]]:
 
 def _frontend(g: Any) -> str | None:
     """The frontend that made ``g`` (None for a .tosa read back)."""
-    return {"nnef": "NNEF", "tflite": "TFLite", "tensorflow": "TensorFlow"}.get(g.meta.get("source_format", ""))
+    return {"nnef": "NNEF", "tflite": "TFLite", "tensorflow": "TensorFlow"}.get(g.source.format or "")
 
 
 @app.command()
@@ -1162,7 +1162,7 @@ def _verify_compare(m: Any, model: Path, loaded: dict[str, Any], prog: Any, *, s
         from .verify.compare import random_inputs
 
         sets = [{**random_inputs(m.graph, seed), **given}]
-    if nnef_reference is not None and m.graph.meta.get("source_format") != "nnef":
+    if nnef_reference is not None and m.graph.source.format != "nnef":
         raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
     report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
                       reference=str(nnef_reference) if nnef_reference is not None else None,
@@ -1187,7 +1187,7 @@ def _print_verify(out: Out, m: Any, report: Any, backend: Backend, backend_rows:
                   layer_report: Any, layer_pages: tuple[Path | None, Path | None], report_html: Path | None) -> None:
     """``verify``'s report: the conversion's warnings, the comparison, the backend's agreement, the per-layer
     summary, the HTML page; sets the exit code of a failed verification."""
-    for w in m.graph.meta.get("warnings", []):
+    for w in m.graph.record.warnings:
         out.warn_once(str(w))
     _print_report(out, report)
     if backend_rows is not None:

@@ -36,7 +36,7 @@ class ConvertOptions:
     dims: Mapping[str, int] | None = _opt(
         None, "The size of every unknown dimension named by a symbol (``batch``, ``d<k>``: ``tf2tosa inspect`` lists "
         "them), e.g. ``{\"batch\": 4}``.  An unknown dimension given neither way takes its default (the size stored "
-        "in the ``.tflite``, else 1) with a warning; ``graph.meta[\"fixed_dims\"]`` records each.",
+        "in the ``.tflite``, else 1) with a warning; ``graph.record.fixed_dims`` records each.",
         "--dim SYMBOL=VALUE")
     rounding: str = _opt(
         "double", "Requantization rounding of integer graphs: ``\"double\"`` (bit-exact with TFLite's reference "

@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import NotYetError
 from ..ir import Graph
 from ..ir.graph import Operation, Value
+from ..ir.records import SymbolicDims
 from ..ir.symdim import SYM_VALUES, Expr, Guards, SymDim, as_expr, is_symbolic
 from ..ir.types import DType, TensorType
 from ..tosa.optable import DRAFT_VERSION
@@ -182,8 +183,8 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
               guards: Guards, file: str | None = None) -> Graph:
     """Turn ``base`` (converted with symbolic input dimensions at ``hints``) into the symbolic program, checked
     against ``check`` (the same conversion at ``check_env``); see the module docstring.  ``base`` is changed in
-    place and returned with ``meta["specification_version"] = "1.1.draft"``, ``meta["dim_symbols"]`` (where each
-    symbol is read), ``meta["dim_equalities"]`` and ``meta["dim_guards"]``."""
+    place and returned with ``graph.record.specification_version = "1.1.draft"`` and ``graph.dims`` (where each
+    symbol is read, the equalities, the size guards and the sample sizes)."""
     orders = [base.topological_order(), check.topological_order()]
     at1 = ", ".join(f"{s}={hints[s]}" for s in sorted(hints))
     at2 = ", ".join(f"{s}={check_env[s]}" for s in sorted(hints))
@@ -204,11 +205,11 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
         base.replace_all_uses(op0.result, new)
         base.remove_op(op0)
     _labels(base)  # 5. types: expressions become labels (printed ?), constant sizes plain ints
-    base.meta["specification_version"] = DRAFT_VERSION
-    base.meta["dim_symbols"] = {s: {"input": v.name, "dim": k} for s, (v, k) in sorted(sources.items())}
-    base.meta["dim_equalities"] = equalities + graph_equalities(base.topological_order())
-    base.meta["dim_guards"] = list(guards.relations)
-    base.meta["dim_hints"] = dict(sorted(hints.items()))
+    base.record.specification_version = DRAFT_VERSION
+    base.dims.symbols = {s: {"input": v.name, "dim": k} for s, (v, k) in sorted(sources.items())}
+    base.dims.equalities = equalities + graph_equalities(base.topological_order())
+    base.dims.guards = list(guards.relations)
+    base.dims.hints = dict(sorted(hints.items()))
     return base
 
 
@@ -362,24 +363,24 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> Any:
     raise ValueError(f"not a dimension guard: {ast.dump(node)}")
 
 
-def _sizes(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
-    """Each symbol's size when the program's inputs have ``shapes`` (read where ``meta["dim_symbols"]`` says)."""
+def _sizes(dims: SymbolicDims, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """Each symbol's size when the program's inputs have ``shapes`` (read where ``dims.symbols`` says)."""
     env: dict[str, int] = {}
-    for sym, where in meta.get("dim_symbols", {}).items():
+    for sym, where in dims.symbols.items():
         shape = shapes.get(where["input"])
         if shape is not None and where["dim"] < len(shape):
             env[sym] = int(shape[where["dim"]])
     return env
 
 
-def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
-    """The guards of a symbolic program (``meta["dim_guards"]``) that do not hold when its inputs have ``shapes``
+def guard_violations(dims: SymbolicDims, shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The guards of a symbolic program (``dims.guards``) that do not hold when its inputs have ``shapes``
     (input name → shape): sizes on the other side of a comparison the lowerings made at the sample sizes, which the
     conversion check did not cover (the program may still be right there: many such comparisons choose between
     two equivalent forms)."""
-    env = _sizes(meta, shapes)
+    env = _sizes(dims, shapes)
     out = []
-    for text in meta.get("dim_guards", []):
+    for text in dims.guards or []:
         try:
             ok = bool(_eval(ast.parse(text, mode="eval"), env))
         except (KeyError, ValueError, SyntaxError, ZeroDivisionError):
@@ -389,11 +390,11 @@ def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]
     return out
 
 
-def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
-    """The equalities a symbolic program asserts (``meta["dim_equalities"]``, checked at run time by
+def equality_violations(dims: SymbolicDims, shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The equalities a symbolic program asserts (``dims.equalities``, checked at run time by
     ``ASSERT_EQUAL_SHAPE`` and the operators' own shape checks) that do not hold when its inputs have ``shapes``,
     each as one phrase in terms of the symbols and the sizes (``(d1 - 1) % 2 == 0 does not hold at d1=20``)."""
-    env = _sizes(meta, shapes)
+    env = _sizes(dims, shapes)
     at = ", ".join(f"{k}={v}" for k, v in env.items())
 
     def value(label: Any) -> int | None:
@@ -403,7 +404,7 @@ def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[i
             return None
 
     out = []
-    for e in meta.get("dim_equalities", []):
+    for e in dims.equalities:
         if "expression" in e:
             text = str(e["expression"])
             try:
@@ -424,18 +425,18 @@ def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[i
                 continue
             out.append(f"{e['a']} == {e['b']} (at {e.get('op')}) does not hold at {at}: {va} vs {vb}")
     if not out:  # a program read back from .mlir: its asserted equalities travel among the guards
-        out = [f"{g} does not hold at {at}" for g in guard_violations(meta, shapes) if " == " in g]
+        out = [f"{g} does not hold at {at}" for g in guard_violations(dims, shapes) if " == " in g]
     return out
 
 
-def guard_warning_lines(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
-    """The warning lines of :meth:`TosaModel.guard_warnings` for ``meta`` at input ``shapes``."""
-    env = _sizes(meta, shapes)
+def guard_warning_lines(dims: SymbolicDims, shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The warning lines of :meth:`TosaModel.guard_warnings` for ``dims`` at input ``shapes``."""
+    env = _sizes(dims, shapes)
     at = ", ".join(f"{k}={v}" for k, v in env.items())
-    hints = meta.get("dim_hints") or {}
+    hints = dims.hints or {}
     sample = ", ".join(f"{k}={v}" for k, v in hints.items())
     return [f"size guard '{g}' does not hold at {at} (the conversion decided it at {sample or 'its sample sizes'}; "
-            "the program may still be right here)" for g in guard_violations(meta, shapes)]
+            "the program may still be right here)" for g in guard_violations(dims, shapes)]
 
 
 def _name(d: SymDim) -> str:

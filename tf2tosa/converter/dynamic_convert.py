@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import ConversionError, InputError, NotYetError
+from ..ir.records import ConversionRecord
 from ..ir.symdim import Guards
 from ..options import ConvertOptions
 from . import dynamic
@@ -77,7 +78,7 @@ def open_symbols(source: Any, options: ConvertOptions) -> list[str]:
                     raise
                 hinted = set(hints) - set(fixed)
                 first = convert_source(source, plain.replace(dims={**fixed, **{s: int(hints[s]) for s in hinted}}))
-        return sorted({d["symbol"] for e in first.graph.meta.get("fixed_dims", []) for d in e["dims"]
+        return sorted({d["symbol"] for e in first.graph.record.fixed_dims for d in e["dims"]
                        if d["from"] == "default" or (d["from"] == "dim" and d["symbol"] in hinted)})
     data, path = map_source(source)
     graph = load_tflite(data, file=path)
@@ -186,16 +187,16 @@ def _stuck(run: _Run, first: Converted, g1: Guards, samples: Mapping[str, int], 
     return stuck
 
 
-def _open_fixed_dims(meta: dict[str, Any], open_syms: Sequence[str]) -> None:
-    """``meta["fixed_dims"]`` without the dimensions kept symbolic (their shapes name the symbol instead)."""
+def _open_fixed_dims(record: ConversionRecord, open_syms: Sequence[str]) -> None:
+    """``record.fixed_dims`` without the dimensions kept symbolic (their shapes name the symbol instead)."""
     kept = []
-    for entry in meta.get("fixed_dims", []):
+    for entry in record.fixed_dims:
         shape = [next((d["symbol"] for d in entry["dims"] if d["dim"] == k and d["symbol"] in open_syms), int(n))
                  for k, n in enumerate(entry["shape"])]
         dims_left = [{**d, "value": int(d["value"])} for d in entry["dims"] if d["symbol"] not in open_syms]
         if dims_left:
             kept.append({**entry, "shape": shape, "dims": dims_left})
-    meta["fixed_dims"] = kept
+    record.fixed_dims = kept
 
 
 def convert_dynamic(source: Any, options: ConvertOptions) -> Converted:
@@ -223,9 +224,9 @@ def convert_dynamic(source: Any, options: ConvertOptions) -> Converted:
         raise NotYetError(f"--dynamic: not yet: the conversions at {samples} and {env2} relied on different "
                           f"size conditions ({'; '.join(g1.relations)} / {'; '.join(g2.relations)})", file=label)
     graph = dynamic.symbolise(first.graph, second.graph, samples, env2, g1, file=label)
-    _open_fixed_dims(graph.meta, open_syms)
+    _open_fixed_dims(graph.record, open_syms)
     profs, exts = requirements(graph)
-    graph.meta["profiles"], graph.meta["extensions"] = profs, sorted(set(exts) | {"EXT-DYNAMIC", "EXT-SHAPE"})
+    graph.record.profiles, graph.record.extensions = profs, sorted(set(exts) | {"EXT-DYNAMIC", "EXT-SHAPE"})
     return Converted(graph, source=first.source, source_path=first.source_path)
 
 

@@ -39,7 +39,7 @@ Values
   extent equals their length (axis 0 when several do and 0 is one of them, else the last
   of them).  ``logarithmic_quantize`` is not affine: the tensor stays fp32 and is followed
   by an ``nnef.logarithmic_quantize`` op (the spec's reading of ``graph.quant``).  The raw
-  entry of every tensor is kept in ``graph.meta["quantization"][name]``.
+  entry of every tensor is kept in ``graph.source.quantization[name]``.
 
 Operations
 ----------
@@ -56,9 +56,9 @@ Operations
 * Locations: ``"<op name>#<index in the expanded operation list>"``; constants
   ``"VARIABLE:<label>"``, ``"CONSTANT#<index>"``, ``"LITERAL"``.
 
-Metadata (``graph.meta``)
--------------------------
-``source_format`` ("nnef"), ``file``, ``nnef_version`` (e.g. "1.0"), ``extensions``,
+Source record (``graph.source``, :class:`~tf2tosa.ir.records.SourceInfo`)
+----------------------------------------------------------------------------
+``format`` ("nnef"), ``file``, ``nnef_version`` (e.g. "1.0"), ``nnef_extensions``,
 ``graph_name``, ``quantization``, ``expanded`` (the fragment names given to the parser),
 ``kept`` (compound operations left whole).
 
@@ -1107,8 +1107,9 @@ class _GraphBuilder:
                  lowered: list[str], keep: set[str]) -> None:
         self.ng, self.folder, self.shown, self.gname = ng, folder, shown, gname
         graph = Graph(str(ng.name))
-        graph.meta.update(source_format="nnef", file=gname, nnef_version=version, extensions=extensions,
-                          graph_name=str(ng.name), expanded=lowered, kept=sorted(keep), quantization={})
+        info = graph.source
+        info.format, info.file, info.nnef_version, info.nnef_extensions = "nnef", gname, version, extensions
+        info.graph_name, info.expanded, info.kept, info.quantization = str(ng.name), lowered, sorted(keep), {}
         self.graph = graph
         self.values: dict[str, Value] = {}
         self.literals: dict[tuple[str, Any], Value] = {}
@@ -1124,7 +1125,7 @@ class _GraphBuilder:
         shape = tuple(int(d) for d in (t.shape or []))
         q = t.quantization
         if q:
-            graph.meta["quantization"][name] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+            graph.source.quantization[name] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
                                                 for k, v in q.items()}
         if t.dtype not in _NNEF_TYPES:
             raise ModelLoadError(f"unknown tensor type '{t.dtype}'", file=gname, op=op_name, tensor=name)

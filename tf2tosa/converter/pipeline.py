@@ -2,6 +2,12 @@
 
 Every frontend (``.tflite``: :func:`.tflite.load_tflite`; TensorFlow: :func:`.tensorflow.tensorflow_frontend`) produces
 a graph and :func:`convert_graph` runs the same passes (:mod:`.passes`) on it.
+
+Records (:mod:`tf2tosa.ir.records`): the passes and rules of one conversion hand each other per-graph state through
+the context's :class:`~tf2tosa.ir.pass_context.PassContext` (``LegalizeContext.passes``); :func:`legalize_graph` sets
+``fp16_keep`` there and writes ``graph.record.tensor_map``; :func:`convert_graph` reads ``graph.record.fixed_dims``
+(a size refusal names the user's sizes) and ``graph.record.inexact``, takes ``graph.source.warnings``, writes
+``graph.record.profiles`` / ``extensions`` / ``warnings`` and empties ``graph.source.subgraphs``.
 """
 
 from __future__ import annotations
@@ -68,12 +74,13 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     if options.rounding not in ("double", "single"):
         raise ConversionError(f"rounding must be 'double' or 'single', not {options.rounding!r}")
     ctx = context if context is not None else legalize_context(options, file)
-    tensor_map: dict[str, str] = graph.meta.setdefault("tensor_map", {})
+    tensor_map: dict[str, str] = graph.record.tensor_map
     passes.densify(graph, ctx)  # sparse weights (TFLite sparsity) become dense constants first
     # fp16 weights kept as fp16: each one's fp32 expansion is narrowed back as soon as its readers are legalized
     narrow_early = passes.fp16_weights_mode(options.fp16_weights, file) == "keep"
+    state = ctx.passes.of(graph)  # what the passes and rules hand each other about this graph
     if narrow_early:  # folded fp16 -> fp32 CASTs of weights stay float16 underneath (see ir.widened)
-        graph.meta[passes.fp16_weights.FP16_KEEP] = True
+        state.fp16_keep = True
     not_yet: set[str] = set()  # ops whose rule cannot keep a symbolic size yet (--dynamic)
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
     # complex64 values as real/imaginary pairs; when it refuses one (failure recorded), every complex op is skipped
@@ -101,8 +108,8 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
             graph.replace_all_uses(old, val)
         if not any(graph.uses(r) for r in op.results):
             graph.remove_op(op)
-        if narrow_early and graph.meta.get(passes.fp16_weights.PENDING):
-            passes.keep_fp16_weights_early(graph)
+        if narrow_early and state.fp16_pending:
+            passes.keep_fp16_weights_early(graph, state)
 
     # TFLite lists the DEQUANTIZE ops of fp16 weights first: each is legalized right before its first reader instead,
     # so that only one weight at a time is expanded to fp32 (see keep_fp16_weights_early)
@@ -153,7 +160,7 @@ def _input_cause(graph: Graph) -> tuple[str, bool]:
     """Which input sizes make the graph's tensors as large as they are, for a size refusal: the dimensions set by
     --dim / --input-shape (True: the user's), else the largest input's largest dimension (False)."""
     set_by_user = [f"input {e['input']!r} dimension {d['dim']} ({d['symbol']}={d['value']} from --{d['from']})"
-                   for e in graph.meta.get("fixed_dims", []) for d in e["dims"] if d["from"] in ("dim", "input-shape")]
+                   for e in graph.record.fixed_dims for d in e["dims"] if d["from"] in ("dim", "input-shape")]
     if set_by_user:
         return "; ".join(set_by_user), True
     sized = [([profiles.plain_dim(d) or 0 for d in v.type.shape], v) for v in graph.inputs
@@ -211,7 +218,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         if options.io not in ("float", "int"):
             raise InputError(f"io must be 'float' or 'int', not {options.io!r}", file=file)
         if options.io == "int":
-            passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (meta["io_quantization"])
+            passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (record.io_quantization)
         passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
         passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
         passes.batch_fully_connected(graph)  # int16x8 FCs of one weight on independent rows: one stacked op
@@ -221,11 +228,10 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
             if_conversion(graph, warn=warnings.append)
         passes.refresh_shapes(graph)
         if options.fold:
-            passes.fold_constants(graph)
+            passes.fold_constants(graph, ctx.passes.of(graph))
         if fp16_mode == "keep":
-            passes.keep_fp16_weights(graph)
-        graph.meta.pop("fp16_weights", None)
-        graph.meta.pop("fp16_sources", None)
+            passes.keep_fp16_weights(graph, ctx.passes.of(graph))
+        ctx.passes.of(graph).fp16_sources = {}
         passes.remove_identities(graph)
         passes.fold_pad(graph)
         graph.remove_dead_ops()
@@ -254,10 +260,10 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
                         "as graph inputs/outputs instead")
     warnings += [f"{e['op']} ({e['tensor']}) is not bit-exact with TFLite: {e['reason']}"
                  for e in graph.inexact]
-    warnings += graph.meta.pop("frontend_warnings", [])  # what the frontend has to tell (e.g. how it loaded)
-    graph.meta.update(profiles=profs, extensions=exts, warnings=warnings)
-    graph.meta.pop("subgraphs", None)  # the frontend's raw subgraphs; bodies that are used live in op.regions
-    graph.meta.pop("tfl_resource_variables", None)
+    warnings += graph.source.warnings  # what the frontend has to tell (e.g. how it loaded)
+    graph.source.warnings = []
+    graph.record.profiles, graph.record.extensions, graph.record.warnings = profs, exts, warnings
+    graph.source.subgraphs = []  # the frontend's raw subgraphs; bodies that are used live in op.regions
     return graph
 
 

@@ -5,7 +5,7 @@ field layout from :mod:`.tflite_schema`); TensorFlow is never imported.  Entry p
 
 Graphs
 ------
-Every subgraph becomes a :class:`~tf2tosa.ir.graph.Graph`; ``graph.meta["subgraphs"]``
+Every subgraph becomes a :class:`~tf2tosa.ir.graph.Graph`; ``graph.source.subgraphs``
 lists them all (index = TFLite subgraph index).  The returned graph is the main one:
 the subgraph named by the first SignatureDef, else subgraph 0.  Its inputs/outputs
 keep the subgraph's order (LiteRT's ``get_input_details()`` / ``get_output_details()``
@@ -20,7 +20,7 @@ Values
   tensor name.  Unnamed tensors are called ``t<index>``.
 * Shapes come from ``shape_signature`` when present: a ``-1`` becomes the symbol
   ``"batch"`` at dim 0 and ``"d<k>"`` at dim k.  The concrete ``shape`` stored in the
-  file for such values is kept in ``graph.meta["stored_shapes"][value_name]``.
+  file for such values is kept in ``graph.source.stored_shapes[value_name]``.
 * Element types: FLOAT32→fp32, FLOAT16→fp16, BFLOAT16→bf16, FLOAT64→fp64, INT4→i4,
   INT8→i8, INT16→i16, INT32→i32, INT64→i64, UINT8→u8, UINT16→u16, UINT32→u32,
   UINT64→u64, BOOL→bool, STRING→string, COMPLEX64/128, RESOURCE, VARIANT, and from
@@ -69,9 +69,9 @@ Operations (op name → attrs)
 * ``tfl.variable``: ``name`` (value name) for each ``is_variable`` tensor;
   ``graph.variables[name] = {"type", "initial" (ndarray or None), "source"}``.
 
-Metadata (``graph.meta``)
--------------------------
-``source_format`` ("tflite"), ``file`` (path or None), ``tflite_version``,
+Source record (``graph.source``, :class:`~tf2tosa.ir.records.SourceInfo`)
+----------------------------------------------------------------------------
+``format`` ("tflite"), ``file`` (path or None), ``tflite_version``,
 ``description``, ``signatures`` (list of ``{"signature_key", "subgraph_index",
 "inputs": [(name, tensor_name)], "outputs": [...]}``), ``subgraphs``,
 ``main_subgraph_index``, ``subgraph_index``, ``stored_shapes``, ``tensor_indices``
@@ -392,19 +392,19 @@ class _Loader:
         if signatures:
             self._apply_signature(main, signatures[0])
 
-        meta = main.meta
-        meta["source_format"] = "tflite"
-        meta["file"] = self.file
-        meta["tflite_version"] = version
-        meta["description"] = self.string(model, _MODEL["description"])
-        meta["signatures"] = signatures
-        meta["subgraphs"] = graphs
-        meta["main_subgraph_index"] = main_index
+        src = main.source
+        src.format = "tflite"
+        src.file = self.file
+        src.tflite_version = version
+        src.description = self.string(model, _MODEL["description"])
+        src.signatures = signatures
+        src.subgraphs = graphs
+        src.main_subgraph_index = main_index
         self.where = "the metadata"
-        meta["metadata"] = self._metadata()
+        src.metadata = self._metadata()
         for g in graphs:
-            g.meta.setdefault("source_format", "tflite")
-            g.meta.setdefault("file", self.file)
+            if g is not main:
+                g.source.format, g.source.file = "tflite", self.file
         return main
 
     def _signatures(self, n_sub: int) -> list[dict[str, Any]]:
@@ -660,13 +660,13 @@ class _Loader:
         st = self.table(self.elem(self.model, _MODEL["subgraphs"], k), f"SubGraph {k}")
         gname = sanitize_name(self.string(st, _SUBGRAPH["name"])) or f"subgraph{k}"
         g = Graph(gname)
-        g.meta["subgraph_index"] = k
+        g.source.subgraph_index = k
         stored: dict[str, tuple[int, ...]] = {}
-        g.meta["stored_shapes"] = stored
+        g.source.stored_shapes = stored
         n_t = self.vlen(self.count(st, _SUBGRAPH["tensors"]), "tensors")
         tensors = [self._tensor(st, i) for i in range(n_t)]
         tensor_indices: dict[str, int] = {}
-        g.meta["tensor_indices"] = tensor_indices
+        g.source.tensor_indices = tensor_indices
         sub = _Subgraph(k, g, tensors, stored, tensor_indices)
         self._subgraph_inputs(sub, st)
         self._variables(sub)
@@ -897,7 +897,7 @@ class _Loader:
                     stack.pop()
 
     def _apply_signature(self, g: Graph, sig: dict[str, Any]) -> None:
-        """Record the SignatureDef keys of the main graph's inputs/outputs (``meta["signature_names"]``).
+        """Record the SignatureDef keys of the main graph's inputs/outputs (``source.signature_names``).
 
         The order stays the subgraph's: it is what LiteRT's ``get_input_details()`` / ``get_output_details()``
         return, while a SignatureDef lists its keys sorted by name (``output_0, output_1 …``), which need not be the
@@ -912,4 +912,4 @@ class _Loader:
                 found = by_source.get(tname)
                 if found is not None:
                     names[found.name] = key
-        g.meta["signature_names"] = names
+        g.source.signature_names = names

@@ -34,7 +34,7 @@ that references it and is never modified.
 
 ``tfl.call_once`` / ``tfl.var_handle`` / ``tfl.read_variable`` / ``tfl.assign_variable``
     (also the TensorFlow frontend's kept variables, :mod:`.tf_control`: ``tf.VarHandleOp`` handles whose initial
-    values are ``graph.meta["variable_values"]``, assigned by ``tf.AssignVariableOp`` and its add/sub forms.)
+    values are ``graph.source.variable_values``, assigned by ``tf.AssignVariableOp`` and its add/sub forms.)
     The session-initialisation subgraph is *resolved at conversion time*: it may only assign constants to resource
     variables (anything else is reported); those become the variables' initial values and ``call_once`` itself
     disappears.  A variable nothing assigns outside that subgraph is read as a ``tosa.CONST`` of its initial value
@@ -84,7 +84,7 @@ def _region(op: Operation, field: str, position: int) -> Graph:
     """The region referenced by ``op.attrs[field]`` (matched by subgraph index, else by position)."""
     want = op.attrs.get(field)
     for g in op.regions:
-        if want is not None and g.meta.get("subgraph_index") == want:
+        if want is not None and g.source.subgraph_index == want:
             return g
     if position < len(op.regions):
         return op.regions[position]
@@ -385,7 +385,7 @@ def _simplify_list_writes(graph: Graph, before: set[int]) -> dict[int, Value]:
 def _region_graph(b: Builder, region: Graph, types: Sequence[TensorType], where: str, name: str) -> Graph:
     """A standalone TOSA graph: ``region`` legalized for inputs of ``types``."""
     g = Graph(name)
-    g.meta["tfl_resource_variables"] = _variables(b.graph)  # one record of the model's variables
+    b.context.passes.of(g).resource_variables = _variables(b)  # one record of the model's variables
     args = [g.add_input(v.name, t) for v, t in zip(region.inputs, types)]
     for a, v in zip(args, region.inputs):
         a.source = v.source
@@ -613,7 +613,7 @@ class _Variables:
     def __init__(self, graph: Graph) -> None:
         #: the top-level graph: VARIABLE declarations go there, never into a COND_IF / WHILE_LOOP region
         self.home = graph
-        subgraphs: list[Graph] = list(graph.meta.get("subgraphs") or []) or [graph]
+        subgraphs: list[Graph] = list(graph.source.subgraphs) or [graph]
         if graph not in subgraphs:
             subgraphs.append(graph)
         init_graphs: list[Graph] = []
@@ -642,7 +642,7 @@ class _Variables:
                     continue
                 self.initial[name] = np.asarray(arr)
         # a TensorFlow variable kept by the frontend: its value when the model was loaded
-        for name, arr in (graph.meta.get("variable_values") or {}).items():
+        for name, arr in graph.source.variable_values.items():
             self.initial.setdefault(_clean(name), np.asarray(arr))
         self.assigned: set[str] = set()
         for g in subgraphs:
@@ -670,11 +670,12 @@ class _Variables:
         return any(op.name == "tosa.VARIABLE" and op.attrs.get("name") == name for op in self.home.ops.values())
 
 
-def _variables(graph: Graph) -> _Variables:
-    state = graph.meta.get("tfl_resource_variables")
+def _variables(b: Builder) -> _Variables:
+    """The record of the model's variables (``GraphPasses.resource_variables`` of ``b.graph``), made once."""
+    passes = b.context.passes.of(b.graph)
+    state = passes.resource_variables
     if not isinstance(state, _Variables):
-        state = _Variables(graph)
-        graph.meta["tfl_resource_variables"] = state
+        state = passes.resource_variables = _Variables(b.graph)
     return state
 
 
@@ -770,15 +771,15 @@ def _declare(b: Builder, state: _Variables, name: str, t: TensorType) -> None:
     op.attrs["side_effect"] = True
     # how the stored form maps to the source's values (sessions show and take the source's values)
     if t.dtype in _BYTE_STATE:
-        state.home.meta.setdefault("state_encoding", {})[name] = f"{t.dtype.value}-bytes"
+        state.home.record.state_encoding[name] = f"{t.dtype.value}-bytes"
     elif t.dtype is DType.INT8 and t.quant is not None and init is not None and init.dtype == np.uint8:
-        state.home.meta.setdefault("state_encoding", {})[name] = "u8-offset"
+        state.home.record.state_encoding[name] = "u8-offset"
 
 
 @legalize("tfl.call_once")
 def call_once(b: Builder, op: Operation) -> list[Value]:
     """Resolved at conversion time: the constants it assigns become the variables' initial values."""
-    state = _variables(b.graph)
+    state = _variables(b)
     if state.problems:
         raise Unsupported("; ".join(sorted(set(state.problems))))
     return []
@@ -795,7 +796,7 @@ def var_handle(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.read_variable", arity=1)
 def read_variable(b: Builder, op: Operation) -> list[Value]:
     """The initial value as a CONST when nothing assigns the variable, else VARIABLE_READ (EXT-VARIABLE)."""
-    state = _variables(b.graph)
+    state = _variables(b)
     name = _var_name(op.operands[0])
     t = op.result.type
     if name not in state.assigned:
@@ -817,7 +818,7 @@ def read_variable(b: Builder, op: Operation) -> list[Value]:
 @legalize("tfl.assign_variable", arity=2, result_optional=True)
 def assign_variable(b: Builder, op: Operation) -> list[Value]:
     """VARIABLE_WRITE (EXT-VARIABLE); only the last write of an invocation is kept, later reads take its value."""
-    state = _variables(b.graph)
+    state = _variables(b)
     name = _var_name(op.operands[0])
     state.check_home(b, name)
     x = op.operands[1]

@@ -17,7 +17,7 @@
   pipeline reports for an op without a rule (instead of a bare "no legalization rule").
 * :func:`emit_custom` keeps an op the converter cannot lower as a TOSA ``CUSTOM`` operator (spec 2.15.1 CUSTOM) with the
   same inputs and outputs, so the rest of the graph still converts (``ConvertOptions.custom_ops``).
-  The executor cannot run CUSTOM (it raises an error naming the operator); ``graph.meta["custom_ops"]`` lists
+  The executor cannot run CUSTOM (it raises an error naming the operator); ``graph.record.custom_ops`` lists
   the names.
 """
 
@@ -493,7 +493,7 @@ def _result_type(b: Builder, r: Value) -> TensorType:
     t = r.type
     shape: tuple[Any, ...] = tuple(t.shape)
     if not t.is_static:
-        stored = b.graph.meta.get("stored_shapes", {}).get(r.name)
+        stored = b.graph.source.stored_shapes.get(r.name)
         if stored is None:
             raise Unsupported(f"result {r.source or r.name} has a dynamic shape {list(t.shape)}")
         shape = tuple(int(d) for d in stored)
@@ -516,7 +516,7 @@ def emit_custom(b: Builder, op: Operation, reason: str) -> list[Value]:
     (``tf2tosa.tensorflow`` for tf.* ops); implementation_attrs = the custom_options bytes (tfl.custom) or a JSON
     object of the op's attributes, the reason it was not lowered and ``placeholder_shapes``: the results whose
     shape is data-dependent in the source (their TOSA shape is the one stored in the file, e.g. [1] for unique's
-    output).  Appends the name to ``graph.meta["custom_ops"]``.  Raises Unsupported (with
+    output).  Appends the name to ``graph.record.custom_ops``.  Raises Unsupported (with
     ``reason`` first) when an input or output has no static TOSA type.
     """
     name = custom_name(op)
@@ -537,7 +537,7 @@ def emit_custom(b: Builder, op: Operation, reason: str) -> list[Value]:
     domain = _DOMAINS.get(op.name.split(".")[0], CUSTOM_DOMAIN)
     new = b.emit("CUSTOM", inputs, {"operator_name": name, "domain_name": domain,
                                     "implementation_attrs": impl}, result_types=types)
-    b.graph.meta.setdefault("custom_ops", []).append(name)
+    b.graph.record.custom_ops.append(name)
     return list(new.results)
 
 

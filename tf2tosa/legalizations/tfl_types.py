@@ -10,7 +10,7 @@ from ..ir.symdim import size as size_of
 from ..quant.elementwise import lut16, table8
 from ..quant.rescale import requantize
 from ..quant.tflite_reference import FLOAT_ISLAND_KERNELS
-from ..tosa.builder import FP16_PENDING, FP16_SOURCES, Builder
+from ..tosa.builder import Builder
 from .lowering.layout import data_operand, keeps_values, prod, retag, tosa_dtype
 from .lowering.legalize_common import scalar_const
 from .lowering.tf_ops import fake_quant_params
@@ -165,10 +165,11 @@ def dequantize(b: Builder, op: Operation) -> list[Value]:
     if x.dtype in _FLOATS and not x.type.is_quantized:
         y = b.cast(data_operand(b, x), out)
         if x.dtype is DType.FP16 and x.is_const:  # fp16 weights: the fp16_weights pass may store them as fp16
-            b.graph.meta["fp16_weights"] = b.graph.meta.get("fp16_weights", 0) + 1
+            passes = b.context.passes.of(b.graph)
+            passes.fp16_weights += 1
             if y.is_const:  # the pass can reuse the source's fp16 array for this constant
-                b.graph.meta.setdefault(FP16_SOURCES, {})[y.id] = x.const()
-                b.graph.meta.setdefault(FP16_PENDING, []).append(y)  # (narrowed once its readers are legalized)
+                passes.fp16_sources[y.id] = x.const()  # type: ignore[assignment]
+                passes.fp16_pending.append(y)  # (narrowed once its readers are legalized)
         return [y]
     c = x.const()
     q = x.type.quant

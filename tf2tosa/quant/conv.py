@@ -175,14 +175,14 @@ def _conv_bound(op: Operation) -> int:
 
 
 def note_inexact(b: Builder, op: Operation, reason: str) -> None:
-    """Record that ``op`` is lowered by a path that is not bit-exact with TFLite (``graph.meta["inexact"]``, shown by
+    """Record that ``op`` is lowered by a path that is not bit-exact with TFLite (``graph.record.inexact``, shown by
     ``convert``, ``inspect`` and the verify report) and log a warning naming the op."""
     import logging
 
     label = op.name.removeprefix("tfl.").upper()
     src = next((r.source or r.name for r in op.results), "")
     entry = {"op": label, "tensor": src, "reason": reason}
-    lst = b.graph.meta.setdefault("inexact", [])
+    lst = b.graph.record.inexact
     if entry not in lst:
         lst.append(entry)
         logging.getLogger("tf2tosa").warning("%s (%s): not bit-exact with TFLite: %s", label, src, reason)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
-from ..tosa.builder import KEEP_UNFOLDED, Builder
+from ..tosa.builder import Builder
 from . import tflite_reference as R
 from .rescale import joint_add_rescales, merged_widen_rescale, rescale, rescale_raw, rounding_mode
 from .table import apply_table_i8
@@ -88,7 +88,7 @@ def widen_kept(b: Builder, x: Value, zp: int) -> Value:
     finally:
         b.fold = fold
     assert r.producer is not None
-    kept = b.graph.meta.setdefault(KEEP_UNFOLDED, [])
+    kept = b.context.passes.of(b.graph).keep_unfolded
     kept.append(r.producer.id)
     return r
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import InputError, Unsupported
 from ..ir import DType, Operation, Value
-from ..tosa.builder import KEEP_UNFOLDED, Builder
+from ..tosa.builder import Builder
 
 #: values of the ``hybrid`` conversion option (``--hybrid``): LiteRT's hybrid kernels, or float weights
 MODES = ("kernel", "dequantize")
@@ -99,7 +99,7 @@ def dequantize_weight(b: Builder, op: Operation, w: Value) -> Value:
         out = b.mul(wf, scale)
     finally:
         b.fold = fold
-    kept = b.graph.meta.setdefault(KEEP_UNFOLDED, [])
+    kept = b.context.passes.of(b.graph).keep_unfolded
     for v in (wf, out):
         assert v.producer is not None
         kept.append(v.producer.id)
@@ -112,8 +112,6 @@ TINY = 2.0 ** -110
 #: the float32 just below 1/2: FLOOR(v + HALF_BELOW) is C's round of any float32 0 <= v < 2^23 (v + 0.5 would take
 #: 0.49999997 to 1)
 HALF_BELOW = float(np.nextafter(np.float32(0.5), np.float32(0.0)))
-#: ``graph.meta`` key: (value id, shape, asymmetric) -> what :func:`quantize` made for it
-QUANTIZED = "hybrid_quantized"
 #: the base of the names of the tensors the hybrid rules make inside an op
 SHORT_NAME = "hq"
 
@@ -197,8 +195,7 @@ def quantize(b: Builder, x: Value, shape: list[int], asymmetric: bool, rows: lis
     ``shape``).  Made once per tensor, shapes and kind in a graph: a later hybrid op reading the same tensor reuses
     it."""
     rows = rows or shape
-    memo: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], tuple[Value, Value, Value | None]]
-    memo = b.graph.meta.setdefault(QUANTIZED, {})
+    memo = b.context.passes.of(b.graph).hybrid_quantized
     key = (x.id, tuple(shape), tuple(rows), asymmetric)
     got = memo.get(key)
     if got is not None and all(v.producer is not None and b.graph.ops.get(v.producer.id) is v.producer
@@ -246,6 +243,6 @@ def corrected(b: Builder, dot: Value, zp: Value | None, w_rows: np.ndarray) -> V
     return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)
 
 
-__all__ = ["HALF_BELOW", "MODES", "QUANTIZED", "SHORT_NAME", "TINY", "c_round", "check_mode", "corrected",
+__all__ = ["HALF_BELOW", "MODES", "SHORT_NAME", "TINY", "c_round", "check_mode", "corrected",
            "dequantize_weight", "fconst", "hybrid_mode", "is_hybrid", "quantize", "quantize_rows",
            "quantize_rows_asymmetric", "short_names", "weight_scales", "where"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..ir.pass_context import PassContext
 from ..options import MAX_UNROLL, ConvertOptions
 
 
@@ -30,6 +31,8 @@ class LegalizeContext:
     file: str | None = None
     #: op name -> reasons of the ops that could not be legalized
     failures: dict[str, list[str]] = field(default_factory=dict)
+    #: what the passes and rules hand each other about each graph (:class:`~tf2tosa.ir.pass_context.GraphPasses`)
+    passes: PassContext = field(default_factory=PassContext)
 
     def fail(self, name: str, reason: str) -> None:
         """Record that an op ``name`` could not be legalized, and why."""

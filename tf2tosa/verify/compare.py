@@ -170,7 +170,7 @@ class VerifyReport:
     outputs: list[OutputReport] = field(default_factory=list)
     #: every float op judged by the spec's accuracy rules (None for graphs without float ops)
     spec: ComplianceReport | None = None
-    #: ops lowered by a path that is not bit-exact with TFLite (graph.meta["inexact"], see quant.conv.note_inexact)
+    #: ops lowered by a path that is not bit-exact with TFLite (graph.record.inexact, see quant.conv.note_inexact)
     inexact: list[dict[str, str]] = field(default_factory=list)
     #: what the outputs were judged against: ``ref``, ``optimized`` or ``tensorflow``
     oracle: str = "ref"
@@ -491,7 +491,7 @@ def _litert_inputs(g: Graph, source_sets: list[dict[str, np.ndarray]], tflite: b
     # another .tflite (TFLite's own conversion of a TF model): pair inputs and outputs through its SignatureDef keys,
     # which our graph records as signature_names; by position only when the keys do not cover them
     sig_in, sig_out = _signature_tensors(tflite) if tflite is not None else ({}, {})
-    keys: dict[str, str] = dict(g.meta.get("signature_names") or {})
+    keys: dict[str, str] = dict(g.source.signature_names)
     by_key_in = positional and bool(g.inputs) and all(keys.get(v.name) in sig_in for v in g.inputs)
     litert_sets: list[Any] = (
         [{sig_in[keys[v.name]]: as_source(v.name, s[v.name]) for v in g.inputs} for s in source_sets] if by_key_in
@@ -598,7 +598,7 @@ def verify_fp64(model: ConvertedModel, inputs: Sequence[Mapping[str, np.ndarray]
 
 def _signature_tensors(tflite: bytes) -> tuple[dict[str, str], dict[str, str]]:
     """SignatureDef key -> tensor name for the inputs and outputs of the first signature of ``tflite``."""
-    sigs = load_tflite(tflite).meta.get("signatures") or []
+    sigs = load_tflite(tflite).source.signatures
     if not sigs:
         return {}, {}
     return dict(sigs[0]["inputs"]), dict(sigs[0]["outputs"])

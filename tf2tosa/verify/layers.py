@@ -1,7 +1,7 @@
 """Per-layer comparison: find the first layer where the TOSA program drifts from LiteRT.
 
 LiteRT runs the ``.tflite`` with every intermediate tensor preserved (:func:`.litert.run_tflite_tensors`); the
-executor runs the converted graph with ``trace=True``.  The converter's ``graph.meta["tensor_map"]`` (TFLite tensor
+executor runs the converted graph with ``trace=True``.  The converter's ``graph.record.tensor_map`` (TFLite tensor
 name -> TOSA value name, completed by the ``source`` of each value) pairs them up.  Every operator output of the
 ``.tflite`` that has a TOSA value is compared:
 

@@ -22,6 +22,8 @@ common limb exponent of :func:`tf2tosa.quant.exact_round.scale_limbs` represents
 the result is bit-identical.  Only ops whose inputs do not depend on one another are stacked (the recurrent
 kernel's steps stay apart), and only where the accumulator provably fits i32 (the exact form used per row).
 Run before legalization.
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ evaluated in float32 as its float kernel does).  The graph then holds no PRO-FP 
 (Vela refuses the float ops of such islands; TFLite's int16x8 conversion leaves HARD_SWISH in float).  Only chains
 of single-use NEG/ABS/HARD_SWISH from a per-tensor int8/int16 DEQUANTIZE to QUANTIZEs of the same integer type are
 rewritten (one table per QUANTIZE).  Run before legalization (the ops are still ``tfl`` ops).
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 before: TOSA ops created before their operands became static (the uint8 boundary RESCALEs, the TABLEs of int8 float
 islands); after: their result shapes re-inferred from the catalogue (element type and quantization kept).
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the result types.
 """
 
 from __future__ import annotations
