@@ -82,6 +82,7 @@ test: lint typecheck pytest
 
 docs: $(STAMP)
 	$(BIN)/tf2tosa ops > docs/ops.md
+	$(BIN)/python tools/gen_rule_index.py
 
 bench: env
 	$(BIN)/python benchmarks/bench_convert.py

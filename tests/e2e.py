@@ -48,7 +48,7 @@ class E2EResult:
 
 def unsigned_io(graph: Graph) -> set[str]:
     """Names of graph inputs/outputs that carry uint8 bits in an i8 tensor (RESCALE input/output_unsigned)."""
-    return set(graph.meta.get("unsigned_io", ()))
+    return set(graph.record.unsigned_io)
 
 
 def to_source(graph: Graph, name: str, arr: np.ndarray) -> np.ndarray:

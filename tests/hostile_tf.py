@@ -314,7 +314,7 @@ def test_python_call_refused_by_verify_api(tmp_path: Path) -> None:
 
     m = tf2tosa.convert(fn)
     assert calls == []  # tracing and freezing did not run it
-    assert any("EagerPyFunc" in w for w in m.graph.meta["warnings"]), m.graph.meta["warnings"]
+    assert any("EagerPyFunc" in w for w in m.graph.record.warnings), m.graph.record.warnings
     with pytest.raises(InputError, match="EagerPyFunc.*--trust-model"):
         m.verify()
     assert calls == []

@@ -81,7 +81,7 @@ def check(tflite: str | os.PathLike[str], *, reference: bool = True, seed: int =
         invalid = msg.startswith(("parse error", "shape inference failed"))
         res.stage, res.detail = ("nnef-invalid" if invalid else "convert"), msg[:400]
         return res
-    res.transposes = dict(model.graph.meta.get("layout", {}))
+    res.transposes = dict(model.graph.record.layout or {})
     res.transposes["tosa"] = sum(1 for op in model.graph.ops.values() if op.name == "tosa.TRANSPOSE")
     data = path.read_bytes()
     inputs = litert.random_inputs(data, seed=seed)

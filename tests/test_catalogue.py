@@ -16,8 +16,9 @@ import pytest
 
 from tf2tosa.errors import InvalidGraphError
 from tf2tosa.ir import DType, Graph, TensorType
-from tf2tosa.tosa import catalogue, profiles, shapes
-from tf2tosa.tosa.catalogue import OPS, R, infer_result_types, match_row, validate
+from tf2tosa.tosa import optable, profiles, shapes, validation
+from tf2tosa.tosa.optable import OPS, R
+from tf2tosa.tosa.validation import infer_result_types, match_row, validate
 
 # the spec seed lives in shared/, beside the repository (as in CI)
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "000_1233e33818c54f1a.txt"
@@ -186,32 +187,32 @@ def test_profile_counts_match_appendix_b() -> None:
 
 # -------------------------------------------------------------------------------------- spot checks
 def test_spot_checks_read_in_spec() -> None:
-    conv = catalogue.get("CONV2D")
+    conv = optable.get("CONV2D")
     assert [a.name for a in conv.inputs] == ["input", "weight", "bias", "input_zp", "weight_zp"]  # S1396-1455
     assert [a.role for a in conv.inputs] == ["tensor", "tensor", "tensor", "zp", "zp"]
     assert conv.inputs[0].rank == 4 and conv.inputs[1].rank == 4 and conv.inputs[2].rank == 1
-    assert catalogue.get("tosa.CONV2D") is conv
-    table = catalogue.get("TABLE")
+    assert optable.get("tosa.CONV2D") is conv
+    table = optable.get("TABLE")
     r16 = [r for r in table.rows if r.types["in_t"] is I16]
     assert len(r16) == 1 and r16[0].support == ("EXT-INT16",) and r16[0].types["out_t"] is I32  # S5371-5381
-    add_int = [r.types["in_out_t"] for r in catalogue.get("ADD").rows if r.types["in_out_t"].is_int]
+    add_int = [r.types["in_out_t"] for r in optable.get("ADD").rows if r.types["in_out_t"].is_int]
     assert add_int == [I32]  # S3821-3825
-    assert [r.support for r in catalogue.get("ADD").rows if r.types["in_out_t"] is I32] == [("PRO-INT", "PRO-FP")]
-    clamp = {r.types["in_out_t"] for r in catalogue.get("CLAMP").rows}
+    assert [r.support for r in optable.get("ADD").rows if r.types["in_out_t"] is I32] == [("PRO-INT", "PRO-FP")]
+    clamp = {r.types["in_out_t"] for r in optable.get("CLAMP").rows}
     assert I32 not in clamp and clamp == {F16, F32, I8, BF16, I16}  # S3383-3413
-    mul = catalogue.get("MUL")
+    mul = optable.get("MUL")
     assert [a.name for a in mul.inputs] == ["input1", "input2", "shift"] and mul.inputs[2].ctc
     assert {(r.types["in_t"], r.types["out_t"]) for r in mul.rows if "PRO-INT" in r.support} == {
         (I16, I32), (I32, I32), (I8, I32)}
-    rescale = catalogue.get("RESCALE")
+    rescale = optable.get("RESCALE")
     assert [a.name for a in rescale.inputs] == ["input", "multiplier", "shift", "input_zp", "output_zp"]
-    assert len(catalogue.get("CAST").rows) == 46
-    var = catalogue.get("VARIABLE_READ").rows[0]
+    assert len(optable.get("CAST").rows) == 46
+    var = optable.get("VARIABLE_READ").rows[0]
     assert var.support == ("PRO-FP",) and var.also == ("EXT-VARIABLE",)
-    cast_bf16_fp8 = [r for r in catalogue.get("CAST").rows if r.types == {"in_t": BF16, "out_t": DType.FP8E4M3}]
+    cast_bf16_fp8 = [r for r in optable.get("CAST").rows if r.types == {"in_t": BF16, "out_t": DType.FP8E4M3}]
     assert cast_bf16_fp8[0].requirements == ("EXT-BF16", "EXT-FP8E4M3")
     with pytest.raises(InvalidGraphError, match="not a TOSA 1.0 operator"):
-        catalogue.get("FULLY_CONNECTED")
+        optable.get("FULLY_CONNECTED")
 
 
 # ------------------------------------------------------------------------------------------ shapes
@@ -554,7 +555,7 @@ def test_validate_op_on_ir_graph() -> None:
     g = _graph_int8_conv()
     for op in g.topological_order():
         if op.name in ("tosa.CONV2D", "tosa.RESCALE"):
-            assert catalogue.validate_op(op).support == ("PRO-INT",)
+            assert validation.validate_op(op).support == ("PRO-INT",)
     conv = next(op for op in g.topological_order() if op.opcode == "CONV2D")
     assert match_row("CONV2D", [v.type for v in conv.operands], None, {}).types["in_t"] is I8
 
@@ -607,7 +608,7 @@ _SAMPLES: dict[str, tuple[list[tuple[int, ...]], dict[str, Any], dict[int, list[
 def _sample(name: str) -> tuple[list[tuple[int, ...]], dict[str, Any], dict[int, list[int]]]:
     if name in _SAMPLES:
         return _SAMPLES[name]
-    spec = catalogue.get(name)
+    spec = optable.get(name)
     n = len(spec.inputs)
     attrs: dict[str, Any] = {"axis": 0} if name.startswith("REDUCE_") else {}
     return [(2, 3)] * n, attrs, {}
@@ -620,7 +621,7 @@ def test_every_row_infers_and_validates() -> None:
         for row in spec.rows:
             attrs = dict(base_attrs)
             if "acc_type" in spec.attr_map:
-                attrs["acc_type"] = {v: k for k, v in catalogue.ACC_TYPES.items()}[row.types["acc_t"]]
+                attrs["acc_type"] = {v: k for k, v in optable.ACC_TYPES.items()}[row.types["acc_t"]]
             if name == "RESIZE":
                 attrs["mode"] = "NEAREST_NEIGHBOR" if "nearest" in row.mode or "," not in row.mode else "BILINEAR"
             if name == "RESCALE" and row.types["in_t"] is I48:
@@ -632,13 +633,13 @@ def test_every_row_infers_and_validates() -> None:
             if name == "CONST":
                 attrs["values"] = np.zeros((2, 3), row.types["out_t"].np_dtype()) \
                     if row.types["out_t"] in (F32, F16, I8, I16, I32, BOOL) else np.zeros((2, 3))
-            pairs = catalogue.bind_operands(name, shapes_)
+            pairs = optable.bind_operands(name, shapes_)
             types: list[TensorType] = []
             consts: list[np.ndarray | None] = []
             for k, (arg, shp) in enumerate(pairs):
-                dt = catalogue._expected(arg.type_var, row, attrs) or F32
+                dt = validation._expected(arg.type_var, row, attrs) or F32
                 if name == "TABLE" and arg.role == "table":
-                    shp = (catalogue.TABLE_SIZE[row.types["in_t"]],)
+                    shp = (optable.TABLE_SIZE[row.types["in_t"]],)
                 types.append(t(shp, dt))
                 if arg.role == "shape":
                     consts.append(np.array(shape_consts[k]))
@@ -649,7 +650,7 @@ def test_every_row_infers_and_validates() -> None:
                 else:
                     consts.append(None)
             out_arg = spec.outputs[0] if spec.outputs and spec.outputs[0].role != "tensor_list" else None
-            out_dt = catalogue._expected(out_arg.type_var, row, attrs) if out_arg else None
+            out_dt = validation._expected(out_arg.type_var, row, attrs) if out_arg else None
             if name == "CONST":
                 out_dt = row.types["out_t"]
             if name in ("CUSTOM", "COND_IF"):

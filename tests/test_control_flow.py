@@ -59,16 +59,16 @@ def test_static_trip_count_is_unrolled() -> None:
     g = convert_graph(_counter_loop(3))
     counts = g.op_counts()
     assert "tosa.WHILE_LOOP" not in counts and counts.get("tosa.ADD") == 3
-    assert g.meta["extensions"] == []
+    assert g.record.extensions == []
     np.testing.assert_array_equal(next(iter(run(g, {"x": _x()}).values())), _x() * 8)
 
 
 def test_trip_count_over_the_bound_gives_while_loop() -> None:
-    g = convert_graph(_counter_loop(3), ConvertOptions(extra={"max_unroll": 2}))
+    g = convert_graph(_counter_loop(3), ConvertOptions(max_unroll=2))
     counts = g.op_counts()
     # the rolled-back unrolling leaves nothing behind: one WHILE_LOOP and its operands
     assert counts.get("tosa.WHILE_LOOP") == 1 and "tosa.ADD" not in counts
-    assert "EXT-CONTROLFLOW" in g.meta["extensions"]
+    assert "EXT-CONTROLFLOW" in g.record.extensions
     (loop,) = [op for op in g.ops.values() if op.name == "tosa.WHILE_LOOP"]
     cond, body = loop.regions
     assert [v.type.dtype for v in cond.outputs] == [DType.BOOL]
@@ -116,7 +116,7 @@ def test_if_with_input_condition_gives_cond_if() -> None:
                   regions=[then, els])
     g.outputs = [op.result]
     convert_graph(g)
-    assert g.op_counts().get("tosa.COND_IF") == 1 and g.meta["extensions"] == ["EXT-CONTROLFLOW"]
+    assert g.op_counts().get("tosa.COND_IF") == 1 and g.record.extensions == ["EXT-CONTROLFLOW"]
     for flag, want in ((True, _x() * 2), (False, -_x())):
         got = next(iter(run(g, {"x": _x(), "p": np.array(flag)}).values()))
         np.testing.assert_array_equal(got, want)

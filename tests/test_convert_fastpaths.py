@@ -3,9 +3,9 @@
 * ``Graph.topological_order`` (our smallest-id-first Kahn sort) against networkx's
   ``lexicographical_topological_sort`` — the oracle the order was defined by;
 * ``Graph.unique_name`` (probing from a per-base hint) against the plain probing loop, with names freed between;
-* ``quant.conv.single_rescale_exact`` (every channel's first candidate checked in one array pass): every pair it
-  returns reproduces LiteRT's double-precision requantization on every accumulator, checked exhaustively with numpy
-  from the formula, and it equals the per-channel search; the first-candidate pass (one accumulator per
+* ``quant.fully_connected.single_rescale_exact`` (every channel's first candidate checked in one array pass): every
+  pair it returns reproduces LiteRT's double-precision requantization on every accumulator, checked exhaustively with
+  numpy from the formula, and it equals the per-channel search; the first-candidate pass (one accumulator per
   half-integer on narrow windows) accepts a channel's first candidate exactly when the per-channel search does;
 * ``dedup_constants`` merges equal large constants and keeps ones that differ anywhere;
 * a ``.tflite`` conversion on the command line imports none of the TensorFlow / NNEF rules, the verifier, the MLIR
@@ -29,7 +29,7 @@ import tf2tosa
 from tf2tosa.converter.passes import dedup_constants
 from tf2tosa.ir.graph import INPUT, Graph
 from tf2tosa.ir.types import DType, TensorType
-from tf2tosa.quant.conv import _first_candidates_pass, _single_rescale_channel, single_rescale_exact
+from tf2tosa.quant.fully_connected import _first_candidates_pass, _single_rescale_channel, single_rescale_exact
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "models" / "samples"

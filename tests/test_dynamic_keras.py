@@ -87,7 +87,7 @@ def test_default_conversion_folds_the_tensordot_shape_arithmetic() -> None:
 def test_dynamic_keeps_batch_and_length_through_tensordot_and_attention() -> None:
     data = cached("dyn/keras_encoder", _tflite, {}, extra=(_encoder,))
     g = convert_dynamic(data).graph
-    assert set(g.meta["dim_symbols"]) == {"batch", "d1"}
+    assert set(g.dims.symbols) == {"batch", "d1"}
     for shape in SIZES:
         out = list(run_checked(g, {g.inputs[0].name: _x(shape)}, level="NONE").outputs.values())[0]
         _close(out, list(run_tflite(data, [_x(shape)]).values())[0])
@@ -103,7 +103,7 @@ def test_saved_model_with_none_dims_through_the_tensorflow_frontend(tmp_path: Pa
         tar.extractall(tmp_path, filter="data")
     fn = tf.saved_model.load(str(tmp_path / "sm")).signatures["serving_default"]
     g = convert_dynamic(str(tmp_path / "sm")).graph
-    assert set(g.meta["dim_symbols"]) == {"batch", "d1"}
+    assert set(g.dims.symbols) == {"batch", "d1"}
     for shape in SIZES:
         out = list(run_checked(g, {g.inputs[0].name: _x(shape)}, level="NONE").outputs.values())[0]
         _close(out, list(fn(tf.constant(_x(shape))).values())[0].numpy())

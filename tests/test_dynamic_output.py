@@ -16,6 +16,7 @@ pytest.importorskip("tensorflow")
 pytest.importorskip("ai_edge_litert")
 
 import tf2tosa  # noqa: E402
+from tests import tosa_mlir  # noqa: E402
 from tests.modelgen_dyn import model  # noqa: E402
 from tf2tosa.api import convert_dynamic  # noqa: E402
 from tf2tosa.executor import run_checked  # noqa: E402
@@ -49,7 +50,7 @@ def test_one_symbolic_program_serves_every_size(case: str) -> None:
     data = model(name, quant)
     dyn = convert_dynamic(data)
     g = dyn.graph
-    assert dyn.is_dynamic and set(g.meta["dim_symbols"]) == SYMBOLS[name]
+    assert dyn.is_dynamic and set(g.dims.symbols) == SYMBOLS[name]
     assert "EXT-SHAPE" in dyn.extensions and any(op.opcode == "DIM" for op in g.ops.values())
     for k, shape in enumerate(SHAPES[name]):
         x = _input(shape, quant, seed=k)
@@ -85,7 +86,7 @@ def test_tosa_opt_validates_the_dynamic_mlir(case: str) -> None:
     # Arm's serializer takes it to a 1.1-draft flatbuffer (our own writer does not, yet) that reads back with the
     # unknown dimensions and the shape operators
     fb = tosa_tools.serialize_mlir(text)
-    back = tosa_tools.deserialize_to_mlir(fb)
+    back = tosa_mlir.deserialize_to_mlir(fb)
     assert 'tosa.fbs_version = "1.1.0d"' in back and f"tensor<{dims}x" in back and "tosa.dim" in back
 
 
@@ -112,9 +113,9 @@ def test_safety_net_catches_a_lowering_that_loses_the_symbol(monkeypatch: pytest
 
 def test_symbols_and_guards_in_meta() -> None:
     g = convert_dynamic(model("audio")).graph
-    assert g.meta["dim_symbols"] == {"batch": {"input": "x", "dim": 0}, "d1": {"input": "x", "dim": 1}}
+    assert g.dims.symbols == {"batch": {"input": "x", "dim": 0}, "d1": {"input": "x", "dim": 1}}
     assert g.outputs[0].shape == ("batch", "max((d1 - 64) // 16 + 1, 0)", 8)
-    assert "d1 // 16 >= 1" in g.meta["dim_guards"]
+    assert "d1 // 16 >= 1" in g.dims.guards
     ops = {op.opcode for op in g.ops.values()}
     assert {"DIM", "DIV_FLOOR_SHAPE", "MAX_SHAPE", "CONCAT_SHAPE"} <= ops
     # each expression is computed once
@@ -126,7 +127,7 @@ def test_equality_the_reshape_relies_on_is_checked_at_run_time() -> None:
     """[b, n, 4] → [b*n, 4] → [b, n // 2, 12] holds the same elements only for an even n: the conversion recorded
     that equality, the program asserts it (ASSERT_EQUAL_SHAPE, an ERROR at an odd n, where LiteRT fails too)."""
     g = convert_dynamic(model("shape_reshape")).graph
-    assert [e["expression"] for e in g.meta["dim_equalities"]] == ["12*(batch * (d1 // 2)) == 6*(batch * d1)"]
+    assert [e["expression"] for e in g.dims.equalities] == ["12*(batch * (d1 // 2)) == 6*(batch * d1)"]
     assert run_checked(g, {"x": np.zeros((2, 6, 4), np.float32)}, level="NONE").status == "VALID"
     bad = run_checked(g, {"x": np.zeros((2, 5, 4), np.float32)}, level="NONE")
     assert bad.status == "ERROR" and "ASSERT_EQUAL_SHAPE" in bad.message
@@ -184,7 +185,7 @@ def test_our_dynamic_flatbuffer_validates_as_1_1_draft(case: str, tmp_path: Path
     ok, msg = tosa_tools.validate(tmp_path / "m.tosa", dyn.profiles, dyn.extensions, level="none",
                                   version=DRAFT_VERSION)
     assert ok, msg
-    text = tosa_tools.deserialize_to_mlir(tmp_path / "m.tosa")
+    text = tosa_mlir.deserialize_to_mlir(tmp_path / "m.tosa")
     dims = "x".join("?" if isinstance(d, str) else str(d) for d in dyn.graph.inputs[0].shape)
     assert 'tosa.fbs_version = "1.1.0d"' in text and f"tensor<{dims}x" in text and "tosa.dim" in text
     # the same file is not TOSA 1.0
@@ -212,7 +213,7 @@ def test_saved_model_none_dims(tmp_path: Path) -> None:
     tf.saved_model.save(m, str(tmp_path / "sm"), signatures=m.__call__)
     dyn = convert_dynamic(str(tmp_path / "sm"))
     g = dyn.graph
-    assert set(g.meta["dim_symbols"]) == {"batch", "d1"} and g.outputs[0].shape == ("batch", "6*d1")
+    assert set(g.dims.symbols) == {"batch", "d1"} and g.outputs[0].shape == ("batch", "6*d1")
     for shape in [(1, 5, 4), (3, 7, 4), (8, 2, 4)]:
         x = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
         got = run_checked(g, {g.inputs[0].name: x}, level="NONE")
@@ -234,8 +235,8 @@ def test_guards_read_back_and_are_reported_outside_the_checked_sizes(caplog: pyt
 
     data = model("transformer")
     dyn = convert_dynamic(data)
-    meta = dyn.graph.meta
-    hints = meta["dim_hints"]
+    meta = dyn.graph.dims
+    hints = meta.hints
     assert guard_violations(meta, {"x": (1, hints["d1"], 16)}) == []
     assert guard_violations(meta, {"x": (1, 1, 16)}) == ["d1 != 1"]
     x = _input((1, 1, 16), None, seed=3)
@@ -244,8 +245,8 @@ def test_guards_read_back_and_are_reported_outside_the_checked_sizes(caplog: pyt
     assert "d1 != 1" in caplog.text
     ref = list(run_tflite(data, [x]).values())[0]
     assert float(np.max(np.abs(out - ref))) <= 1e-5 * float(np.max(np.abs(ref)))
-    audio = convert_dynamic(model("audio")).graph.meta
-    assert guard_violations(audio, {"x": (2, audio["dim_hints"]["d1"])}) == []
+    audio = convert_dynamic(model("audio")).graph.dims
+    assert guard_violations(audio, {"x": (2, audio.hints["d1"])}) == []
 
 
 def test_control_flow_is_refused_not_miscompiled() -> None:
@@ -287,7 +288,7 @@ def test_size_dependent_constant_is_never_silently_wrong(quant: str | None) -> N
         assert err.value.op == "tfl.mean" and len(str(err.value).splitlines()) == 1
         return
     g = convert_dynamic(data).graph
-    assert g.meta["dim_equalities"] == []  # the parity assertions (d1 - 1) % 2 == 0 … are gone
+    assert g.dims.equalities == []  # the parity assertions (d1 - 1) % 2 == 0 … are gone
     pads = [op for op in g.ops.values() if op.opcode == "PAD"]
     assert pads and all(op.operands[1].producer.opcode != "CONST_SHAPE" for op in pads)  # computed paddings
     for shape in [(1, 21, 8), (2, 40, 8), (3, 203, 8), (1, 402, 8), (1, 23, 8)]:

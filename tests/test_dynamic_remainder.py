@@ -145,7 +145,7 @@ def test_valid_strided_front_end_is_one_program_at_three_lengths(quant: str | No
     data = _model("front_end", quant)
     dyn = convert_dynamic(data, hints={"d1": 16000})
     g = dyn.graph
-    assert dyn.is_dynamic and set(g.meta["dim_symbols"]) == {"d1"}
+    assert dyn.is_dynamic and set(g.dims.symbols) == {"d1"}
     ops = [op.opcode for op in g.topological_order()]
     assert "PAD" not in ops  # every remainder is a SLICE, no PAD (negative or not)
     cut = [op for op in g.ops.values() if op.opcode == "SLICE" and op.operands[2].producer is not None
@@ -170,7 +170,7 @@ def test_remainder_frames_are_a_slice_of_the_read_rows() -> None:
     g = convert_dynamic(_model("front_end"), hints={"d1": 16000}).graph
     labels = {str(d) for v in g.values() for d in v.shape}
     assert "160*((d1 - 512) // 160) + 512" in labels and "(d1 - 512) // 160 + 1" in labels, sorted(labels)
-    assert not any("% 160" in str(e) for e in g.meta["dim_equalities"])
+    assert not any("% 160" in str(e) for e in g.dims.equalities)
     assert not any(op.opcode == "ASSERT_EQUAL_SHAPE" for op in g.ops.values())
 
 
@@ -200,7 +200,7 @@ def test_published_mel_front_end_at_three_lengths() -> None:
     CONV_2D of 512 taps stride 160.  Its --dynamic conversion ended in a negative PAD."""
     data = MEL.read_bytes()
     g = convert_dynamic(data, hints={"d1": 16000}).graph
-    assert set(g.meta["dim_symbols"]) == {"batch", "d1"}
+    assert set(g.dims.symbols) == {"batch", "d1"}
     worst = _matches_litert(data, g, (16000, 16160, 16237), None, batch=2)
     assert max(worst) <= 1e-6
 

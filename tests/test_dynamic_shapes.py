@@ -74,14 +74,14 @@ def test_dims_and_report() -> None:
     """``dims`` fixes every dimension named by the symbol; ``fixed_dims`` says what came from where."""
     m = tf2tosa.convert(model("audio"), input_shapes=None, dims={"batch": 2, "d1": 300})
     assert list(m.graph.inputs[0].shape) == [2, 300]
-    assert m.graph.meta["fixed_dims"] == [{"input": "x", "shape": [2, 300], "dims": [
+    assert m.graph.record.fixed_dims == [{"input": "x", "shape": [2, 300], "dims": [
         {"dim": 0, "symbol": "batch", "value": 2, "from": "dim"},
         {"dim": 1, "symbol": "d1", "value": 300, "from": "dim"}]}]
     m = tf2tosa.convert(model("cnn"))
-    assert m.graph.meta["fixed_dims"][0]["dims"] == [{"dim": 0, "symbol": "batch", "value": 1, "from": "default"}]
-    assert "input 'x': batch dimension unset, using 1 (set it with --input-shape)" in m.graph.meta["warnings"]
+    assert m.graph.record.fixed_dims[0]["dims"] == [{"dim": 0, "symbol": "batch", "value": 1, "from": "default"}]
+    assert "input 'x': batch dimension unset, using 1 (set it with --input-shape)" in m.graph.record.warnings
     m = tf2tosa.convert(model("transformer"), input_shapes={"x": (1, 7, 16)})
-    assert m.graph.meta["fixed_dims"][0]["dims"] == [{"dim": 1, "symbol": "d1", "value": 7, "from": "input-shape"}]
+    assert m.graph.record.fixed_dims[0]["dims"] == [{"dim": 1, "symbol": "d1", "value": 7, "from": "input-shape"}]
 
 
 def test_default_that_breaks_the_model_is_explained() -> None:

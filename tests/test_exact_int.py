@@ -30,7 +30,7 @@ def test_fully_connected_16x8_deep(ic: int) -> None:
     res = check_tflite(f"exact_fc{ic}", data, num=5, reference_kernels=True)
     assert res.litert_mismatches == 0
     model = tf2tosa.convert(data)
-    assert not model.graph.meta.get("inexact")
+    assert not model.graph.record.inexact
     # inputs built to reach the accumulator's extremes (saturating outputs) and sparse large values
     rng = np.random.default_rng(ic)
     g = model.graph
@@ -122,16 +122,16 @@ def test_16x8_ops_realistic_sizes(kind: str) -> None:
     data = M.op16(kind)
     res = check_tflite(f"exact_op16_{kind}", data, num=5, reference_kernels=kind != "sum_long")
     assert res.litert_mismatches == 0
-    assert not tf2tosa.convert(data).graph.meta.get("inexact")
+    assert not tf2tosa.convert(data).graph.record.inexact
 
 
 def test_inexact_lowering_is_reported() -> None:
     """A path that cannot be exact is named at conversion (warning), in graph meta (inspect) and in verify."""
     data = M.op16("avgpool_huge")
     model = tf2tosa.convert(data)
-    inexact = model.graph.meta.get("inexact")
+    inexact = model.graph.record.inexact
     assert inexact and inexact[0]["op"] == "AVERAGE_POOL_2D"
-    assert any("AVERAGE_POOL_2D" in w and "not bit-exact" in w for w in model.graph.meta["warnings"])
+    assert any("AVERAGE_POOL_2D" in w and "not bit-exact" in w for w in model.graph.record.warnings)
     report = model.verify(reference_kernels=True)
     assert "inexact lowering: AVERAGE_POOL_2D" in str(report)
 

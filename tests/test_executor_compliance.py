@@ -17,7 +17,7 @@ from tests.executor_testing import Const, GraphBuilder, In
 from tf2tosa.executor import compliance as cp
 from tf2tosa.executor import run
 from tf2tosa.ir.types import DType as D
-from tf2tosa.tosa.catalogue import OPS
+from tf2tosa.tosa.optable import OPS
 
 ULP1 = 2.0 ** -23
 

@@ -18,7 +18,7 @@ from tf2tosa.executor import run_checked, static_check
 from tf2tosa.ir.graph import Graph
 from tf2tosa.ir.types import DType as D
 from tf2tosa.ir.types import TensorType
-from tf2tosa.tosa.catalogue import ACC_TYPES, OPS, TypeRow
+from tf2tosa.tosa.optable import ACC_TYPES, OPS, TypeRow
 
 ACC_NAME = {v: k for k, v in ACC_TYPES.items()}
 

@@ -18,6 +18,7 @@ import pytest
 from iree_check import check, is_i48_rescale, zoo_cases
 
 import tf2tosa
+from tests import tosa_mlir
 from tf2tosa.executor import run
 from tf2tosa.ir.graph import Graph
 from tf2tosa.ir.types import DType, TensorType
@@ -217,11 +218,11 @@ def test_both_syntaxes_are_one_program_to_iree_and_generic_parses_in_tosa_opt() 
     assert '"tosa.clamp"(' in generic and "nan_mode<IGNORE>" in upstream
     assert _iree_opt_generic(generic) == _iree_opt_generic(upstream)
     if tosa_tools.available():
-        assert tosa_tools.canonical_mlir(generic)
+        assert tosa_mlir.canonical_mlir(generic)
         ok, msg = tosa_tools.validate_mlir(generic, ["PRO-INT", "PRO-FP"], ["EXT-FFT"], strict=False)
         assert ok, msg
         with pytest.raises(tosa_tools.ToolError):  # tosa-opt 2026.8.0 predates the keyword syntax
-            tosa_tools.canonical_mlir(upstream)
+            tosa_mlir.canonical_mlir(upstream)
 
 
 def test_compiled_module_is_cached_by_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

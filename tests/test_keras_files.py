@@ -79,7 +79,7 @@ def test_legacy_h5_falls_back_to_tf_keras(tmp_path: Path, caplog: pytest.LogCapt
         m = convert(str(path))
     said = [r.getMessage() for r in caplog.records if "tf_keras" in r.getMessage()]
     assert len(said) == 1 and "Keras 3 cannot read this file" in said[0] and "DepthwiseConv2D" in said[0], said
-    assert m.graph.meta["source_kind"] == "keras"
+    assert m.graph.source.kind == "keras"
     _verified(m, tmp_path, "legacy_dw")
 
 

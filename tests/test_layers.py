@@ -100,15 +100,14 @@ def test_compare_layers_thresholds() -> None:
     assert (metric, err, mism) == ("lsb", 2.0, 1)
 
 
-def test_layers_command(tflite_model: Callable[..., bytes], tmp_path: Path) -> None:
-    """The body of ``tf2tosa verify --layers``: a summary, the HTML page and exit code 0 for a clean model."""
-    from tf2tosa.errors import InputError
-    from tf2tosa.verify.layers import layers_command
+def test_layers_summary_and_page(tflite_model: Callable[..., bytes], tmp_path: Path) -> None:
+    """What ``tf2tosa verify --layers --layers-html`` prints and writes for a clean model: a summary naming the
+    LiteRT oracle, no diverging layer, and an HTML page with its one error plot."""
+    from tf2tosa.verify.layers import verify_layers
 
     path = tmp_path / "m.tflite"
     path.write_bytes(tflite_model("small_cnn", quant="int8"))
-    text, code = layers_command(str(path), out_html=str(tmp_path / "l.html"))
-    assert code == 0 and "no diverging layer" in text and "BUILTIN_REF" in text
+    rep = verify_layers(str(path), out_html=str(tmp_path / "l.html"))
+    text = rep.summary()
+    assert rep.first_divergent is None and "no diverging layer" in text and "BUILTIN_REF" in text
     assert (tmp_path / "l.html").read_text().count("<svg") == 1
-    with pytest.raises(InputError):
-        layers_command(str(tmp_path))

@@ -200,3 +200,26 @@ def test_quantization_tosa_cannot_express(tmp_path: Path) -> None:
     p = _cli("convert", str(folder), "-o", str(tmp_path / "o.tosa"))
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert len([ln for ln in p.stderr.splitlines() if ln.strip()]) == 1
+
+
+@requires_nnef_tools
+def test_io_int(tmp_path: Path) -> None:
+    """``io="int"`` reaches the NNEF frontend: a quantized NNEF model's integer edges are recorded with the scales
+    and zero points of the .tflite it came from (LiteRT's own reading of that file), the program is the same, and the
+    sidecar is written; a float NNEF model is refused as a float .tflite is."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    src = SAMPLES / "small_cnn_int8.tflite"
+    model = nnef_convert.tflite_to_nnef(src)
+    plain, m = tf2tosa.convert(model), tf2tosa.convert(model, io="int")
+    assert plain.io_quantization is None and m.to_bytes() == plain.to_bytes()
+    it = Interpreter(str(src))
+    q = m.io_quantization
+    assert q is not None
+    for role, details in (("inputs", it.get_input_details()), ("outputs", it.get_output_details())):
+        assert [(e["dtype"], e["scale"], e["zero_point"]) for e in q[role]] == [
+            ({np.int8: "i8", np.int16: "i16", np.uint8: "u8"}[d["dtype"]], *d["quantization"]) for d in details]
+    m.save(tmp_path / "m.tosa")
+    assert tf2tosa.load(tmp_path / "m.tosa").io_quantization == q  # read back from the sidecar
+    with pytest.raises(tf2tosa.InputError, match="--io int needs a quantized model"):
+        tf2tosa.convert(nnef_convert.tflite_to_nnef(SAMPLES / "small_cnn_f32.tflite"), io="int")

@@ -105,7 +105,7 @@ def test_nnef_tools_sample_matches_source(sample: str) -> None:
     src = SAMPLES / f"{sample}.tflite"
     t = load_tflite(str(src))
     g = load_nnef(nnef_convert.tflite_to_nnef(src))
-    assert g.meta["source_format"] == "nnef" and g.meta["nnef_version"] == "1.0"
+    assert g.source.format == "nnef" and g.source.nnef_version == "1.0"
 
     # inputs and outputs: nnef-tools keeps the NHWC interface and transposes inside the graph
     assert [v.shape for v in g.inputs] == [v.shape for v in t.inputs]
@@ -150,7 +150,7 @@ def test_nnef_tools_int8_activations_and_per_channel_axes() -> None:
     # a conv output: int8, per tensor, read from graph.quant
     conv = by["conv1"]
     assert conv.dtype is DType.INT8 and conv.type.quant is not None
-    q = g.meta["quantization"]["conv1"]
+    q = g.source.quantization["conv1"]
     assert q["op-name"] == "zero_point_linear_quantize" and q["bits"] == 8
     assert conv.type.quant.zero_point == (int(q["zero_point"]),)
     assert np.float32(conv.type.quant.scale[0]) == np.float32(q["scale"])
@@ -183,7 +183,7 @@ def test_keep_leaves_compound_ops_whole() -> None:
     assert "select" not in codes and "argmax_pool" not in codes
     sm = [op for op in g.ops.values() if op.opcode == "softmax"][0]
     assert sm.attrs["axes"] == [1] and sm.result.dtype is DType.INT8 and sm.result.type.quant is not None
-    assert g.meta["kept"] == ["clamp", "linear", "max_pool", "mean_reduce", "relu", "softmax"]
+    assert g.source.kept == ["clamp", "linear", "max_pool", "mean_reduce", "relu", "softmax"]
     with pytest.raises(ValueError, match="non-compound"):
         load_nnef(path, keep={"conv"})
 
@@ -243,8 +243,8 @@ def _nested_model(tmp_path: Path) -> Path:
 def test_nested_user_fragments_expand_to_primitives(tmp_path: Path) -> None:
     g = load_nnef(_nested_model(tmp_path))
     assert g.name == "net"
-    assert g.meta["extensions"] == ["KHR_enable_fragment_definitions", "KHR_enable_operator_expressions"]
-    assert {"scaled_relu6", "block"} <= set(g.meta["expanded"])
+    assert g.source.nnef_extensions == ["KHR_enable_fragment_definitions", "KHR_enable_operator_expressions"]
+    assert {"scaled_relu6", "block"} <= set(g.source.expanded)
     # conv, x*2, clamp → min/max → lt+select, gt+select, t + x, relu → gt+select, out2 > 1, and
     assert opcodes(g) == ["conv", "mul", "lt", "select", "gt", "select", "add", "gt", "select", "gt", "and"]
     assert [v.name for v in g.outputs] == ["out1", "out2", "mask"]
@@ -294,7 +294,7 @@ def test_archive(tmp_path: Path, wrapped: bool) -> None:
             tar.add(f, arcname=str(Path("model") / f.relative_to(folder)) if wrapped else str(f.relative_to(folder)))
     g = load_nnef(arc)
     assert opcodes(g) == opcodes(load_nnef(folder))
-    assert g.meta["file"] == f"{arc}:graph.nnef"
+    assert g.source.file == f"{arc}:graph.nnef"
 
 
 def test_dat_formats_and_the_reference_writer(tmp_path: Path) -> None:
@@ -362,7 +362,7 @@ def test_graph_quant_algorithms(tmp_path: Path) -> None:
     assert len(logq) == 1 and logq[0].operands[0] is by["z"] and logq[0].attrs == {
         "max": 8.0, "bits": 4, "input_names": ["x"], "output_names": ["y"]}
     assert g.outputs[1] is logq[0].result and by["z"].dtype is DType.FP32
-    assert set(g.meta["quantization"]) == {"x", "w", "b", "y", "z"}
+    assert set(g.source.quantization) == {"x", "w", "b", "y", "z"}
 
 
 # --------------------------------------------------------------------------- bad input

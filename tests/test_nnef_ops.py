@@ -505,7 +505,7 @@ def test_layout_pass_cancels_transposes(tmp_path: Path) -> None:
                  "a = conv(x, w1, 0.0, padding = [(1, 1), (1, 1)]); r = relu(a); c = conv(r, w2, 0.0);"
                  " out = max_pool(c, size = [1, 1, 2, 2], stride = [1, 1, 2, 2], border = 'ignore');",
                  {"x": x}, ["out"], [p], variables={"w1": w1, "w2": w2})
-    layout = m.graph.meta["layout"]
+    layout = m.graph.record.layout
     assert layout == {"transposes_before": 6, "transposes_after": 2}  # only the graph's input and output remain
     assert sum(op.name == "tosa.TRANSPOSE" for op in m.graph.ops.values()) == 2
 
@@ -977,7 +977,7 @@ def test_audio_style_1d_chain(tmp_path: Path) -> None:
              "out = add(d, nearest_downsample(x, factor = [2]));", {"x": x}, ["out"], [want],
              variables={"w1": w1, "b1": b1, "w2": w2})
     # the layout pass runs the rank-3 windows in NWC: the NCW↔NWC pairs between them cancel (8 TRANSPOSEs without)
-    assert m.graph.meta["layout"] == {"transposes_before": 8, "transposes_after": 3}
+    assert m.graph.record.layout == {"transposes_before": 8, "transposes_after": 3}
     assert sum(op.name == "tosa.TRANSPOSE" for op in m.graph.ops.values()) == 3
 
 

@@ -386,7 +386,7 @@ def test_single_rescale_for_fully_connected_matches_the_double_rounding() -> Non
     accepts a RESCALE, ``clip(round_half_away(fl64(acc·s)) + zp)`` (LiteRT's double requantization, numpy) equals
     the RESCALE on all ``|acc| <= bound``, also with exact ties (s = 1/4: half away from zero needs the multiplier
     one above 2^30, which nudges negative ties down)."""
-    from tf2tosa.quant.conv import single_rescale_exact
+    from tf2tosa.quant.fully_connected import single_rescale_exact
 
     assert single_rescale_exact([0.25], 1000, 0) == ([(1 << 30) + 1], [32])
     accepted = 0

@@ -22,6 +22,7 @@ pytest.importorskip("tensorflow")
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
 import tf2tosa  # noqa: E402
+from tests import tosa_mlir  # noqa: E402
 from tf2tosa.serializer.tosa_reader import io_names  # noqa: E402
 
 
@@ -82,7 +83,7 @@ def test_io_order_follows_litert(models: dict[str, bytes], which: str, tmp_path:
     assert [v.source for v in g.outputs] == outs
     # SignatureDef keys are kept as names
     by_tensor = {d["name"]: k for k, d in sig_outs.items()}
-    assert [g.meta["signature_names"][v.name] for v in g.outputs] == [by_tensor[n] for n in outs]
+    assert [g.source.signature_names[v.name] for v in g.outputs] == [by_tensor[n] for n in outs]
 
     rng = np.random.default_rng(0)
     feeds = {v.name: rng.uniform(-1, 1, (1, 4)).astype(np.float32) for v in g.inputs}
@@ -115,7 +116,7 @@ def test_tosa_opt_keeps_the_order(models: dict[str, bytes]) -> None:
     if not tosa_tools.available():
         pytest.skip("tosa-tools not installed")
     model = tf2tosa.convert(models["2-1-0"])
-    text = tosa_tools.deserialize_to_mlir(model.to_bytes())
+    text = tosa_mlir.deserialize_to_mlir(model.to_bytes())
     sig = re.search(r"func\.func @\w+\((.*)\) -> \((.*)\)", text)
     assert sig is not None
     assert re.findall(r'tosa.tensor_name = "([^"]+)"', sig.group(2)) == model.output_names
@@ -145,7 +146,7 @@ def test_verify_against_another_tflite_pairs_by_signature_key(tmp_path: Path) ->
     ref = tf.lite.TFLiteConverter.from_saved_model(str(path)).convert()
     model = tf2tosa.convert(str(path))
     ins, outs, _ = _details(ref)
-    keys = model.graph.meta["signature_names"]
+    keys = model.graph.source.signature_names
     assert [keys[v.name] for v in model.graph.outputs] == ["a", "b", "c"]
     rep = verify_tflite(model, num=2, tflite=ref)
     assert rep.ok, str(rep)

@@ -454,7 +454,7 @@ def test_unsigned_io_passthrough_and_constants() -> None:
     assert c.dtype is DType.INT8 and c.type.quant == QuantParams((0.5,), (-28,))
     assert list(np.asarray(c.producer.attrs["values"])) == [-128, 0, 127]  # type: ignore[union-attr]
     out = g.outputs[0]
-    assert g.meta["unsigned_io"] == ["img", out.name] and out.name == "img_1"
+    assert g.record.unsigned_io == ["img", out.name] and out.name == "img_1"
     ops = [o for o in g.topological_order() if o.name == "tosa.RESCALE"]
     assert [(o.attrs["input_unsigned"], o.attrs["output_unsigned"]) for o in ops] == [(True, False), (False, True)]
     g.remove_dead_ops()  # the (unused) tfl.const has no executor kernel
@@ -519,7 +519,7 @@ def test_unsigned_io_model_vs_litert() -> None:
     out_src = g.outputs[0].source
     legalize_unsigned_io(g, None)
     assert g.inputs[0].dtype is DType.INT8 and g.outputs[0].dtype is DType.INT8
-    assert set(g.meta["unsigned_io"]) == {g.inputs[0].name, g.outputs[0].name}
+    assert set(g.record.unsigned_io) == {g.inputs[0].name, g.outputs[0].name}
     assert g.outputs[0].source == out_src
     _mini_legalize(g)
     shape = tuple(int(d) for d in g.inputs[0].shape)
@@ -543,7 +543,7 @@ def test_unsigned_io_full_conversion() -> None:
     model = ONE_OP_MODELS["logistic"](quant="uint8io")
     m = tf2tosa.convert(model)
     g = m.graph
-    assert set(g.meta["unsigned_io"]) == {g.inputs[0].name, g.outputs[0].name}
+    assert set(g.record.unsigned_io) == {g.inputs[0].name, g.outputs[0].name}
     u = np.arange(48, dtype=np.uint8).reshape(tuple(int(d) for d in g.inputs[0].shape)) * 5
     from tf2tosa.verify.litert import run_tflite
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests import html_dom
 from tf2tosa.verify import report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,7 +113,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 @requires_chromium
 def test_report_renders_in_chromium(tmp_path: Path) -> None:
     paths = report.write_zoo_reports(_results(), tmp_path, META)
-    dom = report.dump_dom(paths["html"])
+    dom = html_dom.dump_dom(paths["html"])
     assert 'class="js-ready"' in dom  # the page's script ran without an error
     assert dom.count("<svg") == 3 and dom.count('class="badge"') >= 10
     png = report.screenshot(paths["html"], tmp_path / "zoo.png", width=1200, height=1500)

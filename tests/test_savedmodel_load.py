@@ -99,9 +99,9 @@ def test_keras2_saved_model_converts_and_matches_tf(keras2_saved_model: tuple[Pa
     path, original = keras2_saved_model
     model = tf2tosa.convert(str(path))
     g = model.graph
-    assert "object graph not revived" in g.meta["loader"] and "add_slot" in g.meta["loader"]
-    assert any("MetaGraph + variables" in w for w in g.meta["warnings"])  # told to the user (the CLI prints it)
-    assert [g.meta["signature_names"][v.name] for v in g.outputs] == ["embedding", "scores"]
+    assert "object graph not revived" in g.source.loader and "add_slot" in g.source.loader
+    assert any("MetaGraph + variables" in w for w in g.record.warnings)  # told to the user (the CLI prints it)
+    assert [g.source.signature_names[v.name] for v in g.outputs] == ["embedding", "scores"]
     assert "tosa.CONV2D" in g.op_counts() or "tosa.MATMUL" in g.op_counts()
     rng = np.random.default_rng(1)
     for _ in range(3):
@@ -110,7 +110,7 @@ def test_keras2_saved_model_converts_and_matches_tf(keras2_saved_model: tuple[Pa
         want = _tf_session_outputs(path, x)
         direct = {k: np.asarray(v) for k, v in original(tf.constant(x)).items()}
         for v in g.outputs:
-            key = g.meta["signature_names"][v.name]
+            key = g.source.signature_names[v.name]
             scale = float(np.abs(want[key]).max())
             np.testing.assert_allclose(got[v.name], want[key], rtol=0, atol=1e-5 * scale)
             np.testing.assert_allclose(got[v.name], direct[key], rtol=0, atol=1e-5 * scale)

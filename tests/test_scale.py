@@ -141,7 +141,7 @@ def test_in_memory_writer_writes_constants_from_their_own_memory(tmp_path: Path,
 def test_over_two_gib_is_refused_before_building(tmp_path: Path) -> None:
     g = Graph()
     huge = np.broadcast_to(np.float32(1.0), (2**29 + 1,))  # 2 GiB + 4 bytes described, 4 bytes allocated
-    g.meta["file"] = "huge.tflite"
+    g.source.file = "huge.tflite"
     c = g.add_op("tosa.CONST", [], [TensorType(huge.shape, DType.FP32)], {"values": huge}, ["huge_weights"]).result
     g.outputs = [c]
     with pytest.raises(InvalidGraphError) as e:
@@ -480,7 +480,7 @@ def test_fully_connected_exactness_search_memory_does_not_grow_with_channels() -
     float64 arrays); the verdicts are those of one channel at a time."""
     import tracemalloc
 
-    from tf2tosa.quant.conv import single_rescale_exact
+    from tf2tosa.quant.fully_connected import single_rescale_exact
 
     rng = np.random.default_rng(9)
     scales = [float(s) for s in np.exp(rng.uniform(np.log(2e-5), np.log(1e-4), 4096))]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from tests import tosa_mlir
 from tf2tosa.errors import InvalidGraphError, ModelLoadError
 from tf2tosa.ir.graph import Graph, Value
 from tf2tosa.ir.types import DType, TensorType
@@ -319,12 +320,12 @@ def test_attribute_zoo_round_trip() -> None:
 @needs_tools
 def test_attribute_zoo_matches_arm() -> None:
     g = attribute_zoo()
-    from_file = tosa_tools.canonical_mlir(tosa_tools.deserialize_to_mlir(to_bytes(g)))
-    assert from_file == tosa_tools.canonical_mlir(to_mlir(g))
+    from_file = tosa_mlir.canonical_mlir(tosa_mlir.deserialize_to_mlir(to_bytes(g)))
+    assert from_file == tosa_mlir.canonical_mlir(to_mlir(g))
     text = to_mlir(g, profiles=["PRO-INT", "PRO-FP"], extensions=["EXT-FFT"])
     assert "tosa.target_env" in text.splitlines()[0]
     assert tosa_tools.validate(to_bytes(g), ["PRO-INT", "PRO-FP"], ["EXT-FFT"]) == (True, "")
-    assert tosa_tools.canonical_mlir(text)
+    assert tosa_mlir.canonical_mlir(text)
 
 
 CASES: dict[str, Callable[[], Case]] = {
@@ -495,8 +496,8 @@ def test_mlir_parses_and_validates(name: str) -> None:
 def test_mlir_equals_arm_view_of_our_file(name: str) -> None:
     """tosa-opt's printout of our .tosa file and of our MLIR text are the same program."""
     case = CASES[name]()
-    from_file = tosa_tools.canonical_mlir(tosa_tools.deserialize_to_mlir(to_bytes(case.graph)))
-    from_text = tosa_tools.canonical_mlir(to_mlir(case.graph))
+    from_file = tosa_mlir.canonical_mlir(tosa_mlir.deserialize_to_mlir(to_bytes(case.graph)))
+    from_text = tosa_mlir.canonical_mlir(to_mlir(case.graph))
     assert from_file == from_text
 
 

@@ -80,7 +80,7 @@ def dynamic_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[P
         fb, text = root / f"{case}.tosa", root / f"{case}.mlir"
         dyn.save(fb, mlir=text)
         out[case] = (fb, text, data)
-        dyn_meta[case] = {"dim_guards": dyn.graph.meta["dim_guards"], "dim_hints": dyn.graph.meta["dim_hints"],
+        dyn_meta[case] = {"dim_guards": dyn.graph.dims.guards, "dim_hints": dyn.graph.dims.hints,
                           "labels": _labels(dyn.graph)}
     return out
 
@@ -94,7 +94,7 @@ def test_specialize_each_dynamic_file_at_each_size(case: str, kind: str,
     fb, text, source = dynamic_files[case]
     sym = tf2tosa.load(fb if kind == "tosa" else text)
     g = sym.graph
-    assert g.meta["specification_version"] == DRAFT_VERSION and sym.extensions[-2:] != []
+    assert g.record.specification_version == DRAFT_VERSION and sym.extensions[-2:] != []
     assert {"EXT-SHAPE", "EXT-DYNAMIC"} <= set(sym.extensions)
     assert any(isinstance(d, str) for v in g.inputs for d in v.shape)
     for k, shapes in enumerate(sizes):
@@ -102,7 +102,7 @@ def test_specialize_each_dynamic_file_at_each_size(case: str, kind: str,
         ours = run_checked(g, feed, level="NONE")  # the symbolic program read back, run at this size
         assert ours.status == "VALID", ours.message
         static = tf2tosa.specialize(sym, input_shapes=shapes)
-        assert static.graph.meta.get("specification_version") is None
+        assert static.graph.record.specification_version is None
         assert not any(op.opcode in ("DIM", "CONCAT_SHAPE", "MUL_SHAPE", "ASSERT_EQUAL_SHAPE")
                        for op in static.graph.ops.values())
         data = static.to_bytes()
@@ -120,12 +120,12 @@ def test_specialize_each_dynamic_file_at_each_size(case: str, kind: str,
         assert [np.asarray(a).tolist() for a in ours.outputs.values()] == [
             np.asarray(a).tolist() for a in theirs.outputs.values()], (case, kind, shapes)
         # the conversion's size guards hold at these sizes (the .mlir carries them; a .tosa cannot)
-        assert static.graph.meta.get("warnings", []) == [], static.graph.meta["warnings"]
+        assert static.graph.record.warnings == [], static.graph.record.warnings
         if kind == "mlir":
-            assert g.meta["dim_guards"] == dyn_meta[case]["dim_guards"]
-            assert g.meta["dim_hints"] == dyn_meta[case]["dim_hints"]
+            assert g.dims.guards == dyn_meta[case]["dim_guards"]
+            assert g.dims.hints == dyn_meta[case]["dim_hints"]
         else:
-            assert "dim_guards" not in g.meta
+            assert g.dims.guards is None
         for name, a in ours.outputs.items():
             r = np.asarray(ref[name]).reshape(a.shape)
             assert np.array_equal(r, np.asarray(ref_default[name]).reshape(a.shape)), (case, kind, shapes)
@@ -139,8 +139,8 @@ def test_specialize_each_dynamic_file_at_each_size(case: str, kind: str,
 def test_read_back_names_the_dimensions(dynamic_files: dict[str, tuple[Path, Path, bytes]]) -> None:
     g = tf2tosa.load(dynamic_files["audio-f32"][0]).graph
     assert g.inputs[0].shape == ("batch", "d1") and g.outputs[0].shape == ("batch", "max((d1 - 64) // 16 + 1, 0)", 8)
-    assert g.meta["dim_symbols"] == {"batch": {"input": "x", "dim": 0}, "d1": {"input": "x", "dim": 1}}
-    assert "[batch]" in g.meta["shape_values"].values()
+    assert g.dims.symbols == {"batch": {"input": "x", "dim": 0}, "d1": {"input": "x", "dim": 1}}
+    assert "[batch]" in g.dims.shape_values.values()
 
 
 @pytest.mark.parametrize("kind", ["tosa", "mlir"])
@@ -178,7 +178,7 @@ def _guarded() -> Graph:
     g.add_op("tosa.ASSERT_EQUAL_SHAPE", [d1, six], [], {"allow_broadcast": False})
     y = g.add_op("tosa.ADD", [b, b], [T((2, "d1"), D.FP32)], {}, ["y"]).result
     g.outputs = [r, y]
-    g.meta["specification_version"] = DRAFT_VERSION
+    g.record.specification_version = DRAFT_VERSION
     return g
 
 
@@ -188,7 +188,7 @@ def _feed(batch: int, d1: int) -> dict[str, np.ndarray]:
 
 def test_executor_error_if_on_assertion_and_guard() -> None:
     g = from_bytes(to_bytes(_guarded()))  # as a file gives it: dimensions named again by the reader
-    assert g.meta["specification_version"] == DRAFT_VERSION
+    assert g.record.specification_version == DRAFT_VERSION
     assert g.inputs[0].shape == ("batch", 6) and g.inputs[1].shape == (2, "d1")
     assert [r.shape for r in g.outputs] == [("batch // 2", 12), (2, "d1")]
     ok = run_checked(g, _feed(4, 6), level="NONE")
@@ -204,7 +204,7 @@ def test_specialize_checks_assertions_and_guards() -> None:
     data = to_bytes(_guarded())
     s = tf2tosa.specialize(data, dims={"batch": 4, "d1": 6})
     assert [v.shape for v in s.graph.outputs] == [(2, 12), (2, 6)]
-    assert s.graph.meta["specialized"] == {"shape_ops_folded": 4, "assertions_checked": 1}
+    assert s.graph.record.specialized == {"shape_ops_folded": 4, "assertions_checked": 1}
     assert not any(op.opcode in ("DIM", "ASSERT_EQUAL_SHAPE") for op in s.graph.ops.values())
     out = s.run(_feed(4, 6))
     assert np.array_equal(out["r"], _feed(4, 6)["a"].reshape(2, 12))
@@ -281,7 +281,7 @@ def test_cli_specialize_and_inspect(dynamic_files: dict[str, tuple[Path, Path, b
         outs.append((o.read_bytes(), m.read_bytes()))
     assert outs[0] == outs[1]  # same input, byte-identical output
     back = tf2tosa.load(tmp_path / "s0.tosa")
-    assert back.graph.meta.get("specification_version") is None and back.graph.inputs[0].shape == (4, 16, 16, 3)
+    assert back.graph.record.specification_version is None and back.graph.inputs[0].shape == (4, 16, 16, 3)
     spec = json.loads(_cli("specialize", text, "--input-shape", "x=2,16,16,3", "-o", tmp_path / "j.tosa",
                            "--json").stdout)
     assert spec["ok"] and spec["fixed_dims"][0]["dims"][0]["from"] == "input-shape" and spec["shape_ops_folded"] == 3
@@ -352,17 +352,17 @@ def test_guards_travel_in_the_mlir_and_warn_where_they_fail(dynamic_files: dict[
     sym = tf2tosa.load(text)
     ok, msg = tosa_tools.validate_mlir(mlir, sym.profiles, sym.extensions, level="none", version=DRAFT_VERSION)
     assert ok, msg  # tosa-opt 1.1.draft validation keeps accepting the module with the tf2tosa.* attributes
-    assert "d1 != 1" in sym.graph.meta["dim_guards"]
+    assert "d1 != 1" in sym.graph.dims.guards
     assert sym.guard_warnings({"x": (1, 12, 16)}) == []
     [w] = sym.guard_warnings({"x": (1, 1, 16)})
     assert w == "size guard 'd1 != 1' does not hold at d1=1 (the conversion decided it at d1=401; the program may " \
         "still be right here)"
     static = tf2tosa.specialize(text, input_shapes={"x": (1, 1, 16)})
-    assert static.graph.meta["warnings"] == [w]
+    assert static.graph.record.warnings == [w]
     feed = {"x": _data((1, 1, 16), D.FP32, 0)}
     default = tf2tosa.convert(source, input_shapes={"x": (1, 1, 16)})
     assert np.array_equal(list(static.run(feed).values())[0], list(default.run(feed).values())[0])
-    assert tf2tosa.specialize(fb, input_shapes={"x": (1, 1, 16)}).graph.meta.get("warnings", []) == []  # .tosa
+    assert tf2tosa.specialize(fb, input_shapes={"x": (1, 1, 16)}).graph.record.warnings == []  # .tosa
     # the CLI: one warning line naming the guard, exit 0, in --json's warnings
     proc = _cli("specialize", text, "--input-shape", "x=1,1,16", "-o", tmp_path / "s.tosa")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

@@ -224,8 +224,8 @@ def test_streaming_model_like_litert(kind: str, quant: str | None, tmp_path: Pat
     assert [v.name for v in m_var.state_variables] == names
     assert [(v.input, v.output) for v in m_io.state_variables] == [(f"{n}_state_in", f"{n}_state_out")
                                                                  for n in names]
-    assert any("--state-io" in w for w in m_var.graph.meta["warnings"])
-    assert not any("--state-io" in w for w in m_io.graph.meta["warnings"])
+    assert any("--state-io" in w for w in m_var.graph.record.warnings)
+    assert not any("--state-io" in w for w in m_io.graph.record.warnings)
 
     s_var, s_io = m_var.session(), m_io.session()
     frames = _frames(m_var.graph, s_var, seed=2026)
@@ -336,7 +336,7 @@ def counter_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
         if io_form:
             state_io(g)
         profs, exts = profiles.requirements(g)
-        g.meta.update(profiles=profs, extensions=exts)
+        g.record.profiles, g.record.extensions = profs, exts
         p = d / f"counter_{name}.tosa"
         TosaModel(g).save(p)
         paths.append(p)
@@ -462,6 +462,6 @@ def test_int16_int32_byte_state_round_trip() -> None:
             from tf2tosa.api import TosaModel
             from tf2tosa.tosa import profiles
 
-            g.meta.update(zip(("profiles", "extensions"), profiles.requirements(g)))
+            g.record.profiles, g.record.extensions = profiles.requirements(g)
             ref = list(tosa_tools.run_reference(TosaModel(g).to_bytes(), {"x": x}).values())
             assert np.array_equal(ref[0], x) and np.array_equal(ref[1], outs[1])

@@ -40,7 +40,7 @@ def test_expression_evaluates_like_int_arithmetic(name: str) -> None:
             b, n = rng.randint(1, 40), rng.randint(64, 5000)
             got = expr.evaluate({"batch": b, "d1": n}) if expr is not None else int(r)
             assert got == fn(b, n), (name, b, n, str(expr))
-            if expr is not None:  # the printed form (meta["dim_guards"], value labels) reads back as Python
+            if expr is not None:  # the printed form (graph.dims.guards, value labels) reads back as Python
                 env = {"batch": b, "d1": n, "ceildiv": lambda p, q: -(-p // q), "min": min, "max": max}
                 assert eval(str(expr), {"__builtins__": {}}, env) == fn(b, n), (name, str(expr))
 

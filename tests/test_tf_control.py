@@ -65,7 +65,7 @@ def _compare(graph: Any, feed: dict[str, np.ndarray], refs: list[np.ndarray],
 def _validate(graph: Any) -> None:
     data = to_bytes(graph)  # (also checked by the session hook: tosa-opt + the Arm reference model)
     if tosa_tools.available():
-        ok, msg = tosa_tools.validate(data, graph.meta["profiles"], graph.meta["extensions"])
+        ok, msg = tosa_tools.validate(data, graph.record.profiles, graph.record.extensions)
         assert ok, msg
 
 
@@ -92,14 +92,14 @@ def test_keras_lstm_gru_savedmodel(tmp_path: Path) -> None:
     g = m.graph
     counts = g.op_counts()
     assert "tosa.WHILE_LOOP" not in counts and counts.get("tosa.MATMUL", 0) > 0  # unrolled: 7 steps per layer
-    assert g.meta["profiles"] == ["PRO-FP"] and g.meta["extensions"] == []
+    assert g.record.profiles == ["PRO-FP"] and g.record.extensions == []
     _validate(g)
     loaded = tf.saved_model.load(str(sm))
     fn = loaded.signatures["serving_default"]
     worst, use = 0.0, 0.0
     for seed in range(3):
         x = np.random.default_rng(seed).uniform(-2, 2, (2, 7, 4)).astype(np.float32)
-        ref = fn(**{g.meta["signature_names"][g.inputs[0].name]: tf.constant(x)})
+        ref = fn(**{g.source.signature_names[g.inputs[0].name]: tf.constant(x)})
         refs = [np.asarray(ref[k]) for k in sorted(ref)]
         r, u = _compare(g, {g.inputs[0].name: x}, refs)
         worst, use = max(worst, r), max(use, u)
@@ -252,11 +252,11 @@ def test_keep_variables_state_across_calls(stateful_sm: Path) -> None:
     g = m.graph
     counts = g.op_counts()
     assert counts.get("tosa.VARIABLE") == 3 and counts.get("tosa.VARIABLE_WRITE") == 3
-    assert g.meta["extensions"] == ["EXT-VARIABLE"]
+    assert g.record.extensions == ["EXT-VARIABLE"]
     _validate(g)
-    assert m.graph.meta["signature_names"]
+    assert m.graph.source.signature_names
     fn = tf.saved_model.load(str(stateful_sm)).signatures["serving_default"]
-    names = [g.meta["signature_names"][v.name] for v in g.outputs]
+    names = [g.source.signature_names[v.name] for v in g.outputs]
     state: dict[str, np.ndarray] = {}
     worst = 0.0
     steps = 6

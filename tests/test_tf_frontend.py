@@ -64,8 +64,8 @@ def test_saved_model_signature_names_and_order(saved: Path) -> None:
     g = load_tensorflow(saved)
     assert [v.name for v in g.inputs] == ["bias", "features"]  # TF flattens signature keys sorted
     assert [v.name for v in g.outputs] == ["logits", "probs"]
-    assert g.meta["signature"] == "serving_default" and g.meta["signatures"] == ["second", "serving_default"]
-    assert g.meta["source_kind"] == "saved_model"
+    assert g.source.signature == "serving_default" and g.source.signatures == ["second", "serving_default"]
+    assert g.source.kind == "saved_model"
     names = {op.name for op in g.ops.values()}
     assert "tf.MatMul" in names and "tf.Softmax" in names
     assert not names & {"tf.Identity", "tf.IdentityN", "tf.NoOp", "tf.ReadVariableOp", "tf.VarHandleOp"}
@@ -81,7 +81,7 @@ def test_saved_model_signature_names_and_order(saved: Path) -> None:
 
 def test_other_signature(saved: Path) -> None:
     g = load_tensorflow(saved, signature="second")
-    assert g.meta["signature"] == "second"
+    assert g.source.signature == "second"
 
 
 def test_missing_signature_lists_available(saved: Path) -> None:
@@ -223,7 +223,7 @@ def test_frozen_graphdef_pb(tmp_path: Path) -> None:
     pb = tmp_path / "frozen.pb"
     pb.write_bytes(gd.SerializeToString())
     g = load_tensorflow(pb)
-    assert g.meta["source_kind"] == "graphdef"
+    assert g.source.kind == "graphdef"
     assert [v.name for v in g.inputs] == ["features", "bias"]  # Placeholder nodes in node order
     assert len(g.outputs) == 2
     convert_graph(g)
@@ -244,7 +244,7 @@ def test_keras_in_memory_names() -> None:
     out = keras.layers.Dense(3, name="head")(inp)
     g = load_tensorflow(keras.Model(inp, out))
     assert [v.name for v in g.inputs] == ["pixels"] and [v.name for v in g.outputs] == ["head"]
-    assert g.meta["source_kind"] == "keras"
+    assert g.source.kind == "keras"
 
 
 def test_int64_constants_and_outputs_narrowed() -> None:

@@ -103,7 +103,7 @@ def _check(name: str, fmt: str, source: Any,
                 assert float(np.ptp(r)) > 0, f"{name}: constant reference output"
     validated = False
     if tosa_tools.available():
-        ok, msg = tosa_tools.validate(to_bytes(g), g.meta["profiles"], g.meta["extensions"])
+        ok, msg = tosa_tools.validate(to_bytes(g), g.record.profiles, g.record.extensions)
         assert ok, f"{name} ({fmt}): tosa-opt validation failed: {msg}"
         validated = True
     ops = {k: n for k, n in g.op_counts().items() if k not in ("tosa.CONST", "tosa.CONST_SHAPE")}

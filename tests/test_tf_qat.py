@@ -128,7 +128,7 @@ def _check(name: str, source: Path, tflite: bytes, io: str, qat: str = "auto") -
 
     m = tf2tosa.convert(str(source), qat=qat, qat_io=io)
     g = m.graph
-    meta = g.meta["qat"]
+    meta = g.record.qat
     assert meta["mode"] == "int8" and not meta["float_ops"], meta
     # constants and parameters exactly as TFLite's converter made them
     pre = load_tensorflow(str(source))
@@ -289,7 +289,7 @@ def _check_function(cf: Any, io: str, qat: str = "auto") -> Any:
     from tf2tosa.verify.litert import run_tflite_many
 
     m = tf2tosa.convert(cf, qat=qat, qat_io=io)
-    assert m.graph.meta["qat"]["mode"] == "int8", m.graph.meta["qat"]
+    assert m.graph.record.qat["mode"] == "int8", m.graph.record.qat
     tflite = tflite_qat_reference(cf, io == "int8")
     sets = _inputs(m.graph, io, 9)
     refs = run_tflite_many(tflite, [[s[v.name] for v in m.graph.inputs] for s in sets], reference_kernels=True)
@@ -305,7 +305,7 @@ def _check_function(cf: Any, io: str, qat: str = "auto") -> Any:
 @pytest.mark.parametrize("io", ["float", "int8"])
 def test_qat_elementwise_ops(io: str) -> None:
     m = _check_function(_elementwise_fn(), io)
-    assert not m.graph.meta["qat"]["float_ops"]
+    assert not m.graph.record.qat["float_ops"]
 
 
 @needs_tf
@@ -315,7 +315,7 @@ def test_qat_fake_quant_before_relu_dropped() -> None:
 
     cf = _mid_fake_quant_fn()
     m = _check_function(cf, "float")
-    assert len(m.graph.meta["qat"]["ptq_weights"]) == 1
+    assert len(m.graph.record.qat["ptq_weights"]) == 1
     g = load_tensorflow(cf)
     apply_qat(g, "auto", "float")
     ops = {op.name: op for op in g.ops.values()}
@@ -329,9 +329,9 @@ def test_qat_float_island() -> None:
 
     cf = _island_fn()
     auto = tf2tosa.convert(cf)
-    assert auto.graph.meta["qat"]["mode"] == "float" and "tf.Sin" in auto.graph.meta["qat"]["reason"]
+    assert auto.graph.record.qat["mode"] == "float" and "tf.Sin" in auto.graph.record.qat["reason"]
     m = _check_function(cf, "float", qat="int8")
-    meta = m.graph.meta["qat"]
+    meta = m.graph.record.qat
     assert len(meta["float_ops"]) == 1 and meta["float_ops"][0].startswith("tf.Sin")
     assert {"PRO-INT", "PRO-FP"} <= set(m.profiles)
 
@@ -344,7 +344,7 @@ def test_qat_float_mode_is_tf_emulation() -> None:
     tf = tfgen.tf()
     cf = _island_fn()
     m = tf2tosa.convert(cf, qat="float")
-    assert m.graph.meta["qat"]["mode"] == "float" and m.profiles == ["PRO-FP"]
+    assert m.graph.record.qat["mode"] == "float" and m.profiles == ["PRO-FP"]
     for s in _inputs(m.graph, "float", 4)[:2]:
         ref = np.asarray(cf(tf.constant(s["x"])))
         got = m.run(s)[m.graph.outputs[0].name]
@@ -369,7 +369,7 @@ def test_verify_uses_tflite_int8_conversion(io: str, built: dict[str, tuple[Path
 
     saved, _ = built["qat_cnn"]
     m = tf2tosa.convert(str(saved), qat_io=io)
-    assert m.graph.meta["qat"]["mode"] == "int8"
+    assert m.graph.record.qat["mode"] == "int8"
     report = m.verify(num=3)
     assert report.ok, str(report)
     assert all(o.mismatches == 0 for o in report.outputs)

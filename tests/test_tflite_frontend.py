@@ -156,13 +156,13 @@ def test_conv_float_ops_options_and_weights(tf_models: dict[str, Path]) -> None:
     np.testing.assert_array_equal(fc.operands[2].const(), np.load(path.parent / "fc_bias.npy"))
     assert g.outputs == [fc.result]
 
-    assert g.meta["source_format"] == "tflite"
-    assert g.meta["file"] == str(path)
-    assert g.meta["tflite_version"] == 3
-    sig = g.meta["signatures"][0]
+    assert g.source.format == "tflite"
+    assert g.source.file == str(path)
+    assert g.source.tflite_version == 3
+    sig = g.source.signatures[0]
     assert sig["signature_key"] == "serving_default" and sig["subgraph_index"] == 0
-    assert g.meta["subgraphs"] == [g]
-    assert "min_runtime_version" in g.meta["metadata"]
+    assert g.source.subgraphs == [g]
+    assert "min_runtime_version" in g.source.metadata
 
     it = _interpreter(path)
     assert [v.source for v in g.inputs] == [d["name"] for d in it.get_input_details()]
@@ -174,7 +174,7 @@ def test_int8_quantization_matches_interpreter(tf_models: dict[str, Path]) -> No
     path = tf_models["conv_int8"]
     g = load_tflite(path)
     details = {d["index"]: d for d in _interpreter(path).get_tensor_details()}
-    index = g.meta["tensor_indices"]
+    index = g.source.tensor_indices
     values = g.values()
     checked = 0
     for v in values:
@@ -210,17 +210,17 @@ def test_multi_io_order_and_names(tf_models: dict[str, Path]) -> None:
     path = tf_models["multi"]
     g = load_tflite(path)
     it = _interpreter(path)
-    sig = g.meta["signatures"][0]
+    sig = g.source.signatures[0]
     # the subgraph order (zeta, alpha), which is LiteRT's get_input_details() order, not the SignatureDef's sorted keys
     assert [v.source for v in g.inputs] == [d["name"] for d in it.get_input_details()]
     assert [k for k, _ in sig["inputs"]] == it.get_signature_list()["serving_default"]["inputs"]
     assert [k for k, _ in sig["outputs"]] == it.get_signature_list()["serving_default"]["outputs"]
     assert [v.source for v in g.outputs] == [d["name"] for d in it.get_output_details()]
     keys = dict((t, k) for k, t in sig["inputs"] + sig["outputs"])
-    assert [g.meta["signature_names"][v.name] for v in g.inputs] == [keys[v.source] for v in g.inputs] \
+    assert [g.source.signature_names[v.name] for v in g.inputs] == [keys[v.source] for v in g.inputs] \
         == ["zeta", "alpha"]
-    assert [g.meta["signature_names"][v.name] for v in g.outputs] == [keys[v.source] for v in g.outputs]
-    assert sorted(g.meta["signature_names"][v.name] for v in g.outputs) == ["output_0", "output_1", "output_2"]
+    assert [g.source.signature_names[v.name] for v in g.outputs] == [keys[v.source] for v in g.outputs]
+    assert sorted(g.source.signature_names[v.name] for v in g.outputs) == ["output_0", "output_1", "output_2"]
     assert g.op_counts()["tfl.fully_connected"] == 2
     for v in g.inputs:
         assert all(c.isalnum() or c == "_" for c in v.name)
@@ -228,7 +228,7 @@ def test_multi_io_order_and_names(tf_models: dict[str, Path]) -> None:
 
 def test_while_loop_regions_and_dynamic_batch(tf_models: dict[str, Path]) -> None:
     g = load_tflite(tf_models["while"])
-    subs = g.meta["subgraphs"]
+    subs = g.source.subgraphs
     assert len(subs) == 3 and subs[0] is g
     wh = next(op for op in g.ops.values() if op.name == "tfl.while")
     assert wh.attrs["cond_subgraph_index"] == 1 and wh.attrs["body_subgraph_index"] == 2
@@ -237,7 +237,7 @@ def test_while_loop_regions_and_dynamic_batch(tf_models: dict[str, Path]) -> Non
     assert len(subs[2].inputs) == len(subs[2].outputs) == len(wh.operands)
     x = g.inputs[0]
     assert x.type.shape == ("batch", 3)
-    assert g.meta["stored_shapes"][x.name] == (1, 3)
+    assert g.source.stored_shapes[x.name] == (1, 3)
     assert subs[2].op_counts()["tfl.add"] == 2
 
 
@@ -249,8 +249,8 @@ def test_every_tensor_matches_interpreter(tf_models: dict[str, Path], model: str
     it = _interpreter(path)
     it.allocate_tensors()
     details = {d["index"]: d for d in it.get_tensor_details()}  # subgraph 0 only
-    main = g.meta["subgraphs"][0]
-    index = main.meta["tensor_indices"]
+    main = g.source.subgraphs[0]
+    index = main.source.tensor_indices
     seen = 0
     for v in main.values():
         if v.name not in index:
@@ -276,8 +276,8 @@ def test_every_tensor_matches_interpreter(tf_models: dict[str, Path], model: str
         if c is not None:
             np.testing.assert_array_equal(c, it.get_tensor(index[v.name]))
     assert seen >= 3
-    for k, sub in enumerate(g.meta["subgraphs"]):
-        assert sub.meta["subgraph_index"] == k
+    for k, sub in enumerate(g.source.subgraphs):
+        assert sub.source.subgraph_index == k
         for op in sub.ops.values():
             assert op.location is not None and op.name.startswith("tfl.")
 
@@ -292,7 +292,7 @@ def test_int16x8_and_resource_variables(tf_models: dict[str, Path]) -> None:
 
     g = load_tflite(tf_models["resvar"])
     once = next(op for op in g.ops.values() if op.name == "tfl.call_once")
-    init = g.meta["subgraphs"][once.attrs["init_subgraph_index"]]
+    init = g.source.subgraphs[once.attrs["init_subgraph_index"]]
     assert once.regions == [init] and once.results == [] and once.attrs["side_effect"] is True
     assert init.op_counts()["tfl.assign_variable"] == 1
     vh = next(op for op in g.ops.values() if op.name == "tfl.var_handle")
@@ -605,8 +605,8 @@ def test_small_model_basics() -> None:
     assert add.attrs["pot_scale_int16"] is True  # schema default (field not written)
     np.testing.assert_array_equal(add.operands[1].const(), np.array([[1.5, -2]], np.float32))
     assert add.location == "ADD#0"
-    assert g.meta["description"] == "hand-built"
-    assert g.meta["file"] is None
+    assert g.source.description == "hand-built"
+    assert g.source.file is None
 
 
 def test_constants_of_many_types_and_symbolic_dims() -> None:
@@ -644,7 +644,7 @@ def test_constants_of_many_types_and_symbolic_dims() -> None:
     assert x.name == "x_0" and x.source == "x:0"
     assert x.type.shape == ("batch", 3)
     assert op0.result.type.shape == ("batch", "d1")
-    assert g.meta["stored_shapes"][op0.result.name] == (1, 3)
+    assert g.source.stored_shapes[op0.result.name] == (1, 3)
     assert op0.attrs["custom_code"] == "Foo" and op0.attrs["custom_options"] == b""
     assert len(op1.results) == 2 and g.outputs == [op0.result, op1.results[0]]
     q = op1.operands[1].type.quant
@@ -822,13 +822,13 @@ def test_signature_selects_main_subgraph_and_regions() -> None:
                        signatures=[{"key": "run", "subgraph": 2, "inputs": [("a", 1), ("b", 0)],
                                     "outputs": [("o", 2)]}])
     g = load_tflite(model)
-    assert g.meta["main_subgraph_index"] == 2 and g.meta["subgraphs"][2] is g
+    assert g.source.main_subgraph_index == 2 and g.source.subgraphs[2] is g
     # the subgraph's own order (what an interpreter of that subgraph reports), the SignatureDef keys as names
     assert [v.source for v in g.inputs] == ["in_b", "in_a"]
-    assert [g.meta["signature_names"][v.name] for v in g.inputs] == ["b", "a"]
+    assert [g.source.signature_names[v.name] for v in g.inputs] == ["b", "a"]
     wh = next(op for op in g.ops.values() if op.name == "tfl.while")
-    assert wh.regions == [g.meta["subgraphs"][1], g.meta["subgraphs"][0]]
-    assert g.meta["signatures"][0]["inputs"] == [("a", "in_a"), ("b", "in_b")]
+    assert wh.regions == [g.source.subgraphs[1], g.source.subgraphs[0]]
+    assert g.source.signatures[0]["inputs"] == [("a", "in_a"), ("b", "in_b")]
 
 
 def test_main_subgraph_used_as_region_is_copied(tmp_path: Path) -> None:
@@ -842,8 +842,8 @@ def test_main_subgraph_used_as_region_is_copied(tmp_path: Path) -> None:
     p.write_bytes(model)
     g = load_tflite(p)
     assert g.name == "my_model_v1"
-    subs = g.meta["subgraphs"]
-    assert g is not subs[0] and g.meta["subgraphs"] is subs
+    subs = g.source.subgraphs
+    assert g is not subs[0] and g.source.subgraphs is subs
     wh = next(op for op in subs[1].ops.values() if op.name == "tfl.while")
     assert wh.regions == [subs[2], subs[0]]
     assert g.op_counts() == subs[0].op_counts() == {"tfl.add": 1}
@@ -975,7 +975,7 @@ def test_newer_schema_case_op_fp8_and_unsupported_types() -> None:
     g = load_tflite(model)
     case = next(op for op in g.ops.values() if op.name == "tfl.stablehlo_case")
     assert case.attrs["branch_subgraph_indices"] == [1, 2]
-    assert case.regions == g.meta["subgraphs"][1:3]
+    assert case.regions == g.source.subgraphs[1:3]
     use = next(op for op in g.ops.values() if op.name == "tfl.custom")
     c8 = use.operands[1].const()
     assert use.operands[1].dtype is DType.FP8E4M3 and c8 is not None

@@ -100,7 +100,7 @@ def test_emit_custom_keeps_inputs_outputs_and_options() -> None:
                             "implementation_attrs": b"\x01\x02\x03"}
     assert [v.name for v in custom.operands] == [op.operands[0].name]
     assert y.type.static_shape == (2, 3) and y.dtype.value == "fp32"
-    assert g.meta["custom_ops"] == ["MyOp"]
+    assert g.record.custom_ops == ["MyOp"]
 
 
 def test_custom_ops_keep_the_graph_usable(model: bytes, tmp_path: Any) -> None:
@@ -109,7 +109,7 @@ def test_custom_ops_keep_the_graph_usable(model: bytes, tmp_path: Any) -> None:
     customs = [op for op in g.topological_order() if op.name == "tosa.CUSTOM"]
     names = sorted(op.attrs["operator_name"] for op in customs)
     assert names == sorted(n for n, k in EXPECTED.items() for _ in range(k))
-    assert sorted(g.meta["custom_ops"]) == names
+    assert sorted(g.record.custom_ops) == names
     for op in customs:
         assert op.attrs["domain_name"] == CUSTOM_DOMAIN
         info = json.loads(op.attrs["implementation_attrs"])

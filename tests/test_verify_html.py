@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import html_dom
 from tf2tosa.cli import main
 from tf2tosa.verify import report as zoo_report
 
@@ -54,7 +55,7 @@ def test_float_page(tmp_path: Path) -> None:
 def test_page_renders_in_chromium(tmp_path: Path) -> None:
     _, html = verify_page(tmp_path, F32, "--layers")
     page = tmp_path / f"{F32.stem}.html"
-    dom = zoo_report.dump_dom(page)
+    dom = html_dom.dump_dom(page)
     for kind in ("error-distribution", "spec-bounds", "layers"):
         m = re.search(rf'<svg[^>]*data-plot="{kind}".*?</svg>', dom, re.S)
         assert m is not None, kind

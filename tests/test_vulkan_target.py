@@ -282,7 +282,7 @@ def test_tflite_if_is_converted(model_converter: Path, tmp_path: Path) -> None:
     assert "tosa.COND_IF" in _counts(tf2tosa.convert(data))
     m = tf2tosa.convert(data, target="vulkan-ml")
     assert "tosa.COND_IF" not in _counts(m) and _counts(m)["tosa.SELECT"] == 1
-    assert m.graph.meta["if_conversion"] == {"converted": 1, "refused": []}
+    assert m.graph.record.if_conversion == {"converted": 1, "refused": []}
     assert m.check_target("vulkan-ml") == [] and "EXT-CONTROLFLOW" not in m.extensions
     base = np.arange(6, dtype=np.float32).reshape(2, 3) - 1.0
     for sign in (1.0, -1.0):  # reduce_sum(x) > 0 takes the then branch, < 0 the else branch

@@ -158,11 +158,11 @@ def run_case(case: Case, seeds: Sequence[int] = (0, 1), validate: bool = True) -
     data = to_bytes(g)  # always serialized: the session hook validates it and runs it in the reference model
     validated = False
     if validate and tosa_tools.available():
-        ok, msg = tosa_tools.validate(data, g.meta["profiles"], g.meta["extensions"])
+        ok, msg = tosa_tools.validate(data, g.record.profiles, g.record.extensions)
         assert ok, f"{case.name}: tosa-opt validation failed: {msg}"
         validated = True
     ops = {k: v for k, v in g.op_counts().items() if k not in ("tosa.CONST", "tosa.CONST_SHAPE")}
-    return Result(rel, mism, ops, validated, list(g.meta["profiles"]), list(g.meta["extensions"]), use)
+    return Result(rel, mism, ops, validated, list(g.record.profiles), list(g.record.extensions), use)
 
 
 # ------------------------------------------------------------------------------------------- model cache

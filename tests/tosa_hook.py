@@ -7,7 +7,7 @@ The serializer's ``to_bytes`` is wrapped for the whole session: every flatbuffer
 (by SHA-256) file is checked by Arm's tools, independently of anything the test itself asserted:
 
 1. ``tosa-opt`` strict TOSA 1.0 validation with exactly the declared profiles and extensions (the graph's
-   ``meta["profiles"/"extensions"]`` from the converter, else what :func:`tf2tosa.tosa.profiles.requirements`
+   ``graph.record.profiles`` / ``extensions`` from the converter, else what :func:`tf2tosa.tosa.profiles.requirements`
    derives for a hand-built graph);
 2. when the graph has inputs and fits (see :data:`MAX_ELEMENTS`), a run in the Arm reference model on the inputs
    the test gave our executor (or seeded inputs when the test never ran it), in both modes, and our fp32 run
@@ -132,8 +132,8 @@ class Recorder:
         sha = hashlib.sha256(data).hexdigest()
         if sha in self.pending or sha in self.stats.checked:
             return
-        profs = graph.meta.get("profiles")
-        exts = graph.meta.get("extensions")
+        profs = graph.record.profiles
+        exts = graph.record.extensions
         if profs is None or exts is None:
             from tf2tosa.errors import ConversionError
             from tf2tosa.tosa.profiles import requirements
@@ -143,7 +143,7 @@ class Recorder:
             except ConversionError:  # not a valid TOSA graph: validation (with every profile) will say why
                 profs, exts = [], []
         self.pending[sha] = Entry(sha, bytes(data), list(profs), list(exts), id(graph),
-                                  graph.meta.get("specification_version", "1.0"))
+                                  (graph.record.specification_version or "1.0"))
         self.keep.append(graph)
 
     # ------------------------------------------------------------------ checking

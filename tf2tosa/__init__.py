@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .api import TosaModel, convert, load, specialize
+from .api import TosaModel, convert, convert_dynamic, load, specialize
 from .ir import Operation as _Operation
+from .options import ConvertOptions
 from .tosa.builder import set_evaluator as _set_evaluator
 
 
@@ -26,6 +27,7 @@ def _evaluate_op(op: _Operation, operands: list[np.ndarray]) -> Any:
 
 _set_evaluator(_evaluate_op)  # the builder folds constant ops with the executor's kernels (no tosa -> executor import)
 
+from . import verify as _verify_package  # noqa: E402,F401  (see below)
 from .errors import (  # noqa: E402
     ConversionError,
     InputError,
@@ -37,6 +39,9 @@ from .errors import (  # noqa: E402
 
 __version__ = "0.1.0"
 
+# The subpackage tf2tosa.verify is imported above, before the function verify() below takes its name: importing
+# the subpackage later (tf2tosa.verify.compare, by a verification) would otherwise rebind tf2tosa.verify to it.
+
 
 def run(model: TosaModel, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """Run a converted model in the embedded executor."""
@@ -47,10 +52,20 @@ def verify(source: Any, *, oracle: str | None = None, **kwargs: Any) -> Any:
     """Convert ``source`` and compare it with its source runtime; returns the report.
 
     ``oracle`` defaults to ``"ref"`` (LiteRT's reference kernels) for a .tflite and ``"tensorflow"`` for a
-    TensorFlow model; ``"optimized"`` picks LiteRT's default kernels.  Other keywords go to ``TosaModel.verify``.
+    TensorFlow model; ``"optimized"`` picks LiteRT's default kernels.  The other keywords are :func:`convert`'s
+    (:class:`ConvertOptions`) and :meth:`TosaModel.verify`'s (``trust_model`` goes to both); any other name is a
+    :class:`TypeError` naming the closest valid ones.
     """
-    return convert(source).verify(oracle=oracle, **kwargs)
+    import inspect
+
+    from .options import check_keywords
+
+    checks = [p for p in inspect.signature(TosaModel.verify).parameters if p not in ("self", "oracle")]
+    check_keywords("verify", kwargs, [*ConvertOptions.names(), *checks])
+    options = {k: v for k, v in kwargs.items() if k in ConvertOptions.names()}
+    return convert(source, **options).verify(oracle=oracle, **{k: v for k, v in kwargs.items() if k in checks})
 
 
-__all__ = ["ConversionError", "InputError", "InvalidGraphError", "MissingExtraError", "ModelLoadError", "TosaModel",
-           "UnsupportedOpsError", "__version__", "convert", "load", "run", "specialize", "verify"]
+__all__ = ["ConversionError", "ConvertOptions", "InputError", "InvalidGraphError", "MissingExtraError",
+           "ModelLoadError", "TosaModel", "UnsupportedOpsError", "__version__", "convert", "convert_dynamic", "load",
+           "run", "specialize", "verify"]

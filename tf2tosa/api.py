@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConversionError, InputError, InvalidGraphError, ModelLoadError
+from .errors import InputError, InvalidGraphError, ModelLoadError
 from .ir import Graph
+from .options import ConvertOptions, check_keywords
 
 #: the runtimes `run` takes: the embedded executor (the oracle), IREE (compiled from our MLIR) and a Vulkan device
 #: through Arm's ML SDK for Vulkan (our .tosa converted to a VGF)
@@ -43,11 +44,11 @@ class TosaModel:
     # ----------------------------------------------------------------- facts
     @property
     def profiles(self) -> list[str]:
-        return list(self.graph.meta.get("profiles", []))
+        return list(self.graph.record.profiles or [])
 
     @property
     def extensions(self) -> list[str]:
-        return list(self.graph.meta.get("extensions", []))
+        return list(self.graph.record.extensions or [])
 
     @property
     def input_names(self) -> list[str]:
@@ -61,7 +62,7 @@ class TosaModel:
     def io_quantization(self) -> dict[str, list[dict[str, Any]]] | None:
         """With ``io="int"``: for each integer model input and output, its ``name``, integer ``dtype``, ``scale`` and
         ``zero_point`` (real = scale × (q − zero_point)) and the ``float_dtype`` of the source's edge; else None."""
-        meta = self.graph.meta.get("io_quantization")
+        meta = self.graph.record.io_quantization
         if not meta:
             return None
         named = {"inputs": self.graph.inputs, "outputs": self.graph.outputs}
@@ -110,7 +111,7 @@ class TosaModel:
         """Whether this is a symbolic TOSA 1.1-draft program (:func:`convert_dynamic`)."""
         from .tosa.optable import DRAFT_VERSION
 
-        return self.graph.meta.get("specification_version") == DRAFT_VERSION
+        return self.graph.record.specification_version == DRAFT_VERSION
 
     def to_mlir(self, syntax: str = "generic") -> str:
         """TOSA-dialect MLIR text: ``syntax="generic"`` (MLIR's generic operation form, read by tosa-opt and
@@ -118,7 +119,7 @@ class TosaModel:
 
         A symbolic program (:attr:`is_dynamic`) is declared ``specification_version = "1.1.draft"``, level none,
         with the profiles and extensions it needs (EXT-SHAPE, EXT-DYNAMIC), and carries its size guards and sample
-        sizes (``meta["dim_guards"]``, ``meta["dim_hints"]``) as the module attributes ``tf2tosa.dim_guards`` and
+        sizes (``graph.dims.guards``, ``graph.dims.hints``) as the module attributes ``tf2tosa.dim_guards`` and
         ``tf2tosa.dim_hints``, which :func:`load` reads back."""
         from .serializer import to_mlir
 
@@ -129,8 +130,7 @@ class TosaModel:
             profs, exts = requirements(self.graph)
             exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
             return to_mlir(self.graph, profs, exts, level="none", syntax=syntax, version=DRAFT_VERSION,
-                           dim_guards=self.graph.meta.get("dim_guards", ()),
-                           dim_hints=self.graph.meta.get("dim_hints"))
+                           dim_guards=self.graph.dims.guards or (), dim_hints=self.graph.dims.hints)
         return to_mlir(self.graph, syntax=syntax)
 
     def to_vgf(self) -> bytes:
@@ -181,7 +181,7 @@ class TosaModel:
 
     def _source_files(self) -> list[tuple[str, str]]:
         """The files this model was read from (its source model, the ``.tosa`` it was loaded from), that exist."""
-        names = {self.source_path, self.graph.meta.get("file")}
+        names = {self.source_path, self.graph.source.file}
         return [("the input model", n) for n in sorted(x for x in names if isinstance(x, str) and os.path.exists(x))]
 
     # ------------------------------------------------------------------- run
@@ -221,7 +221,7 @@ class TosaModel:
                 raise
             from .converter.dynamic import equality_violations
 
-            why = equality_violations(self.graph.meta, self._input_shapes(inputs))
+            why = equality_violations(self.graph.dims, self._input_shapes(inputs))
             if not why:
                 raise
             raise type(e)(f"ASSERT_EQUAL_SHAPE: {why[0]}", op=e.op, tensor=e.tensor, file=e.file) from None
@@ -232,13 +232,13 @@ class TosaModel:
         return {v.name: tuple(np.shape(x)) for v, x in zip(self.graph.inputs, inputs)}
 
     def guard_warnings(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[str]:
-        """One warning per size guard of a symbolic program (``meta["dim_guards"]``: the size comparisons its
+        """One warning per size guard of a symbolic program (``graph.dims.guards``: the size comparisons its
         conversion made at the sample sizes) that does not hold for these inputs (arrays, or shapes by input
         name): the conversion check did not cover those sizes.  Not an error: many guards only choose between two
         equivalent forms.  Empty for a static program or one read from a ``.tosa`` (which cannot carry guards)."""
         from .converter.dynamic import guard_warning_lines
 
-        return guard_warning_lines(self.graph.meta, self._input_shapes(inputs))
+        return guard_warning_lines(self.graph.dims, self._input_shapes(inputs))
 
     def check_target(self, target: str) -> list[Any]:
         """Everything in the program that ``target`` cannot take (``"ethos-u85"``, ``"ethos-u55"``,
@@ -278,7 +278,7 @@ class TosaModel:
         Sessions are independent of each other."""
         from .executor.session import Session
 
-        return Session(self.graph, file=self.source_path or self.graph.meta.get("file"))
+        return Session(self.graph, file=self.source_path or self.graph.source.file)
 
     @property
     def state_variables(self) -> list[Any]:
@@ -323,17 +323,19 @@ class TosaModel:
         """
         from .verify.compare import resolve_oracle, verify_tflite
 
-        if self.graph.meta.get("source_format") == "nnef":
+        if self.graph.source.format == "nnef":
             # NNEF has no runtime among our dependencies: the .tflite it came from when given, else fp64
             if reference is None:
                 from .verify.compare import verify_fp64
 
                 return verify_fp64(self, inputs, seed=seed, num=num, progress=progress)
-            ref, _ = _read_source(reference)
+            from .converter.frontends import read_source
+
+            ref, _ = read_source(reference)
             return verify_tflite(self, inputs=inputs, seed=seed, num=num, oracle=oracle,
                                  reference_kernels=reference_kernels, tflite=ref, progress=progress)
         if self.tf_source is not None:
-            qat = self.graph.meta.get("qat") or {}
+            qat = self.graph.record.qat or {}
             if qat.get("mode") == "int8":
                 # an integer QAT graph is checked against TFLite's int8 conversion of the same model, bit for bit
                 from .converter.tensorflow import tflite_qat_reference
@@ -387,169 +389,45 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     write_file(path, data)
 
 
-def _read_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return bytes(source), "<bytes>"
-    path = str(source)
-    try:
-        with open(path, "rb") as f:
-            return f.read(), path
-    except OSError as e:
-        raise ModelLoadError(f"cannot read model: {e.strerror}", file=path) from None
+def _options(where: str, options: ConvertOptions | None, keywords: Mapping[str, Any]) -> ConvertOptions:
+    """``options`` with ``keywords`` applied (the defaults when None); an unknown keyword is a TypeError naming the
+    closest option names."""
+    if options is None:
+        return ConvertOptions.from_keywords(where, **keywords)
+    check_keywords(where, keywords, ConvertOptions.names())
+    return options.replace(**keywords) if keywords else options
 
 
-def _map_source(source: str | os.PathLike[str] | bytes) -> tuple[bytes | mmap.mmap, str]:
-    """A ``.tflite`` to convert: bytes as given, a file memory-mapped (its constants are read in place)."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return _read_source(source)
-    from .converter.tflite import map_file
+def convert(source: Any, options: ConvertOptions | None = None, /, **keywords: Any) -> TosaModel:
+    """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), an NNEF model (directory, ``.tgz`` or
+    ``graph.nnef``), a TensorFlow SavedModel directory, a ``.keras`` / ``.h5`` file, a frozen GraphDef ``.pb``, a
+    ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
 
-    path = str(source)
-    try:
-        return map_file(path), path
-    except OSError as e:
-        raise ModelLoadError(f"cannot read model: {e.strerror}", file=path) from None
-
-
-def convert(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-            dims: Mapping[str, int] | None = None, rounding: str = "double", fold: bool = True,
-            signature: str = "serving_default", io: str = "float", fp16_weights: str = "keep",
-            hybrid: str = "kernel", **extra: Any) -> TosaModel:
-    """Convert a model to TOSA 1.0: a ``.tflite`` (path or bytes), a TensorFlow SavedModel directory, a ``.keras`` /
-    ``.h5`` file, a frozen GraphDef ``.pb``, a ``keras.Model`` or a ``tf.function`` / ConcreteFunction.
-
-    ``input_shapes`` sets unknown dimensions, e.g. ``{"input": (1, 224, 224, 3)}``; ``dims`` sets every unknown
-    dimension named by a symbol (``batch``, ``d<k>``: ``tf2tosa inspect`` lists them), e.g. ``{"batch": 4}``.  An
-    unknown dimension given neither way takes its default (the size stored in the ``.tflite``, else 1) with a
-    warning; ``model.graph.meta["fixed_dims"]`` records each fixed dimension, its size and where it came from.
-    ``state_io=True`` turns each EXT-VARIABLE variable into a state input ``NAME_state_in`` and output
-    ``NAME_state_out`` (see ``session()``).
-    ``rounding`` is the requantization rounding of integer graphs: ``"double"`` (bit-exact with TFLite's reference
-    kernels, needs EXT-DOUBLEROUND) or ``"single"`` (PRO-INT only).  ``signature`` picks a SavedModel signature.
-    ``fp16_weights``: ``"keep"`` stores float16 weights (TFLite's DEQUANTIZE of an fp16 constant) as fp16 constants
-    and a CAST to fp32, so the ``.tosa`` stays about the source's size; ``"expand"`` stores them as fp32 constants.
-    ``hybrid``: dynamic-range ("hybrid") ops - int8 weights, float32 activations: ``"kernel"`` follows LiteRT's hybrid
-    kernels (activations quantized on the fly, an int8 product, float rescaling); ``"dequantize"`` dequantizes the
-    weights in the graph and runs the ops in float (closer to the float model, not what LiteRT computes: recorded
-    as inexact).
-    ``io="int"`` moves the QUANTIZE/DEQUANTIZE at a quantized model's edges to the host: the program then takes and
-    returns int8/int16 tensors, and :attr:`TosaModel.io_quantization` gives their scales and zero points.
-    ``keep_variables=["name", …]`` or ``"all"`` (TensorFlow sources) keeps those resource variables as TOSA
-    variables (EXT-VARIABLE) that hold their state across invocations instead of freezing them; run several steps
-    with :meth:`TosaModel.session`.
-    A ``.keras`` / ``.h5`` file is loaded in Keras's safe mode; ``unsafe_deserialization=True`` turns it off, which
-    runs the Python code the file holds (``Lambda`` layers): only for files you trust.  ``trust_model=True``
-    (TensorFlow sources) loads a SavedModel whose loading runs file-system, Python or queue ops, and lets
-    :meth:`TosaModel.verify` run such ops of its graph; without it both are refused.
-    ``custom_objects`` (Keras files): the custom layers and functions the file names, a mapping name -> class or
-    the path of a Python module file (which is run; its ``CUSTOM_OBJECTS`` dict, else its public classes and
-    functions), or a list of these.  A Keras 2 file that Keras 3 refuses is loaded with ``tf_keras``, saying so
-    in one info line (:mod:`tf2tosa.converter.keras_files`).
-    ``target="vulkan-ml"`` (any :data:`tf2tosa.tosa.targets.TARGETS` name) converts for that target: one without
-    EXT-CONTROLFLOW gets its side-effect-free COND_IFs if-converted to SELECT
-    (:mod:`tf2tosa.converter.passes.if_conversion`); :meth:`TosaModel.check_target` then lists what it still
-    cannot take.
-    ``max_extract_mb=N`` caps what an NNEF ``.tgz``/``.tar`` or a Keras ``.keras`` zip may unpack, per member and in
-    total (default 2048 MiB; :mod:`tf2tosa.converter.archive`).
-    ``tag="serve"`` (SavedModels) picks the MetaGraph by its tag set (``"serve,gpu"``).  ``inputs=`` / ``outputs=``
-    (TensorFlow sources) cut the graph by tensor names: ``inputs=["ParseExample/ParseExampleV2:3:1x13:float32"]``
-    (``NAME[:SHAPE[:DTYPE]]``, or a mapping name -> shape) become the program's inputs and only the ops between them
-    and ``outputs=["dnn/logits/BiasAdd"]`` are converted (:mod:`tf2tosa.converter.tf_cut`).
+    The keywords are the fields of :class:`~tf2tosa.options.ConvertOptions`, one to one (``docs/api-options.md``
+    lists each with its default and its command-line flag); ``options`` gives them as one record instead, the
+    keywords overriding its fields.  An unknown keyword is a :class:`TypeError` naming the closest valid ones.
+    ``dynamic=True`` converts as :func:`convert_dynamic` does.  The frontend is the first of
+    :data:`tf2tosa.converter.frontends.FRONTENDS` that claims ``source``.
     """
-    extra["fp16_weights"] = fp16_weights
-    from .quant.hybrid import check_mode
+    from .converter.frontends import convert_source
 
-    extra["hybrid"] = check_mode(hybrid, os.fspath(source) if isinstance(source, (str, os.PathLike)) else None)
-    from .converter.source import convert_options, convert_tflite_data
-
-    if isinstance(source, (str, os.PathLike)):
-        from .outputs import check_input
-
-        check_input(source, ModelLoadError)  # a FIFO, a device or a socket is refused before it is opened
-
-    if not _plain_tflite(source):  # (bytes and *.tflite files need neither frontend imported to say so)
-        model = _convert_nnef_or_tensorflow(source, input_shapes=input_shapes, dims=dims, rounding=rounding, fold=fold,
-                                            signature=signature, io=io, extra=extra)
-        if model is not None:
-            return model
-    _tensorflow_only(extra, source)
-    data, path = _map_source(source)
-    graph = convert_tflite_data(data, path, convert_options(input_shapes=input_shapes, dims=dims, fold=fold,
-                                                            rounding=rounding, io=io, **extra))
-    return TosaModel(graph, source=data, source_path=path)
+    opts = _options("convert", options, keywords)
+    if opts.dynamic:
+        return convert_dynamic(source, opts)
+    if opts.hints is not None or opts.symbol is not None:
+        raise InputError("hints= and symbol= (--hint) choose the sizes of a symbolic conversion: they apply with "
+                         "dynamic=True (convert_dynamic) only",
+                         file=os.fspath(source) if isinstance(source, (str, os.PathLike)) else None)
+    done = convert_source(source, opts)
+    return TosaModel(done.graph, source=done.source, source_path=done.source_path, tf_source=done.tf_source)
 
 
-def _convert_nnef_or_tensorflow(source: Any, *, input_shapes: Mapping[str, Sequence[int]] | None,
-                                dims: Mapping[str, int] | None, rounding: str, fold: bool, signature: str, io: str,
-                                extra: dict[str, Any]) -> TosaModel | None:
-    """:func:`convert` of an NNEF or TensorFlow source; None for anything else (a ``.tflite``)."""
-    from .converter.nnef import is_nnef_source
-    from .converter.pipeline import ConvertOptions, convert_graph
-    from .converter.source import convert_options
-    from .converter.tensorflow import is_tensorflow_source
-
-    if is_nnef_source(source):
-        from .converter.source import convert_nnef_path
-
-        _tensorflow_only(extra, source)
-        path = os.fspath(source)
-        graph = convert_nnef_path(path, convert_options(input_shapes=input_shapes, dims=dims, fold=fold,
-                                                        rounding=rounding,
-                                                        **extra))
-        return TosaModel(graph, source_path=path)
-    if is_tensorflow_source(source):
-        import importlib.util
-
-        from .converter.tensorflow import tensorflow_frontend
-
-        if isinstance(source, (str, os.PathLike)) and importlib.util.find_spec("tensorflow") is None:
-            from .errors import MissingExtraError
-
-            raise MissingExtraError("TensorFlow models need TensorFlow: pip install 'tf2tosa[tf]'",
-                                    file=os.fspath(source))
-
-        options = ConvertOptions(input_shapes=input_shapes, dims=dims, fold=fold, rounding=rounding, io=io,
-                                 extra=dict(extra))
-        graph, src = tensorflow_frontend(source, options, signature=signature)
-        convert_graph(graph, options, file=src.label)
-        return TosaModel(graph, source_path=src.label, tf_source=src)
-    return None
-
-
-def _tensorflow_only(extra: Mapping[str, Any], source: Any) -> None:
-    """Refuse the TensorFlow-only keywords (``tag``, ``inputs``, ``outputs``: a SavedModel's MetaGraph, a cut by
-    tensor names) for a .tflite or NNEF source."""
-    given = [k for k in ("tag", "inputs", "outputs") if extra.get(k) is not None]
-    if given:
-        raise InputError(f"{'/'.join(given)}= (--{' --'.join(given)}) only apply to TensorFlow models (SavedModel, "
-                         "Keras, GraphDef)", file=os.fspath(source) if isinstance(source, (str, os.PathLike)) else None)
-
-
-def _plain_tflite(source: Any) -> bool:
-    """Bytes, or a path to a regular file named ``*.tflite``: what neither ``is_nnef_source`` (a directory or a
-    ``.nnef``/``.tgz``/``.tar.gz``/``.tar`` name) nor ``is_tensorflow_source`` (a directory, a ``.keras``/``.h5``/
-    ``.hdf5``/``.pb``/``.graphdef`` name or a Keras/TensorFlow object) accepts."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return True
-    path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
-    return isinstance(path, str) and path.lower().endswith(".tflite") and os.path.isfile(path)
-
-
-class _SizeIndependent(Exception):
-    """Carries a conversion's "not yet" error that other sample sizes would not change."""
-
-    def __init__(self, error: ConversionError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str, int] | None = None,
-                    hints: Mapping[str, int] | None = None, **options: Any) -> TosaModel:
+def convert_dynamic(source: Any, options: ConvertOptions | None = None, /, **keywords: Any) -> TosaModel:
     """Convert a model with unknown dimensions into one symbolic TOSA 1.1-draft program (``--dynamic``).
 
     Every unknown input dimension that ``dims`` (``--dim``, which fixes a symbol) and ``input_shapes`` leave open
     stays symbolic (``batch``, ``d1`` …: ``tf2tosa inspect`` lists them); ``symbol`` keeps only that one
-    symbolic (the others are fixed as :func:`convert` fixes them).
+    symbolic (the others are fixed as :func:`convert` fixes them).  The other keywords are :func:`convert`'s.
     The model is converted once with each open dimension a :class:`~tf2tosa.ir.symdim.SymDim` whose sample size
     is ``hints[symbol]`` (``--hint``) or the stated default (:data:`~tf2tosa.converter.dynamic.DEFAULT_HINTS`:
     3 for ``batch``, 401 for any other, then 402 and 400 when the model does not convert at the first), so the
@@ -557,162 +435,26 @@ def convert_dynamic(source: Any, *, symbol: str | None = None, dims: Mapping[str
     expression; a second conversion at other sample sizes (leaving a remainder in the divisions the sizes go
     through, a strided window's: :func:`~tf2tosa.converter.dynamic.check_hints`) checks that nothing depended on
     the samples (:func:`tf2tosa.converter.dynamic.symbolise`); what that cannot express yet is one
-    :class:`ConversionError`.
+    :class:`~tf2tosa.errors.NotYetError` (:mod:`tf2tosa.converter.dynamic_convert`).
     The result's :meth:`TosaModel.to_mlir` is declared 1.1.draft; ``save`` writes a 1.1-draft ``.tosa`` flatbuffer
     (``fbs_version 1.1.0d``, Arm's draft schema) and the MLIR text, or the MLIR text only to a ``.mlir`` path.
     """
-    from .converter.dynamic import CHECK_OFFSETS, DEFAULT_HINTS, check_hints, divisions, symbolise
-    from .ir.symdim import guards as guard_context
-    from .ir.symdim import symbol as sym_size
+    from .converter import dynamic_convert
 
-    fixed = dict(dims or {})
-    label = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
-    open_syms = _open_symbols(source, fixed, options, hints)
-    if symbol is not None:
-        if symbol in fixed:
-            raise InputError(f"--dynamic: {symbol} is both kept symbolic and fixed by --dim", file=label,
-                             tensor=symbol)
-        if symbol not in open_syms:
-            raise InputError(f"--dynamic: the model has no open unknown dimension named {symbol!r} "
-                             f"(open: {', '.join(open_syms) or 'none'})", file=label, tensor=symbol)
-        open_syms = [symbol]
-    if not open_syms:
-        raise InputError("--dynamic: the model has no unknown dimension left symbolic (--input-shape and --dim fix "
-                         "every one; leave the dimensions to keep symbolic unset, or convert without --dynamic)",
-                         file=label)
-    given = dict(hints or {})
-    for s, h in given.items():
-        if s not in open_syms:
-            raise InputError(f"--hint {s}={h}: no open unknown dimension named {s!r} (open: {', '.join(open_syms)})",
-                             file=label, tensor=s)
-        if int(h) < 1:
-            raise InputError(f"--hint {s}={h}: a dimension size must be at least 1", file=label, tensor=s)
-    tries = [{s: int(given[s]) if s in given else DEFAULT_HINTS.get(s, DEFAULT_HINTS[""])[k] for s in open_syms}
-             for k in range(len(DEFAULT_HINTS[""]))]
-
-    def run(env: Mapping[str, int]) -> tuple[TosaModel, Any]:
-        with guard_context() as g:
-            try:
-                m = convert(source, dims={**fixed, **{s: sym_size(s, env[s]) for s in open_syms}}, **options)
-            except InputError:
-                raise
-            except ConversionError as e:
-                if "--dynamic: not yet:" in e.message:  # a lowering that knows it cannot keep a size symbolic:
-                    reasons = getattr(e, "reasons", None)  # other samples would not help
-                    if isinstance(reasons, dict) and len(reasons) == 1:  # one op kind: its own line, naming it
-                        (name, (_, why)), = reasons.items()
-                        e = ConversionError(why, file=e.file or label, op=name)
-                    raise _SizeIndependent(e) from None
-                at = ", ".join(f"{s}={env[s]}" for s in open_syms)
-                raise ConversionError(f"--dynamic: not yet: the model does not convert at the sample sizes {at} "
-                                      f"(set other samples with --hint SYMBOL=VALUE): {e.message}",
-                                      file=e.file or label, op=e.op, tensor=e.tensor) from None
-        return m, g
-
-    for k, samples in enumerate(tries):
-        try:
-            first, g1 = run(samples)
-            break
-        except InputError:
-            raise
-        except _SizeIndependent as e:
-            raise e.error from None
-        except ConversionError:
-            if k == len(tries) - 1 or all(s in given for s in open_syms):
-                raise
-    env2 = check_hints(g1, samples, divisions(first.graph, g1))  # sizes leaving remainders in the divisions
-    if env2 is None:
-        # no other sizes keep the guards: typically a size equated with a sample value (a lost symbol); the
-        # comparison with a conversion at other sizes names the op where it happened
-        stuck = ConversionError(f"--dynamic: not yet: the conversion at {samples} relied on "
-                                f"{'; '.join(g1.relations)}, and no other sample sizes keep that true", file=label)
-        for off in CHECK_OFFSETS:  # the first other sizes the model converts at (one a parity keeps, say)
-            env_o = {s: h + off * (2 * k + 1) for k, (s, h) in enumerate(sorted(samples.items()))}
-            try:
-                second, _ = run(env_o)
-            except (ConversionError, _SizeIndependent):
-                continue
-            symbolise(first.graph, second.graph, samples, env_o, g1, file=label)
-            break
-        raise stuck
-    try:
-        second, g2 = run(env2)
-    except _SizeIndependent as e:
-        raise e.error from None
-    if g2.relations != g1.relations:
-        raise ConversionError(f"--dynamic: not yet: the conversions at {samples} and {env2} relied on different "
-                              f"size conditions ({'; '.join(g1.relations)} / {'; '.join(g2.relations)})", file=label)
-    graph = symbolise(first.graph, second.graph, samples, env2, g1, file=label)
-    kept = []
-    for entry in graph.meta.get("fixed_dims", []):
-        shape = [next((d["symbol"] for d in entry["dims"] if d["dim"] == k and d["symbol"] in open_syms), int(n))
-                 for k, n in enumerate(entry["shape"])]
-        dims_left = [{**d, "value": int(d["value"])} for d in entry["dims"] if d["symbol"] not in open_syms]
-        if dims_left:
-            kept.append({**entry, "shape": shape, "dims": dims_left})
-    graph.meta["fixed_dims"] = kept
-    from .tosa.profiles import requirements
-
-    profs, exts = requirements(graph)
-    graph.meta["profiles"], graph.meta["extensions"] = profs, sorted(set(exts) | {"EXT-DYNAMIC", "EXT-SHAPE"})
-    return TosaModel(graph, source=first._source, source_path=first.source_path)
-
-
-def _open_symbols(source: Any, fixed: Mapping[str, int], options: Mapping[str, Any],
-                  hints: Mapping[str, int] | None = None) -> list[str]:
-    """The dimension symbols neither ``fixed`` (``--dim``) nor an ``input_shapes`` entry sets.  A TensorFlow or NNEF
-    model is converted to find them, with the open dimensions at their defaults, or at ``hints`` (``--hint``) when
-    the defaults make it invalid (a window longer than a length of 1)."""
-    import logging
-
-    from .converter.nnef import is_nnef_source
-    from .converter.passes.input_shapes import dimension_symbols, resolve_input_shapes
-    from .converter.tensorflow import is_tensorflow_source
-
-    shaped = set(options.get("input_shapes") or {})
-    if is_nnef_source(source) or is_tensorflow_source(source):
-        log = logging.getLogger("tf2tosa")
-        level = log.level
-        log.setLevel(logging.ERROR)  # the defaults of this look-up conversion are not the user's
-        hinted: set[str] = set()
-        try:
-            first = convert(source, dims=fixed, **options)
-        except ConversionError:
-            if not hints:
-                raise
-            hinted = set(hints) - set(fixed)
-            first = convert(source, dims={**fixed, **{s: int(hints[s]) for s in hinted}}, **options)
-        finally:
-            log.setLevel(level)
-        return sorted({d["symbol"] for e in first.graph.meta.get("fixed_dims", []) for d in e["dims"]
-                       if d["from"] == "default" or (d["from"] == "dim" and d["symbol"] in hinted)})
-    from .converter.tflite import load_tflite
-
-    data, path = _map_source(source)
-    graph = load_tflite(data, file=path)
-    syms = dimension_symbols(graph)
-    # the sizes given are checked as the static conversion checks them (wrong rank, size < 1, an input or symbol
-    # the model lacks, a symbol bound to two values: one InputError) before the open symbols are counted
-    log = logging.getLogger("tf2tosa")
-    level = log.level
-    log.setLevel(logging.ERROR)  # the defaults of this check are not the user's (open dimensions stay symbolic)
-    try:
-        resolve_input_shapes(graph, options.get("input_shapes"), file=path, dims=fixed)
-    finally:
-        log.setLevel(level)
-    return sorted({s for v in graph.inputs if v.name in syms and v.name not in shaped and v.source not in shaped
-                   for s in syms[v.name] if s and s not in fixed})
+    opts = _options("convert_dynamic", options, keywords)
+    done = dynamic_convert.convert_dynamic(source, opts.replace(dynamic=True))
+    return TosaModel(done.graph, source=done.source, source_path=done.source_path)
 
 
 def _validate_loaded(graph: Graph, name: str | None, dynamic: bool = False) -> None:
     """Check every op of a read ``.tosa`` (regions included) against the catalogue, as the builder checks the ops it
     creates: a file whose declared shapes or types the spec forbids is refused here, not run.  ``dynamic``: a
     1.1-draft program, whose shape operands may be computed at run time (EXT-DYNAMIC)."""
-    from .tosa import catalogue
+    from .tosa import validation
 
     for op in graph.topological_order():
         try:
-            catalogue.validate_op(op, dynamic=dynamic)
+            validation.validate_op(op, dynamic=dynamic)
         except InvalidGraphError as e:
             raise InvalidGraphError(e.message, file=name, op=f"{op.opcode}#{op.id}",
                                     tensor=e.tensor or (op.results[0].name if op.results else None)) from None
@@ -812,11 +554,13 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     if from_mlir and not isinstance(path, bytes):
         data, name, declared = _mlir_to_tosa(path)
     else:
-        data, name = _read_source(path)
+        from .converter.frontends import read_source
+
+        data, name = read_source(path)
     graph = from_bytes(data, name=name)
     if from_mlir:  # read from MLIR text: each op's location names the user's file, not tosa-opt's copy
         _relocate(graph, name)
-    symbolic = graph.meta.get("specification_version") == DRAFT_VERSION
+    symbolic = graph.record.specification_version == DRAFT_VERSION
     if declared is not None and declared["specification_version"] != DRAFT_VERSION and symbolic:
         raise ModelLoadError(f"the module declares TOSA {declared['specification_version']} but has unknown "
                              f"dimensions or EXT-SHAPE operators (TOSA {DRAFT_VERSION})", file=name)
@@ -825,14 +569,17 @@ def load(path: str | os.PathLike[str] | bytes) -> TosaModel:
     if symbolic:  # as convert --dynamic declares it
         exts = sorted(set(exts) | {"EXT-SHAPE", "EXT-DYNAMIC"})
     if declared is not None:
-        for key in ("dim_guards", "dim_hints"):  # the MLIR module's tf2tosa.* attributes (a .tosa has none)
-            if key in declared and symbolic:
-                graph.meta[key] = declared.pop(key)
-            declared.pop(key, None)
-        graph.meta["declared_target"] = declared
+        # the MLIR module's tf2tosa.* attributes (a .tosa has none)
+        guards, hints = declared.pop("dim_guards", None), declared.pop("dim_hints", None)
+        if symbolic and guards is not None:
+            graph.dims.guards = guards
+        if symbolic and hints is not None:
+            graph.dims.hints = hints
+        graph.record.declared_target = declared
         if declared["profiles"]:  # what the file says it needs (tosa-opt checks it against the program)
             profs, exts = declared["profiles"], declared["extensions"]
-    graph.meta.update(profiles=profs, extensions=exts, file=name)
+    graph.record.profiles, graph.record.extensions = profs, exts
+    graph.source.file = name
     if not isinstance(path, (bytes, bytearray, memoryview)) and os.path.isfile(sidecar_path(path)):
         _read_sidecar(graph, sidecar_path(path))
     return TosaModel(graph)
@@ -866,22 +613,22 @@ def specialize(model: TosaModel | str | os.PathLike[str] | bytes, *,
     from .serializer import from_bytes
 
     if isinstance(model, TosaModel):
-        name = model.source_path or model.graph.meta.get("file")
+        name = model.source_path or model.graph.source.file
         graph = from_bytes(model.to_bytes(), name=name or "<model>")  # a copy, as a file would give it
-        for key in ("io_quantization", "unsigned_io"):
-            if key in model.graph.meta:
-                graph.meta[key] = model.graph.meta[key]
+        graph.record.io_quantization = model.graph.record.io_quantization
+        graph.record.unsigned_io = model.graph.record.unsigned_io
         source = model
     else:
         source = load(model)
         graph = source.graph
-        name = graph.meta.get("file")
+        name = graph.source.file
     specialize_graph(graph, input_shapes=input_shapes, dims=dims, file=name)
     return TosaModel(graph, source=source._source, source_path=source.source_path, tf_source=source.tf_source)
 
 
 def _read_sidecar(graph: Graph, side: str) -> None:
-    """``meta["io_quantization"]`` from the ``io="int"`` sidecar ``side`` (entries matched to the graph by name)."""
+    """``graph.record.io_quantization`` from the ``io="int"`` sidecar ``side`` (entries matched to the graph by
+    name)."""
     import json
 
     try:
@@ -895,4 +642,4 @@ def _read_sidecar(graph: Graph, side: str) -> None:
                           for e in doc.get(role, [])]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ModelLoadError(f"unreadable io quantization sidecar ({type(e).__name__}: {e})", file=side) from None
-    graph.meta["io_quantization"] = meta
+    graph.record.io_quantization = meta

@@ -35,6 +35,7 @@ from .cli_output import (
     routed_logging,
 )
 from .errors import ConversionError, InputError
+from .options import ConvertOptions
 
 app = typer.Typer(
     cls=PlainCoercionGroup, add_completion=True, no_args_is_help=True, rich_markup_mode=None,
@@ -381,7 +382,7 @@ def _model_facts(m: Any) -> dict[str, Any]:
 
     return {"profiles": m.profiles, "extensions": m.extensions, "inputs": [value(v) for v in g.inputs],
             "outputs": [value(v) for v in g.outputs], "op_counts": dict(g.op_counts()),
-            "io_quantization": m.io_quantization, "fixed_dims": list(g.meta.get("fixed_dims", []))}
+            "io_quantization": m.io_quantization, "fixed_dims": list(g.record.fixed_dims)}
 
 
 def _echo_io_quantization(out: Out, m: Any) -> None:
@@ -489,24 +490,16 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
                 **_custom_objects(custom_objects, model), **_cut(tag, inputs, outputs)}
         if hint and not dynamic:
             raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
-        if dynamic:
-            from .api import convert_dynamic
-
-            if verify or target is not None:
-                raise InputError("--dynamic: not yet with --verify or --target")
-            m = convert_dynamic(str(model), input_shapes=parse_shapes(input_shape, str(model)),
-                                dims=parse_dims(dim, file=str(model)), hints=parse_dims(hint, "--hint", str(model)),
-                                rounding=rounding, signature=signature, qat=qat, qat_io=qat_io,
-                                custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
-                                hybrid=hybrid,
-                                state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more)
-        else:
-            m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
-                           dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, qat=qat,
-                           qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll, fp16_weights=fp16_weights,
-                           hybrid=hybrid,
-                           state_io=state_io, io=io_, max_extract_mb=max_extract_mb, **more,
-                           **_target(target))
+        if dynamic and (verify or target is not None):
+            raise InputError("--dynamic: not yet with --verify or --target")
+        options = ConvertOptions(input_shapes=parse_shapes(input_shape, str(model)),
+                                 dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature,
+                                 qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
+                                 fp16_weights=fp16_weights, hybrid=hybrid, state_io=state_io, io=io_,
+                                 max_extract_mb=max_extract_mb, dynamic=dynamic,
+                                 hints=parse_dims(hint, "--hint", str(model)) if dynamic else None, **more,
+                                 **_target(target))
+        m = do_convert(str(model), options)
         if target is not None:
             m.require_target(target.value)
         if verify and m.tf_source is not None:
@@ -526,11 +519,11 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         out.result(wrote)
     from .converter.passes.input_shapes import fixed_dims_lines
 
-    for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
+    for line in fixed_dims_lines(m.graph.record.fixed_dims):
         out.result(line)
-    for sym, where in m.graph.meta.get("dim_symbols", {}).items():
+    for sym, where in m.graph.dims.symbols.items():
         out.result(f"symbolic: {sym} (input {where['input']!r} dimension {where['dim']}), TOSA 1.1 draft")
-    layout = m.graph.meta.get("layout")
+    layout = m.graph.record.layout
     if layout:
         out.info(f"layout: {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
                  f"{layout['transposes_after']} after")
@@ -538,7 +531,7 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         from .api import sidecar_path
 
         out.info(f"integer I/O: scales and zero points in {sidecar_path(output)}")
-    for w in m.graph.meta.get("warnings", []):
+    for w in m.graph.record.warnings:
         out.warn_once(str(w))
     custom = _custom_ops(m.graph)
     payload: dict[str, Any] = {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None,
@@ -610,14 +603,14 @@ def specialize(model: Path = typer.Argument(..., metavar="MODEL",
         m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value)
     ops = op_counts(m.graph.ops.values())[0]
     seconds = time.perf_counter() - t0
-    done = m.graph.meta.get("specialized", {})
+    done = m.graph.record.specialized or {}
     out.result(f"wrote {output} (TOSA 1.0, {ops_text(m.graph.ops.values())}; profiles "
                f"{', '.join(m.profiles) or '-'}; extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
-    for line in fixed_dims_lines(m.graph.meta.get("fixed_dims", [])):
+    for line in fixed_dims_lines(m.graph.record.fixed_dims):
         out.result(line)
     out.info(f"{done.get('shape_ops_folded', 0)} shape operator(s) folded to constants, "
              f"{done.get('assertions_checked', 0)} shape assertion(s) checked")
-    for w in m.graph.meta.get("warnings", []):
+    for w in m.graph.record.warnings:
         out.warn_once(str(w))
     return {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None, "ops": ops,
             **_model_facts(m), "shape_ops_folded": int(done.get("shape_ops_folded", 0)),
@@ -756,7 +749,7 @@ def _output_arrays(m: Any, output_dir: Path, stream: bool) -> list[tuple[str, Pa
     for what, name in files:
         if "/" in name or "\0" in name:
             raise InputError(f"{what} cannot be written to --output-dir {output_dir}: {name!r} is not a plain file "
-                             "name", file=str(m.graph.meta.get("file") or "") or None)
+                             "name", file=str(m.graph.source.file or "") or None)
     return [(what, output_dir / name) for what, name in files]
 
 
@@ -884,21 +877,21 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     listing = _saved_model_listing(out, file)
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
-            m = do_convert(str(file), signature=signature, io=io_, max_extract_mb=max_extract_mb,
-                           **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, file),
-                           **_cut(tag, inputs, outputs),
-                           **_target(target))
+            m = do_convert(str(file), ConvertOptions(signature=signature, io=io_, max_extract_mb=max_extract_mb,
+                                                     **_unsafe(unsafe_deserialization, trust_model),
+                                                     **_custom_objects(custom_objects, file),
+                                                     **_cut(tag, inputs, outputs), **_target(target)))
     else:
         _custom_objects(custom_objects, file)  # (refused for a .tosa)
         m = load(str(file))
     g = m.graph
     frontend = _frontend(g)
-    version = g.meta.get("specification_version", "1.0")
+    version = g.record.specification_version or "1.0"
     symbolic = version != "1.0"
-    file_version = g.meta.get("tosa_version")
+    file_version = g.record.tosa_version
     out.echo(f"{file}: TOSA {version}" + (f" (converted by the {frontend} frontend)" if frontend else "")
              + (f" (symbolic program; file version {file_version})" if symbolic and file_version else ""))
-    layout = g.meta.get("layout")
+    layout = g.record.layout
     if layout:
         out.echo(f"layout:     {layout['transposes_before']} NCHW/NHWC transposes before the layout pass, "
                  f"{layout['transposes_after']} after")
@@ -908,27 +901,27 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     for v in g.inputs:
         out.echo(f"  {v.name}: {_symbolic_type(v.type) if symbolic else v.type}")
     if symbolic:
-        syms = g.meta.get("dim_symbols", {})
+        syms = g.dims.symbols
         if syms:
             out.echo("dimension symbols (bind them with specialize --dim SYMBOL=VALUE or --input-shape):")
             for sym, where in syms.items():
                 out.echo(f"  {sym}: input {where['input']!r} dimension {where['dim']}")
-        eqs = g.meta.get("dim_equalities", [])
+        eqs = g.dims.equalities
         if eqs:
             out.echo("equalities the program relies on (checked at run time):")
             for e in eqs:
                 rel = "broadcasts with" if e.get("broadcast") else "=="
                 out.echo(f"  {e['a']} {rel} {e['b']}  ({e['op']})")
-        guards = g.meta.get("dim_guards")
+        guards = g.dims.guards
         if guards is None:
             out.echo("size guards: none known (a .tosa file cannot carry them; the .mlir written with it does)")
         elif guards:
-            hints = ", ".join(f"{k}={v}" for k, v in (g.meta.get("dim_hints") or {}).items())
+            hints = ", ".join(f"{k}={v}" for k, v in (g.dims.hints or {}).items())
             out.echo(f"size guards (comparisons the conversion made at {hints or 'its sample sizes'}; run and "
                      "specialize warn outside them):")
             for text in guards:
                 out.echo(f"  {text}")
-    fixed = g.meta.get("fixed_dims", [])
+    fixed = g.record.fixed_dims
     if fixed:
         out.echo("dimension symbols (unknown in the model; fixed with --input-shape NAME=DIMS or --dim SYMBOL=VALUE):")
         for e in fixed:
@@ -949,7 +942,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
         out.echo(f"  {name:28s} {n}")
     for e in g.inexact:
         out.echo(f"inexact lowering: {e['op']} ({e['tensor']}): {e['reason']}")
-    for e in g.meta.get("side_effect_ops", []):  # (TensorFlow sources: ops the program leaves out)
+    for e in g.source.side_effect_ops:  # (TensorFlow sources: ops the program leaves out)
         out.echo(f"dropped side effect: tf.{e['op']} ({e['node']}): {e['what']}")
     custom = _custom_ops(g)
     if custom:
@@ -975,11 +968,11 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             out.echo(f"  {st['variable']}: {st['type']}: {how}")
     return {"file": str(file), "format": f"TOSA {version}", "frontend": frontend, "layout": layout,
             **_model_facts(m), "custom_ops": custom, "inexact": g.inexact,
-            "side_effect_ops": list(g.meta.get("side_effect_ops", [])), "target": target_report, "state": state,
-            "dim_symbols": dict(g.meta.get("dim_symbols", {})) if symbolic else {},
-            "dim_equalities": list(g.meta.get("dim_equalities", [])) if symbolic else [], "tensors": tensors,
-            "dim_guards": list(g.meta["dim_guards"]) if symbolic and "dim_guards" in g.meta else None,
-            "dim_hints": dict(g.meta["dim_hints"]) if symbolic and "dim_hints" in g.meta else None,
+            "side_effect_ops": list(g.source.side_effect_ops), "target": target_report, "state": state,
+            "dim_symbols": dict(g.dims.symbols) if symbolic else {},
+            "dim_equalities": list(g.dims.equalities) if symbolic else [], "tensors": tensors,
+            "dim_guards": list(g.dims.guards) if symbolic and g.dims.guards is not None else None,
+            "dim_hints": dict(g.dims.hints) if symbolic and g.dims.hints is not None else None,
             "saved_model": listing}
 
 
@@ -1016,7 +1009,7 @@ def _tensor_facts(g: Any) -> list[dict[str, Any]]:
     """Every value an operator of ``g`` computes (constants aside), with its symbolic shape (and, for a shape value,
     what it computes), in program order."""
     rows = []
-    values = g.meta.get("shape_values", {})
+    values = g.dims.shape_values
     for op in g.topological_order():
         if op.opcode in ("CONST", "CONST_SHAPE"):
             continue
@@ -1028,7 +1021,7 @@ def _tensor_facts(g: Any) -> list[dict[str, Any]]:
 
 def _frontend(g: Any) -> str | None:
     """The frontend that made ``g`` (None for a .tosa read back)."""
-    return {"nnef": "NNEF", "tflite": "TFLite", "tensorflow": "TensorFlow"}.get(g.meta.get("source_format", ""))
+    return {"nnef": "NNEF", "tflite": "TFLite", "tensorflow": "TensorFlow"}.get(g.source.format or "")
 
 
 @app.command()
@@ -1087,9 +1080,52 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
     """Convert MODEL and compare the executor with its source runtime (LiteRT's reference kernels for .tflite,
     TensorFlow for SavedModel/Keras/GraphDef), reporting each output's error and the bound it was judged by."""
     from .api import convert as do_convert
-    from .outputs import check_paths
 
     out = _out()
+    per_layer = bool(layers or layers_html or layers_png)
+    oracle = _verify_preflight(out, model, input, nnef_reference, (report_html, layers_html, layers_png),
+                               reference=reference, oracle=oracle, backend=backend, steps=steps, io_=io_,
+                               per_layer=per_layer)
+    with _progress(f"verify {model.name}") as prog, _quiet_deps():
+        prog(0, 0, "converting")
+        m = do_convert(str(model), ConvertOptions(
+            input_shapes=parse_shapes(input_shape, str(model)), dims=parse_dims(dim, file=str(model)),
+            rounding=rounding, signature=signature, state_io=state_io, io=io_, hybrid=hybrid,
+            max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
+            **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model),
+            **_cut(tag, inputs, outputs)))
+        report, sets = _verify_compare(m, model, _load_inputs(input), prog, steps=steps, seed=seed, num=num,
+                                       oracle=oracle, nnef_reference=nnef_reference, trust_model=trust_model)
+        layer_report = _layer_report(m, model, report, seed, (layers_html, layers_png), prog) if per_layer else None
+        backend_rows = _backend_rows(m, backend, sets, seed, prog)
+    _print_verify(out, m, report, backend, backend_rows, layer_report, (layers_html, layers_png), report_html)
+    return {"model": str(model), "report": report.to_dict(),
+            "backend": None if backend_rows is None else {"name": backend.value,
+                                                          "agree": all(r["ok"] for r in backend_rows),
+                                                          "outputs": backend_rows},
+            "layers": layer_report.to_dict() if layer_report is not None else None,
+            "html": str(report_html) if report_html else None}
+
+
+def _layer_report(m: Any, model: Path, report: Any, seed: int, pages: tuple[Path | None, Path | None],
+                  prog: Any) -> Any:
+    """``verify --layers``: every layer compared with LiteRT (and the plot pages written)."""
+    from .verify.layers import verify_layers
+
+    layers_html, layers_png = pages
+    prog(0, 0, "comparing every layer")
+    return verify_layers(str(model), seed=seed, graph=m.graph, reference_kernels=report.oracle == "ref",
+                         out_html=str(layers_html) if layers_html else None,
+                         out_png=str(layers_png) if layers_png else None)
+
+
+def _verify_preflight(out: Out, model: Path, input: list[str] | None, nnef_reference: Path | None,
+                      pages: tuple[Path | None, Path | None, Path | None], *, reference: bool | None,
+                      oracle: str | None, backend: Backend, steps: int | None, io_: str, per_layer: bool) -> str | None:
+    """``verify``'s checks before any work (paths, runtimes, flags that do not combine); returns the oracle."""
+    from .outputs import check_paths
+
+    report_html, layers_html, layers_png = pages
     png_page = layers_png.with_suffix(".html") if layers_png is not None and layers_html is None else None
     check_paths([("the input model", model), ("the --reference model", nnef_reference), *_npy_files(input)],
                 [("the --report page", report_html), ("the --layers-html page", layers_html),
@@ -1106,49 +1142,54 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         from .verify import vgf as vgf_backend
 
         vgf_backend.require()  # the SDK and a Vulkan device, or one line saying what to install
-    if (layers or layers_html or layers_png) and not tflite:
+    if per_layer and not tflite:
         raise InputError(f"{model}: per-layer comparison needs a .tflite file")
-    if steps is not None and (layers or layers_html or layers_png):
+    if steps is not None and per_layer:
         raise InputError("--layers compares one invocation; it does not combine with --steps")
-    if (layers or layers_html or layers_png) and io_ == "int":
+    if per_layer and io_ == "int":
         raise InputError(f"{model}: per-layer comparison is not available with --io int yet")
-    with _progress(f"verify {model.name}") as prog, _quiet_deps():
-        prog(0, 0, "converting")
-        m = do_convert(str(model), input_shapes=parse_shapes(input_shape, str(model)),
-                       dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature, state_io=state_io,
-                       io=io_, hybrid=hybrid, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
-                       **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model),
-                       **_cut(tag, inputs, outputs))
-        given = _check_inputs(m, _load_inputs(input))
-        sets = None
-        if steps is not None:
-            report = m.verify_steps(steps, given, seed=seed, oracle=oracle, progress=prog, trust_model=trust_model)
-        else:
-            if given:
-                from .verify.compare import random_inputs
+    return oracle
 
-                sets = [{**random_inputs(m.graph, seed), **given}]
-            if nnef_reference is not None and m.graph.meta.get("source_format") != "nnef":
-                raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
-            report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
-                              reference=str(nnef_reference) if nnef_reference is not None else None,
-                              trust_model=trust_model)
-        layer_report = None
-        if layers or layers_html or layers_png:
-            from .verify.layers import verify_layers
 
-            prog(0, 0, "comparing every layer")
-            layer_report = verify_layers(str(model), seed=seed, graph=m.graph, reference_kernels=report.oracle == "ref",
-                                         out_html=str(layers_html) if layers_html else None,
-                                         out_png=str(layers_png) if layers_png else None)
-        backend_rows = None
-        if backend is not Backend.executor:
-            from .verify.compare import random_inputs
+def _verify_compare(m: Any, model: Path, loaded: dict[str, Any], prog: Any, *, steps: int | None, seed: int,
+                    num: int, oracle: str | None, nnef_reference: Path | None,
+                    trust_model: bool) -> tuple[Any, list[dict[str, Any]] | None]:
+    """``verify``'s comparison with the source runtime (``--steps``: step by step); the report and the input sets
+    given (None: seeded random ones)."""
+    given = _check_inputs(m, loaded)
+    sets = None
+    if steps is not None:
+        return m.verify_steps(steps, given, seed=seed, oracle=oracle, progress=prog, trust_model=trust_model), sets
+    if given:
+        from .verify.compare import random_inputs
 
-            prog(0, 0, f"running in {_BACKEND_NAMES[backend]}")
-            first = sets[0] if sets else random_inputs(m.graph, seed)
-            backend_rows = m.backend_agreement(first, backend.value)
-    for w in m.graph.meta.get("warnings", []):
+        sets = [{**random_inputs(m.graph, seed), **given}]
+    if nnef_reference is not None and m.graph.source.format != "nnef":
+        raise InputError(f"{model}: --reference is for NNEF models (other sources carry their runtime)")
+    report = m.verify(sets, seed=seed, num=num, oracle=oracle, progress=prog,
+                      reference=str(nnef_reference) if nnef_reference is not None else None,
+                      trust_model=trust_model)
+    return report, sets
+
+
+def _backend_rows(m: Any, backend: Backend, sets: list[dict[str, Any]] | None, seed: int,
+                  prog: Any) -> list[dict[str, Any]] | None:
+    """``--backend iree|vgf``: its agreement with the executor on the first input set (None for the executor)."""
+    if backend is Backend.executor:
+        return None
+    from .verify.compare import random_inputs
+
+    prog(0, 0, f"running in {_BACKEND_NAMES[backend]}")
+    first = sets[0] if sets else random_inputs(m.graph, seed)
+    rows: list[dict[str, Any]] = m.backend_agreement(first, backend.value)
+    return rows
+
+
+def _print_verify(out: Out, m: Any, report: Any, backend: Backend, backend_rows: list[dict[str, Any]] | None,
+                  layer_report: Any, layer_pages: tuple[Path | None, Path | None], report_html: Path | None) -> None:
+    """``verify``'s report: the conversion's warnings, the comparison, the backend's agreement, the per-layer
+    summary, the HTML page; sets the exit code of a failed verification."""
+    for w in m.graph.record.warnings:
         out.warn_once(str(w))
     _print_report(out, report)
     if backend_rows is not None:
@@ -1162,7 +1203,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
             out.exit_code = EXIT_VERIFY
     if layer_report is not None:
         out.result(layer_report.summary())
-        for p in (layers_html, layers_png):
+        for p in layer_pages:
             if p:
                 out.echo(f"  wrote {p}")
     if report_html is not None:
@@ -1173,12 +1214,6 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         out.echo(f"wrote {report_html}")
     if not report.ok or (layer_report is not None and layer_report.first_divergent is not None):
         out.exit_code = EXIT_VERIFY
-    return {"model": str(model), "report": report.to_dict(),
-            "backend": None if backend_rows is None else {"name": backend.value,
-                                                          "agree": all(r["ok"] for r in backend_rows),
-                                                          "outputs": backend_rows},
-            "layers": layer_report.to_dict() if layer_report is not None else None,
-            "html": str(report_html) if report_html else None}
 
 
 @app.command()

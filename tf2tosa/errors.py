@@ -59,6 +59,15 @@ class TargetError(ConversionError):
         return {"target": self.target, "problems": [p.to_dict() for p in self.problems]}
 
 
+class NotYetError(ConversionError):
+    """``--dynamic`` cannot keep a size symbolic here yet: converting at other sample sizes would not change that
+    (the message starts ``--dynamic: not yet:``)."""
+
+
+class NotYetOpsError(UnsupportedOpsError, NotYetError):
+    """An :class:`UnsupportedOpsError` in which at least one op's rule raised :class:`NotYet`."""
+
+
 class InputError(ConversionError):
     """A user-supplied input (name, shape, dtype or file) does not match the model."""
 
@@ -77,6 +86,20 @@ class Unsupported(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+    def reworded(self, reason: str) -> Unsupported:
+        """The same kind of failure with another wording (a :class:`NotYet` stays one)."""
+        new = type(self).__new__(type(self))
+        Unsupported.__init__(new, reason)
+        return new
+
+
+class NotYet(Unsupported):
+    """Raised by a rule that cannot keep a symbolic size (``--dynamic``) yet: the reason reads
+    ``--dynamic: not yet: WHAT``, and the conversion fails with a :class:`NotYetOpsError`."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"--dynamic: not yet: {what}")
 
 
 def first_line(e: BaseException, limit: int = 300) -> str:

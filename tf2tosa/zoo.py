@@ -340,7 +340,7 @@ def _convert(data: bytes, res: VariantResult) -> Any:
     res.op_counts = {k: v for k, v in g.op_counts().items() if k not in ("tosa.CONST", "tosa.CONST_SHAPE")}
     res.ops = sum(res.op_counts.values())
     res.profiles, res.extensions = model.profiles, model.extensions
-    res.notes.extend(f"converter: {w}" for w in g.meta.get("warnings", []))
+    res.notes.extend(f"converter: {w}" for w in g.record.warnings)
     return model
 
 

@@ -51,8 +51,8 @@ def main() -> int:
         print(f"{case}: converted in {secs:.2f}s; input {list(g.inputs[0].shape)} -> output "
               f"{list(g.outputs[0].shape)}; {shape_ops} EXT-SHAPE ops; tosa-opt 1.1.draft: MLIR "
               f"{'valid' if ok else 'INVALID: ' + msg}, .tosa {'valid' if ok_fb else 'INVALID: ' + msg_fb}; "
-              f"extensions {', '.join(dyn.extensions)}; {len(g.meta['dim_equalities'])} equalities asserted, "
-              f"{len(g.meta['dim_guards'])} guards listed")
+              f"extensions {', '.join(dyn.extensions)}; {len(g.dims.equalities)} equalities asserted, "
+              f"{len(g.dims.guards)} guards listed")
         bad += (not ok) + (not ok_fb)
         for k, shape in enumerate(SHAPES[name]):
             x = _input(shape, quant, seed=k)

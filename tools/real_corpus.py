@@ -99,7 +99,7 @@ def run_one(path: str, options: dict[str, Any], num: int) -> dict[str, Any]:
             return out
         out["converted"] = True
         notes: list[str] = []
-        guessed = [f"{f['input']}.{d['symbol']}={d['value']}" for f in model.graph.meta.get("fixed_dims") or []
+        guessed = [f"{f['input']}.{d['symbol']}={d['value']}" for f in model.graph.record.fixed_dims
                    for d in f.get("dims", []) if d.get("from") == "default" and d.get("symbol") != "batch"]
         if guessed:  # a length or image size of 1 proves little: the manifest's options should give real ones
             notes.append(f"unknown dims defaulted: {', '.join(guessed)}")

@@ -84,7 +84,7 @@ def main() -> int:
                         totals[key] += bool(good)
                     rows += 1
                     vs_ours = f"{mismatches} mismatches" if quant else f"{gap:.2g} x max|ref|"
-                    warned = len(static.graph.meta.get("warnings", []))
+                    warned = len(static.graph.record.warnings)
                     shape = "x".join(map(str, shapes["x"]))
                     print(f"{case:20s} {path.suffix[1:]:5s} {shape:16s} {'ok' if ok else 'FAIL':15s} "
                           f"{'ok' if same_decl else 'FAIL':5s} {str(eq_ref):12s} {str(eq_default):14s} "

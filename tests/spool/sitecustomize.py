@@ -41,8 +41,8 @@ def _wrap(module: Any, spool: str) -> None:
             sha = hashlib.sha256(data).hexdigest()
             path = os.path.join(spool, sha + ".tosa")
             if not os.path.exists(path):
-                meta = {"profiles": graph.meta.get("profiles"), "extensions": graph.meta.get("extensions"),
-                        "specification_version": graph.meta.get("specification_version", "1.0")}
+                meta = {"profiles": graph.record.profiles, "extensions": graph.record.extensions,
+                        "specification_version": (graph.record.specification_version or "1.0")}
                 tmp = f"{path}.{os.getpid()}.tmp"
                 with open(path[:-5] + ".json", "w") as f:
                     json.dump(meta, f)

@@ -28,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConversionError
+from ..errors import NotYetError
 from ..ir import Graph
 from ..ir.graph import Operation, Value
+from ..ir.records import SymbolicDims
 from ..ir.symdim import SYM_VALUES, Expr, Guards, SymDim, as_expr, is_symbolic
 from ..ir.types import DType, TensorType
 from ..tosa.optable import DRAFT_VERSION
@@ -54,8 +55,8 @@ _OPCODES = {"fdiv": "DIV_FLOOR_SHAPE", "cdiv": "DIV_CEIL_SHAPE", "mod": "MOD_SHA
             "min": "MIN_SHAPE", "max": "MAX_SHAPE"}
 
 
-def _not_yet(msg: str, file: str | None, op: str | None = None, tensor: str | None = None) -> ConversionError:
-    return ConversionError(f"--dynamic: not yet: {msg}", file=file, op=op, tensor=tensor)
+def _not_yet(msg: str, file: str | None, op: str | None = None, tensor: str | None = None) -> NotYetError:
+    return NotYetError(f"--dynamic: not yet: {msg}", file=file, op=op, tensor=tensor)
 
 
 def _holds(g: Guards, env: Mapping[str, int], equalities_only: bool = False) -> bool:
@@ -182,12 +183,40 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
               guards: Guards, file: str | None = None) -> Graph:
     """Turn ``base`` (converted with symbolic input dimensions at ``hints``) into the symbolic program, checked
     against ``check`` (the same conversion at ``check_env``); see the module docstring.  ``base`` is changed in
-    place and returned with ``meta["specification_version"] = "1.1.draft"``, ``meta["dim_symbols"]`` (where each
-    symbol is read), ``meta["dim_equalities"]`` and ``meta["dim_guards"]``."""
+    place and returned with ``graph.record.specification_version = "1.1.draft"`` and ``graph.dims`` (where each
+    symbol is read, the equalities, the size guards and the sample sizes)."""
     orders = [base.topological_order(), check.topological_order()]
     at1 = ", ".join(f"{s}={hints[s]}" for s in sorted(hints))
     at2 = ", ".join(f"{s}={check_env[s]}" for s in sorted(hints))
-    at = f"{at1} and at {at2}"
+    pairs = _paired_values(base, check, orders, f"{at1} and at {at2}", file)
+    _check_dims(pairs, check_env, at1, at2, file)  # 1. every value's dimensions
+    rebuilt = _check_attrs(orders, check_env, file)  # 2. attributes and constants
+    # 3. the symbols' sources: the first input dimension that is the symbol itself
+    sources, extra = _symbol_sources(base)
+    emitter = _Emitter(base, sources)
+    equalities = _assert_equalities(base, emitter, sources, extra, guards)
+    # 4. shape operands computed at run time
+    for op0 in rebuilt:
+        elems = list(np.asarray(op0.attrs[SYM_VALUES], dtype=object).reshape(-1))
+        missing = set().union(*(as_expr(e).symbols() for e in elems)) - set(sources)
+        if missing:
+            raise _not_yet(f"no input dimension is {', '.join(sorted(missing))} itself", file, op=_where(op0))
+        new = emitter.shape(elems, op0.result.type, op0.result.name)
+        base.replace_all_uses(op0.result, new)
+        base.remove_op(op0)
+    _labels(base)  # 5. types: expressions become labels (printed ?), constant sizes plain ints
+    base.record.specification_version = DRAFT_VERSION
+    base.dims.symbols = {s: {"input": v.name, "dim": k} for s, (v, k) in sorted(sources.items())}
+    base.dims.equalities = equalities + graph_equalities(base.topological_order())
+    base.dims.guards = list(guards.relations)
+    base.dims.hints = dict(sorted(hints.items()))
+    return base
+
+
+def _paired_values(base: Graph, check: Graph, orders: list[list[Operation]], at: str,
+                   file: str | None) -> list[tuple[Value, Value]]:
+    """Each value of ``base`` with the same value of ``check`` (inputs, then every op's results in topological
+    order); NotYet when the two conversions differ in their operators or ``base`` has control flow."""
     for op0 in orders[0]:
         if op0.regions:  # their values are not compared nor relabelled yet
             raise _not_yet(f"control flow ({op0.opcode}) in a symbolic program", file, op=_where(op0),
@@ -205,7 +234,12 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
             raise _not_yet(f"the conversions at {at} differ at {_where(op0)} (a lowering branched on a size)", file,
                            op=_where(op0))
         pairs.extend(zip(op0.results, op1.results))
-    # 1. every value's dimensions
+    return pairs
+
+
+def _check_dims(pairs: list[tuple[Value, Value]], check_env: Mapping[str, int], at1: str, at2: str,
+                file: str | None) -> None:
+    """Every dimension of the first conversion is the check conversion's, or an expression worth it there."""
     for v0, v1 in pairs:
         if v0.type.rank != v1.type.rank or v0.type.dtype is not v1.type.dtype:
             raise _not_yet("a value changes rank or type with the size", file, tensor=v0.name)
@@ -215,7 +249,11 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
                 raise _not_yet(f"dimension {k} of {v0.name!r} is {what} at {at1} but {int(b)} at {at2}: a "
                                f"lowering lost the symbol",
                                file, op=_where(v0.producer) if v0.producer else None, tensor=v0.name)
-    # 2. attributes and constants
+
+
+def _check_attrs(orders: list[list[Operation]], check_env: Mapping[str, int], file: str | None) -> list[Operation]:
+    """Every attribute and constant agrees between the two conversions (a symbolic one at the check sizes);
+    returns the CONST_SHAPEs whose values are computed from the sizes (to be built at run time)."""
     rebuilt: list[Operation] = []
     for op0, op1 in zip(*orders):
         tensor = op0.results[0].name if op0.results else None
@@ -245,7 +283,12 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
             if not _same_attr(op0.attrs[name], op1.attrs[name]):
                 raise _not_yet(f"attribute {name} of {_where(op0)} depends on the sizes", file, op=_where(op0),
                                tensor=tensor)
-    # 3. the symbols' sources: the first input dimension that is the symbol itself
+    return rebuilt
+
+
+def _symbol_sources(base: Graph) -> tuple[dict[str, tuple[Value, int]], list[tuple[str, Value, int]]]:
+    """Per symbol the first input dimension that is the symbol itself (input, axis), and the other such
+    dimensions (symbol, input, axis)."""
     sources: dict[str, tuple[Value, int]] = {}
     extra: list[tuple[str, Value, int]] = []
     for v in base.inputs:
@@ -257,7 +300,13 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
                     extra.append((s, v, k))
                 else:
                     sources[s] = (v, k)
-    emitter = _Emitter(base, sources)
+    return sources, extra
+
+
+def _assert_equalities(base: Graph, emitter: _Emitter, sources: Mapping[str, tuple[Value, int]],
+                       extra: list[tuple[str, Value, int]], guards: Guards) -> list[dict[str, Any]]:
+    """An ASSERT_EQUAL_SHAPE for each further input dimension of a symbol and each guard equality over the
+    symbols; returns them as ``dim_equalities`` entries."""
     equalities: list[dict[str, Any]] = []
     for s, v, k in extra:
         src, axis = sources[s]
@@ -269,16 +318,12 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
             continue
         base.add_op("tosa.ASSERT_EQUAL_SHAPE", [emitter.emit(a), emitter.emit(b)], [], {"allow_broadcast": False})
         equalities.append({"expression": f"{a} == {b}"})
-    # 4. shape operands computed at run time
-    for op0 in rebuilt:
-        elems = list(np.asarray(op0.attrs[SYM_VALUES], dtype=object).reshape(-1))
-        missing = set().union(*(as_expr(e).symbols() for e in elems)) - set(sources)
-        if missing:
-            raise _not_yet(f"no input dimension is {', '.join(sorted(missing))} itself", file, op=_where(op0))
-        new = emitter.shape(elems, op0.result.type, op0.result.name)
-        base.replace_all_uses(op0.result, new)
-        base.remove_op(op0)
-    # 5. types: expressions become labels (printed ?), constant sizes plain ints
+    return equalities
+
+
+def _labels(base: Graph) -> None:
+    """Symbolic dimensions of every value become labels (printed ?), constant sizes plain ints; symbolic
+    attributes their ints."""
     for v in base.values():
         if any(isinstance(d, SymDim) for d in v.shape):
             v.type = v.type.with_shape(tuple(str(d.expr) if is_symbolic(d) else int(d) for d in v.shape))
@@ -287,12 +332,6 @@ def symbolise(base: Graph, check: Graph, hints: Mapping[str, int], check_env: Ma
         for name, val in op.attrs.items():
             if isinstance(val, SymDim):
                 op.attrs[name] = int(val)
-    base.meta["specification_version"] = DRAFT_VERSION
-    base.meta["dim_symbols"] = {s: {"input": v.name, "dim": k} for s, (v, k) in sorted(sources.items())}
-    base.meta["dim_equalities"] = equalities + graph_equalities(base.topological_order())
-    base.meta["dim_guards"] = list(guards.relations)
-    base.meta["dim_hints"] = dict(sorted(hints.items()))
-    return base
 
 
 _BINOPS: dict[type, Callable[[int, int], int]] = {ast.Add: operator.add, ast.Sub: operator.sub,
@@ -324,24 +363,24 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> Any:
     raise ValueError(f"not a dimension guard: {ast.dump(node)}")
 
 
-def _sizes(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
-    """Each symbol's size when the program's inputs have ``shapes`` (read where ``meta["dim_symbols"]`` says)."""
+def _sizes(dims: SymbolicDims, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """Each symbol's size when the program's inputs have ``shapes`` (read where ``dims.symbols`` says)."""
     env: dict[str, int] = {}
-    for sym, where in meta.get("dim_symbols", {}).items():
+    for sym, where in dims.symbols.items():
         shape = shapes.get(where["input"])
         if shape is not None and where["dim"] < len(shape):
             env[sym] = int(shape[where["dim"]])
     return env
 
 
-def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
-    """The guards of a symbolic program (``meta["dim_guards"]``) that do not hold when its inputs have ``shapes``
+def guard_violations(dims: SymbolicDims, shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The guards of a symbolic program (``dims.guards``) that do not hold when its inputs have ``shapes``
     (input name → shape): sizes on the other side of a comparison the lowerings made at the sample sizes, which the
     conversion check did not cover (the program may still be right there: many such comparisons choose between
     two equivalent forms)."""
-    env = _sizes(meta, shapes)
+    env = _sizes(dims, shapes)
     out = []
-    for text in meta.get("dim_guards", []):
+    for text in dims.guards or []:
         try:
             ok = bool(_eval(ast.parse(text, mode="eval"), env))
         except (KeyError, ValueError, SyntaxError, ZeroDivisionError):
@@ -351,11 +390,11 @@ def guard_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]
     return out
 
 
-def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
-    """The equalities a symbolic program asserts (``meta["dim_equalities"]``, checked at run time by
+def equality_violations(dims: SymbolicDims, shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The equalities a symbolic program asserts (``dims.equalities``, checked at run time by
     ``ASSERT_EQUAL_SHAPE`` and the operators' own shape checks) that do not hold when its inputs have ``shapes``,
     each as one phrase in terms of the symbols and the sizes (``(d1 - 1) % 2 == 0 does not hold at d1=20``)."""
-    env = _sizes(meta, shapes)
+    env = _sizes(dims, shapes)
     at = ", ".join(f"{k}={v}" for k, v in env.items())
 
     def value(label: Any) -> int | None:
@@ -365,7 +404,7 @@ def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[i
             return None
 
     out = []
-    for e in meta.get("dim_equalities", []):
+    for e in dims.equalities:
         if "expression" in e:
             text = str(e["expression"])
             try:
@@ -386,18 +425,18 @@ def equality_violations(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[i
                 continue
             out.append(f"{e['a']} == {e['b']} (at {e.get('op')}) does not hold at {at}: {va} vs {vb}")
     if not out:  # a program read back from .mlir: its asserted equalities travel among the guards
-        out = [f"{g} does not hold at {at}" for g in guard_violations(meta, shapes) if " == " in g]
+        out = [f"{g} does not hold at {at}" for g in guard_violations(dims, shapes) if " == " in g]
     return out
 
 
-def guard_warning_lines(meta: Mapping[str, Any], shapes: Mapping[str, Sequence[int]]) -> list[str]:
-    """The warning lines of :meth:`TosaModel.guard_warnings` for ``meta`` at input ``shapes``."""
-    env = _sizes(meta, shapes)
+def guard_warning_lines(dims: SymbolicDims, shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    """The warning lines of :meth:`TosaModel.guard_warnings` for ``dims`` at input ``shapes``."""
+    env = _sizes(dims, shapes)
     at = ", ".join(f"{k}={v}" for k, v in env.items())
-    hints = meta.get("dim_hints") or {}
+    hints = dims.hints or {}
     sample = ", ".join(f"{k}={v}" for k, v in hints.items())
     return [f"size guard '{g}' does not hold at {at} (the conversion decided it at {sample or 'its sample sizes'}; "
-            "the program may still be right here)" for g in guard_violations(meta, shapes)]
+            "the program may still be right here)" for g in guard_violations(dims, shapes)]
 
 
 def _name(d: SymDim) -> str:

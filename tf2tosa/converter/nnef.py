@@ -39,7 +39,7 @@ Values
   extent equals their length (axis 0 when several do and 0 is one of them, else the last
   of them).  ``logarithmic_quantize`` is not affine: the tensor stays fp32 and is followed
   by an ``nnef.logarithmic_quantize`` op (the spec's reading of ``graph.quant``).  The raw
-  entry of every tensor is kept in ``graph.meta["quantization"][name]``.
+  entry of every tensor is kept in ``graph.source.quantization[name]``.
 
 Operations
 ----------
@@ -56,9 +56,9 @@ Operations
 * Locations: ``"<op name>#<index in the expanded operation list>"``; constants
   ``"VARIABLE:<label>"``, ``"CONSTANT#<index>"``, ``"LITERAL"``.
 
-Metadata (``graph.meta``)
--------------------------
-``source_format`` ("nnef"), ``file``, ``nnef_version`` (e.g. "1.0"), ``extensions``,
+Source record (``graph.source``, :class:`~tf2tosa.ir.records.SourceInfo`)
+----------------------------------------------------------------------------
+``format`` ("nnef"), ``file``, ``nnef_version`` (e.g. "1.0"), ``nnef_extensions``,
 ``graph_name``, ``quantization``, ``expanded`` (the fragment names given to the parser),
 ``kept`` (compound operations left whole).
 
@@ -1087,22 +1087,45 @@ def _infer_shapes(nnef: Any, ng: Any, gname: str) -> None:
 
 def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, extensions: list[str],
            lowered: list[str], keep: set[str], skipped: Mapping[Path, str]) -> Graph:
-    graph = Graph(str(ng.name))
-    graph.meta.update(source_format="nnef", file=gname, nnef_version=version, extensions=extensions,
-                      graph_name=str(ng.name), expanded=lowered, kept=sorted(keep), quantization={})
-    values: dict[str, Value] = {}
-    literals: dict[tuple[str, Any], Value] = {}
-    literal_name = "literal"
-    while any(n == literal_name or n.startswith(literal_name + "_") for n in ng.tensors):
-        literal_name = "_" + literal_name  # keep the document's names for its own tensors
+    gb = _GraphBuilder(ng, folder, shown, gname, version, extensions, lowered, keep)
+    budget = MapBudget()  # (the .dat files this load may keep mapped)
+    for index, op in enumerate(ng.operations):
+        if op.name == "external":
+            gb.external(op)
+        elif op.name in ("variable", "constant"):
+            gb.data(index, op, budget, skipped)
+        else:
+            gb.operation(index, op)
+    return gb.finish()
 
-    def base_type(name: str, op_name: str | None) -> tuple[TensorType, bool]:
+
+class _GraphBuilder:
+    """The IR graph of one parsed NNEF graph (``ng``), built op by op: the values made so far by tensor name and
+    the scalar literals (one constant per type and value)."""
+
+    def __init__(self, ng: Any, folder: Path, shown: Any, gname: str, version: str | None, extensions: list[str],
+                 lowered: list[str], keep: set[str]) -> None:
+        self.ng, self.folder, self.shown, self.gname = ng, folder, shown, gname
+        graph = Graph(str(ng.name))
+        info = graph.source
+        info.format, info.file, info.nnef_version, info.nnef_extensions = "nnef", gname, version, extensions
+        info.graph_name, info.expanded, info.kept, info.quantization = str(ng.name), lowered, sorted(keep), {}
+        self.graph = graph
+        self.values: dict[str, Value] = {}
+        self.literals: dict[tuple[str, Any], Value] = {}
+        literal_name = "literal"
+        while any(n == literal_name or n.startswith(literal_name + "_") for n in ng.tensors):
+            literal_name = "_" + literal_name  # keep the document's names for its own tensors
+        self.literal_name = literal_name
+
+    def base_type(self, name: str, op_name: str | None) -> tuple[TensorType, bool]:
         """The value type of a tensor; second: True when graph.quant is logarithmic."""
-        t = ng.tensors[name]
+        graph, gname = self.graph, self.gname
+        t = self.ng.tensors[name]
         shape = tuple(int(d) for d in (t.shape or []))
         q = t.quantization
         if q:
-            graph.meta["quantization"][name] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+            graph.source.quantization[name] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
                                                 for k, v in q.items()}
         if t.dtype not in _NNEF_TYPES:
             raise ModelLoadError(f"unknown tensor type '{t.dtype}'", file=gname, op=op_name, tensor=name)
@@ -1110,22 +1133,22 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
         if q:
             if dt is not DType.FP32:
                 raise ModelLoadError(f"quantization of a {t.dtype} tensor", file=gname, op=op_name, tensor=name)
-            qt = _quant_type(name, q, shape, shown(folder / "graph.quant"), op_name)
+            qt = _quant_type(name, q, shape, self.shown(self.folder / "graph.quant"), op_name)
             if qt is None:
                 return TensorType(shape, dt), True
             return TensorType(shape, qt[0], qt[1]), False
         return TensorType(shape, dt), False
 
-    def log_quant(v: Value, name: str) -> Value:
-        q = ng.tensors[name].quantization
-        op = graph.add_op("nnef.logarithmic_quantize", [v], [v.type],
-                          {"max": float(np.asarray(q["max"]).reshape(-1)[0]), "bits": int(q["bits"]),
-                           "input_names": ["x"], "output_names": ["y"]},
-                          [name + "_quantized"], location="QUANT:" + name)
+    def log_quant(self, v: Value, name: str) -> Value:
+        q = self.ng.tensors[name].quantization
+        op = self.graph.add_op("nnef.logarithmic_quantize", [v], [v.type],
+                               {"max": float(np.asarray(q["max"]).reshape(-1)[0]), "bits": int(q["bits"]),
+                                "input_names": ["x"], "output_names": ["y"]},
+                               [name + "_quantized"], location="QUANT:" + name)
         op.result.source = name
         return op.result
 
-    def literal(value: Any) -> Value:
+    def literal(self, value: Any) -> Value:
         if isinstance(value, bool):
             dt = DType.BOOL
         elif isinstance(value, int):
@@ -1133,40 +1156,45 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
         else:
             dt = DType.FP32
         key = (dt.value, value)
-        if key not in literals:
+        if key not in self.literals:
             arr = np.asarray(value, dtype=dt.np_dtype())
-            v = graph.add_op("nnef.const", [], [TensorType((), dt)], {"values": arr, "kind": "literal"},
-                             [literal_name], location="LITERAL").result
-            literals[key] = v
-        return literals[key]
+            v = self.graph.add_op("nnef.const", [], [TensorType((), dt)], {"values": arr, "kind": "literal"},
+                                  [self.literal_name], location="LITERAL").result
+            self.literals[key] = v
+        return self.literals[key]
 
-    budget = MapBudget()  # (the .dat files this load may keep mapped)
-    for index, op in enumerate(ng.operations):
+    def external(self, op: Any) -> None:
+        """A graph input."""
+        out = op.outputs["output"]
+        t, is_log = self.base_type(out, op.name)
+        v = self.graph.add_input(out, t)
+        v.source = out
+        self.values[out] = self.log_quant(v, out) if is_log else v
+
+    def data(self, index: int, op: Any, budget: MapBudget, skipped: Mapping[Path, str]) -> None:
+        """A ``variable`` (its .dat file) or a ``constant`` (its values in the document) as an ``nnef.const``."""
         name = op.name
         loc = f"{name}#{index}"
-        if name == "external":
-            out = op.outputs["output"]
-            t, is_log = base_type(out, name)
-            v = graph.add_input(out, t)
-            v.source = out
-            values[out] = log_quant(v, out) if is_log else v
-            continue
-        if name in ("variable", "constant"):
-            out = op.outputs["output"]
-            t, is_log = base_type(out, name)
-            if name == "variable":
-                label = str(op.attribs["label"])
-                arr = _variable_data(folder, label, out, t, ng.tensors[out], shown, loc, budget, skipped)
-                cattrs: dict[str, Any] = {"values": arr, "kind": "variable", "label": label}
-                location = "VARIABLE:" + label
-            else:
-                arr = _constant_data(op, t, out, gname, loc)
-                cattrs = {"values": arr, "kind": "constant"}
-                location = f"CONSTANT#{index}"
-            v = graph.add_op("nnef.const", [], [t], cattrs, [out], location=location).result
-            v.source = out
-            values[out] = log_quant(v, out) if is_log else v
-            continue
+        out = op.outputs["output"]
+        t, is_log = self.base_type(out, name)
+        if name == "variable":
+            label = str(op.attribs["label"])
+            arr = _variable_data(self.folder, label, out, t, self.ng.tensors[out], self.shown, loc, budget, skipped)
+            cattrs: dict[str, Any] = {"values": arr, "kind": "variable", "label": label}
+            location = "VARIABLE:" + label
+        else:
+            arr = _constant_data(op, t, out, self.gname, loc)
+            cattrs = {"values": arr, "kind": "constant"}
+            location = f"CONSTANT#{index}"
+        v = self.graph.add_op("nnef.const", [], [t], cattrs, [out], location=location).result
+        v.source = out
+        self.values[out] = self.log_quant(v, out) if is_log else v
+
+    def operation(self, index: int, op: Any) -> None:
+        """Any other op as ``nnef.<name>``: its tensor and literal operands, results named after its tensors."""
+        name = op.name
+        loc = f"{name}#{index}"
+        values = self.values
         operands: list[Value] = []
         input_names: list[str] = []
         for pname, arg in op.inputs.items():
@@ -1175,11 +1203,11 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
                 label = f"{pname}[{i}]" if isinstance(arg, list) else pname
                 if isinstance(a, str):
                     if a not in values:
-                        raise ModelLoadError(f"tensor '{a}' is used before it is defined", file=gname,
+                        raise ModelLoadError(f"tensor '{a}' is used before it is defined", file=self.gname,
                                              op=loc, tensor=a)
                     operands.append(values[a])
                 else:
-                    operands.append(literal(a))
+                    operands.append(self.literal(a))
                 input_names.append(label)
         out_names: list[str] = []
         out_tensors: list[str] = []
@@ -1188,26 +1216,29 @@ def _build(ng: Any, folder: Path, shown: Any, gname: str, version: str | None, e
             for i, r in enumerate(items):
                 out_names.append(f"{pname}[{i}]" if isinstance(res, list) else pname)
                 out_tensors.append(r)
-        typed = [base_type(r, loc) for r in out_tensors]
+        typed = [self.base_type(r, loc) for r in out_tensors]
         attrs: dict[str, Any] = dict(op.attribs)
         attrs.update(input_names=input_names, output_names=out_names)
         if op.dtype is not None:
             attrs["dtype"] = str(op.dtype)
         if name == "update":
             attrs["side_effect"] = True
-        new = graph.add_op(f"nnef.{name}", operands, [t for t, _ in typed], attrs, out_tensors, location=loc)
+        new = self.graph.add_op(f"nnef.{name}", operands, [t for t, _ in typed], attrs, out_tensors, location=loc)
         for r, tname, (_, is_log) in zip(new.results, out_tensors, typed):
             r.source = tname
-            values[tname] = log_quant(r, tname) if is_log else r
+            values[tname] = self.log_quant(r, tname) if is_log else r
 
-    externals = [v.source for v in graph.inputs]
-    for name in ng.inputs:
-        if name not in externals:
-            raise ModelLoadError(f"graph input '{name}' is not an external tensor", file=gname, tensor=name)
-    order = list(ng.inputs)
-    graph.inputs.sort(key=lambda v: order.index(v.source) if v.source in order else len(order))
-    graph.outputs = [values[o] for o in ng.outputs]
-    return graph
+    def finish(self) -> Graph:
+        """The graph with its inputs in the document's order and its outputs."""
+        graph, ng = self.graph, self.ng
+        externals = [v.source for v in graph.inputs]
+        for name in ng.inputs:
+            if name not in externals:
+                raise ModelLoadError(f"graph input '{name}' is not an external tensor", file=self.gname, tensor=name)
+        order = list(ng.inputs)
+        graph.inputs.sort(key=lambda v: order.index(v.source) if v.source in order else len(order))
+        graph.outputs = [self.values[o] for o in ng.outputs]
+        return graph
 
 
 def _variable_data(folder: Path, label: str, name: str, t: TensorType, nt: Any, shown: Any,

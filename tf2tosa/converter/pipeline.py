@@ -2,19 +2,31 @@
 
 Every frontend (``.tflite``: :func:`.tflite.load_tflite`; TensorFlow: :func:`.tensorflow.tensorflow_frontend`) produces
 a graph and :func:`convert_graph` runs the same passes (:mod:`.passes`) on it.
+
+Records (:mod:`tf2tosa.ir.records`): the passes and rules of one conversion hand each other per-graph state through
+the context's :class:`~tf2tosa.ir.pass_context.PassContext` (``LegalizeContext.passes``); :func:`legalize_graph` sets
+``fp16_keep`` there and writes ``graph.record.tensor_map``; :func:`convert_graph` reads ``graph.record.fixed_dims``
+(a size refusal names the user's sizes) and ``graph.record.inexact``, takes ``graph.source.warnings``, writes
+``graph.record.profiles`` / ``extensions`` / ``warnings`` and empties ``graph.source.subgraphs``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConversionError, InputError, InvalidGraphError, Unsupported, UnsupportedOpsError
+from ..errors import (
+    ConversionError,
+    InputError,
+    InvalidGraphError,
+    NotYet,
+    NotYetOpsError,
+    Unsupported,
+    UnsupportedOpsError,
+)
 from ..ir import DType, Graph, Operation, symdim
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
-from ..legalizations.tfl_hybrid import SHARE_CONSTANTS
+from ..options import ConvertOptions
 from ..tosa import profiles
 from ..tosa.builder import Builder
 from ..tosa.context import MAX_UNROLL, LegalizeContext
@@ -31,31 +43,11 @@ _PASSIVE = frozenset({"tfl.const", "tfl.no_value", "tosa.CONST", "tosa.CONST_SHA
 
 
 
-@dataclass
-class ConvertOptions:
-    """Options of :func:`convert_graph` (and of the CLI)."""
-
-    input_shapes: Mapping[str, Sequence[int]] | None = None
-    #: sizes of named unknown dimensions (``--dim SYMBOL=VALUE``), e.g. ``{"batch": 4}``
-    dims: Mapping[str, int] | None = None
-    fold: bool = True
-    #: requantization rounding: "double" reproduces TFLite's reference kernels (needs EXT-DOUBLEROUND),
-    #: "single" keeps to the PRO-INT core (SINGLE_ROUND)
-    rounding: str = "double"
-    #: model I/O: "float" keeps the source's edges; "int" moves the edge QUANTIZE/DEQUANTIZE of a quantized model
-    #: to the host (:mod:`.passes.integer_io`), so the program takes and returns its integer tensors
-    io: str = "float"
-    #: extra knobs for later paths (rounding, custom ops …)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 def legalize_context(options: ConvertOptions, file: str | None = None) -> LegalizeContext:
     """The typed context the legalization rules read ``options`` from."""
-    unroll = options.extra.get("max_unroll")  # (None: not given, the default)
-    return LegalizeContext(fold=options.fold, rounding=options.rounding,
-                           custom_ops=bool(options.extra.get("custom_ops")),
-                           max_unroll=int(unroll) if unroll is not None else MAX_UNROLL,
-                           extra=options.extra, file=file)
+    unroll = MAX_UNROLL if options.max_unroll is None else int(options.max_unroll)  # (None: not given)
+    return LegalizeContext(fold=options.fold, rounding=options.rounding, custom_ops=bool(options.custom_ops),
+                           max_unroll=unroll, options=options, file=file)
 
 
 def _op_label(op: Any) -> str:
@@ -83,12 +75,14 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     if options.rounding not in ("double", "single"):
         raise ConversionError(f"rounding must be 'double' or 'single', not {options.rounding!r}")
     ctx = context if context is not None else legalize_context(options, file)
-    tensor_map: dict[str, str] = graph.meta.setdefault("tensor_map", {})
+    tensor_map: dict[str, str] = graph.record.tensor_map
     passes.densify(graph, ctx)  # sparse weights (TFLite sparsity) become dense constants first
     # fp16 weights kept as fp16: each one's fp32 expansion is narrowed back as soon as its readers are legalized
-    narrow_early = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file) == "keep"
+    narrow_early = passes.fp16_weights_mode(options.fp16_weights, file) == "keep"
+    state = ctx.passes.of(graph)  # what the passes and rules hand each other about this graph
     if narrow_early:  # folded fp16 -> fp32 CASTs of weights stay float16 underneath (see ir.widened)
-        graph.meta[passes.fp16_weights.FP16_KEEP] = True
+        state.fp16_keep = True
+    not_yet: set[str] = set()  # ops whose rule cannot keep a symbolic size yet (--dynamic)
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
     # complex64 values as real/imaginary pairs; when it refuses one (failure recorded), every complex op is skipped
     skip = complex_pairs(graph, ctx)
@@ -103,6 +97,8 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
             new = legalize_op(b, op, custom=ctx.custom_ops)
         except (Unsupported, InvalidGraphError) as e:
             ctx.fail(op.name, failure_reason(e))
+            if isinstance(e, NotYet):
+                not_yet.add(op.name)
             blocked.update(r.id for r in op.results)
             return
         for old, val in zip(op.results, new):
@@ -113,8 +109,8 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
             graph.replace_all_uses(old, val)
         if not any(graph.uses(r) for r in op.results):
             graph.remove_op(op)
-        if narrow_early and graph.meta.get(passes.fp16_weights.PENDING):
-            passes.keep_fp16_weights_early(graph)
+        if narrow_early and state.fp16_pending:
+            passes.keep_fp16_weights_early(graph, state)
 
     # TFLite lists the DEQUANTIZE ops of fp16 weights first: each is legalized right before its first reader instead,
     # so that only one weight at a time is expanded to fp32 (see keep_fp16_weights_early)
@@ -138,7 +134,7 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     failures = ctx.failures
     if failures:
         reasons = {name: (len(rs), "; ".join(sorted(set(rs)))) for name, rs in failures.items()}
-        raise UnsupportedOpsError(reasons, file=file)
+        raise (NotYetOpsError if not_yet else UnsupportedOpsError)(reasons, file=file)
     passes.finish_constants(graph, file)
     return graph
 
@@ -165,7 +161,7 @@ def _input_cause(graph: Graph) -> tuple[str, bool]:
     """Which input sizes make the graph's tensors as large as they are, for a size refusal: the dimensions set by
     --dim / --input-shape (True: the user's), else the largest input's largest dimension (False)."""
     set_by_user = [f"input {e['input']!r} dimension {d['dim']} ({d['symbol']}={d['value']} from --{d['from']})"
-                   for e in graph.meta.get("fixed_dims", []) for d in e["dims"] if d["from"] in ("dim", "input-shape")]
+                   for e in graph.record.fixed_dims for d in e["dims"] if d["from"] in ("dim", "input-shape")]
     if set_by_user:
         return "; ".join(set_by_user), True
     sized = [([profiles.plain_dim(d) or 0 for d in v.type.shape], v) for v in graph.inputs
@@ -215,15 +211,15 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     """Run the whole pipeline on a frontend graph (every frontend's: ``.tflite`` and TensorFlow); returns the same
     graph, now in TOSA form.  The passes are :mod:`.passes`, in the order listed there."""
     options = options or ConvertOptions()
-    fp16_mode = passes.fp16_weights_mode(options.extra.get("fp16_weights"), file)
-    if_convert = if_conversion_wanted(options.extra.get("target"))
+    fp16_mode = passes.fp16_weights_mode(options.fp16_weights, file)
+    if_convert = if_conversion_wanted(options.target)
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file, dims=options.dims)
     try:
         ctx = legalize_context(options, file)
         if options.io not in ("float", "int"):
             raise InputError(f"io must be 'float' or 'int', not {options.io!r}", file=file)
         if options.io == "int":
-            passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (meta["io_quantization"])
+            passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (record.io_quantization)
         passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
         passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
         passes.batch_fully_connected(graph)  # int16x8 FCs of one weight on independent rows: one stacked op
@@ -233,20 +229,19 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
             if_conversion(graph, warn=warnings.append)
         passes.refresh_shapes(graph)
         if options.fold:
-            passes.fold_constants(graph)
+            passes.fold_constants(graph, ctx.passes.of(graph))
         if fp16_mode == "keep":
-            passes.keep_fp16_weights(graph)
-        graph.meta.pop("fp16_weights", None)
-        graph.meta.pop("fp16_sources", None)
+            passes.keep_fp16_weights(graph, ctx.passes.of(graph))
+        ctx.passes.of(graph).fp16_sources = {}
         passes.remove_identities(graph)
         passes.fold_pad(graph)
         graph.remove_dead_ops()
         passes.dedup_constants(graph)
-        for region in (r for op in graph.ops.values() for r in op.regions if r.meta.get(SHARE_CONSTANTS)):
+        for region in (r for op in graph.ops.values() for r in op.regions if ctx.passes.of(r).share_constants):
             passes.dedup_constants(region)  # (a hybrid loop kept as a WHILE_LOOP: tfl_hybrid.kept_loop)
         passes.integer_io_names(graph)
         passes.name_outputs(graph)
-        if options.extra.get("state_io"):
+        if options.state_io:
             passes.state_io(graph, file)
         passes.rebuild_tensor_map(graph)
         check_tosa(graph, file)
@@ -268,10 +263,10 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
                         "as graph inputs/outputs instead")
     warnings += [f"{e['op']} ({e['tensor']}) is not bit-exact with TFLite: {e['reason']}"
                  for e in graph.inexact]
-    warnings += graph.meta.pop("frontend_warnings", [])  # what the frontend has to tell (e.g. how it loaded)
-    graph.meta.update(profiles=profs, extensions=exts, warnings=warnings)
-    graph.meta.pop("subgraphs", None)  # the frontend's raw subgraphs; bodies that are used live in op.regions
-    graph.meta.pop("tfl_resource_variables", None)
+    warnings += graph.source.warnings  # what the frontend has to tell (e.g. how it loaded)
+    graph.source.warnings = []
+    graph.record.profiles, graph.record.extensions, graph.record.warnings = profs, exts, warnings
+    graph.source.subgraphs = []  # the frontend's raw subgraphs; bodies that are used live in op.regions
     return graph
 
 

@@ -34,11 +34,11 @@ FakeQuant → QUANTIZE/DEQUANTIZE conversion, the quantize pass and the fusions)
   (``io="float"``, TFLite's default) or left int8 (``io="int8"``; inputs whose every use is a FakeQuant with the same
   parameters then become int8 inputs, TFLite's ``inference_input_type=tf.int8``).
 
-Modes (``ConvertOptions.extra["qat"]``):
+Modes (``ConvertOptions.qat``):
 
 * ``"auto"`` (default): integer when the FakeQuants cover the graph — every op between the graph inputs and
   outputs that does not compute on constants alone gets an integer lowering — else the float emulation of the
-  FakeQuants (the reason is logged and kept in ``graph.meta["qat"]``);
+  FakeQuants (the reason is logged and kept in ``graph.record.qat``);
 * ``"int8"``: integer wherever FakeQuants define the parameters; uncovered ops stay float islands between
   DEQUANTIZE and QUANTIZE, as in TFLite's conversion of the same model;
 * ``"float"``: FakeQuants stay float emulation (bit-exact with TensorFlow's kernel).
@@ -56,6 +56,7 @@ import numpy as np
 from ..errors import ConversionError, Unsupported
 from ..ir import DType, Graph, Operation, QuantParams, TensorType, Value
 from ..ir.graph import CONST_OPS
+from ..options import ConvertOptions
 
 log = logging.getLogger("tf2tosa")
 
@@ -261,7 +262,7 @@ class _Q:
 
 @dataclass
 class QatReport:
-    """What :func:`apply_qat` did (also stored as ``graph.meta["qat"]``)."""
+    """What :func:`apply_qat` did (also stored as ``graph.record.qat``)."""
 
     requested: str
     io: str
@@ -738,11 +739,11 @@ class _Rewriter:
 
 
 # ---------------------------------------------------------------------------------------------- entry
-def options_of(options: Any) -> tuple[str, str]:
-    """(qat mode, io) from ``ConvertOptions.extra`` (``qat``, ``qat_io``), checked."""
-    extra = dict(getattr(options, "extra", None) or {})
-    mode = str(extra.get("qat", "auto"))
-    io = str(extra.get("qat_io", "float"))
+def options_of(options: ConvertOptions | None) -> tuple[str, str]:
+    """(qat mode, io) from :class:`~tf2tosa.options.ConvertOptions` (``qat``, ``qat_io``; None: the defaults),
+    checked."""
+    mode = str(options.qat) if options is not None else "auto"
+    io = str(options.qat_io) if options is not None else "float"
     if mode not in MODES:
         raise ConversionError(f"qat must be one of {', '.join(MODES)}, not {mode!r}")
     if io not in IO_MODES:
@@ -753,7 +754,7 @@ def options_of(options: Any) -> tuple[str, str]:
 def apply_qat(graph: Graph, mode: str = "auto", io: str = "float") -> QatReport:
     """Rewrite a ``tf.*`` graph with FakeQuant ops into an integer graph (see the module docstring).
 
-    Returns the report (also stored as ``graph.meta["qat"]``); the graph is unchanged when the result is "float".
+    Returns the report (also stored as ``graph.record.qat``); the graph is unchanged when the result is "float".
     """
     if mode not in MODES or io not in IO_MODES:
         raise ConversionError(f"qat mode {mode!r} / io {io!r}: expected one of {MODES} / {IO_MODES}")
@@ -762,7 +763,7 @@ def apply_qat(graph: Graph, mode: str = "auto", io: str = "float") -> QatReport:
     report.fake_quants = len(fqs)
     if mode == "float" or not fqs:
         report.reason = "qat='float'" if mode == "float" else None
-        graph.meta["qat"] = report.as_meta()
+        graph.record.qat = report.as_meta()
         return report
     plan = _Planner(graph, io)
     plan.run()
@@ -776,14 +777,14 @@ def apply_qat(graph: Graph, mode: str = "auto", io: str = "float") -> QatReport:
                          " (qat='int8' keeps them as float islands)")
     if report.reason is not None:
         log.info("QAT: keeping the float emulation of %d FakeQuant op(s): %s", len(fqs), report.reason)
-        graph.meta["qat"] = report.as_meta()
+        graph.record.qat = report.as_meta()
         return report
     rw = _Rewriter(graph, plan, io)
     rw.run()
     report.mode = "int8"
     report.quantized_ops = rw.count
     report.outputs = rw.output_quant
-    graph.meta["qat"] = report.as_meta()
+    graph.record.qat = report.as_meta()
     return report
 
 

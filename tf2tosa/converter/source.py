@@ -4,29 +4,19 @@ importing :mod:`tf2tosa.api` (see docs/architecture.md, "Layers")."""
 from __future__ import annotations
 
 import mmap
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..ir import Graph, Value
-from .pipeline import ConvertOptions, convert_graph
+from ..options import ConvertOptions
+from .pipeline import convert_graph
 from .tflite import load_tflite
-
-
-def convert_options(*, input_shapes: Mapping[str, Sequence[int]] | None = None, rounding: str = "double",
-                    fold: bool = True, signature: str = "serving_default", io: str = "float",
-                    dims: Mapping[str, int] | None = None, **extra: Any) -> ConvertOptions:
-    """The :class:`ConvertOptions` for :func:`tf2tosa.convert`'s keyword arguments (``signature`` only selects a
-    TensorFlow signature)."""
-    return ConvertOptions(input_shapes=input_shapes, dims=dims, fold=fold, rounding=rounding, io=io,
-                          extra=dict(extra))
 
 
 def convert_tflite_data(data: bytes | mmap.mmap, path: str, options: ConvertOptions) -> Graph:
     """Load and convert a ``.tflite`` read from ``path`` (``"<bytes>"`` when it came as bytes)."""
     graph = load_tflite(data, name=Path(path).stem if path != "<bytes>" else None,
                         file=path if path != "<bytes>" else None)
-    graph.meta["file"] = path
+    graph.source.file = path
     convert_graph(graph, options, file=path)
     return graph
 
@@ -37,18 +27,18 @@ def convert_nnef_path(path: str, options: ConvertOptions) -> Graph:
     The standard compound operations that have a rule of their own (``nnef.softmax``, ``nnef.max_pool`` …) stay
     whole (their rules lower them as the TFLite rules do, bit-exact for quantized graphs); every other fragment is
     expanded to primitives by the parser.  The layout pass (:func:`.passes.layout.to_channels_last`) runs before
-    legalization; its transpose counts are kept in ``graph.meta["layout"]``."""
+    legalization; its transpose counts are kept in ``graph.record.layout``."""
     from ..legalizations.registry import get_rule
     from .archive import extract_limit
     from .nnef import COMPOUND_OPS, load_nnef
     from .passes.layout import to_channels_last
 
     keep = sorted(name for name in COMPOUND_OPS if get_rule(f"nnef.{name}") is not None)
-    with extract_limit(options.extra.get("max_extract_mb")):  # (None: the default cap, archive.py)
+    with extract_limit(options.max_extract_mb):  # (None: the default cap, archive.py)
         graph = load_nnef(path, keep=keep)
-    graph.meta["file"] = path
+    graph.source.file = path
     _check_nnef_quantization(graph, path)
-    graph.meta["layout"] = to_channels_last(graph)
+    graph.record.layout = to_channels_last(graph)
     convert_graph(graph, options, file=path)
     return graph
 

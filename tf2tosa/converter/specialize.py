@@ -4,18 +4,22 @@ before: a program with unknown dimensions (``convert --dynamic``, or any 1.1-dra
 back: :mod:`tf2tosa.tosa.symbolic` names them ``batch``, ``d1`` …) whose shape operands are computed at run time by
 the EXT-SHAPE operators; after: the same program with every input shape bound, every shape value a CONST_SHAPE,
 every ASSERT_EQUAL_SHAPE checked and dropped, every value's shape static (the TOSA 1.0 shape rules of
-:mod:`tf2tosa.tosa.shapes`), what became dead removed, and ``meta`` declaring a TOSA 1.0 program with the profiles
-and extensions it needs (:func:`tf2tosa.tosa.profiles.requirements`, as the static conversion declares them).
+:mod:`tf2tosa.tosa.shapes`), what became dead removed, and ``graph.record`` declaring a TOSA 1.0 program with the
+profiles and extensions it needs (:func:`tf2tosa.tosa.profiles.requirements`, as the static conversion declares them).
 
 Sizes come from ``input_shapes`` (a whole shape per input name) and ``dims`` (a size per symbol, for every input
 dimension named by it).  Bad sizes are one :class:`~tf2tosa.errors.InputError`: an unknown input or symbol, a shape
 of the wrong rank, a size below 1, a shape that contradicts a known dimension, a symbol bound to two values, an
 unknown dimension left unbound; so is a program that the sizes make invalid (a violated ASSERT_EQUAL_SHAPE naming
 the op and both values, a shape operator's ERROR_IF or REQUIRE, a shape rule's ERROR_IF such as a RESHAPE whose
-element counts differ), naming the op.  A size guard of the conversion (``meta["dim_guards"]``, carried by the
-``.mlir`` file, not by a ``.tosa``) that does not hold at these sizes is a warning in ``meta["warnings"]``, one per
+element counts differ), naming the op.  A size guard of the conversion (``graph.dims.guards``, carried by the
+``.mlir`` file, not by a ``.tosa``) that does not hold at these sizes is a warning in ``graph.record.warnings``, one per
 guard (:func:`tf2tosa.converter.dynamic.guard_warning_lines`), not an error.  A program with nothing symbolic is
 refused (:func:`specialize` says so): it is already static, and its sizes cannot change.
+
+Records (:mod:`tf2tosa.ir.records`): reads ``graph.record.specification_version`` and ``graph.dims``; writes
+``graph.record`` (``fixed_dims``, ``profiles``, ``extensions``, ``warnings``, ``specialized``; the declared version
+and target cleared) and empties ``graph.dims`` but for its ``shape_values``.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from ..executor import evaluate_op
 from ..executor.registry import ExecutionError
 from ..ir import Graph
 from ..ir.graph import Operation, Value
+from ..ir.records import SymbolicDims
 from ..ir.types import DType
-from ..tosa import catalogue, profiles, shapes
+from ..tosa import profiles, shapes, validation
 from ..tosa.optable import DRAFT_VERSION, is_draft
 from ..tosa.symbolic import input_symbol
 from .dynamic import guard_warning_lines
@@ -132,7 +137,7 @@ def _bindings(fixed: Sequence[Mapping[str, Any]]) -> str:
 
 def is_symbolic(graph: Graph) -> bool:
     """Whether ``graph`` is a symbolic program: declared 1.1.draft, or with an unknown dimension or a draft op."""
-    if graph.meta.get("specification_version") == DRAFT_VERSION:
+    if graph.record.specification_version == DRAFT_VERSION:
         return True
     return any(not v.type.is_static for v in graph.inputs) or any(
         is_draft(op.opcode) or any(not r.type.is_static for r in op.results) for op in graph.ops.values())
@@ -146,7 +151,7 @@ def specialize_graph(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | N
                          "TOSA 1.0 program already; its sizes are fixed)", file=file)
     static, fixed = bind_input_shapes(graph, input_shapes, dims, file)
     at = _bindings(fixed)
-    violated = guard_warning_lines(graph.meta, static)
+    violated = guard_warning_lines(graph.dims, static)
     for v in graph.inputs:
         v.type = v.type.with_shape(static[v.name])
     values: dict[int, np.ndarray] = {}  # shape values (computed at these sizes) by value id
@@ -175,22 +180,21 @@ def specialize_graph(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | N
             continue
         _static_result(op, operand_value, at, file)
     graph.remove_dead_ops()
-    for key in ("specification_version", "dim_symbols", "dim_equalities", "tosa_version", "declared_target",
-                "dim_guards", "dim_hints"):
-        graph.meta.pop(key, None)
+    graph.record.specification_version = graph.record.tosa_version = graph.record.declared_target = None
+    graph.dims = SymbolicDims(shape_values=graph.dims.shape_values)
     for op in graph.topological_order():  # a TOSA 1.0 program now: every op as the builder would check it
         try:
-            catalogue.validate_op(op)
+            validation.validate_op(op)
         except InvalidGraphError as e:
             raise InvalidGraphError(f"specialize at {at}: {e.message}", file=file, op=_where(op),
                                     tensor=e.tensor) from None
-    graph.meta["fixed_dims"] = fixed
+    graph.record.fixed_dims = fixed
     check_sizes(graph, file)  # the static program at level 8K, as convert checks it
     profs, exts = profiles.requirements(graph)
-    graph.meta.update(profiles=profs, extensions=exts, fixed_dims=fixed)
+    graph.record.profiles, graph.record.extensions, graph.record.fixed_dims = profs, exts, fixed
     if violated:  # recorded as a conversion's warnings are (convert/verify print them; inspect of the result)
-        graph.meta["warnings"] = [*graph.meta.get("warnings", []), *violated]
-    graph.meta["specialized"] = {"shape_ops_folded": counts["shape_ops"],
+        graph.record.warnings = [*graph.record.warnings, *violated]
+    graph.record.specialized = {"shape_ops_folded": counts["shape_ops"],
                                  "assertions_checked": counts["assertions"]}
     return graph
 

@@ -11,7 +11,7 @@ Sources
   SavedModel;
   when ``tf.saved_model.load`` cannot revive the saved objects (a Keras 2 optimizer's slot variables: "'_UserObject'
   object has no attribute 'add_slot'"), the MetaGraph and the variables are read directly instead (TF's v1 loader
-  in a session, frozen there; ``graph.meta["loader"]`` says so and why);
+  in a session, frozen there; ``graph.source.loader`` says so and why);
 * a ``.keras`` / ``.h5`` file, or an in-memory ``keras.Model``: the model's call in inference mode, inputs
   named after the Keras inputs, outputs after the output layers;
 * a ``tf.function`` with an ``input_signature``, or a ``ConcreteFunction``;
@@ -22,7 +22,7 @@ Variables are frozen with ``convert_variables_to_constants_v2`` (functions inlin
 ``If``/``While`` ops); a variable that is written by the function cannot be frozen and raises
 :class:`ModelLoadError` naming it, unless it is kept (``keep_variables``, ``--keep-variables``): a kept variable
 stays a resource (``tf.VarHandleOp`` with ``shared_name`` = the variable's name, its load-time value in
-``graph.meta["variable_values"]``), read by ``tf.ReadVariableOp`` and written by ``tf.AssignVariableOp`` /
+``graph.source.variable_values``), read by ``tf.ReadVariableOp`` and written by ``tf.AssignVariableOp`` /
 ``AssignAddVariableOp`` / ``AssignSubVariableOp`` (kept with ``side_effect``, created in TensorFlow's program
 order).
 
@@ -47,7 +47,8 @@ IR produced
 * graph inputs/outputs: in signature order (signature keys sorted, as TensorFlow flattens them), the IR
   values named (and ``source``) after the signature keys.
 
-``graph.meta``: ``source_format`` ("tensorflow"), ``source_kind`` ("saved_model" / "keras" / "function" /
+``graph.source`` (:class:`~tf2tosa.ir.records.SourceInfo`): ``format`` ("tensorflow"), ``kind`` ("saved_model" /
+"keras" / "function" /
 "graphdef"), ``file``, ``signature`` (key), ``signature_names`` (value name → signature key),
 ``input_tensors`` / ``output_tensors`` (signature key → TF tensor name), ``signatures`` (SavedModel: all keys).
 """
@@ -68,6 +69,7 @@ import numpy as np
 from ..errors import ConversionError, ModelLoadError, first_line
 from ..ir.graph import Graph, Value
 from ..ir.types import DType, TensorType
+from ..options import ConvertOptions
 
 __all__ = ["TF_DTYPES", "TFSource", "graph_from_source", "graph_from_tf", "is_tensorflow_source", "tensorflow_frontend",
            "load_source", "load_tensorflow", "tflite_qat_reference"]
@@ -90,7 +92,7 @@ _WRITES = ("Assign", "ResourceApply", "ResourceScatter", "ResourceSparseApply", 
 
 #: TensorFlow ops that do something besides computing their results, by kind.  A TOSA program computes its outputs
 #: and nothing else, so conversion drops these and warns naming each (:func:`side_effect_ops`,
-#: ``graph.meta["side_effect_ops"]``); ``verify`` runs the source model in TensorFlow, so it refuses a graph holding
+#: ``graph.source.side_effect_ops``); ``verify`` runs the source model in TensorFlow, so it refuses a graph holding
 #: one of the kinds in :data:`REFUSED_EFFECTS` unless the model is trusted (``--trust-model``, ``trust_model=True``).
 #: A ``PrintV2`` whose ``output_stream`` is a ``file://`` path counts as file I/O.
 SIDE_EFFECT_OPS: dict[str, str] = {
@@ -264,7 +266,7 @@ class TFSource:
     signatures: list[str] = field(default_factory=list)
     #: a SavedModel's MetaGraph tag set when one was chosen (``--tag``), else None
     tags: list[str] | None = None
-    #: how a SavedModel was read when not by reviving its objects (``graph.meta["loader"]``), else None
+    #: how a SavedModel was read when not by reviving its objects (``graph.source.loader``), else None
     loader: str | None = None
     #: the side-effect ops running it runs (:func:`source_effects`; None until asked)
     effects: list[EffectOp] | None = None
@@ -1249,7 +1251,7 @@ class _Library:
         out_names = [a.name for a in fdef.signature.output_arg]
         region = graph_from_tf(fg, list(fg.inputs), list(fg.outputs), in_names, out_names, name=_clean(fname),
                                file=self.file, library=self)
-        region.meta["function"] = fname
+        region.source.function = fname
         self.graphs[key] = region
         return region
 
@@ -1371,7 +1373,7 @@ def graph_from_source(src: TFSource, name: str | None = None,
     """The IR graph of an opened source (see :func:`load_source`).
 
     ``keep_variables`` (variable names, or ``"all"``): those resource variables stay variables (``tf.VarHandleOp``
-    read by ``tf.ReadVariableOp``, written by ``tf.AssignVariableOp`` …; ``graph.meta["variable_values"]`` holds
+    read by ``tf.ReadVariableOp``, written by ``tf.AssignVariableOp`` …; ``graph.source.variable_values`` holds
     their values at load time, the initial values), which the legalization makes TOSA ``VARIABLE`` /
     ``VARIABLE_READ`` / ``VARIABLE_WRITE`` when the model writes them; the others are frozen to constants."""
     tf_graph, ins, outs, kept = _freeze(src, keep_variables)
@@ -1383,24 +1385,23 @@ def graph_from_source(src: TFSource, name: str | None = None,
     graph = graph_from_tf(tf_graph, ins, outs, src.input_names, src.output_names, name=gname, file=label,
                           variables=kept)
     if kept:
-        graph.meta["variable_values"] = {k.name: k.value for k in kept.values()}
+        graph.source.variable_values = {k.name: k.value for k in kept.values()}
     # the side-effect ops are dropped: none has a legalization, so one that an output read would have failed
     # the conversion; the frozen graph's node names where it still has them (a function's), else the source's
     dropped = effect_ops(tf_graph.as_graph_def()) if src.function is not None and src.kind != "graphdef" \
         and not src.loader else source_effects(src)
     if dropped:
-        graph.meta["side_effect_ops"] = [{"kind": e.kind, "what": EFFECT_KINDS[e.kind], "op": e.op, "node": e.node}
+        graph.source.side_effect_ops = [{"kind": e.kind, "what": EFFECT_KINDS[e.kind], "op": e.op, "node": e.node}
                                          for e in dropped]
-    graph.meta.update(
-        source_format="tensorflow", source_kind=src.kind, file=None if label.startswith("<") else label,
-        signature=src.signature, signatures=list(src.signatures),
-        signature_names={**{v.name: n for v, n in zip(graph.inputs, src.input_names)},
-                         **{v.name: n for v, n in zip(graph.outputs, src.output_names)}},
-        input_tensors={n: t.name for n, t in zip(src.input_names, ins)},
-        output_tensors={n: t.name for n, t in zip(src.output_names, outs)},
-    )
+    info = graph.source
+    info.format, info.kind, info.file = "tensorflow", src.kind, None if label.startswith("<") else label
+    info.signature, info.signatures = src.signature, list(src.signatures)
+    info.signature_names = {**{v.name: n for v, n in zip(graph.inputs, src.input_names)},
+                            **{v.name: n for v, n in zip(graph.outputs, src.output_names)}}
+    info.input_tensors = {n: t.name for n, t in zip(src.input_names, ins)}
+    info.output_tensors = {n: t.name for n, t in zip(src.output_names, outs)}
     if src.loader:
-        graph.meta["loader"] = src.loader
+        info.loader = src.loader
     return graph
 
 
@@ -1414,45 +1415,45 @@ def is_tensorflow_source(source: Any) -> bool:
     return mod.startswith(("keras", "tf_keras", "tensorflow"))
 
 
-def tensorflow_frontend(source: Any, options: Any = None, signature: str = "serving_default",
+def tensorflow_frontend(source: Any, options: ConvertOptions | None = None, signature: str = "serving_default",
                         name: str | None = None, outputs: Sequence[str] | None = None) -> tuple[Graph, TFSource]:
     """The TensorFlow frontend: load a model and return its graph of ``tf.*`` ops, ready for the pipeline
     (:func:`tf2tosa.converter.pipeline.convert_graph`), and the opened source (for verification).
 
-    ``options.extra["qat"]`` ("auto" default, "int8", "float") and ``options.extra["qat_io"]`` ("float" default,
-    "int8") choose how FakeQuant ops are converted (:mod:`.qat`); ``graph.meta["qat"]`` reports what was done."""
+    ``options.qat`` ("auto" default, "int8", "float") and ``options.qat_io`` ("float" default,
+    "int8") choose how FakeQuant ops are converted (:mod:`.qat`); ``graph.record.qat`` reports what was done."""
     from .qat import apply_qat, options_of
 
     mode, io = options_of(options)
-    extra = getattr(options, "extra", None) or {}
+    opts = options if options is not None else ConvertOptions()
     from .archive import extract_limit
     from .keras_files import custom_objects_scope
     from .tf_cut import parse_cut_outputs
 
-    cut_in, cut_out = extra.get("inputs"), parse_cut_outputs(extra.get("outputs"))  # (a cut by tensor names)
+    cut_in, cut_out = opts.inputs, parse_cut_outputs(opts.outputs)  # (a cut by tensor names)
     # (the cap of a .keras zip's members, None: the default; the custom objects a Keras file's layers may need)
-    with extract_limit(extra.get("max_extract_mb")), custom_objects_scope(extra.get("custom_objects")):
+    with extract_limit(opts.max_extract_mb), custom_objects_scope(opts.custom_objects):
         src = load_source(source, signature, cut_out or outputs,
-                          unsafe_deserialization=bool(extra.get("unsafe_deserialization", False)),
-                          trust_model=bool(extra.get("trust_model", False)), tag=extra.get("tag"))
-    keep = (getattr(options, "extra", None) or {}).get("keep_variables")
+                          unsafe_deserialization=bool(opts.unsafe_deserialization),
+                          trust_model=bool(opts.trust_model), tag=opts.tag)
+    keep = opts.keep_variables
     if cut_in or (cut_out and src.kind != "graphdef"):
         src = cut_source(src, cut_in, cut_out, keep)
     graph = graph_from_source(src, name, keep)
     if cut_in or cut_out:
-        graph.meta["cut"] = {"inputs": list(src.input_names), "outputs": list(src.output_names)}
-    if not extra.get("custom_ops"):
+        graph.source.cut = {"inputs": list(src.input_names), "outputs": list(src.output_names)}
+    if not opts.custom_ops:
         _refuse_string_ops(graph, src)
     apply_qat(graph, mode, io)
     warnings: list[str] = []
     if src.loader:
         warnings.append(f"SavedModel loaded from its {src.loader}")
-    dropped = [EffectOp(e["kind"], e["op"], e["node"]) for e in graph.meta.get("side_effect_ops", [])]
+    dropped = [EffectOp(e["kind"], e["op"], e["node"]) for e in graph.source.side_effect_ops]
     if dropped:
         warnings.append(f"dropped {len(dropped)} op(s) with side effects (a TOSA program only computes its outputs, "
                         f"so it will not do what they do): {describe_effects(dropped)}")
     if warnings:
-        graph.meta["frontend_warnings"] = warnings
+        graph.source.warnings = warnings
     return graph, src
 
 
@@ -1462,7 +1463,7 @@ def _refuse_string_ops(graph: Graph, src: TFSource) -> None:
     from ..errors import UnsupportedOpsError
     from .tf_cut import string_blockers
 
-    found = string_blockers(graph, list(graph.meta.get("output_tensors", {}).values()) or None)
+    found = string_blockers(graph, list(graph.source.output_tensors.values()) or None)
     if found is None:
         return
     counts: dict[str, int] = {}

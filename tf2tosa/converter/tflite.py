@@ -5,7 +5,7 @@ field layout from :mod:`.tflite_schema`); TensorFlow is never imported.  Entry p
 
 Graphs
 ------
-Every subgraph becomes a :class:`~tf2tosa.ir.graph.Graph`; ``graph.meta["subgraphs"]``
+Every subgraph becomes a :class:`~tf2tosa.ir.graph.Graph`; ``graph.source.subgraphs``
 lists them all (index = TFLite subgraph index).  The returned graph is the main one:
 the subgraph named by the first SignatureDef, else subgraph 0.  Its inputs/outputs
 keep the subgraph's order (LiteRT's ``get_input_details()`` / ``get_output_details()``
@@ -20,7 +20,7 @@ Values
   tensor name.  Unnamed tensors are called ``t<index>``.
 * Shapes come from ``shape_signature`` when present: a ``-1`` becomes the symbol
   ``"batch"`` at dim 0 and ``"d<k>"`` at dim k.  The concrete ``shape`` stored in the
-  file for such values is kept in ``graph.meta["stored_shapes"][value_name]``.
+  file for such values is kept in ``graph.source.stored_shapes[value_name]``.
 * Element types: FLOAT32→fp32, FLOAT16→fp16, BFLOAT16→bf16, FLOAT64→fp64, INT4→i4,
   INT8→i8, INT16→i16, INT32→i32, INT64→i64, UINT8→u8, UINT16→u16, UINT32→u32,
   UINT64→u64, BOOL→bool, STRING→string, COMPLEX64/128, RESOURCE, VARIANT, and from
@@ -69,9 +69,9 @@ Operations (op name → attrs)
 * ``tfl.variable``: ``name`` (value name) for each ``is_variable`` tensor;
   ``graph.variables[name] = {"type", "initial" (ndarray or None), "source"}``.
 
-Metadata (``graph.meta``)
--------------------------
-``source_format`` ("tflite"), ``file`` (path or None), ``tflite_version``,
+Source record (``graph.source``, :class:`~tf2tosa.ir.records.SourceInfo`)
+----------------------------------------------------------------------------
+``format`` ("tflite"), ``file`` (path or None), ``tflite_version``,
 ``description``, ``signatures`` (list of ``{"signature_key", "subgraph_index",
 "inputs": [(name, tensor_name)], "outputs": [...]}``), ``subgraphs``,
 ``main_subgraph_index``, ``subgraph_index``, ``stored_shapes``, ``tensor_indices``
@@ -92,7 +92,7 @@ import mmap
 import os
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -180,6 +180,19 @@ class _Tensor:
     buffer: int
     is_variable: bool
     sparsity: dict[str, Any] | None
+
+
+@dataclass
+class _Subgraph:
+    """One subgraph while it is read: its graph, its tensors and the values made for them so far."""
+    k: int
+    g: Graph
+    tensors: list[_Tensor]
+    stored: dict[str, tuple[int, ...]]  # the graph's stored_shapes
+    tensor_indices: dict[str, int]  # the graph's tensor_indices
+    values: dict[int, Value] = field(default_factory=dict)
+    producers: dict[int, int] = field(default_factory=dict)  # tensor index -> index of the operator writing it
+    no_value: Value | None = None
 
 
 def load_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview | mmap.mmap, name: str | None = None,
@@ -379,19 +392,19 @@ class _Loader:
         if signatures:
             self._apply_signature(main, signatures[0])
 
-        meta = main.meta
-        meta["source_format"] = "tflite"
-        meta["file"] = self.file
-        meta["tflite_version"] = version
-        meta["description"] = self.string(model, _MODEL["description"])
-        meta["signatures"] = signatures
-        meta["subgraphs"] = graphs
-        meta["main_subgraph_index"] = main_index
+        src = main.source
+        src.format = "tflite"
+        src.file = self.file
+        src.tflite_version = version
+        src.description = self.string(model, _MODEL["description"])
+        src.signatures = signatures
+        src.subgraphs = graphs
+        src.main_subgraph_index = main_index
         self.where = "the metadata"
-        meta["metadata"] = self._metadata()
+        src.metadata = self._metadata()
         for g in graphs:
-            g.meta.setdefault("source_format", "tflite")
-            g.meta.setdefault("file", self.file)
+            if g is not main:
+                g.source.format, g.source.file = "tflite", self.file
         return main
 
     def _signatures(self, n_sub: int) -> list[dict[str, Any]]:
@@ -647,37 +660,51 @@ class _Loader:
         st = self.table(self.elem(self.model, _MODEL["subgraphs"], k), f"SubGraph {k}")
         gname = sanitize_name(self.string(st, _SUBGRAPH["name"])) or f"subgraph{k}"
         g = Graph(gname)
-        g.meta["subgraph_index"] = k
+        g.source.subgraph_index = k
         stored: dict[str, tuple[int, ...]] = {}
-        g.meta["stored_shapes"] = stored
+        g.source.stored_shapes = stored
         n_t = self.vlen(self.count(st, _SUBGRAPH["tensors"]), "tensors")
         tensors = [self._tensor(st, i) for i in range(n_t)]
-        values: dict[int, Value] = {}
-
-        def check_index(ti: int, what: str) -> _Tensor:
-            if not 0 <= ti < n_t:
-                self.fail(f"{what} references tensor {ti}, but subgraph {k} has {n_t} tensors")
-            return tensors[ti]
-
         tensor_indices: dict[str, int] = {}
-        g.meta["tensor_indices"] = tensor_indices
+        g.source.tensor_indices = tensor_indices
+        sub = _Subgraph(k, g, tensors, stored, tensor_indices)
+        self._subgraph_inputs(sub, st)
+        self._variables(sub)
+        refs: list[int] = []
+        for i, (o, ins, outs) in enumerate(self._operator_tables(sub, st)):
+            self._operator(sub, i, o, ins, outs, refs)
+        self.where = f"the outputs of subgraph {k}"
+        for ti in self.ivec(st, _SUBGRAPH["outputs"], "subgraph outputs"):
+            g.outputs.append(self._value_of(sub, ti, f"subgraph {k} outputs"))
+        return g, refs
 
-        def sym(v: Value, t: _Tensor) -> Value:
-            v.source = t.name
-            tensor_indices[v.name] = t.index
-            if not v.type.is_static:
-                stored[v.name] = t.stored_shape
-            return v
+    def _check_index(self, sub: _Subgraph, ti: int, what: str) -> _Tensor:
+        if not 0 <= ti < len(sub.tensors):
+            self.fail(f"{what} references tensor {ti}, but subgraph {sub.k} has {len(sub.tensors)} tensors")
+        return sub.tensors[ti]
 
+    @staticmethod
+    def _sym(sub: _Subgraph, v: Value, t: _Tensor) -> Value:
+        """``v`` as the value of TFLite tensor ``t``: its source name, tensor index and stored shape recorded."""
+        v.source = t.name
+        sub.tensor_indices[v.name] = t.index
+        if not v.type.is_static:
+            sub.stored[v.name] = t.stored_shape
+        return v
+
+    def _subgraph_inputs(self, sub: _Subgraph, st: Table) -> None:
         for ti in self.ivec(st, _SUBGRAPH["inputs"], "subgraph inputs"):
-            t = check_index(ti, f"subgraph {k} input")
-            if ti in values:
-                g.inputs.append(values[ti])
+            t = self._check_index(sub, ti, f"subgraph {sub.k} input")
+            if ti in sub.values:
+                sub.g.inputs.append(sub.values[ti])
                 continue
-            values[ti] = sym(g.add_input(sanitize_name(t.name) or f"t{ti}", t.type), t)
+            sub.values[ti] = self._sym(sub, sub.g.add_input(sanitize_name(t.name) or f"t{ti}", t.type), t)
 
-        for t in tensors:
-            if t.is_variable and t.index not in values:
+    def _variables(self, sub: _Subgraph) -> None:
+        """A ``tfl.variable`` op for each variable tensor (with its initial value when it has a buffer)."""
+        g = sub.g
+        for t in sub.tensors:
+            if t.is_variable and t.index not in sub.values:
                 data = self._buffer_bytes(t.buffer) if t.buffer else None
                 init = self._const_values(t, data)[0] if data is not None else None
                 op = g.add_op("tfl.variable", [], [t.type], {}, [sanitize_name(t.name) or f"t{t.index}"],
@@ -685,9 +712,12 @@ class _Loader:
                 vname = op.result.name
                 op.attrs["name"] = vname
                 g.variables[vname] = {"type": t.type, "initial": init, "source": t.name}
-                values[t.index] = sym(op.result, t)
+                sub.values[t.index] = self._sym(sub, op.result, t)
 
-        producers: dict[int, int] = {}
+    def _operator_tables(self, sub: _Subgraph, st: Table) -> list[tuple[Table, list[int], list[int]]]:
+        """Each operator's table, inputs and outputs; records which operator writes each tensor (one writer each,
+        and none for a subgraph input)."""
+        k, tensors, producers, values = sub.k, sub.tensors, sub.producers, sub.values
         ops_raw = []
         n_ops = self.vlen(self.count(st, _SUBGRAPH["operators"]), "operators")
         for i in range(n_ops):
@@ -697,88 +727,81 @@ class _Loader:
             outs = self.ivec(o, _OPERATOR["outputs"], f"outputs of operator {i}")
             for ti in outs:
                 if ti >= 0:
-                    check_index(ti, f"operator {i} output")
+                    self._check_index(sub, ti, f"operator {i} output")
                     if ti in producers or (ti in values and values[ti].producer is None):
                         self.fail(f"tensor {_q(tensors[ti].name)} is written by more than one operator or is also a "
                                   f"subgraph input (subgraph {k}, operator {i})", tensor=tensors[ti].name)
                     producers[ti] = i
             ops_raw.append((o, ins, outs))
+        return ops_raw
 
-        no_value: list[Value] = []
-
-        def get_no_value() -> Value:
-            if not no_value:
-                no_value.append(g.add_op("tfl.no_value", [], [_NO_VALUE_TYPE], {}, ["no_value"],
-                                         location="NO_VALUE").result)
-            return no_value[0]
-
-        def value_of(ti: int, user: str) -> Value:
-            if ti < 0:
-                return get_no_value()
-            t = check_index(ti, user)
-            if ti in values:
-                return values[ti]
-            self.where = f"constant tensor {_q(t.name)} (buffer {t.buffer})"
-            data = self._buffer_bytes(t.buffer) if t.buffer else None
-            if data is None and t.sparsity is None and t.type.is_static and t.type.size == 0 \
-                    and t.type.dtype in _STORAGE:
-                data = memoryview(b"")
-            if data is None:
-                if ti in producers:
-                    self.fail(f"tensor {_q(t.name)} is read by {user} before operator {producers[ti]} writes it "
-                              f"(subgraph {k} is not in execution order)", tensor=t.name)
-                self.fail(f"tensor {_q(t.name)} read by {user} has no producer, no data and is not a subgraph input",
-                          tensor=t.name)
-            vals, extra = self._const_values(t, data)
-            attrs: dict[str, Any] = {"values": vals, **extra}
-            ctype = t.type if t.type.is_static else t.type.with_shape(t.stored_shape)
-            if t.sparsity is not None:
-                attrs["sparsity"] = t.sparsity
-            op = g.add_op("tfl.const", [], [ctype], attrs, [sanitize_name(t.name) or f"t{ti}"],
+    def _value_of(self, sub: _Subgraph, ti: int, user: str) -> Value:
+        """The value of tensor ``ti`` read by ``user``: made so far, a constant (made now), or the no-value."""
+        if ti < 0:
+            if sub.no_value is None:
+                sub.no_value = sub.g.add_op("tfl.no_value", [], [_NO_VALUE_TYPE], {}, ["no_value"],
+                                            location="NO_VALUE").result
+            return sub.no_value
+        t = self._check_index(sub, ti, user)
+        if ti in sub.values:
+            return sub.values[ti]
+        self.where = f"constant tensor {_q(t.name)} (buffer {t.buffer})"
+        data = self._buffer_bytes(t.buffer) if t.buffer else None
+        if data is None and t.sparsity is None and t.type.is_static and t.type.size == 0 \
+                and t.type.dtype in _STORAGE:
+            data = memoryview(b"")
+        if data is None:
+            if ti in sub.producers:
+                self.fail(f"tensor {_q(t.name)} is read by {user} before operator {sub.producers[ti]} writes it "
+                          f"(subgraph {sub.k} is not in execution order)", tensor=t.name)
+            self.fail(f"tensor {_q(t.name)} read by {user} has no producer, no data and is not a subgraph input",
+                      tensor=t.name)
+        vals, extra = self._const_values(t, data)
+        attrs: dict[str, Any] = {"values": vals, **extra}
+        ctype = t.type if t.type.is_static else t.type.with_shape(t.stored_shape)
+        if t.sparsity is not None:
+            attrs["sparsity"] = t.sparsity
+        op = sub.g.add_op("tfl.const", [], [ctype], attrs, [sanitize_name(t.name) or f"t{ti}"],
                           location=f"CONST#{ti}")
-            values[ti] = sym(op.result, t)
-            return values[ti]
+        sub.values[ti] = self._sym(sub, op.result, t)
+        return sub.values[ti]
 
-        refs: list[int] = []
-        for i, (o, ins, outs) in enumerate(ops_raw):
-            oi = int(self.get(o, _OPERATOR["opcode_index"]))
-            if not 0 <= oi < len(self.opcodes):
-                self.fail(f"operator {i} of subgraph {k} uses opcode index {oi}, "
-                          f"but the model has {len(self.opcodes)} operator codes")
-            bname, custom_code, op_version = self.opcodes[oi]
-            loc = f"{bname}#{i}"
-            self.where = f"operator {loc} of subgraph {k}"
-            attrs = self._attrs(o, bname, custom_code, op_version, loc)
-            for f in topt.subgraph_fields(attrs):
-                idxs = attrs[f] if isinstance(attrs[f], list) else [attrs[f]]
-                for s in idxs:
-                    n_sub = self.vlen(self.count(self.model, _MODEL["subgraphs"]), "subgraphs")
-                    if not 0 <= s < n_sub:
-                        self.fail(f"{loc} field {f} references subgraph {s}, but the model has {n_sub}", op=loc)
-                    refs.append(int(s))
-            inter = self.ivec(o, _OPERATOR["intermediates"], f"intermediates of operator {i}")
-            if inter:
-                its = [check_index(ti, f"{loc} intermediates") for ti in inter]
-                attrs["intermediates"] = [t.name for t in its]
-                attrs["intermediate_quant"] = [
-                    None if t.type.quant is None else [list(t.type.quant.scale), list(t.type.quant.zero_point)]
-                    for t in its]
-            operands = [value_of(ti, loc) for ti in ins]
-            if any(v.producer is not None and v.producer.name == "tfl.variable" for v in operands) \
-                    or bname in _SIDE_EFFECT_OPS or not outs:
-                attrs["side_effect"] = True
-            rtypes = [tensors[ti].type if ti >= 0 else _NO_VALUE_TYPE for ti in outs]
-            rnames = [(sanitize_name(tensors[ti].name) or f"t{ti}") if ti >= 0 else "no_value" for ti in outs]
-            opname = "tfl.custom" if bname == "CUSTOM" else f"tfl.{bname.lower()}"
-            op = g.add_op(opname, operands, rtypes, attrs, rnames, location=loc)
-            for ti, r in zip(outs, op.results):
-                if ti >= 0:
-                    values[ti] = sym(r, tensors[ti])
-
-        self.where = f"the outputs of subgraph {k}"
-        for ti in self.ivec(st, _SUBGRAPH["outputs"], "subgraph outputs"):
-            g.outputs.append(value_of(ti, f"subgraph {k} outputs"))
-        return g, refs
+    def _operator(self, sub: _Subgraph, i: int, o: Table, ins: list[int], outs: list[int], refs: list[int]) -> None:
+        """Operator ``i`` as a ``tfl.*`` op; appends the subgraphs it references to ``refs``."""
+        k, tensors = sub.k, sub.tensors
+        oi = int(self.get(o, _OPERATOR["opcode_index"]))
+        if not 0 <= oi < len(self.opcodes):
+            self.fail(f"operator {i} of subgraph {k} uses opcode index {oi}, "
+                      f"but the model has {len(self.opcodes)} operator codes")
+        bname, custom_code, op_version = self.opcodes[oi]
+        loc = f"{bname}#{i}"
+        self.where = f"operator {loc} of subgraph {k}"
+        attrs = self._attrs(o, bname, custom_code, op_version, loc)
+        for f in topt.subgraph_fields(attrs):
+            idxs = attrs[f] if isinstance(attrs[f], list) else [attrs[f]]
+            for s in idxs:
+                n_sub = self.vlen(self.count(self.model, _MODEL["subgraphs"]), "subgraphs")
+                if not 0 <= s < n_sub:
+                    self.fail(f"{loc} field {f} references subgraph {s}, but the model has {n_sub}", op=loc)
+                refs.append(int(s))
+        inter = self.ivec(o, _OPERATOR["intermediates"], f"intermediates of operator {i}")
+        if inter:
+            its = [self._check_index(sub, ti, f"{loc} intermediates") for ti in inter]
+            attrs["intermediates"] = [t.name for t in its]
+            attrs["intermediate_quant"] = [
+                None if t.type.quant is None else [list(t.type.quant.scale), list(t.type.quant.zero_point)]
+                for t in its]
+        operands = [self._value_of(sub, ti, loc) for ti in ins]
+        if any(v.producer is not None and v.producer.name == "tfl.variable" for v in operands) \
+                or bname in _SIDE_EFFECT_OPS or not outs:
+            attrs["side_effect"] = True
+        rtypes = [tensors[ti].type if ti >= 0 else _NO_VALUE_TYPE for ti in outs]
+        rnames = [(sanitize_name(tensors[ti].name) or f"t{ti}") if ti >= 0 else "no_value" for ti in outs]
+        opname = "tfl.custom" if bname == "CUSTOM" else f"tfl.{bname.lower()}"
+        op = sub.g.add_op(opname, operands, rtypes, attrs, rnames, location=loc)
+        for ti, r in zip(outs, op.results):
+            if ti >= 0:
+                sub.values[ti] = self._sym(sub, r, tensors[ti])
 
     def _attrs(self, o: Table, bname: str, custom_code: str, op_version: int, loc: str) -> dict[str, Any]:
         attrs: dict[str, Any] = {}
@@ -874,7 +897,7 @@ class _Loader:
                     stack.pop()
 
     def _apply_signature(self, g: Graph, sig: dict[str, Any]) -> None:
-        """Record the SignatureDef keys of the main graph's inputs/outputs (``meta["signature_names"]``).
+        """Record the SignatureDef keys of the main graph's inputs/outputs (``source.signature_names``).
 
         The order stays the subgraph's: it is what LiteRT's ``get_input_details()`` / ``get_output_details()``
         return, while a SignatureDef lists its keys sorted by name (``output_0, output_1 …``), which need not be the
@@ -889,4 +912,4 @@ class _Loader:
                 found = by_source.get(tname)
                 if found is not None:
                     names[found.name] = key
-        g.meta["signature_names"] = names
+        g.source.signature_names = names

@@ -88,10 +88,6 @@ class Table:
         at += _U32.unpack_from(self.buf, at)[0]
         return at + 4, int(_U32.unpack_from(self.buf, at)[0])
 
-    def vector_len(self, voff: int) -> int:
-        v = self.vector(voff)
-        return v[1] if v is not None else 0
-
     def table_at(self, start: int, j: int) -> Table:
         """Element ``j`` of a vector of tables starting at ``start``."""
         at = start + 4 * j

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ir.graph import Operation
 from ..ir.types import DType
-from .registry import PRECISE, error_if, in_dtype, out_dtype, to_out
+from .registry import PRECISE, error_if, in_dtype, to_out
 
 F32 = np.float32
 
@@ -52,7 +52,3 @@ def float_binary(op: Operation, a: np.ndarray, b: np.ndarray,
     broadcast_shape(op, a, b)
     with np.errstate(all="ignore"):
         return [to_out(fn(fcompute(a, in_dtype(op, 0)), fcompute(b, in_dtype(op, 1))), op)]
-
-
-def is_float_op(op: Operation) -> bool:
-    return in_dtype(op, 0).is_float or out_dtype(op).is_float

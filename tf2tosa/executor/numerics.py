@@ -29,10 +29,6 @@ def as_i64(x: Any) -> np.ndarray:
     return np.asarray(x).astype(I64)
 
 
-def int_range(dt: DType) -> tuple[int, int]:
-    return dt.range()
-
-
 def check_fits(x: np.ndarray, dt: DType, what: str) -> None:
     """REQUIRE(c >= minimum_s<dt> && c <= maximum_s<dt>) of apply_add_s / apply_sub_s (spec 4.5.1 apply_add_s)."""
     lo, hi = dt.range()
@@ -62,12 +58,6 @@ def wrap(x: np.ndarray, bits: int) -> np.ndarray:
     m = I64(1) << I64(bits)
     half = I64(1) << I64(bits - 1)
     return ((x + half) & (m - 1)) - half
-
-
-def apply_clip(x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
-    """apply_clip_s for integers (spec 4.5.1 apply_clip_s)."""
-    _req(np.asarray(lo) <= np.asarray(hi), "clip min <= max")
-    return np.minimum(np.maximum(x, lo), hi)
 
 
 def shift_round_half_up(x: np.ndarray, shift: Any) -> np.ndarray:
@@ -370,11 +360,6 @@ def lookup_i16(table: np.ndarray, value: Any) -> np.ndarray:
     _req((slope >= -32768) & (slope <= 32767), "TABLE slope fits int16")
     result: np.ndarray = (base << 7) + slope * fraction
     return result
-
-
-def round_half_even(x: np.ndarray) -> np.ndarray:
-    """round_to_nearest_int with ties to even (CAST, spec 2.13.1 CAST)."""
-    return np.rint(x)
 
 
 def idiv_floor(a: Any, b: Any) -> np.ndarray:

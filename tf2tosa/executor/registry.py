@@ -219,14 +219,6 @@ def scalar(a: np.ndarray) -> Any:
     return flat[0].item()
 
 
-def check_range(values: np.ndarray, dt: DType, op: Operation, what: str) -> None:
-    """REQUIRE that integer ``values`` fit ``dt`` (the apply_add_s/apply_sub_s overflow checks)."""
-    lo, hi = dt.range()
-    if values.size and (values.min() < lo or values.max() > hi):
-        raise UnpredictableError(f"REQUIRE violated (result unpredictable): {what} overflows {dt.value}",
-                                 op=op_label(op))
-
-
 def is_float(dt: DType) -> bool:
     return dt.is_float
 
@@ -238,13 +230,6 @@ PRECISE: contextvars.ContextVar[bool] = contextvars.ContextVar("tf2tosa_precise"
 def fdt() -> type[np.floating[Any]]:
     """numpy float type kernels compute in: float32, or float64 in precise mode."""
     return np.float64 if PRECISE.get() else np.float32
-
-
-def float_compute_dtype(dt: DType) -> np.dtype:
-    """numpy type in which float kernels compute: fp32 as fp32, narrower floats in fp32 then rounded."""
-    if dt is DType.FP64 or PRECISE.get():
-        return np.dtype(np.float64)
-    return np.dtype(np.float32)
 
 
 def to_out(x: np.ndarray, op: Operation, i: int = 0) -> np.ndarray:

@@ -8,14 +8,14 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..errors import ConversionError, InputError, InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType, TensorType
-from ..tosa import catalogue, profiles
+from ..tosa import profiles, validation
 from ..tosa.profiles import LEVEL_NONE, element_bits, tensor_size_problem
 from . import chains
 from .activation import clamp_inplace
@@ -652,35 +652,13 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
     skip: set[int] = set()
     all_views = False
     if trace is None:
-        # constants first: their values need no kernel (a CONST reads nothing, so order does not matter); the view
-        # made on an earlier run of this plan when it is still of the op's values (see _const_view)
-        views = plan.views
-        n_views = 0
-        for op in plan.consts:
-            hit = views.get(op.id)
-            if hit is not None and not precise and hit[0] is op.attrs.get("values"):
-                env[op.results[0].id] = hit[1]
-                n_views += 1
-                continue
-            view = _const_view(plan, op, precise)
-            if view is not None:
-                env[op.results[0].id] = view
-                n_views += 1
-        all_views = n_views == len(plan.consts)
-        if not all_views:
-            skip = {op.id for op in plan.consts if op.results[0].id in env}
+        skip, all_views = _bind_consts(plan, env, precise)
     const_ids = {op.id for op in plan.consts} if trace is not None else set()
     # the fused, prepared and table paths stand in for the registered kernels; while KERNELS holds anything else (a
     # kernel replaced by a test or a user), every op goes through KERNELS
     fast = trace is None and kernels_as_registered()
-    inplace = plan.inplace if fast else set()
-    fused = plan.fused if fast else {}
-    tables = plan.tables if fast else set()
-    groups = plan.groups if fast else {}
-    solo = plan.solo if fast else set()
-    islands = plan.islands if fast else {}
-    #: value id -> (its zero-bordered array, the border) for the depthwise that reads it (see _run_fused_clamp)
-    bordered: dict[int, tuple[np.ndarray, Any]] = {}
+    paths = _Paths(plan.inplace, plan.fused, plan.tables, plan.groups, plan.solo, plan.islands, {}) if fast \
+        else _Paths(set(), {}, set(), {}, set(), {}, {})
     # every constant already in the environment (the usual case): walk only the other ops (a CONST frees nothing)
     steps = plan.body if trace is None and all_views else list(enumerate(plan.order))
     for i, op in steps:
@@ -701,10 +679,7 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             raise ExecutionError(f"operand {v.name} has no value (not produced in this graph)",
                                  op=op_label(op)) from None
         t0 = time.perf_counter() if prof is not None else 0.0
-        partner = fused.get(op.id)
-        done = None
-        members = groups.get(op.id)
-        island = islands.get(op.id)
+        island = paths.islands.get(op.id)
         if island is not None:
             looked = _run_island(island, env, plan)
             if looked is not None:
@@ -717,36 +692,12 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
                 for vid in plan.frees[i]:
                     env.pop(vid, None)
                 continue
-        if members is not None:
-            done = _run_group(members, env, plan)
-            if done is not None:
-                partner = members[-1]
-                skip.update(m.id for m in members[1:])
-        elif partner is not None:
-            if partner.opcode == "RESCALE":
-                done = _run_fused(op, ins, partner, env, plan)
-            elif partner.opcode == "ADD":
-                done = _run_fused_add(op, ins, partner, env, plan)
-            else:
-                done = _run_fused_clamp(op, ins, partner, plan, bordered)
-        if done is not None:
-            assert partner is not None
-            env[partner.results[0].id] = done
-            skip.add(partner.id)
-            outs = []
-        elif op.id in inplace and ins[0].flags.writeable and ins[0].dtype == np.float32:
-            outs = [clamp_inplace(op, ins)]
-        elif op.id in tables:
-            outs = [_run_table_rescale(op, ins, plan)]
-        elif op.id in solo:
-            outs = [_run_fused_clamp(op, ins, None, plan, bordered)]
-        else:
-            outs = evaluate_op(op, ins, precise)
+        outs, partner, members = _evaluate(op, ins, env, plan, paths, skip, precise)
         if prof is not None:
             key = f"{op.name}#{op.id}"
-            if done is not None and members is not None:
+            if members is not None:
                 key = f"{op.name}+RESCALE+{members[2].name}+RESCALE#{op.id}"
-            elif done is not None and partner is not None:
+            elif partner is not None:
                 key = f"{op.name}+{partner.opcode}#{op.id}"
             prof[key] = prof.get(key, 0.0) + time.perf_counter() - t0
         for r, a in zip(op.results, outs):
@@ -762,6 +713,75 @@ def run_graph(graph: Graph, args: Sequence[np.ndarray] | Mapping[str, Any], stat
             raise ExecutionError(f"graph output {v.name} is never computed")
         out.append(env[v.id])
     return out
+
+
+def _bind_consts(plan: _Plan, env: dict[int, np.ndarray], precise: bool) -> tuple[set[int], bool]:
+    """Put the constants' values in ``env`` before any op runs (a CONST reads nothing, so order does not matter):
+    the view made on an earlier run of this plan when it is still of the op's values (see _const_view).  Returns
+    the CONST op ids to skip and whether every constant is in place."""
+    views = plan.views
+    n_views = 0
+    for op in plan.consts:
+        hit = views.get(op.id)
+        if hit is not None and not precise and hit[0] is op.attrs.get("values"):
+            env[op.results[0].id] = hit[1]
+            n_views += 1
+            continue
+        view = _const_view(plan, op, precise)
+        if view is not None:
+            env[op.results[0].id] = view
+            n_views += 1
+    all_views = n_views == len(plan.consts)
+    skip = set() if all_views else {op.id for op in plan.consts if op.results[0].id in env}
+    return skip, all_views
+
+
+class _Paths(NamedTuple):
+    """The plan's fast paths one run of :func:`run_graph` takes (all empty while tracing or while a kernel is
+    replaced)."""
+
+    inplace: set[int]
+    fused: dict[int, Operation]
+    tables: set[int]
+    groups: dict[int, list[Operation]]
+    solo: set[int]
+    islands: dict[int, Island]
+    #: value id -> (its zero-bordered array, the border) for the depthwise that reads it (see _run_fused_clamp)
+    bordered: dict[int, tuple[np.ndarray, Any]]
+
+
+def _evaluate(op: Operation, ins: list[np.ndarray], env: dict[int, np.ndarray], plan: _Plan, paths: _Paths,
+              skip: set[int], precise: bool) -> tuple[list[np.ndarray], Operation | None, list[Operation] | None]:
+    """``op``'s results: by a fused group or pair when one applies (the last op's result goes into ``env`` and the
+    ops after ``op`` into ``skip``; returns no results, the partner op and the group), else by the in-place, table
+    or prepared path, else by its kernel (returns the results, None, None)."""
+    partner = paths.fused.get(op.id)
+    done = None
+    members = paths.groups.get(op.id)
+    if members is not None:
+        done = _run_group(members, env, plan)
+        if done is not None:
+            partner = members[-1]
+            skip.update(m.id for m in members[1:])
+    elif partner is not None:
+        if partner.opcode == "RESCALE":
+            done = _run_fused(op, ins, partner, env, plan)
+        elif partner.opcode == "ADD":
+            done = _run_fused_add(op, ins, partner, env, plan)
+        else:
+            done = _run_fused_clamp(op, ins, partner, plan, paths.bordered)
+    if done is not None:
+        assert partner is not None
+        env[partner.results[0].id] = done
+        skip.add(partner.id)
+        return [], partner, members
+    if op.id in paths.inplace and ins[0].flags.writeable and ins[0].dtype == np.float32:
+        return [clamp_inplace(op, ins)], None, None
+    if op.id in paths.tables:
+        return [_run_table_rescale(op, ins, plan)], None, None
+    if op.id in paths.solo:
+        return [_run_fused_clamp(op, ins, None, plan, paths.bordered)], None, None
+    return evaluate_op(op, ins, precise), None, None
 
 
 def run(graph: Graph, inputs: Mapping[str, Any] | Sequence[Any], *, trace: bool = False,
@@ -904,7 +924,7 @@ def static_check(graph: Graph, level: str | None = "8K", dynamic: bool = True) -
         if op.dialect != "tosa":
             return RunResult(ERROR, message=f"{op.name} is not a TOSA operator", op=op_label(op))
         try:
-            catalogue.validate_op(op, dynamic=dynamic)
+            validation.validate_op(op, dynamic=dynamic)
         except InvalidGraphError as e:
             msg = plain_message(e)
             status = UNPREDICTABLE if any(k in msg for k in _REQUIRE_CHECKS) else ERROR

@@ -40,7 +40,7 @@ class StateVariable:
     initial: np.ndarray | None = None
     input: str | None = None
     output: str | None = None
-    #: how the stored (TOSA) form holds the source's values, when they differ (``graph.meta["state_encoding"]``):
+    #: how the stored (TOSA) form holds the source's values, when they differ (``graph.record.state_encoding``):
     #: ``"i32-bytes"`` / ``"i16-bytes"`` (the value's bytes, last axis), ``"u8-offset"`` (uint8 stored as u - 128)
     encoding: str | None = None
 
@@ -97,16 +97,16 @@ def _var_type(attrs: Mapping[str, Any]) -> TensorType:
 
 def state_variables(graph: Graph) -> list[StateVariable]:
     """The program's state: its ``VARIABLE`` declarations, or its state input/output pairs (recorded by the
-    state-as-I/O pass in ``graph.meta["state_io"]``, else found by name in a ``.tosa`` read back)."""
+    state-as-I/O pass in ``graph.record.state_io``, else found by name in a ``.tosa`` read back)."""
     found: list[StateVariable] = []
-    encoding: dict[str, str] = dict(graph.meta.get("state_encoding") or {})
+    encoding: dict[str, str] = dict(graph.record.state_encoding)
     for op in sorted(graph.ops.values(), key=lambda o: o.id):
         if op.opcode == "VARIABLE":
             init = op.attrs.get("initial_value")
             name = str(op.attrs.get("name", op.attrs.get("uid")))
             found.append(StateVariable(name, _var_type(op.attrs), None if init is None else np.asarray(init),
                                        encoding=encoding.get(name)))
-    recorded = {str(p["variable"]): p for p in graph.meta.get("state_io") or []}
+    recorded = {str(p["variable"]): p for p in graph.record.state_io}
     outs = {v.name: v for v in graph.outputs}
     for v in graph.inputs:
         if not v.name.endswith(STATE_IN_SUFFIX):

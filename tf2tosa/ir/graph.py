@@ -10,6 +10,9 @@
 * Variables that live across invocations (stateful-ops RFC) are recorded in
   :attr:`Graph.variables`; symbolic dimensions (dynamic-shape RFC) are strings
   in :attr:`TensorType.shape`.
+* What is known about the graph besides its ops is in typed records (:mod:`.records`): :attr:`Graph.source`
+  (what the frontend read), :attr:`Graph.record` (what the conversion did and decided) and :attr:`Graph.dims`
+  (the symbols of a symbolic program).
 
 The networkx graph has one node per operation id and one edge per use:
 ``producer_id -> consumer_id`` keyed ``(value_id, operand_index)``.  Graph inputs
@@ -27,6 +30,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .records import ConversionRecord, SourceInfo, SymbolicDims
 from .symdim import SYM_VALUES
 from .types import DType, TensorType, dtype_from_numpy
 
@@ -163,29 +167,33 @@ class Graph:
         self.outputs: list[Value] = []
         #: persistent variables (stateful-ops RFC): name -> initial value type / data
         self.variables: dict[str, dict[str, Any]] = {}
-        #: free-form metadata (source file, signature, profiles …)
-        self.meta: dict[str, Any] = {}
+        #: what the frontend read (:class:`~tf2tosa.ir.records.SourceInfo`)
+        self.source = SourceInfo()
+        #: what the conversion did and decided (:class:`~tf2tosa.ir.records.ConversionRecord`)
+        self.record = ConversionRecord()
+        #: the dimension symbols of a symbolic program (:class:`~tf2tosa.ir.records.SymbolicDims`)
+        self.dims = SymbolicDims()
         self._ids = itertools.count()
         self._names: _Names = _Names()
         #: bumped by every change of the ops or edges; the topological order is cached per version
         self._version = 0
         self._order: tuple[tuple[int, int], list[Operation]] | None = None
 
-    # ------------------------------------------------------------------ metadata read across packages
+    # ------------------------------------------------------------------ records read across packages
     @property
     def unsigned_io(self) -> set[str]:
-        """Names of the input/output values whose i8 arrays carry uint8 bits (``meta["unsigned_io"]``)."""
-        return set(self.meta.get("unsigned_io", ()))
+        """Names of the input/output values whose i8 arrays carry uint8 bits (``record.unsigned_io``)."""
+        return set(self.record.unsigned_io)
 
     @property
     def tensor_map(self) -> dict[str, str]:
-        """Source tensor name -> TOSA value name, a copy of ``meta["tensor_map"]``."""
-        return dict(self.meta.get("tensor_map", {}))
+        """Source tensor name -> TOSA value name, a copy of ``record.tensor_map``."""
+        return dict(self.record.tensor_map)
 
     @property
     def inexact(self) -> list[dict[str, Any]]:
-        """Ops lowered by a path that is not bit-exact with TFLite (``meta["inexact"]``), a copy."""
-        return list(self.meta.get("inexact") or [])
+        """Ops lowered by a path that is not bit-exact with TFLite (``record.inexact``), a copy."""
+        return list(self.record.inexact)
 
     # ------------------------------------------------------------------ naming
     def unique_name(self, base: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from ..errors import Unsupported
 from ..ir import Graph, Operation, Value
 from ..tosa.builder import Builder
-from . import driver  # (a module: driver → tfl_custom → delegate)
+from . import driver
 
 
 def via(b: Builder, op: Operation, name: str, operands: Sequence[Value] | None = None,
@@ -33,7 +33,7 @@ def via(b: Builder, op: Operation, name: str, operands: Sequence[Value] | None =
     try:
         return driver.legalize_op(b, proxy, exact_results=False)
     except Unsupported as e:
-        raise Unsupported(e.reason.replace(name, op.name)) from None
+        raise e.reworded(e.reason.replace(name, op.name)) from None
 
 
 __all__ = ["via"]

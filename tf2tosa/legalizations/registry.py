@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
+from .rule_index import TFL_RULE_MODULES
 
 Rule = Callable[[Builder, Operation], list[Value]]
 
@@ -26,46 +27,15 @@ class RuleInfo:
     dtypes: tuple[str, ...] = ("fp32",)
     doc: str = ""
     notes: dict[str, str] = field(default_factory=dict)
+    #: operands the source op requires (``@legalize(arity=...)``); 0: the rule checks its operands itself
+    arity: int = 0
 
 
-def _arity_table() -> dict[str, int]:
-    """Operands each TFLite builtin's kernel requires (its ``NumInputs`` check, optional trailing ones not
-    counted); a malformed model with fewer is reported instead of reaching the rule."""
-    groups = {
-        1: "abs ceil cos exp floor log logistic neg relu relu6 relu_n1_to_1 relu_0_to_1 rsqrt sin sqrt square tanh "
-           "hard_swish elu leaky_relu gelu softmax log_softmax l2_normalization dequantize quantize cast round sign "
-           "logical_not zeros_like ones_like average_pool_2d max_pool_2d l2_pool_2d local_response_normalization "
-           "shape rank squeeze reshape where concatenation pack unpack space_to_depth depth_to_space matrix_diag "
-           "reduce_window densify if complex_abs real imag read_variable lstm unidirectional_sequence_lstm "
-           "bidirectional_sequence_lstm unidirectional_sequence_rnn bidirectional_sequence_rnn bucketize fake_quant "
-           "identity",
-        2: "add sub mul div floor_div floor_mod maximum minimum pow squared_difference equal not_equal less "
-           "less_equal greater greater_equal logical_and logical_or prelu batch_matmul resize_bilinear "
-           "resize_nearest_neighbor pad transpose mean sum reduce_max reduce_min reduce_prod reduce_any gather "
-           "gather_nd tile split arg_max arg_min expand_dims broadcast_to mirror_pad fully_connected conv_2d "
-           "depthwise_conv_2d conv_3d cumsum fill embedding_lookup reverse_v2 atan2 matrix_set_diag "
-           "segment_sum rfft2d assign_variable right_shift left_shift bitwise_xor reverse_sequence topk_v2",
-        3: "padv2 space_to_batch_nd batch_to_space_nd slice split_v transpose_conv conv_3d_transpose select "
-           "select_v2 range unsorted_segment_sum unsorted_segment_max unsorted_segment_min unsorted_segment_prod "
-           "dilate dynamic_update_slice scatter_nd",
-        4: "strided_slice one_hot sparse_to_dense",
-        5: "rnn",  # (the other recurrent ops' optional operands are checked by their rules)
-    }
-    return {f"tfl.{name}": n for n, names in groups.items() for name in names.split()}
-
-
-_MIN_OPERANDS = _arity_table()
-#: ops of that table that may have no result (a side effect only, or branches that return nothing)
-_NO_RESULT_OPS = frozenset({"tfl.assign_variable", "tfl.if"})
-
-
-def _checked(name: str, fn: Rule) -> Rule:
-    """``fn`` behind the operand-count check of :data:`_MIN_OPERANDS`, for every caller (the pipeline and the
+def _checked(fn: Rule, need: int, produces: bool) -> Rule:
+    """``fn`` behind the operand-count check of its ``@legalize(arity=...)``, for every caller (the pipeline and the
     control-flow regions)."""
-    need = _MIN_OPERANDS.get(name, 0)
     if not need:
         return fn
-    produces = name not in _NO_RESULT_OPS
 
     def rule(b: Builder, op: Operation) -> list[Value]:
         if len(op.operands) < need:
@@ -83,65 +53,27 @@ def _checked(name: str, fn: Rule) -> Rule:
 RULES: dict[str, RuleInfo] = {}
 
 
-def legalize(*names: str, dtypes: tuple[str, ...] = ("fp32",)) -> Callable[[Rule], Rule]:
-    """Register ``fn`` as the rule for each op name in ``names``."""
+def legalize(*names: str, dtypes: tuple[str, ...] = ("fp32",), arity: int = 0,
+             result_optional: bool = False) -> Callable[[Rule], Rule]:
+    """Register ``fn`` as the rule for each op name in ``names``.
+
+    ``arity``: the operands the source op's kernel requires (a TFLite builtin's ``NumInputs`` check, optional
+    trailing ones not counted); a malformed model with fewer is reported instead of reaching the rule, and so is one
+    whose op has no result unless ``result_optional`` (a side effect only, or branches that return nothing)."""
 
     def deco(fn: Rule) -> Rule:
+        checked = _checked(fn, arity, not result_optional)
         for n in names:
             if n in RULES:
                 raise ValueError(f"duplicate legalization rule for {n}")
-            RULES[n] = RuleInfo(n, _checked(n, fn), dtypes, (fn.__doc__ or "").strip().split("\n")[0])
+            RULES[n] = RuleInfo(n, checked, dtypes, (fn.__doc__ or "").strip().split("\n")[0], arity=arity)
         return fn
 
     return deco
 
 
-#: the module that registers each ``tfl.*`` rule: a ``.tflite`` conversion imports the rule modules of the ops it
-#: has (MobileNetV2: 6 of the 16) instead of all of them.  An op not listed here (a new rule, an unknown op) loads the
-#: whole dialect as before; tests/test_convert_fastpaths.py checks every entry against the registrations.
-TFL_RULE_MODULES: dict[str, tuple[str, ...]] = {
-    "tfl_activation": (
-        "elu", "gelu", "hard_swish", "leaky_relu", "log_softmax", "logistic", "prelu", "relu", "relu6", "relu_0_to_1",
-        "relu_n1_to_1", "softmax", "tanh",
-    ),
-    "tfl_control": ("assign_variable", "call", "call_once", "if", "read_variable", "var_handle", "while"),
-    "tfl_custom": ("custom",),
-    "tfl_fft": ("complex_abs", "imag", "real", "rfft2d"),
-    "tfl_image": ("resize_bilinear", "resize_nearest_neighbor"),
-    "tfl_index": (
-        "broadcast_args", "broadcast_to", "bucketize", "cumsum", "dilate", "dynamic_update_slice", "embedding_lookup",
-        "matrix_diag", "matrix_set_diag", "one_hot", "range", "reverse_sequence", "scatter_nd", "segment_sum",
-        "sparse_to_dense", "topk_v2", "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod",
-        "unsorted_segment_sum", "where",
-    ),
-    "tfl_layout": (
-        "batch_to_space_nd", "concatenation", "depth_to_space", "expand_dims", "fill", "gather", "gather_nd",
-        "mirror_pad", "ones_like", "pack", "pad", "padv2", "rank", "reshape", "reverse_v2", "shape", "slice",
-        "space_to_batch_nd", "space_to_depth", "split", "split_v", "squeeze", "strided_slice", "tile", "transpose",
-        "unpack", "zeros_like",
-    ),
-    "tfl_math": (
-        "abs", "add", "add_n", "atan2", "bitwise_xor", "ceil", "cos", "div", "equal", "exp", "floor", "floor_div",
-        "floor_mod", "greater", "greater_equal", "less", "less_equal", "log", "logical_and", "logical_not",
-        "logical_or", "maximum", "minimum", "mul", "neg", "not_equal", "pow", "right_shift", "round", "rsqrt",
-        "select", "select_v2", "sign", "sin", "sqrt", "square", "squared_difference", "sub",
-    ),
-    "tfl_nn": (
-        "average_pool_2d", "batch_matmul", "conv_2d", "conv_3d", "conv_3d_transpose", "depthwise_conv_2d",
-        "fully_connected", "l2_normalization", "l2_pool_2d", "local_response_normalization", "max_pool_2d",
-        "transpose_conv",
-    ),
-    "tfl_reduce": (
-        "arg_max", "arg_min", "mean", "reduce_all", "reduce_any", "reduce_max", "reduce_min", "reduce_prod", "sum",
-    ),
-    "tfl_rnn": (
-        "bidirectional_sequence_lstm", "bidirectional_sequence_rnn", "lstm", "rnn", "unidirectional_sequence_lstm",
-        "unidirectional_sequence_rnn", "variable",
-    ),
-    "tfl_sparse": ("densify",),
-    "tfl_svdf": ("svdf",),
-    "tfl_types": ("cast", "dequantize", "fake_quant", "identity", "quantize"),
-}
+#: the module that registers each ``tfl.*`` rule (generated: rule_index.py); an op not listed there loads the whole
+#: dialect as before
 _RULE_MODULE = {f"tfl.{op}": module for module, ops in TFL_RULE_MODULES.items() for op in ops}
 
 
@@ -171,14 +103,13 @@ def _load_rule_modules(dialect: str | None = None) -> None:
         return
     _LOADED.add(key)
     import importlib
+    import os
     import pkgutil
 
-    from .. import legalizations
-
     prefix = _DIALECT_PREFIXES.get(key, "")
-    for m in sorted(pkgutil.iter_modules(legalizations.__path__), key=lambda m: m.name):
-        if m.name not in ("registry", "common") and m.name.startswith(prefix):
-            importlib.import_module(f"{legalizations.__name__}.{m.name}")
+    for m in sorted(pkgutil.iter_modules([os.path.dirname(__file__)]), key=lambda m: m.name):
+        if m.name != "registry" and m.name.startswith(prefix):
+            importlib.import_module(f"{__package__}.{m.name}")
 
 
 def all_rules() -> dict[str, RuleInfo]:

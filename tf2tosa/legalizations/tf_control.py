@@ -43,9 +43,9 @@ def while_(b: Builder, op: Operation) -> list[Value]:
         return delegate.via(b, op, "tfl.while", regions=op.regions)
     except Unsupported as e:
         if any(v.dtype is DType.VARIANT for v in op.regions[1].inputs) and "[as a WHILE_LOOP" in e.reason:
-            raise Unsupported("a loop over TensorLists is lowered only unrolled (a trip count known at conversion "
-                              f"time, at most max_unroll={b.context.max_unroll}); this one is not ({e.reason})"
-                              ) from None
+            raise e.reworded("a loop over TensorLists is lowered only unrolled (a trip count known at conversion "
+                             f"time, at most max_unroll={b.context.max_unroll}); this one is not ({e.reason})"
+                             ) from None
         raise
 
 

@@ -18,17 +18,16 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value, symdim
 from ..quant import apply_table_i16, fused_activation_q
 from ..quant import tflite_reference as R
+from ..quant.common import is_quantized_i8_i16, scale_zp
 from ..quant.elementwise import (
     Fx,
     f32,
     f32_div,
     get_reciprocal,
-    is_quantized,
     log_x_ge_1,
     lookup_i32,
     lut16,
     out_quant,
-    qparams,
     requant,
     row_max_index,
     saturate,
@@ -47,7 +46,7 @@ _BIG = float(np.finfo(np.float32).max)
 def _clamp_rule(name: str, lo: float, hi: float) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
         x = op.operands[0]
-        if is_quantized(x):
+        if is_quantized_i8_i16(x):
             return [_q_relu(b, op, name.split(".")[1].upper())]
         dt = require_float(op, x)
         # CLAMP bounds have the data type (spec 2.4.1 CLAMP): fp16's largest finite value is 65504
@@ -56,7 +55,7 @@ def _clamp_rule(name: str, lo: float, hi: float) -> None:
 
     rule.__doc__ = (f"CLAMP [{lo}, {hi}] (RELUN → CLAMP, §4 #1; lowering doc: tfl.relu_n1_to_1, tfl.relu6, tfl.relu); "
                     "quantized: RESCALE if needed, CLAMP.")
-    legalize(name, dtypes=("fp32", "i8", "i16"))(rule)
+    legalize(name, dtypes=("fp32", "i8", "i16"), arity=1)(rule)
 
 
 _clamp_rule("tfl.relu", 0.0, _BIG)
@@ -65,35 +64,35 @@ _clamp_rule("tfl.relu_n1_to_1", -1.0, 1.0)
 _clamp_rule("tfl.relu_0_to_1", 0.0, 1.0)
 
 
-@legalize("tfl.logistic", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.logistic", dtypes=("fp32", "i8", "i16"), arity=1)
 def logistic(b: Builder, op: Operation) -> list[Value]:
     """SIGMOID (lowering doc: tfl.logistic); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one
     GATHER."""
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_logistic_tanh(b, op, tanh=False)]
     require_float(op, x)
     return [b.sigmoid(x)]
 
 
-@legalize("tfl.tanh", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.tanh", dtypes=("fp32", "i8", "i16"), arity=1)
 def tanh(b: Builder, op: Operation) -> list[Value]:
     """TANH (lowering doc: tfl.tanh); int8: TABLE of TFLite's LUT, int16: TFLite's sigmoid-table kernel as one
     GATHER."""
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_logistic_tanh(b, op, tanh=True)]
     require_float(op, x)
     return [b.tanh(x)]
 
 
-@legalize("tfl.leaky_relu", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.leaky_relu", dtypes=("fp32", "i8", "i16"), arity=1)
 def leaky_relu(b: Builder, op: Operation) -> list[Value]:
     """x > 0 ? x : alpha*x via GREATER + SELECT (lowering doc: tfl.leaky_relu), valid for every alpha; quantized:
     TFLite's two
     multipliers (int8 TABLE, int16 two RESCALEs + SELECT)."""
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_leaky_relu(b, op)]
     require_float(op, x)
     alpha = float(op.attrs.get("alpha", 0.2))
@@ -101,19 +100,19 @@ def leaky_relu(b: Builder, op: Operation) -> list[Value]:
     return [select(b, pos, x, b.mul(x, fconst(b, alpha, x)))]
 
 
-@legalize("tfl.prelu", dtypes=("fp32", "i8"))
+@legalize("tfl.prelu", dtypes=("fp32", "i8"), arity=2)
 def prelu(b: Builder, op: Operation) -> list[Value]:
     """x >= 0 ? x : alpha*x with alpha broadcast (equal ranks, spec 1.11.3 Broadcasting; no lowering in lowering doc:
     tfl.prelu); int8: TFLite's kernel."""
     x, alpha = op.operands[0], op.operands[1]
-    if is_quantized(x, alpha):
+    if is_quantized_i8_i16(x, alpha):
         return [_q_prelu(b, op)]
     require_float(op, x, alpha)
     pos = b.binary("GREATER_EQUAL", x, fconst(b, 0.0, x))
     return [select(b, pos, x, b.mul(x, alpha))]
 
 
-@legalize("tfl.hard_swish", dtypes=("fp32", "i8"))
+@legalize("tfl.hard_swish", dtypes=("fp32", "i8"), arity=1)
 def hard_swish(b: Builder, op: Operation) -> list[Value]:
     """x * relu6(x + 3) / 6 (lowering doc: tfl.hard_swish float path, RELUN → CLAMP); int8: TABLE of TFLite's
     fixed-point kernel.
@@ -122,14 +121,14 @@ def hard_swish(b: Builder, op: Operation) -> list[Value]:
     §6.1).
     """
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_table_act(b, op)]
     require_float(op, x)
     r6 = b.clamp(b.binary("ADD", x, fconst(b, 3.0, x)), 0.0, 6.0)
     return [b.mul(b.mul(x, r6), fconst(b, 1.0 / 6.0, x))]
 
 
-@legalize("tfl.gelu", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.gelu", dtypes=("fp32", "i8", "i16"), arity=1)
 def gelu(b: Builder, op: Operation) -> list[Value]:
     """0.5*x*(1 + erf(x/sqrt(2))) with ERF (spec 2.4.2 ERF) or the tanh approximation; int8/int16: TFLite's LUTs as
     TABLE.
@@ -137,7 +136,7 @@ def gelu(b: Builder, op: Operation) -> list[Value]:
     approximate: 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))).
     """
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_table_act(b, op)]
     require_float(op, x)
     one = fconst(b, 1.0, x)
@@ -150,12 +149,12 @@ def gelu(b: Builder, op: Operation) -> list[Value]:
     return [b.mul(b.mul(x, fconst(b, 0.5, x)), b.binary("ADD", one, t))]
 
 
-@legalize("tfl.elu", dtypes=("fp32", "i8"))
+@legalize("tfl.elu", dtypes=("fp32", "i8"), arity=1)
 def elu(b: Builder, op: Operation) -> list[Value]:
     """x < 0 ? expm1(x) : x (lowering doc: lower_elu_op with EXP-1 replaced by an accurate expm1 near 0); int8:
     TABLE."""
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_table_act(b, op)]
     require_float(op, x)
     neg = b.binary("GREATER", fconst(b, 0.0, x), x)
@@ -168,12 +167,12 @@ def _last_axis(op: Operation, x: Value) -> int:
     return x.type.rank - 1
 
 
-@legalize("tfl.softmax", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.softmax", dtypes=("fp32", "i8", "i16"), arity=1)
 def softmax(b: Builder, op: Operation) -> list[Value]:
     """exp(beta*(x - max)) * RECIPROCAL(sum), last axis (lowering doc: tfl.softmax + max-subtraction); int: TFLite's
     kernels."""
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_softmax(b, op)]
     require_float(op, x)
     axis = _last_axis(op, x)
@@ -186,12 +185,12 @@ def softmax(b: Builder, op: Operation) -> list[Value]:
     return [float_divide(b, e, s)]
 
 
-@legalize("tfl.log_softmax", dtypes=("fp32", "i8"))
+@legalize("tfl.log_softmax", dtypes=("fp32", "i8"), arity=1)
 def log_softmax(b: Builder, op: Operation) -> list[Value]:
     """(x - max) - LOG(sum(EXP(x - max))) over the last axis (lowering doc: lower_log_softmax_op lacks the max, §6.1);
     int8: TFLite's kernel."""
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_log_softmax(b, op)]
     require_float(op, x)
     axis = _last_axis(op, x)
@@ -215,7 +214,7 @@ def _q_relu(b: Builder, op: Operation, act: str) -> Value:
     op_inventory §4 #1 / §6.1: no i32 CLAMP, so rescale first and clamp the i8/i16 result)."""
     x, r = op.operands[0], op.results[0]
     dt = _types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     y = x if (f32(si), zi) == (f32(so), zo) else requant(b, x, f32_div(si, so), dt, in_zp=zi, out_zp=zo)
     y = fused_activation_q(b, y, act, out_quant(op))
     if y is x:  # nothing to do: keep the graph well-formed with an IDENTITY
@@ -230,7 +229,7 @@ def _q_logistic_tanh(b: Builder, op: Operation, tanh: bool) -> Value:
     int16: TFLite's reference sigmoid-table interpolation (output scale 2^-15), one 65536-entry GATHER."""
     x, r = op.operands[0], op.results[0]
     dt = _types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     if dt is DType.INT8:
         return table8(b, x, R.lut_populate_i8(R.tanh32 if tanh else R.logistic32, si, zi, so, zo), out_quant(op))
     if f32(so) != 2.0 ** -15:
@@ -244,7 +243,7 @@ def _q_table_act(b: Builder, op: Operation) -> Value:
     TABLE i16 (LUTPopulate<int16>, spec 1.12.5: apply_lookup_s) + RESCALE ×2^-7."""
     x, r = op.operands[0], op.results[0]
     dt = _types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     name = op.name.split(".")[1]
     gelu = R.gelu_approx32 if op.attrs.get("approximate") else R.gelu32
     if dt is DType.INT16:
@@ -267,7 +266,7 @@ def _q_leaky_relu(b: Builder, op: Operation) -> Value:
     """
     x, r = op.operands[0], op.results[0]
     dt = _types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     alpha = float(op.attrs.get("alpha", 0.2))
     if dt is DType.INT8:
         return table8(b, x, R.leaky_relu_q(R.codes(8), si, zi, so, zo, alpha, 8), out_quant(op))
@@ -286,7 +285,7 @@ def _q_prelu(b: Builder, op: Operation) -> Value:
     x, alpha, r = op.operands[0], op.operands[1], op.results[0]
     if x.dtype is not DType.INT8 or alpha.dtype is not DType.INT8 or r.dtype is not DType.INT8:
         raise Unsupported(f"{op.name} on {x.dtype.value} (TFLite: int8 only)")
-    (si, zi), (sa, za), (so, zo) = qparams(op, x), qparams(op, alpha), qparams(op, r)
+    (si, zi), (sa, za), (so, zo) = scale_zp(op, x), scale_zp(op, alpha), scale_zp(op, r)
     x32, a32 = widen(b, x, zi), widen(b, alpha, za)
     pos = requant(b, x32, f32_div(si, so), DType.INT8, out_zp=zo)
     neg = requant(b, b.mul(x32, a32), f32_div(f32(si) * f32(sa), so), DType.INT8, out_zp=zo)
@@ -365,7 +364,7 @@ def _q_softmax(b: Builder, op: Operation) -> Value:
     """
     x, r = op.operands[0], op.results[0]
     dt = _types(op)
-    (si, _), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, _), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     axis = _last_axis(op, x)
     beta = f32(float(op.attrs.get("beta", 1.0)))
     d, m = row_max_index(b, x, axis)
@@ -441,7 +440,7 @@ def _q_log_softmax(b: Builder, op: Operation) -> Value:
     x, r = op.operands[0], op.results[0]
     if _types(op) is not DType.INT8:
         raise Unsupported(f"{op.name} on {x.dtype.value} (TFLite: int8 only)")
-    (si, _), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, _), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     if (zo, f32(so)) != (127, 16.0 / 256):
         raise Unsupported(f"{op.name}: output quantization ({so:.6g}, {zo}) (TFLite requires (1/16, 127))")
     axis = _last_axis(op, x)

@@ -7,7 +7,7 @@ that references it and is never modified.
 
 ``tfl.while``
     *Unrolled* by default when its trip count is known at conversion time and at most ``max_unroll``
-    (``ConvertOptions.extra["max_unroll"]``, ``tf2tosa.convert(..., max_unroll=N)``; default 1024, 0 turns unrolling
+    (``ConvertOptions.max_unroll``, ``tf2tosa.convert(..., max_unroll=N)``; default 1024, 0 turns unrolling
     off) - but a loop whose body runs hybrid ops (int8 weights, float activations: :func:`.tfl_hybrid.keeps_loop`)
     stays a ``WHILE_LOOP`` unless ``max_unroll`` is given or the target has no EXT-CONTROLFLOW.
     :func:`trip_count` first simulates only the loop-carried values the condition depends on (the counters and
@@ -36,7 +36,7 @@ that references it and is never modified.
 
 ``tfl.call_once`` / ``tfl.var_handle`` / ``tfl.read_variable`` / ``tfl.assign_variable``
     (also the TensorFlow frontend's kept variables, :mod:`.tf_control`: ``tf.VarHandleOp`` handles whose initial
-    values are ``graph.meta["variable_values"]``, assigned by ``tf.AssignVariableOp`` and its add/sub forms.)
+    values are ``graph.source.variable_values``, assigned by ``tf.AssignVariableOp`` and its add/sub forms.)
     The session-initialisation subgraph is *resolved at conversion time*: it may only assign constants to resource
     variables (anything else is reported); those become the variables' initial values and ``call_once`` itself
     disappears.  A variable nothing assigns outside that subgraph is read as a ``tosa.CONST`` of its initial value
@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidGraphError, Unsupported
+from ..errors import InvalidGraphError, NotYet, Unsupported
 from ..ir import DType, Graph, Operation, TensorType, Value
 from ..ir.symdim import has_symbols
 from ..tosa.builder import Builder
@@ -87,7 +87,7 @@ def _region(op: Operation, field: str, position: int) -> Graph:
     """The region referenced by ``op.attrs[field]`` (matched by subgraph index, else by position)."""
     want = op.attrs.get(field)
     for g in op.regions:
-        if want is not None and g.meta.get("subgraph_index") == want:
+        if want is not None and g.source.subgraph_index == want:
             return g
     if position < len(op.regions):
         return op.regions[position]
@@ -241,7 +241,8 @@ class Inliner:
         except (Unsupported, InvalidGraphError) as e:
             if not any(self.graph.uses(r) for r in clone.results):
                 self.graph.remove_op(clone)
-            raise Unsupported(f"{label}: {name}: {failure_reason(e)}") from None
+            why = f"{label}: {name}: {failure_reason(e)}"
+            raise (e.reworded(why) if isinstance(e, Unsupported) else Unsupported(why)) from None
         if len(new) != len(rop.results):  # a malformed model: an op with more (or fewer) results than it defines
             raise Unsupported(f"{label}: {name}: malformed: {len(rop.results)} result(s), the op defines {len(new)}")
         if not any(v is r for v in new for r in clone.results):
@@ -387,7 +388,7 @@ def _simplify_list_writes(graph: Graph, before: set[int]) -> dict[int, Value]:
 def _region_graph(b: Builder, region: Graph, types: Sequence[TensorType], where: str, name: str) -> Graph:
     """A standalone TOSA graph: ``region`` legalized for inputs of ``types``."""
     g = Graph(name)
-    g.meta["tfl_resource_variables"] = _variables(b.graph)  # one record of the model's variables
+    b.context.passes.of(g).resource_variables = _variables(b)  # one record of the model's variables
     args = [g.add_input(v.name, t) for v, t in zip(region.inputs, types)]
     for a, v in zip(args, region.inputs):
         a.source = v.source
@@ -525,10 +526,10 @@ def _while_loop(b: Builder, op: Operation, cond: Graph, body: Graph, vals: list[
 
 
 def _validate_regions(op: Operation) -> None:
-    from ..tosa import catalogue
+    from ..tosa import validation
 
     try:
-        catalogue.validate_op(op)
+        validation.validate_op(op)
     except InvalidGraphError as e:
         raise Unsupported(f"{op.location}: {e}") from None
 
@@ -540,13 +541,12 @@ def while_(b: Builder, op: Operation) -> list[Value]:
     body = _region(op, "body_subgraph_index", 1)
     vals = list(op.operands)
     if any(has_symbols(c) for c in (v.sym_const() for v in vals) if c is not None):
-        raise Unsupported("--dynamic: not yet: a WHILE whose loop state holds a symbolic size (a loop over a "
-                          "dynamic time axis would be unrolled at the sample size; a WHILE_LOOP over symbolic "
-                          "shapes is not implemented)")
+        raise NotYet("a WHILE whose loop state holds a symbolic size (a loop over a dynamic time axis would be "
+                     "unrolled at the sample size; a WHILE_LOOP over symbolic shapes is not implemented)")
     limit = b.context.max_unroll
     if limit > 0 and keeps_loop(b, body):  # a hybrid body: unrolled, each step repeats its quantizations
         try:
-            return kept_loop(_while_loop(b, op, cond, body, vals), body)
+            return kept_loop(b, _while_loop(b, op, cond, body, vals), body)
         except Unsupported:
             pass
     n = trip_count(b, cond, body, vals, limit) if limit > 0 else None
@@ -555,16 +555,16 @@ def while_(b: Builder, op: Operation) -> list[Value]:
         if out is not None:
             return out
     try:
-        return kept_loop(_while_loop(b, op, cond, body, vals), body)
+        return kept_loop(b, _while_loop(b, op, cond, body, vals), body)
     except Unsupported as e:
         why = ("unrolling is off (max_unroll=0)" if limit <= 0 else
                f"more than max_unroll={limit} iterations" if n is not None else
                "the trip count is not known at conversion time")
-        raise Unsupported(f"{e.reason} [as a WHILE_LOOP: not unrolled, {why}]") from None
+        raise e.reworded(f"{e.reason} [as a WHILE_LOOP: not unrolled, {why}]") from None
 
 
 # ------------------------------------------------------------------------------------------------------ tfl.if
-@legalize("tfl.if")
+@legalize("tfl.if", arity=1, result_optional=True)
 def if_(b: Builder, op: Operation) -> list[Value]:
     """A constant condition inlines the branch taken; otherwise COND_IF (EXT-CONTROLFLOW)."""
     then_g = _region(op, "then_subgraph_index", 0)
@@ -621,7 +621,7 @@ class _Variables:
     def __init__(self, graph: Graph) -> None:
         #: the top-level graph: VARIABLE declarations go there, never into a COND_IF / WHILE_LOOP region
         self.home = graph
-        subgraphs: list[Graph] = list(graph.meta.get("subgraphs") or []) or [graph]
+        subgraphs: list[Graph] = list(graph.source.subgraphs) or [graph]
         if graph not in subgraphs:
             subgraphs.append(graph)
         init_graphs: list[Graph] = []
@@ -650,7 +650,7 @@ class _Variables:
                     continue
                 self.initial[name] = np.asarray(arr)
         # a TensorFlow variable kept by the frontend: its value when the model was loaded
-        for name, arr in (graph.meta.get("variable_values") or {}).items():
+        for name, arr in graph.source.variable_values.items():
             self.initial.setdefault(_clean(name), np.asarray(arr))
         self.assigned: set[str] = set()
         for g in subgraphs:
@@ -678,11 +678,12 @@ class _Variables:
         return any(op.name == "tosa.VARIABLE" and op.attrs.get("name") == name for op in self.home.ops.values())
 
 
-def _variables(graph: Graph) -> _Variables:
-    state = graph.meta.get("tfl_resource_variables")
+def _variables(b: Builder) -> _Variables:
+    """The record of the model's variables (``GraphPasses.resource_variables`` of ``b.graph``), made once."""
+    passes = b.context.passes.of(b.graph)
+    state = passes.resource_variables
     if not isinstance(state, _Variables):
-        state = _Variables(graph)
-        graph.meta["tfl_resource_variables"] = state
+        state = passes.resource_variables = _Variables(b.graph)
     return state
 
 
@@ -778,15 +779,15 @@ def _declare(b: Builder, state: _Variables, name: str, t: TensorType) -> None:
     op.attrs["side_effect"] = True
     # how the stored form maps to the source's values (sessions show and take the source's values)
     if t.dtype in _BYTE_STATE:
-        state.home.meta.setdefault("state_encoding", {})[name] = f"{t.dtype.value}-bytes"
+        state.home.record.state_encoding[name] = f"{t.dtype.value}-bytes"
     elif t.dtype is DType.INT8 and t.quant is not None and init is not None and init.dtype == np.uint8:
-        state.home.meta.setdefault("state_encoding", {})[name] = "u8-offset"
+        state.home.record.state_encoding[name] = "u8-offset"
 
 
 @legalize("tfl.call_once")
 def call_once(b: Builder, op: Operation) -> list[Value]:
     """Resolved at conversion time: the constants it assigns become the variables' initial values."""
-    state = _variables(b.graph)
+    state = _variables(b)
     if state.problems:
         raise Unsupported("; ".join(sorted(set(state.problems))))
     return []
@@ -800,10 +801,10 @@ def var_handle(b: Builder, op: Operation) -> list[Value]:
     return [op.result]
 
 
-@legalize("tfl.read_variable")
+@legalize("tfl.read_variable", arity=1)
 def read_variable(b: Builder, op: Operation) -> list[Value]:
     """The initial value as a CONST when nothing assigns the variable, else VARIABLE_READ (EXT-VARIABLE)."""
-    state = _variables(b.graph)
+    state = _variables(b)
     name = _var_name(op.operands[0])
     t = op.result.type
     if name not in state.assigned:
@@ -822,10 +823,10 @@ def read_variable(b: Builder, op: Operation) -> list[Value]:
     return [_from_bytes(b, got, t.dtype) if t.dtype in _BYTE_STATE else got]
 
 
-@legalize("tfl.assign_variable")
+@legalize("tfl.assign_variable", arity=2, result_optional=True)
 def assign_variable(b: Builder, op: Operation) -> list[Value]:
     """VARIABLE_WRITE (EXT-VARIABLE); only the last write of an invocation is kept, later reads take its value."""
-    state = _variables(b.graph)
+    state = _variables(b)
     name = _var_name(op.operands[0])
     state.check_home(b, name)
     x = op.operands[1]

@@ -16,8 +16,8 @@
 * :data:`UNLOWERABLE` gives the reason an op has no TOSA 1.0 lowering; :func:`unsupported_reason` is what the
   pipeline reports for an op without a rule (instead of a bare "no legalization rule").
 * :func:`emit_custom` keeps an op the converter cannot lower as a TOSA ``CUSTOM`` operator (spec 2.15.1 CUSTOM) with the
-  same inputs and outputs, so the rest of the graph still converts (``ConvertOptions.extra["custom_ops"]``).
-  The executor cannot run CUSTOM (it raises an error naming the operator); ``graph.meta["custom_ops"]`` lists
+  same inputs and outputs, so the rest of the graph still converts (``ConvertOptions.custom_ops``).
+  The executor cannot run CUSTOM (it raises an error naming the operator); ``graph.record.custom_ops`` lists
   the names.
 """
 
@@ -34,11 +34,10 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, TensorType, Value, has_value
 from ..serializer.flexbuffer import decode_flexbuffer
 from ..tosa.builder import Builder
-from . import delegate
 from .lowering import tf_ops
 from .lowering.layout import data_operand, static_shape, take_every, tosa_dtype
 from .lowering.legalize_common import float_zp, fused_activation
-from .lowering.numeric import require_float, select
+from .lowering.numeric import float_atan2, require_float, select
 from .lowering.padding import same_padding
 from .registry import Rule, legalize
 
@@ -440,7 +439,7 @@ def landmarks_to_transform_matrix(b: Builder, op: Operation) -> list[Value]:
 
     dy = b.binary("SUB", coord(right, 1), coord(left, 1))
     dx = b.binary("SUB", coord(right, 0), coord(left, 0))
-    angle = delegate.via(b, op, "tfl.atan2", operands=[dy, dx], results=[dy])[0]
+    angle = float_atan2(b, dy, dx)
     r = b.binary("SUB", k(target), angle)
     cs, sn = b.cos(r), b.sin(r)
     neg_sn = b.negate(sn, float_zp(b, dt), float_zp(b, dt))
@@ -494,7 +493,7 @@ def _result_type(b: Builder, r: Value) -> TensorType:
     t = r.type
     shape: tuple[Any, ...] = tuple(t.shape)
     if not t.is_static:
-        stored = b.graph.meta.get("stored_shapes", {}).get(r.name)
+        stored = b.graph.source.stored_shapes.get(r.name)
         if stored is None:
             raise Unsupported(f"result {r.source or r.name} has a dynamic shape {list(t.shape)}")
         shape = tuple(int(d) for d in stored)
@@ -517,7 +516,7 @@ def emit_custom(b: Builder, op: Operation, reason: str) -> list[Value]:
     (``tf2tosa.tensorflow`` for tf.* ops); implementation_attrs = the custom_options bytes (tfl.custom) or a JSON
     object of the op's attributes, the reason it was not lowered and ``placeholder_shapes``: the results whose
     shape is data-dependent in the source (their TOSA shape is the one stored in the file, e.g. [1] for unique's
-    output).  Appends the name to ``graph.meta["custom_ops"]``.  Raises Unsupported (with
+    output).  Appends the name to ``graph.record.custom_ops``.  Raises Unsupported (with
     ``reason`` first) when an input or output has no static TOSA type.
     """
     name = custom_name(op)
@@ -525,7 +524,7 @@ def emit_custom(b: Builder, op: Operation, reason: str) -> list[Value]:
         inputs = [data_operand(b, v) for v in op.operands if has_value(v)]
         types = [_result_type(b, r) for r in op.results]
     except Unsupported as e:
-        raise Unsupported(f"{reason}; cannot be kept as a CUSTOM operator: {e.reason}") from None
+        raise e.reworded(f"{reason}; cannot be kept as a CUSTOM operator: {e.reason}") from None
     dynamic = [i for i, r in enumerate(op.results) if not r.type.is_static]
     if op.name == "tfl.custom":
         impl = bytes(op.attrs.get("custom_options") or b"")
@@ -538,7 +537,7 @@ def emit_custom(b: Builder, op: Operation, reason: str) -> list[Value]:
     domain = _DOMAINS.get(op.name.split(".")[0], CUSTOM_DOMAIN)
     new = b.emit("CUSTOM", inputs, {"operator_name": name, "domain_name": domain,
                                     "implementation_attrs": impl}, result_types=types)
-    b.graph.meta.setdefault("custom_ops", []).append(name)
+    b.graph.record.custom_ops.append(name)
     return list(new.results)
 
 

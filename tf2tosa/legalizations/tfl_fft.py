@@ -84,7 +84,7 @@ def _require_fp32_result(op: Operation) -> None:
         raise Unsupported(f"{op.name} with a {dt.value} result (complex64 → fp32 only)")
 
 
-@legalize("tfl.rfft2d")
+@legalize("tfl.rfft2d", arity=2)
 def rfft2d(b: Builder, op: Operation) -> list[Value]:
     """RFFT2D on the [N, FH, FW] view after cropping / zero-padding to ``fft_length`` (EXT-FFT)."""
     x = op.operands[0]
@@ -115,7 +115,7 @@ def rfft2d(b: Builder, op: Operation) -> list[Value]:
     return [make_complex(b, re, im, op.results[0])]
 
 
-@legalize("tfl.complex_abs")
+@legalize("tfl.complex_abs", arity=1)
 def complex_abs(b: Builder, op: Operation) -> list[Value]:
     """|z| = sqrt(re² + im²), as RECIPROCAL(RSQRT(re² + im²)) (TOSA 1.0 has no SQRT; 0 → 1/inf = 0)."""
     _require_fp32_result(op)
@@ -124,7 +124,7 @@ def complex_abs(b: Builder, op: Operation) -> list[Value]:
     return [b.reciprocal(b.rsqrt(s))]
 
 
-@legalize("tfl.real")
+@legalize("tfl.real", arity=1)
 def real(b: Builder, op: Operation) -> list[Value]:
     """The real part of a complex value (a float input is returned as it is)."""
     _require_fp32_result(op)
@@ -134,7 +134,7 @@ def real(b: Builder, op: Operation) -> list[Value]:
     return [complex_parts(b, x)[0]]
 
 
-@legalize("tfl.imag")
+@legalize("tfl.imag", arity=1)
 def imag(b: Builder, op: Operation) -> list[Value]:
     """The imaginary part of a complex value (zeros for a float input)."""
     _require_fp32_result(op)

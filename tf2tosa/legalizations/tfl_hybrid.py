@@ -92,9 +92,9 @@ def keeps_loop(b: Builder, body: Graph) -> bool:
     hybrid op (a Keras LSTM's gate products), no ``max_unroll`` was given and the target (if any) has
     EXT-CONTROLFLOW.  Unrolled, every step repeats the cell and each hybrid op's on-the-fly quantization (25 ops):
     a 16-step LSTM text classifier with 357 KB of int8 weights grew to 1.33x its .tflite (1.05x as a loop)."""
-    if b.context.extra.get("max_unroll") is not None:
+    if b.context.options.max_unroll is not None:
         return False
-    target = b.context.extra.get("target")
+    target = b.context.options.target
     if target is not None and (str(target) not in TARGETS
                                or "EXT-CONTROLFLOW" not in TARGETS[str(target)].extensions):
         return False
@@ -108,17 +108,12 @@ def hybrid_body(body: Graph) -> bool:
                for op in body.ops.values())
 
 
-#: ``Graph.meta`` key marking the regions of a WHILE_LOOP whose body runs hybrid ops (:func:`kept_loop`): their equal
-#: constants are merged like the program's (the other loops' regions are left as they were)
-SHARE_CONSTANTS = "hybrid_share_constants"
-
-
-def kept_loop(results: list[Value], body: Graph) -> list[Value]:
+def kept_loop(b: Builder, results: list[Value], body: Graph) -> list[Value]:
     """The results of a WHILE_LOOP made of the TFLite loop ``body``; when that runs hybrid ops, the loop's regions
-    are marked :data:`SHARE_CONSTANTS`."""
+    are marked to have their equal constants merged (``GraphPasses.share_constants``)."""
     wl = results[0].producer if results and hybrid_body(body) else None
     for r in wl.regions if wl is not None else []:
-        r.meta[SHARE_CONSTANTS] = True
+        b.context.passes.of(r).share_constants = True
     return results
 
 
@@ -302,5 +297,5 @@ def _corrected_batched(b: Builder, dot: Value, zp: ZeroPoint, wy: np.ndarray) ->
     return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)
 
 
-__all__ = ["SHARE_CONSTANTS", "conv_2d", "depthwise_conv_2d", "float_weight", "fully_connected", "hybrid_body",
+__all__ = ["conv_2d", "depthwise_conv_2d", "float_weight", "fully_connected", "hybrid_body",
            "keeps_loop", "kept_loop", "kernel_mode", "matmul"]

@@ -16,8 +16,7 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
-from ..quant.conv import rescale_raw
-from ..quant.rescale import rescale, rounding_mode
+from ..quant.rescale import rescale, rescale_raw, rounding_mode
 from ..tosa.builder import Builder
 from .lowering.layout import const_ints, data_operand, keeps_values, static_shape
 from .registry import legalize
@@ -253,14 +252,14 @@ def _resize_bilinear_i16(b: Builder, x: Value, ih: int, iw: int, oh: int, ow: in
     return b.emit("CAST", [y], out_dtype=DType.INT16, quant=x.type.quant).result
 
 
-@legalize("tfl.resize_bilinear", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.resize_bilinear", dtypes=("fp32", "i8", "i16"), arity=2)
 @keeps_values
 def resize_bilinear(b: Builder, op: Operation) -> list[Value]:
     """RESIZE BILINEAR with scale/offset/border from align_corners / half_pixel_centers (§4 #20)."""
     return _resize(b, op, nearest=False)
 
 
-@legalize("tfl.resize_nearest_neighbor", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.resize_nearest_neighbor", dtypes=("fp32", "i8", "i16"), arity=2)
 @keeps_values
 def resize_nearest_neighbor(b: Builder, op: Operation) -> list[Value]:
     """RESIZE NEAREST_NEIGHBOR; the default (floor) mode uses offset −n/2 (§4 #20), GATHER fallback at float ties."""

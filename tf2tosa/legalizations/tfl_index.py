@@ -90,7 +90,7 @@ def _widen_sum(b: Builder, x: Value) -> tuple[Value, DType]:
 
 
 # ------------------------------------------------------------------------------------------------ one_hot
-@legalize("tfl.one_hot", dtypes=("fp32", "i8", "i32"))
+@legalize("tfl.one_hot", dtypes=("fp32", "i8", "i32"), arity=4)
 @keeps_values
 def one_hot(b: Builder, op: Operation) -> list[Value]:
     """EQUAL of the indices against an iota along the new axis, then SELECT(on, off) (the tfl.one_hot lowering's SCATTER
@@ -113,7 +113,7 @@ def one_hot(b: Builder, op: Operation) -> list[Value]:
 
 
 # -------------------------------------------------------------------------------------------- broadcasting
-@legalize("tfl.broadcast_to", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.broadcast_to", dtypes=("fp32", "i8", "i16"), arity=2)
 @keeps_values
 def broadcast_to(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE to the target rank, TILE the size-1 dims (:func:`.lowering.tf_ops.broadcast_to`; no lowering in L)."""
@@ -140,7 +140,7 @@ def broadcast_args(b: Builder, op: Operation) -> list[Value]:
 MAX_RANGE = 1 << 22
 
 
-@legalize("tfl.range", dtypes=("fp32", "i32"))
+@legalize("tfl.range", dtypes=("fp32", "i32"), arity=3)
 def range_(b: Builder, op: Operation) -> list[Value]:
     """A CONST for constant start/limit/delta (no lowering in lowering doc: tfl.range); dynamic bounds are refused.
 
@@ -218,7 +218,7 @@ def _shift(b: Builder, x: Value, axis: int, k: int, fill: float | int) -> Value:
     return b.pad(y, pads, fill)
 
 
-@legalize("tfl.cumsum", dtypes=_NUM)
+@legalize("tfl.cumsum", dtypes=_NUM, arity=2)
 def cumsum(b: Builder, op: Operation) -> list[Value]:
     """Log-step scan of ADDs of shifted copies (PAD + SLICE); exact for i32; exclusive/reverse supported.
 
@@ -257,7 +257,7 @@ def _orderable(b: Builder, x: Value) -> Value:
     raise Unsupported(f"ordering of {x.dtype} values")
 
 
-@legalize("tfl.topk_v2", dtypes=("fp32", "i8", "i32"))
+@legalize("tfl.topk_v2", dtypes=("fp32", "i8", "i32"), arity=2)
 def topk_v2(b: Builder, op: Operation) -> list[Value]:
     """Rank by an [n, n] compare + REDUCE_SUM, indices by EQUAL/SELECT, values by GATHER; exact, constant k.
 
@@ -335,7 +335,7 @@ def _segment_ids(b: Builder, op: Operation) -> Value:
     return _i32(b, op.operands[1], "segment ids")
 
 
-@legalize("tfl.segment_sum", dtypes=_NUM)
+@legalize("tfl.segment_sum", dtypes=_NUM, arity=2)
 def segment_sum(b: Builder, op: Operation) -> list[Value]:
     """EQUAL mask of the ids against an iota, SELECT, REDUCE_SUM over the rows (exact for i32).
 
@@ -403,7 +403,7 @@ def _unsorted(kind: str) -> None:
                     f"unsorted segment {kind.lower()} with a constant num_segments: EQUAL mask against an iota, "
                     f"SELECT with {fill} (an empty segment's result, as in TFLite), REDUCE_"
                     f"{'PRODUCT' if kind == 'PROD' else kind} over the rows; ids < 0 or >= num_segments are dropped.")
-    legalize(f"tfl.unsorted_segment_{kind.lower()}", dtypes=("fp32", "i32") if kind == "PROD" else _NUM)(rule)
+    legalize(f"tfl.unsorted_segment_{kind.lower()}", dtypes=("fp32", "i32") if kind == "PROD" else _NUM, arity=3)(rule)
 
 
 for _kind in ("SUM", "PROD", "MAX", "MIN"):
@@ -420,7 +420,7 @@ def _zero_of(b: Builder, x: Value, rank: int) -> Value:
     return _k(b, False if x.dtype is DType.BOOL else 0, x.dtype, rank)
 
 
-@legalize("tfl.matrix_diag", dtypes=("fp32", "i8"))
+@legalize("tfl.matrix_diag", dtypes=("fp32", "i8"), arity=1)
 @keeps_values
 def matrix_diag(b: Builder, op: Operation) -> list[Value]:
     """SELECT(eye, x[..., None, :], 0): [..., N] → [..., N, N] with x on the diagonal (no lowering in lowering doc:
@@ -435,7 +435,7 @@ def matrix_diag(b: Builder, op: Operation) -> list[Value]:
     return [select(b, _eye(b, n, n, r), b.reshape(x, shape[:-1] + [1, n]), _zero_of(b, x, r))]
 
 
-@legalize("tfl.matrix_set_diag", dtypes=("fp32", "i8"))
+@legalize("tfl.matrix_set_diag", dtypes=("fp32", "i8"), arity=2)
 @keeps_values
 def matrix_set_diag(b: Builder, op: Operation) -> list[Value]:
     """SELECT(eye, diagonal as a column, input): the main diagonal replaced (no lowering in lowering doc:
@@ -458,7 +458,7 @@ def matrix_set_diag(b: Builder, op: Operation) -> list[Value]:
 
 
 # -------------------------------------------------------------------------------------------- reverse_sequence
-@legalize("tfl.reverse_sequence", dtypes=("fp32", "i32"))
+@legalize("tfl.reverse_sequence", dtypes=("fp32", "i32"), arity=2)
 @keeps_values
 def reverse_sequence(b: Builder, op: Operation) -> list[Value]:
     """One GATHER with index t < L ? L - 1 - t : t on a [batch, seq, rest] view (no lowering in lowering doc:
@@ -563,7 +563,7 @@ def scatter_add(b: Builder, base: Value | None, shape: Sequence[int], idx: Value
     return b.reshape(y, shape)
 
 
-@legalize("tfl.scatter_nd", dtypes=("fp32", "i32"))
+@legalize("tfl.scatter_nd", dtypes=("fp32", "i32"), arity=3)
 @keeps_values
 def scatter_nd(b: Builder, op: Operation) -> list[Value]:
     """SCATTER for unique constant indices, else EQUAL mask + SELECT + REDUCE_SUM (duplicates add up).
@@ -577,7 +577,7 @@ def scatter_nd(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------ embedding_lookup
-@legalize("tfl.embedding_lookup", dtypes=("fp32", "i8"))
+@legalize("tfl.embedding_lookup", dtypes=("fp32", "i8"), arity=2)
 def embedding_lookup(b: Builder, op: Operation) -> list[Value]:
     """GATHER of the table's rows (tfl.gather on axis 0); hybrid int8 tables dequantized on the host.
 
@@ -607,7 +607,7 @@ def embedding_lookup(b: Builder, op: Operation) -> list[Value]:
 
 
 # ---------------------------------------------------------------------------------------------------- where
-@legalize("tfl.where", dtypes=("fp32", "bool"))
+@legalize("tfl.where", dtypes=("fp32", "bool"), arity=1)
 def where(b: Builder, op: Operation) -> list[Value]:
     """A CONST for a constant condition, a prefix-count composition for a static output size; else refused.
 
@@ -654,7 +654,7 @@ def where(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------ dynamic_update_slice
-@legalize("tfl.dynamic_update_slice", dtypes=("fp32", "i8"))
+@legalize("tfl.dynamic_update_slice", dtypes=("fp32", "i8"), arity=3)
 @keeps_values
 def dynamic_update_slice(b: Builder, op: Operation) -> list[Value]:
     """PAD + SELECT with a constant mask for a constant start, else GATHER at computed offsets + SELECT.
@@ -709,7 +709,7 @@ def dynamic_update_slice(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------------ bucketize
-@legalize("tfl.bucketize", dtypes=_NUM)
+@legalize("tfl.bucketize", dtypes=_NUM, arity=1)
 def bucketize(b: Builder, op: Operation) -> list[Value]:
     """GREATER_EQUAL against the constant boundaries, CAST to i32, REDUCE_SUM (std::upper_bound's index).
 
@@ -735,7 +735,7 @@ def bucketize(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------------ dilate
-@legalize("tfl.dilate", dtypes=("fp32",))
+@legalize("tfl.dilate", dtypes=("fp32",), arity=3)
 @keeps_values
 def dilate(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE + PAD + RESHAPE + SLICE per axis: dilations[a] - 1 padding values between elements."""
@@ -754,7 +754,7 @@ def dilate(b: Builder, op: Operation) -> list[Value]:
 
 
 # ---------------------------------------------------------------------------------------------- sparse_to_dense
-@legalize("tfl.sparse_to_dense", dtypes=("fp32", "i32"))
+@legalize("tfl.sparse_to_dense", dtypes=("fp32", "i32"), arity=4)
 def sparse_to_dense(b: Builder, op: Operation) -> list[Value]:
     """SCATTER into a default-filled tensor for unique constant indices; else the last write per element found
     with an EQUAL mask, REDUCE_MAX and GATHER.

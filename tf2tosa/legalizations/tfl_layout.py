@@ -61,7 +61,7 @@ def _same_quant(a: QuantParams | None, c: QuantParams | None) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- reshaping
-@legalize("tfl.reshape", dtypes=_ANY)
+@legalize("tfl.reshape", dtypes=_ANY, arity=1)
 @keeps_values
 def reshape(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE with a CONST_SHAPE target (op_inventory §4 #6, spec 2.10.3 RESHAPE); -1 resolved statically (spec 1.11.1
@@ -82,7 +82,7 @@ def reshape(b: Builder, op: Operation) -> list[Value]:
     return [b.reshape(x, target)]
 
 
-@legalize("tfl.squeeze", dtypes=_ANY)
+@legalize("tfl.squeeze", dtypes=_ANY, arity=1)
 @keeps_values
 def squeeze(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE dropping size-1 dims (lowering doc: lower_squeeze_op, with its keep-condition lowering doc:
@@ -100,7 +100,7 @@ def squeeze(b: Builder, op: Operation) -> list[Value]:
     return [b.reshape(x, keep)]
 
 
-@legalize("tfl.expand_dims", dtypes=_ANY)
+@legalize("tfl.expand_dims", dtypes=_ANY, arity=2)
 @keeps_values
 def expand_dims(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE inserting a 1; a negative axis means axis + rank + 1 (fixes lowering doc: lower_expand_dims)."""
@@ -117,7 +117,7 @@ def expand_dims(b: Builder, op: Operation) -> list[Value]:
     return [b.reshape(x, new)]
 
 
-@legalize("tfl.transpose", dtypes=_ANY)
+@legalize("tfl.transpose", dtypes=_ANY, arity=2)
 @keeps_values
 def transpose(b: Builder, op: Operation) -> list[Value]:
     """TRANSPOSE with the perm constant as the ``perms`` attribute (§4 #10, spec 2.10.7 TRANSPOSE)."""
@@ -163,7 +163,7 @@ def _concat(b: Builder, xs: Sequence[Value], axis: int, out_quant: QuantParams |
     return b.concat(ys, axis)
 
 
-@legalize("tfl.concatenation", dtypes=_ANY)
+@legalize("tfl.concatenation", dtypes=_ANY, arity=1)
 def concatenation(b: Builder, op: Operation) -> list[Value]:
     """CONCAT of all inputs in one op (spec 2.10.1 CONCAT), then the fused activation (lowering doc:
     lower_concatv2_op)."""
@@ -181,7 +181,7 @@ def concatenation(b: Builder, op: Operation) -> list[Value]:
     return [retag(b, y, q, op.operands)]
 
 
-@legalize("tfl.pack", dtypes=_ANY)
+@legalize("tfl.pack", dtypes=_ANY, arity=1)
 def pack(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE each input to insert a 1 at ``axis``, then one CONCAT (simplified lowering doc: lower_pack_op)."""
     xs = [data_operand(b, v) for v in op.operands]
@@ -196,7 +196,7 @@ def pack(b: Builder, op: Operation) -> list[Value]:
     return [retag(b, _concat(b, [b.reshape(v, new) for v in xs], axis, _out_quant(op)), _out_quant(op), op.operands)]
 
 
-@legalize("tfl.unpack", dtypes=_ANY)
+@legalize("tfl.unpack", dtypes=_ANY, arity=1)
 @keeps_values
 def unpack(b: Builder, op: Operation) -> list[Value]:
     """SLICE per index along ``axis`` + RESHAPE dropping it (lowering doc: lower_unpack_op; loop bound lowering doc:
@@ -212,7 +212,7 @@ def unpack(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------------ splitting
-@legalize("tfl.split", dtypes=_ANY)
+@legalize("tfl.split", dtypes=_ANY, arity=2)
 @keeps_values
 def split(b: Builder, op: Operation) -> list[Value]:
     """N equal SLICEs (lowering doc: lower_split_op, without IDENTITYN: §4 #15).  Inputs: axis, value."""
@@ -225,7 +225,7 @@ def split(b: Builder, op: Operation) -> list[Value]:
     return split_along(b, x, axis, [shape[axis] // n] * n)
 
 
-@legalize("tfl.split_v", dtypes=_ANY)
+@legalize("tfl.split_v", dtypes=_ANY, arity=3)
 @keeps_values
 def split_v(b: Builder, op: Operation) -> list[Value]:
     """SLICEs of the given sizes; one -1 takes the remainder (lowering doc: lower_splitv_op).  Inputs: value, sizes,
@@ -246,7 +246,7 @@ def split_v(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------------- slicing
-@legalize("tfl.slice", dtypes=_ANY)
+@legalize("tfl.slice", dtypes=_ANY, arity=3)
 @keeps_values
 def slice_(b: Builder, op: Operation) -> list[Value]:
     """SLICE with start/size as CONST_SHAPE (§4 #7, spec 2.10.5 SLICE); size -1 = to the end."""
@@ -265,7 +265,7 @@ def slice_(b: Builder, op: Operation) -> list[Value]:
     return [b.slice(x, begin, size)]
 
 
-@legalize("tfl.strided_slice", dtypes=_ANY)
+@legalize("tfl.strided_slice", dtypes=_ANY, arity=4)
 @keeps_values
 def strided_slice(b: Builder, op: Operation) -> list[Value]:
     """SLICE + per-axis stride selection + REVERSE + RESHAPE (lowering doc: lower_strided_slice_op reworked:
@@ -281,7 +281,7 @@ def strided_slice(b: Builder, op: Operation) -> list[Value]:
     return [apply_strided_slice(b, x, plan)]
 
 
-@legalize("tfl.reverse_v2", dtypes=_ANY)
+@legalize("tfl.reverse_v2", dtypes=_ANY, arity=2)
 @keeps_values
 def reverse_v2(b: Builder, op: Operation) -> list[Value]:
     """One REVERSE per axis (lowering doc: lower_reversev2_op)."""
@@ -303,7 +303,7 @@ def _paddings(op: Operation, k: int, rank: int) -> list[int]:
     return pads
 
 
-@legalize("tfl.pad", dtypes=_ANY)
+@legalize("tfl.pad", dtypes=_ANY, arity=2)
 @keeps_values
 def pad(b: Builder, op: Operation) -> list[Value]:
     """PAD with zero (the zero point for quantized tensors, spec 2.10.2 PAD) (§4 #9, spec 2.10.2 PAD)."""
@@ -330,7 +330,7 @@ def _pad_const(op: Operation, x: Value, value: float | int | bool | None = None)
     return pad_value(x, value)
 
 
-@legalize("tfl.padv2", dtypes=_ANY)
+@legalize("tfl.padv2", dtypes=_ANY, arity=3)
 @keeps_values
 def padv2(b: Builder, op: Operation) -> list[Value]:
     """PAD with the constant_values operand (in storage units for quantized tensors)."""
@@ -350,7 +350,7 @@ def padv2(b: Builder, op: Operation) -> list[Value]:
     return [_pad(b, op, x, _paddings(op, 1, x.type.rank), _pad_const(op, x, value))]
 
 
-@legalize("tfl.mirror_pad", dtypes=_ANY)
+@legalize("tfl.mirror_pad", dtypes=_ANY, arity=2)
 @keeps_values
 def mirror_pad(b: Builder, op: Operation) -> list[Value]:
     """Per axis: CONCAT(REVERSE(SLICE(head)), x, REVERSE(SLICE(tail))).  No lowering in the lowering doc
@@ -394,7 +394,7 @@ def _axis_slice(b: Builder, x: Value, axis: int, start: int, size: int) -> Value
 
 
 # ------------------------------------------------------------------------------------------------- tiling
-@legalize("tfl.tile", dtypes=_ANY)
+@legalize("tfl.tile", dtypes=_ANY, arity=2)
 @keeps_values
 def tile(b: Builder, op: Operation) -> list[Value]:
     """TILE with multiples as CONST_SHAPE (§4 #8, spec 2.10.6 TILE)."""
@@ -429,7 +429,7 @@ def _indices_i32(b: Builder, v: Value) -> Value:
     raise Unsupported(f"gather indices of type {v.dtype} (non-constant int64 indices cannot enter TOSA)")
 
 
-@legalize("tfl.gather", dtypes=_ANY)
+@legalize("tfl.gather", dtypes=_ANY, arity=2)
 @keeps_values
 def gather(b: Builder, op: Operation) -> list[Value]:
     """params = B+P+[K]+S, indices = B+I → TRANSPOSE to B+[K]+P+S, RESHAPE [nB, K, nP·nS], GATHER with indices
@@ -519,7 +519,7 @@ def _affine_gather(b: Builder, params: Value, axis: int, aff: Any) -> Value:
     return pieces[0]
 
 
-@legalize("tfl.gather_nd", dtypes=_ANY)
+@legalize("tfl.gather_nd", dtypes=_ANY, arity=2)
 @keeps_values
 def gather_nd(b: Builder, op: Operation) -> list[Value]:
     """Flatten the first q params dims into K and the index tuples into one i32 index (host-side for constant
@@ -557,7 +557,7 @@ def gather_nd(b: Builder, op: Operation) -> list[Value]:
 
 
 # --------------------------------------------------------------------------------------- space / depth / batch
-@legalize("tfl.depth_to_space", dtypes=_ANY)
+@legalize("tfl.depth_to_space", dtypes=_ANY, arity=1)
 @keeps_values
 def depth_to_space(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE [N,H,W,bs,bs,C'] → TRANSPOSE {0,1,3,2,4,5} → RESHAPE [N,H·bs,W·bs,C'] (DCR, lower_depth_to_space_op
@@ -573,7 +573,7 @@ def depth_to_space(b: Builder, op: Operation) -> list[Value]:
     return [b.reshape(y, [n, h * bs, w * bs, cc])]
 
 
-@legalize("tfl.space_to_depth", dtypes=_ANY)
+@legalize("tfl.space_to_depth", dtypes=_ANY, arity=1)
 @keeps_values
 def space_to_depth(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE [N,H/bs,bs,W/bs,bs,C] → TRANSPOSE {0,1,3,2,4,5} → RESHAPE [N,H/bs,W/bs,bs·bs·C]
@@ -595,7 +595,7 @@ def _nhwc(x: Value) -> list[int]:
     return shape
 
 
-@legalize("tfl.space_to_batch_nd", dtypes=_ANY)
+@legalize("tfl.space_to_batch_nd", dtypes=_ANY, arity=3)
 @keeps_values
 def space_to_batch_nd(b: Builder, op: Operation) -> list[Value]:
     """PAD → RESHAPE [B, d1/b1, b1, …, R] → TRANSPOSE [b1…, B, d1/b1…, R] → RESHAPE (lower_space_to_batch_nd_op
@@ -629,7 +629,7 @@ def space_to_batch_nd(b: Builder, op: Operation) -> list[Value]:
     return [b.reshape(y, out)]
 
 
-@legalize("tfl.batch_to_space_nd", dtypes=_ANY)
+@legalize("tfl.batch_to_space_nd", dtypes=_ANY, arity=3)
 @keeps_values
 def batch_to_space_nd(b: Builder, op: Operation) -> list[Value]:
     """RESHAPE [b1…bM, B', d1…dM, R] → TRANSPOSE [B', d1, b1, …, dM, bM, R] → RESHAPE → SLICE crops
@@ -668,7 +668,7 @@ def batch_to_space_nd(b: Builder, op: Operation) -> list[Value]:
 
 
 # ------------------------------------------------------------------------------------------ shape / fill
-@legalize("tfl.shape", dtypes=_ANY)
+@legalize("tfl.shape", dtypes=_ANY, arity=1)
 def shape_(b: Builder, op: Operation) -> list[Value]:
     """The static shape as an i32 CONST (lowering doc: lower_shape_op; int64 out_type narrowed, §6.7)."""
     x = op.operands[0]
@@ -676,7 +676,7 @@ def shape_(b: Builder, op: Operation) -> list[Value]:
     return [b.sizes(dims)]  # --dynamic: the sizes keep their dimension expressions
 
 
-@legalize("tfl.rank", dtypes=_ANY)
+@legalize("tfl.rank", dtypes=_ANY, arity=1)
 def rank_(b: Builder, op: Operation) -> list[Value]:
     """Rank as a rank-0 i32 CONST (lowering doc: tfl.rank; spec 2.14.1 CONST allows rank 0)."""
     return [b.const(np.asarray(op.operands[0].type.rank, dtype=np.int32), DType.INT32)]
@@ -691,7 +691,7 @@ def _full(b: Builder, dims: list[int], value: Any, dt: DType, quant: QuantParams
     return b.tile(one, dims)
 
 
-@legalize("tfl.fill", dtypes=_ANY)
+@legalize("tfl.fill", dtypes=_ANY, arity=2)
 def fill(b: Builder, op: Operation) -> list[Value]:
     """CONST of the filled shape for a constant value (lowering doc: tfl.fill), else RESHAPE the scalar to 1s + TILE."""
     dims = const_ints(op, 0, "dims")
@@ -707,7 +707,7 @@ def fill(b: Builder, op: Operation) -> list[Value]:
     return [b.tile(b.reshape(x, [1] * len(dims)), dims)]
 
 
-@legalize("tfl.zeros_like", dtypes=_ANY)
+@legalize("tfl.zeros_like", dtypes=_ANY, arity=1)
 def zeros_like(b: Builder, op: Operation) -> list[Value]:
     """Zero CONST of the input's shape (lowering doc: tfl.zeros_like)."""
     x = op.operands[0]
@@ -715,7 +715,7 @@ def zeros_like(b: Builder, op: Operation) -> list[Value]:
     return [_full(b, static_shape(x), 0, dt)]
 
 
-@legalize("tfl.ones_like", dtypes=_ANY)
+@legalize("tfl.ones_like", dtypes=_ANY, arity=1)
 def ones_like(b: Builder, op: Operation) -> list[Value]:
     """One-filled CONST of the input's shape."""
     x = op.operands[0]

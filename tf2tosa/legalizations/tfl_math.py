@@ -22,15 +22,14 @@ from ..ir import DType, Operation, Value
 from ..ir.symdim import SYM_VALUES, symbolic_array
 from ..quant import activation_bounds, apply_table_i16, fused_activation_q
 from ..quant import tflite_reference as R
+from ..quant.common import is_quantized_i8_i16, scale_zp
 from ..quant.elementwise import (
     add_sub_factors,
     add_sub_inputs,
     f32,
     f32_div,
-    is_quantized,
     lut_pair8,
     out_quant,
-    qparams,
     requant,
     saturate,
     table8,
@@ -41,7 +40,15 @@ from ..quant.elementwise import (
 )
 from ..tosa.builder import Builder
 from .lowering.legalize_common import float_zp, fused_activation
-from .lowering.numeric import FLOAT_TYPES, fconst, float_divide, require_float, require_not_quantized, select
+from .lowering.numeric import (
+    FLOAT_TYPES,
+    fconst,
+    float_atan2,
+    float_divide,
+    require_float,
+    require_not_quantized,
+    select,
+)
 from .registry import legalize
 
 
@@ -67,7 +74,7 @@ def _act(b: Builder, op: Operation, y: Value) -> Value:
 def _binary_rule(opcode: str, **attrs: object) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
         x, y = op.operands[0], op.operands[1]
-        if is_quantized(x, y):
+        if is_quantized_i8_i16(x, y):
             return [_q_add_sub(b, op, opcode) if opcode in ("ADD", "SUB") else _q_max_min(b, op, opcode)]
         _kind(op, x, y)
         return [_act(b, op, b.binary(opcode, x, y, **attrs))]
@@ -76,7 +83,7 @@ def _binary_rule(opcode: str, **attrs: object) -> None:
              if opcode in ("ADD", "SUB")
              else "the raw codes widened to i32.")
     rule.__doc__ = f"{opcode} with rank broadcasting (+ fused activation); quantized: {q_doc}"
-    legalize(f"tfl.{opcode.lower()}", dtypes=("fp32", "i8", "i16"))(rule)
+    legalize(f"tfl.{opcode.lower()}", dtypes=("fp32", "i8", "i16"), arity=2)(rule)
 
 
 _binary_rule("ADD")
@@ -85,22 +92,31 @@ _binary_rule("MAXIMUM", nan_mode="PROPAGATE")
 _binary_rule("MINIMUM", nan_mode="PROPAGATE")
 
 
-@legalize("tfl.mul", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.stablehlo_add", dtypes=("fp32", "i32"), arity=2)
+def stablehlo_add(b: Builder, op: Operation) -> list[Value]:
+    """ADD (spec 2.5.1 ADD) of StableHLO's add in a .tflite (JAX / StableHLO exports): operands of one shape and
+    type, float or i32 (no quantized types, no fused activation); an i32 sum must not overflow, as for tfl.add."""
+    x, y = op.operands[0], op.operands[1]
+    _kind(op, x, y)
+    return [b.binary("ADD", x, y)]
+
+
+@legalize("tfl.mul", dtypes=("fp32", "i8", "i16"), arity=2)
 def mul(b: Builder, op: Operation) -> list[Value]:
     """MUL with shift 0 (the 1.0 shift operand, spec 2.5.14 MUL, §4 #11)."""
     x, y = op.operands[0], op.operands[1]
-    if is_quantized(x, y):
+    if is_quantized_i8_i16(x, y):
         return [_q_mul(b, op)]
     _kind(op, x, y)
     return [_act(b, op, b.mul(x, y))]
 
 
-@legalize("tfl.div", dtypes=("fp32", "i8"))
+@legalize("tfl.div", dtypes=("fp32", "i8"), arity=2)
 def div(b: Builder, op: Operation) -> list[Value]:
     """float: x * RECIPROCAL(y) (lowering doc: tfl.div, within ~1.5 ulp); i32: INTDIV (truncating, spec 2.5.6 INTDIV);
     int8: TFLite's DivElementwise (reciprocal + headroom) tabulated over all 65536 code pairs (GATHER)."""
     x, y = op.operands[0], op.operands[1]
-    if is_quantized(x, y):
+    if is_quantized_i8_i16(x, y):
         return [_q_div(b, op)]
     dt = _kind(op, x, y)
     if dt is DType.INT32:
@@ -108,19 +124,19 @@ def div(b: Builder, op: Operation) -> list[Value]:
     return [_act(b, op, float_divide(b, x, y))]
 
 
-@legalize("tfl.squared_difference", dtypes=("fp32", "i8"))
+@legalize("tfl.squared_difference", dtypes=("fp32", "i8"), arity=2)
 def squared_difference(b: Builder, op: Operation) -> list[Value]:
     """(x - y)^2 as SUB then MUL (lowering doc: tfl.squared_difference); int8 as TFLite: inputs ×2^7 and rescaled,
     squared in i32."""
     x, y = op.operands[0], op.operands[1]
-    if is_quantized(x, y):
+    if is_quantized_i8_i16(x, y):
         return [_q_squared_difference(b, op)]
     _kind(op, x, y)
     d = b.binary("SUB", x, y)
     return [b.mul(d, d)]
 
 
-@legalize("tfl.square")
+@legalize("tfl.square", arity=1)
 def square(b: Builder, op: Operation) -> list[Value]:
     """x * x (lowering doc: tfl.square, float/i32 part)."""
     x = op.operands[0]
@@ -134,7 +150,7 @@ _Q_UNARY_NAMES = frozenset({"tfl.exp", "tfl.log", "tfl.rsqrt", "tfl.abs"})
 def _unary_rule(name: str, opcode: str, ints: bool = False) -> None:
     def rule(b: Builder, op: Operation) -> list[Value]:
         x = op.operands[0]
-        if is_quantized(x) and name in _Q_UNARY:
+        if is_quantized_i8_i16(x) and name in _Q_UNARY:
             return [_Q_UNARY[name](b, op)]
         _kind(op, x, ints=ints)
         return [b.emit(opcode, [x]).result]
@@ -142,7 +158,7 @@ def _unary_rule(name: str, opcode: str, ints: bool = False) -> None:
     quantized = name in _Q_UNARY_NAMES
     rule.__doc__ = f"{opcode} (trivial lowering)" + ("; quantized: TFLite's kernel as TABLE (i8) / TABLE i16 or "
                                                       "i32 ABS (i16)." if quantized else ".")
-    legalize(name, dtypes=("fp32", "i8", "i16") if quantized else ("fp32",))(rule)
+    legalize(name, dtypes=("fp32", "i8", "i16") if quantized else ("fp32",), arity=1)(rule)
 
 
 for _name, _opcode in (("exp", "EXP"), ("log", "LOG"), ("rsqrt", "RSQRT"), ("floor", "FLOOR"), ("ceil", "CEIL"),
@@ -151,18 +167,18 @@ for _name, _opcode in (("exp", "EXP"), ("log", "LOG"), ("rsqrt", "RSQRT"), ("flo
 _unary_rule("tfl.abs", "ABS", ints=True)
 
 
-@legalize("tfl.neg", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.neg", dtypes=("fp32", "i8", "i16"), arity=1)
 def neg(b: Builder, op: Operation) -> list[Value]:
     """NEGATE with its 1.0 zero-point inputs (0 for float/i32, spec 2.6.10 NEGATE, §4 #26; quantized: the tensors'
     zps)."""
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_neg(b, op)]
     dt = _kind(op, x)
     return [b.negate(x, float_zp(b, dt), float_zp(b, dt))]
 
 
-@legalize("tfl.sqrt", dtypes=("fp32", "i8"))
+@legalize("tfl.sqrt", dtypes=("fp32", "i8"), arity=1)
 def sqrt(b: Builder, op: Operation) -> list[Value]:
     """RECIPROCAL(RSQRT(x)): sqrt(0) = 1/inf = 0, sqrt(inf) = 1/0 = inf, sqrt(<0) = NaN (spec 2.6.11 RECIPROCAL, 2.6.12
     RSQRT tables).
@@ -170,13 +186,13 @@ def sqrt(b: Builder, op: Operation) -> list[Value]:
     x * RSQRT(x) would give 0 * inf = NaN at 0; POW(x, 0.5) REQUIREs x >= 0 (spec 2.5.15 POW).
     """
     x = op.operands[0]
-    if is_quantized(x):
+    if is_quantized_i8_i16(x):
         return [_q_unary(b, op)]
     require_float(op, x)
     return [b.reciprocal(b.rsqrt(x))]
 
 
-@legalize("tfl.pow")
+@legalize("tfl.pow", arity=2)
 def pow_(b: Builder, op: Operation) -> list[Value]:
     """POW needs base >= 0 (REQUIRE, spec 2.5.15 POW).  A constant integer exponent is done without that limit:
     |n| <= 4 by repeated MUL (+RECIPROCAL), otherwise POW(|x|, n) with the sign restored for odd n."""
@@ -251,7 +267,7 @@ def _symbolic_ints(b: Builder, op: Operation, fn: Callable[[Any, Any], Any]) -> 
     return v
 
 
-@legalize("tfl.floor_div", dtypes=("fp32", "i8", "i16", "i32"))
+@legalize("tfl.floor_div", dtypes=("fp32", "i8", "i16", "i32"), arity=2)
 def floor_div(b: Builder, op: Operation) -> list[Value]:
     """float: FLOOR(x * RECIPROCAL(y)) (lowering doc: lower_floor_div); int8/int16/int32: INTDIV corrected toward -inf.
 
@@ -266,7 +282,7 @@ def floor_div(b: Builder, op: Operation) -> list[Value]:
     return [b.floor(float_divide(b, x, y))]
 
 
-@legalize("tfl.floor_mod", dtypes=("fp32", "i8", "i16", "i32"))
+@legalize("tfl.floor_mod", dtypes=("fp32", "i8", "i16", "i32"), arity=2)
 def floor_mod(b: Builder, op: Operation) -> list[Value]:
     """x - floor(x / y) * y (the document's lowering doc: lower_floor_mod returns frac(x/y): wrong, §6.1); integers via
     INTDIV in i32."""
@@ -287,7 +303,7 @@ def floor_mod(b: Builder, op: Operation) -> list[Value]:
     return [select(b, bad, b.binary("ADD", r, y), r)]
 
 
-@legalize("tfl.round")
+@legalize("tfl.round", arity=1)
 def round_(b: Builder, op: Operation) -> list[Value]:
     """Round half to even (TFLite), not the document's FLOOR(x + 0.5) (lowering doc: lower_round_op, §6.1).
 
@@ -308,7 +324,7 @@ def round_(b: Builder, op: Operation) -> list[Value]:
 # ---------------------------------------------------------------------------------------------- comparisons
 def _cmp_operands(b: Builder, op: Operation) -> tuple[Value, Value, DType]:
     x, y = op.operands[0], op.operands[1]
-    if is_quantized(x, y):
+    if is_quantized_i8_i16(x, y):
         return _q_cmp_operands(b, op)
     require_not_quantized(op, x, y)
     if x.dtype != y.dtype:
@@ -327,14 +343,14 @@ def _equal(b: Builder, x: Value, y: Value, dt: DType) -> Value:
     return b.binary("EQUAL", x, y)
 
 
-@legalize("tfl.equal", dtypes=("fp32", "i8", "i32"))
+@legalize("tfl.equal", dtypes=("fp32", "i8", "i32"), arity=2)
 def equal(b: Builder, op: Operation) -> list[Value]:
     """EQUAL (NaN compares unequal)."""
     x, y, dt = _cmp_operands(b, op)
     return [_equal(b, x, y, dt)]
 
 
-@legalize("tfl.not_equal", dtypes=("fp32", "i8"))
+@legalize("tfl.not_equal", dtypes=("fp32", "i8"), arity=2)
 def not_equal(b: Builder, op: Operation) -> list[Value]:
     """LOGICAL_NOT(EQUAL) (lowering doc: tfl.not_equal): true for NaN, as x != y is."""
     x, y, dt = _cmp_operands(b, op)
@@ -353,7 +369,7 @@ def _ordered(name: str, opcode: str, swap: bool) -> None:
     rule.__doc__ = (f"{opcode} with swapped operands: NaN-correct, unlike the document's NOT({opcode}) "
                     "(lowering doc: tfl.less_equal, tfl.less, spec 2.8.2 GREATER)."
                     if swap else f"{opcode}.") + " int8: TFLite's scaled comparison."
-    legalize(name, dtypes=("fp32", "i8", "i32"))(rule)
+    legalize(name, dtypes=("fp32", "i8", "i32"), arity=2)(rule)
 
 
 _ordered("tfl.greater", "GREATER", False)
@@ -371,14 +387,14 @@ def _logical(name: str, opcode: str) -> None:
         return [b.binary(opcode, xs[0], xs[1])]
 
     rule.__doc__ = f"{opcode} (bool)."
-    legalize(name, dtypes=("fp32", "bool"))(rule)
+    legalize(name, dtypes=("fp32", "bool"), arity=2)(rule)
 
 
 _logical("tfl.logical_and", "LOGICAL_AND")
 _logical("tfl.logical_or", "LOGICAL_OR")
 
 
-@legalize("tfl.logical_not", dtypes=("fp32", "bool"))
+@legalize("tfl.logical_not", dtypes=("fp32", "bool"), arity=1)
 def logical_not(b: Builder, op: Operation) -> list[Value]:
     """LOGICAL_NOT (bool)."""
     x = op.operands[0]
@@ -387,7 +403,7 @@ def logical_not(b: Builder, op: Operation) -> list[Value]:
     return [b.logical_not(x)]
 
 
-@legalize("tfl.select", "tfl.select_v2", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.select", "tfl.select_v2", dtypes=("fp32", "i8", "i16"), arity=3)
 def select_op(b: Builder, op: Operation) -> list[Value]:
     """SELECT with all three ranks equalised (spec 2.7.1 SELECT; lowering doc: lower_selectv2_op fixes only the
     condition).
@@ -396,7 +412,8 @@ def select_op(b: Builder, op: Operation) -> list[Value]:
     [n, 1, ..., 1] so it broadcasts along dim 0 instead of the last dim.
     """
     c, x, y = op.operands[0], op.operands[1], op.operands[2]
-    q = op.results[0].type.quant if is_quantized(x, y) else None  # TFLite selects raw codes (lowering doc: tfl.select)
+    # TFLite selects raw codes (lowering doc: tfl.select)
+    q = op.results[0].type.quant if is_quantized_i8_i16(x, y) else None
     if q is None:
         require_not_quantized(op, x, y)
     if c.dtype is not DType.BOOL:
@@ -421,7 +438,7 @@ def add_n(b: Builder, op: Operation) -> list[Value]:
     return [acc]
 
 
-@legalize("tfl.sign", dtypes=("fp32", "i32"))
+@legalize("tfl.sign", dtypes=("fp32", "i32"), arity=1)
 def sign(b: Builder, op: Operation) -> list[Value]:
     """(x > 0) - (x < 0) as two SELECTs: 0 for 0 and NaN, like TFLite's float kernel; float or i32."""
     x = op.operands[0]
@@ -445,14 +462,14 @@ def _int_operands(op: Operation) -> tuple[Value, Value]:
     return x, y
 
 
-@legalize("tfl.bitwise_xor", dtypes=("i8", "i16", "i32"))
+@legalize("tfl.bitwise_xor", dtypes=("i8", "i16", "i32"), arity=2)
 def bitwise_xor(b: Builder, op: Operation) -> list[Value]:
     """BITWISE_XOR with rank broadcasting (signed types; TOSA has no unsigned tensors)."""
     x, y = _int_operands(op)
     return [b.binary("BITWISE_XOR", x, y)]
 
 
-@legalize("tfl.right_shift", dtypes=("i8", "i16", "i32"))
+@legalize("tfl.right_shift", dtypes=("i8", "i16", "i32"), arity=2)
 def right_shift(b: Builder, op: Operation) -> list[Value]:
     """ARITHMETIC_RIGHT_SHIFT (round=false), the shift clamped to [0, bits-1] as TFLite's kernel does.
 
@@ -472,13 +489,7 @@ def right_shift(b: Builder, op: Operation) -> list[Value]:
     return [b.binary("ARITHMETIC_RIGHT_SHIFT", x, y, round=False)]
 
 
-# ------------------------------------------------------------------------------------------------- atan2
-#: atan(z)/z ≈ Σ c_k z^(2k) on |z| <= tan(π/8): least squares on Chebyshev nodes, |error| < 3e-10 rad
-_ATAN_COEFFS = (0.9999999993919576, -0.3333330748848136, 0.19998210528382793, -0.14239977898209727,
-                0.10572776853314421, -0.06033144244005776)
-
-
-@legalize("tfl.atan2")
+@legalize("tfl.atan2", arity=2)
 def atan2(b: Builder, op: Operation) -> list[Value]:
     """Octant reduction + odd polynomial for atan (TOSA 1.0 has no ATAN), within a few ulp of std::atan2.
 
@@ -488,27 +499,7 @@ def atan2(b: Builder, op: Operation) -> list[Value]:
     divisions are RECIPROCAL·MUL, spec 2.6.11 RECIPROCAL); atan2(0, 0) = 0."""
     y, x = op.operands[0], op.operands[1]
     require_float(op, x, y)
-
-    def k(v: float, like: Value) -> Value:
-        return fconst(b, v, like)
-
-    ax, ay = b.abs(x), b.abs(y)
-    mx = b.binary("MAXIMUM", ax, ay, nan_mode="PROPAGATE")
-    mn = b.binary("MINIMUM", ax, ay, nan_mode="PROPAGATE")
-    zero_den = b.binary("EQUAL", mx, k(0.0, mx))
-    a = select(b, zero_den, k(0.0, mx), float_divide(b, mn, mx))
-    far = b.binary("GREATER", a, k(float(np.tan(np.pi / 8)), a))
-    z = select(b, far, float_divide(b, b.binary("SUB", a, k(1.0, a)), b.binary("ADD", a, k(1.0, a))), a)
-    z2 = b.mul(z, z)
-    p = k(_ATAN_COEFFS[-1], z)
-    for c in reversed(_ATAN_COEFFS[:-1]):
-        p = b.binary("ADD", b.mul(p, z2), k(c, z))
-    r = b.mul(p, z)
-    r = select(b, far, b.binary("ADD", r, k(np.pi / 4, r)), r)
-    r = select(b, b.binary("GREATER", ay, ax), b.binary("SUB", k(np.pi / 2, r), r), r)
-    r = select(b, b.binary("GREATER", k(0.0, x), x), b.binary("SUB", k(np.pi, r), r), r)
-    neg = b.binary("GREATER", k(0.0, y), y)
-    return [select(b, neg, b.negate(r, float_zp(b, r.dtype), float_zp(b, r.dtype)), r)]
+    return [float_atan2(b, y, x)]
 
 
 # ------------------------------------------------------------------------------------ quantized (int8 / int16)
@@ -536,7 +527,7 @@ def _q_add_sub(b: Builder, op: Operation, opcode: str) -> Value:
     """
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     dt = _same_types(op)
-    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    (s1, z1), (s2, z2), (so, zo) = scale_zp(op, x), scale_zp(op, y), scale_zp(op, r)
     if dt is DType.INT16 and op.attrs.get("pot_scale_int16", True) and all(map(_is_pot, (s1, s2, so))):
         raise Unsupported(f"{op.name}: int16 power-of-two-scale kernel (pot_scale_int16)")
     act = op.attrs.get("fused_activation_function")
@@ -558,7 +549,7 @@ def _q_mul(b: Builder, op: Operation) -> Value:
     computed in float32 as TFLite does and DOUBLE_ROUND; without zero points the i8/i16 MUL → i32 is used."""
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     dt = _same_types(op)
-    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    (s1, z1), (s2, z2), (so, zo) = scale_zp(op, x), scale_zp(op, y), scale_zp(op, r)
     if z1 == 0 and z2 == 0:  # MUL i8×i8 / i16×i16 → i32 has no zero points (spec 2.5.14 MUL)
         prod = b.emit("MUL", [*b.broadcast_ranks(x, y), b.const(np.array([0]), DType.INT8, name="shift")],
                       out_dtype=DType.INT32).result
@@ -575,7 +566,7 @@ def _q_div(b: Builder, op: Operation) -> Value:
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     if _same_types(op) is not DType.INT8:
         raise Unsupported(f"{op.name} on {x.dtype.value}: TFLite's int16 DIV is float-based, not reproduced")
-    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    (s1, z1), (s2, z2), (so, zo) = scale_zp(op, x), scale_zp(op, y), scale_zp(op, r)
     act = activation_bounds(op.attrs.get("fused_activation_function"), out_quant(op), DType.INT8) or (-128, 127)
     xs, ys = np.meshgrid(R.codes(8), R.codes(8), indexing="ij")
     table = R.div_i8(xs.ravel(), ys.ravel(), s1, z1, s2, z2, so, zo, act)
@@ -589,7 +580,7 @@ def _q_squared_difference(b: Builder, op: Operation) -> Value:
     x, y, r = op.operands[0], op.operands[1], op.results[0]
     if _same_types(op) is not DType.INT8:
         raise Unsupported(f"{op.name} on {x.dtype.value} (TFLite: int8 only)")
-    (s1, z1), (s2, z2), (so, zo) = qparams(op, x), qparams(op, y), qparams(op, r)
+    (s1, z1), (s2, z2), (so, zo) = scale_zp(op, x), scale_zp(op, y), scale_zp(op, r)
     twice = 2.0 * max(f32(s1), f32(s2))
     a = widen_scaled(b, x, z1, 7, f32(s1) / twice)
     c = widen_scaled(b, y, z2, 7, f32(s2) / twice)
@@ -613,7 +604,7 @@ def _q_neg(b: Builder, op: Operation) -> Value:
     (spec 2.6.10 NEGATE), otherwise ``-(x - zp_in)`` in i32 requantized to the output."""
     x, r = op.operands[0], op.results[0]
     dt = _same_types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     if f32(si) == f32(so):
         return b.emit("NEGATE", [x, b.zp(zi, dt), b.zp(zo, dt)], quant=r.type.quant).result
     x32 = widen(b, x, zi)
@@ -627,7 +618,7 @@ def _q_abs(b: Builder, op: Operation) -> Value:
     RESCALE (float32 ``s_in/s_out``, or a saturating copy when the scales are equal: TFLite's ``needs_rescale``)."""
     x, r = op.operands[0], op.results[0]
     dt = _same_types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     if dt is DType.INT8:
         return table8(b, x, R.abs_q(R.codes(8), si, zi, so, zo, 8), out_quant(op))
     a = b.abs(widen(b, x, zi))
@@ -648,7 +639,7 @@ def _q_unary(b: Builder, op: Operation) -> Value:
     """
     x, r = op.operands[0], op.results[0]
     dt = _same_types(op)
-    (si, zi), (so, zo) = qparams(op, x), qparams(op, r)
+    (si, zi), (so, zo) = scale_zp(op, x), scale_zp(op, r)
     name = op.name.split(".")[1]
     if dt is DType.INT8:
         c = R.codes(8)
@@ -674,7 +665,7 @@ def _q_cmp_operands(b: Builder, op: Operation) -> tuple[Value, Value, DType]:
     x, y = op.operands[0], op.operands[1]
     if x.dtype is not DType.INT8 or y.dtype is not DType.INT8:
         raise Unsupported(f"{op.name} on quantized {x.dtype.value}/{y.dtype.value} (TFLite: int8 only)")
-    (s1, z1), (s2, z2) = qparams(op, x), qparams(op, y)
+    (s1, z1), (s2, z2) = scale_zp(op, x), scale_zp(op, y)
     a = requant(b, widen(b, x, z1, 8), f32(s1), DType.INT32)
     c = requant(b, widen(b, y, z2, 8), f32(s2), DType.INT32)
     return a, c, DType.INT32

@@ -24,26 +24,21 @@ from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
 from ..quant import fused_activation_q, requantize
 from ..quant import tflite_reference as R
+from ..quant.common import is_quantized, per_tensor, qparams, same_quant
 from ..quant.conv import (
     ACC,
-    acc_bound,
     conv_output,
     conv_scales,
-    fc_output,
-    fc_output_rows,
-    is_quantized,
     note_inexact,
-    per_tensor,
-    qparams,
     quant_bias,
     requantize_acc,
     require_act_type,
-    same_quant,
     tfl_product_scale,
     weight_zp,
 )
 from ..quant.elementwise import Fx
 from ..quant.exact_round import low_byte_input
+from ..quant.fully_connected import acc_bound, fc_output, fc_output_rows
 from ..tosa.builder import Builder
 from . import tfl_hybrid as hybrid
 from .lowering.conv import (
@@ -115,7 +110,7 @@ def _finish(b: Builder, op: Operation, acc: Value, ct: _ConvTypes, scales: list[
     return conv_output(b, op, acc, scales, tfl_acc)
 
 
-@legalize("tfl.conv_2d", dtypes=_QTYPES)
+@legalize("tfl.conv_2d", dtypes=_QTYPES, arity=2)
 def conv_2d(b: Builder, op: Operation) -> list[Value]:
     """CONV2D (OHWI weights as in TOSA, spec 2.3.3 CONV2D) + fused activation; grouped convs become one
     DEPTHWISE_CONV2D (one input channel per group) or a CONCAT of groups (:func:`.lowering.conv.grouped_conv2d`).
@@ -145,7 +140,7 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
-@legalize("tfl.depthwise_conv_2d", dtypes=_QTYPES)
+@legalize("tfl.depthwise_conv_2d", dtypes=_QTYPES, arity=2)
 def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     """DEPTHWISE_CONV2D; TFLite's [1,KH,KW,C*M] filter is reshaped to TOSA's [KH,KW,C,M] (spec 2.3.5 DEPTHWISE_CONV2D,
     §6.1).
@@ -175,7 +170,7 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
-@legalize("tfl.transpose_conv", dtypes=_QTYPES)
+@legalize("tfl.transpose_conv", dtypes=_QTYPES, arity=3)
 def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     """TRANSPOSE_CONV2D with out_pad from the declared output shape (op_inventory §4 #23, §6.2).
 
@@ -214,14 +209,13 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
-@legalize("tfl.fully_connected", dtypes=_QTYPES)
+@legalize("tfl.fully_connected", dtypes=_QTYPES, arity=2)
 def fully_connected(b: Builder, op: Operation) -> list[Value]:
     """1x1 CONV2D (1.0 has no FULLY_CONNECTED, §4 #14): input [N,1,1,IC], weights [OC,1,1,IC], bias [OC].
 
     Quantized: LiteRT's reference kernels requantize in double, round(acc · s_x·s_w[c]/s_out) (not MBQM, unlike
-    conv), reproduced exactly by :func:`tf2tosa.quant.conv.fc_output`; the tfl.fully_connected lowering's zero bias of
-    %filter.shape[3] is OC
-    elements (§6.1)."""
+    conv), reproduced exactly by :func:`tf2tosa.quant.fully_connected.fc_output`; the tfl.fully_connected lowering's
+    zero bias of %filter.shape[3] is OC elements (§6.1)."""
     x, w = operands(op, None, 2)
     if hybrid.kernel_mode(b, x, w):
         return hybrid.fully_connected(b, op)
@@ -281,7 +275,7 @@ def _fully_connected_rows(b: Builder, op: Operation, x: Value, w: Value, ct: _Co
     return [b.reshape(r, [1, oc]) for r in rows]
 
 
-@legalize("tfl.batch_matmul", dtypes=_QTYPES)
+@legalize("tfl.batch_matmul", dtypes=_QTYPES, arity=2)
 def batch_matmul(b: Builder, op: Operation) -> list[Value]:
     """MATMUL on rank-3 views (§4 #28): batch dims broadcast (TILE) and flattened; adj_x/adj_y by TRANSPOSE.
 
@@ -367,7 +361,7 @@ def _pool_activation(b: Builder, op: Operation, y: Value) -> Value:
     return fused_activation(b, y, act)
 
 
-@legalize("tfl.average_pool_2d", dtypes=_QTYPES)
+@legalize("tfl.average_pool_2d", dtypes=_QTYPES, arity=1)
 def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
     """AVG_POOL2D (spec 2.3.2 AVG_POOL2D): the count excludes padding, as TFLite's does; SAME pads are < kernel.
 
@@ -399,7 +393,7 @@ def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
     return [_pool_activation(b, op, y)]
 
 
-@legalize("tfl.max_pool_2d", dtypes=_QTYPES)
+@legalize("tfl.max_pool_2d", dtypes=_QTYPES, arity=1)
 def max_pool_2d(b: Builder, op: Operation) -> list[Value]:
     """MAX_POOL2D (no zero points in 1.0, spec 2.3.8 MAX_POOL2D; nan_mode PROPAGATE; the tfl.max_pool_2d lowering's
     quantization_info dropped).
@@ -421,7 +415,7 @@ def max_pool_2d(b: Builder, op: Operation) -> list[Value]:
     return [_pool_activation(b, op, y)]
 
 
-@legalize("tfl.l2_pool_2d")
+@legalize("tfl.l2_pool_2d", arity=1)
 def l2_pool_2d(b: Builder, op: Operation) -> list[Value]:
     """sqrt(mean of x^2 over the window), count excluding padding like TFLite: AVG_POOL2D(x*x) then
     RECIPROCAL(RSQRT(.)) (exact 0 at 0; no lowering in the document)."""
@@ -436,7 +430,7 @@ def l2_pool_2d(b: Builder, op: Operation) -> list[Value]:
     return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
 
 
-@legalize("tfl.l2_normalization", dtypes=("fp32", "i8"))
+@legalize("tfl.l2_normalization", dtypes=("fp32", "i8"), arity=1)
 def l2_normalization(b: Builder, op: Operation) -> list[Value]:
     """float: x * MINIMUM(RSQRT(sum x^2), 1e6); int8: TFLite's integer kernel (fixed-point inverse sqrt).
 
@@ -514,7 +508,7 @@ def _q_l2_normalization(b: Builder, op: Operation) -> Value:
     return b.emit("CAST", [v], out_dtype=DType.INT8, quant=res.type.quant).result
 
 
-@legalize("tfl.local_response_normalization")
+@legalize("tfl.local_response_normalization", arity=1)
 def local_response_normalization(b: Builder, op: Operation) -> list[Value]:
     """x * (bias + alpha * sum_{|d| <= r} x[c+d]^2) ^ -beta over the channel (last) axis.
 
@@ -583,7 +577,7 @@ def _conv3d_stride1(b: Builder, x: Value, w: Value, bias: Value, pads: list[int]
     return b.conv3d(x, w, bias, zp, zp, pad=pads, stride=stride, dilation=dil, acc_type=acc_type_for(dt))
 
 
-@legalize("tfl.conv_3d")
+@legalize("tfl.conv_3d", arity=2)
 def conv_3d(b: Builder, op: Operation) -> list[Value]:
     """CONV3D with the filter TRANSPOSEd to TOSA's [OC,KD,KH,KW,IC] + fused activation (float).
 
@@ -613,7 +607,7 @@ def conv_3d(b: Builder, op: Operation) -> list[Value]:
     return [fused_activation(b, y, op.attrs.get("fused_activation_function"))]
 
 
-@legalize("tfl.conv_3d_transpose")
+@legalize("tfl.conv_3d_transpose", arity=3)
 def conv_3d_transpose(b: Builder, op: Operation) -> list[Value]:
     """Stride-1 CONV3D over the zero-dilated input with the filter flipped (TOSA has no TRANSPOSE_CONV3D).
 

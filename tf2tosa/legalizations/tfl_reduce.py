@@ -13,12 +13,14 @@ import math
 
 import numpy as np
 
-from ..errors import Unsupported
+from ..errors import NotYet, Unsupported
 from ..ir import DType, Operation, Value
 from ..ir.symdim import as_expr, is_symbolic
 from ..quant import compute_scale_16, quantize_multiplier, rescale
-from ..quant.conv import per_tensor, qparams, require_act_type, rescale_raw, to_i32
+from ..quant.common import per_tensor, qparams, to_i32
+from ..quant.conv import require_act_type
 from ..quant.elementwise import f32_div
+from ..quant.rescale import rescale_raw
 from ..tosa.builder import Builder
 from .lowering.legalize_common import const_operand, float_zp, positive_axis
 from .lowering.numeric import FLOAT_TYPES, axes_operand, fconst, reduce_axes, require_not_quantized, static_shape
@@ -130,7 +132,7 @@ def _mean_symbolic(b: Builder, op: Operation, x: Value, axes: list[int], shape: 
     return b.mul(s, b.reciprocal(count))
 
 
-@legalize("tfl.mean", dtypes=_QTYPES)
+@legalize("tfl.mean", dtypes=_QTYPES, arity=2)
 def mean(b: Builder, op: Operation) -> list[Value]:
     """REDUCE_SUM per axis, then MUL by 1/N (lowering doc: tfl.mean, float path).
 
@@ -145,9 +147,9 @@ def mean(b: Builder, op: Operation) -> list[Value]:
         out = op.results[0]
         acc, count = _spatial_sum_i32(b, op, x, axes) or _q_sum_i32(b, op, x, axes)
         if is_symbolic(count):
-            raise Unsupported(f"--dynamic: not yet: a quantized MEAN over a symbolic size (N = {as_expr(count)}): "
-                              "LiteRT folds 1/N into the RESCALE multiplier ((m << sh) // N, sh from log2 N), and "
-                              "RESCALE takes its multiplier and shift as constants")
+            raise NotYet(f"a quantized MEAN over a symbolic size (N = {as_expr(count)}): LiteRT folds 1/N into the "
+                         "RESCALE multiplier ((m << sh) // N, sh from log2 N), and RESCALE takes its multiplier and "
+                         "shift as constants")
         mult, shift = mean_multiplier(per_tensor(x)[0], per_tensor(out, "output")[0], count)
         zp_out = per_tensor(out)[1] if out.dtype is DType.INT8 else 0
         lim = (1 << (shift - 1)) - 1
@@ -173,7 +175,7 @@ def mean(b: Builder, op: Operation) -> list[Value]:
     return [b.mul(s, fconst(b, 1.0 / count, s))]
 
 
-@legalize("tfl.sum", dtypes=_QTYPES)
+@legalize("tfl.sum", dtypes=_QTYPES, arity=2)
 def sum_(b: Builder, op: Operation) -> list[Value]:
     """REDUCE_SUM per axis (lowering doc: tfl.sum; float or i32, spec 2.9.6 REDUCE_SUM).
 
@@ -229,7 +231,7 @@ def _minmax(opcode: str) -> None:
     rule.__doc__ = (f"{opcode} per axis (lowering doc: tfl.reduce_max, tfl.reduce_min; i8/i16/i32/float, "
                     "spec 2.9.3 REDUCE_MAX); quantized: equal input/output "
                     f"quantization (TFLite requires it), the stored values reduce directly.")
-    legalize(f"tfl.{opcode.lower()}", dtypes=_QTYPES)(rule)
+    legalize(f"tfl.{opcode.lower()}", dtypes=_QTYPES, arity=2)(rule)
 
 
 _minmax("REDUCE_MAX")
@@ -260,7 +262,7 @@ def _int32_prod(b: Builder, x: Value, axes: list[int], keep: bool) -> Value:
     return b.reshape(y, keep_shape if keep else [shape[a] for a in kept])
 
 
-@legalize("tfl.reduce_prod", dtypes=("fp32", "i8", "i16", "i32"))
+@legalize("tfl.reduce_prod", dtypes=("fp32", "i8", "i16", "i32"), arity=2)
 def reduce_prod(b: Builder, op: Operation) -> list[Value]:
     """REDUCE_PRODUCT (the 1.0 name of REDUCE_PROD, §4 #18); float only (spec 2.9.5 REDUCE_PRODUCT).
 
@@ -341,7 +343,7 @@ def _bool_reduce(name: str, opcode: str) -> None:
         return [reduce_axes(b, opcode, x, axes, _keep(op))]
 
     rule.__doc__ = f"{opcode} per axis (bool)."
-    legalize(name)(rule)
+    legalize(name, arity=2)(rule)
 
 
 _bool_reduce("tfl.reduce_any", "REDUCE_ANY")
@@ -363,7 +365,7 @@ def _check_arg_input(op: Operation, x: Value) -> None:
         raise Unsupported(f"{op.name} of a rank-0 tensor")
 
 
-@legalize("tfl.arg_max", dtypes=_QTYPES)
+@legalize("tfl.arg_max", dtypes=_QTYPES, arity=2)
 def arg_max(b: Builder, op: Operation) -> list[Value]:
     """ARGMAX, i32 result (lowering doc: tfl.arg_max).  TFLite's i64 output is narrowed to i32 (§6.7; indices < 2^31).
 
@@ -375,7 +377,7 @@ def arg_max(b: Builder, op: Operation) -> list[Value]:
     return [b.argmax(x, axis=axis, nan_mode="PROPAGATE", out_dtype=DType.INT32)]
 
 
-@legalize("tfl.arg_min", dtypes=_QTYPES)
+@legalize("tfl.arg_min", dtypes=_QTYPES, arity=2)
 def arg_min(b: Builder, op: Operation) -> list[Value]:
     """ARGMAX of an order-reversing map (1.0 has no ARGMIN): NEGATE for floats, BITWISE_NOT (-x-1, no overflow
     at -128 unlike NEGATE) for integers; the first minimum maps to the first maximum."""

@@ -351,7 +351,7 @@ def _require_float_io(op: Operation) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ rules
-@legalize("tfl.unidirectional_sequence_lstm", dtypes=("fp32", "i8"))
+@legalize("tfl.unidirectional_sequence_lstm", dtypes=("fp32", "i8"), arity=1)
 def unidirectional_sequence_lstm(b: Builder, op: Operation) -> list[Value]:
     """LSTM unrolled over time: one MATMUL for all input projections, then per step a recurrent MATMUL, gate
     SLICEs, SIGMOID/activation, the cell update (CLAMP for cell_clip) and the optional projection; hybrid int8
@@ -371,7 +371,7 @@ def unidirectional_sequence_lstm(b: Builder, op: Operation) -> list[Value]:
     return [_stack_steps(b, outs, time_major)]
 
 
-@legalize("tfl.lstm")
+@legalize("tfl.lstm", arity=1)
 def lstm(b: Builder, op: Operation) -> list[Value]:
     """One LSTM step (the non-sequence LSTM op, FULL kernel): the sequence lowering with one time step."""
     _require_float_io(op)
@@ -391,7 +391,7 @@ def lstm(b: Builder, op: Operation) -> list[Value]:
     return [b.reshape(h, static_shape(op.results[0]))]
 
 
-@legalize("tfl.rnn")
+@legalize("tfl.rnn", arity=5)
 def rnn(b: Builder, op: Operation) -> list[Value]:
     """One basic RNN step: h = act(W·x + R·h + b)."""
     _require_float_io(op)
@@ -421,7 +421,7 @@ def _merge_or_split(b: Builder, op: Operation, fw: list[Value], bw: list[Value],
     return results[:len(op.results)]
 
 
-@legalize("tfl.bidirectional_sequence_lstm")
+@legalize("tfl.bidirectional_sequence_lstm", arity=1)
 def bidirectional_sequence_lstm(b: Builder, op: Operation) -> list[Value]:
     """Two LSTM cells, the backward one over reversed time; merge_outputs concatenates [fw, bw] (axis -1); hybrid
     int8 weights as LiteRT's hybrid kernel (rows quantized on the fly)."""
@@ -465,7 +465,7 @@ def rnn_direction(b: Builder, op: Operation, w: Value, r: Value, bias: Value, h0
     return [v for v in outs if v is not None]
 
 
-@legalize("tfl.unidirectional_sequence_rnn")
+@legalize("tfl.unidirectional_sequence_rnn", arity=1)
 def unidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
     """Basic RNN cell unrolled over time: h_t = act(W·x_t + R·h_{t-1} + b) (LiteRT's RnnBatchStep, float or
     hybrid int8 weights)."""
@@ -480,7 +480,7 @@ def unidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
     return [_stack_steps(b, outs, time_major)]
 
 
-@legalize("tfl.bidirectional_sequence_rnn")
+@legalize("tfl.bidirectional_sequence_rnn", arity=1)
 def bidirectional_sequence_rnn(b: Builder, op: Operation) -> list[Value]:
     """Forward and backward RNN cells (the backward one over reversed time); merge_outputs → [fw, bw] on axis -1."""
     _require_float_io(op)

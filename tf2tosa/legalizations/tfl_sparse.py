@@ -164,7 +164,7 @@ def dense_operand(v: Value) -> Value:
     return v
 
 
-@legalize("tfl.densify", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.densify", dtypes=("fp32", "i8", "i16"), arity=1)
 def densify_rule(b: Builder, op: Operation) -> list[Value]:
     """DENSIFY of a sparse constant: the dense tensor becomes a CONST at conversion time (TOSA has no sparse
     tensors).  The input must be a constant (TFLite's kernel requires it too)."""

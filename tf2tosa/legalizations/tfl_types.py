@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from ..errors import Unsupported
@@ -11,7 +9,8 @@ from ..ir import DType, Operation, QuantParams, Value
 from ..ir.symdim import size as size_of
 from ..quant.elementwise import lut16, table8
 from ..quant.rescale import requantize
-from ..tosa.builder import FP16_PENDING, FP16_SOURCES, Builder
+from ..quant.tflite_reference import FLOAT_ISLAND_KERNELS
+from ..tosa.builder import Builder
 from .lowering.layout import data_operand, keeps_values, prod, retag, tosa_dtype
 from .lowering.legalize_common import scalar_const
 from .lowering.tf_ops import fake_quant_params
@@ -47,7 +46,7 @@ def convert(b: Builder, x: Value, out: DType) -> Value:
     raise Unsupported(f"cast {src} -> {out}")
 
 
-@legalize("tfl.cast", dtypes=("fp32", "i32", "i8", "i16", "bool"))
+@legalize("tfl.cast", dtypes=("fp32", "i32", "i8", "i16", "bool"), arity=1)
 def cast(b: Builder, op: Operation) -> list[Value]:
     """CAST (trivial in lowering doc: tfl.cast, but: float→int truncates in TFLite, int64 narrows to i32, bool↔float via
     i32).
@@ -137,7 +136,7 @@ def quantize_value(b: Builder, x: Value, q: QuantParams, out: DType) -> Value:
     return b.emit("CAST", [y], out_dtype=out, quant=q).result
 
 
-@legalize("tfl.quantize", dtypes=("i8", "i16"))
+@legalize("tfl.quantize", dtypes=("i8", "i16"), arity=1)
 def quantize(b: Builder, op: Operation) -> list[Value]:
     """fp32 → i8/i16 (:func:`quantize_value`), or requantize i8/i16 → i8/i16 with one RESCALE by s_in/s_out
     (TFLite's Requantize: MultiplyByQuantizedMultiplier, i.e. DOUBLE_ROUND).  uint8 tensors were already turned into
@@ -155,7 +154,7 @@ def quantize(b: Builder, op: Operation) -> list[Value]:
     raise Unsupported(f"quantize from {x.dtype}")
 
 
-@legalize("tfl.dequantize", dtypes=("fp32", "i8", "i16"))
+@legalize("tfl.dequantize", dtypes=("fp32", "i8", "i16"), arity=1)
 def dequantize(b: Builder, op: Operation) -> list[Value]:
     """fp16 → fp32 CAST; constant int8 weights dequantized on the host; int8/int16 tensors by CAST/SUB/MUL.
 
@@ -166,10 +165,11 @@ def dequantize(b: Builder, op: Operation) -> list[Value]:
     if x.dtype in _FLOATS and not x.type.is_quantized:
         y = b.cast(data_operand(b, x), out)
         if x.dtype is DType.FP16 and x.is_const:  # fp16 weights: the fp16_weights pass may store them as fp16
-            b.graph.meta["fp16_weights"] = b.graph.meta.get("fp16_weights", 0) + 1
+            passes = b.context.passes.of(b.graph)
+            passes.fp16_weights += 1
             if y.is_const:  # the pass can reuse the source's fp16 array for this constant
-                b.graph.meta.setdefault(FP16_SOURCES, {})[y.id] = x.const()
-                b.graph.meta.setdefault(FP16_PENDING, []).append(y)  # (narrowed once its readers are legalized)
+                passes.fp16_sources[y.id] = x.const()  # type: ignore[assignment]
+                passes.fp16_pending.append(y)  # (narrowed once its readers are legalized)
         return [y]
     c = x.const()
     q = x.type.quant
@@ -189,13 +189,9 @@ def dequantize(b: Builder, op: Operation) -> list[Value]:
     return [dequantize_value(b, x, out)]
 
 
-#: float kernels of ops TFLite cannot quantize to 16x8, emulated in float32 exactly as LiteRT's reference kernels
-#: compute them (numpy float32 arithmetic rounds each operation as the C++ kernel does)
-_FLOAT_KERNELS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    # reference_ops::HardSwish<float>: in * min(6, max(0, in + 3)) / 6
-    "tfl.hard_swish": lambda v: (v * np.minimum(np.float32(6), np.maximum(np.float32(0), v + np.float32(3))))
-    / np.float32(6),
-}
+#: the float islands fused here, one op between a DEQUANTIZE and a QUANTIZE (the integer_islands pass, run before
+#: legalization, fuses whole chains of any op of FLOAT_ISLAND_KERNELS)
+_FUSED_HERE = ("tfl.hard_swish",)
 
 
 def _fuse_float_island(b: Builder, op: Operation, x: Value) -> None:
@@ -209,7 +205,7 @@ def _fuse_float_island(b: Builder, op: Operation, x: Value) -> None:
     if q is None or q.per_channel or x.is_const or op.results[0] in g.outputs:
         return
     uses = g.uses(op.results[0])
-    if len(uses) != 1 or uses[0][0].name not in _FLOAT_KERNELS:
+    if len(uses) != 1 or uses[0][0].name not in _FUSED_HERE:
         return
     fop = uses[0][0]
     fuses = g.uses(fop.results[0])
@@ -223,7 +219,7 @@ def _fuse_float_island(b: Builder, op: Operation, x: Value) -> None:
     codes = np.arange(lo, hi + 1, dtype=np.int64)
     f = (float(np.float32(q.s)) * (codes - int(q.zp)).astype(np.float64)).astype(np.float32)
     with np.errstate(all="ignore"):
-        y = _FLOAT_KERNELS[fop.name](f).astype(np.float32)
+        y = FLOAT_ISLAND_KERNELS[fop.name](f).astype(np.float32)
         r = (y / np.float32(oq.s)).astype(np.float32).astype(np.float64)
     table = np.clip(np.sign(r) * np.floor(np.abs(r) + 0.5) + int(oq.zp), lo, hi).astype(np.int64)
     xv = data_operand(b, x)
@@ -255,14 +251,14 @@ def dequantize_value(b: Builder, x: Value, out: DType = DType.FP32) -> Value:
 
 
 
-@legalize("tfl.identity", dtypes=("fp32", "i8", "i16", "i32", "bool"))
+@legalize("tfl.identity", dtypes=("fp32", "i8", "i16", "i32", "bool"), arity=1)
 @keeps_values
 def identity(b: Builder, op: Operation) -> list[Value]:
     """Identity-like ops forward their operand (no IDENTITY op needed; outputs get one from the pipeline)."""
     return [data_operand(b, op.operands[0])]
 
 
-@legalize("tfl.fake_quant")
+@legalize("tfl.fake_quant", arity=1)
 def fake_quant(b: Builder, op: Operation) -> list[Value]:
     """Nudged min/max, then round((clamp(x) - nmin)/scale)·scale + nmin in fp32 as TFLite's kernel (bit-exact).
 

@@ -20,12 +20,10 @@ import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
-from ..tosa.builder import KEEP_UNFOLDED, Builder
+from ..tosa.builder import Builder
 from . import tflite_reference as R
 from .rescale import joint_add_rescales, merged_widen_rescale, rescale, rescale_raw, rounding_mode
 from .table import apply_table_i8
-
-QDTYPES = (DType.INT8, DType.INT16)
 
 
 def f32(x: float) -> float:
@@ -36,22 +34,6 @@ def f32(x: float) -> float:
 def f32_div(a: float, b: float) -> float:
     """``float / float`` in float32, as TFLite computes most requantization scales."""
     return float(np.float32(np.float32(a) / np.float32(b)))
-
-
-def is_quantized(*vs: Value) -> bool:
-    return any(v.type.quant is not None and v.dtype in QDTYPES for v in vs)
-
-
-def qparams(op: Operation, v: Value) -> tuple[float, int]:
-    """(scale, zero point) of a per-tensor quantized i8/i16 value."""
-    q = v.type.quant
-    if q is None or v.dtype not in QDTYPES:
-        raise Unsupported(f"{op.name}: {v.name} is {v.dtype.value} without int8/int16 quantization")
-    if q.per_channel:
-        raise Unsupported(f"{op.name}: per-channel quantized {v.name}")
-    if v.dtype is DType.INT16 and q.zp != 0:
-        raise Unsupported(f"{op.name}: int16 {v.name} with zero point {q.zp} (TFLite int16 is symmetric)")
-    return float(q.s), int(q.zp)
 
 
 def out_quant(op: Operation) -> QuantParams:
@@ -106,7 +88,7 @@ def widen_kept(b: Builder, x: Value, zp: int) -> Value:
     finally:
         b.fold = fold
     assert r.producer is not None
-    kept = b.graph.meta.setdefault(KEEP_UNFOLDED, [])
+    kept = b.context.passes.of(b.graph).keep_unfolded
     kept.append(r.producer.id)
     return r
 
@@ -123,7 +105,8 @@ def widen_scaled(b: Builder, x: Value, zp: int, left_shift: int, scale: float,
     if x.dtype is DType.INT8:
         merged = single or merged_widen_rescale(np.arange(-128, 128), zp, left_shift, scale, rounding_mode(b))
         if merged is not None:
-            return rescale_raw(b, x, *merged, DType.INT32, in_zp=zp)
+            mult, shift, mode = merged
+            return rescale_raw(b, x, [mult], [shift], DType.INT32, in_zp=zp, double_round=mode == "DOUBLE_ROUND")
     return requant(b, widen(b, x, zp, left_shift), scale, DType.INT32)
 
 

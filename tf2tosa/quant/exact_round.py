@@ -2,7 +2,7 @@
 
 LiteRT's reference fully_connected (and the 16x8 one in every kernel mode, since its bias is int64) requantizes
 in double precision: ``(int32)round((double)acc · s)`` with ``s = (double)s_x·(double)s_w[c]/(double)s_out``,
-rounding half away from zero.  For an int8 model the accumulator fits i32 and :func:`.conv.round_scale_exact`
+rounding half away from zero.  For an int8 model the accumulator fits i32 and :func:`.fully_connected.round_scale_exact`
 reproduces it with a few MULs.  A 16x8 model accumulates in 64 bits (i48 in TOSA, spec: CONV2D); with a deep input
 (1,280 features and more) ``|acc|`` exceeds 2^31, and the only way out of i48 — RESCALE with a 16-bit multiplier
 (spec: apply_scale_16) — cannot carry a 53-bit scale.  So:
@@ -33,6 +33,7 @@ import numpy as np
 from ..ir import DType, Value
 from ..tosa.builder import Builder
 from .elementwise import Fx
+from .rescale import rescale_raw
 
 LIMB = 15
 MASK = (1 << LIMB) - 1
@@ -46,8 +47,6 @@ def wide_acc(b: Builder, acc48: Value, low_acc: Callable[[], Value], bias: Seque
     ``low_acc()`` builds ``Σ x_l·(w - zp_w)`` (i32, same shape as ``acc48``); ``bias`` holds the per-channel (or
     one) int64 bias values already inside ``acc48``.
     """
-    from .conv import rescale_raw
-
     o = Fx(b, acc48.type.rank)
     r = rescale_raw(b, acc48, [1], [8], DType.INT32, scale32=False, double_round=False)
     c = [(int(v) + 128) % 256 for v in bias]

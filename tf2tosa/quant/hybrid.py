@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import InputError, Unsupported
 from ..ir import DType, Operation, Value
-from ..tosa.builder import KEEP_UNFOLDED, Builder
+from ..tosa.builder import Builder
 
 #: values of the ``hybrid`` conversion option (``--hybrid``): LiteRT's hybrid kernels, or float weights
 MODES = ("kernel", "dequantize")
@@ -46,7 +46,7 @@ MODES = ("kernel", "dequantize")
 
 def hybrid_mode(b: Builder) -> str:
     """The conversion's ``hybrid`` option checked: ``"kernel"`` (the default) or ``"dequantize"``."""
-    return check_mode(b.context.extra.get("hybrid"), b.context.file)
+    return check_mode(b.context.options.hybrid, b.context.file)
 
 
 def check_mode(value: object, file: str | None = None) -> str:
@@ -102,7 +102,7 @@ def dequantize_weight(b: Builder, op: Operation, w: Value) -> Value:
         out = b.mul(wf, scale)
     finally:
         b.fold = fold
-    kept = b.graph.meta.setdefault(KEEP_UNFOLDED, [])
+    kept = b.context.passes.of(b.graph).keep_unfolded
     for v in (wf, out):
         assert v.producer is not None
         kept.append(v.producer.id)
@@ -115,8 +115,6 @@ TINY = 2.0 ** -110
 #: the float32 just below 1/2: FLOOR(v + HALF_BELOW) is C's round of any float32 0 <= v < 2^23 (v + 0.5 would take
 #: 0.49999997 to 1)
 HALF_BELOW = float(np.nextafter(np.float32(0.5), np.float32(0.0)))
-#: ``graph.meta`` key: (value id, shape, asymmetric) -> what :func:`quantize` made for it
-QUANTIZED = "hybrid_quantized"
 #: the base of the names of the tensors the hybrid rules make inside an op
 SHORT_NAME = "hq"
 
@@ -263,14 +261,10 @@ def _asymmetric(b: Builder, x: Value, rows: list[int], padding: list[int] | None
     return q, factor, zp
 
 
-#: ``graph.meta`` key: (value id, rows) -> the (factor, 1/factor, zero point) :func:`_asymmetric_range` made for it
-RANGES = "hybrid_ranges"
-
-
 def _asymmetric_range(b: Builder, x: Value, rows: list[int]) -> tuple[Value, Value, Value]:
     """The asymmetric range of each row of x reshaped to ``rows``: (factor, 1/factor, zero point), made once per
     tensor and rows in a graph."""
-    memo: dict[tuple[int, tuple[int, ...]], tuple[Value, Value, Value]] = b.graph.meta.setdefault(RANGES, {})
+    memo = b.context.passes.of(b.graph).hybrid_ranges
     key = (x.id, tuple(rows))
     got = memo.get(key)
     if got is not None and all(v.producer is not None and b.graph.ops.get(v.producer.id) is v.producer for v in got):
@@ -303,8 +297,7 @@ def quantize(b: Builder, x: Value, shape: list[int], asymmetric: bool, rows: lis
     non-negative): q is that of x padded with 0.0 (a window's pads, which then contribute ``zp·w``, taken off with
     the rest of ``zp·Σw``), the range that of x, shared with x's other quantizations."""
     rows = rows or shape
-    memo: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool, tuple[int, ...]], tuple[Value, Value, ZeroPoint]]
-    memo = b.graph.meta.setdefault(QUANTIZED, {})
+    memo = b.context.passes.of(b.graph).hybrid_quantized
     key = (x.id, tuple(shape), tuple(rows), asymmetric, tuple(padding or ()))
     got = memo.get(key)
     if got is not None and all(v.producer is not None and b.graph.ops.get(v.producer.id) is v.producer
@@ -364,7 +357,7 @@ def corrected(b: Builder, dot: Value, zp: ZeroPoint, w_rows: np.ndarray) -> Valu
     return b.cast(b.binary("SUB", dot, b.mul(b.cast(zp, DType.INT32), rs)), DType.FP32)
 
 
-__all__ = ["HALF_BELOW", "MODES", "NONNEG_ZP", "QUANTIZED", "RANGES", "SHORT_NAME", "TINY", "ZeroPoint", "c_round",
+__all__ = ["HALF_BELOW", "MODES", "NONNEG_ZP", "SHORT_NAME", "TINY", "ZeroPoint", "c_round",
            "check_mode", "corrected", "dequantize_weight", "fconst", "hybrid_mode", "input_zp", "is_hybrid",
            "nonnegative", "quantize", "quantize_rows", "quantize_rows_asymmetric", "short_names", "weight_scales",
            "where"]

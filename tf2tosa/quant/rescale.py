@@ -318,11 +318,15 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
     return chosen
 
 
-def rescale_raw(b: Builder, x: Value, multiplier: int, shift: int, mode: str, out_dtype: DType, *, in_zp: int = 0,
-                out_zp: int = 0) -> Value:
-    """``tosa.RESCALE`` with an explicit per-tensor 32-bit multiplier, shift and rounding mode."""
-    attrs = {"scale32": True, "rounding_mode": mode, "per_channel": False, "input_unsigned": False,
-             "output_unsigned": False}
-    operands = [x, b.const(np.array([multiplier]), DType.INT32, name="multiplier"),
-                b.const(np.array([shift]), DType.INT8, name="shift"), b.zp(in_zp, x.dtype), b.zp(out_zp, out_dtype)]
-    return b.emit("RESCALE", operands, attrs, out_dtype=out_dtype).result
+def rescale_raw(b: Builder, x: Value, multiplier: Sequence[int], shift: Sequence[int], out_dtype: DType, *,
+                in_zp: int = 0, out_zp: int = 0, out_quant: QuantParams | None = None, scale32: bool = True,
+                double_round: bool | None = None) -> Value:
+    """RESCALE with explicit (multiplier, shift) pairs (for multipliers TFLite derives arithmetically, e.g. the
+    folded 1/N of mean).  ``double_round`` None follows the conversion's rounding option (spec: RESCALE)."""
+    mode = rounding_mode(b, scale32) if double_round is None else ("DOUBLE_ROUND" if double_round else "SINGLE_ROUND")
+    m = b.const(np.asarray(multiplier, np.int64), DType.INT32 if scale32 else DType.INT16, name="multiplier")
+    s = b.const(np.asarray(shift, np.int64), DType.INT8, name="shift")
+    attrs = {"scale32": scale32, "rounding_mode": mode, "per_channel": len(multiplier) > 1,
+             "input_unsigned": False, "output_unsigned": False}
+    return b.emit("RESCALE", [x, m, s, b.zp(in_zp, x.dtype), b.zp(out_zp, out_dtype)], attrs,
+                  out_dtype=out_dtype, quant=out_quant).result

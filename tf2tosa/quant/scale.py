@@ -151,11 +151,6 @@ def _multiplier_arrays(flat: np.ndarray, scale32: bool) -> tuple[np.ndarray, np.
     return mult.astype(np.int32 if scale32 else np.int16), shift.astype(np.int8)
 
 
-def scale_of(multiplier: int, shift: int) -> float:
-    """The real factor a (multiplier, shift) pair stands for (for messages and tests)."""
-    return float(multiplier) * 2.0 ** (-int(shift))
-
-
 def product_scale(in_scale: float, weight_scale: float, out_scale: float, *, float32_product: bool) -> float:
     """A conv/fully-connected output factor ``s_in·s_w / s_out`` computed the way TFLite computes it.
 

@@ -403,7 +403,7 @@ def to_mlir(graph: Graph, profiles: Sequence[str] | None = None, extensions: Seq
     ``version``: ``"1.0"`` (the default) or :data:`~tf2tosa.tosa.optable.DRAFT_VERSION` (``"1.1.draft"``),
     which allows the 1.1 draft's EXT-SHAPE operators; unknown dimensions (symbols) print as ``?`` either way.
 
-    ``dim_guards`` / ``dim_hints`` (a symbolic program's size comparisons and sample sizes, ``graph.meta``) become
+    ``dim_guards`` / ``dim_hints`` (a symbolic program's size comparisons and sample sizes, ``graph.dims``) become
     the discardable module attributes ``tf2tosa.dim_guards = ["d1 // 16 >= 1", …]`` and
     ``tf2tosa.dim_hints = {"batch" = 3 : i64, …}``: tosa-opt accepts and ignores them, :func:`tf2tosa.load`
     reads them back (:func:`module_dim_facts`); a ``.tosa`` flatbuffer has no place for them.

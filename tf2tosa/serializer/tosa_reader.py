@@ -13,7 +13,7 @@ WHILE_LOOP regions nested graphs (``op.regions``).  Reading a file written by
 TOSA 1.1-draft programs (Arm's draft schema, ``fbs_version 1.1.0d``, as ``convert --dynamic`` and
 ``tosa-opt --tosa-serialize`` write them) are read too: the draft's EXT-SHAPE operator codes (appended after
 1.0's), ``-1`` for an unknown dimension, and shape values computed at run time (a ``TosaShape`` with a length and
-no data).  Such a program gets ``meta["specification_version"] = "1.1.draft"`` and its unknown dimensions are
+no data).  Such a program gets ``graph.record.specification_version = "1.1.draft"`` and its unknown dimensions are
 named by :func:`tf2tosa.tosa.symbolic.name_dimensions` (``batch``, ``d1``, ``2*batch``, ``?`` where unnamed).
 """
 
@@ -492,11 +492,11 @@ def from_bytes(data: bytes, name: str = "<bytes>") -> Graph:
         main = "main" if "main" in f.regions else f.order[0]
         g = _Builder(_Buf(data), f).build(main)
         major, minor, patch, draft = f.version
-        g.meta["tosa_version"] = f"{major}.{minor}.{patch}{'d' if draft else ''}"
+        g.record.tosa_version = f"{major}.{minor}.{patch}{'d' if draft else ''}"
         if is_symbolic(g):
             # unknown dimensions or EXT-SHAPE operators: a TOSA 1.1-draft program (Arm writes fbs_version 1.1.0d
             # for 1.0 programs too, so the file's version does not tell)
-            g.meta["specification_version"] = DRAFT_VERSION
+            g.record.specification_version = DRAFT_VERSION
             name_dimensions(g)
         return g
     except ModelLoadError:

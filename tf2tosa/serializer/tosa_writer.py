@@ -76,7 +76,7 @@ DRAFT_OPS_ENUM: tuple[str, ...] = OPS + (
     "SUB_SHAPE", "MUL_SHAPE", "SLICE_SHAPE", "EXP2_SHAPE", "LOG2_CEIL_SHAPE", "LOG2_FLOOR_SHAPE", "MAX_SHAPE",
     "MIN_SHAPE", "MOD_SHAPE", "DIV_CEIL_SHAPE", "DIV_FLOOR_SHAPE", "ASSERT_EQUAL_SHAPE",
 )
-#: the operators a 1.1-draft program (``graph.meta["specification_version"] == "1.1.draft"``) may hold
+#: the operators a 1.1-draft program (``graph.record.specification_version == "1.1.draft"``) may hold
 DRAFT_OP_VALUE: dict[str, int] = {name: i for i, name in enumerate(DRAFT_OPS_ENUM)
                                   if name in OP_VALUE or catalogue.is_draft(name)}
 #: ``Version`` of a 1.1-draft program
@@ -288,7 +288,7 @@ class _Writer:
     def __init__(self, graph: Graph, out: mmap.mmap | None = None, *, scratch: mmap.mmap | None = None) -> None:
         self.main = graph
         #: a symbolic TOSA 1.1-draft program (``--dynamic``): draft op codes, ``-1`` for unknown dimensions
-        self.draft = graph.meta.get("specification_version") == catalogue.DRAFT_VERSION
+        self.draft = graph.record.specification_version == catalogue.DRAFT_VERSION
         self.op_value = DRAFT_OP_VALUE if self.draft else OP_VALUE
         estimate = _size_estimate(graph)
         #: with ``scratch`` (an anonymous map the flatbuffer is built in): the constants of a page or more are not
@@ -873,7 +873,7 @@ def _size_estimate(graph: Graph) -> int:
     if data + other > MAX_FLATBUFFER_BYTES:
         raise InvalidGraphError(
             f"the program's constants take {data / 2**30:.2f} GiB, more than a TOSA flatbuffer can hold (2 GiB: "
-            f"32-bit offsets); the largest is {largest[0] / 2**20:.1f} MiB", file=graph.meta.get("file"),
+            f"32-bit offsets); the largest is {largest[0] / 2**20:.1f} MiB", file=graph.source.file,
             tensor=largest[1])
     return data + other
 
@@ -890,7 +890,7 @@ def to_buffer(graph: Graph) -> bytearray:
 def _too_large(graph: Graph) -> InvalidGraphError:
     """The error of a program that a flatbuffer cannot hold (found while building it)."""
     return InvalidGraphError("the program is larger than a TOSA flatbuffer can hold (2 GiB: 32-bit offsets)",
-                             file=graph.meta.get("file"))
+                             file=graph.source.file)
 
 
 def _copy_file(src: int, dst: int, offset: int, count: int) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir import DType, Graph, Operation, QuantParams, TensorType, Value
+from ..ir.pass_context import GraphPasses
 from ..ir.symdim import (
     SYM_AFFINE,
     SYM_VALUES,
@@ -39,22 +40,12 @@ from ..ir.symdim import (
     symbolic_array,
 )
 from ..ir.widened import Widened
-from . import catalogue
+from . import optable, validation
 from .context import LegalizeContext
 
 #: ops never folded (they have state, regions or are already constants)
 _NO_FOLD = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE", "COND_IF", "WHILE_LOOP",
                       "CUSTOM"})
-#: ``graph.meta`` key of the ids of ops kept unfolded on purpose (an NPU compiler reads the small op better than
-#: its folded constant, e.g. the zero-point RESCALE of an int8 MUL operand: see ``quant.elementwise.widen_kept``)
-KEEP_UNFOLDED = "keep_unfolded"
-#: ``graph.meta`` keys of the source's fp16 weights (``converter.passes.fp16_weights``): value id -> the fp16 array
-#: a constant was expanded from, and the constants to narrow back during legalization
-FP16_SOURCES = "fp16_sources"
-FP16_PENDING = "fp16_pending"
-#: ``graph.meta`` key set while fp16 weights are kept as fp16 (``--fp16-weights keep``): a folded fp16 -> fp32 CAST
-#: of a constant holds a :class:`~tf2tosa.ir.widened.Widened` (its values made when read), not a float32 copy
-FP16_KEEP = "fp16_keep"
 #: folding skipped when the result would be larger than this many elements (keeps weights of
 #: broadcast/tile ops from blowing up)
 FOLD_LIMIT = 1 << 24
@@ -70,12 +61,16 @@ def set_evaluator(fn: Evaluator) -> None:
     _evaluate = fn
 
 
-def fold_op(graph: Graph, op: Operation) -> Operation | None:
+def fold_op(graph: Graph, op: Operation, passes: GraphPasses | None = None) -> Operation | None:
     """Evaluate ``op`` (a TOSA op whose operands are all constant) with the executor's kernel and replace it by a
-    CONST / CONST_SHAPE op holding the value; returns the constant op, or None when ``op`` is not foldable."""
+    CONST / CONST_SHAPE op holding the value; returns the constant op, or None when ``op`` is not foldable.
+
+    Reads ``passes`` (the conversion's state of ``graph``): ``keep_unfolded`` (ops left alone), ``fp16_keep``
+    and ``fp16_sources``; a folded RESHAPE of an fp16 weight is added to ``fp16_sources`` and ``fp16_pending``."""
+    passes = passes if passes is not None else GraphPasses()
     if op.opcode in _NO_FOLD or not op.operands or not all(v.is_const for v in op.operands):
         return None
-    if op.id in graph.meta.get(KEEP_UNFOLDED, ()):
+    if op.id in passes.keep_unfolded:
         return None
     if len(op.results) != 1 or not op.result.type.is_static or op.result.type.size > FOLD_LIMIT:
         return None
@@ -83,7 +78,7 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
         return None  # --dynamic: a tensor whose shape is a run-time size (zeros_like, fill) stays a TILE
     r = op.result
     with no_guards():  # the kernel's own checks of the sample values are not decisions of the lowering
-        arr: Any = _widened(graph, op)
+        arr: Any = _widened(passes, op)
         if arr is None:
             arr = _reshaped(op)
         if arr is None:
@@ -102,13 +97,13 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
             attrs[SYM_VALUES] = sym
     c = graph.add_op(name, [], [r.type], attrs, [r.name + "_c"], location=op.location)
     c.result.source = r.source
-    sources = graph.meta.get(FP16_SOURCES)
+    sources = passes.fp16_sources
     if sources and op.opcode == "RESHAPE" and op.operands[0].id in sources:
         # a reshaped fp16 weight (a FULLY_CONNECTED's or depthwise's) keeps its fp16 source: narrowed early too
         half = sources[op.operands[0].id]
         if half.size == r.type.size:
             sources[c.result.id] = half.reshape(r.type.static_shape)
-            graph.meta.setdefault(FP16_PENDING, []).append(c.result)
+            passes.fp16_pending.append(c.result)
     graph.replace_all_uses(r, c.result)
     graph.remove_op(op)
     return c
@@ -118,11 +113,11 @@ def fold_op(graph: Graph, op: Operation) -> Operation | None:
 _PLAIN_STORAGE = frozenset({DType.FP32, DType.FP16, DType.INT8, DType.INT16, DType.INT32, DType.BOOL})
 
 
-def _widened(graph: Graph, op: Operation) -> Widened | None:
-    """While fp16 weights are kept (:data:`FP16_KEEP`): a CAST fp16 -> fp32 of a constant, or a RESHAPE of such a
+def _widened(passes: GraphPasses, op: Operation) -> Widened | None:
+    """While fp16 weights are kept (``passes.fp16_keep``): a CAST fp16 -> fp32 of a constant, or a RESHAPE of such a
     CAST's folded value, folded as a :class:`Widened` of the float16 array (no float32 copy; the same values when
     read: every float16 is a float32, which is what the CAST kernel computes).  None otherwise."""
-    if not graph.meta.get(FP16_KEEP) or op.result.dtype is not DType.FP32:
+    if not passes.fp16_keep or op.result.dtype is not DType.FP32:
         return None
     src = op.operands[0].producer
     vals = src.attrs.get("values") if src is not None else None
@@ -293,7 +288,7 @@ class Builder:
              quant: QuantParams | None = None, names: Sequence[str] | None = None,
              regions: list[Graph] | None = None) -> Operation:
         """Create ``tosa.<opcode>``; returns the Operation (use ``.result`` / ``.results``)."""
-        spec = catalogue.get(opcode)
+        spec = optable.get(opcode)
         full = {a.name: a.default for a in spec.attrs if a.default is not None}
         full.update(attrs or {})
         operands = list(operands)
@@ -302,7 +297,7 @@ class Builder:
         consts = [v.sym_const() if v.dtype is DType.SHAPE else _values(v) for v in operands]
         if result_types is None:
             try:
-                result_types = catalogue.infer_result_types(opcode, types, full, out_dtype=out_dtype,
+                result_types = validation.infer_result_types(opcode, types, full, out_dtype=out_dtype,
                                                             operand_consts=consts)
             except InvalidGraphError as e:
                 raise InvalidGraphError(str(e), op=self.location) from None
@@ -311,7 +306,7 @@ class Builder:
         result_types = list(result_types)
         if self.validate:
             try:
-                catalogue.validate(opcode, types, result_types, full, consts)
+                validation.validate(opcode, types, result_types, full, consts)
             except InvalidGraphError as e:
                 raise InvalidGraphError(str(e), op=self.location) from None
         if names is None and self.name_hint:
@@ -323,7 +318,7 @@ class Builder:
 
     def _fold(self, op: Operation) -> Operation:
         """Replace ``op`` (all operands constant) by a CONST / CONST_SHAPE op holding its value."""
-        return fold_op(self.graph, op) or op
+        return fold_op(self.graph, op, self.context.passes.of(self.graph)) or op
 
     def __getattr__(self, name: str) -> Any:
         """``b.conv2d(x, w, bias, izp, wzp, pad=…)`` → emit("CONV2D", …).result (single-result ops)."""

@@ -8,10 +8,9 @@ options from it instead of undeclared builder attributes.  A builder made withou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-#: WHILE loops with a static trip count up to this many iterations are unrolled (``--max-unroll``)
-MAX_UNROLL = 1024
+from ..ir.pass_context import PassContext
+from ..options import MAX_UNROLL, ConvertOptions
 
 
 @dataclass
@@ -26,12 +25,14 @@ class LegalizeContext:
     custom_ops: bool = False
     #: WHILE loops with a static trip count up to this are unrolled (0: never)
     max_unroll: int = MAX_UNROLL
-    #: the frontend's other knobs (``ConvertOptions.extra``)
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: every option of the conversion (:class:`tf2tosa.options.ConvertOptions`)
+    options: ConvertOptions = field(default_factory=ConvertOptions)
     #: the model file, for error messages
     file: str | None = None
     #: op name -> reasons of the ops that could not be legalized
     failures: dict[str, list[str]] = field(default_factory=dict)
+    #: what the passes and rules hand each other about each graph (:class:`~tf2tosa.ir.pass_context.GraphPasses`)
+    passes: PassContext = field(default_factory=PassContext)
 
     def fail(self, name: str, reason: str) -> None:
         """Record that an op ``name`` could not be legalized, and why."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation
-from . import catalogue
+from . import optable, validation
 
 #: Table 4 (spec 1.7 Levels)
 LEVEL_8K: dict[str, int] = {"MAX_RANK": 6, "MAX_KERNEL": 8192, "MAX_STRIDE": 8192, "MAX_SCALE": 256,
@@ -177,7 +177,7 @@ def op_requirements(op: Operation) -> tuple[tuple[str, ...], set[str]]:
     """(alternatives, required): one of ``alternatives`` (may be empty) plus all of ``required``."""
     types_in = [v.type for v in op.operands]
     types_out = [v.type for v in op.results]
-    row = catalogue.match_row(op.opcode, types_in, types_out, op.attrs)
+    row = validation.match_row(op.opcode, types_in, types_out, op.attrs)
     required = set(row.also)
     alts: tuple[str, ...] = ()
     if len(row.support) == 1:
@@ -190,7 +190,7 @@ def op_requirements(op: Operation) -> tuple[tuple[str, ...], set[str]]:
             required.add("EXT-DOUBLEROUND")
         elif mode == "INEXACT_ROUND":
             required.add("EXT-INEXACTROUND")
-    for arg, v in catalogue.bind_operands(op.opcode, list(op.operands)):
+    for arg, v in optable.bind_operands(op.opcode, list(op.operands)):
         if arg.ctc and not v.is_const:
             required.add("EXT-DYNAMIC")
     return alts, required

@@ -9,7 +9,7 @@ same and compares with the result types an op declares.
 Symbolic dimensions (strings, dynamic-shape RFC) pass through where the rule is the identity or a
 broadcast; any arithmetic on them yields the symbol ``"?"``.  Where a rule needs two dimensions to match and one
 of them is symbolic, the match cannot be decided statically: :func:`equalities` returns those pairs (the
-program's run-time equalities, ``meta["dim_equalities"]``); a broadcast pair holds unless one side is 1 at run
+program's run-time equalities, ``graph.dims.equalities``); a broadcast pair holds unless one side is 1 at run
 time (the RFC's broadcast rule, ASSERT_EQUAL_SHAPE with allow_broadcast).
 """
 
@@ -536,7 +536,7 @@ def equalities(name: str, operand_types: Sequence[TensorType], attrs: dict[str, 
 
 
 def graph_equalities(ops: Sequence[Any]) -> list[dict[str, Any]]:
-    """``meta["dim_equalities"]`` entries of ``tosa.*`` operations ``ops``: ``{"a", "b", "broadcast", "op"}``."""
+    """``graph.dims.equalities`` entries of ``tosa.*`` operations ``ops``: ``{"a", "b", "broadcast", "op"}``."""
     out: list[dict[str, Any]] = []
     seen: set[tuple[Dim, Dim, bool]] = set()
     for op in ops:

@@ -14,9 +14,9 @@ cannot be derived stays :data:`UNKNOWN` (``?``).
 
 The names are for people (``tf2tosa inspect``) and for binding sizes (``tf2tosa specialize --dim``); the
 executor and :mod:`tf2tosa.converter.specialize` compute actual sizes from the inputs' shapes, never from these
-strings.  ``graph.meta["dim_symbols"]`` gets where each symbol is read (its first input dimension) and
-``graph.meta["dim_equalities"]`` the ASSERT_EQUAL_SHAPE checks of the program, with both sides named;
-``graph.meta["shape_values"]`` the value of each computed shape, by value name (``[batch, 1, 1, 8]``).
+strings.  ``graph.dims.symbols`` gets where each symbol is read (its first input dimension) and
+``graph.dims.equalities`` the ASSERT_EQUAL_SHAPE checks of the program, with both sides named;
+``graph.dims.shape_values`` the value of each computed shape, by value name (``[batch, 1, 1, 8]``).
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def _merge(declared: Sequence[Dim], inferred: Sequence[Expr | None] | None) -> t
 
 def name_dimensions(graph: Graph) -> None:
     """Name every unknown dimension of ``graph`` (in place; see the module docstring) and record
-    ``meta["dim_symbols"]`` and ``meta["dim_equalities"]``."""
+    ``graph.dims.symbols`` and ``graph.dims.equalities``."""
     namer = _Namer(graph)
     symbols: dict[str, dict[str, Any]] = {}
     for v in graph.inputs:
@@ -293,8 +293,8 @@ def name_dimensions(graph: Graph) -> None:
             r.type = r.type.with_shape(_merge(declared, inferred))
             if inferred is not None and len(inferred) == len(declared):
                 namer.dims[r.id] = [_const(d) if isinstance(d, int) else e for d, e in zip(declared, inferred)]
-    graph.meta["dim_symbols"] = symbols
-    graph.meta["shape_values"] = {
+    graph.dims.symbols = symbols
+    graph.dims.shape_values = {
         v.name: "[" + ", ".join(str(_to_dim(e)) for e in namer.shape_vals[v.id]) + "]"
         for op in graph.topological_order() for v in op.results if v.id in namer.shape_vals}
-    graph.meta["dim_equalities"] = equalities + shapes.graph_equalities(graph.topological_order())
+    graph.dims.equalities = equalities + shapes.graph_equalities(graph.topological_order())

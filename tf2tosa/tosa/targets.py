@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation, Value
 from ..ir.types import DType
-from .catalogue import bind_operands
+from .optable import bind_operands
 from .profiles import LEVEL_8K, level_violations, op_requirements, walk
 
 __all__ = ["TARGETS", "Problem", "Target", "check"]
@@ -289,7 +289,7 @@ def check(graph: Graph, target: str | Target) -> list[Problem]:
     edge = _edge_float_ops(graph)
     other = "PRO-FP" if target.profile == "PRO-INT" else "PRO-INT"
     taken = {target.profile, *target.more_profiles}
-    left_ifs = {(e["op"], e["tensor"]): e["reason"] for e in graph.meta.get("if_conversion", {}).get("refused", [])}
+    left_ifs = {(e["op"], e["tensor"]): e["reason"] for e in (graph.record.if_conversion or {}).get("refused", [])}
     for op, _depth in walk(graph):
         if op.dialect != "tosa":
             problems.append(Problem("profile", _label(op), _tensor(op), f"{op.name} is not a TOSA operator"))

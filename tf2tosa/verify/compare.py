@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -19,8 +19,23 @@ from .litert import LiteRTError, LiteRTWorker
 from .rounding import FP32_FLOOR_ULP, FP32_NOISE_FACTOR, fp32_bound, fp32_noise
 from .spec_check import ComplianceReport, check_graph
 
-if TYPE_CHECKING:
-    from ..api import TosaModel
+
+class ConvertedModel(Protocol):
+    """What verification reads of a converted model: :class:`tf2tosa.api.TosaModel`, named by its shape here since
+    the API imports this package."""
+
+    graph: Graph
+    source_path: str | None
+    tf_source: Any
+
+    @property
+    def source(self) -> bytes | None: ...
+
+    @property
+    def io_quantization(self) -> dict[str, list[dict[str, Any]]] | None: ...
+
+    def session(self) -> Any: ...
+
 
 #: float outputs pass when max |tosa - ref| <= FLOAT_RTOL * max |ref|, or past that when the oracle lies within
 #: :func:`.rounding.fp32_bound` of the program's fp64 evaluation (see :func:`judge`)
@@ -155,7 +170,7 @@ class VerifyReport:
     outputs: list[OutputReport] = field(default_factory=list)
     #: every float op judged by the spec's accuracy rules (None for graphs without float ops)
     spec: ComplianceReport | None = None
-    #: ops lowered by a path that is not bit-exact with TFLite (graph.meta["inexact"], see quant.conv.note_inexact)
+    #: ops lowered by a path that is not bit-exact with TFLite (graph.record.inexact, see quant.conv.note_inexact)
     inexact: list[dict[str, str]] = field(default_factory=list)
     #: what the outputs were judged against: ``ref``, ``optimized`` or ``tensorflow``
     oracle: str = "ref"
@@ -373,7 +388,7 @@ class FP64:
         return a64, fp32_bound(np.asarray(got), a64, v.dtype, self._noise.get(name, 0.0))
 
 
-def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
+def verify_tflite(model: ConvertedModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
                   num: int = 1, reference_kernels: bool | None = None, rtol: float = FLOAT_RTOL,
                   tflite: bytes | None = None, oracle: str | None = None,
                   progress: Any = None) -> VerifyReport:
@@ -393,22 +408,11 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
 
     g = model.graph
     sets = [dict(s) for s in inputs] if inputs is not None else [random_inputs(g, seed + i) for i in range(num)]
-    src_names = {v.name: (v.source or v.name) for v in g.inputs}
     unsigned = g.unsigned_io
     # io="int": the source model quantizes/dequantizes at these edges itself (converter/passes/integer_io.py)
     io_q = model.io_quantization or {}
-    q_in = {e["name"]: e for e in io_q.get("inputs", [])}
     q_out = {e["name"]: e for e in io_q.get("outputs", [])}
-    source_sets = [dict(s) for s in sets]  # what LiteRT gets: float data for the integer edges
-    for s, src in zip(sets, source_sets):
-        for name, e in q_in.items():
-            if name not in s:
-                continue
-            a = np.asarray(s[name])
-            if np.issubdtype(a.dtype, np.floating):  # TFLite quantizes it; the executor gets the same integers
-                s[name] = quantize(a, e["dtype"], e["scale"], e["zero_point"])
-            else:  # integers: their float value, which TFLite's QUANTIZE maps back to exactly these integers
-                src[name] = dequantize(a, e["scale"], e["zero_point"])
+    source_sets = _integer_edge_inputs(sets, io_q)  # what LiteRT gets: float data for the integer edges
 
     def as_source(name: str, a: np.ndarray) -> np.ndarray:
         """uint8 model inputs/outputs travel as i8 tensors holding the uint8 bits (the unsigned_io pass)."""
@@ -426,17 +430,81 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
     positional = tflite is not None or not all(named) or len(set(named)) != len(named)
     source = tflite if tflite is not None else model.source
     assert source is not None
+    litert_sets, out_tensor = _litert_inputs(g, source_sets, tflite, positional, as_source)
+    total = 2 + len(sets) + (oracle == "ref")
+    refs, others, note = _run_litert(source, litert_sets, oracle, tell, total)
+
+    worst: dict[str, OutputReport] = {}
+    optimized = _OptimizedDiff()
+    for k, (s, ref) in enumerate(zip(sets, refs)):
+        tell(total - 1 - len(sets) + k, total, f"executor, input set {k + 1}/{len(sets)}")
+        got = run(g, s)
+        fp64 = FP64(g, s)
+        for i, v in enumerate(g.outputs):
+            r = _pick(ref, i, out_tensor.get(v.name) if positional else v.source)
+            if r is None:
+                continue
+            r = as_ours(v.name, r)
+            rep = judge(v.name, as_source(v.name, got[v.name]), r, rtol, fp64)
+            prev = worst.get(v.name)
+            worst[v.name] = rep if prev is None else prev.merge(rep)
+            if others is not None:
+                o = _pick(others[k], i, out_tensor.get(v.name) if positional else v.source)
+                o = None if o is None else as_ours(v.name, o)
+                if o is not None and o.shape == r.shape and o.size:
+                    optimized.add(o, r)
+    report = VerifyReport(model.source_path or g.name, len(sets), [worst[v.name] for v in g.outputs if v.name in worst],
+                          oracle=oracle)
+    if others is not None:
+        optimized.record(report)
+    if note:
+        report.info.append(note)
+    tell(total - 1, total, "spec bounds")
+    report.spec = spec_check(g, sets[0])
+    report.inexact = g.inexact
+    return report
+
+
+def _integer_edge_inputs(sets: list[dict[str, np.ndarray]], io_q: Mapping[str, Any]) -> list[dict[str, np.ndarray]]:
+    """The input sets LiteRT gets for ``sets`` (the executor's, changed in place) when the model has integer
+    edges (``io_q``: io="int"): float data there is quantized for the executor as TFLite's QUANTIZE would, and
+    integers are given to LiteRT as the float values its QUANTIZE maps back to exactly those integers."""
+    q_in = {e["name"]: e for e in io_q.get("inputs", [])}
+    source_sets = [dict(s) for s in sets]
+    for s, src in zip(sets, source_sets):
+        for name, e in q_in.items():
+            if name not in s:
+                continue
+            a = np.asarray(s[name])
+            if np.issubdtype(a.dtype, np.floating):  # TFLite quantizes it; the executor gets the same integers
+                s[name] = quantize(a, e["dtype"], e["scale"], e["zero_point"])
+            else:  # integers: their float value, which TFLite's QUANTIZE maps back to exactly these integers
+                src[name] = dequantize(a, e["scale"], e["zero_point"])
+    return source_sets
+
+
+def _litert_inputs(g: Graph, source_sets: list[dict[str, np.ndarray]], tflite: bytes | None, positional: bool,
+                   as_source: Callable[[str, np.ndarray], np.ndarray]) -> tuple[list[Any], dict[str, str]]:
+    """LiteRT's input sets (by tensor name, by SignatureDef key, or positional lists) and, for ``tflite``, our
+    output names -> its output tensors (through the SignatureDef keys)."""
+    src_names = {v.name: (v.source or v.name) for v in g.inputs}
     # another .tflite (TFLite's own conversion of a TF model): pair inputs and outputs through its SignatureDef keys,
     # which our graph records as signature_names; by position only when the keys do not cover them
     sig_in, sig_out = _signature_tensors(tflite) if tflite is not None else ({}, {})
-    keys: dict[str, str] = dict(g.meta.get("signature_names") or {})
+    keys: dict[str, str] = dict(g.source.signature_names)
     by_key_in = positional and bool(g.inputs) and all(keys.get(v.name) in sig_in for v in g.inputs)
     litert_sets: list[Any] = (
         [{sig_in[keys[v.name]]: as_source(v.name, s[v.name]) for v in g.inputs} for s in source_sets] if by_key_in
         else [[as_source(v.name, s[v.name]) for v in g.inputs] for s in source_sets] if positional
         else [{src_names.get(k, k): as_source(k, a) for k, a in s.items()} for s in source_sets])
     out_tensor = {v.name: sig_out[keys[v.name]] for v in g.outputs if keys.get(v.name) in sig_out}
-    total = 2 + len(sets) + (oracle == "ref")
+    return litert_sets, out_tensor
+
+
+def _run_litert(source: bytes, litert_sets: list[Any], oracle: str, tell: Callable[..., Any], total: int
+                ) -> tuple[list[dict[str, np.ndarray]], list[dict[str, np.ndarray]] | None, str]:
+    """LiteRT's outputs on ``oracle``'s kernels; with ``ref`` also on the optimized kernels (None, and a note
+    saying why, when those cannot run the model)."""
     with LiteRTWorker() as worker:
         tell(0, total, f"LiteRT, {oracle} kernels")
         refs = worker.run_many(source, litert_sets, reference_kernels=oracle == "ref")
@@ -448,45 +516,46 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
                 others = worker.run_many(source, litert_sets, reference_kernels=False)
             except LiteRTError as e:  # information only: the verdict does not depend on it
                 note = f"optimized kernels could not run the model: {str(e).strip().splitlines()[-1][:200]}"
+    return refs, others, note
 
-    def pick(ref: Mapping[str, np.ndarray], i: int, name: str | None) -> np.ndarray | None:
-        ref_list = list(ref.values())
-        fallback = ref_list[i] if i < len(ref_list) else None
-        return ref.get(name or "", fallback)
 
-    worst: dict[str, OutputReport] = {}
-    diff_max, diff_n, diff_total = 0, 0, 0
-    f_abs, f_ref, f_total = 0.0, 0.0, 0
-    for k, (s, ref) in enumerate(zip(sets, refs)):
-        tell(total - 1 - len(sets) + k, total, f"executor, input set {k + 1}/{len(sets)}")
-        got = run(g, s)
-        fp64 = FP64(g, s)
-        for i, v in enumerate(g.outputs):
-            r = pick(ref, i, out_tensor.get(v.name) if positional else v.source)
-            if r is None:
-                continue
-            r = as_ours(v.name, r)
-            rep = judge(v.name, as_source(v.name, got[v.name]), r, rtol, fp64)
-            prev = worst.get(v.name)
-            worst[v.name] = rep if prev is None else prev.merge(rep)
-            if others is not None:
-                o = pick(others[k], i, out_tensor.get(v.name) if positional else v.source)
-                o = None if o is None else as_ours(v.name, o)
-                if o is None or o.shape != r.shape or not o.size:
-                    continue
-                if np.issubdtype(r.dtype, np.floating):
-                    fd = np.abs(o.astype(np.float64) - r.astype(np.float64))
-                    f_abs = max(f_abs, float(np.nanmax(fd)) if not np.all(np.isnan(fd)) else 0.0)
-                    f_ref = max(f_ref, float(np.nanmax(np.abs(r))) if not np.all(np.isnan(r)) else 0.0)
-                    f_total += int(r.size)
-                else:
-                    d = np.abs(o.astype(np.int64) - r.astype(np.int64))
-                    diff_max = max(diff_max, int(d.max()))
-                    diff_n += int(np.count_nonzero(d))
-                    diff_total += int(d.size)
-    report = VerifyReport(model.source_path or g.name, len(sets), [worst[v.name] for v in g.outputs if v.name in worst],
-                          oracle=oracle)
-    if others is not None and (diff_total or f_total):
+def _pick(ref: Mapping[str, np.ndarray], i: int, name: str | None) -> np.ndarray | None:
+    """Output ``name`` of a LiteRT run, else its ``i``-th output."""
+    ref_list = list(ref.values())
+    fallback = ref_list[i] if i < len(ref_list) else None
+    return ref.get(name or "", fallback)
+
+
+@dataclass
+class _OptimizedDiff:
+    """How far LiteRT's optimized kernels are from its reference kernels, over the outputs compared (information
+    only: the verdict uses the reference kernels)."""
+    diff_max: int = 0
+    diff_n: int = 0
+    diff_total: int = 0
+    f_abs: float = 0.0
+    f_ref: float = 0.0
+    f_total: int = 0
+
+    def add(self, o: np.ndarray, r: np.ndarray) -> None:
+        """One output: ``o`` from the optimized kernels, ``r`` from the reference kernels."""
+        if np.issubdtype(r.dtype, np.floating):
+            fd = np.abs(o.astype(np.float64) - r.astype(np.float64))
+            self.f_abs = max(self.f_abs, float(np.nanmax(fd)) if not np.all(np.isnan(fd)) else 0.0)
+            self.f_ref = max(self.f_ref, float(np.nanmax(np.abs(r))) if not np.all(np.isnan(r)) else 0.0)
+            self.f_total += int(r.size)
+        else:
+            d = np.abs(o.astype(np.int64) - r.astype(np.int64))
+            self.diff_max = max(self.diff_max, int(d.max()))
+            self.diff_n += int(np.count_nonzero(d))
+            self.diff_total += int(d.size)
+
+    def record(self, report: VerifyReport) -> None:
+        """The figures as ``report.optimized_diff`` and lines of ``report.info`` (nothing when nothing compared)."""
+        diff_max, diff_n, diff_total, f_abs, f_ref, f_total = (self.diff_max, self.diff_n, self.diff_total,
+                                                               self.f_abs, self.f_ref, self.f_total)
+        if not (diff_total or f_total):
+            return
         rel = f_abs / f_ref if f_ref else f_abs
         report.optimized_diff = {"max_lsb": diff_max if diff_total else None, "elements": diff_n,
                                  "total": diff_total, "max_rel": rel if f_total else None}
@@ -495,15 +564,9 @@ def verify_tflite(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] |
         if f_total:
             report.info.append(f"optimized kernels differ by ≤ {rel:.2g} × max|ref| on float outputs (they sum in "
                                f"another order; the verdict uses the reference kernels)")
-    if note:
-        report.info.append(note)
-    tell(total - 1, total, "spec bounds")
-    report.spec = spec_check(g, sets[0])
-    report.inexact = g.inexact
-    return report
 
 
-def verify_fp64(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
+def verify_fp64(model: ConvertedModel, inputs: Sequence[Mapping[str, np.ndarray]] | None = None, *, seed: int = 0,
                 num: int = 1, rtol: float = FLOAT_RTOL, progress: Any = None) -> VerifyReport:
     """Compare the executor with its own fp64 evaluation of the same program (``precise``: every float op in
     fp64, as the Arm reference model's precise mode), for sources without a runtime of their own (NNEF).
@@ -535,7 +598,7 @@ def verify_fp64(model: TosaModel, inputs: Sequence[Mapping[str, np.ndarray]] | N
 
 def _signature_tensors(tflite: bytes) -> tuple[dict[str, str], dict[str, str]]:
     """SignatureDef key -> tensor name for the inputs and outputs of the first signature of ``tflite``."""
-    sigs = load_tflite(tflite).meta.get("signatures") or []
+    sigs = load_tflite(tflite).source.signatures
     if not sigs:
         return {}, {}
     return dict(sigs[0]["inputs"]), dict(sigs[0]["outputs"])

@@ -1,7 +1,7 @@
 """Per-layer comparison: find the first layer where the TOSA program drifts from LiteRT.
 
 LiteRT runs the ``.tflite`` with every intermediate tensor preserved (:func:`.litert.run_tflite_tensors`); the
-executor runs the converted graph with ``trace=True``.  The converter's ``graph.meta["tensor_map"]`` (TFLite tensor
+executor runs the converted graph with ``trace=True``.  The converter's ``graph.record.tensor_map`` (TFLite tensor
 name -> TOSA value name, completed by the ``source`` of each value) pairs them up.  Every operator output of the
 ``.tflite`` that has a TOSA value is compared:
 
@@ -36,9 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ..converter.source import convert_options as source_options
 from ..converter.source import convert_tflite_data
-from ..errors import InputError, OutputError
+from ..errors import OutputError
 from ..executor import evaluate_op, run
 from ..executor.compliance import (
     abs_bound,
@@ -51,6 +50,7 @@ from ..executor.compliance import (
 )
 from ..executor.registry import PRECISE
 from ..ir import DType, Graph, Operation, Value
+from ..options import ConvertOptions
 from ..outputs import write_files
 from .compare import random_inputs
 from .litert import run_tflite_tensors
@@ -582,7 +582,8 @@ def verify_layers(model_path_or_bytes: str | os.PathLike[str] | bytes, inputs: M
     else:
         data, label = Path(model_path_or_bytes).read_bytes(), os.fspath(model_path_or_bytes)
     if graph is None:
-        graph = convert_tflite_data(data, "<bytes>", source_options(**dict(convert_options or {})))
+        options = ConvertOptions.from_keywords("convert", **dict(convert_options or {}))
+        graph = convert_tflite_data(data, "<bytes>", options)
     if reference_kernels is None:
         reference_kernels = is_quantized_tflite(data)
     feed = _feed(graph, inputs, seed)
@@ -617,25 +618,3 @@ def verify_layers(model_path_or_bytes: str | os.PathLike[str] | bytes, inputs: M
             files[Path(out_png)] = shot
         write_files(files)  # the page and its PNG: both or neither
     return report
-
-
-def layers_command(model: str, *, seed: int = 0, out_html: str | None = None, out_png: str | None = None,
-                   float_threshold: float = FLOAT_THRESHOLD, int_threshold: float = INT_THRESHOLD,
-                   show_all: bool = False, input_shapes: Mapping[str, Any] | None = None,
-                   rounding: str = "double") -> tuple[str, int]:
-    """The body of ``tf2tosa verify --layers MODEL``: (text to print, exit code: 0 agree, 2 a layer diverges).
-
-    Raises :class:`~tf2tosa.errors.InputError` for a model that is not a ``.tflite`` file (the per-layer oracle is
-    LiteRT's preserve-all-tensors mode)."""
-    p = Path(model)
-    if p.is_dir() or not p.is_file() or p.read_bytes()[4:8] != b"TFL3":
-        raise InputError(f"{model}: per-layer comparison needs a .tflite file")
-    rep = verify_layers(model, seed=seed, out_html=out_html, out_png=out_png, float_threshold=float_threshold,
-                        int_threshold=int_threshold,
-                        convert_options={"input_shapes": input_shapes, "rounding": rounding})
-    text = str(rep) if show_all else rep.summary()
-    if out_html:
-        text += f"\n  wrote {out_html}"
-    if out_png:
-        text += f"\n  wrote {out_png}"
-    return text, 0 if rep.first_divergent is None else 2

@@ -19,12 +19,24 @@ import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..outputs import write_files
 
-if TYPE_CHECKING:
-    from .layers import LayerReport
+
+class LayerPage(Protocol):
+    """What :func:`render_layer_page` reads of a :class:`~tf2tosa.verify.layers.LayerReport` (named by its shape
+    here: the layers module imports this one)."""
+
+    model: str
+
+    @property
+    def drift_counts(self) -> dict[str, int]: ...
+
+    def drift_summary(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
 
 STATUSES = ("PASS", "FAIL", "INVALID", "UNSUPPORTED", "ERROR", "XFAIL", "XPASS", "SKIP")
 STATUS_COLORS = {
@@ -507,7 +519,7 @@ def load_zoo_json(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], d
 
 
 # ------------------------------------------------------------------------------------------------ layer page
-def render_layer_page(report: LayerReport) -> str:
+def render_layer_page(report: LayerPage) -> str:
     """A self-contained page for one :class:`LayerReport`: summary, plots, the diverging layers."""
     d = report.to_dict()
     first = d["first_divergent"]
@@ -609,11 +621,3 @@ def screenshot(html_path: str | os.PathLike[str], png_path: str | os.PathLike[st
     if not out.exists() or out.stat().st_size == 0:
         raise RuntimeError(f"chromium wrote no screenshot (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
     return out
-
-
-def dump_dom(html_path: str | os.PathLike[str], timeout: float = 120.0) -> str:
-    """The DOM of ``html_path`` after headless Chromium has loaded it and run its script."""
-    proc = _chromium(["--dump-dom", "--virtual-time-budget=3000", Path(html_path).resolve().as_uri()], timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"chromium --dump-dom failed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
-    return proc.stdout

@@ -11,18 +11,23 @@ mismatching elements.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
 from ..executor.session import Session
 from ..ir import Graph
-from .compare import OutputReport, VerifyReport, compare, random_inputs, require_litert, resolve_oracle
+from .compare import (
+    ConvertedModel,
+    OutputReport,
+    VerifyReport,
+    compare,
+    random_inputs,
+    require_litert,
+    resolve_oracle,
+)
 from .litert import LiteRTWorker
-
-if TYPE_CHECKING:
-    from ..api import TosaModel
 
 
 def step_inputs(graph: Graph, session: Session, steps: int, frames: Mapping[str, np.ndarray] | None = None,
@@ -54,7 +59,7 @@ def step_inputs(graph: Graph, session: Session, steps: int, frames: Mapping[str,
     return sets
 
 
-def verify_stream(model: TosaModel, steps: int, frames: Mapping[str, np.ndarray] | None = None, *, seed: int = 0,
+def verify_stream(model: ConvertedModel, steps: int, frames: Mapping[str, np.ndarray] | None = None, *, seed: int = 0,
                   oracle: str | None = None, state: Mapping[str, np.ndarray] | None = None,
                   progress: Any = None) -> VerifyReport:
     """Compare ``steps`` consecutive invocations of ``model`` (a ``.tflite`` conversion) with LiteRT's."""
@@ -112,7 +117,7 @@ def verify_stream(model: TosaModel, steps: int, frames: Mapping[str, np.ndarray]
 
 
 
-def _verify_stream_tensorflow(model: TosaModel, steps: int, frames: Mapping[str, np.ndarray] | None, *, seed: int,
+def _verify_stream_tensorflow(model: ConvertedModel, steps: int, frames: Mapping[str, np.ndarray] | None, *, seed: int,
                               oracle: str | None, state: Mapping[str, np.ndarray] | None,
                               progress: Any) -> VerifyReport:
     """``steps`` consecutive calls of the TensorFlow source (its resource variables advance with every call, from

@@ -56,7 +56,7 @@ def verify_tensorflow(model: Any, source: Any = None, inputs: Sequence[Mapping[s
             worst[v.name] = rep if prev is None else prev.merge(rep)
     report = VerifyReport(src.label, len(sets), [worst[v.name] for v in graph.outputs if v.name in worst],
                           spec=spec_check(graph, sets[0]), oracle="tensorflow")
-    dropped = graph.meta.get("side_effect_ops") or []
+    dropped = graph.source.side_effect_ops
     if dropped:
         report.info.append(f"the program leaves out {len(dropped)} op(s) with side effects that TensorFlow ran: "
                            + ", ".join(f"{e['op']} ({e['node']})" for e in dropped))

@@ -200,22 +200,6 @@ def validate_mlir(text: str, profiles: Sequence[str] | None = None, extensions: 
     return proc.returncode == 0, _strip_warnings(proc.stderr)
 
 
-def deserialize_to_mlir(model: bytes | str | os.PathLike[str], timeout: float = 120.0) -> str:
-    """The MLIR text tosa-opt prints for a ``.tosa`` flatbuffer (Arm's view of the file)."""
-    _require()
-    with tempfile.TemporaryDirectory(prefix="tf2tosa-des-") as tmp:
-        if isinstance(model, bytes | bytearray):
-            path = os.path.join(tmp, "model.tosa")
-            with open(path, "wb") as f:
-                f.write(model)
-        else:
-            path = os.fspath(model)
-        proc = _run([str(tosa_opt_exe()), f"--tosa-deserialize=tosa-flatbuffer-filename={path}"], timeout)
-    if proc.returncode != 0:
-        raise ToolError(f"tosa-opt could not deserialize: {_strip_warnings(proc.stderr)}")
-    return "\n".join(line for line in proc.stdout.splitlines() if not line.startswith("WARNING: ")) + "\n"
-
-
 def serialize_mlir(text: str, timeout: float = 120.0) -> bytes:
     """Arm's own .tosa serialization of TOSA-dialect MLIR text (``tosa-opt --tosa-serialize``).
 
@@ -235,25 +219,6 @@ def serialize_mlir(text: str, timeout: float = 120.0) -> bytes:
         if proc.returncode != 0 or not os.path.exists(dst):
             raise ToolError(f"tosa-opt could not serialize: {_strip_warnings(proc.stderr)}")
         return Path(dst).read_bytes()
-
-
-def canonical_mlir(text: str, timeout: float = 120.0) -> str:
-    """``text`` re-printed by tosa-opt (its own SSA numbering and formatting), module attributes dropped.
-
-    Two programs that are the same up to SSA names and module attributes give equal strings.
-    """
-    _require()
-    with tempfile.TemporaryDirectory(prefix="tf2tosa-mlir-") as tmp:
-        path = os.path.join(tmp, "model.mlir")
-        with open(path, "w") as f:
-            f.write(text)
-        proc = _run([str(tosa_opt_exe()), path], timeout)
-    if proc.returncode != 0:
-        raise ToolError(f"tosa-opt could not parse the MLIR text: {_strip_warnings(proc.stderr)}")
-    lines = proc.stdout.strip().splitlines()
-    if lines and lines[0].startswith("module"):
-        lines[0] = "module {"
-    return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------------------- reference model

@@ -19,7 +19,9 @@
 13. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt;
 14. :mod:`.state_io` — with ``--state-io`` only: EXT-VARIABLE variables become state inputs/outputs.
 
-Each module's docstring names its input and output form.
+Each module's docstring names its input and output form, and the typed records it reads and writes
+(:mod:`tf2tosa.ir.records`: ``graph.source``, ``graph.record``; :mod:`tf2tosa.ir.pass_context`: the conversion's
+``GraphPasses`` of the graph).
 """
 
 from __future__ import annotations

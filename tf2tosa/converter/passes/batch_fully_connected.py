@@ -2,7 +2,7 @@
 
 An unrolled recurrent network applies its input kernel once per time step: 16 FULLY_CONNECTEDs with the same
 constant weights and bias, each on one [1, IC] row, each with its own output scale (TFLite calibrates every step's
-tensor separately).  The exact int16x8 output stage (:func:`tf2tosa.quant.conv.fc_output`: LiteRT's reference
+tensor separately).  The exact int16x8 output stage (:func:`tf2tosa.quant.fully_connected.fc_output`: LiteRT's reference
 kernel rounds ``fl64(acc·s)``, which takes ~140 i32 ops per FULLY_CONNECTED) is the bulk of such a graph.
 
 before (a frontend graph, ``tfl`` ops)::
@@ -22,6 +22,8 @@ common limb exponent of :func:`tf2tosa.quant.exact_round.scale_limbs` represents
 the result is bit-identical.  Only ops whose inputs do not depend on one another are stacked (the recurrent
 kernel's steps stay apart), and only where the accumulator provably fits i32 (the exact form used per row).
 Run before legalization.
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import networkx as nx
 
 from ...errors import Unsupported
 from ...ir import DType, Graph, Operation, TensorType, has_value
-from ...quant.conv import acc_bound, weight_zp
+from ...quant.conv import weight_zp
+from ...quant.fully_connected import acc_bound
 
 
 def _key(op: Operation) -> tuple[object, ...] | None:

@@ -32,6 +32,8 @@ values are RFFT2D results read only by COMPLEX_ABS / REAL / IMAG (or that has no
 
 Reads: the frontend graph (``tfl`` ops, before legalization).  Writes: the graph (new ``tfl`` ops on fp32 parts,
 the complex ops removed) and the context's failures.  Returns the ids of the ops the pipeline must skip.
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 before: a legalized graph that still holds ``tfl.const`` ops (frontend types, e.g. i64); after: the ones in use are
 ``tosa.CONST`` with TOSA types (narrowed by :func:`tf2tosa.tosa.constants.tosa_constant`), the dead ones removed.
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
 """
 
 from __future__ import annotations

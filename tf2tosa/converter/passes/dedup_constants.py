@@ -11,6 +11,8 @@ Two constants are merged when their op, element type, shape, quantization and da
 so -0.0 and 0.0, or two NaN payloads, stay apart).  The first in the graph's deterministic topological order is
 kept, so the output is the same for the same input.  A constant that is a graph output keeps its own op.  Fewer
 tensors mean a smaller file and fewer constant tensors for a compiler such as Vela to place.
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
 """
 
 from __future__ import annotations

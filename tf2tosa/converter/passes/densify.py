@@ -3,6 +3,8 @@
 before: ``tfl.const`` ops may carry a ``sparsity`` record (compressed weights); after: they hold dense values.
 Problems are recorded as failures of ``tfl.const (sparse)`` on the context.  Decoding one sparse tensor is
 :func:`tf2tosa.legalizations.tfl_sparse.densify_op`, which the ``tfl.densify`` rule shares.
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none (failures go on the context).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ Only padding of the H and W axes is folded (batch and channel padding change the
 the RESHAPE) have no other reader, and never into AVG_POOL2D or MAX_POOL2D: the spec's pools exclude padded
 positions (AVG_POOL2D divides by the count of positions inside the input), while an explicit PAD makes TFLite count
 them.  TFLite's ``tfl.conv_2d`` on a 1-D signal (a TCN's causal padding) arrives as PAD → RESHAPE → CONV2D.
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
 """
 
 from __future__ import annotations

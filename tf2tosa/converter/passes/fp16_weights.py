@@ -1,7 +1,7 @@
 """Float16 weights kept as float16.
 
 before: a folded TOSA graph in which the source's float16 weights (TFLite's ``DEQUANTIZE`` of an fp16 constant,
-recorded by the rule in ``graph.meta["fp16_weights"]``) became fp32 constants; after: every fp32 ``CONST`` of at
+counted by the rule in ``GraphPasses.fp16_weights``) became fp32 constants; after: every fp32 ``CONST`` of at
 least :data:`MIN_ELEMENTS` elements whose values are all exactly float16 is an fp16 ``CONST`` followed by
 ``CAST`` to fp32 (spec 2.12.1 CAST: fp16 → fp32 is exact, in PRO-FP), so the file keeps about the source's size.
 
@@ -12,6 +12,10 @@ Most weights are narrowed earlier, during legalization (:func:`keep_fp16_weights
 of an expanded weight is a TOSA op that also reads a run-time value, the weight becomes fp16 + ``CAST`` (the
 ``CAST`` kept from folding), so the fp32 expansions never pile up; the end pass takes the rest (weights that a
 fold transformed, or that a constant-only reader may fold).  Both give the same constants and ops.
+
+Reads and writes the conversion's :class:`~tf2tosa.ir.pass_context.GraphPasses` of the graph: reads ``fp16_weights``,
+``fp16_sources`` and ``fp16_keep`` (set by the pipeline), takes ``fp16_pending`` (filled by the DEQUANTIZE rule and
+``fold_op``), adds the CASTs it makes to ``keep_unfolded``; the end pass empties the fp16 fields.
 """
 
 from __future__ import annotations
@@ -21,14 +25,12 @@ import numpy as np
 from ...errors import InputError
 from ...ir import DType, Graph, Operation, Value
 from ...ir.mapped import drop_pages, file_region
+from ...ir.pass_context import GraphPasses
 from ...ir.widened import Widened, materialize
-from ...tosa.builder import FP16_KEEP, FP16_PENDING, FP16_SOURCES, KEEP_UNFOLDED, Builder
+from ...tosa.builder import Builder
 
 #: fp32 constants smaller than this stay fp32 (a CAST op and a tensor cost more than the bytes saved)
 MIN_ELEMENTS = 64
-
-#: graph.meta key: the fp32 constants expanded from fp16 weights that :func:`keep_fp16_weights_early` has yet to see
-PENDING = FP16_PENDING
 
 #: ``--fp16-weights`` choices: keep fp16 constants + CAST, or expand them to fp32 constants
 MODES = ("keep", "expand")
@@ -104,16 +106,16 @@ def _narrow(graph: Graph, op: Operation, sources: dict[int, np.ndarray]) -> Oper
     return cast.producer
 
 
-def keep_fp16_weights_early(graph: Graph) -> int:
+def keep_fp16_weights_early(graph: Graph, passes: GraphPasses) -> int:
     """During legalization, after each source op: every fp32 constant expanded from a source fp16 weight (the rule
-    lists them in ``graph.meta["fp16_pending"]``) whose readers are all TOSA ops that also read a non-constant
+    lists them in ``passes.fp16_pending``) whose readers are all TOSA ops that also read a non-constant
     value (so no folding will want its fp32 values) becomes fp16 + CAST at once, its CAST kept from folding.  The
     fp32 copies then do not pile up until :func:`keep_fp16_weights`: a conversion's peak memory follows the
     source's size, not twice it.  Returns how many it narrowed; the others are left to the end pass."""
-    pending: list[Value] = graph.meta.get(PENDING) or []
+    pending: list[Value] = passes.fp16_pending
     if not pending:
         return 0
-    sources: dict[int, np.ndarray] = graph.meta.get(FP16_SOURCES, {})
+    sources: dict[int, np.ndarray] = passes.fp16_sources
     waiting: list[Value] = []
     count = 0
     for r in pending:
@@ -132,22 +134,23 @@ def keep_fp16_weights_early(graph: Graph) -> int:
             continue  # a reader may fold: the end pass decides
         cast = _narrow(graph, op, sources)
         if cast is not None:
-            graph.meta.setdefault(KEEP_UNFOLDED, []).append(cast.id)
+            passes.keep_unfolded.append(cast.id)
             count += 1
-    graph.meta[PENDING] = waiting
+    passes.fp16_pending = waiting
     return count
 
 
-def keep_fp16_weights(graph: Graph) -> int:
+def keep_fp16_weights(graph: Graph, passes: GraphPasses) -> int:
     """Store the fp16-exact fp32 constants of a graph with fp16 weights as fp16 + CAST; returns how many.  The
     fp32 constants left (too small, or not fp16-exact) then hold their values as arrays: a :class:`Widened` ends
-    here (:data:`FP16_KEEP`)."""
-    sources: dict[int, np.ndarray] = graph.meta.pop(FP16_SOURCES, {})
-    graph.meta.pop(PENDING, None)
+    here (``passes.fp16_keep``)."""
+    sources, passes.fp16_sources, passes.fp16_pending = passes.fp16_sources, {}, []
     narrowed = 0
-    if graph.meta.pop("fp16_weights", 0):
+    weights, passes.fp16_weights = passes.fp16_weights, 0
+    if weights:
         narrowed = sum(1 for op in graph.topological_order() if _narrow(graph, op, sources) is not None)
-    if graph.meta.pop(FP16_KEEP, False):
+    keep, passes.fp16_keep = passes.fp16_keep, False
+    if keep:
         for op in graph.ops.values():
             if isinstance(op.attrs.get("values"), Widened):
                 op.attrs["values"] = materialize(op.attrs["values"])

@@ -2,6 +2,8 @@
 
 before: a TOSA graph with identity RESHAPE/TRANSPOSE/IDENTITY ops, RESHAPE chains and TRANSPOSE pairs; after:
 the no-ops forwarded and removed, chains merged (an op is kept between an input or constant and an output).
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
 """
 
 from __future__ import annotations

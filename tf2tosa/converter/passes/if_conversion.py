@@ -36,8 +36,11 @@ converted in the body (the loop stays, for ``--max-unroll`` or a target with EXT
 
 Reads the ``tosa.COND_IF`` ops of the top-level graph and of WHILE_LOOP bodies, and their branch regions (which it
 does not change: a branch may be shared).  Writes the cloned ops, RESHAPE/SELECT ops, and
-``graph.meta["if_conversion"]``: ``converted`` (count) and ``refused`` (per COND_IF left: ``op``, ``tensor``,
+``graph.record.if_conversion``: ``converted`` (count) and ``refused`` (per COND_IF left: ``op``, ``tensor``,
 ``reason``; :func:`tf2tosa.tosa.targets.check` reads them).
+
+Records (:mod:`tf2tosa.ir.records`): writes ``graph.record.if_conversion`` (and clears it on the WHILE_LOOP
+bodies it recursed into).
 """
 
 from __future__ import annotations
@@ -184,7 +187,7 @@ def _convert_one(graph: Graph, op: Operation) -> None:
 
 def if_conversion(graph: Graph, warn: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """If-convert every COND_IF of ``graph``'s top level (and those its branches bring in) whose branches allow it;
-    returns (and stores in ``graph.meta["if_conversion"]``) what it did."""
+    returns (and stores in ``graph.record.if_conversion``) what it did."""
     converted, seen = 0, set()
     refused: list[dict[str, Any]] = []
     while True:
@@ -208,8 +211,8 @@ def if_conversion(graph: Graph, warn: Callable[[str], Any] | None = None) -> dic
                 inner = if_conversion(region, warn)
                 converted += inner["converted"]
                 refused += inner["refused"]
-                region.meta.pop("if_conversion", None)
+                region.record.if_conversion = None
     info = {"converted": converted, "refused": refused}
     if converted or refused:
-        graph.meta["if_conversion"] = info
+        graph.record.if_conversion = info
     return info

@@ -6,9 +6,12 @@ TensorFlow loaders name them ``batch`` at dim 0 and ``d<k>`` at dim k); after: e
 Each unknown dimension is fixed, in this order, from ``input_shapes`` (``--input-shape NAME=DIMS``), from ``dims``
 (``--dim SYMBOL=VALUE``, every dimension named by that symbol), or from a stated default: the size stored in the
 ``.tflite`` for that tensor when it has one, else 1; a default is always reported as a warning.  What was fixed and
-from where is kept in ``graph.meta["fixed_dims"]`` (see :func:`fixed_dims_lines`).  Shape subgraphs then fold like
+from where is kept in ``graph.record.fixed_dims`` (see :func:`fixed_dims_lines`).  Shape subgraphs then fold like
 any other constant computation (the builder folds each op whose operands are constant, and
 :func:`.fold.fold_constants` after legalization).
+
+Records (:mod:`tf2tosa.ir.records`): reads ``graph.source.stored_shapes``; writes ``graph.record.fixed_dims``,
+which :func:`explain_default_failure` reads.
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]]
                              f"holds (int32); give a smaller --dim {given}", file=file, tensor=given)
     warnings: list[str] = []
     fixed: list[dict[str, Any]] = []
-    stored = graph.meta.get("stored_shapes", {})
+    stored = graph.source.stored_shapes
     for v in graph.inputs:
         want = shapes.get(v.name, shapes.get(v.source or "", None))
         syms = [_symbol(d, k) for k, d in enumerate(v.shape)]
@@ -131,7 +134,7 @@ def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]]
         if entry["dims"]:
             entry["shape"] = list(v.type.static_shape)
             fixed.append(entry)
-    graph.meta["fixed_dims"] = fixed
+    graph.record.fixed_dims = fixed
     return warnings
 
 
@@ -149,7 +152,7 @@ def explain_default_failure(graph: Graph, err: ConversionError, file: str | None
     """The error to raise when conversion failed with ``err`` after some non-batch dimension was defaulted: one
     :class:`InputError` line naming each defaulted input and dimension and the flag to pass; ``err`` itself when
     nothing but a batch dimension was defaulted (a batch of 1 is always a valid size)."""
-    defaulted = [(e, d) for e in graph.meta.get("fixed_dims", []) for d in e["dims"]
+    defaulted = [(e, d) for e in graph.record.fixed_dims for d in e["dims"]
                  if d["from"] == "default" and d["symbol"] != "batch"]
     if not defaulted:
         return err

@@ -11,7 +11,7 @@ after::
 The graph input keeps its name and source tensor and takes the quantized type of the QUANTIZE result; the graph
 output becomes the DEQUANTIZE's operand, which takes the source tensor name of the float output (so it is named and
 paired with the source runtime's output as before; :func:`integer_io_names` sets it after legalization, so the
-rules name their intermediate values after the integer tensor).  ``graph.meta["io_quantization"]`` records, per
+rules name their intermediate values after the integer tensor).  ``graph.record.io_quantization`` records, per
 converted input and output position, the integer type, scale and zero point: what a host must apply to
 talk to the program (:func:`quantize` / :func:`dequantize` below do it the way TFLite's kernels do).
 
@@ -42,6 +42,9 @@ moved; the default ``--io float`` conversion does not run this, so its output st
 
 Run before :mod:`.unsigned_io` (a uint8 QUANTIZE result becomes a uint8 graph input, which that pass handles) and
 before legalization.
+
+Records (:mod:`tf2tosa.ir.records`): :func:`integer_io` writes ``graph.record.io_quantization``;
+:func:`integer_io_names` reads it (and drops each output entry's ``source``).
 """
 
 from __future__ import annotations
@@ -166,7 +169,11 @@ def commute_dequantize(graph: Graph) -> int:
 
 
 def integer_io(graph: Graph, file: str | None = None) -> None:
-    """Remove the edge QUANTIZE/DEQUANTIZE ops of ``graph`` (see the module docstring); refuse a graph without any."""
+    """Remove the edge QUANTIZE/DEQUANTIZE ops of ``graph`` (see the module docstring); refuse a graph without any.
+    An NNEF graph has no such ops: :func:`integer_edges` records its integer edges instead."""
+    if graph.source.format == "nnef":
+        integer_edges(graph, file)
+        return
     commute_dequantize(graph)
     ins: list[dict[str, Any]] = []
     outs: list[dict[str, Any]] = []
@@ -206,13 +213,27 @@ def integer_io(graph: Graph, file: str | None = None) -> None:
                          "dequantizes at its edges; this model has none (a float model, or its I/O is integer "
                          "already)", file=file)
     graph.remove_dead_ops()
-    graph.meta["io_quantization"] = {"inputs": ins, "outputs": outs}
+    graph.record.io_quantization = {"inputs": ins, "outputs": outs}
+
+
+def integer_edges(graph: Graph, file: str | None = None) -> None:
+    """``--io int`` of an NNEF model: ``graph.quant`` gives its quantized external inputs and outputs their integer
+    type already, so nothing moves; ``meta["io_quantization"]`` records each per-tensor quantized int8/int16/uint8
+    input and output (real = scale × (q − zero_point), fp32 on the host), which gives the host their scales and
+    zero points (:attr:`tf2tosa.api.TosaModel.io_quantization`, the ``.json`` sidecar).  A graph without any (a
+    float model) is refused as :func:`integer_io` refuses it."""
+    ins = [_entry(i, v, DType.FP32) for i, v in enumerate(graph.inputs) if _per_tensor(v)]
+    outs = [_entry(i, v, DType.FP32) for i, v in enumerate(graph.outputs) if _per_tensor(v)]
+    if not ins and not outs:
+        raise InputError("--io int needs a quantized model: this NNEF model has no quantized input or output "
+                         "(graph.quant gives none an integer type)", file=file)
+    graph.record.io_quantization = {"inputs": ins, "outputs": outs}
 
 
 def integer_io_names(graph: Graph) -> None:
     """After legalization: each integer output takes the source tensor of the float output it replaced, so it is
     named (:mod:`.outputs`) and paired with the source runtime's output as the float one was."""
-    for e in graph.meta.get("io_quantization", {}).get("outputs", []):
+    for e in (graph.record.io_quantization or {}).get("outputs", []):
         source = e.pop("source", None)
         if source:
             graph.outputs[e["index"]].source = source

@@ -9,37 +9,27 @@ after::
     x i8 ──tosa.TABLE(256 entries)──► y i8          (int16: a 65536-entry GATHER lookup)
 
 The island's result depends on the codes of ``x`` only, so it is a table, computed here with TFLite's own
-kernels (the DEQUANTIZE and QUANTIZE reference kernels of :mod:`.integer_io`; NEG and ABS are exact in float32,
-HARD_SWISH is evaluated in float32 as its float kernel does).  The graph then holds no PRO-FP op, which an
-integer NPU needs (Vela refuses the float ops of such islands; TFLite's int16x8 conversion leaves HARD_SWISH in
-float).  Only chains of single-use NEG/ABS/HARD_SWISH from a per-tensor int8/int16 DEQUANTIZE to QUANTIZEs of the
-same integer type are rewritten (one table per QUANTIZE).  Run before legalization (the ops are still ``tfl`` ops).
+kernels (the DEQUANTIZE and QUANTIZE reference kernels of :mod:`.integer_io`; the float ops' kernels of
+:data:`~tf2tosa.quant.tflite_reference.FLOAT_ISLAND_KERNELS`: NEG and ABS are exact in float32, HARD_SWISH is
+evaluated in float32 as its float kernel does).  The graph then holds no PRO-FP op, which an integer NPU needs
+(Vela refuses the float ops of such islands; TFLite's int16x8 conversion leaves HARD_SWISH in float).  Only chains
+of single-use NEG/ABS/HARD_SWISH from a per-tensor int8/int16 DEQUANTIZE to QUANTIZEs of the same integer type are
+rewritten (one table per QUANTIZE).  Run before legalization (the ops are still ``tfl`` ops).
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 
 from ...ir import DType, Graph, Operation, Value
 from ...quant.elementwise import lut16
 from ...quant.table import apply_table_i8
+from ...quant.tflite_reference import FLOAT_ISLAND_KERNELS
 from ...tosa.builder import Builder
 from ...tosa.context import LegalizeContext
 from .integer_io import dequantize, quantize
-
-
-def _hard_swish(x: np.ndarray) -> np.ndarray:
-    """TFLite's float HARD_SWISH kernel in float32: ``in · min(6, max(0, in + 3)) / 6``."""
-    f = np.float32
-    x = x.astype(f)
-    return ((x * np.minimum(f(6), np.maximum(f(0), x + f(3)))) / f(6)).astype(f)
-
-
-#: float32 ops of an island, as TFLite's float kernels compute them (NEG and ABS are exact)
-_EXACT: dict[str, Callable[[np.ndarray], np.ndarray]] = {"tfl.neg": np.negative, "tfl.abs": np.abs,
-                                                         "tfl.hard_swish": _hard_swish}
 
 
 def _per_tensor(v: Value, dtype: DType | None = None) -> bool:
@@ -64,7 +54,7 @@ def _island(graph: Graph, dq: Operation) -> tuple[list[Operation], list[Operatio
         if len(uses) != 1:
             return None
         op, _ = uses[0]
-        if op.name not in _EXACT or len(op.operands) != 1 or op.results[0].dtype is not DType.FP32 \
+        if op.name not in FLOAT_ISLAND_KERNELS or len(op.operands) != 1 or op.results[0].dtype is not DType.FP32 \
                 or op.attrs.get("fused_activation_function", "NONE") not in ("NONE", None):
             return None
         chain.append(op)
@@ -89,7 +79,7 @@ def integer_islands(graph: Graph, context: LegalizeContext | None = None) -> int
         codes = np.arange(-128, 128) if x.dtype is DType.INT8 else np.arange(-32768, 32768)
         f = dequantize(codes, float(qx.scale[0]), int(qx.zero_point[0]))
         for op in chain:
-            f = _EXACT[op.name](f).astype(np.float32)
+            f = FLOAT_ISLAND_KERNELS[op.name](f).astype(np.float32)
         for qop in quants:
             y = qop.results[0]
             qy = y.type.quant

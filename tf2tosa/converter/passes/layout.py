@@ -11,7 +11,10 @@ NCHW↔NHWC pairs between consecutive layers cancel.  An elementwise op's consta
 
 :func:`to_channels_last` returns the transpose count before (the ``nnef.transpose`` ops of computed tensors
 plus the two each spatial op would need) and after (transposes of constants, such as nnef-tools' OHWI → OIHW
-filter transposes, are not counted: constant folding removes them); the route keeps it in ``graph.meta["layout"]``.
+filter transposes, are not counted: constant folding removes them); the route keeps it in ``graph.record.layout``.
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none itself; the NNEF route stores what it returns in
+``graph.record.layout``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 before: a folded TOSA graph whose outputs may be inputs, constants or repeated values, named after internal values;
 after: every output is a distinct op result named after its source tensor (an IDENTITY guards the others), and
-``meta["tensor_map"]`` maps each surviving source tensor to its TOSA value (``tensor_map_dropped``: the others).
+``graph.record.tensor_map`` maps each surviving source tensor to its TOSA value (``tensor_map_dropped``: the others).
+
+Records (:mod:`tf2tosa.ir.records`): :func:`rebuild_tensor_map` reads ``graph.record.tensor_map`` (the
+legalization's) and writes it and ``graph.record.tensor_map_dropped``; :func:`name_outputs` reads and writes none.
 """
 
 from __future__ import annotations
@@ -41,14 +44,14 @@ def name_outputs(graph: Graph) -> None:
 def rebuild_tensor_map(graph: Graph) -> None:
     """Source tensor -> TOSA value name, for the values that survived folding, merging and renaming.
 
-    Source tensors whose value was folded or merged away are listed in ``meta["tensor_map_dropped"]``.
+    Source tensors whose value was folded or merged away are listed in ``graph.record.tensor_map_dropped``.
     """
     values = graph.values()
     alive = {v.name for v in values}
-    old: dict[str, str] = graph.meta.get("tensor_map", {})
+    old: dict[str, str] = graph.record.tensor_map
     tm = {k: n for k, n in old.items() if n in alive}
     for v in values:
         if v.source:
             tm[v.source] = v.name
-    graph.meta["tensor_map"] = tm
-    graph.meta["tensor_map_dropped"] = sorted(set(old) - set(tm))
+    graph.record.tensor_map = tm
+    graph.record.tensor_map_dropped = sorted(set(old) - set(tm))

@@ -2,12 +2,14 @@
 
 before: TOSA ops created before their operands became static (the uint8 boundary RESCALEs, the TABLEs of int8 float
 islands); after: their result shapes re-inferred from the catalogue (element type and quantization kept).
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the result types.
 """
 
 from __future__ import annotations
 
 from ...ir import Graph, Operation, TensorType
-from ...tosa import catalogue
+from ...tosa import validation
 
 
 def refresh_op(op: Operation) -> bool:
@@ -19,7 +21,7 @@ def refresh_op(op: Operation) -> bool:
         return False
     if not all(v.type.is_static for v in op.operands):
         return False
-    types = catalogue.infer_result_types(op.opcode, [v.type for v in op.operands], op.attrs,
+    types = validation.infer_result_types(op.opcode, [v.type for v in op.operands], op.attrs,
                                          out_dtype=op.results[0].dtype,
                                          operand_consts=[v.const() for v in op.operands])
     for r, t in zip(op.results, types):

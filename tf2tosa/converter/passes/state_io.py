@@ -6,7 +6,7 @@ variables emits);
 after: no variable op; per variable ``V`` (in declaration order) an extra graph input ``V_state_in`` (the state before
 the invocation: every ``VARIABLE_READ`` of ``V`` is replaced by it) and an extra graph output ``V_state_out`` (the
 value the ``VARIABLE_WRITE`` stored, or the input itself through an ``IDENTITY`` when nothing writes ``V``), after the
-model's own inputs and outputs.  ``graph.meta["state_io"]`` records the pairs with each variable's type and initial
+model's own inputs and outputs.  ``graph.record.state_io`` records the pairs with each variable's type and initial
 value (the host's state before the first invocation).
 
 A single-shot runtime, or an NPU compiler without EXT-VARIABLE (Vela turns VARIABLE ops into identities), can then
@@ -16,6 +16,8 @@ Why this is the same program: within one invocation the legalization keeps reads
 write takes the written value directly, spec 2.17 / the stateful-ops RFC), so every ``VARIABLE_READ`` sees the
 state of the previous invocation (the initial value on the first), which is exactly what ``V_state_in`` holds.  The
 graph loses EXT-VARIABLE (and nothing else).
+
+Records (:mod:`tf2tosa.ir.records`): writes ``graph.record.state_io``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def _nested_variable_op(graph: Graph) -> str | None:
 
 def state_io(graph: Graph, file: str | None = None) -> list[dict[str, Any]]:
     """Rewrite every variable of ``graph`` into a state input/output pair; returns the pairs (also in
-    ``graph.meta["state_io"]``)."""
+    ``graph.record.state_io``)."""
     # the executor's session names the pairs; imported here so a conversion without --state-io loads no executor
     from ...executor.session import STATE_IN_SUFFIX, STATE_OUT_SUFFIX
 
@@ -91,7 +93,7 @@ def state_io(graph: Graph, file: str | None = None) -> list[dict[str, Any]]:
         init = decl.attrs.get("initial_value")
         pairs.append({"variable": name, "input": state_in.name, "output": nxt.name, "type": str(vtype),
                       "initial": None if init is None else np.asarray(init)})
-    graph.meta["state_io"] = pairs
+    graph.record.state_io = pairs
     return pairs
 
 

@@ -2,7 +2,7 @@
 
 before: a frontend graph whose quantized inputs/outputs (and internal values) may be uint8; after: every quantized
 value is int8 (zero point - 128), with an unsigned RESCALE at each uint8 input and output
-(``meta["unsigned_io"]`` names them).
+(``graph.record.unsigned_io`` names them).
 
 
 TOSA 1.0 has no uint8 tensors; an i8 tensor can carry uint8 bits, and RESCALE reads/writes them as unsigned with
@@ -27,7 +27,7 @@ With scale 1.0 both RESCALEs are exact (no rounding; |value| <= 255 < 2^29) and 
 they need nothing beyond PRO-INT.  The i8 graph input carries the int8 quantization (zp - 128) as the brief for the
 pass asks; the i8 graph output carries the uint8 quantization (zp), describing the uint8 bits it holds.
 
-``graph.meta["unsigned_io"]`` lists the names of the input/output values whose i8 arrays carry uint8 bits; the
+``graph.record.unsigned_io`` lists the names of the input/output values whose i8 arrays carry uint8 bits; the
 verifier views those arrays as uint8.
 
 0. (first) Non-quantized uint8 values are read as quantized uint8 (scale 1, zero point 0) when every one of them only
@@ -38,6 +38,8 @@ verifier views those arrays as uint8.
 
 Not handled: other non-quantized uint8 tensors (e.g. a uint8 image fed to ``tfl.cast``) — their rules see u8 values;
 uint8 values inside nested regions (control-flow bodies).
+
+Records (:mod:`tf2tosa.ir.records`): reads and writes ``graph.record.unsigned_io``.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def _plain_u8_as_quantized(graph: Graph) -> None:
 def legalize_unsigned_io(graph: Graph, context: LegalizeContext | None = None) -> None:
     """Rewrite uint8 graph inputs/outputs as i8 tensors with unsigned RESCALEs (spec 2.13.2 RESCALE, lowering doc:
     convert_tfl_uint8)."""
-    unsigned: list[str] = list(graph.meta.get("unsigned_io", []))
+    unsigned: list[str] = list(graph.record.unsigned_io)
     _plain_u8_as_quantized(graph)
     for v in list(graph.inputs) + list(graph.outputs):
         if v.dtype is DType.UINT8 and v.type.quant is None:
@@ -165,7 +167,7 @@ def legalize_unsigned_io(graph: Graph, context: LegalizeContext | None = None) -
         r.source = source
         graph.outputs[i] = r
         unsigned.append(r.name)
-    graph.meta["unsigned_io"] = unsigned
+    graph.record.unsigned_io = unsigned
 
 
 def unsigned_io(graph: Graph, context: LegalizeContext) -> None:

@@ -9,6 +9,8 @@ before: a legalized graph in which empty values may still exist, unread (the pie
 graph outputs; after: the unread ones removed.  A graph output that is empty cannot be a TOSA tensor (every
 dimension ≥ 1): one :class:`InvalidGraphError` names that output and the source op that made it.  A graph without
 empty values is left as it is (nothing is read but the constants' marks, nothing written).
+
+Records (:mod:`tf2tosa.ir.records`): reads ``graph.source.signature_names`` (to name an empty output).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def remove_zero_size(graph: Graph, file: str | None = None) -> int:
     for k, v in enumerate(graph.outputs):
         op = v.producer
         if op is not None and op.name == "tosa.CONST" and op.attrs.get(EMPTY):
-            name = graph.meta.get("signature_names", {}).get(v.name) or v.source or v.name
+            name = graph.source.signature_names.get(v.name) or v.source or v.name
             raise InvalidGraphError(f"output {k} {name!r} has shape {list(v.shape)}, no elements: TOSA has no "
                                     "empty tensors (spec 1.11.1 Tensors), so a model whose output is empty at "
                                     "these input sizes cannot be converted", file=file,

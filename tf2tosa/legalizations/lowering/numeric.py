@@ -16,7 +16,7 @@ from ...ir import DType, Operation, QuantParams, Value
 from ...ir.symdim import is_symbolic, size
 from ...tosa import shapes as tosa_shapes
 from ...tosa.builder import Builder
-from .legalize_common import const_operand, positive_axis, scalar_const
+from .legalize_common import const_operand, float_zp, positive_axis, scalar_const
 
 #: element types the float rules accept (TOSA PRO-FP, spec 1.9 Supported Number Formats)
 FLOAT_TYPES = (DType.FP32, DType.FP16, DType.BF16)
@@ -142,5 +142,37 @@ def select(b: Builder, cond: Value, on_true: Value, on_false: Value) -> Value:
     return b.emit("SELECT", [c, t, f]).result
 
 
-__all__ = ["FLOAT_TYPES", "axes_operand", "broadcast_shape", "expm1", "fconst",
+#: atan(z)/z ≈ Σ c_k z^(2k) on |z| <= tan(π/8): least squares on Chebyshev nodes, |error| < 3e-10 rad
+ATAN_COEFFS = (0.9999999993919576, -0.3333330748848136, 0.19998210528382793, -0.14239977898209727,
+               0.10572776853314421, -0.06033144244005776)
+
+
+def float_atan2(b: Builder, y: Value, x: Value) -> Value:
+    """atan2(y, x) of float values without an ATAN operator (tfl.atan2's lowering, also MediaPipe's landmark rotation
+    and NNEF's atan/asin/acos): octant reduction to |z| <= tan(π/8), the odd polynomial :data:`ATAN_COEFFS`, the
+    octant fixes; atan2(0, 0) = 0."""
+
+    def k(v: float, like: Value) -> Value:
+        return fconst(b, v, like)
+
+    ax, ay = b.abs(x), b.abs(y)
+    mx = b.binary("MAXIMUM", ax, ay, nan_mode="PROPAGATE")
+    mn = b.binary("MINIMUM", ax, ay, nan_mode="PROPAGATE")
+    zero_den = b.binary("EQUAL", mx, k(0.0, mx))
+    a = select(b, zero_den, k(0.0, mx), float_divide(b, mn, mx))
+    far = b.binary("GREATER", a, k(float(np.tan(np.pi / 8)), a))
+    z = select(b, far, float_divide(b, b.binary("SUB", a, k(1.0, a)), b.binary("ADD", a, k(1.0, a))), a)
+    z2 = b.mul(z, z)
+    p = k(ATAN_COEFFS[-1], z)
+    for c in reversed(ATAN_COEFFS[:-1]):
+        p = b.binary("ADD", b.mul(p, z2), k(c, z))
+    r = b.mul(p, z)
+    r = select(b, far, b.binary("ADD", r, k(np.pi / 4, r)), r)
+    r = select(b, b.binary("GREATER", ay, ax), b.binary("SUB", k(np.pi / 2, r), r), r)
+    r = select(b, b.binary("GREATER", k(0.0, x), x), b.binary("SUB", k(np.pi, r), r), r)
+    neg = b.binary("GREATER", k(0.0, y), y)
+    return select(b, neg, b.negate(r, float_zp(b, r.dtype), float_zp(b, r.dtype)), r)
+
+
+__all__ = ["ATAN_COEFFS", "FLOAT_TYPES", "axes_operand", "broadcast_shape", "expm1", "fconst", "float_atan2",
            "float_divide", "reduce_axes", "require_float", "require_not_quantized", "select", "static_shape"]

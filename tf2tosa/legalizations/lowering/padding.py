@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...errors import Unsupported
+from ...errors import NotYet, Unsupported
 from ...ir import Value
 from ...ir.symdim import is_symbolic, sym_max, sym_min
 from ...tosa.builder import Builder
@@ -126,8 +126,8 @@ def apply_window_padding(b: Builder, x: Value, pads: list[int], pad_const: Value
         pads = list(pads)
     if any(is_symbolic(p) for p in pads):
         if pad_const is None:
-            raise Unsupported(f"--dynamic: not yet: SAME padding over a symbolic size for {what} (the pads depend "
-                              "on the size's residue and its divisor must count only the real elements)")
+            raise NotYet(f"SAME padding over a symbolic size for {what} (the pads depend on the size's residue and "
+                         "its divisor must count only the real elements)")
         padding = [0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0]
         y = b.emit("PAD", [x, b.shape(padding), pad_const], quant=x.type.quant).result
         return y, [0, 0, 0, 0]

@@ -1,0 +1,69 @@
+"""What every quantized rule asks of a value: is it quantized, with which parameters; shared by the conv-family
+(:mod:`.conv`, :mod:`.fully_connected`) and elementwise (:mod:`.elementwise`) helpers and the rules themselves.
+
+* :func:`is_quantized` — any value carries quantization parameters;
+  :func:`is_quantized_i8_i16` — any value is an int8/int16 tensor with them (the elementwise rules' quantized path).
+* :func:`qparams` — a value's :class:`~tf2tosa.ir.QuantParams` (per tensor or per channel);
+  :func:`per_tensor` — its one (scale, zero point); :func:`scale_zp` — the same for an operand of an elementwise
+  rule, which must be int8, or int16 with zero point 0 (TFLite's int16 is symmetric).
+"""
+
+from __future__ import annotations
+
+from ..errors import Unsupported
+from ..ir import DType, Operation, QuantParams, Value
+from ..tosa.builder import Builder
+from .rescale import rescale
+
+#: the quantized activation types of the elementwise rules
+QDTYPES = (DType.INT8, DType.INT16)
+
+
+def is_quantized(*values: Value) -> bool:
+    return any(v.type.is_quantized for v in values)
+
+
+def is_quantized_i8_i16(*vs: Value) -> bool:
+    return any(v.type.quant is not None and v.dtype in QDTYPES for v in vs)
+
+
+def qparams(v: Value, what: str = "tensor") -> QuantParams:
+    """``v``'s quantization; Unsupported when it has none."""
+    q = v.type.quant
+    if q is None:
+        raise Unsupported(f"{what} {v.name} is not quantized")
+    return q
+
+
+def per_tensor(v: Value, what: str = "tensor") -> tuple[float, int]:
+    """(scale, zero point) of a per-tensor quantized value."""
+    q = qparams(v, what)
+    if q.per_channel:
+        raise Unsupported(f"{what} {v.name} must be quantized per tensor")
+    return float(q.s), int(q.zp)
+
+
+def scale_zp(op: Operation, v: Value) -> tuple[float, int]:
+    """(scale, zero point) of a per-tensor quantized i8/i16 value."""
+    q = v.type.quant
+    if q is None or v.dtype not in QDTYPES:
+        raise Unsupported(f"{op.name}: {v.name} is {v.dtype.value} without int8/int16 quantization")
+    if q.per_channel:
+        raise Unsupported(f"{op.name}: per-channel quantized {v.name}")
+    if v.dtype is DType.INT16 and q.zp != 0:
+        raise Unsupported(f"{op.name}: int16 {v.name} with zero point {q.zp} (TFLite int16 is symmetric)")
+    return float(q.s), int(q.zp)
+
+
+def same_quant(a: Value, b_: Value) -> bool:
+    qa, qb = a.type.quant, b_.type.quant
+    return qa is not None and qb is not None and qa.scale == qb.scale and qa.zero_point == qb.zero_point
+
+
+def to_i32(b: Builder, x: Value, zp: int = 0) -> Value:
+    """x - zp as i32 (RESCALE ×1: multiplier 2^30, shift 30, exact; spec: RESCALE)."""
+    return rescale(b, x, 1.0, DType.INT32, in_zp=zp, double_round=False)
+
+
+__all__ = ["QDTYPES", "is_quantized", "is_quantized_i8_i16", "per_tensor", "qparams", "same_quant", "scale_zp",
+           "to_i32"]
