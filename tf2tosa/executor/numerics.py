@@ -219,6 +219,15 @@ def _scale_params(m: np.ndarray, s: np.ndarray, double_round: bool) -> _ScalePar
     return hit
 
 
+def _require_value_in_shift_range(value: np.ndarray, sp: _ScaleParams, vmin: int, vmax: int) -> None:
+    """apply_scale_32's value REQUIRE, ``-(1 << (shift-1)) <= value < 1 << (shift-1)``: settled by the extremes
+    ``vmin``, ``vmax`` against the smallest shift, else checked per element."""
+    half_lo = sp.smin - 1  # the smallest 2^(s-1): the value REQUIRE holds everywhere if the extremes meet it
+    if not (vmin >= -(1 << half_lo) and vmax < (1 << half_lo)):
+        half = I64(1) << (sp.s - 1)
+        _req((value >= -half) & (value < half), "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
+
+
 def _rescale_32_float(value: np.ndarray, sp: _ScaleParams, zp_add: int, lo: int, hi: int, out: np.ndarray) -> bool:
     """:func:`rescale_32_into` in float64, when every intermediate is an exactly represented integer; returns False
     (nothing written) when the bound does not hold and the int64 path must run.
@@ -233,15 +242,12 @@ def _rescale_32_float(value: np.ndarray, sp: _ScaleParams, zp_add: int, lo: int,
     """
     if sp.f is None or sp.d is None:
         return False
-    s, double = sp.s, sp.double
+    double = sp.double
     vmin, vmax = int(value.min()), int(value.max())
     reach = max(abs(vmin), abs(vmax)) * sp.mmax + (1 << 30) + (1 << (sp.smax - 1))
     if reach >= EXACT64:
         return False
-    half_lo = sp.smin - 1  # the smallest 2^(s-1): the value REQUIRE holds everywhere if the extremes meet it
-    if not (vmin >= -(1 << half_lo) and vmax < (1 << half_lo)):
-        half = I64(1) << (s - 1)
-        _req((value >= -half) & (value < half), "apply_scale_32 value in [-(1<<(shift-1)), 1<<(shift-1))")
+    _require_value_in_shift_range(value, sp, vmin, vmax)
     # the rounding constant is 0.5 whatever the shift, and the zero point joins it when the sums stay below 2^53
     # with it
     fold = reach + abs(zp_add) * (1 << sp.smax) < EXACT64
