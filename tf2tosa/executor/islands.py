@@ -24,7 +24,7 @@ This module only finds the islands; it changes nothing in the graph.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..ir.graph import Operation, Value
@@ -93,6 +93,35 @@ def _candidate(op: Operation, exclude: set[int]) -> bool:
             and op.results[0].type.dtype is not DType.SHAPE)
 
 
+def _shared_root(op: Operation, fixed: set[int], root_of: Mapping[int, Value]) -> Value | None:
+    """The one root every non-constant operand of ``op`` comes from (an island value's root, or the operand itself
+    when it can root an island), or None when an operand has none or two operands have different ones."""
+    root: Value | None = None
+    for v in op.operands:
+        if v.id in fixed:
+            continue
+        r = root_of.get(v.id)
+        if r is None and v.type.dtype in ROOTS and _static(v) and len(v.type.shape) >= 1:
+            r = v
+        if r is None or (root is not None and r is not root):
+            return None
+        root = r
+    return root
+
+
+def _constant_side_producers(ops: Sequence[Operation], const_side: Mapping[int, Operation]) -> dict[int, Operation]:
+    """The constant-side ops ``ops`` read, and the ones those read in turn, by op id."""
+    extra: dict[int, Operation] = {}
+    todo = [v.id for op in ops for v in op.operands if v.id in const_side]
+    while todo:
+        vid = todo.pop()
+        prod = const_side[vid]
+        if prod.id not in extra:
+            extra[prod.id] = prod
+            todo.extend(v.id for v in prod.operands if v.id in const_side)
+    return extra
+
+
 def find_islands(order: Sequence[Operation], const_values: set[int], keep: set[int],
                  exclude: set[int]) -> dict[int, Island]:
     """The islands of ``order`` (a topological order), by the id of their first op.  ``const_values``: ids of the
@@ -119,19 +148,8 @@ def find_islands(order: Sequence[Operation], const_values: set[int], keep: set[i
     for op in order:
         if not _candidate(op, exclude) or op.results[0].id in const_side:
             continue
-        root: Value | None = None
-        ok = True
-        for v in op.operands:
-            if v.id in fixed:
-                continue
-            r = root_of.get(v.id)
-            if r is None and v.type.dtype in ROOTS and _static(v) and len(v.type.shape) >= 1:
-                r = v
-            if r is None or (root is not None and r is not root):
-                ok = False
-                break
-            root = r
-        root_shape = _static(root) if ok and root is not None else None
+        root = _shared_root(op, fixed, root_of)
+        root_shape = _static(root) if root is not None else None
         if root is None or root_shape is None or tuple(op.results[0].type.shape) != root_shape:
             continue
         kinds = [_const_kind(op, k, v, root_shape) for k, v in enumerate(op.operands) if v.id in fixed]
@@ -149,14 +167,7 @@ def find_islands(order: Sequence[Operation], const_values: set[int], keep: set[i
         if len(ops) == 1 and ops[0].opcode in ("RESCALE", "CAST"):
             continue
         # the constant-side ops the island reads, and theirs in turn: each joins when only the island reads it
-        extra: dict[int, Operation] = {}
-        todo = [v.id for op in ops for v in op.operands if v.id in const_side]
-        while todo:
-            vid = todo.pop()
-            prod = const_side[vid]
-            if prod.id not in extra:
-                extra[prod.id] = prod
-                todo.extend(v.id for v in prod.operands if v.id in const_side)
+        extra = _constant_side_producers(ops, const_side)
         inside = {op.id for op in ops} | set(extra)
         if any(op.results[0].id in keep or any(r.id not in inside for r in readers.get(op.results[0].id, []))
                for op in extra.values()):
