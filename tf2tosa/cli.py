@@ -178,6 +178,9 @@ STATE_HELP = "NAME=state.npy: the state variable's value before the first step (
 
 ORACLE_HELP = ("what integer and float outputs are judged against: ref (LiteRT's reference kernels, the default for "
                ".tflite), optimized (LiteRT's default kernels) or tensorflow (the default for TensorFlow models)")
+ORACLE = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP)
+INPUT_NPY = typer.Option(None, "--input", metavar="NAME=FILE.npy", help="NAME=x.npy (repeatable)")
+SIGNATURE = typer.Option("serving_default", "--signature", help="SavedModel signature")
 
 _out_stack: list[Out] = []
 
@@ -397,101 +400,89 @@ def _echo_io_quantization(out: Out, m: Any) -> None:
                      f"(source {e['float_dtype']})")
 
 
+# convert's own options (the ones several commands share are above)
+CONVERT_MODEL = typer.Argument(..., metavar="MODEL",
+                               help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, "
+                               ".keras, .h5 or frozen .pb")
+OUTPUT = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write")
+MLIR = typer.Option(None, "--mlir", metavar="PATH", help="also write TOSA-dialect MLIR text here")
+VGF = typer.Option(None, "--vgf", metavar="PATH",
+                   help="also write the VGF (Vulkan Graph Format) that Arm's model "
+                   "converter makes of the .tosa here, with it as a set (needs Arm's ML "
+                   "SDK for Vulkan: `make vgf`)")
+MLIR_SYNTAX = typer.Option(MlirSyntax.generic, "--mlir-syntax",
+                           help="syntax of the --mlir text: generic (MLIR's generic operation "
+                           "form; tosa-opt and IREE read it) or upstream (today's upstream TOSA "
+                           "dialect assembly with keyword attributes; IREE reads it, tosa-opt "
+                           "2026.8.0 does not)")
+CONVERT_INPUT_SHAPE = typer.Option(None, "--input-shape", metavar="NAME=DIMS", help="NAME=1,224,224,3 (repeatable)")
+CONVERT_DIM = typer.Option(None, "--dim", metavar="SYMBOL=VALUE",
+                           help="size of every unknown dimension named SYMBOL (batch, d1 …: "
+                           "`inspect` lists them; repeatable)")
+DYNAMIC = typer.Option(False, "--dynamic", help="keep the unknown dimensions left open (after "
+                       "--dim/--input-shape) symbolic: a TOSA 1.1-draft program with ? "
+                       "dimensions and EXT-SHAPE ops computing the shapes (.tosa in the 1.1.0d "
+                       "schema; -o X.mlir writes MLIR text only)")
+HINT = typer.Option(None, "--hint", metavar="SYMBOL=VALUE",
+                    help="with --dynamic: the sample size a symbol takes while "
+                    "converting (default: batch 3, others 401/402/400); the program "
+                    "stays symbolic (repeatable)")
+VERIFY = typer.Option(False, "--verify/--no-verify", help="then compare with LiteRT / TensorFlow "
+                      "on random inputs (needs the [tf] extra)")
+CONVERT_SIGNATURE = typer.Option("serving_default", "--signature", help="SavedModel signature to convert")
+QAT = typer.Option("auto", "--qat", metavar="auto|int8|float",
+                   help="FakeQuant (QAT) models: auto (integer when FakeQuants "
+                   "cover the graph), int8, or float (float emulation)")
+QAT_IO = typer.Option("float", "--qat-io", metavar="float|int8",
+                      help="integer QAT graphs: float inputs/outputs "
+                      "(QUANTIZE/DEQUANTIZE) or int8")
+CUSTOM_OPS = typer.Option(False, "--custom-ops", help="emit ops that cannot be lowered as TOSA "
+                          "CUSTOM operators instead of failing")
+MAX_UNROLL = typer.Option(None, "--max-unroll", metavar="N",
+                          help="unroll WHILE loops with a static trip count up to this many "
+                          "iterations (0: emit WHILE_LOOP; default 1024, but a loop running "
+                          "hybrid int8-weight ops stays a WHILE_LOOP unless this is given)")
+CONVERT_ROUNDING = typer.Option("double", "--rounding", metavar="double|single",
+                                help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
+                                     "or single (PRO-INT only)")
+CONVERT_TARGET = typer.Option(None, "--target", help=TARGET_HELP + "; convert fails "
+                              "(writing nothing) when there is any")
+FP16_WEIGHTS = typer.Option("keep", "--fp16-weights", metavar="keep|expand",
+                            help="float16 weights: keep (fp16 constants + CAST, the file stays "
+                                 "the source's size) or expand (fp32 constants)")
+CONVERT_HYBRID = typer.Option("kernel", "--hybrid", metavar="kernel|dequantize",
+                              help="int8-weight float models (dynamic-range quantization): kernel "
+                                   "(LiteRT's hybrid kernels) or dequantize (float weights, inexact)")
+
+
 @app.command()
 @_user_errors
-def convert(model: Path = typer.Argument(..., metavar="MODEL",
-                                         help="the model: .tflite, NNEF (dir, .tgz, graph.nnef), SavedModel dir, "
-                                         ".keras, .h5 or frozen .pb"),
-            output: Path = typer.Option(..., "-o", "--output", metavar="PATH", help="the .tosa file to write"),
-            mlir: Path | None = typer.Option(None, "--mlir", metavar="PATH",
-                                             help="also write TOSA-dialect MLIR text here"),
-            vgf: Path | None = typer.Option(None, "--vgf", metavar="PATH",
-                                            help="also write the VGF (Vulkan Graph Format) that Arm's model "
-                                            "converter makes of the .tosa here, with it as a set (needs Arm's ML "
-                                            "SDK for Vulkan: `make vgf`)"),
-            mlir_syntax: MlirSyntax = typer.Option(MlirSyntax.generic, "--mlir-syntax",
-                                            help="syntax of the --mlir text: generic (MLIR's generic operation "
-                                            "form; tosa-opt and IREE read it) or upstream (today's upstream TOSA "
-                                            "dialect assembly with keyword attributes; IREE reads it, tosa-opt "
-                                            "2026.8.0 does not)"),
-            input_shape: list[str] | None = typer.Option(None, "--input-shape", metavar="NAME=DIMS",
-                                                         help="NAME=1,224,224,3 (repeatable)"),
-            dim: list[str] | None = typer.Option(None, "--dim", metavar="SYMBOL=VALUE",
-                                                 help="size of every unknown dimension named SYMBOL (batch, d1 …: "
-                                                 "`inspect` lists them; repeatable)"),
-            dynamic: bool = typer.Option(False, "--dynamic", help="keep the unknown dimensions left open (after "
-                                         "--dim/--input-shape) symbolic: a TOSA 1.1-draft program with ? "
-                                         "dimensions and EXT-SHAPE ops computing the shapes (.tosa in the 1.1.0d "
-                                         "schema; -o X.mlir writes MLIR text only)"),
-            hint: list[str] | None = typer.Option(None, "--hint", metavar="SYMBOL=VALUE",
-                                                  help="with --dynamic: the sample size a symbol takes while "
-                                                  "converting (default: batch 3, others 401/402/400); the program "
-                                                  "stays symbolic (repeatable)"),
-            verify: bool = typer.Option(False, "--verify/--no-verify", help="then compare with LiteRT / TensorFlow "
-                                        "on random inputs (needs the [tf] extra)"),
-            oracle: str | None = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP),
-            signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature to convert"),
-            qat: str = typer.Option("auto", "--qat", metavar="auto|int8|float",
-                                    help="FakeQuant (QAT) models: auto (integer when FakeQuants "
-                                    "cover the graph), int8, or float (float emulation)"),
-            qat_io: str = typer.Option("float", "--qat-io", metavar="float|int8",
-                                       help="integer QAT graphs: float inputs/outputs "
-                                       "(QUANTIZE/DEQUANTIZE) or int8"),
-            custom_ops: bool = typer.Option(False, "--custom-ops", help="emit ops that cannot be lowered as TOSA "
-                                            "CUSTOM operators instead of failing"),
-            max_unroll: int | None = typer.Option(None, "--max-unroll", metavar="N",
-                                                  help="unroll WHILE loops with a static trip count up to this many "
-                                                  "iterations (0: emit WHILE_LOOP; default 1024, but a loop running "
-                                                  "hybrid int8-weight ops stays a WHILE_LOOP unless this is given)"),
-            rounding: str = typer.Option("double", "--rounding", metavar="double|single",
-                                         help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
-                                              "or single (PRO-INT only)"),
-            target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP + "; convert fails "
-                                                     "(writing nothing) when there is any"),
-            fp16_weights: str = typer.Option("keep", "--fp16-weights", metavar="keep|expand",
-                                             help="float16 weights: keep (fp16 constants + CAST, the file stays "
-                                                  "the source's size) or expand (fp32 constants)"),
-            hybrid: str = typer.Option("kernel", "--hybrid", metavar="kernel|dequantize",
-                                       help="int8-weight float models (dynamic-range quantization): kernel "
-                                            "(LiteRT's hybrid kernels) or dequantize (float weights, inexact)"),
-            state_io: bool = STATE_IO,
-            io_: str = IO,
-            keep_variables: list[str] | None = KEEP_VARIABLES,
-            max_extract_mb: int | None = MAX_EXTRACT,
-            trust_model: bool = TRUST_MODEL,
-            unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
-            custom_objects: list[Path] | None = CUSTOM_OBJECTS,
+def convert(model: Path = CONVERT_MODEL, output: Path = OUTPUT, mlir: Path | None = MLIR, vgf: Path | None = VGF,
+            mlir_syntax: MlirSyntax = MLIR_SYNTAX,
+            input_shape: list[str] | None = CONVERT_INPUT_SHAPE, dim: list[str] | None = CONVERT_DIM,
+            dynamic: bool = DYNAMIC, hint: list[str] | None = HINT,
+            verify: bool = VERIFY, oracle: str | None = ORACLE,
+            signature: str = CONVERT_SIGNATURE, qat: str = QAT, qat_io: str = QAT_IO,
+            custom_ops: bool = CUSTOM_OPS, max_unroll: int | None = MAX_UNROLL,
+            rounding: str = CONVERT_ROUNDING, target: TargetName | None = CONVERT_TARGET,
+            fp16_weights: str = FP16_WEIGHTS, hybrid: str = CONVERT_HYBRID,
+            state_io: bool = STATE_IO, io_: str = IO, keep_variables: list[str] | None = KEEP_VARIABLES,
+            max_extract_mb: int | None = MAX_EXTRACT, trust_model: bool = TRUST_MODEL,
+            unsafe_deserialization: bool = UNSAFE_DESERIALIZATION, custom_objects: list[Path] | None = CUSTOM_OBJECTS,
             tag: str | None = TAG, inputs: list[str] | None = CUT_INPUTS, outputs: list[str] | None = CUT_OUTPUTS,
             json_: bool = JSON, quiet: bool = QUIET, verbose: bool = VERBOSE,
             ) -> dict[str, Any]:
     """Convert MODEL to a TOSA 1.0 flatbuffer (and with --verify, prove it)."""
     from .api import convert as do_convert
-    from .api import sidecar_path
-    from .outputs import check_paths
 
     out = _out()
-    check_paths([("the input model", model)],  # before any work: nothing overwrites an input or another output
-                [("the -o output", output), ("the --mlir output", mlir), ("the --vgf output", vgf),
-                 ("the --io int .json sidecar", sidecar_path(output) if io_ == "int" else None)])
-    if vgf is not None:
-        from .verify import vgf as vgf_backend
-
-        if dynamic:
-            raise InputError("--vgf: a VGF is made of a static program; it does not combine with --dynamic")
-        vgf_backend.require_sdk()  # the model converter, or one line saying what to install
-    if verify and _is_tflite(model):
-        from .verify.compare import require_litert
-
-        require_litert()  # fail before the work, with the one-line hint
+    _convert_preflight(model, (output, mlir, vgf), io_=io_, dynamic=dynamic, verify=verify)
     t0 = time.perf_counter()
     with _progress(f"convert {model.name}") as prog, _quiet_deps():
         prog(0, 3 if verify else 2, "legalizing")
         more = {**_keep_variables(keep_variables), **_unsafe(unsafe_deserialization, trust_model),
                 **_custom_objects(custom_objects, model), **_cut(tag, inputs, outputs)}
-        if hint and not dynamic:
-            raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
-        if dynamic and (verify or target is not None):
-            raise InputError("--dynamic: not yet with --verify or --target")
+        _check_dynamic_flags(dynamic, hint, verify, target)
         options = ConvertOptions(input_shapes=parse_shapes(input_shape, str(model)),
                                  dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature,
                                  qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
@@ -517,6 +508,58 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
              f"extensions {', '.join(m.extensions) or '-'}) in {seconds:.2f}s")
     if not deferred:
         out.result(wrote)
+    _print_conversion_notes(out, m, output)
+    custom = _custom_ops(m.graph)
+    payload: dict[str, Any] = {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None,
+                               "vgf": str(vgf) if vgf else None,
+                               "ops": ops, **_model_facts(m), "custom_ops": custom, "seconds": round(seconds, 3),
+                               "verify": None, "verify_skipped": None, "layout": m.graph.record.layout}
+    if custom:
+        out.warn(f"{len(custom)} op(s) kept as TOSA CUSTOM operators (not runnable): {', '.join(sorted(set(custom)))}")
+        if verify:
+            payload["verify_skipped"] = "the graph contains CUSTOM operators"
+            out.info("verify skipped: the graph contains CUSTOM operators")
+            return payload
+    if verify:
+        payload["verify"] = _verify_then_save(out, m, model, (output, mlir, vgf), mlir_syntax, wrote, oracle=oracle,
+                                              trust_model=trust_model)
+    return payload
+
+
+def _convert_preflight(model: Path, paths: tuple[Path, Path | None, Path | None], *, io_: str, dynamic: bool,
+                       verify: bool) -> None:
+    """``convert``'s checks before any work: nothing overwrites an input or another output, and the tools that
+    --vgf and --verify need are there (or one line says what to install)."""
+    from .api import sidecar_path
+    from .outputs import check_paths
+
+    output, mlir, vgf = paths
+    check_paths([("the input model", model)],  # before any work: nothing overwrites an input or another output
+                [("the -o output", output), ("the --mlir output", mlir), ("the --vgf output", vgf),
+                 ("the --io int .json sidecar", sidecar_path(output) if io_ == "int" else None)])
+    if vgf is not None:
+        from .verify import vgf as vgf_backend
+
+        if dynamic:
+            raise InputError("--vgf: a VGF is made of a static program; it does not combine with --dynamic")
+        vgf_backend.require_sdk()  # the model converter, or one line saying what to install
+    if verify and _is_tflite(model):
+        from .verify.compare import require_litert
+
+        require_litert()  # fail before the work, with the one-line hint
+
+
+def _check_dynamic_flags(dynamic: bool, hint: list[str] | None, verify: bool, target: TargetName | None) -> None:
+    """--hint needs --dynamic, and --dynamic does not combine with --verify or --target yet."""
+    if hint and not dynamic:
+        raise InputError("--hint sets a sample size of a symbol kept by --dynamic; without --dynamic use --dim")
+    if dynamic and (verify or target is not None):
+        raise InputError("--dynamic: not yet with --verify or --target")
+
+
+def _print_conversion_notes(out: Out, m: Any, output: Path) -> None:
+    """What ``convert`` tells after the result line: fixed and symbolic dimensions, the layout pass, where an --io int
+    program's scales went, and the conversion's warnings."""
     from .converter.passes.input_shapes import fixed_dims_lines
 
     for line in fixed_dims_lines(m.graph.record.fixed_dims):
@@ -533,35 +576,31 @@ def convert(model: Path = typer.Argument(..., metavar="MODEL",
         out.info(f"integer I/O: scales and zero points in {sidecar_path(output)}")
     for w in m.graph.record.warnings:
         out.warn_once(str(w))
-    custom = _custom_ops(m.graph)
-    payload: dict[str, Any] = {"input": str(model), "output": str(output), "mlir": str(mlir) if mlir else None,
-                               "vgf": str(vgf) if vgf else None,
-                               "ops": ops, **_model_facts(m), "custom_ops": custom, "seconds": round(seconds, 3),
-                               "verify": None, "verify_skipped": None, "layout": layout}
-    if custom:
-        out.warn(f"{len(custom)} op(s) kept as TOSA CUSTOM operators (not runnable): {', '.join(sorted(set(custom)))}")
-        if verify:
-            payload["verify_skipped"] = "the graph contains CUSTOM operators"
-            out.info("verify skipped: the graph contains CUSTOM operators")
-            return payload
-    if verify:
-        unwritten = ", ".join(str(p) for p in (output, mlir, vgf) if p is not None)
-        with _progress(f"verify {model.name}") as prog, _quiet_deps():
-            try:
-                report = m.verify(oracle=oracle, progress=prog, trust_model=trust_model)
-            except ConversionError as e:  # the one error line says that nothing was written
-                ConversionError.__init__(e, f"{e.message} ({unwritten} not written: verification failed)",
-                                         file=e.file, op=e.op, tensor=e.tensor)
-                raise
-        _print_report(out, report)
-        payload["verify"] = report.to_dict()
-        if not report.ok:
-            out.exit_code = EXIT_VERIFY
-            out.warn(f"{unwritten} not written: verification failed")
-        else:
-            m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value, vgf=vgf)
-            out.result(wrote)
-    return payload
+
+
+def _verify_then_save(out: Out, m: Any, model: Path, paths: tuple[Path, Path | None, Path | None],
+                      mlir_syntax: MlirSyntax, wrote: str, *, oracle: str | None, trust_model: bool) -> Any:
+    """``convert --verify``: compare the program with its source runtime, then write the outputs only if it
+    passes (a failed verification writes nothing and sets the exit code); returns the report as a dict."""
+    output, mlir, vgf = paths
+    unwritten = ", ".join(str(p) for p in (output, mlir, vgf) if p is not None)
+    with _progress(f"verify {model.name}") as prog, _quiet_deps():
+        try:
+            report = m.verify(oracle=oracle, progress=prog, trust_model=trust_model)
+        except ConversionError as e:  # the one error line says that nothing was written
+            ConversionError.__init__(e, f"{e.message} ({unwritten} not written: verification failed)",
+                                     file=e.file, op=e.op, tensor=e.tensor)
+            raise
+    _print_report(out, report)
+    result = report.to_dict()
+    if not report.ok:
+        out.exit_code = EXIT_VERIFY
+        out.warn(f"{unwritten} not written: verification failed")
+    else:
+        m.save(output, mlir=mlir, mlir_syntax=mlir_syntax.value, vgf=vgf)
+        out.result(wrote)
+    return result
+
 
 
 @app.command()
@@ -620,8 +659,7 @@ def specialize(model: Path = typer.Argument(..., metavar="MODEL",
 @app.command()
 @_user_errors
 def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
-        input: list[str] | None = typer.Option(None, "--input", metavar="NAME=FILE.npy",
-                                               help="NAME=x.npy (repeatable)"),
+        input: list[str] | None = INPUT_NPY,
         output_dir: Path | None = typer.Option(None, "--output-dir", metavar="DIR",
                                                help="write each output as NAME.npy"),
         seed: int = typer.Option(0, help="seed for inputs not given with --input"),
@@ -855,7 +893,7 @@ def _print_profile(prof: dict[str, float], top: int = 15) -> None:
 @app.command()
 @_user_errors
 def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file, or a model to convert first"),
-            signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
+            signature: str = SIGNATURE,
             target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP),
             io_: str = IO,
             unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
@@ -1033,15 +1071,14 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                                         help="NAME=1,224,224,3"),
            dim: list[str] | None = typer.Option(None, "--dim", metavar="SYMBOL=VALUE",
                                                 help="size of every unknown dimension named SYMBOL (repeatable)"),
-           input: list[str] | None = typer.Option(None, "--input", metavar="NAME=FILE.npy",
-                                                  help="NAME=x.npy (repeatable)"),
+           input: list[str] | None = INPUT_NPY,
            num: int = typer.Option(3, help="number of random input sets"),
            seed: int = typer.Option(0, help="seed of the random inputs"),
-           oracle: str | None = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP),
+           oracle: str | None = ORACLE,
            reference: bool | None = typer.Option(None, "--reference-kernels", hidden=True,
                                                  help="deprecated: --oracle ref (now the default)"),
            rounding: str = typer.Option("double", "--rounding", metavar="double|single", help="double or single"),
-           signature: str = typer.Option("serving_default", "--signature", help="SavedModel signature"),
+           signature: str = SIGNATURE,
            hybrid: str = typer.Option("kernel", "--hybrid", metavar="kernel|dequantize",
                                       help="int8-weight float models: kernel (LiteRT's hybrid kernels) or dequantize"),
            nnef_reference: Path | None = typer.Option(None, "--reference", metavar="M.TFLITE",
