@@ -681,26 +681,12 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         ) -> dict[str, Any]:
     """Run a .tosa file in the embedded executor (or, with --backend iree, in IREE; with --backend vgf, on a Vulkan
     device through Arm's ML SDK for Vulkan; with --steps, as a stream of invocations)."""
-    import numpy as np
-
-    from .api import load, sidecar_path
+    from .api import load
     from .outputs import check_paths
     from .verify.compare import random_inputs
 
     out = _out()
-    side = sidecar_path(model) if os.path.isfile(sidecar_path(model)) else None
-    reads = [("the input model", model), ("the input model's .json sidecar", side), *_npy_files(input),
-             *_npy_files(state, "--state")]
-    check_paths(reads, [])
-    if profile_ops and backend is not Backend.executor:
-        raise InputError("--profile-ops times the embedded executor: it cannot be used with "
-                         f"--backend {backend.value}")
-    if backend is Backend.vgf:
-        from .verify import vgf as vgf_backend
-
-        vgf_backend.require()  # the SDK and a Vulkan device, or one line saying what to install
-    if repeat < 1:
-        raise InputError(f"--repeat {repeat}: give at least one run")
+    reads = _run_preflight(model, input, state, backend=backend, profile_ops=profile_ops, repeat=repeat)
     m = load(str(model))
     if backend is Backend.executor and all(v.type.is_static for v in m.graph.inputs):
         from .executor.runner import check_sizes
@@ -716,6 +702,48 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
             raise InputError("--profile-ops profiles one run; it does not combine with --steps/--state")
         n = steps if steps is not None else 1
         return _run_steps(m, model, given, n, _load_inputs(state, "--state"), output_dir, seed)
+    sizes = _random_input_sizes(m, model, given, input_shape, dim)
+    feed = m.quantize_inputs({**random_inputs(m.graph, seed, sizes), **given})
+    with _progress(f"run {model.name}") as prog:
+        prog(0, 1, "executing")
+        if profile_ops:
+            outs, profile = _run_profiled(out, m, feed, repeat)
+        else:
+            outs, profile = _run_program(out, m, model, feed, backend, repeat), None
+    if dequantize:
+        outs = m.dequantize_outputs(outs)
+    results = _output_results(out, outs, output_dir)
+    return {"model": str(model), "seed": seed, "backend": backend.value, "outputs": results, "profile": profile,
+            "steps": None, "state": []}
+
+
+def _run_preflight(model: Path, input: list[str] | None, state: list[str] | None, *, backend: Backend,
+                   profile_ops: bool, repeat: int) -> list[tuple[str, Any]]:
+    """``run``'s checks before the program is read (the files it reads, the backend, flags that do not combine);
+    returns the files it reads, for the check of the output files."""
+    from .api import sidecar_path
+    from .outputs import check_paths
+
+    side = sidecar_path(model) if os.path.isfile(sidecar_path(model)) else None
+    reads = [("the input model", model), ("the input model's .json sidecar", side), *_npy_files(input),
+             *_npy_files(state, "--state")]
+    check_paths(reads, [])
+    if profile_ops and backend is not Backend.executor:
+        raise InputError("--profile-ops times the embedded executor: it cannot be used with "
+                         f"--backend {backend.value}")
+    if backend is Backend.vgf:
+        from .verify import vgf as vgf_backend
+
+        vgf_backend.require()  # the SDK and a Vulkan device, or one line saying what to install
+    if repeat < 1:
+        raise InputError(f"--repeat {repeat}: give at least one run")
+    return reads
+
+
+def _random_input_sizes(m: Any, model: Path, given: dict[str, Any], input_shape: list[str] | None,
+                        dim: list[str] | None) -> dict[str, tuple[int, ...]] | None:
+    """The input shapes of ``run``'s random inputs: None for a static program run without --input-shape/--dim,
+    else those of the given arrays, completed by the options for a symbolic program."""
     sizes: dict[str, tuple[int, ...]] | None = None
     if input_shape or dim or any(not v.type.is_static for v in m.graph.inputs):
         from .converter.specialize import bind_input_shapes
@@ -725,35 +753,45 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         else:  # the random inputs of a symbolic program take their sizes from the options and the given data
             known = {**parse_shapes(input_shape, str(model)), **{k: tuple(a.shape) for k, a in given.items()}}
             sizes, _ = bind_input_shapes(m.graph, known, parse_dims(dim, file=str(model)), file=str(model))
-    feed = m.quantize_inputs({**random_inputs(m.graph, seed, sizes), **given})
-    profile: dict[str, Any] | None = None
-    with _progress(f"run {model.name}") as prog:
-        prog(0, 1, "executing")
-        if profile_ops:
-            from .executor import run as run_graph
-            from .executor import run_with_profile
+    return sizes
 
-            for _ in range(repeat - 1):  # untimed: the profile is of the last run
-                run_graph(m.graph, feed)
-            outs, prof = run_with_profile(m.graph, feed)
-            profile = _profile_summary(prof)
-            if not (out.json or out.quiet):
-                _print_profile(prof)
-        else:
-            if m.is_dynamic:  # sizes outside the conversion's guards: one warning per guard, in the result
-                for w in m.guard_warnings(feed):
-                    out.warn_once(w)
-            from .executor.registry import ExecutionError
 
-            try:
-                for _ in range(repeat):
-                    outs = m.run(feed, backend=backend.value, check_guards=False)
-            except ExecutionError as e:  # an ERROR_IF at these inputs (a symbolic program at a size it forbids)
-                if e.file is not None:
-                    raise
-                raise type(e)(e.message, op=e.op, tensor=e.tensor, file=str(model)) from None
-    if dequantize:
-        outs = m.dequantize_outputs(outs)
+def _run_profiled(out: Out, m: Any, feed: dict[str, Any], repeat: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``run --profile-ops``: the outputs and the time per op of the last of ``repeat`` runs in the executor (the
+    tables printed unless --json or --quiet)."""
+    from .executor import run as run_graph
+    from .executor import run_with_profile
+
+    for _ in range(repeat - 1):  # untimed: the profile is of the last run
+        run_graph(m.graph, feed)
+    outs, prof = run_with_profile(m.graph, feed)
+    profile = _profile_summary(prof)
+    if not (out.json or out.quiet):
+        _print_profile(prof)
+    return outs, profile
+
+
+def _run_program(out: Out, m: Any, model: Path, feed: dict[str, Any], backend: Backend,
+                 repeat: int) -> dict[str, Any]:
+    """``run``: the outputs of the last of ``repeat`` runs on ``backend`` (a symbolic program warns once per size
+    guard the inputs fall outside; an ERROR_IF names the file)."""
+    if m.is_dynamic:  # sizes outside the conversion's guards: one warning per guard, in the result
+        for w in m.guard_warnings(feed):
+            out.warn_once(w)
+    from .executor.registry import ExecutionError
+
+    try:
+        for _ in range(repeat):
+            outs: dict[str, Any] = m.run(feed, backend=backend.value, check_guards=False)
+    except ExecutionError as e:  # an ERROR_IF at these inputs (a symbolic program at a size it forbids)
+        if e.file is not None:
+            raise
+        raise type(e)(e.message, op=e.op, tensor=e.tensor, file=str(model)) from None
+    return outs
+
+
+def _output_results(out: Out, outs: dict[str, Any], output_dir: Path | None) -> list[dict[str, Any]]:
+    """``run``'s result line per output, each written as NAME.npy with --output-dir (every file or none)."""
     results = []
     files: dict[str | os.PathLike[str], bytes] = {}
     for name, arr in outs.items():
@@ -763,17 +801,14 @@ def run(model: Path = typer.Argument(..., metavar="MODEL", help="a .tosa file"),
         file = None
         if output_dir is not None:
             file = output_dir / f"{name}.npy"
-            buf = io.BytesIO()
-            np.save(buf, arr)
-            files[file] = buf.getvalue()
+            files[file] = _npy(arr)
         results.append({"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype), "min": lo, "max": hi,
                         "file": str(file) if file else None})
     if output_dir is not None:
         from .outputs import write_files
 
         write_files(files, make_dirs=True)  # every output or none
-    return {"model": str(model), "seed": seed, "backend": backend.value, "outputs": results, "profile": profile,
-            "steps": None, "state": []}
+    return results
 
 
 def _output_arrays(m: Any, output_dir: Path, stream: bool) -> list[tuple[str, Path]]:
