@@ -974,32 +974,8 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     for v in g.inputs:
         out.echo(f"  {v.name}: {_symbolic_type(v.type) if symbolic else v.type}")
     if symbolic:
-        syms = g.dims.symbols
-        if syms:
-            out.echo("dimension symbols (bind them with specialize --dim SYMBOL=VALUE or --input-shape):")
-            for sym, where in syms.items():
-                out.echo(f"  {sym}: input {where['input']!r} dimension {where['dim']}")
-        eqs = g.dims.equalities
-        if eqs:
-            out.echo("equalities the program relies on (checked at run time):")
-            for e in eqs:
-                rel = "broadcasts with" if e.get("broadcast") else "=="
-                out.echo(f"  {e['a']} {rel} {e['b']}  ({e['op']})")
-        guards = g.dims.guards
-        if guards is None:
-            out.echo("size guards: none known (a .tosa file cannot carry them; the .mlir written with it does)")
-        elif guards:
-            hints = ", ".join(f"{k}={v}" for k, v in (g.dims.hints or {}).items())
-            out.echo(f"size guards (comparisons the conversion made at {hints or 'its sample sizes'}; run and "
-                     "specialize warn outside them):")
-            for text in guards:
-                out.echo(f"  {text}")
-    fixed = g.record.fixed_dims
-    if fixed:
-        out.echo("dimension symbols (unknown in the model; fixed with --input-shape NAME=DIMS or --dim SYMBOL=VALUE):")
-        for e in fixed:
-            out.echo(f"  {e['input']}: " + ", ".join(f"dim {d['dim']} {d['symbol']}={d['value']} ({d['from']})"
-                                                     for d in e["dims"]))
+        _echo_symbolic_dims(out, g)
+    _echo_fixed_dims(out, g)
     out.echo("outputs:")
     for v in g.outputs:
         out.echo(f"  {v.name}: {_symbolic_type(v.type) if symbolic else v.type}")
@@ -1010,6 +986,56 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
             value = f" = {t['value']}" if t.get("value") else ""
             out.echo(f"  {t['name']}: {t['type']}{value}  ({t['op']})")
     _echo_io_quantization(out, m)
+    custom = _echo_ops(out, g)
+    target_report = _echo_target(out, m, target) if target is not None else None
+    state = _echo_state(out, m)
+    return {"file": str(file), "format": f"TOSA {version}", "frontend": frontend, "layout": layout,
+            **_model_facts(m), "custom_ops": custom, "inexact": g.inexact,
+            "side_effect_ops": list(g.source.side_effect_ops), "target": target_report, "state": state,
+            "dim_symbols": dict(g.dims.symbols) if symbolic else {},
+            "dim_equalities": list(g.dims.equalities) if symbolic else [], "tensors": tensors,
+            "dim_guards": list(g.dims.guards) if symbolic and g.dims.guards is not None else None,
+            "dim_hints": dict(g.dims.hints) if symbolic and g.dims.hints is not None else None,
+            "saved_model": listing}
+
+
+def _echo_symbolic_dims(out: Out, g: Any) -> None:
+    """``inspect`` of a symbolic program: its dimension symbols, the equalities it relies on and its size guards."""
+    syms = g.dims.symbols
+    if syms:
+        out.echo("dimension symbols (bind them with specialize --dim SYMBOL=VALUE or --input-shape):")
+        for sym, where in syms.items():
+            out.echo(f"  {sym}: input {where['input']!r} dimension {where['dim']}")
+    eqs = g.dims.equalities
+    if eqs:
+        out.echo("equalities the program relies on (checked at run time):")
+        for e in eqs:
+            rel = "broadcasts with" if e.get("broadcast") else "=="
+            out.echo(f"  {e['a']} {rel} {e['b']}  ({e['op']})")
+    guards = g.dims.guards
+    if guards is None:
+        out.echo("size guards: none known (a .tosa file cannot carry them; the .mlir written with it does)")
+    elif guards:
+        hints = ", ".join(f"{k}={v}" for k, v in (g.dims.hints or {}).items())
+        out.echo(f"size guards (comparisons the conversion made at {hints or 'its sample sizes'}; run and "
+                 "specialize warn outside them):")
+        for text in guards:
+            out.echo(f"  {text}")
+
+
+def _echo_fixed_dims(out: Out, g: Any) -> None:
+    """``inspect``: the model's unknown dimensions and the sizes the conversion fixed them to."""
+    fixed = g.record.fixed_dims
+    if fixed:
+        out.echo("dimension symbols (unknown in the model; fixed with --input-shape NAME=DIMS or --dim SYMBOL=VALUE):")
+        for e in fixed:
+            out.echo(f"  {e['input']}: " + ", ".join(f"dim {d['dim']} {d['symbol']}={d['value']} ({d['from']})"
+                                                     for d in e["dims"]))
+
+
+def _echo_ops(out: Out, g: Any) -> list[str]:
+    """``inspect``: the op counts, the inexact lowerings, the dropped side effects and the CUSTOM operators (whose
+    names it returns)."""
     out.echo("ops:")
     for name, n in g.op_counts().items():
         out.echo(f"  {name:28s} {n}")
@@ -1023,30 +1049,31 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
                  f"(the executor and the reference model cannot run them):")
         for name in custom:
             out.echo(f"  {name}")
-    target_report = None
-    if target is not None:
-        problems = m.check_target(target.value)
-        if problems:
-            out.echo(f"target {target.value}: {len(problems)} thing(s) it cannot take:")
-            for p in problems:
-                out.echo(f"  {p}")
-        else:
-            out.echo(f"target {target.value}: takes the program")
-        target_report = {"name": target.value, "ok": not problems, "problems": [p.to_dict() for p in problems]}
+    return custom
+
+
+def _echo_target(out: Out, m: Any, target: TargetName) -> dict[str, Any]:
+    """``inspect --target``: everything the target cannot take; returns the report's JSON object."""
+    problems = m.check_target(target.value)
+    if problems:
+        out.echo(f"target {target.value}: {len(problems)} thing(s) it cannot take:")
+        for p in problems:
+            out.echo(f"  {p}")
+    else:
+        out.echo(f"target {target.value}: takes the program")
+    return {"name": target.value, "ok": not problems, "problems": [p.to_dict() for p in problems]}
+
+
+def _echo_state(out: Out, m: Any) -> list[dict[str, Any]]:
+    """``inspect``: the state the program keeps across invocations (EXT-VARIABLE, or --state-io inputs and
+    outputs); returns its facts."""
     state = _state_facts(m)
     if state:
         out.echo("state (kept across invocations):")
         for st in state:
             how = (f"input {st['input']} -> output {st['output']}" if st["input"] else "EXT-VARIABLE")
             out.echo(f"  {st['variable']}: {st['type']}: {how}")
-    return {"file": str(file), "format": f"TOSA {version}", "frontend": frontend, "layout": layout,
-            **_model_facts(m), "custom_ops": custom, "inexact": g.inexact,
-            "side_effect_ops": list(g.source.side_effect_ops), "target": target_report, "state": state,
-            "dim_symbols": dict(g.dims.symbols) if symbolic else {},
-            "dim_equalities": list(g.dims.equalities) if symbolic else [], "tensors": tensors,
-            "dim_guards": list(g.dims.guards) if symbolic and g.dims.guards is not None else None,
-            "dim_hints": dict(g.dims.hints) if symbolic and g.dims.hints is not None else None,
-            "saved_model": listing}
+    return state
 
 
 def _saved_model_listing(out: Out, file: Path) -> list[dict[str, Any]] | None:
