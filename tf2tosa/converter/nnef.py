@@ -86,9 +86,9 @@ import tarfile
 import tempfile
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -571,73 +571,18 @@ def _unpack(p: Path, dest: Path) -> dict[Path, str]:
                 raise ModelLoadError(f"archive member '{m.name}' points outside the archive", file=file)
             if rel == "":
                 continue
-            target = dest / rel
             if m.isdir():
                 _mkdirs(dest, rel, file)
                 continue
             if not m.isfile():
-                kind = (f"a symlink to '{m.linkname}'" if m.issym() else f"a hard link to '{m.linkname}'"
-                        if m.islnk() else "a FIFO" if m.isfifo() else "a character device" if m.ischr()
-                        else "a block device" if m.isblk() else "not a regular file")
-                link = _member_path(m.linkname) if m.islnk() else None
-                if link is not None and link in unpacked and rel not in unpacked:
-                    _mkdirs(dest, posixpath.dirname(rel), file)
-                    try:
-                        os.link(dest / link, target, follow_symlinks=False)
-                    except OSError as e:
-                        raise ModelLoadError(f"cannot unpack archive member '{m.name}': {e.strerror or e}",
-                                             file=file) from None
-                    unpacked.add(rel)
-                    skipped.pop(target, None)
-                else:
-                    skipped[target] = kind
+                _unpack_special(m, rel, dest, file, unpacked, skipped)
                 continue
             total += m.size
             err = too_big(m.name, m.size, total, file)
             if err is not None:
                 raise err
-            base = posixpath.basename(rel)
-            if base in ("graph.nnef", "graph.quant"):
-                cap = min(MAX_TEXT_BYTES, max_extract_bytes())
-                if m.size > cap:
-                    raise ModelLoadError(f"{base} is {mib(m.size)}, more than the {mib(cap)} a graph may hold",
-                                         file=f"{file}:{m.name}")
-            elif not base.endswith(".dat"):
-                continue  # (not needed: the stream skips its data)
-            try:
-                src = tar.extractfile(m)
-                assert src is not None
-                head = src.read(_HEADER) if base.endswith(".dat") else b""
-                if base.endswith(".dat"):
-                    def fail(msg: str, name: str = m.name) -> ModelLoadError:
-                        return ModelLoadError(msg, file=f"{file}:{name}")
-
-                    _dat_header(head, m.size, fail)
-                _mkdirs(dest, posixpath.dirname(rel), file)
-                if rel in unpacked or target.exists() or target.is_symlink():
-                    if target.is_dir() and not target.is_symlink():
-                        raise ModelLoadError(f"archive member '{m.name}' is both a folder and a file", file=file)
-                    target.unlink()
-                skipped.pop(target, None)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-                with os.fdopen(fd, "wb") as out:
-                    out.write(head)
-                    written = len(head)
-                    while written < m.size:
-                        chunk = src.read(min(1 << 20, m.size - written))
-                        if not chunk:
-                            break
-                        out.write(chunk)
-                        written += len(chunk)
-                if written != m.size:
-                    raise ModelLoadError(f"archive member '{m.name}' is cut short ({written} of {m.size} bytes)",
-                                         file=file)
-                unpacked.add(rel)
-            except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, TypeError, ValueError, struct.error) as e:
-                raise unpack_error(e) from None
-            except OSError as e:
-                raise ModelLoadError(f"cannot unpack archive member '{m.name}': {e.strerror or e}",
-                                     file=file) from None
+            if _wanted(m, posixpath.basename(rel), file):
+                _extract_member(tar, m, rel, dest, file, unpacked, skipped, unpack_error)
         if count == 0:
             raise ModelLoadError("not a tar archive (no members)", file=file)
     finally:
@@ -647,6 +592,92 @@ def _unpack(p: Path, dest: Path) -> dict[Path, str]:
             except (OSError, tarfile.TarError, EOFError, zlib.error, lzma.LZMAError):
                 pass
     return skipped
+
+
+def _special_kind(m: tarfile.TarInfo) -> str:
+    """What a member that is not a regular file is, in words."""
+    return (f"a symlink to '{m.linkname}'" if m.issym() else f"a hard link to '{m.linkname}'"
+            if m.islnk() else "a FIFO" if m.isfifo() else "a character device" if m.ischr()
+            else "a block device" if m.isblk() else "not a regular file")
+
+
+def _unpack_special(m: tarfile.TarInfo, rel: str, dest: Path, file: str, unpacked: set[str],
+                    skipped: dict[Path, str]) -> None:
+    """A member that is not a regular file: a hard link to a regular member unpacked before it becomes a second
+    name of that file; anything else is only recorded in ``skipped`` (by the path it would have had)."""
+    target = dest / rel
+    link = _member_path(m.linkname) if m.islnk() else None
+    if link is not None and link in unpacked and rel not in unpacked:
+        _mkdirs(dest, posixpath.dirname(rel), file)
+        try:
+            os.link(dest / link, target, follow_symlinks=False)
+        except OSError as e:
+            raise ModelLoadError(f"cannot unpack archive member '{m.name}': {e.strerror or e}",
+                                 file=file) from None
+        unpacked.add(rel)
+        skipped.pop(target, None)
+    else:
+        skipped[target] = _special_kind(m)
+
+
+def _wanted(m: tarfile.TarInfo, base: str, file: str) -> bool:
+    """Whether the loader uses the regular member ``m`` (``graph.nnef``, ``graph.quant``, ``*.dat``); a graph text
+    larger than a graph may hold is refused."""
+    if base in ("graph.nnef", "graph.quant"):
+        cap = min(MAX_TEXT_BYTES, max_extract_bytes())
+        if m.size > cap:
+            raise ModelLoadError(f"{base} is {mib(m.size)}, more than the {mib(cap)} a graph may hold",
+                                 file=f"{file}:{m.name}")
+        return True
+    return base.endswith(".dat")  # (not needed otherwise: the stream skips its data)
+
+
+def _extract_member(tar: tarfile.TarFile, m: tarfile.TarInfo, rel: str, dest: Path, file: str, unpacked: set[str],
+                    skipped: dict[Path, str], unpack_error: Callable[[BaseException], ModelLoadError]) -> None:
+    """Write the regular member ``m`` to ``dest / rel`` (a ``.dat``'s header checked first), replacing a file or
+    link an earlier member of the same name left there."""
+    target = dest / rel
+    base = posixpath.basename(rel)
+    try:
+        src = tar.extractfile(m)
+        assert src is not None
+        head = src.read(_HEADER) if base.endswith(".dat") else b""
+        if base.endswith(".dat"):
+            def fail(msg: str, name: str = m.name) -> ModelLoadError:
+                return ModelLoadError(msg, file=f"{file}:{name}")
+
+            _dat_header(head, m.size, fail)
+        _mkdirs(dest, posixpath.dirname(rel), file)
+        if rel in unpacked or target.exists() or target.is_symlink():
+            if target.is_dir() and not target.is_symlink():
+                raise ModelLoadError(f"archive member '{m.name}' is both a folder and a file", file=file)
+            target.unlink()
+        skipped.pop(target, None)
+        _write_member(src, head, target, m, file)
+        unpacked.add(rel)
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, TypeError, ValueError, struct.error) as e:
+        raise unpack_error(e) from None
+    except OSError as e:
+        raise ModelLoadError(f"cannot unpack archive member '{m.name}': {e.strerror or e}",
+                             file=file) from None
+
+
+def _write_member(src: IO[bytes], head: bytes, target: Path, m: tarfile.TarInfo, file: str) -> None:
+    """Create ``target`` (never through a link) and write ``head`` and the rest of the member's data to it, in
+    chunks of at most 1 MiB; data shorter than the header's size is refused."""
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(head)
+        written = len(head)
+        while written < m.size:
+            chunk = src.read(min(1 << 20, m.size - written))
+            if not chunk:
+                break
+            out.write(chunk)
+            written += len(chunk)
+    if written != m.size:
+        raise ModelLoadError(f"archive member '{m.name}' is cut short ({written} of {m.size} bytes)",
+                             file=file)
 
 
 def _mkdirs(dest: Path, rel: str, file: str) -> None:
