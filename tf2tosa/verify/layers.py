@@ -447,15 +447,7 @@ def classify_drift(tflite: bytes, graph: Graph, report: LayerReport, litert_tens
     of ``report`` (see the module docstring)."""
     names, _, _ = _read_tflite(tflite)
     index = {n: i for i, n in enumerate(names)}
-    tmap: dict[str, str] = graph.tensor_map
-    tensor_of: dict[str, str] = {v: t for t, v in tmap.items()}
-    for op in graph.topological_order():
-        for r in op.results:
-            if r.source and r.name not in tensor_of:
-                tensor_of[r.name] = r.source
-    for v in graph.inputs:
-        if v.source:
-            tensor_of.setdefault(v.name, v.source)
+    tensor_of = _tensor_sources(graph)
     consts = {r.name: op for op in graph.ops.values() if op.opcode in ("CONST", "CONST_SHAPE") for r in op.results}
     layer_ops = _layer_ops(graph)
 
@@ -495,43 +487,74 @@ def classify_drift(tflite: bytes, graph: Graph, report: LayerReport, litert_tens
         lit = np.asarray(lit_raw, np.float64).reshape(-1)
         scale = float(np.abs(lit).max()) if lit.size else 0.0
         e.local_error = float(np.abs(ours - lit).max() / scale) if scale else float(np.abs(ours - lit).max())
-        rounding = [op for op in ops if any(r.type.dtype.is_float for r in op.results)
-                    and op_accuracy(op).mode not in ("exact", "none")]
-        narrowing = [op for op in ops if op.opcode == "CAST" and op.operands[0].type.dtype.is_float
-                     and op.results[0].type.dtype.is_float
-                     and op.results[0].type.dtype.bits < op.operands[0].type.dtype.bits]
-        dots = [op for op in rounding if op_accuracy(op).mode == "dot_product"]
-        bound: tuple[np.ndarray, str] | None = None
-        if not rounding:  # data movement, max pooling …: the spec wants the exact result
-            e.bound = "exact ops"
-            e.bound_ratio = 0.0 if np.array_equal(ours, ref64, equal_nan=True) else float("inf")
-            e.litert_bound_ratio = 0.0 if np.array_equal(lit, ref64, equal_nan=True) else float("inf")
-            e.drift = "within" if e.bound_ratio == 0.0 else "beyond"
-            continue
-        if dots and e.op.split("#")[0] in _DOT_LAYERS:
-            bound = _dot_layer_bound(ops, dots, ext, e.tosa_value)
-        elif len(rounding) == 1 and not dots:
-            main = rounding[0]
-            main_ins = [env64[v.name] if v.name in env64 else ext[v.name] for v in main.operands]
-            got = _single_op_bound(main, main_ins, env64[main.results[0].name])
-            if got is not None and np.asarray(got[0]).size == ours.size:
-                bound = (np.asarray(got[0], np.float64).reshape(-1), got[1])
-        if bound is None:  # several rounding ops and no dot product: in units of the output's ulp
+        _classify_layer(e, ops, ext, env64, ours, ref64, lit)
 
-            dt = ops[-1].results[0].type.dtype if ops[-1].results[0].type.dtype.is_float else DType.FP32
-            bound = (np.asarray(ulp_error_bound(ref64, dt, 1.0), np.float64).reshape(-1),
-                     f"composite of {len(rounding)} rounding ops: ulp of the output")
-            e.drift = "composite"
-        b, e.bound = bound
-        fin = np.isfinite(ref64) & np.isfinite(b) & (b > 0)
-        with np.errstate(all="ignore"):
-            e.bound_ratio = float(np.max(np.abs(ours[fin] - ref64[fin]) / b[fin])) if fin.any() else 0.0
-            e.litert_bound_ratio = float(np.max(np.abs(lit[fin] - ref64[fin]) / b[fin])) if fin.any() else 0.0
-        if not e.drift:
-            e.drift = "within" if e.bound_ratio <= 1.0 else "beyond"
-            steps = len(rounding) + len(narrowing)
-            if e.drift == "beyond" and steps > 1:
-                e.note = (e.note + "; " if e.note else "") + f"{steps} rounding steps where one op would do"
+
+def _tensor_sources(graph: Graph) -> dict[str, str]:
+    """The TFLite tensor name of each TOSA value that has one: the graph's tensor map, then the source recorded on
+    op results and graph inputs."""
+    tmap: dict[str, str] = graph.tensor_map
+    tensor_of: dict[str, str] = {v: t for t, v in tmap.items()}
+    for op in graph.topological_order():
+        for r in op.results:
+            if r.source and r.name not in tensor_of:
+                tensor_of[r.name] = r.source
+    for v in graph.inputs:
+        if v.source:
+            tensor_of.setdefault(v.name, v.source)
+    return tensor_of
+
+
+def _classify_layer(e: LayerEntry, ops: list[Operation], ext: Mapping[str, np.ndarray],
+                    env64: Mapping[str, np.ndarray], ours: np.ndarray, ref64: np.ndarray, lit: np.ndarray) -> None:
+    """Fill the drift fields of the float layer ``e`` computed by ``ops``: its bound, and our and LiteRT's errors
+    against the fp64 result in units of that bound."""
+    rounding = [op for op in ops if any(r.type.dtype.is_float for r in op.results)
+                and op_accuracy(op).mode not in ("exact", "none")]
+    narrowing = [op for op in ops if op.opcode == "CAST" and op.operands[0].type.dtype.is_float
+                 and op.results[0].type.dtype.is_float
+                 and op.results[0].type.dtype.bits < op.operands[0].type.dtype.bits]
+    dots = [op for op in rounding if op_accuracy(op).mode == "dot_product"]
+    if not rounding:  # data movement, max pooling …: the spec wants the exact result
+        e.bound = "exact ops"
+        e.bound_ratio = 0.0 if np.array_equal(ours, ref64, equal_nan=True) else float("inf")
+        e.litert_bound_ratio = 0.0 if np.array_equal(lit, ref64, equal_nan=True) else float("inf")
+        e.drift = "within" if e.bound_ratio == 0.0 else "beyond"
+        return
+    bound = _rounding_bound(e, ops, rounding, dots, ext, env64, ours.size)
+    if bound is None:  # several rounding ops and no dot product: in units of the output's ulp
+
+        dt = ops[-1].results[0].type.dtype if ops[-1].results[0].type.dtype.is_float else DType.FP32
+        bound = (np.asarray(ulp_error_bound(ref64, dt, 1.0), np.float64).reshape(-1),
+                 f"composite of {len(rounding)} rounding ops: ulp of the output")
+        e.drift = "composite"
+    b, e.bound = bound
+    fin = np.isfinite(ref64) & np.isfinite(b) & (b > 0)
+    with np.errstate(all="ignore"):
+        e.bound_ratio = float(np.max(np.abs(ours[fin] - ref64[fin]) / b[fin])) if fin.any() else 0.0
+        e.litert_bound_ratio = float(np.max(np.abs(lit[fin] - ref64[fin]) / b[fin])) if fin.any() else 0.0
+    if not e.drift:
+        e.drift = "within" if e.bound_ratio <= 1.0 else "beyond"
+        steps = len(rounding) + len(narrowing)
+        if e.drift == "beyond" and steps > 1:
+            e.note = (e.note + "; " if e.note else "") + f"{steps} rounding steps where one op would do"
+
+
+def _rounding_bound(e: LayerEntry, ops: list[Operation], rounding: list[Operation], dots: list[Operation],
+                    ext: Mapping[str, np.ndarray], env64: Mapping[str, np.ndarray], size: int
+                    ) -> tuple[np.ndarray, str] | None:
+    """The error bound of a layer whose ops round: the dot-product bound of a dot layer, or the bound of its one
+    rounding op; None when neither applies."""
+    bound: tuple[np.ndarray, str] | None = None
+    if dots and e.op.split("#")[0] in _DOT_LAYERS:
+        bound = _dot_layer_bound(ops, dots, ext, e.tosa_value)
+    elif len(rounding) == 1 and not dots:
+        main = rounding[0]
+        main_ins = [env64[v.name] if v.name in env64 else ext[v.name] for v in main.operands]
+        got = _single_op_bound(main, main_ins, env64[main.results[0].name])
+        if got is not None and np.asarray(got[0]).size == size:
+            bound = (np.asarray(got[0], np.float64).reshape(-1), got[1])
+    return bound
 
 
 # ------------------------------------------------------------------------------------------------ entry point
