@@ -286,29 +286,19 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     (every ERROR_IF and REQUIRE then held; this only reads the values)."""
     if conv.opcode not in ("CONV2D", "DEPTHWISE_CONV2D") or to.PRECISE.get():
         return None
+    form = _plain_rescale(rescale, r_rest)
+    if form is None:
+        return None
+    ot, ozp, double = form
     r = rescale.attrs
-    it, ot = rescale.operands[0].type.dtype, rescale.results[0].type.dtype
-    if (not bool(r.get("scale32", True)) or bool(r.get("input_unsigned", False))
-            or bool(r.get("output_unsigned", False)) or it is not DType.INT32 or ot not in (DType.INT8, DType.INT16)):
-        return None
-    mult, shift_v, r_izp, r_ozp = r_rest[0], r_rest[1], r_rest[2], r_rest[3]
-    if int(scalar(r_izp)) != 0:
-        return None
-    ozp = int(scalar(r_ozp))
-    double = str(r.get("rounding_mode", "SINGLE_ROUND")).upper() == "DOUBLE_ROUND"
+    mult, shift_v = r_rest[0], r_rest[1]
     args = bind(conv, ins)
     x, w, bias = args.input, args.weight, args.bias
     izp, wzp = int(scalar(args.input_zp)), int(scalar(args.weight_zp))
     in_t = conv.operands[0].type.dtype
     lo_i, hi_i = in_t.range()
     zpb = to._zp_bound(in_t, izp)
-    if conv.opcode == "CONV2D":
-        oc = w.shape[0]
-        kk = int(np.prod(w.shape[1:]))
-        prep = to._prepared(w, ("gemm", wzp), lambda: to._GemmWeights(w.reshape(oc, kk), wzp))
-    else:
-        oc = w.shape[2] * w.shape[3]
-        prep = to._prepared(w, ("dwsum", wzp), lambda: to._DepthwiseWeights(w, wzp))
+    oc, prep = _conv_weights(conv.opcode, w, wzp)
     plan = prep.plan(max(abs(lo_i), abs(hi_i), abs(izp)), zpb, izp, bias, conv.results[0].type.dtype)
     if plan is None:
         return None
@@ -324,12 +314,10 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
     lo, hi = ot.range()
     bmax = float(np.abs(bias).max()) if bias.size else 0.0
     bound = zpb * prep.abs_sum + bmax  # |v| for the i32 value v the RESCALE reads
-    smin, smax, mmax = int(s.min()), int(s.max()), int(m.max())
-    # the largest |v| for which RESCALE's value REQUIRE holds whatever the shift and every float64 step is exact
+    smax, mmax = int(s.max()), int(m.max())
     ut = np.dtype(f"u{ot.np_dtype().itemsize}")
     d = lo % (1 << (8 * ut.itemsize))  # the offset of the narrowing (see _Scratch.narrow)
-    room = EXACT64 - 1 - (1 << (smax - 1)) - (1 << 30) - (abs(ozp) + abs(lo) + d + 1) * (1 << smax)
-    limit = min((1 << (smin - 1)) - 1, room // mmax if mmax else room)
+    limit = _require_limit(s, m, ozp, lo, d)
     if limit < 0:
         return None
     # the bound proves it for every input, or each block's extremes are checked (a failing block sends the run back
@@ -368,6 +356,42 @@ def prepare(conv: Operation, ins: list[np.ndarray], rescale: Operation, r_rest: 
         vlimit, conv, conv.opcode, geometry, izp, ft, wm, np.asarray(shift, ft).reshape(-1), f, c_arr,
         None if fold else np.ldexp(np.where(big, 1.0, 0.0), 30 - s).view(np.int64),
         hi - lo, d, out_shape, ot.np_dtype(), w64, folded, chunks)
+
+
+def _plain_rescale(rescale: Operation, r_rest: list[np.ndarray]) -> tuple[DType, int, bool] | None:
+    """The output type, output zero point and double rounding of a RESCALE the prepared chain can do (scale32, signed,
+    int32 to int8/int16, input zero point 0), or None."""
+    r = rescale.attrs
+    it, ot = rescale.operands[0].type.dtype, rescale.results[0].type.dtype
+    if (not bool(r.get("scale32", True)) or bool(r.get("input_unsigned", False))
+            or bool(r.get("output_unsigned", False)) or it is not DType.INT32 or ot not in (DType.INT8, DType.INT16)):
+        return None
+    r_izp, r_ozp = r_rest[2], r_rest[3]
+    if int(scalar(r_izp)) != 0:
+        return None
+    ozp = int(scalar(r_ozp))
+    double = str(r.get("rounding_mode", "SINGLE_ROUND")).upper() == "DOUBLE_ROUND"
+    return ot, ozp, double
+
+
+def _conv_weights(opcode: str, w: np.ndarray, wzp: int) -> tuple[int, to._GemmWeights]:
+    """The output channels and the prepared (cached) weights of a CONV2D or DEPTHWISE_CONV2D weight ``w``."""
+    if opcode == "CONV2D":
+        oc = w.shape[0]
+        kk = int(np.prod(w.shape[1:]))
+        prep = to._prepared(w, ("gemm", wzp), lambda: to._GemmWeights(w.reshape(oc, kk), wzp))
+    else:
+        oc = w.shape[2] * w.shape[3]
+        prep = to._prepared(w, ("dwsum", wzp), lambda: to._DepthwiseWeights(w, wzp))
+    return oc, prep
+
+
+def _require_limit(s: np.ndarray, m: np.ndarray, ozp: int, lo: int, d: int) -> int:
+    """The largest |v| for which RESCALE's value REQUIRE holds whatever the shift and every float64 step is exact
+    (negative when there is none)."""
+    smin, smax, mmax = int(s.min()), int(s.max()), int(m.max())
+    room = EXACT64 - 1 - (1 << (smax - 1)) - (1 << 30) - (abs(ozp) + abs(lo) + d + 1) * (1 << smax)
+    return min((1 << (smin - 1)) - 1, room // mmax if mmax else room)
 
 
 def _constant_row(shift: np.ndarray, m: np.ndarray, s: np.ndarray, c: np.ndarray) -> np.ndarray:
