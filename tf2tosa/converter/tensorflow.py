@@ -1276,32 +1276,12 @@ def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], 
         v = graph.add_input(_clean(nm), TensorType(_shape(t.shape), _dtype(t.dtype, t.name, file)))
         v.source = nm
         values[t.name] = v
-    # reachable ops (data edges only), in the graph's (topological) creation order
-    live: set[str] = set()
-    stack = [t.op for t in outputs]
-    if variables:
-        stack += [op for op in tf_graph.get_operations() if op.type.startswith(_VAR_WRITES)
-                  and op.inputs and _handle_origin(op.inputs[0]) in variables]
-    while stack:
-        op = stack.pop()
-        if op.name in live:
-            continue
-        live.add(op.name)
-        for t in op.inputs:
-            if t.name not in in_tensors:
-                stack.append(t.op)
-    ordered = _program_order(tf_graph, live) if variables else \
-        [op for op in tf_graph.get_operations() if op.name in live]
-    for op in ordered:
+    for op in _live_ops(tf_graph, outputs, in_tensors, variables):
         if op.type == "Placeholder" and all(t.name in in_tensors for t in op.outputs):
             continue
         kept = variables.get(op.name) if op.type == "Placeholder" else None
         if kept is not None:
-            handle = {"shared_name": kept.name, "container": "", "dtype": _dtype(op.outputs[0].dtype, op.name, file)}
-            new = graph.add_op("tf.VarHandleOp", [], [TensorType((), DType.RESOURCE)], handle, [_clean(op.name)],
-                               location=op.name)
-            new.result.source = kept.name
-            values[op.outputs[0].name] = new.result
+            values[op.outputs[0].name] = _var_handle(graph, op, kept, file)
             continue
         operands = []
         for t in op.inputs:
@@ -1318,10 +1298,7 @@ def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], 
         attrs = {k: _decode_attr(a) for k, a in sorted(op.node_def.attr.items()) if not k.startswith("_")}
         if op.type == "Const":
             attrs = {"values": np.asarray(attrs.get("value")), "dtype": attrs.get("dtype")}
-        types = [TensorType(_shape(t.shape), _dtype(t.dtype, t.name, file)) for t in op.outputs]
-        if op.type == "ReadVariableOp" and _handle_origin(op.inputs[0]) in variables:  # (the frozen graph may
-            shape = variables[_handle_origin(op.inputs[0])].value.shape  # have lost the variable's shape)
-            types = [TensorType(tuple(int(d) for d in shape), types[0].dtype)]
+        types = _result_types(op, variables, file)
         base = _clean(op.name)
         names = [base if k == 0 else f"{base}_{k}" for k in range(len(types))]
         regions: list[Graph] = []
@@ -1345,6 +1322,46 @@ def graph_from_tf(tf_graph: Any, inputs: Sequence[Any], outputs: Sequence[Any], 
     graph.outputs = outs
     _name_io(graph, output_names)
     return graph
+
+
+def _live_ops(tf_graph: Any, outputs: Sequence[Any], in_tensors: Mapping[str, Any],
+              variables: Mapping[str, KeptVariable]) -> list[Any]:
+    """The ops the outputs (and, with kept variables, the writes of those variables) reach by data edges, not
+    looking past the graph inputs ``in_tensors``: in program order with kept variables, else in the graph's
+    (topological) creation order."""
+    live: set[str] = set()
+    stack = [t.op for t in outputs]
+    if variables:
+        stack += [op for op in tf_graph.get_operations() if op.type.startswith(_VAR_WRITES)
+                  and op.inputs and _handle_origin(op.inputs[0]) in variables]
+    while stack:
+        op = stack.pop()
+        if op.name in live:
+            continue
+        live.add(op.name)
+        for t in op.inputs:
+            if t.name not in in_tensors:
+                stack.append(t.op)
+    return _program_order(tf_graph, live) if variables else \
+        [op for op in tf_graph.get_operations() if op.name in live]
+
+
+def _var_handle(graph: Graph, op: Any, kept: KeptVariable, file: str) -> Value:
+    """The ``tf.VarHandleOp`` standing for the capture placeholder ``op`` of the kept variable ``kept``."""
+    handle = {"shared_name": kept.name, "container": "", "dtype": _dtype(op.outputs[0].dtype, op.name, file)}
+    new = graph.add_op("tf.VarHandleOp", [], [TensorType((), DType.RESOURCE)], handle, [_clean(op.name)],
+                       location=op.name)
+    new.result.source = kept.name
+    return new.result
+
+
+def _result_types(op: Any, variables: Mapping[str, KeptVariable], file: str) -> list[TensorType]:
+    """The IR types of ``op``'s outputs; a read of a kept variable takes the variable's shape."""
+    types = [TensorType(_shape(t.shape), _dtype(t.dtype, t.name, file)) for t in op.outputs]
+    if op.type == "ReadVariableOp" and _handle_origin(op.inputs[0]) in variables:  # (the frozen graph may
+        shape = variables[_handle_origin(op.inputs[0])].value.shape  # have lost the variable's shape)
+        types = [TensorType(tuple(int(d) for d in shape), types[0].dtype)]
+    return types
 
 
 def _name_io(graph: Graph, output_names: Sequence[str]) -> None:
