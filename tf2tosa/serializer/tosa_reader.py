@@ -400,11 +400,6 @@ class _Builder:
         g = Graph(region)
         values: dict[str, Value] = {}
 
-        def tensor(name: str) -> _Tensor:
-            if name not in blk.tensors:
-                raise _Corrupt(f"tensor '{name}' is not declared in block '{blk.name}'")
-            return blk.tensors[name]
-
         def operand(name: str) -> Value:
             if name in values:
                 return values[name]
@@ -421,25 +416,14 @@ class _Builder:
             values[name] = v
             return v
 
-        variables: dict[str, str] = {}  # tensor name -> variable name
-        for t in blk.tensors.values():
-            if t.variable is None:
-                continue
-            vtype = TensorType(t.shape, t.dtype)
-            init = decode_array(t.data, t.dtype, t.static) if t.data else None
-            attrs: dict[str, Any] = {"name": t.variable, "var_shape": list(t.shape), "type": t.dtype}
-            if init is not None:
-                attrs["initial_value"] = init
-            g.add_op("tosa.VARIABLE", [], [], attrs)
-            g.variables[t.variable] = {"type": vtype, "initial": init}
-            variables[t.name] = t.variable
+        variables = _declare_variables(g, blk)
         for name in blk.inputs:
-            t = tensor(name)
+            t = _declared(blk, name)
             values[name] = g.add_input(name, TensorType(t.shape, t.dtype))
         for op in blk.operators:
             if op.op == "IDENTITY" and len(op.inputs) == 1 and len(op.outputs) == 1:
                 if op.inputs[0] in variables:
-                    t = tensor(op.outputs[0])
+                    t = _declared(blk, op.outputs[0])
                     values[op.outputs[0]] = g.add_op("tosa.VARIABLE_READ", [], [TensorType(t.shape, t.dtype)],
                                                      {"name": variables[op.inputs[0]]}, result_names=op.outputs,
                                                      location=op.location).result
@@ -456,22 +440,7 @@ class _Builder:
             if op.op in ("COND_IF", "WHILE_LOOP") and op.attr is not None:
                 names = [self.buf.string(op.attr, 0), self.buf.string(op.attr, 1)]
                 regions = [self.build(n) for n in names]
-            types: list[TensorType] = []
-            for out in op.outputs:
-                if op.op == "CONST_SHAPE":
-                    if out not in blk.shapes:
-                        raise _Corrupt(f"shape '{out}' is not declared in block '{blk.name}'")
-                    rank, data = blk.shapes[out]
-                    attrs["values"] = decode_array(data, DType.SHAPE, (rank,))
-                    types.append(TensorType((rank,), DType.SHAPE))
-                elif out in blk.shapes and out not in blk.tensors:
-                    # a shape value computed at run time (1.1 draft: DIM, CONCAT_SHAPE ...): its length only
-                    types.append(TensorType((blk.shapes[out][0],), DType.SHAPE))
-                else:
-                    t = tensor(out)
-                    types.append(TensorType(t.shape, t.dtype))
-                    if op.op == "CONST":
-                        attrs["values"] = decode_array(t.data, t.dtype, t.static)
+            types = _result_types(blk, op, attrs)
             if op.op in ("CONST", "CONST_SHAPE") and len(op.outputs) != 1:
                 raise _Corrupt(f"{op.op} has {len(op.outputs)} outputs")
             new = g.add_op(f"tosa.{op.op}", operands, types, attrs, result_names=op.outputs, regions=regions,
@@ -482,6 +451,53 @@ class _Builder:
                 values[out] = r
         g.outputs = [operand(n) for n in blk.outputs]
         return g
+
+
+def _declared(blk: _Block, name: str) -> _Tensor:
+    """The tensor ``name`` declared in ``blk``."""
+    if name not in blk.tensors:
+        raise _Corrupt(f"tensor '{name}' is not declared in block '{blk.name}'")
+    return blk.tensors[name]
+
+
+def _declare_variables(g: Graph, blk: _Block) -> dict[str, str]:
+    """A ``tosa.VARIABLE`` op in ``g`` (and an entry in ``g.variables``) for each variable tensor of ``blk``; returns
+    tensor name -> variable name."""
+    variables: dict[str, str] = {}  # tensor name -> variable name
+    for t in blk.tensors.values():
+        if t.variable is None:
+            continue
+        vtype = TensorType(t.shape, t.dtype)
+        init = decode_array(t.data, t.dtype, t.static) if t.data else None
+        attrs: dict[str, Any] = {"name": t.variable, "var_shape": list(t.shape), "type": t.dtype}
+        if init is not None:
+            attrs["initial_value"] = init
+        g.add_op("tosa.VARIABLE", [], [], attrs)
+        g.variables[t.variable] = {"type": vtype, "initial": init}
+        variables[t.name] = t.variable
+    return variables
+
+
+def _result_types(blk: _Block, op: _Operator, attrs: dict[str, Any]) -> list[TensorType]:
+    """The types of ``op``'s results as ``blk`` declares them; a CONST's or CONST_SHAPE's data goes into ``attrs``
+    (``values``)."""
+    types: list[TensorType] = []
+    for out in op.outputs:
+        if op.op == "CONST_SHAPE":
+            if out not in blk.shapes:
+                raise _Corrupt(f"shape '{out}' is not declared in block '{blk.name}'")
+            rank, data = blk.shapes[out]
+            attrs["values"] = decode_array(data, DType.SHAPE, (rank,))
+            types.append(TensorType((rank,), DType.SHAPE))
+        elif out in blk.shapes and out not in blk.tensors:
+            # a shape value computed at run time (1.1 draft: DIM, CONCAT_SHAPE ...): its length only
+            types.append(TensorType((blk.shapes[out][0],), DType.SHAPE))
+        else:
+            t = _declared(blk, out)
+            types.append(TensorType(t.shape, t.dtype))
+            if op.op == "CONST":
+                attrs["values"] = decode_array(t.data, t.dtype, t.static)
+    return types
 
 
 def from_bytes(data: bytes, name: str = "<bytes>") -> Graph:
