@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import ConversionError, InputError
-from ...ir import Graph
+from ...ir import Graph, Value
 from ...ir.symdim import size as dim_size
 
 log = logging.getLogger("tf2tosa")
@@ -50,6 +50,50 @@ def dimension_symbols(graph: Graph) -> dict[str, list[str]]:
     return out
 
 
+def _check_dims(graph: Graph, dims: Mapping[str, int], file: str | None) -> None:
+    """One :class:`InputError` for a ``--dim`` symbol the graph's inputs do not name, or a size outside 1…int32."""
+    symbols = dimension_symbols(graph)
+    known = sorted({s for syms in symbols.values() for s in syms if s})
+    for given, size in dims.items():
+        if given not in known:
+            raise InputError(f"--dim {given}={size}: the model has no unknown dimension named {given!r} "
+                             f"(symbols: {', '.join(known) or 'none'})", file=file, tensor=given)
+        if int(size) < 1:
+            raise InputError(f"--dim {given}={size}: a dimension size must be at least 1", file=file, tensor=given)
+        if int(size) > _INT32_MAX:
+            raise InputError(f"--dim {given}={size}: more than {_INT32_MAX}, the largest dimension a TOSA shape "
+                             f"holds (int32); give a smaller --dim {given}", file=file, tensor=given)
+
+
+def _check_input_shape(v: Value, want: tuple[int, ...], syms: Sequence[str | None], dims: Mapping[str, int],
+                       file: str | None) -> list[dict[str, Any]]:
+    """Check the ``--input-shape`` ``want`` for input ``v`` (rank, sizes, known dimensions, agreement with
+    ``dims``); returns the fixed-dims record of each of its symbolic dimensions."""
+    fixed: list[dict[str, Any]] = []
+    if len(want) != v.type.rank:
+        raise InputError(f"input {v.name!r} has rank {v.type.rank} (shape {list(v.shape)}), "
+                         f"--input-shape gives rank {len(want)} {list(want)}", file=file, tensor=v.name)
+    for k, (have, new) in enumerate(zip(v.shape, want)):
+        if new < 1:
+            raise InputError(f"input {v.name!r}: --input-shape {list(want)} has size {new} at dimension "
+                             f"{k}; every size must be at least 1", file=file, tensor=v.name)
+        if new > _INT32_MAX:
+            raise InputError(f"input {v.name!r}: --input-shape {list(want)} has size {new} at dimension "
+                             f"{k}, more than {_INT32_MAX}, the largest a TOSA shape holds (int32); give a "
+                             "smaller --input-shape", file=file, tensor=v.name)
+        if syms[k] is None and have != new:
+            raise InputError(f"input {v.name!r} has shape {list(v.shape)}, got {list(want)} "
+                             f"(dimension {k} is fixed at {have})", file=file, tensor=v.name)
+        sym = syms[k]
+        if sym is not None and sym in dims and int(dims[sym]) != new:
+            raise InputError(f"symbol {sym!r} bound to two values: --dim {sym}={dims[sym]} and "
+                             f"--input-shape {v.name}={','.join(map(str, want))} (dimension {k} is {new})",
+                             file=file, tensor=v.name)
+        if sym is not None:
+            fixed.append({"dim": k, "symbol": sym, "value": new, "from": "input-shape"})
+    return fixed
+
+
 def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]] | None = None,
                          file: str | None = None, dims: Mapping[str, int] | None = None) -> list[str]:
     """Give every graph input a static shape; returns the warnings issued (one per defaulted dimension).
@@ -66,17 +110,7 @@ def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]]
         if name not in by_name:
             valid = ", ".join(v.name for v in graph.inputs)
             raise InputError(f"no model input named {name!r} (inputs: {valid})", file=file, tensor=name)
-    symbols = dimension_symbols(graph)
-    known = sorted({s for syms in symbols.values() for s in syms if s})
-    for given, size in dims.items():
-        if given not in known:
-            raise InputError(f"--dim {given}={size}: the model has no unknown dimension named {given!r} "
-                             f"(symbols: {', '.join(known) or 'none'})", file=file, tensor=given)
-        if int(size) < 1:
-            raise InputError(f"--dim {given}={size}: a dimension size must be at least 1", file=file, tensor=given)
-        if int(size) > _INT32_MAX:
-            raise InputError(f"--dim {given}={size}: more than {_INT32_MAX}, the largest dimension a TOSA shape "
-                             f"holds (int32); give a smaller --dim {given}", file=file, tensor=given)
+    _check_dims(graph, dims, file)
     warnings: list[str] = []
     fixed: list[dict[str, Any]] = []
     stored = graph.source.stored_shapes
@@ -86,27 +120,7 @@ def resolve_input_shapes(graph: Graph, input_shapes: Mapping[str, Sequence[int]]
         entry: dict[str, Any] = {"input": v.name, "shape": [], "dims": []}
         if want is not None:
             want = tuple(int(d) for d in want)
-            if len(want) != v.type.rank:
-                raise InputError(f"input {v.name!r} has rank {v.type.rank} (shape {list(v.shape)}), "
-                                 f"--input-shape gives rank {len(want)} {list(want)}", file=file, tensor=v.name)
-            for k, (have, new) in enumerate(zip(v.shape, want)):
-                if new < 1:
-                    raise InputError(f"input {v.name!r}: --input-shape {list(want)} has size {new} at dimension "
-                                     f"{k}; every size must be at least 1", file=file, tensor=v.name)
-                if new > _INT32_MAX:
-                    raise InputError(f"input {v.name!r}: --input-shape {list(want)} has size {new} at dimension "
-                                     f"{k}, more than {_INT32_MAX}, the largest a TOSA shape holds (int32); give a "
-                                     "smaller --input-shape", file=file, tensor=v.name)
-                if syms[k] is None and have != new:
-                    raise InputError(f"input {v.name!r} has shape {list(v.shape)}, got {list(want)} "
-                                     f"(dimension {k} is fixed at {have})", file=file, tensor=v.name)
-                sym = syms[k]
-                if sym is not None and sym in dims and int(dims[sym]) != new:
-                    raise InputError(f"symbol {sym!r} bound to two values: --dim {sym}={dims[sym]} and "
-                                     f"--input-shape {v.name}={','.join(map(str, want))} (dimension {k} is {new})",
-                                     file=file, tensor=v.name)
-                if sym is not None:
-                    entry["dims"].append({"dim": k, "symbol": sym, "value": new, "from": "input-shape"})
+            entry["dims"].extend(_check_input_shape(v, want, syms, dims, file))
             v.type = v.type.with_shape(want)
         elif not v.type.is_static:
             out = []
