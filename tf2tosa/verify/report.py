@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -80,19 +80,10 @@ def _nice_step(x: float) -> float:
     return float(next(m * p for m in (1, 2, 5, 10) if m * p >= x))
 
 
-def svg_error_plot(points: Sequence[Mapping[str, Any]], *, metric: str, threshold: float, width: int = 900,
-                   height: int = 200, title: str = "") -> str:
-    """An SVG line-and-dot plot of ``points`` (dicts with ``x``, ``error``, ``diverged``, ``label``).
-
-    ``metric`` ``"rel"``: log y axis from 1e-9 (exact zeros sit on the bottom line); ``"lsb"``: linear y axis.
-    The threshold is a dashed line; the first diverging point gets a marker and a label.
-    """
-    ml, mr, mt, mb = 62, 16, 26 if title else 12, 34
-    pw, ph = width - ml - mr, height - mt - mb
-    xs = [int(p["x"]) for p in points]
-    xmax = max(xs + [1])
-    errs = [float(p["error"]) for p in points]
-    finite = [e for e in errs if math.isfinite(e)]
+def _y_axis(metric: str, finite: list[float], threshold: float, mt: int,
+            ph: int) -> tuple[Callable[[float], float], list[tuple[float, str]], str]:
+    """The y axis of :func:`svg_error_plot` for ``metric`` over the errors ``finite`` and ``threshold``, the plot area
+    starting at ``mt`` and ``ph`` high: the error-to-y map, the ticks (y and label) and the axis title."""
     if metric == "rel":
         lo = -9.0
         top = max(finite + [threshold, 1e-3])
@@ -106,18 +97,33 @@ def svg_error_plot(points: Sequence[Mapping[str, Any]], *, metric: str, threshol
         step = 1 if hi - lo <= 8 else 2
         ticks = [(mt + ph * (1 - (k - lo) / (hi - lo)), "0" if k == lo else f"1e{int(k)}")
                  for k in range(int(lo), int(hi) + 1, step)]
-        ylabel = "relative error"
-    else:
-        top = max(finite + [threshold, 1.0])
-        step_i = _nice_step(top / 4)
-        hi = float(step_i * math.ceil(top / step_i + 0.05))
+        return y_of, ticks, "relative error"
+    top = max(finite + [threshold, 1.0])
+    step_i = _nice_step(top / 4)
+    hi = float(step_i * math.ceil(top / step_i + 0.05))
 
-        def y_of(e: float) -> float:
-            v = hi if not math.isfinite(e) else min(max(e, 0.0), hi)
-            return mt + ph * (1 - v / hi)
+    def y_lsb(e: float) -> float:
+        v = hi if not math.isfinite(e) else min(max(e, 0.0), hi)
+        return mt + ph * (1 - v / hi)
 
-        ticks = [(y_of(k * step_i), _fmt_num(k * step_i)) for k in range(int(round(hi / step_i)) + 1)]
-        ylabel = "error (LSB)"
+    ticks = [(y_lsb(k * step_i), _fmt_num(k * step_i)) for k in range(int(round(hi / step_i)) + 1)]
+    return y_lsb, ticks, "error (LSB)"
+
+
+def svg_error_plot(points: Sequence[Mapping[str, Any]], *, metric: str, threshold: float, width: int = 900,
+                   height: int = 200, title: str = "") -> str:
+    """An SVG line-and-dot plot of ``points`` (dicts with ``x``, ``error``, ``diverged``, ``label``).
+
+    ``metric`` ``"rel"``: log y axis from 1e-9 (exact zeros sit on the bottom line); ``"lsb"``: linear y axis.
+    The threshold is a dashed line; the first diverging point gets a marker and a label.
+    """
+    ml, mr, mt, mb = 62, 16, 26 if title else 12, 34
+    pw, ph = width - ml - mr, height - mt - mb
+    xs = [int(p["x"]) for p in points]
+    xmax = max(xs + [1])
+    errs = [float(p["error"]) for p in points]
+    finite = [e for e in errs if math.isfinite(e)]
+    y_of, ticks, ylabel = _y_axis(metric, finite, threshold, mt, ph)
 
     def x_of(x: int) -> float:
         return ml + pw * (x / xmax if xmax else 0.5)
