@@ -44,6 +44,8 @@ passes n_output as the peephole vector length, so its result is not the document
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -148,28 +150,13 @@ class _IntLstm:
             raise Unsupported(f"integer {op.name}: the effective hidden scale (intermediate tensor 4) is missing")
         self.s_hidden, self.zp_hidden = float(inter[4][0][0]), int(inter[4][1][0])
         self.layer_norm = self.ln["f"] is not None
-        inter_s = [2.0 ** -12] * 4  # without layer norm the kernel's intermediate scales are fixed
         self.ln_scale: dict[str, float] = {}
-        if self.layer_norm:
-            if any(self.ln[g] is None for g in self.gates):
-                raise Unsupported(f"integer {op.name}: layer norm coefficients missing for some gates")
-            for k in range(4):
-                if len(inter) < 4 or inter[k] is None:
-                    raise Unsupported(f"integer layer-norm {op.name}: intermediate {k} is not quantized")
-                inter_s[k] = float(_F32(inter[k][0][0]))
-            for g in self.gates:
-                self.ln_scale[g] = _sym(op, self._w(self.ln, g), f"layer norm coefficients {g}", DType.INT16)
+        inter_s = self._intermediate_scales(inter)
         self.s_xg = {g: _f32_scale(_sym(op, self._w(self.w_x, g), f"input weights {g}", DType.INT8), self.s_x,
                                    divide=inter_s[k]) for k, g in enumerate(GATES) if g in self.gates}
         self.s_hg = {g: _f32_scale(_sym(op, self._w(self.w_h, g), f"recurrent weights {g}", DType.INT8),
                                    self.s_h, divide=inter_s[k]) for k, g in enumerate(GATES) if g in self.gates}
-        self.s_pg: dict[str, float] = {}
-        if self.peephole:
-            for k, g in ((0, "i"), (1, "f"), (3, "o")):
-                p = self.peep[g]
-                if p is not None:
-                    ps = _sym(op, p, f"peephole weights {g}", DType.INT16)
-                    self.s_pg[g] = float(_F32(2.0 ** cell_scale * float(_F32(ps)) / float(_F32(inter_s[k]))))
+        self.s_pg = self._peephole_scales(inter_s)
         self.s_out_hidden = float(_F32(2.0 ** -15 / float(_F32(self.s_hidden)) * 2.0 ** -15))
         for g in self.gates:
             bv = self._w(self.bias, g)
@@ -189,6 +176,34 @@ class _IntLstm:
         self.proj_clip = int(np.trunc(min(max(float(_F32(_F32(proj_clip) / _F32(self._out_scale()))), -128.0),
                                           127.0))) if proj_clip > 0 else 0
         self.table: Value | None = None
+
+    def _intermediate_scales(self, inter: Sequence[Any]) -> list[float]:
+        """The gate intermediates' scales (i, f, c, o): fixed at 2^-12 without layer norm, else read from the
+        quantized intermediates, filling :attr:`ln_scale` with the layer norm coefficients' scales."""
+        op = self.op
+        inter_s = [2.0 ** -12] * 4  # without layer norm the kernel's intermediate scales are fixed
+        if self.layer_norm:
+            if any(self.ln[g] is None for g in self.gates):
+                raise Unsupported(f"integer {op.name}: layer norm coefficients missing for some gates")
+            for k in range(4):
+                if len(inter) < 4 or inter[k] is None:
+                    raise Unsupported(f"integer layer-norm {op.name}: intermediate {k} is not quantized")
+                inter_s[k] = float(_F32(inter[k][0][0]))
+            for g in self.gates:
+                self.ln_scale[g] = _sym(op, self._w(self.ln, g), f"layer norm coefficients {g}", DType.INT16)
+        return inter_s
+
+    def _peephole_scales(self, inter_s: Sequence[float]) -> dict[str, float]:
+        """Per gate with peephole weights: the float32 scale of its cell-state product, as the kernel's Prepare
+        computes it (empty without peepholes)."""
+        s_pg: dict[str, float] = {}
+        if self.peephole:
+            for k, g in ((0, "i"), (1, "f"), (3, "o")):
+                p = self.peep[g]
+                if p is not None:
+                    ps = _sym(self.op, p, f"peephole weights {g}", DType.INT16)
+                    s_pg[g] = float(_F32(2.0 ** self.cell_scale * float(_F32(ps)) / float(_F32(inter_s[k]))))
+        return s_pg
 
     def _out_scale(self) -> float:
         q = self.op.results[0].type.quant
