@@ -239,7 +239,10 @@ def test_tflite_convert_imports_only_what_it_needs(tmp_path: Path) -> None:
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["code"] in (0, None) and (tmp_path / "m.tosa").stat().st_size > 0
     loaded = set(report["modules"])
-    for unwanted in ("tensorflow", "tf2tosa.verify", "tf2tosa.legalizations.tf_math", "tf2tosa.legalizations.tf_nn",
+    # (the empty tf2tosa.verify package itself is imported by tf2tosa/__init__.py, so that the name tf2tosa.verify
+    # stays the function; none of its modules is)
+    assert not [m for m in loaded if m.startswith("tf2tosa.verify.")], sorted(loaded)
+    for unwanted in ("tensorflow", "tf2tosa.legalizations.tf_math", "tf2tosa.legalizations.tf_nn",
                      "tf2tosa.legalizations.nnef_ops", "tf2tosa.serializer.mlir", "tf2tosa.serializer.tosa_reader",
                      "tf2tosa.executor", "tf2tosa.converter.nnef", "tf2tosa.converter.tensorflow",
                      "pydantic",  # (typer 0.29 coerces through pydantic; tf2tosa.cli_coercion spares it)
