@@ -54,7 +54,7 @@ from ..quant.hybrid import (
     weight_scales,
 )
 from ..tosa.builder import Builder
-from ..tosa.targets import TARGETS
+from ..tosa.targets import takes_control_flow
 from .lowering.conv import fully_connected_rows, stride_dilation
 from .lowering.legalize_common import fused_activation
 from .lowering.numeric import static_shape
@@ -95,8 +95,7 @@ def keeps_loop(b: Builder, body: Graph) -> bool:
     if b.context.options.max_unroll is not None:
         return False
     target = b.context.options.target
-    if target is not None and (str(target) not in TARGETS
-                               or "EXT-CONTROLFLOW" not in TARGETS[str(target)].extensions):
+    if target is not None and not takes_control_flow(str(target)):
         return False
     return hybrid_body(body)
 

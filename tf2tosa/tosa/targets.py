@@ -41,7 +41,7 @@ from ..ir.types import DType
 from .optable import bind_operands
 from .profiles import LEVEL_8K, level_violations, op_requirements, walk
 
-__all__ = ["TARGETS", "Problem", "Target", "check"]
+__all__ = ["TARGETS", "Problem", "Target", "check", "takes_control_flow"]
 
 #: options the fixes name (kept in one place so the messages match the command line)
 FIX_IO_INT = "--io int (integer inputs and outputs: the QUANTIZE/DEQUANTIZE at the model's edges move to the host)"
@@ -212,6 +212,13 @@ TARGETS: dict[str, Target] = {
     "pro-int-8k": Target("pro-int-8k", "TOSA 1.0 PRO-INT at level 8K, no extensions", "PRO-INT", frozenset()),
     "pro-fp-8k": Target("pro-fp-8k", "TOSA 1.0 PRO-FP at level 8K, no extensions", "PRO-FP", frozenset()),
 }
+
+
+def takes_control_flow(name: str) -> bool:
+    """Whether the target ``name`` takes EXT-CONTROLFLOW (COND_IF, WHILE_LOOP); an unknown name takes none."""
+    target = TARGETS.get(name)
+    return target is not None and "EXT-CONTROLFLOW" in target.extensions
+
 
 #: opcodes TFLite's QUANTIZE/DEQUANTIZE lower to (float <-> integer conversion at a model's edge), for graphs
 #: whose ops carry no source location

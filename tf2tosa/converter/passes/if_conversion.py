@@ -52,7 +52,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...ir import DType, Graph, Operation, TensorType, Value
-from ...tosa.targets import TARGETS
+from ...tosa.targets import TARGETS, takes_control_flow
 
 __all__ = ["if_conversion", "wanted"]
 
@@ -86,7 +86,7 @@ def wanted(target: str | None) -> bool:
         return False
     if target not in TARGETS:
         raise InputError(f"unknown target {target!r} (choose from {', '.join(TARGETS)})")
-    return "EXT-CONTROLFLOW" not in TARGETS[target].extensions
+    return not takes_control_flow(target)
 
 
 def _label(op: Operation) -> str:
