@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
+from tests.scripts import load_script
 from tests.vela_tools import VelaLayer, read_per_layer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,12 +25,7 @@ Frobnicate,Frobnicate,CPU,0,0.0,7,0.0,0,0,0,0,0,0,0.0,0.0,odd
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_npu", ROOT / "benchmarks" / "bench_npu.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_npu"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/bench_npu.py")
 
 
 def test_read_per_layer(tmp_path: Path) -> None:

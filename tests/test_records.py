@@ -4,12 +4,12 @@ a conversion fills the records the CLI and the verify report read.  ``tools/meta
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 from types import ModuleType
 
 import tf2tosa
+from tests.scripts import load_script
 from tf2tosa.ir import Graph
 from tf2tosa.ir.records import ConversionRecord, SourceInfo, SymbolicDims
 
@@ -17,11 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _meta_keys() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("meta_keys", ROOT / "tools" / "meta_keys.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/meta_keys.py")
 
 
 def test_no_free_form_metadata_left(tmp_path: Path) -> None:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.scripts import load_script
 from tf2tosa.ir import Operation, Value
 from tf2tosa.legalizations import registry
 from tf2tosa.tosa.builder import Builder
@@ -17,11 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_rule_index", ROOT / "tools" / "gen_rule_index.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/gen_rule_index.py")
 
 
 def test_rule_index_is_current() -> None:

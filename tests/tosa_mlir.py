@@ -13,12 +13,7 @@ def deserialize_to_mlir(model: bytes | str | os.PathLike[str], timeout: float = 
     """The MLIR text tosa-opt prints for a ``.tosa`` flatbuffer (Arm's view of the file)."""
     T._require()
     with tempfile.TemporaryDirectory(prefix="tf2tosa-des-") as tmp:
-        if isinstance(model, bytes | bytearray):
-            path = os.path.join(tmp, "model.tosa")
-            with open(path, "wb") as f:
-                f.write(model)
-        else:
-            path = os.fspath(model)
+        path = T.tosa_file(model, tmp)
         proc = T._run([str(T.tosa_opt_exe()), f"--tosa-deserialize=tosa-flatbuffer-filename={path}"], timeout)
     if proc.returncode != 0:
         raise T.ToolError(f"tosa-opt could not deserialize: {T._strip_warnings(proc.stderr)}")

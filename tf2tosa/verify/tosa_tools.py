@@ -161,6 +161,16 @@ def _strip_warnings(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- tosa-opt
+def tosa_file(model: bytes | str | os.PathLike[str], tmp: str) -> str:
+    """The path of ``model`` as a file for a tool: its own path, or ``tmp/model.tosa`` written from its bytes."""
+    if not isinstance(model, bytes | bytearray):
+        return os.fspath(model)
+    path = os.path.join(tmp, "model.tosa")
+    with open(path, "wb") as f:
+        f.write(model)
+    return path
+
+
 def validate(model: bytes | str | os.PathLike[str], profiles: Sequence[str] | None = None,
              extensions: Sequence[str] | None = None, level: str = "8k", strict: bool = True,
              timeout: float = 120.0, version: str = "1.0") -> tuple[bool, str]:
@@ -171,12 +181,7 @@ def validate(model: bytes | str | os.PathLike[str], profiles: Sequence[str] | No
     """
     _require()
     with tempfile.TemporaryDirectory(prefix="tf2tosa-val-") as tmp:
-        if isinstance(model, bytes | bytearray):
-            path = os.path.join(tmp, "model.tosa")
-            with open(path, "wb") as f:
-                f.write(model)
-        else:
-            path = os.fspath(model)
+        path = tosa_file(model, tmp)
         cmd = [str(tosa_opt_exe()), f"--tosa-deserialize=tosa-flatbuffer-filename={path}",
                target_option(profiles, extensions, level, version),
                "--tosa-validate=strict-op-spec-alignment" if strict else "--tosa-validate", "-o", os.devnull]
