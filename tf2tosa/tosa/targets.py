@@ -87,6 +87,10 @@ class Target:
     op_rule: OpRule | None = None
     #: further profiles the target takes besides ``profile``
     more_profiles: frozenset[str] = frozenset()
+    #: the largest convolution dilation the target runs natively (0: any); a larger one is rewritten for it
+    #: (:mod:`tf2tosa.converter.passes.dilation`) as a smaller dilation of a kernel at most ``max_kernel`` wide
+    max_dilation: int = 0
+    max_kernel: int = 0
 
 
 def _label(op: Operation) -> str:
@@ -201,9 +205,10 @@ TARGETS: dict[str, Target] = {
     "ethos-u85": Target("ethos-u85", "Arm Ethos-U85 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND", "EXT-INEXACTROUND",
                                    "EXT-CONTROLFLOW"}),
-                        op_rule=_u85_rule),
+                        op_rule=_u85_rule, max_dilation=2, max_kernel=64),
     "ethos-u55": Target("ethos-u55", "Arm Ethos-U55/U65 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
-                        frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND"}), op_rule=_u55_rule),
+                        frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND"}), op_rule=_u55_rule,
+                        max_dilation=2, max_kernel=64),
     "vulkan-ml": Target("vulkan-ml", "Vulkan ML extensions through Arm's ML SDK model converter 0.11.0 (TOSA 1.0 "
                         "PRO-INT and PRO-FP 8K input, no EXT-CONTROLFLOW or EXT-VARIABLE)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-BF16", "EXT-FP8E4M3", "EXT-FP8E5M2", "EXT-FFT",

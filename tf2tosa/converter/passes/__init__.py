@@ -14,6 +14,8 @@
 9. :mod:`.fp16_weights` — the source's float16 weights stored as fp16 constants + CAST (``--fp16-weights keep``);
 10. :mod:`.identities` — no-op RESHAPE/TRANSPOSE/IDENTITY removed;
 11. :mod:`.fold_pad` — a PAD of the input zero point folded into the CONV2D/DEPTHWISE_CONV2D padding;
+    :mod:`.dilation` — with ``--target`` ethos-u85/ethos-u55 only: a dilation above 2 as dilation 2 (or 1) of a
+    wider kernel;
 12. :mod:`.dedup_constants` — equal constants merged into one shared op, and the CASTs of one constant to one type
     into one CAST;
 13. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt;
@@ -31,6 +33,8 @@ from .batch_fully_connected import batch_fully_connected
 from .constants import finish_constants
 from .dedup_constants import dedup_constants
 from .densify import densify
+from .dilation import limit_dilation
+from .dilation import wanted as dilation_wanted
 from .fold import fold_constants
 from .fold_pad import fold_pad
 from .fp16_weights import fp16_weights_mode, keep_fp16_weights, keep_fp16_weights_early
@@ -43,8 +47,9 @@ from .shapes import refresh_op, refresh_shapes
 from .state_io import state_io
 from .unsigned_io import unsigned_io
 
-__all__ = ["batch_fully_connected", "dedup_constants", "densify", "finish_constants", "fold_constants", "fold_pad",
+__all__ = ["batch_fully_connected", "dedup_constants", "densify", "dilation_wanted", "finish_constants",
+           "fold_constants", "fold_pad",
            "fp16_weights_mode", "integer_io", "integer_io_names", "integer_islands", "keep_fp16_weights",
-           "keep_fp16_weights_early",
+           "keep_fp16_weights_early", "limit_dilation",
            "name_outputs", "narrow_constant", "rebuild_tensor_map", "refresh_op", "refresh_shapes", "remove_identities",
            "resolve_input_shapes", "retype", "state_io", "unsigned_io"]

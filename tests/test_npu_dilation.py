@@ -1,0 +1,104 @@
+"""Dilated convolutions for an Ethos-U target (issue 32): ``--target ethos-u85`` / ``ethos-u55`` rewrite a dilation
+above 2 as dilation 2 (even) or 1 (odd) of a wider kernel whose extra taps hold the weight zero point
+(:mod:`tf2tosa.converter.passes.dilation`).
+
+The rewrite is checked against LiteRT's reference kernels (BUILTIN_REF: 0 mismatches for int8 and int16x8, the
+float bound for float32) on random inputs and on the input type's extremes, for CONV_2D and DEPTHWISE_CONV_2D,
+SAME and VALID padding, dilations 3 to 6; without a target the dilations stay as they are.  With Vela
+installed, the premise is measured against Vela's own `.tflite` path on an ASPP-style block.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tf2tosa
+from tests.vela_tools import compile_for_npu, vela_bin
+
+pytest.importorskip("tensorflow")
+
+from tests import modelgen  # noqa: E402
+
+needs_vela = pytest.mark.skipif(vela_bin() is None, reason="Vela is not installed (.venv-vela)")
+SHAPE = (1, 14, 14, 8)
+
+
+def _block() -> Any:
+    """An ASPP-like block on [1, 14, 14, 8]: 3x3 convolutions of dilation 3 (VALID), 4 and 6 (SAME), a 3x3
+    depthwise of dilation 5 (SAME) and a 3x2 convolution of dilations (2, 6), joined by a sum.  (Two branches of
+    one dilation make TensorFlow share a SPACE_TO_BATCH_ND between them instead of keeping the dilation.)"""
+    keras = modelgen._tf().keras
+    keras.utils.set_random_seed(4)
+    inp = keras.Input(SHAPE[1:], batch_size=1)
+    a = keras.layers.Conv2D(8, 3, dilation_rate=3, padding="valid", activation="relu")(inp)
+    a = keras.layers.ZeroPadding2D(3)(a)
+    b = keras.layers.Conv2D(8, 3, dilation_rate=4, padding="same", activation="relu")(inp)
+    c = keras.layers.Conv2D(8, 3, dilation_rate=6, padding="same")(inp)
+    d = keras.layers.DepthwiseConv2D(3, dilation_rate=5, padding="same")(inp)
+    e = keras.layers.Conv2D(8, (3, 2), dilation_rate=(2, 6), padding="same")(inp)
+    return keras.Model(inp, keras.layers.Add()([a, b, c, d, e]))
+
+
+def _model(quant: str) -> bytes:
+    return modelgen.cached(f"npu_dilation/aspp-{quant}", lambda q: modelgen.convert(
+        _block(), [(SHAPE, "float32")], quant=None if q == "float32" else q, ranges=(-1.0, 1.0)),
+        {"q": quant}, extra=(_block,))
+
+
+def _dilations(m: Any) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+    """(opcode, weight shape, dilation) of every CONV2D and DEPTHWISE_CONV2D, in graph order."""
+    return [(op.opcode, tuple(op.operands[1].type.shape), tuple(int(d) for d in op.attrs["dilation"]))
+            for op in m.graph.topological_order() if op.opcode in ("CONV2D", "DEPTHWISE_CONV2D")]
+
+
+def _exact(m: Any, integer: bool) -> None:
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok, report
+    if integer:
+        assert all(o.mismatches == 0 for o in report.outputs), report
+    dt = m.graph.inputs[0].dtype.np_dtype()
+    lo, hi = (-4.0, 4.0) if np.issubdtype(dt, np.floating) else (np.iinfo(dt).min, np.iinfo(dt).max)
+    for fill in (lo, hi):
+        report = m.verify([{m.input_names[0]: np.full(SHAPE, fill, dt)}], oracle="ref")
+        assert report.ok and (not integer or all(o.mismatches == 0 for o in report.outputs)), report
+
+
+@pytest.mark.parametrize("quant", ["int8", "int16x8", "float32"])
+def test_dilations_above_two_become_wider_kernels_exactly(quant: str) -> None:
+    buf = _model(quant)
+    plain = _dilations(tf2tosa.convert(buf))
+    assert sorted(d for _, _, d in plain) == [(2, 6), (3, 3), (4, 4), (5, 5), (6, 6)], plain  # no target: kept
+    m = tf2tosa.convert(buf, target="ethos-u85")
+    spread = _dilations(m)
+    assert sorted(d for _, _, d in spread) == [(1, 1), (1, 1), (2, 2), (2, 2), (2, 2)], spread
+    kernels = sorted((op, w) for op, w, _ in spread)
+    # 3x3 d3 -> 7x7 d1; 3x3 d4 -> 5x5 d2; depthwise 3x3 d5 -> 11x11 d1; 3x3 d6 -> 7x7 d2; 3x2 d(2, 6) -> 3x4 d2
+    assert kernels == sorted([("CONV2D", (8, 7, 7, 8)), ("CONV2D", (8, 5, 5, 8)), ("CONV2D", (8, 7, 7, 8)),
+                              ("DEPTHWISE_CONV2D", (11, 11, 8, 1)), ("CONV2D", (8, 3, 4, 8))]), kernels
+    _exact(m, integer=quant != "float32")
+
+
+def test_other_targets_keep_their_dilations() -> None:
+    m = tf2tosa.convert(_model("int8"), target="vulkan-ml")
+    assert sorted(d for _, _, d in _dilations(m)) == [(2, 6), (3, 3), (4, 4), (5, 5), (6, 6)]
+
+
+@needs_vela
+def test_vela_runs_the_wider_kernels_like_its_tflite_path(tmp_path: Path) -> None:
+    """Vela's TOSA reader splits a dilation-4 or -6 convolution into partial convolutions; the rewritten graph
+    costs within 5% of Vela's own `.tflite` path, the dilated one well above it."""
+    buf = _model("int8")
+    tfl = tmp_path / "aspp.tflite"
+    tfl.write_bytes(buf)
+    cycles = {"tflite": compile_for_npu(tfl).cycles}
+    for name, target in (("kept", None), ("spread", "ethos-u85")):
+        path = tmp_path / f"{name}.tosa"
+        tf2tosa.convert(buf, target=target).save(path)
+        res = compile_for_npu(path)
+        assert res.cpu_ops == 0, res
+        cycles[name] = res.cycles
+    assert cycles["spread"] <= 1.05 * cycles["tflite"] < cycles["kept"], cycles
