@@ -91,6 +91,9 @@ class Target:
     #: (:mod:`tf2tosa.converter.passes.dilation`) as a smaller dilation of a kernel at most ``max_kernel`` wide
     max_dilation: int = 0
     max_kernel: int = 0
+    #: an int8 row maximum (softmax's) runs cheaper as TRANSPOSE + MAX_POOL2D than as REDUCE_MAX
+    #: (:func:`tf2tosa.quant.elementwise.row_max_index`)
+    row_max_by_pool: bool = False
 
 
 def _label(op: Operation) -> str:
@@ -205,10 +208,10 @@ TARGETS: dict[str, Target] = {
     "ethos-u85": Target("ethos-u85", "Arm Ethos-U85 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND", "EXT-INEXACTROUND",
                                    "EXT-CONTROLFLOW"}),
-                        op_rule=_u85_rule, max_dilation=2, max_kernel=64),
+                        op_rule=_u85_rule, max_dilation=2, max_kernel=64, row_max_by_pool=True),
     "ethos-u55": Target("ethos-u55", "Arm Ethos-U55/U65 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND"}), op_rule=_u55_rule,
-                        max_dilation=2, max_kernel=64),
+                        max_dilation=2, max_kernel=64, row_max_by_pool=True),
     "vulkan-ml": Target("vulkan-ml", "Vulkan ML extensions through Arm's ML SDK model converter 0.11.0 (TOSA 1.0 "
                         "PRO-INT and PRO-FP 8K input, no EXT-CONTROLFLOW or EXT-VARIABLE)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-BF16", "EXT-FP8E4M3", "EXT-FP8E5M2", "EXT-FFT",

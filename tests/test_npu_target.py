@@ -1,6 +1,9 @@
-"""Dilated convolutions for an Ethos-U target (issue 32): ``--target ethos-u85`` / ``ethos-u55`` rewrite a dilation
-above 2 as dilation 2 (even) or 1 (odd) of a wider kernel whose extra taps hold the weight zero point
-(:mod:`tf2tosa.converter.passes.dilation`).
+"""The lowerings an Ethos-U target gets (issue 32), each exact:
+
+* ``--target ethos-u85`` / ``ethos-u55`` rewrite a dilation above 2 as dilation 2 (even) or 1 (odd) of a wider
+  kernel whose extra taps hold the weight zero point (:mod:`tf2tosa.converter.passes.dilation`);
+* an int8 softmax's row maximum over several rows is TRANSPOSE + MAX_POOL2D instead of REDUCE_MAX
+  (:func:`tf2tosa.quant.elementwise.row_max_index`).
 
 The rewrite is checked against LiteRT's reference kernels (BUILTIN_REF: 0 mismatches for int8 and int16x8, the
 float bound for float32) on random inputs and on the input type's extremes, for CONV_2D and DEPTHWISE_CONV_2D,
@@ -44,7 +47,7 @@ def _block() -> Any:
 
 
 def _model(quant: str) -> bytes:
-    return modelgen.cached(f"npu_dilation/aspp-{quant}", lambda q: modelgen.convert(
+    return modelgen.cached(f"npu_target/aspp-{quant}", lambda q: modelgen.convert(
         _block(), [(SHAPE, "float32")], quant=None if q == "float32" else q, ranges=(-1.0, 1.0)),
         {"q": quant}, extra=(_block,))
 
@@ -102,3 +105,36 @@ def test_vela_runs_the_wider_kernels_like_its_tflite_path(tmp_path: Path) -> Non
         assert res.cpu_ops == 0, res
         cycles[name] = res.cycles
     assert cycles["spread"] <= 1.05 * cycles["tflite"] < cycles["kept"], cycles
+
+
+def _softmaxes() -> Any:
+    """On one [1, 6, 6, 5] input: softmax over its channels (deeplab's per-pixel classes), over the rows of a
+    [1, 2, 18, 5] reshape (attention-like), a log-softmax over the channels, and a softmax of one 180-wide row."""
+    tf = modelgen._tf()
+
+    def fn(x: Any) -> Any:
+        y = x * 3.0
+        rows = tf.reshape(y, [1, 2, 18, 5])
+        return (tf.nn.softmax(y), tf.nn.softmax(rows * 0.5), tf.nn.log_softmax(y * 0.25),
+                tf.nn.softmax(tf.reshape(y, [1, 180])))
+    return fn
+
+
+def test_row_maximum_as_a_pool_is_exact(tmp_path: Path) -> None:
+    shape, quant = (1, 6, 6, 5), "int8"
+    buf = modelgen.cached(f"npu_target/softmax-{quant}", lambda q: modelgen.convert(
+        _softmaxes(), [(shape, "float32")], quant=q, ranges=(-1.0, 1.0)), {"q": quant}, extra=(_softmaxes,))
+    plain = tf2tosa.convert(buf).graph.op_counts()
+    m = tf2tosa.convert(buf, target="ethos-u85")
+    counts = m.graph.op_counts()
+    # the three maxima over several rows are pooled; the one-row softmax keeps REDUCE_MAX
+    assert counts.get("tosa.MAX_POOL2D", 0) == plain.get("tosa.MAX_POOL2D", 0) + 3, counts
+    assert counts.get("tosa.REDUCE_MAX", 0) == plain.get("tosa.REDUCE_MAX", 0) - 3 >= 1, (plain, counts)
+    m.save(tmp_path / "softmax.tosa")  # (validated by tosa-opt and run in the reference model by the session hook)
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+    dt = m.graph.inputs[0].dtype.np_dtype()
+    lo, hi = (-4.0, 4.0) if np.issubdtype(dt, np.floating) else (np.iinfo(dt).min, np.iinfo(dt).max)
+    for fill in (lo, hi):  # every row constant: the maximum is every element
+        report = m.verify([{m.input_names[0]: np.full(shape, fill, dt)}], oracle="ref")
+        assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
