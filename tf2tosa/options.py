@@ -80,7 +80,8 @@ class ConvertOptions:
         None, "Convert for a target (a :data:`tf2tosa.tosa.targets.TARGETS` name, e.g. ``\"vulkan-ml\"``): one "
         "without EXT-CONTROLFLOW gets its side-effect-free COND_IFs if-converted to SELECT; an Ethos-U target "
         "(``\"ethos-u85\"``, ``\"ethos-u55\"``) gets convolution dilations above 2 as dilation 2 or 1 of a wider "
-        "kernel and int8 softmax row maxima as TRANSPOSE + MAX_POOL2D, both exactly; "
+        "kernel, int8 softmax row maxima as TRANSPOSE + MAX_POOL2D and int8 transposed convolutions as one CONV2D "
+        "per output phase, all exactly; "
         ":meth:`TosaModel.check_target` lists what it still cannot take.", "--target")
     max_extract_mb: int | None = _opt(
         None, "Cap, in MiB, of what an NNEF ``.tgz``/``.tar`` or a Keras ``.keras`` zip may unpack, per member and "

@@ -40,6 +40,7 @@ from ..quant.elementwise import Fx
 from ..quant.exact_round import low_byte_input
 from ..quant.fully_connected import acc_bound, fc_output, fc_output_rows
 from ..tosa.builder import Builder
+from ..tosa.targets import TARGETS
 from . import tfl_hybrid as hybrid
 from .lowering.conv import (
     crop_output,
@@ -47,6 +48,7 @@ from .lowering.conv import (
     grouped_conv2d,
     stride_dilation,
     transpose_conv_out_pads,
+    transpose_conv_phases,
 )
 from .lowering.layout import dilate_axis, prod, reverse
 from .lowering.legalize_common import acc_type_for, const_operand, float_zp, fused_activation
@@ -203,10 +205,50 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     before = [same_padding(size, k, s)[0] if padding == "SAME" else 0 for size, k, s in ((oh, kh, sh), (ow, kw, sw))]
     out_pad, crop = transpose_conv_out_pads([oh, ow], [ih, iw], [kh, kw], [sh, sw], before)
     bias, tfl_acc = _bias(b, op, 3, oc, ct)
+    scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
+    phased = _phased_transpose_conv(b, op, x, w, bias, ct, out_pad, scales, tfl_acc)
+    if phased is not None:
+        return [crop_output(b, phased, crop)]
     y = b.transpose_conv2d(x, w, bias, ct.izp, ct.wzp, out_pad=out_pad, stride=[sh, sw], acc_type=ct.acc_type)
     y = crop_output(b, y, crop)
-    scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
+
+
+def _phased_transpose_conv(b: Builder, op: Operation, x: Value, w: Value, bias: Value, ct: _ConvTypes,
+                           out_pad: list[int], scales: list[float] | None, tfl_acc: DType | None) -> Value | None:
+    """For a target with ``split_transpose_conv`` (Ethos-U), an int8 transposed convolution as one CONV2D per
+    output phase (:func:`.lowering.conv.transpose_conv_phases`), each finished (RESCALE, activation) on its own, and
+    their int8 outputs interleaved by CONCAT and RESHAPE; None where that form does not apply.  Each phase sums the
+    same terms as TRANSPOSE_CONV2D, so the result is the same.  Vela fuses each RESCALE into its convolution, where
+    the RESCALE after a TRANSPOSE_CONV2D runs on its own over the i32 result (tests/test_npu_target.py)."""
+    target = TARGETS.get(b.context.options.target or "")
+    if target is None or not target.split_transpose_conv or not ct.quantized or x.dtype is not DType.INT8:
+        return None
+    n, ih, iw, ic = static_shape(x)
+    oc, kh, kw, _ = static_shape(w)
+    sh, sw = int(op.attrs.get("stride_h", 1)), int(op.attrs.get("stride_w", 1))
+    oh = (ih - 1) * sh + out_pad[0] + out_pad[1] + kh  # TRANSPOSE_CONV2D's output, before any crop
+    ow = (iw - 1) * sw + out_pad[2] + out_pad[3] + kw
+    rows = transpose_conv_phases(ih, kh, sh, out_pad[0], oh)
+    cols = transpose_conv_phases(iw, kw, sw, out_pad[2], ow)
+    if rows is None or cols is None or (sh, sw) == (1, 1):
+        return None
+    weights = np.asarray(w.const()) if w.is_const else None
+    if weights is None:
+        return None
+    lines = []
+    for r in rows:
+        parts = []
+        for c in cols:
+            xs = b.slice(x, [0, r.start, c.start, 0], [n, r.end - r.start, c.end - c.start, ic])
+            taps = weights[:, list(r.taps)][:, :, list(c.taps)]
+            wc = b.const(taps, w.dtype, quant=w.type.quant)
+            acc = _conv(b, xs, wc, bias, ct, [*r.pad, *c.pad], [1, 1], [1, 1])
+            parts.append(_finish(b, op, acc, ct, scales, tfl_acc))
+        # the column phases side by side in the channels are the row's outputs in order: [n, q, ow, oc]
+        lines.append(b.reshape(b.concat(parts, 3), [n, r.size, ow, oc]))
+    # the row phases side by side along W are the output rows in order
+    return b.reshape(b.concat(lines, 2), [n, oh, ow, oc])
 
 
 @legalize("tfl.fully_connected", dtypes=_QTYPES, arity=2)

@@ -94,6 +94,9 @@ class Target:
     #: an int8 row maximum (softmax's) runs cheaper as TRANSPOSE + MAX_POOL2D than as REDUCE_MAX
     #: (:func:`tf2tosa.quant.elementwise.row_max_index`)
     row_max_by_pool: bool = False
+    #: an int8 transposed convolution runs cheaper as one CONV2D per output phase, interleaved
+    #: (:func:`tf2tosa.legalizations.tfl_nn.transpose_conv`)
+    split_transpose_conv: bool = False
 
 
 def _label(op: Operation) -> str:
@@ -208,10 +211,12 @@ TARGETS: dict[str, Target] = {
     "ethos-u85": Target("ethos-u85", "Arm Ethos-U85 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND", "EXT-INEXACTROUND",
                                    "EXT-CONTROLFLOW"}),
-                        op_rule=_u85_rule, max_dilation=2, max_kernel=64, row_max_by_pool=True),
+                        op_rule=_u85_rule, max_dilation=2, max_kernel=64, row_max_by_pool=True,
+                        split_transpose_conv=True),
     "ethos-u55": Target("ethos-u55", "Arm Ethos-U55/U65 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND"}), op_rule=_u55_rule,
-                        max_dilation=2, max_kernel=64, row_max_by_pool=True),
+                        max_dilation=2, max_kernel=64, row_max_by_pool=True,
+                        split_transpose_conv=True),
     "vulkan-ml": Target("vulkan-ml", "Vulkan ML extensions through Arm's ML SDK model converter 0.11.0 (TOSA 1.0 "
                         "PRO-INT and PRO-FP 8K input, no EXT-CONTROLFLOW or EXT-VARIABLE)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-BF16", "EXT-FP8E4M3", "EXT-FP8E5M2", "EXT-FFT",

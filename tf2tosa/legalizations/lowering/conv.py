@@ -9,6 +9,7 @@ the geometry lives here once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ...errors import Unsupported
 from ...ir import Operation, Value
@@ -81,7 +82,49 @@ def crop_output(b: Builder, y: Value, crop: Sequence[int]) -> Value:
     return b.slice(y, [0, crop[0], crop[2], 0], [n, h - crop[0] - crop[1], w - crop[2] - crop[3], c])
 
 
-__all__ = ["crop_output", "grouped_conv2d", "transpose_conv_out_pads"]
+@dataclass(frozen=True)
+class TransposePhase:
+    """One output phase ``p`` of a transposed convolution along one axis: the outputs ``s·q + p`` (q < ``size``)
+    are a stride-1 convolution of the input rows [``start``, ``end``) padded by ``pad`` (before, after) with the
+    kernel taps ``taps`` (indices into the transposed convolution's kernel, in convolution order)."""
+
+    taps: tuple[int, ...]
+    start: int
+    end: int
+    pad: tuple[int, int]
+    size: int
+
+
+def transpose_conv_phases(in_size: int, kernel: int, stride: int, out_pad_before: int,
+                          out_size: int) -> list[TransposePhase] | None:
+    """TRANSPOSE_CONV2D along one axis as ``stride`` stride-1 convolutions, one per output phase; None when some
+    phase has no kernel tap (kernel < stride), the phases differ in length (out_size not a multiple of stride) or
+    a phase reads no input row.
+
+    The transposed convolution adds input row iy times tap k at output row ``iy·s + out_pad_before + k`` (spec
+    2.3.10 TRANSPOSE_CONV2D).  Output row ``s·q + p`` therefore gathers the taps ``k = r + s·j`` (``r = (p −
+    out_pad_before) mod s``) from the input rows ``q − δ − j`` (``δ = (r − p + out_pad_before) / s``): a
+    convolution of the input padded by ``δ + J − 1`` before, with those J taps in reverse order.  Positions
+    outside the input add nothing in both forms, so each phase has the same terms as the transposed one."""
+    if out_size % stride:
+        return None
+    phases = []
+    q = out_size // stride
+    for p in range(stride):
+        r = (p - out_pad_before) % stride
+        taps = tuple(reversed(range(r, kernel, stride)))
+        if not taps:
+            return None
+        before = (r - p + out_pad_before) // stride + len(taps) - 1
+        after = q + len(taps) - 1 - in_size - before
+        start, end = max(0, -before), in_size - max(0, -after)
+        if end <= start:
+            return None
+        phases.append(TransposePhase(taps, start, end, (max(0, before), max(0, after)), q))
+    return phases
+
+
+__all__ = ["TransposePhase", "crop_output", "grouped_conv2d", "transpose_conv_out_pads", "transpose_conv_phases"]
 
 
 def fully_connected_rows(xs: Sequence[int], ws: Sequence[int]) -> tuple[int, int, int]:
