@@ -24,6 +24,7 @@ import pytest
 
 import tf2tosa
 from tests.vela_tools import compile_for_npu, vela_bin
+from tf2tosa.ir import DType
 from tf2tosa.legalizations.lowering.conv import transpose_conv_phases
 
 pytest.importorskip("tensorflow")
@@ -112,21 +113,22 @@ def test_vela_runs_the_wider_kernels_like_its_tflite_path(tmp_path: Path) -> Non
 
 
 def _softmaxes() -> Any:
-    """On one [1, 6, 6, 5] input: softmax over its channels (deeplab's per-pixel classes), over the rows of a
-    [1, 2, 18, 5] reshape (attention-like), a log-softmax over the channels, and a softmax of one 180-wide row."""
+    """On one [1, 8, 8, 5] input: softmax over its channels (deeplab's per-pixel classes), over the rows of a
+    [1, 2, 32, 5] reshape (attention-like), a log-softmax over the channels, and a softmax of one 320-wide row."""
     tf = modelgen._tf()
 
     def fn(x: Any) -> Any:
         y = x * 3.0
-        rows = tf.reshape(y, [1, 2, 18, 5])
+        rows = tf.reshape(y, [1, 2, 32, 5])
         return (tf.nn.softmax(y), tf.nn.softmax(rows * 0.5), tf.nn.log_softmax(y * 0.25),
-                tf.nn.softmax(tf.reshape(y, [1, 180])))
+                tf.nn.softmax(tf.reshape(y, [1, 320])))
     return fn
 
 
-def test_row_maximum_as_a_pool_is_exact(tmp_path: Path) -> None:
-    shape, quant = (1, 6, 6, 5), "int8"
-    buf = modelgen.cached(f"npu_target/softmax-{quant}", lambda q: modelgen.convert(
+def test_softmax_for_ethos_u85_is_exact(tmp_path: Path) -> None:
+    """The row maxima as pools and the exp lookups of the softmaxes (320 elements each) as two i16 TABLEs each."""
+    shape, quant = (1, 8, 8, 5), "int8"
+    buf = modelgen.cached(f"npu_target/softmaxes-{quant}", lambda q: modelgen.convert(
         _softmaxes(), [(shape, "float32")], quant=q, ranges=(-1.0, 1.0)), {"q": quant}, extra=(_softmaxes,))
     plain = tf2tosa.convert(buf).graph.op_counts()
     m = tf2tosa.convert(buf, target="ethos-u85")
@@ -134,6 +136,9 @@ def test_row_maximum_as_a_pool_is_exact(tmp_path: Path) -> None:
     # the three maxima over several rows are pooled; the one-row softmax keeps REDUCE_MAX
     assert counts.get("tosa.MAX_POOL2D", 0) == plain.get("tosa.MAX_POOL2D", 0) + 3, counts
     assert counts.get("tosa.REDUCE_MAX", 0) == plain.get("tosa.REDUCE_MAX", 0) - 3 >= 1, (plain, counts)
+    tables = [op.operands[0].dtype for op in m.graph.topological_order() if op.opcode == "TABLE"]
+    # two per 32-bit lookup: one in each softmax (exp), two in the log-softmax (its exp terms and its Q5.26 differences)
+    assert tables.count(DType.INT16) == 2 * (3 + 2) and tables.count(DType.INT8) == 0, tables
     m.save(tmp_path / "softmax.tosa")  # (validated by tosa-opt and run in the reference model by the session hook)
     report = m.verify(num=3, oracle="ref")
     assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
@@ -238,3 +243,24 @@ def test_vela_leaves_the_transpose_conv_rescale_unfused(tmp_path: Path) -> None:
     total = {k: sum(lay.cycles for lay in v) for k, v in layers.items()}
     assert total["tconv.tosa"] - rescale <= 1.05 * total["tconv.tflite"] < total["tconv.tosa"], (total, rescale)
     assert total["phased.tosa"] <= total["tconv.tflite"], total
+
+
+def test_i32_lookup_by_two_i16_tables(tmp_path: Path) -> None:
+    """:func:`tf2tosa.quant.elementwise.table_i32_halves` on every one of the 256 indices, for int32 values over the
+    whole range (both halves' extremes, neighbours of opposite sign), against numpy's indexing; the saved program
+    is run by the Arm reference model too (session hook)."""
+    from tf2tosa.executor import run
+    from tf2tosa.ir import DType, Graph, TensorType
+    from tf2tosa.quant.elementwise import table_i32_halves
+    from tf2tosa.tosa.builder import Builder
+
+    rng = np.random.default_rng(32)
+    values = rng.integers(-(1 << 31), 1 << 31, 256, dtype=np.int64)
+    values[:8] = [-(1 << 31), (1 << 31) - 1, 0, -1, 0x7FFF, 0x8000, -0x8000, 0xFFFF]
+    g = Graph()
+    idx = g.add_input("idx", TensorType((16, 16), DType.INT8))
+    g.outputs = [table_i32_halves(Builder(g), idx, values)]
+    codes = np.arange(-128, 128, dtype=np.int8).reshape(16, 16)
+    got = np.asarray(next(iter(run(g, [codes]).values())))
+    assert np.array_equal(got.reshape(-1).astype(np.int64), values[codes.reshape(-1).astype(np.int64) + 128])
+    tf2tosa.TosaModel(g).save(tmp_path / "halves.tosa")

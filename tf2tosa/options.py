@@ -81,7 +81,7 @@ class ConvertOptions:
         "without EXT-CONTROLFLOW gets its side-effect-free COND_IFs if-converted to SELECT; an Ethos-U target "
         "(``\"ethos-u85\"``, ``\"ethos-u55\"``) gets convolution dilations above 2 as dilation 2 or 1 of a wider "
         "kernel, int8 softmax row maxima as TRANSPOSE + MAX_POOL2D and int8 transposed convolutions as one CONV2D "
-        "per output phase, all exactly; "
+        "per output phase (and, for ethos-u85, the int8 softmax's 32-bit exp lookup as two i16 TABLEs), all exactly; "
         ":meth:`TosaModel.check_target` lists what it still cannot take.", "--target")
     max_extract_mb: int | None = _opt(
         None, "Cap, in MiB, of what an NNEF ``.tgz``/``.tar`` or a Keras ``.keras`` zip may unpack, per member and "
