@@ -264,3 +264,31 @@ def test_i32_lookup_by_two_i16_tables(tmp_path: Path) -> None:
     got = np.asarray(next(iter(run(g, [codes]).values())))
     assert np.array_equal(got.reshape(-1).astype(np.int64), values[codes.reshape(-1).astype(np.int64) + 128])
     tf2tosa.TosaModel(g).save(tmp_path / "halves.tosa")
+
+
+def test_reshape_read_by_reshapes_is_bypassed() -> None:
+    """passes/identities: a RESHAPE whose readers are all RESHAPEs is bypassed, and the equal ones merge (Vela runs
+    such a RESHAPE as a memory copy); one read by another op stays.  Values against numpy's reshape."""
+    from tf2tosa.converter.passes import remove_identities
+    from tf2tosa.executor import run
+    from tf2tosa.ir import Graph, TensorType
+    from tf2tosa.tosa.builder import Builder
+
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 1, 12), DType.INT32))
+    b = Builder(g)
+    mid = b.reshape(b.slice(x, [0, 0, 2], [1, 1, 8]), [1, 8])
+    kept = b.reshape(b.slice(x, [0, 0, 0], [1, 1, 8]), [2, 4])
+    pair = b.binary("ADD", b.reshape(mid, [1, 1, 1, 8]), b.reshape(mid, [1, 1, 1, 8]))
+    g.outputs = [pair, b.reshape(mid, [8, 1]), b.binary("ADD", kept, kept), b.reshape(kept, [4, 2])]
+    remove_identities(g)
+    reshapes = [op for op in g.topological_order() if op.opcode == "RESHAPE"]
+    sources = sorted(op.operands[0].producer.opcode for op in reshapes)
+    assert sources == ["RESHAPE", "SLICE", "SLICE", "SLICE"], sources  # [1,1,1,8] once, [8,1], [2,4], [4,2]
+    add = g.outputs[0].producer
+    assert add is not None and add.operands[0] is add.operands[1]
+    xs = np.arange(-6, 6, dtype=np.int32).reshape(1, 1, 12)
+    got = list(run(g, [xs]).values())
+    want = [2 * xs[..., 2:10].reshape(1, 1, 1, 8), xs[..., 2:10].reshape(8, 1), 2 * xs[..., :8].reshape(2, 4),
+            xs[..., :8].reshape(4, 2)]
+    assert all(np.array_equal(a, w) for a, w in zip(got, want, strict=True))
