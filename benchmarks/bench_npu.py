@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import signal
@@ -272,6 +273,7 @@ def main() -> int:
         print("bench_npu: Vela is not installed (expected .venv-vela/bin/vela; `make env` builds it from "
               "requirements-vela.txt)", file=sys.stderr)
         return 2
+    logging.getLogger("tf2tosa").setLevel(logging.ERROR)  # a conversion's warnings (an unset batch) are not the table
     rows: list[dict[str, Any]] = []
     head = (f"{'model':28s} {'ours cyc':>10s} {'Arm cyc':>10s} {'tflite cyc':>10s} {'ours/Arm':>8s} "
             f"{'ours/tfl':>8s} {'SRAM KiB ours/Arm/tfl':>22s} {'CPU ops':>7s}")
