@@ -63,7 +63,9 @@ def _dilations(m: Any) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
             for op in m.graph.topological_order() if op.opcode in ("CONV2D", "DEPTHWISE_CONV2D")]
 
 
-def _exact(m: Any, integer: bool) -> None:
+def _exact(m: Any, integer: bool = True, shape: tuple[int, ...] = SHAPE) -> None:
+    """Verified against BUILTIN_REF (integer outputs with 0 mismatches) on random inputs and on the input type's
+    extremes (a constant input: every row's maximum is every element, the largest sums)."""
     report = m.verify(num=3, oracle="ref")
     assert report.ok, report
     if integer:
@@ -71,7 +73,7 @@ def _exact(m: Any, integer: bool) -> None:
     dt = m.graph.inputs[0].dtype.np_dtype()
     lo, hi = (-4.0, 4.0) if np.issubdtype(dt, np.floating) else (np.iinfo(dt).min, np.iinfo(dt).max)
     for fill in (lo, hi):
-        report = m.verify([{m.input_names[0]: np.full(SHAPE, fill, dt)}], oracle="ref")
+        report = m.verify([{m.input_names[0]: np.full(shape, fill, dt)}], oracle="ref")
         assert report.ok and (not integer or all(o.mismatches == 0 for o in report.outputs)), report
 
 
@@ -140,13 +142,7 @@ def test_softmax_for_ethos_u85_is_exact(tmp_path: Path) -> None:
     # two per 32-bit lookup: one in each softmax (exp), two in the log-softmax (its exp terms and its Q5.26 differences)
     assert tables.count(DType.INT16) == 2 * (3 + 2) and tables.count(DType.INT8) == 0, tables
     m.save(tmp_path / "softmax.tosa")  # (validated by tosa-opt and run in the reference model by the session hook)
-    report = m.verify(num=3, oracle="ref")
-    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
-    dt = m.graph.inputs[0].dtype.np_dtype()
-    lo, hi = (-4.0, 4.0) if np.issubdtype(dt, np.floating) else (np.iinfo(dt).min, np.iinfo(dt).max)
-    for fill in (lo, hi):  # every row constant: the maximum is every element
-        report = m.verify([{m.input_names[0]: np.full(shape, fill, dt)}], oracle="ref")
-        assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+    _exact(m, shape=shape)
 
 
 def _transpose_convs() -> Any:
@@ -204,11 +200,7 @@ def test_phased_transpose_conv_is_exact(tmp_path: Path) -> None:
     m = tf2tosa.convert(buf, target="ethos-u85")
     assert m.graph.op_counts().get("tosa.TRANSPOSE_CONV2D") == 1, m.graph.op_counts()  # the 13-row one
     m.save(tmp_path / "phased.tosa")
-    report = m.verify(num=3, oracle="ref")
-    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
-    for fill in (-128, 127):
-        report = m.verify([{m.input_names[0]: np.full((1, 6, 6, 8), fill, np.int8)}], oracle="ref")
-        assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
+    _exact(m, shape=(1, 6, 6, 8))
 
 
 def _transpose_conv() -> Any:
