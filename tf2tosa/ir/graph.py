@@ -228,7 +228,12 @@ class Graph:
             base = names[i] if i < len(names) and names[i] else f"{op.opcode.lower()}_{op.id}"
             op.results.append(Value(self, next(self._ids), self.unique_name(base), t, op, i))
         self.ops[op.id] = op
-        self.nx.add_node(op.id)
+        g = self.nx
+        # networkx's add_node for a new node, written into its own dicts (``_succ``, ``_pred``, ``_node``; the
+        # factories of a MultiDiGraph are dict): add_node's call and cache check cost as much as the op's records
+        g._succ[op.id], g._pred[op.id], g._node[op.id] = {}, {}, {}
+        if g.__networkx_cache__:  # (what nx._clear_cache does: networkx caches conversions for backends there)
+            g.__networkx_cache__.clear()
         self._version += 1
         for k, v in enumerate(operands):
             self._add_edge(v, op, k)
@@ -246,7 +251,21 @@ class Graph:
 
     def _add_edge(self, v: Value, consumer: Operation, k: int) -> None:
         src = v.producer.id if v.producer is not None else INPUT
-        self.nx.add_edge(src, consumer.id, key=(v.id, k), value=v, index=k)
+        g, dst = self.nx, consumer.id
+        succ = g._succ.get(src)
+        if succ is None or dst not in g._succ:  # (a node networkx would add itself: its own method)
+            g.add_edge(src, dst, key=(v.id, k), value=v, index=k)
+        else:  # MultiDiGraph.add_edge of a new key, into its dicts: one key dict shared by _succ and _pred
+            keys = succ.get(dst)
+            if keys is None:
+                keys = succ[dst] = g._pred[dst][src] = {}
+            data = keys.get((v.id, k))
+            if data is None:
+                keys[(v.id, k)] = {"value": v, "index": k}
+            else:
+                data.update(value=v, index=k)
+            if g.__networkx_cache__:
+                g.__networkx_cache__.clear()
         self._version += 1
 
     def set_operand(self, op: Operation, k: int, v: Value) -> None:
