@@ -365,7 +365,10 @@ class Graph:
             if op.id in live:
                 continue
             live.add(op.id)
-            stack.extend(v.producer for v in op.operands if v.producer is not None)
+            for v in op.operands:  # (a producer already live is not pushed again: the same live set, fewer steps)
+                p = v.producer
+                if p is not None and p.id not in live:
+                    stack.append(p)
         # (no sort: removing a node leaves the order of every other node's edges and of ``ops`` as it was, whatever
         # the order of removal)
         dead = [op for op in self.ops.values() if op.id not in live and not op.attrs.get("side_effect")]
