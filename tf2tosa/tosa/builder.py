@@ -295,6 +295,7 @@ class Builder:
         types = [v.type for v in operands]
         # shape operands whose values carry dimension expressions (--dynamic) are read with them
         consts = [v.sym_const() if v.dtype is DType.SHAPE else _values(v) for v in operands]
+        inferred = result_types is None
         if result_types is None:
             try:
                 result_types = validation.infer_result_types(opcode, types, full, out_dtype=out_dtype,
@@ -306,7 +307,7 @@ class Builder:
         result_types = list(result_types)
         if self.validate:
             try:
-                validation.validate(opcode, types, result_types, full, consts)
+                validation.validate(opcode, types, result_types, full, consts, inferred=inferred)
             except InvalidGraphError as e:
                 raise InvalidGraphError(str(e), op=self.location) from None
         if names is None and self.name_hint:
