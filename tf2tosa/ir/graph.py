@@ -268,10 +268,25 @@ class Graph:
                 g.__networkx_cache__.clear()
         self._version += 1
 
+    def _remove_edge(self, src: int, dst: int, key: tuple[int, int]) -> None:
+        """MultiDiGraph.remove_edge of one keyed edge, in networkx's dicts (a missing edge: its method, which
+        raises)."""
+        g = self.nx
+        keys = g._succ.get(src, {}).get(dst)
+        if keys is None or key not in keys:
+            g.remove_edge(src, dst, key=key)
+            return
+        del keys[key]
+        if not keys:
+            del g._succ[src][dst]
+            del g._pred[dst][src]
+        if g.__networkx_cache__:
+            g.__networkx_cache__.clear()
+
     def set_operand(self, op: Operation, k: int, v: Value) -> None:
         old = op.operands[k]
         src = old.producer.id if old.producer is not None else INPUT
-        self.nx.remove_edge(src, op.id, key=(old.id, k))
+        self._remove_edge(src, op.id, (old.id, k))
         op.operands[k] = v
         self._add_edge(v, op, k)
 
@@ -279,7 +294,7 @@ class Graph:
         """Drop the operands of ``op`` from position ``n`` on."""
         for k in range(len(op.operands) - 1, n - 1, -1):
             w = op.operands[k]
-            self.nx.remove_edge(w.producer.id if w.producer is not None else INPUT, op.id, key=(w.id, k))
+            self._remove_edge(w.producer.id if w.producer is not None else INPUT, op.id, (w.id, k))
             op.operands.pop()
         self._version += 1
 
