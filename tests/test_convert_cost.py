@@ -149,3 +149,56 @@ def test_add_sub_reference_in_place_equals_the_general_form() -> None:
         want = np.clip(general(a - c if subtract else a + c, qo, eo) + zo, lo, hi)
         got = R.add_sub_i8(xs, ys, s1, z1, s2, z2, so, zo, subtract, (lo, hi))
         np.testing.assert_array_equal(got, want)
+
+
+def _edge_cases(rng: np.random.Generator) -> Iterator[tuple[float, int, float, int, float, int, tuple[int, int], bool]]:
+    """Quantizations at the edges of the cheap proof (``elementwise.two_step_is_tflite_add``): equal input scales,
+    power-of-two ratios (a multiplier of exactly 2^30), output scales that put TFLite's output shift near or past
+    its limits (the proof declines: the pairs are checked), extreme zero points and clamps."""
+    zps = (-128, 127, 0, -1)
+    for k in range(120):
+        s1 = float(np.float32(np.exp(rng.uniform(np.log(1e-4), np.log(4.0)))))
+        kind = k % 6
+        s2 = s1 if kind == 0 else float(np.float32(s1 * 2.0 ** int(rng.integers(-6, 7)))) if kind in (1, 2) else \
+            float(np.float32(s1 * rng.uniform(0.01, 100.0)))
+        twice = 2.0 * max(s1, s2)
+        if kind in (2, 3):  # an output factor 2·max_s / (2^20·s_out) that is a power of two
+            so = float(np.float32(twice / 2.0 ** (20 + int(rng.integers(-12, 12)))))
+        elif kind == 4:  # an output factor near 1 or above (TFLite's output shift 0 or a left shift)
+            so = float(np.float32(twice / 2.0 ** 20 * rng.uniform(0.2, 1.5)))
+        else:
+            so = float(np.float32((s1 + s2) * rng.uniform(0.05, 20.0)))
+        z1, z2, zo = (int(zps[int(rng.integers(4))]) if rng.random() < 0.5 else int(rng.integers(-128, 128))
+                      for _ in range(3))
+        bounds = (int(rng.integers(-128, 0)), int(rng.integers(0, 128))) if k % 5 == 4 else (-128, 127)
+        yield s1, z1, s2, z2, so, zo, bounds, bool(k % 2)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_add_singles_with_the_cheap_proof_decide_as_the_exhaustive_search(seed: int) -> None:
+    """The converter's path (``elementwise._add_sub_singles``: the two-step form shown equal to TFLite by
+    ``two_step_is_tflite_add`` without the 65,536 pairs where it can, TFLite's results computed only for the pairs
+    a candidate changes) chooses what the old exhaustive search chooses, on random and edge-case quantizations; and
+    wherever the cheap proof says the two-step form equals TFLite, it does on every pair."""
+    from tf2tosa.quant import elementwise as E
+    from tf2tosa.quant.rescale import _add_output_stage, two_step_widen
+
+    rng = np.random.default_rng(3220 + seed)
+    xs, ys = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    cases = [_case(rng) for _ in range(80)] + list(_edge_cases(rng))
+    proven = declined = 0
+    for s1, z1, s2, z2, so, zo, bounds, subtract in cases:
+        f1, f2, fo = E.add_sub_factors(s1, s2, so, 20)
+        want = R.add_sub_i8(xs, ys, s1, z1, s2, z2, so, zo, subtract, bounds)
+        old = _old_joint((z1, z2), (f1, f2), 20, fo, zo, bounds, subtract, want, "DOUBLE_ROUND")
+        new = E._add_sub_singles.__wrapped__((s1, z1), (s2, z2), (so, zo), bounds, subtract, "DOUBLE_ROUND")
+        assert new == (tuple(old) if old else (None, None)), (s1, z1, s2, z2, so, zo, bounds, subtract)
+        if E.two_step_is_tflite_add((s1, z1), (s2, z2), so, (f1, f2), fo):
+            proven += 1
+            codes = np.arange(-128, 128, dtype=np.int64)
+            vals = [two_step_widen(codes - z, 20, f, "DOUBLE_ROUND") for z, f in ((z1, f1), (z2, f2))]
+            got = _add_output_stage(fo, zo, bounds, subtract, "DOUBLE_ROUND")(*vals)
+            np.testing.assert_array_equal(got, want)
+        else:
+            declined += 1
+    assert proven >= 100 and declined >= 5, (proven, declined)

@@ -275,6 +275,43 @@ def test_reshape_fold_equals_the_executor_kernel() -> None:
     assert y.producer is not None and _reshaped(y.producer) is None
 
 
+def test_slice_and_concat_folds_equal_the_executor_kernels() -> None:
+    """builder._sliced_or_joined folds a SLICE or CONCAT of plain constants in numpy: the same array (type, shape,
+    bytes) as the executor's kernel, and None (the kernel decides) where the window or the shapes do not fit."""
+    from tf2tosa.executor import evaluate_op
+    from tf2tosa.tosa.builder import Builder, _sliced_or_joined
+
+    rng = np.random.default_rng(32)
+    for dtype, arr in ((DType.FP32, rng.standard_normal((3, 4, 5)).astype(np.float32)),
+                       (DType.INT8, rng.integers(-128, 128, (3, 4, 5)).astype(np.int8)),
+                       (DType.INT32, rng.integers(-1000, 1000, (3, 4, 5)).astype(np.int32)),
+                       (DType.BOOL, rng.random((3, 4, 5)) < 0.5)):
+        g = Graph()
+        b = Builder(g, fold=False)
+        x = g.add_const(arr, dtype)
+        made = [b.slice(x, [1, 0, 2], [2, 4, 3]), b.concat([x, g.add_const(arr[:, :2], dtype)], axis=1),
+                b.concat([g.add_const(arr[:1], dtype), x], axis=0)]
+        for y in made:
+            op = y.producer
+            assert op is not None and op.opcode in ("SLICE", "CONCAT")
+            mine = _sliced_or_joined(op)
+            assert mine is not None
+            (theirs,) = evaluate_op(op, [np.asarray(v.const()) for v in op.operands])
+            assert mine.dtype == theirs.dtype and mine.shape == theirs.shape and mine.tobytes() == theirs.tobytes()
+        # a window past the end, and an operand of another storage type: left to the executor
+        bad = b.slice(x, [2, 0, 0], [1, 4, 5])
+        assert bad.producer is not None
+        bad.producer.operands[1].producer.attrs["values"] = np.asarray([3, 0, 0])  # (start 3 of 3 rows)
+        assert _sliced_or_joined(bad.producer) is None
+    g = Graph()
+    b = Builder(g, fold=False)
+    other = g.add_const(np.zeros((2, 2), np.int32), DType.INT32)
+    wide = b.concat([g.add_const(np.zeros((2, 2), np.int32), DType.INT32), other], axis=0)
+    assert other.producer is not None and wide.producer is not None
+    other.producer.attrs["values"] = np.zeros((2, 2), np.int64)  # (an array of another storage type)
+    assert _sliced_or_joined(wide.producer) is None
+
+
 def test_add_sub_reference_on_broadcast_codes_equals_every_pair() -> None:
     """quant.elementwise.add_sub_inputs evaluates TFLite's int8 ADD/SUB on codes[:, None] and codes[None, :]: the
     same table as on the 65536 pairs written out (each input's stage depends on its own code only)."""

@@ -228,7 +228,12 @@ class Graph:
             base = names[i] if i < len(names) and names[i] else f"{op.opcode.lower()}_{op.id}"
             op.results.append(Value(self, next(self._ids), self.unique_name(base), t, op, i))
         self.ops[op.id] = op
-        self.nx.add_node(op.id)
+        g = self.nx
+        # networkx's add_node for a new node, written into its own dicts (``_succ``, ``_pred``, ``_node``; the
+        # factories of a MultiDiGraph are dict): add_node's call and cache check cost as much as the op's records
+        g._succ[op.id], g._pred[op.id], g._node[op.id] = {}, {}, {}
+        if g.__networkx_cache__:  # (what nx._clear_cache does: networkx caches conversions for backends there)
+            g.__networkx_cache__.clear()
         self._version += 1
         for k, v in enumerate(operands):
             self._add_edge(v, op, k)
@@ -246,13 +251,42 @@ class Graph:
 
     def _add_edge(self, v: Value, consumer: Operation, k: int) -> None:
         src = v.producer.id if v.producer is not None else INPUT
-        self.nx.add_edge(src, consumer.id, key=(v.id, k), value=v, index=k)
+        g, dst = self.nx, consumer.id
+        succ = g._succ.get(src)
+        if succ is None or dst not in g._succ:  # (a node networkx would add itself: its own method)
+            g.add_edge(src, dst, key=(v.id, k), value=v, index=k)
+        else:  # MultiDiGraph.add_edge of a new key, into its dicts: one key dict shared by _succ and _pred
+            keys = succ.get(dst)
+            if keys is None:
+                keys = succ[dst] = g._pred[dst][src] = {}
+            data = keys.get((v.id, k))
+            if data is None:
+                keys[(v.id, k)] = {"value": v, "index": k}
+            else:
+                data.update(value=v, index=k)
+            if g.__networkx_cache__:
+                g.__networkx_cache__.clear()
         self._version += 1
+
+    def _remove_edge(self, src: int, dst: int, key: tuple[int, int]) -> None:
+        """MultiDiGraph.remove_edge of one keyed edge, in networkx's dicts (a missing edge: its method, which
+        raises)."""
+        g = self.nx
+        keys = g._succ.get(src, {}).get(dst)
+        if keys is None or key not in keys:
+            g.remove_edge(src, dst, key=key)
+            return
+        del keys[key]
+        if not keys:
+            del g._succ[src][dst]
+            del g._pred[dst][src]
+        if g.__networkx_cache__:
+            g.__networkx_cache__.clear()
 
     def set_operand(self, op: Operation, k: int, v: Value) -> None:
         old = op.operands[k]
         src = old.producer.id if old.producer is not None else INPUT
-        self.nx.remove_edge(src, op.id, key=(old.id, k))
+        self._remove_edge(src, op.id, (old.id, k))
         op.operands[k] = v
         self._add_edge(v, op, k)
 
@@ -260,7 +294,7 @@ class Graph:
         """Drop the operands of ``op`` from position ``n`` on."""
         for k in range(len(op.operands) - 1, n - 1, -1):
             w = op.operands[k]
-            self.nx.remove_edge(w.producer.id if w.producer is not None else INPUT, op.id, key=(w.id, k))
+            self._remove_edge(w.producer.id if w.producer is not None else INPUT, op.id, (w.id, k))
             op.operands.pop()
         self._version += 1
 
@@ -346,7 +380,10 @@ class Graph:
             if op.id in live:
                 continue
             live.add(op.id)
-            stack.extend(v.producer for v in op.operands if v.producer is not None)
+            for v in op.operands:  # (a producer already live is not pushed again: the same live set, fewer steps)
+                p = v.producer
+                if p is not None and p.id not in live:
+                    stack.append(p)
         # (no sort: removing a node leaves the order of every other node's edges and of ``ops`` as it was, whatever
         # the order of removal)
         dead = [op for op in self.ops.values() if op.id not in live and not op.attrs.get("side_effect")]

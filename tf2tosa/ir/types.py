@@ -179,7 +179,13 @@ class TensorType:
 
     @property
     def is_static(self) -> bool:
-        return all(isinstance(d, int) and d >= 0 for d in self.shape)
+        # worked out once per type (a frozen dataclass: its shape never changes) and kept off its fields, so
+        # equality, hashing and repr are the fields' as before; the passes, validation and the writer ask often
+        got = self.__dict__.get("_is_static")
+        if got is None:
+            got = all(isinstance(d, int) and d >= 0 for d in self.shape)
+            object.__setattr__(self, "_is_static", got)
+        return got
 
     @property
     def static_shape(self) -> tuple[int, ...]:

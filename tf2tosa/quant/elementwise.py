@@ -23,7 +23,15 @@ from ..ir import DType, Operation, QuantParams, Value
 from ..tosa.builder import Builder
 from ..tosa.targets import TARGETS
 from . import tflite_reference as R
-from .rescale import joint_add_rescales, merged_widen_rescale, rescale, rescale_raw, rounding_mode
+from .rescale import (
+    joint_add_rescales,
+    merged_widen_rescale,
+    multiplier32,
+    rescale,
+    rescale_raw,
+    rounding_mode,
+    two_step_widen,
+)
 from .table import apply_table_i8
 
 
@@ -156,11 +164,41 @@ def _add_sub_singles(q1: tuple[float, int], q2: tuple[float, int], qo: tuple[flo
     if mode != "DOUBLE_ROUND":
         return None, None
     f1, f2, fo = add_sub_factors(s1, s2, so, 20)
-    # each input's stage depends on its own code only: computed on 256 codes each, broadcast to the 65536 pairs
-    codes = R.codes(8)
-    want = R.add_sub_i8(codes[:, None], codes[None, :], s1, z1, s2, z2, so, zo, subtract, bounds)
-    found = joint_add_rescales((z1, z2), (f1, f2), 20, fo, zo, bounds, subtract, want, mode)
+
+    def want(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """TFLite's results on a grid of code pairs (a column of first-input codes, a row of second-input codes)."""
+        return R.add_sub_i8(xs, ys, s1, z1, s2, z2, so, zo, subtract, bounds)
+
+    holds = two_step_is_tflite_add((s1, z1), (s2, z2), so, (f1, f2), fo)
+    found = joint_add_rescales((z1, z2), (f1, f2), 20, fo, zo, bounds, subtract, want, mode, two_step_holds=holds)
     return (found[0], found[1]) if found else (None, None)
+
+
+def two_step_is_tflite_add(q1: tuple[float, int], q2: tuple[float, int], so: float, factors: tuple[float, float],
+                           fo: float) -> bool:
+    """Whether the DOUBLE_ROUND two-step form of an int8 ADD/SUB (each input ``(x - zp)·2^20`` then RESCALE by its
+    factor, the i32 sum or difference, RESCALE by ``fo``) gives TFLite's result on all 65,536 code pairs, shown
+    without them; False when this cheap proof does not apply (the caller then checks the pairs).
+
+    Each input stage is compared with TFLite's on its 256 codes.  TFLite's output stage (MBQM by ``q``, shift
+    ``-e`` with ``e`` in 1..31: srdhm, then rdbpot by ``e``) equals apply_scale_32's DOUBLE_ROUND by ``q`` and
+    ``31 + e`` on every int32 sum ``s``: nesting the two floor divisions, both are ``floor((s·q + 2^30 + 2^(30+e)
+    - 2^31·[t < 0]) / 2^(31+e))``, with ``t`` the srdhm result in TFLite and ``s`` itself in TOSA; for
+    ``2^30 < q < 2^31``, ``t < 0`` exactly when ``s < 0``, and for ``q = 2^30`` they differ only at ``s = -1``,
+    where both numerators lie in ``[0, 2^(31+e))`` (both results 0).  The sums fit int32 (no wrap) when the
+    largest input values do; the out_zp and the clamp are the same in both."""
+    (m1, m2, (qo, eo)) = R.add_sub_multipliers_i8(q1[0], q2[0], so)
+    om, osh = multiplier32(fo)
+    if om != qo or not 1 <= -eo <= 31 or osh != 31 - eo or not (1 << 30) <= qo < (1 << 31):
+        return False
+    codes = R.codes(8)
+    peak = 0
+    for (_, zp), (q, e), f in zip((q1, q2), (m1, m2), factors):
+        tfl = R.mbqm((codes - zp) << 20, q, e)
+        if not np.array_equal(two_step_widen(codes - zp, 20, f, "DOUBLE_ROUND"), tfl):
+            return False
+        peak += int(np.abs(tfl).max())
+    return peak < 1 << 31
 
 
 def table8(b: Builder, x: Value, table: np.ndarray, q: QuantParams) -> Value:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -180,7 +180,7 @@ def apply_scale_32(value: np.ndarray, multiplier: int, shift: int, double_round:
 
 
 @functools.lru_cache(maxsize=4096)
-def _multiplier32(scale: float) -> tuple[int, int]:
+def multiplier32(scale: float) -> tuple[int, int]:
     """The 32-bit (multiplier, shift) of one scale (:func:`.scale.quantize_multiplier_arrays`), kept per scale: the
     ADD/SUB search asks for the same few scales many times."""
     mult, shift = (int(a[0]) for a in quantize_multiplier_arrays([scale], True))
@@ -198,7 +198,7 @@ def _widen_rescale_candidates(scale: float, left_shift: int, mode: str) -> Itera
     shifts 10..62 (apply_scale_32's value range needs ``|x - zp| < 2^(shift-1)``), multipliers next to
     ``multiplier·2^(shift + left_shift - shift_2)`` (the nearest first), SINGLE_ROUND before DOUBLE_ROUND (only
     above shift 31).  Generated in that order: the callers take the first that passes."""
-    mult, shift2 = _multiplier32(scale)
+    mult, shift2 = multiplier32(scale)
     for s in range(10, 63):
         base = mult * 2.0 ** (s + left_shift - shift2)  # finite: below 2^31 · 2^(62 + left_shift)
         if math.floor(base) - 1 >= 1 << 31:
@@ -247,32 +247,76 @@ def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: flo
 
 def two_step_widen(v: np.ndarray, left_shift: int, scale: float, mode: str) -> np.ndarray:
     """``RESCALE(v·2^left_shift, scale)`` to i32 as :func:`rescale` emits it under ``mode``."""
-    mult, shift2 = _multiplier32(scale)
+    mult, shift2 = multiplier32(scale)
     return apply_scale_32(np.asarray(v, dtype=np.int64) << left_shift, mult, shift2,
                           mode == "DOUBLE_ROUND" and shift2 > 31)
 
 
+#: TFLite's int8 ADD/SUB results on a grid of code pairs: ``want(xs, ys)`` for a column of first-input codes and
+#: a row of second-input codes (:func:`joint_add_rescales`)
+PairResults = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
 def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_shift: int, out_scale: float,
-                       out_zp: int, bounds: tuple[int, int], subtract: bool, want: np.ndarray,
-                       mode: str) -> list[tuple[int, int, str] | None] | None:
+                       out_zp: int, bounds: tuple[int, int], subtract: bool, want: np.ndarray | PairResults,
+                       mode: str, *, two_step_holds: bool = False) -> list[tuple[int, int, str] | None] | None:
     """One input RESCALE per int8 ADD/SUB input where the *ADD's int8 output* stays exact, or None.
 
     The ADD/SUB is emitted as ``RESCALE_i(x_i)`` (i8 → i32), ADD/SUB in i32, RESCALE by ``out_scale`` to i8 with
     ``out_zp``, clamped to ``bounds``.  ``want[x + 128, y + 128]`` is TFLite's int8 result for the code pair (x, y)
-    (all 65536 pairs).  An input's one-RESCALE form need not equal the two steps ``(x - zp)·2^left_shift`` then
-    RESCALE by ``scales[i]`` on every code: a code whose i32 value moves by one changes the sum by one part in
-    about 2^19 of an output step, which moves the rounded output only where the sum sits on a rounding boundary.
+    (all 65536 pairs), or ``want`` is a function giving those results on a grid of pairs (:data:`PairResults`),
+    asked only for the pairs a check reads.  An input's one-RESCALE form need not equal the two steps
+    ``(x - zp)·2^left_shift`` then RESCALE by ``scales[i]`` on every code: a code whose i32 value moves by one
+    changes the sum by one part in about 2^19 of an output step, which moves the rounded output only where the sum
+    sits on a rounding boundary.
     Per input, in order, :func:`merged_widen_rescale`'s exact form is taken where there is one, else the first
     candidate of :func:`_widen_rescale_candidates` whose results, with the other input at its chosen (or two-step)
     values, give ``want`` on every pair: the exhaustive check is the proof.
     The result lists per input its ``(multiplier, shift, rounding_mode)``, or None where no candidate passes (that
     input keeps the two steps).  None overall when the two-step form itself does not give ``want`` (a rounding
-    option other than TFLite's).
+    option other than TFLite's).  ``two_step_holds`` says the caller has shown that it does (that check is skipped).
     """
     codes = np.arange(-128, 128, dtype=np.int64)
-    om, osh = _multiplier32(out_scale)
+    at: PairResults | None = want if callable(want) else None
+    full = None if callable(want) else np.asarray(want, dtype=np.int64).reshape(256, 256)
+    output = _add_output_stage(out_scale, out_zp, bounds, subtract, mode)
+    vals = [two_step_widen(codes - zp, left_shift, sc, mode) for zp, sc in zip(zps, scales)]
+    if not two_step_holds:
+        if full is None:
+            assert at is not None
+            full = np.asarray(at(codes[:, None], codes[None, :]), dtype=np.int64)
+        if not np.array_equal(output(*vals), full):
+            return None
+
+    def wanted(i: int, moved: np.ndarray) -> np.ndarray:
+        """``want`` on the rows (input 0) or columns (input 1) of the moved codes."""
+        if full is not None:
+            return full[moved, :] if i == 0 else full[:, moved]
+        assert at is not None
+        return at(codes[moved][:, None], codes[None, :]) if i == 0 else at(codes[:, None], codes[moved][None, :])
+
+    chosen: list[tuple[int, int, str] | None] = [None, None]
+    for i, (zp, sc) in enumerate(zip(zps, scales)):
+        exact = merged_widen_rescale(codes, zp, left_shift, sc, mode)  # the same values on every code: kept first
+        if exact:
+            chosen[i] = exact  # (no code moves: every pair keeps its result)
+            continue
+        for cand in _candidate_list(sc, left_shift, mode):
+            v = _apply(codes - zp, cand)
+            moved = np.flatnonzero(v != vals[i])  # only pairs with a moved code can change
+            got = output(v[moved], vals[1]) if i == 0 else output(vals[0], v[moved])
+            if np.array_equal(got, wanted(i, moved)):
+                chosen[i], vals[i] = cand, v
+                break
+    return chosen
+
+
+def _add_output_stage(out_scale: float, out_zp: int, bounds: tuple[int, int], subtract: bool,
+                      mode: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The int8 ADD/SUB output stage of :func:`joint_add_rescales` on the sums (or differences) of two i32 value
+    vectors, every pair."""
+    om, osh = multiplier32(out_scale)
     odbl = mode == "DOUBLE_ROUND" and osh > 31
-    want = np.asarray(want, dtype=np.int64).reshape(256, 256)
     lo, hi = (int(v) for v in bounds)
     rnd = (1 << (osh - 1)) + ((1 << 30) if odbl else 0)  # apply_scale_32's rounding term (DOUBLE_ROUND: for acc >= 0)
     scratch = np.empty((2, 1 << 16), dtype=np.int64)  # the pair arrays, reused (no fresh pages per check)
@@ -302,20 +346,7 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
         np.maximum(r, lo, out=r)  # (the clamp in place; np.clip's argument checks cost more than the passes)
         return np.minimum(r, hi, out=r)
 
-    vals = [two_step_widen(codes - zp, left_shift, sc, mode) for zp, sc in zip(zps, scales)]
-    if not np.array_equal(output(*vals), want):
-        return None
-    chosen: list[tuple[int, int, str] | None] = [None, None]
-    for i, (zp, sc) in enumerate(zip(zps, scales)):
-        exact = merged_widen_rescale(codes, zp, left_shift, sc, mode)  # the same values on every code: kept first
-        for cand in [exact] if exact else _candidate_list(sc, left_shift, mode):
-            v = _apply(codes - zp, cand)
-            moved = np.flatnonzero(v != vals[i])  # only pairs with a moved code can change
-            got = output(v[moved], vals[1]) if i == 0 else output(vals[0], v[moved])
-            if np.array_equal(got, want[moved, :] if i == 0 else want[:, moved]):
-                chosen[i], vals[i] = cand, v
-                break
-    return chosen
+    return output
 
 
 def rescale_raw(b: Builder, x: Value, multiplier: Sequence[int], shift: Sequence[int], out_dtype: DType, *,

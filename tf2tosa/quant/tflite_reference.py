@@ -692,15 +692,19 @@ def tanh16(a: Any, integer_bits: int) -> Arr:
     return np.where(a == 0, 0, np.where(negative, wrap16(-t), t))
 
 
+def add_sub_multipliers_i8(s1: float, s2: float, s_out: float) -> tuple[tuple[int, int], ...]:
+    """The (q, shift) pairs of int8 ADD/SUB's Prepare: input 1, input 2 and the output (see :func:`add_sub_i8`)."""
+    twice = 2.0 * max(float(f32(s1)), float(f32(s2)))
+    return (to_qmultiplier(float(f32(s1)) / twice), to_qmultiplier(float(f32(s2)) / twice),
+            to_qmultiplier(twice / ((1 << 20) * float(f32(s_out)))))
+
+
 def add_sub_i8(x: Any, y: Any, s1: float, zp1: int, s2: float, zp2: int, s_out: float, zp_out: int,
                subtract: bool = False, act: tuple[int, int] = (-128, 127)) -> Arr:
     """reference_integer_ops AddElementwise / SubElementwise (int8), with Prepare's parameters: left shift 20,
     input multipliers ``s_i / (2·max(s1, s2))`` and output multiplier ``2·max(s1, s2) / (2^20·s_out)`` (double;
     the scales are TFLite's float32), each applied by MultiplyByQuantizedMultiplierSmallerThanOneExp."""
-    twice = 2.0 * max(float(f32(s1)), float(f32(s2)))
-    q1, e1 = to_qmultiplier(float(f32(s1)) / twice)
-    q2, e2 = to_qmultiplier(float(f32(s2)) / twice)
-    qo, eo = to_qmultiplier(twice / ((1 << 20) * float(f32(s_out))))
+    (q1, e1), (q2, e2), (qo, eo) = add_sub_multipliers_i8(s1, s2, s_out)
     a = mbqm((i64(x) - zp1) << 20, q1, e1)
     c = mbqm((i64(y) - zp2) << 20, q2, e2)
     acc = i64(a - c if subtract else a + c)

@@ -82,6 +82,8 @@ def fold_op(graph: Graph, op: Operation, passes: GraphPasses | None = None) -> O
         if arr is None:
             arr = _reshaped(op)
         if arr is None:
+            arr = _sliced_or_joined(op)
+        if arr is None:
             if _evaluate is None:
                 raise RuntimeError("no evaluator for constant folding: import tf2tosa (it registers the executor's)")
             (arr,) = _evaluate(op, [np.asarray(v.const()) for v in op.operands])
@@ -148,6 +150,32 @@ def _reshaped(op: Operation) -> np.ndarray | None:
             or min(shape, default=1) < 1):
         return None
     return x.reshape(shape)
+
+
+def _sliced_or_joined(op: Operation) -> np.ndarray | None:
+    """A SLICE or CONCAT of plain constants folded in numpy, as the executor's kernels compute them (spec 2.10.5
+    SLICE: the window; spec 2.10.1 CONCAT: ``np.concatenate`` along the axis), so a conversion whose only other
+    folds are these (EfficientNet's computed RESHAPE shapes) loads no executor; None for any other op, and where
+    the kernel should judge (storage types, bounds, ranks)."""
+    if op.opcode not in ("SLICE", "CONCAT") or op.result.dtype not in _PLAIN_STORAGE:
+        return None
+    want = op.result.dtype.np_dtype()
+    if op.opcode == "SLICE":
+        x, start, sz = (np.asarray(v.const()) for v in op.operands[:3])
+        first, count = _ints(start), _ints(sz)
+        if (x.dtype != want or len(op.operands) != 3 or len(first) != x.ndim or len(count) != x.ndim
+                or any(s < 0 or n <= 0 or s + n > d for s, n, d in zip(first, count, x.shape))):
+            return None
+        return x[tuple(slice(s, s + n) for s, n in zip(first, count))]
+    parts = [np.asarray(v.const()) for v in op.operands]
+    axis = op.attrs.get("axis")
+    if not parts or not isinstance(axis, int) or any(a.dtype != want or a.ndim != parts[0].ndim for a in parts):
+        return None
+    rank = parts[0].ndim
+    if not 0 <= axis < rank or any(a.shape[:axis] + a.shape[axis + 1:] != parts[0].shape[:axis]
+                                   + parts[0].shape[axis + 1:] for a in parts):
+        return None
+    return np.concatenate(parts, axis=axis)
 
 
 def _ints(a: Any) -> list[int]:
@@ -295,6 +323,7 @@ class Builder:
         types = [v.type for v in operands]
         # shape operands whose values carry dimension expressions (--dynamic) are read with them
         consts = [v.sym_const() if v.dtype is DType.SHAPE else _values(v) for v in operands]
+        inferred = result_types is None
         if result_types is None:
             try:
                 result_types = validation.infer_result_types(opcode, types, full, out_dtype=out_dtype,
@@ -306,7 +335,7 @@ class Builder:
         result_types = list(result_types)
         if self.validate:
             try:
-                validation.validate(opcode, types, result_types, full, consts)
+                validation.validate(opcode, types, result_types, full, consts, inferred=inferred)
             except InvalidGraphError as e:
                 raise InvalidGraphError(str(e), op=self.location) from None
         if names is None and self.name_hint:

@@ -568,10 +568,18 @@ def result_shapes(name: str, operand_types: Sequence[TensorType], attrs: dict[st
 
 
 def check_shapes(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType],
-                 attrs: dict[str, Any], operand_consts: Consts | None = None) -> None:
-    """Raise InvalidGraphError for the spec's shape ERROR_IFs and result shapes that differ from the rule."""
+                 attrs: dict[str, Any], operand_consts: Consts | None = None, *, inferred: bool = False) -> None:
+    """Raise InvalidGraphError for the spec's shape ERROR_IFs and result shapes that differ from the rule.
+
+    ``inferred``: the result types were made by :func:`result_shapes` from these same operands, attributes and
+    constants (``validation.infer_result_types``), so the rule has run on them (its ERROR_IFs passed) and gave
+    these shapes: they are taken as its output instead of running it again."""
     op = _key(name)
-    out = _expected(op, operand_types, attrs, operand_consts)
+    out: list[Shape | None]
+    if inferred:
+        out = [tuple(t.shape) for t in result_types]
+    else:
+        out = _expected(op, operand_types, attrs, operand_consts)
     results = list(result_types)
     for i, (exp, got) in enumerate(zip(out, results)):
         if exp is None:

@@ -406,12 +406,13 @@ def _check_regions(spec: OpSpec, operand_types: list[TensorType], result_types: 
 
 def validate(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType],
              attrs: dict[str, Any], operand_consts: Sequence[np.ndarray | None] | None = None,
-             dynamic: bool = False) -> TypeRow:
+             dynamic: bool = False, *, inferred: bool = False) -> TypeRow:
     """Check one op against the spec; returns its type row.
 
     Checks operand/result counts, ranks, dims >= 1, the type row (with acc_type), attributes, that CTC
     operands are constants (when ``operand_consts`` is given and not ``dynamic`` i.e. EXT-DYNAMIC),
-    zero points and other constant values, and the spec's shape ERROR_IFs (shapes.check_shapes).
+    zero points and other constant values, and the spec's shape ERROR_IFs (shapes.check_shapes; ``inferred``:
+    the result types are :func:`infer_result_types`'s for these same arguments, whose shape rule has run).
     """
     spec = get(name)
     operand_types, result_types = list(operand_types), list(result_types)
@@ -449,7 +450,7 @@ def validate(name: str, operand_types: Sequence[TensorType], result_types: Seque
                                      "without EXT-DYNAMIC", arg.name)
     _check_zero_points(spec, in_pairs, consts, attrs)
     _check_values(spec, row, in_pairs, consts, attrs)
-    shapes.check_shapes(spec.name, operand_types, result_types, attrs, consts)
+    shapes.check_shapes(spec.name, operand_types, result_types, attrs, consts, inferred=inferred)
     _check_regions(spec, operand_types, result_types, attrs)
     return row
 

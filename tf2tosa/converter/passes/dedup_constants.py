@@ -36,23 +36,30 @@ def dedup_constants(graph: Graph) -> int:
     """Merge equal constants (see the module docstring); returns how many ops were merged away."""
     kept: dict[Any, list[tuple[np.ndarray, Any]]] = {}
     merged = 0
+    outputs = {id(o) for o in graph.outputs}
     for op in graph.topological_order():
         if op.name not in _CONSTS or len(op.results) != 1:
             continue
         v = op.results[0]
-        if v in graph.outputs:
+        if id(v) in outputs:
             continue
-        arr = np.ascontiguousarray(np.asarray(op.attrs.get("values")))
+        attrs = op.attrs
+        arr = np.ascontiguousarray(attrs.get("values"))
         raw = arr.reshape(-1).view(np.uint8)
         # --dynamic: constants holding size expressions are equal only when the expressions are
-        sym = tuple(repr(op.attrs[k]) for k in (SYM_VALUES, SYM_AFFINE) if k in op.attrs)
+        sym = tuple(repr(attrs[k]) for k in (SYM_VALUES, SYM_AFFINE) if k in attrs) \
+            if SYM_VALUES in attrs or SYM_AFFINE in attrs else ()
         key: tuple[Any, ...]
-        if raw.size <= _WHOLE_KEY_BYTES:
+        whole = raw.size <= _WHOLE_KEY_BYTES
+        if whole:
             key = (op.name, v.type, arr.dtype.str, arr.shape, raw.tobytes(), sym)
         else:
             key = (op.name, v.type, arr.dtype.str, arr.shape, raw[:64].tobytes(), raw[-64:].tobytes(), sym)
-        bucket = kept.setdefault(key, [])
-        first = next((w for data, w in bucket if raw.size <= _WHOLE_KEY_BYTES or np.array_equal(data, raw)), None)
+        bucket = kept.get(key)
+        if bucket is None:
+            kept[key] = [(raw, v)]
+            continue
+        first = bucket[0][1] if whole else next((w for data, w in bucket if np.array_equal(data, raw)), None)
         if first is None:
             bucket.append((raw, v))
             continue
