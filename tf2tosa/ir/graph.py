@@ -155,6 +155,15 @@ class _Names(set[str]):
         self._freed(name)
 
 
+
+def _clear_nx_cache(g: nx.MultiDiGraph) -> None:
+    """What networkx's own mutators do after a change (``nx._clear_cache``): drop the conversions it caches for its
+    backends in ``__networkx_cache__`` (networkx 3.3 on; absent before).  ``tests/test_ir_networkx.py`` holds the
+    dicts the graph writes directly equal to what networkx's methods make."""
+    cache = getattr(g, "__networkx_cache__", None)
+    if cache:
+        cache.clear()
+
 class Graph:
     """A function-like graph: ordered inputs, ordered outputs, operations."""
 
@@ -232,8 +241,7 @@ class Graph:
         # networkx's add_node for a new node, written into its own dicts (``_succ``, ``_pred``, ``_node``; the
         # factories of a MultiDiGraph are dict): add_node's call and cache check cost as much as the op's records
         g._succ[op.id], g._pred[op.id], g._node[op.id] = {}, {}, {}
-        if g.__networkx_cache__:  # (what nx._clear_cache does: networkx caches conversions for backends there)
-            g.__networkx_cache__.clear()
+        _clear_nx_cache(g)
         self._version += 1
         for k, v in enumerate(operands):
             self._add_edge(v, op, k)
@@ -264,8 +272,7 @@ class Graph:
                 keys[(v.id, k)] = {"value": v, "index": k}
             else:
                 data.update(value=v, index=k)
-            if g.__networkx_cache__:
-                g.__networkx_cache__.clear()
+            _clear_nx_cache(g)
         self._version += 1
 
     def _remove_edge(self, src: int, dst: int, key: tuple[int, int]) -> None:
@@ -280,8 +287,7 @@ class Graph:
         if not keys:
             del g._succ[src][dst]
             del g._pred[dst][src]
-        if g.__networkx_cache__:
-            g.__networkx_cache__.clear()
+        _clear_nx_cache(g)
 
     def set_operand(self, op: Operation, k: int, v: Value) -> None:
         old = op.operands[k]
