@@ -183,3 +183,37 @@ def test_every_sample_passes_by_default(sample: Path, tmp_path: Path, capsys: py
         assert exc.value.code == 0, out
         assert "against LiteRT reference kernels (BUILTIN_REF), PASS" in out
         assert re.search(r"info: optimized kernels (differ by ≤ \S+|agree with the reference kernels)", out), out
+
+
+def test_a_command_runs_with_only_its_own_click_command(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``main`` builds the click command of the command that runs only (``cli.app_for``): every command shows the
+    same --help as in the whole app, and takes the same parameters; an option, a name that is not a command and no
+    argument get the whole app (its help, its errors)."""
+    import typer.main
+
+    from tf2tosa import cli
+
+    def shown(args: list[str], whole: bool) -> str:
+        with monkeypatch.context() as m:
+            m.setenv("COLUMNS", "100")
+            if whole:
+                m.setattr(cli, "app_for", lambda a: cli.app)
+            with pytest.raises(SystemExit):
+                cli.main(args)
+        out = capsys.readouterr()
+        return out.out + out.err
+
+    def params(cmd: object) -> list[tuple[object, ...]]:
+        return [(p.name, tuple(p.opts), tuple(p.secondary_opts), repr(p.default), getattr(p, "help", None),
+                 p.required, p.multiple) for p in cmd.params]  # type: ignore[attr-defined]
+
+    full = typer.main.get_command(cli.app)
+    for name, cmd in full.commands.items():  # type: ignore[attr-defined]
+        one = typer.main.get_command(cli.app_for([name, "--help"]))
+        assert list(one.commands) == [name]  # type: ignore[attr-defined]
+        assert params(one.commands[name]) == params(cmd)  # type: ignore[attr-defined]
+        assert shown([name, "--help"], whole=False) == shown([name, "--help"], whole=True)
+    assert shown(["convert"], whole=False) == shown(["convert"], whole=True)  # (missing MODEL: a usage error)
+    for args in ([], ["--help"], ["--version"], ["conver"], ["convert-"]):
+        assert cli.app_for(args) is cli.app

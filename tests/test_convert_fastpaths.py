@@ -254,6 +254,44 @@ def test_tflite_convert_imports_only_what_it_needs(tmp_path: Path) -> None:
     assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded
 
 
+def _fp16_convs_bytes(seed: int = 7) -> bytes:
+    """Three float convolutions with relu, fp16 weights (bench_scale.py's conv_fp16_27mb, small)."""
+    from tests import modelgen
+
+    tf = modelgen._tf()
+    rng = np.random.default_rng(seed)
+    ws = [rng.standard_normal((3, 3, 16, 16)).astype(np.float32) * 0.1 for _ in range(3)]
+
+    def f(x: object) -> object:
+        for w in ws:
+            x = tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME"))
+        return x
+
+    return modelgen.convert(f, [(1, 8, 8, 16)], fp16_weights=True)
+
+
+def test_float_conv_convert_leaves_the_integer_and_rare_paths_unloaded(tmp_path: Path) -> None:
+    """A float convolution model with fp16 weights (the shape of bench_convert's 27 MB model) loads no module of
+    the integer arithmetic (elementwise, tflite_reference, exact_round), of a pass or a rule it does not reach:
+    each is loaded where it is used (the process's peak memory)."""
+    pytest.importorskip("tensorflow")
+    from tests import modelgen
+
+    model = tmp_path / "convs_fp16.tflite"
+    model.write_bytes(modelgen.cached("fp16_convs", _fp16_convs_bytes, {"seed": 7}))
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(model), str(tmp_path / "m.tosa")],
+                          capture_output=True, text=True, cwd=ROOT, check=True)
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["code"] in (0, None) and (tmp_path / "m.tosa").stat().st_size > 0
+    loaded = set(report["modules"])
+    for unwanted in ("tf2tosa.quant.elementwise", "tf2tosa.quant.tflite_reference", "tf2tosa.quant.exact_round",
+                     "tf2tosa.tosa.targets",  # (--target only)
+                     "tf2tosa.converter.passes.complex_pairs", "tf2tosa.converter.passes.if_conversion",
+                     "tf2tosa.legalizations.tfl_sparse", "tf2tosa.legalizations.lowering.tf_ops"):
+        assert unwanted not in loaded, unwanted
+    assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded
+
+
 def test_reshape_fold_equals_the_executor_kernel() -> None:
     from tf2tosa.executor import evaluate_op
     from tf2tosa.tosa.builder import Builder, _reshaped

@@ -94,10 +94,12 @@ class TosaModel:
 
     def io_quantization_json(self) -> str | None:
         """The ``.json`` sidecar of an ``io="int"`` model (None otherwise): :attr:`io_quantization` as JSON."""
+        q = self.io_quantization
+        if q is None:
+            return None
         import json
 
-        q = self.io_quantization
-        return None if q is None else json.dumps({"io_quantization": q}, indent=2, sort_keys=True) + "\n"
+        return json.dumps({"io_quantization": q}, indent=2, sort_keys=True) + "\n"
 
     # ---------------------------------------------------------------- output
     def to_bytes(self) -> bytes:

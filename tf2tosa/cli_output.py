@@ -10,7 +10,6 @@ plus the command's own keys (``docs/schemas/<command>.json``).  On failure ``ok`
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from typing import Any
@@ -120,6 +119,8 @@ class Out:
     def emit(self, payload: dict[str, Any] | None, error: dict[str, Any] | None, code: int) -> None:
         """Print the JSON object (with --json)."""
         if self.json:
+            import json  # (only here: a command without --json does not load it)
+
             sys.stdout.write(json.dumps(_jsonable(self.envelope(payload, error, code)), indent=2, default=str) + "\n")
             sys.stdout.flush()
 

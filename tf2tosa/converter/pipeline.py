@@ -31,9 +31,6 @@ from ..tosa import profiles
 from ..tosa.builder import Builder
 from ..tosa.context import MAX_UNROLL, LegalizeContext
 from . import passes
-from .passes.complex_pairs import complex_pairs
-from .passes.if_conversion import if_conversion
-from .passes.if_conversion import wanted as if_conversion_wanted
 from .passes.input_shapes import explain_default_failure
 from .passes.outputs import clean_name
 from .passes.zero_size import remove_zero_size
@@ -52,6 +49,25 @@ def legalize_context(options: ConvertOptions, file: str | None = None) -> Legali
 
 def _op_label(op: Any) -> str:
     return f"{op.name}" + (f" ({op.location})" if op.location else "")
+
+
+def _complex_pairs(graph: Graph, ctx: LegalizeContext) -> frozenset[int]:
+    """:func:`.passes.complex_pairs.complex_pairs`, loaded only for a graph with a complex64 value (the few models
+    with an FFT)."""
+    if not any(v.dtype is DType.COMPLEX64 for v in graph.values()):
+        return frozenset()
+    from .passes.complex_pairs import complex_pairs
+
+    return complex_pairs(graph, ctx)
+
+
+def _if_conversion_wanted(target: str | None) -> bool:
+    """:func:`.passes.if_conversion.wanted`, loaded only when a target is given."""
+    if target is None:
+        return False
+    from .passes.if_conversion import wanted
+
+    return wanted(target)
 
 
 def _fp16_weight(graph: Graph, op: Operation) -> bool:
@@ -85,7 +101,7 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     not_yet: set[str] = set()  # ops whose rule cannot keep a symbolic size yet (--dynamic)
     blocked: set[int] = set()  # results of ops that failed: their consumers are not reported again
     # complex64 values as real/imaginary pairs; when it refuses one (failure recorded), every complex op is skipped
-    skip = complex_pairs(graph, ctx)
+    skip = _complex_pairs(graph, ctx)
 
     def legalize_one(op: Operation) -> None:
         if op.id in skip or any(v.id in blocked for v in op.operands) and missing_rule(op) is None:
@@ -212,7 +228,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     graph, now in TOSA form.  The passes are :mod:`.passes`, in the order listed there."""
     options = options or ConvertOptions()
     fp16_mode = passes.fp16_weights_mode(options.fp16_weights, file)
-    if_convert = if_conversion_wanted(options.target)
+    if_convert = _if_conversion_wanted(options.target)
     dilation_limits = passes.dilation_wanted(options.target)
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file, dims=options.dims)
     try:
@@ -227,6 +243,8 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         legalize_graph(graph, options, file=file, context=ctx)
         remove_zero_size(graph, file)  # the rules' zero-size tensors: unread ones go, an empty output is refused
         if if_convert:  # a target without EXT-CONTROLFLOW: side-effect-free COND_IFs become SELECTs
+            from .passes.if_conversion import if_conversion
+
             if_conversion(graph, warn=warnings.append)
         passes.refresh_shapes(graph)
         if options.fold:

@@ -29,6 +29,20 @@ def drop_pages(mm: mmap.mmap, start: int, end: int) -> None:
         mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
+def pieces(offset: int, count: int, itemsize: int, piece: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` element ranges covering ``count`` elements of ``itemsize`` bytes that start at byte ``offset`` of a
+    map, each about ``piece`` bytes (a multiple of :data:`PAGE`), cut where the map's byte offset is a multiple of
+    ``piece``: releasing each range's whole pages (:func:`drop_pages`) then releases every page but the first and the
+    last (a cut at an arbitrary offset would leave the page it splits resident, one per piece)."""
+    bounds = [0]
+    k = offset // piece + 1
+    while (cut := -(-(k * piece - offset) // itemsize)) < count:
+        bounds.append(cut)
+        k += 1
+    bounds.append(count)
+    return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+
+
 def file_region(arr: np.ndarray) -> tuple[mmap.mmap, int] | None:
     """(map, offset) when ``arr``'s data lies in a memory-mapped file (a constant read in place from a .tflite)."""
     base: Any = arr
@@ -47,4 +61,4 @@ def file_region(arr: np.ndarray) -> tuple[mmap.mmap, int] | None:
     return (mm, offset) if 0 <= offset and offset + arr.nbytes <= len(mm) else None
 
 
-__all__ = ["PAGE", "drop_pages", "file_region", "page_up"]
+__all__ = ["PAGE", "drop_pages", "file_region", "page_up", "pieces"]

@@ -54,7 +54,6 @@ from ..quant.hybrid import (
     weight_scales,
 )
 from ..tosa.builder import Builder
-from ..tosa.targets import takes_control_flow
 from .lowering.conv import fully_connected_rows, stride_dilation
 from .lowering.legalize_common import fused_activation
 from .lowering.numeric import static_shape
@@ -95,8 +94,11 @@ def keeps_loop(b: Builder, body: Graph) -> bool:
     if b.context.options.max_unroll is not None:
         return False
     target = b.context.options.target
-    if target is not None and not takes_control_flow(str(target)):
-        return False
+    if target is not None:
+        from ..tosa.targets import takes_control_flow  # (loaded only with --target)
+
+        if not takes_control_flow(str(target)):
+            return False
     return hybrid_body(body)
 
 

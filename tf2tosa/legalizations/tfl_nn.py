@@ -16,14 +16,13 @@ zero points, and the RELUN-on-i32 becomes a CLAMP on the output type).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
 from ..quant import fused_activation_q, requantize
-from ..quant import tflite_reference as R
 from ..quant.common import is_quantized, per_tensor, qparams, same_quant
 from ..quant.conv import (
     ACC,
@@ -36,8 +35,6 @@ from ..quant.conv import (
     tfl_product_scale,
     weight_zp,
 )
-from ..quant.elementwise import Fx
-from ..quant.exact_round import low_byte_input
 from ..quant.fully_connected import acc_bound, fc_output, fc_output_rows
 from ..tosa.builder import Builder
 from ..tosa.targets import TARGETS
@@ -55,6 +52,9 @@ from .lowering.legalize_common import acc_type_for, const_operand, float_zp, fus
 from .lowering.numeric import FLOAT_TYPES, broadcast_shape, operands, require_float, static_shape
 from .lowering.padding import apply_window_padding, same_padding, window_pads
 from .registry import legalize
+
+if TYPE_CHECKING:
+    from ..quant.elementwise import Fx
 
 _QTYPES = ("fp32", "i8", "i16")
 
@@ -280,6 +280,8 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
 
         def low_acc() -> Value:
             # the i16 input's low bytes times the weights: acc modulo 256 (exact_round.wide_acc)
+            from ..quant.exact_round import low_byte_input
+
             xl = low_byte_input(b, x4)
             zero = b.const(np.zeros([oc], np.int64), DType.INT32, name="zero_bias")
             return b.conv2d(xl, w4, zero, b.zp(-128, DType.INT8), b.zp(wzp, DType.INT8), pad=[0, 0, 0, 0],
@@ -517,6 +519,8 @@ def _inv_sqrt_multiplier(fx: Fx, acc: Value) -> tuple[Value, Value]:
     xv = fx.where(neg, b.binary("LOGICAL_LEFT_SHIFT", xv, up), xv)
     shift = fx.where(neg, 0, shift)
     small = fx.gt(2, acc)  # acc <= 1
+    from ..quant import tflite_reference as R
+
     return fx.where(small, R.I32_MAX, xv), fx.where(small, 0, fx.sub(0, shift))
 
 
@@ -534,6 +538,8 @@ def _q_l2_normalization(b: Builder, op: Operation) -> Value:
         raise Unsupported(f"l2_normalization output quantization ({s_out}, {zp_out}) is not TFLite's (1/128, 0)")
     if op.attrs.get("fused_activation_function") not in (None, "NONE"):
         raise Unsupported("quantized l2_normalization with a fused activation")
+    from ..quant.elementwise import Fx  # (the integer arithmetic modules: loaded by a quantized rule only)
+
     rank = x.type.rank
     fx = Fx(b, rank)
     d = fx.sub(b.cast(x, DType.INT32), zp)

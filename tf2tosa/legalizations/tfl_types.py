@@ -7,13 +7,10 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
 from ..ir.symdim import size as size_of
-from ..quant.elementwise import lut16, table8
 from ..quant.rescale import requantize
-from ..quant.tflite_reference import FLOAT_ISLAND_KERNELS
 from ..tosa.builder import Builder
 from .lowering.layout import data_operand, keeps_values, prod, retag, tosa_dtype
 from .lowering.legalize_common import scalar_const
-from .lowering.tf_ops import fake_quant_params
 from .registry import legalize
 
 _INTS = (DType.INT8, DType.INT16, DType.INT32)
@@ -215,6 +212,9 @@ def _fuse_float_island(b: Builder, op: Operation, x: Value) -> None:
     oq = qop.results[0].type.quant
     if oq is None or oq.per_channel or qop.results[0].dtype is not x.dtype:
         return
+    from ..quant.elementwise import lut16, table8  # (the integer arithmetic modules: loaded when an island is)
+    from ..quant.tflite_reference import FLOAT_ISLAND_KERNELS
+
     lo, hi = x.dtype.range()
     codes = np.arange(lo, hi + 1, dtype=np.int64)
     f = (float(np.float32(q.s)) * (codes - int(q.zp)).astype(np.float64)).astype(np.float32)
@@ -278,6 +278,8 @@ def fake_quant(b: Builder, op: Operation) -> list[Value]:
     if op.attrs.get("narrow_range"):
         raise Unsupported("fake_quant with narrow_range (TFLite's kernel refuses it at runtime: \"narrow_range "
                           "FakeQuant is not currently supported\")")
+    from .lowering.tf_ops import fake_quant_params  # (the TensorFlow lowerings' module: loaded for FAKE_QUANT only)
+
     nmin, nmax, scale = fake_quant_params(lo, hi, bits, False)
     f32 = np.float32
     inv = f32(1.0) / f32(scale)

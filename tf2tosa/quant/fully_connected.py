@@ -21,7 +21,6 @@ import numpy as np
 
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
-from . import exact_round as X
 from .activation import fused_activation_q
 from .common import per_tensor, qparams
 from .conv import abs_weight_sums, note_inexact, requantize_acc
@@ -279,6 +278,8 @@ def fc_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tf
     ``low_acc`` (the low-byte int8 convolution, see :func:`exact_round.wide_acc`) and the int64 ``bias`` values.
     Only beyond that does it fall back to the MBQM RESCALE of :func:`requantize_acc` (within 1 LSB), recorded
     with :func:`note_inexact`."""
+    from . import exact_round as X  # (with elementwise and tflite_reference: loaded by a quantized rule only)
+
     out = op.results[0]
     y = None
     if bound < (1 << 31) - 1:
@@ -312,6 +313,8 @@ def fc_output_rows(b: Builder, acc: Value, scales: Sequence[Sequence[float]], ou
     by ``scales[i]`` to the type of ``outs[i]``): :func:`fc_output`'s exact multi-limb form once over all rows,
     with per-row-and-channel constants, then per row a SLICE and the saturating RESCALE to that row's type
     (the caller has checked that the accumulator fits i32)."""
+    from . import exact_round as X
+
     acc32 = acc if acc.dtype is DType.INT32 else rescale(b, acc, 1.0, DType.INT32, scale32=False)
     neg, limbs = X.limbs_of_i32(b, acc32)
     flat = [s for row in scales for s in row]

@@ -47,6 +47,7 @@ from ..ir.mapped import PAGE as _PAGE
 from ..ir.mapped import drop_pages as _drop
 from ..ir.mapped import file_region as _file_region
 from ..ir.mapped import page_up as _page_up
+from ..ir.mapped import pieces as _pieces
 from ..ir.types import DType, TensorType
 from ..tosa import optable as catalogue
 
@@ -272,10 +273,10 @@ class _Region:
     graph: Graph
 
 
-#: constant data is copied in pieces of this size when the output is a file map (see :func:`write_file`): at most
-#: about one piece of the model's map and two of the output's are resident at a time (a 27 MB fp16-weight model's
-#: peak RSS: 67.7 MB with 4 MiB pieces, 61.1 MB with 1 MiB, 59.9 MB with 256 KiB; imports alone take 50 MB)
-_PIECE = 256 << 10
+#: constant data of a page or more is written to the file in pieces of this size (see :func:`write_file`), and a
+#: constant read in place from the model's map has each piece's pages released once written: at most about one
+#: piece of the model's map is resident at a time (the written data goes to the page cache, not to this process)
+_PIECE = 64 << 10
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
 #: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
@@ -291,23 +292,21 @@ class _Writer:
         self.draft = graph.record.specification_version == catalogue.DRAFT_VERSION
         self.op_value = DRAFT_OP_VALUE if self.draft else OP_VALUE
         estimate = _size_estimate(graph)
-        #: with ``scratch`` (an anonymous map the flatbuffer is built in): the constants of a page or more are not
-        #: copied into it but recorded here, (offset from the buffer's end, bytes), and written from their own
-        #: memory by :func:`write_file`; their place in the map is never touched
+        #: with ``scratch`` (an anonymous map) or ``out`` (a scratch file's map) the flatbuffer is built in that map,
+        #: and the constants of a page or more are not copied into it but recorded here, (offset from the buffer's
+        #: end, bytes), and written from their own memory by :func:`write_file`; their place in the map is never
+        #: touched
         self.deferred: list[tuple[int, memoryview]] | None = None
-        if scratch is not None:
+        arena = scratch if scratch is not None else out
+        if arena is not None:
             self.b = flatbuffers.Builder(0)
-            self.b.Bytes = scratch  # type: ignore[assignment]
-            self.b.head = flatbuffers.number_types.UOffsetTFlags.py_type(len(scratch))
+            self.b.Bytes = arena  # type: ignore[assignment]
+            self.b.head = flatbuffers.number_types.UOffsetTFlags.py_type(len(arena))
             self.deferred = []
-        elif out is None:
-            self.b = flatbuffers.Builder(estimate)  # sized up front: no regrowth, no copies
         else:
-            # built in place in a file map: pages are released once written (the flatbuffer is written back to
-            # front and never changes what lies above its head), so memory does not grow with the constants
-            self.b = flatbuffers.Builder(0)
-            self.b.Bytes = out  # type: ignore[assignment]
-            self.b.head = flatbuffers.number_types.UOffsetTFlags.py_type(len(out))
+            self.b = flatbuffers.Builder(estimate)  # sized up front: no regrowth, no copies
+        #: a file map's written pages are released as the head passes them (the flatbuffer is written back to front
+        #: and never changes what lies above its head), so memory does not grow with the program
         self.out = out
         self.released = len(out) if out is not None else 0
         #: each string written so far, by its offset from the buffer's end (see _string)
@@ -541,21 +540,14 @@ class _Writer:
         self.b.StartVector(1, padded, 8)
         head = self.b.head = self.b.head - padded
         self.b.Bytes[head + n:head + padded] = bytes(padded - n)
-        out = self.out if self.b.Bytes is self.out else None  # (None too when the builder outgrew the map)
-        if self.deferred is not None and n >= _PAGE:
-            self.deferred.append((len(self.b.Bytes) - head, raw))
-        elif out is None or n < _PAGE:
+        if self.deferred is None or n < _PAGE:
             self.b.Bytes[head:head + n] = raw
-        else:  # piece by piece from the end, releasing the written pages and the source's mapped pages
-            source = _file_region(data) if isinstance(data, np.ndarray) else None
-            for lo in range((n - 1) // _PIECE * _PIECE, -1, -_PIECE):
-                hi = min(lo + _PIECE, n)
-                out[head + lo:head + hi] = raw[lo:hi]
-                if source is not None:
-                    _drop(source[0], source[1] + lo, source[1] + hi)
-                if self.released - (head + lo) >= _PIECE:  # everything above the head is final
-                    _drop(out, head + lo, self.released)
-                    self.released = min(self.released, _page_up(head + lo))
+            return self.b.EndVector()
+        self.deferred.append((len(self.b.Bytes) - head, raw))
+        out = self.out if self.b.Bytes is self.out else None  # (None when the builder outgrew the map)
+        if out is not None and self.released - head >= _PIECE:  # everything above the head is final
+            _drop(out, head, self.released)
+            self.released = min(self.released, _page_up(head))
         return self.b.EndVector()
 
     # ------------------------------------------------------------ attributes
@@ -915,11 +907,12 @@ def _copy_file(src: int, dst: int, offset: int, count: int) -> None:
 def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
     """Serialize ``graph`` into the file ``path`` without holding the whole flatbuffer in memory.
 
-    A small program (size estimate up to :data:`IN_MEMORY_BYTES`) is built in memory and written at once.  A larger
-    one is built in a memory map of a scratch file beside ``path`` (sparse, as large as the size
-    estimate allows), whose pages are released as they are written; its tail, the finished flatbuffer, is then
-    copied into ``path`` by the kernel.  The bytes are those of :func:`to_bytes`.  Not atomic by itself: callers
-    give a temporary path (:func:`tf2tosa.outputs.write_files` does)."""
+    A small program (size estimate up to :data:`IN_MEMORY_BYTES`) is built in an anonymous map.  A larger one is
+    built in a memory map of a scratch file beside ``path`` (sparse, as large as the size estimate allows), whose
+    pages are released as they are written; its tail, the finished flatbuffer, is then copied into ``path`` by the
+    kernel.  Either way the constants of a page or more are not copied into the map: each is written to ``path``
+    from its own memory, in its place (:func:`_write_constant`).  The bytes are those of :func:`to_bytes`.  Not
+    atomic by itself: callers give a temporary path (:func:`tf2tosa.outputs.write_files` does)."""
     path = os.fspath(path)
     estimate = _size_estimate(graph)
     capacity = min(estimate + estimate // 8 + (1 << 20), flatbuffers.Builder.MAX_BUFFER_SIZE)
@@ -951,17 +944,18 @@ def write_file(graph: Graph, path: str | os.PathLike[str]) -> None:
             if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
                 raise
         with mmap.mmap(fd, capacity) as mm:
+            writer = _Writer(graph, mm)
             try:
-                data: Any = _Writer(graph, mm).write()
+                data: Any = writer.write()
             except flatbuffers.builder.BuilderSizeError:
                 raise _too_large(graph) from None
             with open(path, "wb") as f:
                 if isinstance(data, memoryview) and data.obj is mm:
                     size = len(data)
                     data.release()
-                    _copy_file(fd, f.fileno(), capacity - size, size)
+                    _copy_pieces(fd, f, capacity - size, size, writer.deferred or [])
                 else:  # the builder outgrew the map and moved to memory
-                    f.write(data)
+                    _write_pieces(f, memoryview(data), writer.deferred or [])
                 f.flush()
                 os.fsync(f.fileno())
     finally:
@@ -977,9 +971,36 @@ def _write_pieces(f: Any, flatbuffer: memoryview, deferred: list[tuple[int, memo
     for from_end, raw in sorted(deferred, key=lambda d: -d[0]):
         at = size - from_end
         f.write(flatbuffer[pos:at])
-        f.write(raw)
+        _write_constant(f, raw)
         pos = at + raw.nbytes
     f.write(flatbuffer[pos:])
+
+
+def _copy_pieces(src: int, f: Any, start: int, size: int, deferred: list[tuple[int, memoryview]]) -> None:
+    """:func:`_write_pieces` for a flatbuffer that lies in file ``src`` at ``start`` (``size`` bytes): its own bytes
+    are copied by the kernel (:func:`_copy_file`), never read into this process."""
+    pos = 0
+    for from_end, raw in sorted(deferred, key=lambda d: -d[0]):
+        at = size - from_end
+        f.flush()
+        _copy_file(src, f.fileno(), start + pos, at - pos)
+        _write_constant(f, raw)
+        pos = at + raw.nbytes
+    f.flush()
+    _copy_file(src, f.fileno(), start + pos, size - pos)
+
+
+def _write_constant(f: Any, raw: memoryview) -> None:
+    """Write a constant's bytes to ``f`` in pieces of :data:`_PIECE`; one read in place from a model's map has each
+    piece's pages released once written (read from the file again if touched again), so that writing the weights
+    does not make the whole model file resident."""
+    base = raw.obj
+    region = _file_region(base) if isinstance(base, np.ndarray) and base.flags.c_contiguous \
+        and base.nbytes == raw.nbytes else None
+    for lo, hi in _pieces(region[1] if region is not None else 0, raw.nbytes, 1, _PIECE):
+        f.write(raw[lo:hi])
+        if region is not None:
+            _drop(region[0], region[1] + lo, region[1] + hi)
 
 
 def to_bytes(graph: Graph) -> bytes:

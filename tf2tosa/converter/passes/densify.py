@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from ...errors import Unsupported
 from ...ir import Graph
-from ...legalizations.tfl_sparse import densify_op
 from ...tosa.context import LegalizeContext
 
 
@@ -23,6 +22,8 @@ def densify_constants(graph: Graph) -> list[str]:
     problems = []
     for op in list(graph.ops.values()):
         if op.name == "tfl.const" and op.attrs.get("sparsity") is not None:
+            from ...legalizations.tfl_sparse import densify_op  # (loaded only for a sparse model)
+
             try:
                 densify_op(op)
             except Unsupported as e:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Operation
-from ...tosa.targets import TARGETS
 
 #: the axes of (KH, KW) in each convolution's weight (CONV2D: OHWI; DEPTHWISE_CONV2D: HWCM)
 _KERNEL_AXES = {"tosa.CONV2D": (1, 2), "tosa.DEPTHWISE_CONV2D": (0, 1)}
@@ -39,7 +38,11 @@ _KERNEL_AXES = {"tosa.CONV2D": (1, 2), "tosa.DEPTHWISE_CONV2D": (0, 1)}
 
 def wanted(target: str | None) -> tuple[int, int] | None:
     """(largest native dilation, largest kernel side) of ``target`` when it wants the rewrite, else None."""
-    t = TARGETS.get(target) if target else None
+    if not target:
+        return None
+    from ...tosa.targets import TARGETS  # (loaded only with --target)
+
+    t = TARGETS.get(target)
     return (t.max_dilation, t.max_kernel) if t is not None and t.max_dilation else None
 
 

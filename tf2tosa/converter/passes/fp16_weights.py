@@ -24,7 +24,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...ir import DType, Graph, Operation, Value
-from ...ir.mapped import drop_pages, file_region
+from ...ir.mapped import drop_pages, file_region, pieces
 from ...ir.pass_context import GraphPasses
 from ...ir.widened import Widened, materialize
 from ...tosa.builder import Builder
@@ -58,17 +58,16 @@ def _fp16_exact(values: np.ndarray, piece: int = 1 << 20) -> np.ndarray | None:
     return half.reshape(values.shape)
 
 
-def _no_nan(half: np.ndarray, piece: int = 1 << 18) -> bool:
+def _no_nan(half: np.ndarray, piece: int = 1 << 16) -> bool:
     """No element of ``half`` is a NaN; checked piece by piece, and when ``half`` is read in place from the model
     file, each piece's pages are released once checked (the serializer reads them again, a piece at a time: the
     whole weight file is never resident at once)."""
     flat = half.reshape(-1)
     region = file_region(half) if half.flags.c_contiguous else None
-    for lo in range(0, flat.size, piece):
-        if np.isnan(flat[lo:lo + piece]).any():
+    for lo, end in pieces(region[1] if region is not None else 0, flat.size, half.itemsize, piece * half.itemsize):
+        if np.isnan(flat[lo:end]).any():
             return False
         if region is not None:
-            end = min(flat.size, lo + piece)
             drop_pages(region[0], region[1] + lo * half.itemsize, region[1] + end * half.itemsize)
     return True
 

@@ -24,9 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Graph, Operation, Value
-from ...quant.elementwise import lut16
-from ...quant.table import apply_table_i8
-from ...quant.tflite_reference import FLOAT_ISLAND_KERNELS
 from ...tosa.builder import Builder
 from ...tosa.context import LegalizeContext
 from .integer_io import dequantize, quantize
@@ -40,6 +37,8 @@ def _per_tensor(v: Value, dtype: DType | None = None) -> bool:
 
 def _island(graph: Graph, dq: Operation) -> tuple[list[Operation], list[Operation]] | None:
     """The float ops after ``dq`` (single-use) and the QUANTIZEs (to ``dq``'s integer type) that read the last."""
+    from ...quant.tflite_reference import FLOAT_ISLAND_KERNELS  # (loaded for a quantized model only)
+
     chain: list[Operation] = []
     v = dq.results[0]
     dt = dq.operands[0].dtype
@@ -72,6 +71,10 @@ def integer_islands(graph: Graph, context: LegalizeContext | None = None) -> int
         found = _island(graph, dq)
         if found is None:
             continue
+        from ...quant.elementwise import lut16
+        from ...quant.table import apply_table_i8
+        from ...quant.tflite_reference import FLOAT_ISLAND_KERNELS
+
         chain, quants = found
         x = dq.operands[0]
         qx = x.type.quant
