@@ -37,7 +37,6 @@ from ..quant.conv import (
 )
 from ..quant.fully_connected import acc_bound, fc_output, fc_output_rows
 from ..tosa.builder import Builder
-from ..tosa.targets import TARGETS
 from . import tfl_hybrid as hybrid
 from .lowering.conv import (
     crop_output,
@@ -221,7 +220,7 @@ def _phased_transpose_conv(b: Builder, op: Operation, x: Value, w: Value, bias: 
     their int8 outputs interleaved by CONCAT and RESHAPE; None where that form does not apply.  Each phase sums the
     same terms as TRANSPOSE_CONV2D, so the result is the same.  Vela fuses each RESCALE into its convolution, where
     the RESCALE after a TRANSPOSE_CONV2D runs on its own over the i32 result (tests/test_npu_target.py)."""
-    target = TARGETS.get(b.context.options.target or "")
+    target = b.context.target()
     if target is None or not target.split_transpose_conv or not ct.quantized or x.dtype is not DType.INT8:
         return None
     n, ih, iw, ic = static_shape(x)

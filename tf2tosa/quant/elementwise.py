@@ -21,7 +21,6 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
 from ..tosa.builder import Builder
-from ..tosa.targets import TARGETS
 from . import tflite_reference as R
 from .rescale import (
     joint_add_rescales,
@@ -233,7 +232,7 @@ def lookup_i32(b: Builder, d: Value, values: np.ndarray, idx8: Value | None = No
     if n < BYTE_TABLE_MIN_ELEMENTS:
         return gather_table(b, d, values, DType.INT32), None
     idx8 = idx8 if idx8 is not None else byte_index(b, d)
-    target = TARGETS.get(b.context.options.target or "")
+    target = b.context.target()
     if target is not None and target.i16_tables and n >= I16_TABLE_MIN_ELEMENTS:
         return table_i32_halves(b, idx8, values), idx8
     return table_i32_bytes(b, idx8, values), idx8
@@ -503,7 +502,7 @@ def _row_max(b: Builder, x: Value, axis: int) -> Value:
     last axis walks the rows (Vela's own softmax transposes the same way): deeplab_v3_mini 709,862 → 655,339
     cycles, vit_tiny 704,029 → 628,134.  A single row keeps REDUCE_MAX (the transpose costs more there)."""
     shape = [int(d) for d in x.shape] if x.type.is_static else []
-    target = TARGETS.get(b.context.options.target or "")
+    target = b.context.target()
     if shape and target is not None and target.row_max_by_pool and x.dtype is DType.INT8 \
             and axis == len(shape) - 1 and 1 < shape[-1] <= POOLED_ROW_MAX_C and int(np.prod(shape[:-1])) > 1:
         n, c = int(np.prod(shape[:-1])), shape[-1]

@@ -8,9 +8,13 @@ options from it instead of undeclared builder attributes.  A builder made withou
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..ir.pass_context import PassContext
 from ..options import MAX_UNROLL, ConvertOptions
+
+if TYPE_CHECKING:
+    from .targets import Target
 
 
 @dataclass
@@ -33,6 +37,15 @@ class LegalizeContext:
     failures: dict[str, list[str]] = field(default_factory=dict)
     #: what the passes and rules hand each other about each graph (:class:`~tf2tosa.ir.pass_context.GraphPasses`)
     passes: PassContext = field(default_factory=PassContext)
+
+    def target(self) -> Target | None:
+        """The conversion's ``--target`` (:data:`tf2tosa.tosa.targets.TARGETS`), or None; the target table is
+        loaded only when a target is given."""
+        if not self.options.target:
+            return None
+        from .targets import TARGETS
+
+        return TARGETS.get(self.options.target)
 
     def fail(self, name: str, reason: str) -> None:
         """Record that an op ``name`` could not be legalized, and why."""
