@@ -447,7 +447,9 @@ CONVERT_ROUNDING = typer.Option("double", "--rounding", metavar="double|single",
                                 help="requantization rounding: double (TFLite-exact, EXT-DOUBLEROUND) "
                                      "or single (PRO-INT only)")
 CONVERT_TARGET = typer.Option(None, "--target", help=TARGET_HELP + "; convert fails "
-                              "(writing nothing) when there is any")
+                              "(writing nothing) when there is any. For ethos-u85 / ethos-u55 convert "
+                              "also picks the exact forms Vela runs cheapest (dilation above 2, int8 "
+                              "softmax, int8 transposed convolution)")
 FP16_WEIGHTS = typer.Option("keep", "--fp16-weights", metavar="keep|expand",
                             help="float16 weights: keep (fp16 constants + CAST, the file stays "
                                  "the source's size) or expand (fp32 constants)")

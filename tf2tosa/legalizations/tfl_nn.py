@@ -221,20 +221,19 @@ def _phased_transpose_conv(b: Builder, op: Operation, x: Value, w: Value, bias: 
     same terms as TRANSPOSE_CONV2D, so the result is the same.  Vela fuses each RESCALE into its convolution, where
     the RESCALE after a TRANSPOSE_CONV2D runs on its own over the i32 result (tests/test_npu_target.py)."""
     target = b.context.target()
-    if target is None or not target.split_transpose_conv or not ct.quantized or x.dtype is not DType.INT8:
+    sh, sw = int(op.attrs.get("stride_h", 1)), int(op.attrs.get("stride_w", 1))
+    if target is None or not target.split_transpose_conv or not ct.quantized or x.dtype is not DType.INT8 \
+            or not w.is_const or (sh, sw) == (1, 1):
         return None
     n, ih, iw, ic = static_shape(x)
     oc, kh, kw, _ = static_shape(w)
-    sh, sw = int(op.attrs.get("stride_h", 1)), int(op.attrs.get("stride_w", 1))
     oh = (ih - 1) * sh + out_pad[0] + out_pad[1] + kh  # TRANSPOSE_CONV2D's output, before any crop
     ow = (iw - 1) * sw + out_pad[2] + out_pad[3] + kw
     rows = transpose_conv_phases(ih, kh, sh, out_pad[0], oh)
     cols = transpose_conv_phases(iw, kw, sw, out_pad[2], ow)
-    if rows is None or cols is None or (sh, sw) == (1, 1):
+    if rows is None or cols is None:
         return None
-    weights = np.asarray(w.const()) if w.is_const else None
-    if weights is None:
-        return None
+    weights = np.asarray(w.const())
     lines = []
     for r in rows:
         parts = []

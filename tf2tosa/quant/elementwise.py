@@ -248,10 +248,7 @@ def table_i32_halves(b: Builder, idx8: Value, values: np.ndarray) -> Value:
     ARITHMETIC_RIGHT_SHIFT 7 and BITWISE_AND 0xFFFF, joined by BITWISE_OR: the same bits as
     :func:`table_i32_bytes`' four i8 TABLEs, in half the lookups (deeplab_v3_mini on Vela: 655 k → 480 k cycles).
     """
-    vals = np.asarray(values, dtype=np.int64).reshape(-1)
-    if vals.shape != (256,) or vals.min() < -(1 << 31) or vals.max() >= 1 << 31:
-        raise Unsupported(f"a two-half table needs 256 int32 entries, got shape {list(vals.shape)}")
-    u = vals & 0xFFFFFFFF
+    u = _int32_table(values, "a two-half table") & 0xFFFFFFFF
     x16 = rescale_raw(b, idx8, [1 << 30], [22], DType.INT16, double_round=False)
 
     def half(v: np.ndarray) -> Value:
@@ -290,6 +287,14 @@ def _is_row_max_index(d: Value) -> bool:
         and int(np.prod([int(v) for v in top.shape])) < int(np.prod([int(v) for v in d.shape]))
 
 
+def _int32_table(values: np.ndarray, what: str) -> np.ndarray:
+    """``values`` as 256 int64 entries, each an int32 value (else Unsupported naming ``what``)."""
+    vals = np.asarray(values, dtype=np.int64).reshape(-1)
+    if vals.shape != (256,) or vals.min() < -(1 << 31) or vals.max() >= 1 << 31:
+        raise Unsupported(f"{what} needs 256 int32 entries, got shape {list(vals.shape)}")
+    return vals
+
+
 def table_i32_bytes(b: Builder, idx8: Value, values: np.ndarray, q: QuantParams | None = None) -> Value:
     """``values[idx8 + 128]`` (256 int32 entries) for an i8 index, as PRO-INT TABLEs, one per byte of the values.
 
@@ -299,9 +304,7 @@ def table_i32_bytes(b: Builder, idx8: Value, values: np.ndarray, q: QuantParams 
     sign-extends it, exact), the others unsigned (CAST then BITWISE_AND 255); LOGICAL_LEFT_SHIFT by ``8k`` and
     BITWISE_OR put them together (bit operations: no overflow, spec: LOGICAL_LEFT_SHIFT, BITWISE_OR).
     """
-    vals = np.asarray(values, dtype=np.int64).reshape(-1)
-    if vals.shape != (256,) or vals.min() < -(1 << 31) or vals.max() >= 1 << 31:
-        raise Unsupported(f"a byte-split table needs 256 int32 entries, got shape {list(vals.shape)}")
+    vals = _int32_table(values, "a byte-split table")
     n = next(k for k in (1, 2, 3, 4) if vals.min() >= -(1 << (8 * k - 1)) and vals.max() < 1 << (8 * k - 1))
     u = vals & 0xFFFFFFFF
     acc: Value | None = None
