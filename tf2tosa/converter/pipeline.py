@@ -230,6 +230,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     fp16_mode = passes.fp16_weights_mode(options.fp16_weights, file)
     if_convert = _if_conversion_wanted(options.target)
     dilation_limits = passes.dilation_wanted(options.target)
+    lift = passes.lift_reshapes_wanted(options.target)
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file, dims=options.dims)
     try:
         ctx = legalize_context(options, file)
@@ -256,6 +257,8 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         passes.fold_pad(graph)
         if dilation_limits is not None:  # an NPU target that runs dilation <= 2 only (Ethos-U)
             passes.limit_dilation(graph, *dilation_limits)
+        if lift:  # an NPU target that copies a RESHAPE between a 3-D residual sum and a 4-D convolution (Ethos-U)
+            passes.lift_reshapes(graph)
         graph.remove_dead_ops()
         passes.dedup_constants(graph)
         for region in (r for op in graph.ops.values() for r in op.regions if ctx.passes.of(r).share_constants):

@@ -100,6 +100,9 @@ class Target:
     #: a 256-entry int32 lookup (the int8 softmax's exp) runs cheaper as two i16 TABLEs (EXT-INT16) than as four
     #: i8 TABLEs (:func:`tf2tosa.quant.elementwise.lookup_i32`)
     i16_tables: bool = False
+    #: elementwise ops between RESHAPEs run at the rank of the tensors reshaped (a 1-D convolution network's
+    #: residual sums kept 4-D: no RESHAPE copies; :mod:`tf2tosa.converter.passes.lift_reshapes`)
+    lift_reshapes: bool = False
 
 
 def _label(op: Operation) -> str:
@@ -215,11 +218,11 @@ TARGETS: dict[str, Target] = {
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND", "EXT-INEXACTROUND",
                                    "EXT-CONTROLFLOW"}),
                         op_rule=_u85_rule, max_dilation=2, max_kernel=64, row_max_by_pool=True,
-                        split_transpose_conv=True, i16_tables=True),
+                        split_transpose_conv=True, i16_tables=True, lift_reshapes=True),
     "ethos-u55": Target("ethos-u55", "Arm Ethos-U55/U65 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND"}), op_rule=_u55_rule,
                         max_dilation=2, max_kernel=64, row_max_by_pool=True,
-                        split_transpose_conv=True),
+                        split_transpose_conv=True, lift_reshapes=True),
     "vulkan-ml": Target("vulkan-ml", "Vulkan ML extensions through Arm's ML SDK model converter 0.11.0 (TOSA 1.0 "
                         "PRO-INT and PRO-FP 8K input, no EXT-CONTROLFLOW or EXT-VARIABLE)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-BF16", "EXT-FP8E4M3", "EXT-FP8E5M2", "EXT-FFT",

@@ -16,6 +16,8 @@
 11. :mod:`.fold_pad` — a PAD of the input zero point folded into the CONV2D/DEPTHWISE_CONV2D padding;
     :mod:`.dilation` — with ``--target`` ethos-u85/ethos-u55 only: a dilation above 2 as dilation 2 (or 1) of a
     wider kernel;
+    :mod:`.lift_reshapes` — with ``--target`` ethos-u85/ethos-u55 only: elementwise ops between RESHAPEs at the
+    rank of the tensors reshaped;
 12. :mod:`.dedup_constants` — equal constants merged into one shared op, and the CASTs of one constant to one type
     into one CAST;
 13. :mod:`.outputs` — outputs named after their source tensors, the tensor map rebuilt;
@@ -42,6 +44,8 @@ from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
 from .integer_io import integer_io, integer_io_names
 from .integer_islands import integer_islands
+from .lift_reshapes import lift_reshapes
+from .lift_reshapes import wanted as lift_reshapes_wanted
 from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_op, refresh_shapes
 from .state_io import state_io
@@ -50,6 +54,6 @@ from .unsigned_io import unsigned_io
 __all__ = ["batch_fully_connected", "dedup_constants", "densify", "dilation_wanted", "finish_constants",
            "fold_constants", "fold_pad",
            "fp16_weights_mode", "integer_io", "integer_io_names", "integer_islands", "keep_fp16_weights",
-           "keep_fp16_weights_early", "limit_dilation",
+           "keep_fp16_weights_early", "lift_reshapes", "lift_reshapes_wanted", "limit_dilation",
            "name_outputs", "narrow_constant", "rebuild_tensor_map", "refresh_op", "refresh_shapes", "remove_identities",
            "resolve_input_shapes", "retype", "state_io", "unsigned_io"]

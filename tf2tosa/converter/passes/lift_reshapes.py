@@ -1,0 +1,215 @@
+"""Elementwise ops between RESHAPEs run at the rank of the tensors they were reshaped from (``--target``
+ethos-u85 / ethos-u55 only).
+
+before (a 1-D convolution network: TFLite's CONV_2D on a ``[N, W, C]`` signal is RESHAPE → CONV2D → RESHAPE, the
+residual sums between them stay 3-D)::
+
+    a4 ──RESHAPE──► a3 ──RESCALE──┐
+    b4 ──RESHAPE──► b3 ──RESCALE──┴─ADD──RESCALE──► s3 ──RESHAPE──► s4 ──► CONV2D
+                                                     └──────────────► REDUCE_SUM / the next residual sum
+
+after::
+
+    a4 ──RESCALE──┐
+    b4 ──RESCALE──┴─ADD──RESCALE──► s4 ──► CONV2D
+                                     └──RESHAPE──► s3 ──► REDUCE_SUM / the next residual sum
+
+An op of :data:`_LIFTED` is lifted when each of its data operands is either a RESHAPE of a tensor of one shape
+``S4`` (the same for all of them) to the op's own result shape ``S3``, with ``S4`` being ``S3`` behind leading 1s,
+or a constant (which takes the leading 1s too); when every other reader of those RESHAPEs is a RESHAPE or an op that
+is lifted with it; and when a RESHAPE input has other readers (the copy the lift removes) or the op's result reaches
+a RESHAPE back to ``S4`` through ops that are lifted (which the lift removes).  The op then reads the RESHAPEs'
+inputs, its result becomes ``S4``, and one new RESHAPE back to ``S3`` takes over its readers; it is moved on the same
+way through the ops that read it, and a RESHAPE of such a RESHAPE reads the first one's input (one back to ``S4``
+disappears).
+
+Exact: an elementwise op computes each element from the elements at the same position of its operands, a RESHAPE
+keeps the row-major order of the elements (spec 2.10.3 RESHAPE), and leading 1s leave the broadcast of a constant and
+the last axis (the per-channel multipliers and shifts of a RESCALE, spec 2.13.2) where they were, so
+``op(reshape(a), reshape(b)) = reshape(op(a, b))`` element for element, bit for bit.
+
+Why (measured with Vela 5.2, ethos-u85-256): its TOSA reader runs a RESHAPE whose input has other readers as a
+memory copy.  The zoo's tcn converts each causal Conv1D to RESHAPE → CONV2D → RESHAPE, and its residual sums fed
+both the next block's 4-D convolution and the next 3-D sum: 4 × 1,262 cycles of copies, 27,550 cycles against
+the `.tflite`'s 23,410; lifted, 22,073 (int16x8: 82,713 → 75,702).  The conditions keep the rest as it was: a
+shape that is not ``S3`` behind 1s changes what Vela runs (a LUT on [T, 1, 1, C] instead of [1, T, C]: 1,488
+cycles against 912 in transformer_encoder), and a RESHAPE moved for nothing can land between an activation and the
+CONCAT Vela writes it into in place (recommender: 4,654 → 4,736).  Only targets that declare ``lift_reshapes``
+(:data:`tf2tosa.tosa.targets.TARGETS`) get the rewrite, so every other conversion keeps its bytes.
+
+Only static shapes and per-tensor quantization are lifted, never an op whose result is a graph output.
+Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import DType, Graph, Operation, Value
+
+#: the ops lifted, with the positions of their data operands (the others are constants of shape [1] or [C]:
+#: zero points, shifts, a RESCALE's per-channel multipliers, a TABLE's table)
+_LIFTED: dict[str, tuple[int, ...]] = {
+    "tosa.RESCALE": (0,),
+    "tosa.CLAMP": (0,),
+    "tosa.TABLE": (0,),
+    "tosa.CAST": (0,),
+    "tosa.ADD": (0, 1),
+    "tosa.SUB": (0, 1),
+    "tosa.MUL": (0, 1),
+    "tosa.MAXIMUM": (0, 1),
+    "tosa.MINIMUM": (0, 1),
+}
+
+
+def wanted(target: str | None) -> bool:
+    """Whether ``target`` wants the elementwise ops lifted."""
+    if not target:
+        return False
+    from ...tosa.targets import TARGETS  # (loaded only with --target)
+
+    t = TARGETS.get(target)
+    return t is not None and t.lift_reshapes
+
+
+def _per_tensor(v: Value) -> bool:
+    return v.type.is_static and (v.type.quant is None or v.type.quant.axis is None)
+
+
+def _follows(reader: Operation, shape: tuple[int, ...]) -> bool:
+    """Whether ``reader`` of a RESHAPE to ``shape`` goes with the RESHAPE when the RESHAPE is lifted past its
+    readers: another RESHAPE (merged with it), or an op that is lifted too.  (A RESHAPE left with a reader that stays,
+    while its input gains the lifted op as a reader, is what Vela copies.)"""
+    if reader.name == "tosa.RESHAPE":
+        return True
+    return reader.name in _LIFTED and len(reader.results) == 1 and tuple(reader.result.shape) == shape
+
+
+def _reaches(graph: Graph, v: Value, shape: tuple[int, ...], wide: tuple[int, ...], seen: set[int]) -> bool:
+    """Whether ``v`` (of ``shape``) reaches a RESHAPE back to ``wide`` through ops that can be lifted: only then
+    does the lift take a RESHAPE away; elsewhere it moves a RESHAPE onto the op's readers (between a CLAMP and the
+    CONCAT that Vela would have it write into in place, for one)."""
+    for reader, _ in graph.uses(v):
+        if reader.id in seen or len(reader.results) != 1 or tuple(reader.result.shape) not in (shape, wide):
+            continue
+        seen.add(reader.id)
+        if reader.name == "tosa.RESHAPE":
+            if tuple(reader.result.shape) == wide:
+                return True
+        elif (
+            reader.name in _LIFTED
+            and tuple(reader.result.shape) == shape
+            and _reaches(graph, reader.result, shape, wide, seen)
+        ):
+            return True
+    return False
+
+
+def _lift_source(graph: Graph, op: Operation) -> tuple[int, ...] | None:
+    """The shape ``op``'s data operands were reshaped from, when ``op`` can be lifted to it; else None."""
+    data = _LIFTED.get(op.name)
+    if data is None or len(op.results) != 1 or op.result in graph.outputs or not _per_tensor(op.result):
+        return None
+    shape = tuple(op.result.type.static_shape)
+    found: set[tuple[int, ...]] = set()
+    shared = False
+    for k in data:
+        x = op.operands[k]
+        src = x.producer
+        if x.is_const and x.type.rank == len(shape) and _per_tensor(x):
+            continue  # (a broadcast constant: it takes the new leading 1s)
+        if src is None or src.name != "tosa.RESHAPE" or tuple(x.shape) != shape:
+            return None
+        inner = src.operands[0]
+        if not _per_tensor(inner) or not all(_follows(r, shape) for r, _ in graph.uses(x)):
+            return None
+        found.add(tuple(inner.type.static_shape))
+        shared |= len(graph.uses(inner)) > 1
+    if len(found) != 1:
+        return None
+    (wide,) = found
+    lead = len(wide) - len(shape)
+    if not shape or lead <= 0 or wide[lead:] != shape or any(d != 1 for d in wide[:lead]):
+        return None
+    if not shared and not _reaches(graph, op.result, shape, wide, set()):
+        return None
+    return wide
+
+
+def _reshape(graph: Graph, x: Value, like: Value) -> Operation:
+    """A new RESHAPE of ``x`` to the type of ``like``."""
+    dims = graph.add_const(
+        np.asarray(like.type.static_shape, dtype=np.int64), DType.SHAPE, name="shape", op_name="tosa.CONST_SHAPE"
+    )
+    return graph.add_op(
+        "tosa.RESHAPE",
+        [x, dims],
+        [like.type],
+        result_names=[like.name + "_lifted"],
+        location=x.producer.location if x.producer is not None else None,
+    )
+
+
+def _lift(graph: Graph, op: Operation, made: set[int]) -> bool:
+    wide = _lift_source(graph, op)
+    if wide is None:
+        return False
+    readers = graph.uses(op.result)
+    out = op.result
+    lead = (1,) * (len(wide) - out.type.rank)
+    for k in _LIFTED[op.name]:
+        x = op.operands[k]
+        arr = x.const()
+        if arr is not None:
+            widened = graph.add_const(arr.reshape(lead + arr.shape), x.type.dtype, name=x.name, quant=x.type.quant)
+            graph.set_operand(op, k, widened)
+        else:
+            assert x.producer is not None
+            graph.set_operand(op, k, x.producer.operands[0])
+    back = _reshape(graph, out, out)
+    made.add(back.id)
+    out.type = out.type.with_shape(wide)
+    back.result.source, out.source = out.source, None
+    for reader, k in readers:
+        graph.set_operand(reader, k, back.result)
+    return True
+
+
+def _bypass_chain(graph: Graph, op: Operation, made: set[int]) -> bool:
+    """A RESHAPE of a RESHAPE reads the first one's input, or is forwarded to it when that has its shape, where the
+    first one is a lift's or has no other readers than RESHAPEs (a RESHAPE that stays for another reader while its
+    input gains one is what Vela copies)."""
+    x = op.operands[0]
+    src = x.producer
+    if src is None or src.name != "tosa.RESHAPE" or op.result in graph.outputs:
+        return False
+    if src.id not in made and not all(use.name == "tosa.RESHAPE" for use, _ in graph.uses(x)):
+        return False
+    inner = src.operands[0]
+    if tuple(inner.shape) == tuple(op.result.shape):
+        if op.result.source is not None and inner.source is None:
+            inner.source = op.result.source
+        graph.replace_all_uses(op.result, inner)
+        graph.remove_op(op)
+    else:
+        graph.set_operand(op, 0, inner)
+    return True
+
+
+def lift_reshapes(graph: Graph) -> int:
+    """Lift every elementwise op between RESHAPEs (see the module docstring) and merge the RESHAPE chains this
+    leaves; returns how many ops were lifted (the RESHAPEs left unread go with the graph's next dead-op sweep)."""
+    lifted = 0
+    made: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for op in graph.topological_order():
+            if op.id not in graph.ops:
+                continue
+            if op.name == "tosa.RESHAPE":
+                changed |= _bypass_chain(graph, op, made)
+            elif _lift(graph, op, made):
+                lifted += 1
+                changed = True
+    return lifted
