@@ -100,6 +100,9 @@ class Target:
     #: a 256-entry int32 lookup (the int8 softmax's exp) runs cheaper as two i16 TABLEs (EXT-INT16) than as four
     #: i8 TABLEs (:func:`tf2tosa.quant.elementwise.lookup_i32`)
     i16_tables: bool = False
+    #: DEPTH_TO_SPACE / SPACE_TO_DEPTH run cheaper as SLICE + CONCAT + RESHAPE (no TRANSPOSE), a DEPTH_TO_SPACE
+    #: after a convolution as one convolution per row phase (:mod:`tf2tosa.legalizations.lowering.depth_space`)
+    depth_space_by_concat: bool = False
 
 
 def _label(op: Operation) -> str:
@@ -215,7 +218,7 @@ TARGETS: dict[str, Target] = {
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND", "EXT-INEXACTROUND",
                                    "EXT-CONTROLFLOW"}),
                         op_rule=_u85_rule, max_dilation=2, max_kernel=64, row_max_by_pool=True,
-                        split_transpose_conv=True, i16_tables=True),
+                        split_transpose_conv=True, i16_tables=True, depth_space_by_concat=True),
     "ethos-u55": Target("ethos-u55", "Arm Ethos-U55/U65 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND"}), op_rule=_u55_rule,
                         max_dilation=2, max_kernel=64, row_max_by_pool=True,
