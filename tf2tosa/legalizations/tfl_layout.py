@@ -20,6 +20,7 @@ from ..ir.symdim import SYM_AFFINE, has_symbols, is_symbolic, size
 from ..quant.activation import fused_activation_q
 from ..quant.rescale import requantize
 from ..tosa.builder import Builder
+from .lowering.depth_space import depth_to_space_by_concat, space_to_depth_by_concat
 from .lowering.layout import (
     apply_strided_slice,
     at_least_1d,
@@ -568,6 +569,8 @@ def depth_to_space(b: Builder, op: Operation) -> list[Value]:
     if bs < 1 or c % (bs * bs):
         raise Unsupported(f"depth_to_space block {bs} with {c} channels")
     cc = c // (bs * bs)
+    if _by_concat(b):
+        return [depth_to_space_by_concat(b, x, op.operands[0], [n, h, w, c], bs)]
     y = b.reshape(x, [n, h, w, bs, bs, cc])
     y = b.transpose(y, [0, 1, 3, 2, 4, 5])
     return [b.reshape(y, [n, h * bs, w * bs, cc])]
@@ -583,9 +586,17 @@ def space_to_depth(b: Builder, op: Operation) -> list[Value]:
     bs = int(op.attrs["block_size"])
     if bs < 1 or h % bs or w % bs:
         raise Unsupported(f"space_to_depth block {bs} for {h}x{w}")
+    if _by_concat(b):
+        return [space_to_depth_by_concat(b, x, [n, h, w, c], bs)]
     y = b.reshape(x, [n, h // bs, bs, w // bs, bs, c])
     y = b.transpose(y, [0, 1, 3, 2, 4, 5])
     return [b.reshape(y, [n, h // bs, w // bs, bs * bs * c])]
+
+
+def _by_concat(b: Builder) -> bool:
+    """The target runs DEPTH_TO_SPACE / SPACE_TO_DEPTH cheaper as SLICE and CONCAT (:mod:`.lowering.depth_space`)."""
+    target = b.context.target()
+    return target is not None and target.depth_space_by_concat
 
 
 def _nhwc(x: Value) -> list[int]:

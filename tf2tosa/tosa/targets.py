@@ -103,6 +103,9 @@ class Target:
     #: elementwise ops between RESHAPEs run at the rank of the tensors reshaped (a 1-D convolution network's
     #: residual sums kept 4-D: no RESHAPE copies; :mod:`tf2tosa.converter.passes.lift_reshapes`)
     lift_reshapes: bool = False
+    #: DEPTH_TO_SPACE / SPACE_TO_DEPTH run cheaper as SLICE + CONCAT + RESHAPE (no TRANSPOSE), a DEPTH_TO_SPACE
+    #: after a convolution as one convolution per row phase (:mod:`tf2tosa.legalizations.lowering.depth_space`)
+    depth_space_by_concat: bool = False
 
 
 def _label(op: Operation) -> str:
@@ -218,7 +221,8 @@ TARGETS: dict[str, Target] = {
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND", "EXT-INEXACTROUND",
                                    "EXT-CONTROLFLOW"}),
                         op_rule=_u85_rule, max_dilation=2, max_kernel=64, row_max_by_pool=True,
-                        split_transpose_conv=True, i16_tables=True, lift_reshapes=True),
+                        split_transpose_conv=True, i16_tables=True, lift_reshapes=True,
+                        depth_space_by_concat=True),
     "ethos-u55": Target("ethos-u55", "Arm Ethos-U55/U65 through Vela 5.2 (TOSA 1.0 PRO-INT 8K input)", "PRO-INT",
                         frozenset({"EXT-INT16", "EXT-INT4", "EXT-DOUBLEROUND"}), op_rule=_u55_rule,
                         max_dilation=2, max_kernel=64, row_max_by_pool=True,
