@@ -86,7 +86,8 @@ class ConvertOptions:
     npu_rounding: str = _opt(
         "exact", "Softmax on an NPU: ``\"exact\"`` (bit-exact with TFLite's reference kernels) or ``\"native\"``: "
         "an int8 softmax over rows under 512 elements takes its exp from one i16 TABLE of the top 16 bits and "
-        "applies the row's reciprocal in one MUL, the form Vela runs cheapest; each softmax output is within one "
+        "the reciprocal of the row sum from a second, interpolated one, which Vela runs far cheaper than TFLite's "
+        "32-bit lookup and Newton-Raphson steps; each softmax output is within one "
         "LSB of TFLite's and the op is recorded as inexact (warned at conversion, listed by ``inspect`` and the "
         "verify report).  Other ops are unchanged.", "--npu-rounding")
     max_extract_mb: int | None = _opt(

@@ -404,23 +404,28 @@ def _q_softmax_native(b: Builder, op: Operation, fx: Fx, d: Value, axis: int, ex
 
     The exp is one i16 TABLE of ``round(exp_q0 / 2^16)`` (at most 32767; each entry stored twice, so the slope
     is 0), read at ``x16 = (max - 128 - x)·256`` (the i32 index RESCALEd straight to i16) and returning
-    ``e16 << 7``, the exp over 2^9.  The row sum of those (below ``n·2^22``: int32 for rows under 512) is 8 times
-    TFLite's Q12.19 sum, so GetReciprocal with 9 integer digits would give TFLite's reciprocal and shift (10 are
-    used, one more bit of shift, so that it is never negative).  The shift is applied to the per-row reciprocal
-    instead of to every element, and one MUL (shift 44) rounds ``exp·recip / 2^(bits_over_unit + 23 + 31)``
-    once; a saturating RESCALE adds the zero point -128.  Vela (ethos-u85-256): deeplab_v3_mini 472 k → 339 k
-    cycles, the ``.tflite`` 370 k; within 1 LSB of TFLite's kernel (tests/test_npu_rounding.py)."""
-    note_inexact(b, op, "npu_rounding='native': the exp from one i16 TABLE of its top 16 bits and the reciprocal "
-                 "applied per row (TFLite's 32-bit exp and rounding differ by at most 1 LSB)")
+    ``r = e16 << 7``, the exp over 2^9.  The row sum ``t`` of those (below ``n·2^22``: int32 for rows under 512,
+    at least the row maximum's 2^22 - 128) is normalised by CLZ to ``m·2^30`` (m in [1, 2)) and a second i16
+    TABLE, interpolated over 512 segments, gives ``2^22 / m``; shifted right by ``10 - clz(t)`` per row, one MUL
+    (shift 35) makes ``256·r / t`` rounded once, and a saturating RESCALE adds the zero point -128.  That
+    replaces TFLite's GetReciprocal (Newton-Raphson, ~20 i32 ops per row, which Vela runs at C = 1 slowly).
+    Vela (ethos-u85-256): deeplab_v3_mini 458 k → 239 k cycles, the ``.tflite`` 370 k; each output within 1 LSB
+    of TFLite's kernel (tests/test_npu_rounding.py)."""
+    note_inexact(b, op, "npu_rounding='native': the exp from one i16 TABLE of its top 16 bits and the row sum's "
+                 "reciprocal from an interpolated i16 TABLE (each output at most 1 LSB from TFLite's)")
     e16 = np.minimum((np.asarray(exp_q0, np.int64) + (1 << 15)) >> 16, 32767)
     entries = np.append(np.repeat(e16.astype(np.int16), 2), np.int16(0))  # 513 entries
     x16 = rescale_raw(b, offset_index(b, d), [1 << 30], [22], DType.INT16, double_round=False)
     r = b.emit("TABLE", [x16, b.const(entries, DType.INT16, name="table")]).result
     total = b.emit("REDUCE_SUM", [r], {"axis": axis}).result
-    # 10 integer digits instead of 9: a row whose sum stays below 2^22 (its largest exp e16 << 7 is 2^22 - 128)
-    # gets a shift of 0, not -1; the MUL shifts one bit less
-    recip, bits_over_unit = get_reciprocal(fx, total, 10)
-    prod = b.mul(fx.shr(recip, bits_over_unit, rnd=True), r, 31 + 13)
+    hp1 = fx.clz(total)  # in [1, 10]: 2^21 <= total < 2^31
+    norm = b.binary("LOGICAL_LEFT_SHIFT", total, fx.sub(hp1, 1))  # m·2^30
+    # index (m - 3/2)·2^16 in [-2^15, 2^15) (RESCALE by 2^-14, the top saturated to 32767): u = m - 1 in the TABLE
+    idx = rescale_raw(b, fx.sub(norm, 3 << 29), [1 << 30], [44], DType.INT16, double_round=False)
+    inv = np.minimum(np.round(32768.0 / (1.0 + np.arange(513) / 512.0)), 32767).astype(np.int16)
+    recip = b.emit("TABLE", [idx, b.const(inv, DType.INT16, name="table")]).result  # about 2^22 / m
+    # 256·r / t = r·recip / 2^(45 - hp1), split as a per-row shift by 10 - hp1 and the MUL's 35
+    prod = b.mul(fx.shr(recip, fx.sub(10, hp1), rnd=True), r, 35)
     return saturate(b, prod, DType.INT8, out_zp=-128, q=op.results[0].type.quant)
 
 
