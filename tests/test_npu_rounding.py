@@ -176,8 +176,9 @@ def one_lookup_candidates(values: np.ndarray, bound: int) -> np.ndarray:
     return r0
 
 
-#: input scales (beta 1) at which the claim is checked: a log grid over [1e-3, 1], covering the zoo's softmax inputs
-PROOF_SCALES = tuple(float(s) for s in np.geomspace(1e-3, 1.0, 25))
+#: input scales (beta 1) at which the claim is checked: a log grid over [1e-5, 6] (at 8 only two exp values are
+#: nonzero, and one i16 TABLE can hold those)
+PROOF_SCALES = tuple(float(s) for s in np.geomspace(1e-5, 6.0, 40))
 
 
 @pytest.mark.parametrize("kind", sorted(TABLE_BOUNDS))
@@ -192,13 +193,13 @@ def test_no_single_table_gives_tflite_exp_values(kind: str) -> None:
 
 
 def test_the_one_lookup_check_finds_what_exists() -> None:
-    """The check can fail: values that one i16 TABLE and a left shift by 9 (or a RESCALE by 3/2) do give are not
+    """The check can fail: values that one i16 TABLE and a left shift by 9 (or a RESCALE by 255.5) do give are not
     refused, nor are TFLite's exp values truncated to their top 16 bits."""
     rng = np.random.default_rng(7)
     r = np.sort(rng.integers(0, 1 << 22, 256))[::-1]
     r[0] = (1 << 22) - 128
     assert r[0] in one_lookup_candidates(r << 9, TABLE_BOUNDS["i16"])
-    assert r[0] in one_lookup_candidates((r * 3 + 1) // 2, TABLE_BOUNDS["i16"])
+    assert r[0] in one_lookup_candidates((r * 511 + 1) // 2, TABLE_BOUNDS["i16"])
     q, ls, diff_min = _softmax_scaling(float(np.float32(0.05)), 1.0)
     top = (softmax_exp_table(q, ls, diff_min) >> 16) << 16
     top[0] = 32767 << 16
