@@ -21,6 +21,12 @@ CNN when not cached) is built in a child process with its output captured: Tenso
 table, and a crash while building skips only that model, with its reason in the table.
 
     python benchmarks/bench_npu.py [--filter mobilenet] [--variant int8] [--layers] [--json out.json]
+                                   [--npu-rounding native]
+
+``--npu-rounding native`` converts ours with ``npu_rounding="native"`` (the int8 softmax in the NPU's cheaper,
+inexact form) and adds, under each model, ours in the default exact mode (Vela cycles) and the native program's
+difference from LiteRT's BUILTIN_REF kernels: output elements that differ and the largest |LSB|, over
+``NATIVE_SETS`` seeded input sets (``Model.verify``, seed 0).
 
 Needs Vela (``.venv-vela``, built by ``make env``) and Arm's tools (``.venv-tosa``); without Vela it prints one line
 and exits with status 2.
@@ -41,6 +47,8 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -213,16 +221,34 @@ def _models(variant: str, pattern: str | None) -> Iterator[tuple[str, Path | str
 
 
 # ------------------------------------------------------------------------------------------------ measuring
-def _ours(tflite: Path, out: Path) -> Path:
+def _convert_ours(tflite: Path, npu_rounding: str = "exact") -> Any:
     import tf2tosa
     from tf2tosa.errors import InputError
 
     try:
-        m = tf2tosa.convert(str(tflite), io="int", target=TARGET)
+        return tf2tosa.convert(str(tflite), io="int", target=TARGET, npu_rounding=npu_rounding)
     except InputError:  # integer edges already
-        m = tf2tosa.convert(str(tflite), target=TARGET)
-    m.save(out)
+        return tf2tosa.convert(str(tflite), target=TARGET, npu_rounding=npu_rounding)
+
+
+def _ours(tflite: Path, out: Path, npu_rounding: str = "exact") -> Path:
+    _convert_ours(tflite, npu_rounding).save(out)
     return out
+
+
+#: the seeded input sets ``--npu-rounding native`` compares with BUILTIN_REF
+NATIVE_SETS = 10
+
+
+def _native_figures(tflite: Path, exact: VelaResult | str) -> dict[str, Any]:
+    """``--npu-rounding native``: ours in the exact mode (cycles) and the native program against BUILTIN_REF (the
+    integer output elements that differ, of how many, and the largest difference in LSB)."""
+    report = _convert_ours(tflite, "native").verify(num=NATIVE_SETS, seed=0, oracle="ref")
+    ints = [o for o in report.outputs if not o.is_float]
+    total = sum(int(np.prod(o.shape)) for o in ints) * report.runs
+    return {"exact": exact.cycles if isinstance(exact, VelaResult) else None,
+            "mismatches": sum(o.mismatches for o in ints), "elements": total,
+            "max_lsb": max((int(o.max_abs) for o in ints), default=0), "inexact": len(report.inexact)}
 
 
 def _measure(fn: Callable[[], Path]) -> VelaResult | str:
@@ -232,6 +258,19 @@ def _measure(fn: Callable[[], Path]) -> VelaResult | str:
         return str(e).splitlines()[0][:60]
     except Exception as e:  # noqa: BLE001 - a conversion failure is a row of the table, not the end of the run
         return f"{type(e).__name__}: {str(e).splitlines()[0][:50]}"
+
+
+def _native_line(tfl: Path, d: Path) -> dict[str, Any]:
+    """The native mode's figures of one model (:func:`_native_figures`) and their line under its row."""
+    try:
+        fig = _native_figures(tfl, _measure(partial(_ours, tfl, d / "exact.tosa")))
+    except Exception as e:  # noqa: BLE001 - a failed comparison is a line of the table, not the end of the run
+        return {"text": f"native: {type(e).__name__}: {str(e).splitlines()[0][:60]}"}
+    n, tot = fig["mismatches"], fig["elements"]
+    fig["text"] = (f"native: exact mode {fig['exact'] or '-'} cycles; vs BUILTIN_REF ({NATIVE_SETS} input sets) "
+                   f"{n} of {tot} output elements differ ({100.0 * n / max(tot, 1):.3f}%), max |LSB| "
+                   f"{fig['max_lsb']}; {fig['inexact']} inexact op(s)")
+    return fig
 
 
 def _k(c: int) -> str:
@@ -259,6 +298,8 @@ def main() -> int:
     ap.add_argument("--filter", default=None, help="regular expression on the model name")
     ap.add_argument("--layers", action="store_true", help="print each model's cycles per operation group")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--npu-rounding", default="exact", choices=("exact", "native"),
+                    help="ours' npu_rounding (native: also the exact mode's cycles and LSB vs BUILTIN_REF)")
     ap.add_argument("--build", default=None, help=argparse.SUPPRESS)  # the child: build one model, print its path
     args = ap.parse_args()
     if args.build:
@@ -288,7 +329,7 @@ def main() -> int:
                 continue
             d = Path(tmp) / re.sub(r"\W", "_", name)
             d.mkdir()
-            ours = _measure(partial(_ours, tfl, d / "ours.tosa"))
+            ours = _measure(partial(_ours, tfl, d / "ours.tosa", args.npu_rounding))
             arm = _measure(partial(arm_tosa, tfl, d / "arm.tosa"))
             ref = _measure(partial(Path, tfl))
             res = {"ours": ours, "arm": arm, "tflite": ref}
@@ -317,6 +358,9 @@ def main() -> int:
                   flush=True)
             for k, why in errors.items():
                 print(f"    {k}: {why}")
+            if args.npu_rounding == "native":
+                row["native"] = _native_line(tfl, d)
+                print(f"    {row['native']['text']}", flush=True)
             if args.layers:
                 print("\n".join(_group_table(name, groups)), flush=True)
     both = [r for r in rows if r.get("ours_over_arm")]

@@ -61,7 +61,7 @@ def test_verify_refuses_a_misspelled_keyword() -> None:
                        timeout=300)
     assert p.stdout.splitlines() == ["verify() got an unexpected keyword argument 'sed'; did you mean 'seed'?",
                                      "verify() got an unexpected keyword argument 'roundng'; did you mean "
-                                     "'rounding'?"], p.stderr
+                                     "'rounding' or 'npu_rounding'?"], p.stderr
     model = tf2tosa.convert(str(INT8))
     with pytest.raises(TypeError, match="nmu"):
         model.verify(nmu=2)

@@ -453,6 +453,9 @@ CONVERT_TARGET = typer.Option(None, "--target", help=TARGET_HELP + "; convert fa
 FP16_WEIGHTS = typer.Option("keep", "--fp16-weights", metavar="keep|expand",
                             help="float16 weights: keep (fp16 constants + CAST, the file stays "
                                  "the source's size) or expand (fp32 constants)")
+NPU_ROUNDING = typer.Option("exact", "--npu-rounding", metavar="exact|native",
+                            help="softmax for an NPU: exact (TFLite's reference kernels) or native (the int8 "
+                                 "softmax's exp as one i16 TABLE: cheaper on Ethos-U, within 1 LSB, inexact)")
 CONVERT_HYBRID = typer.Option("kernel", "--hybrid", metavar="kernel|dequantize",
                               help="int8-weight float models (dynamic-range quantization): kernel "
                                    "(LiteRT's hybrid kernels) or dequantize (float weights, inexact)")
@@ -468,7 +471,7 @@ def convert(model: Path = CONVERT_MODEL, output: Path = OUTPUT, mlir: Path | Non
             signature: str = CONVERT_SIGNATURE, qat: str = QAT, qat_io: str = QAT_IO,
             custom_ops: bool = CUSTOM_OPS, max_unroll: int | None = MAX_UNROLL,
             rounding: str = CONVERT_ROUNDING, target: TargetName | None = CONVERT_TARGET,
-            fp16_weights: str = FP16_WEIGHTS, hybrid: str = CONVERT_HYBRID,
+            fp16_weights: str = FP16_WEIGHTS, hybrid: str = CONVERT_HYBRID, npu_rounding: str = NPU_ROUNDING,
             state_io: bool = STATE_IO, io_: str = IO, keep_variables: list[str] | None = KEEP_VARIABLES,
             max_extract_mb: int | None = MAX_EXTRACT, trust_model: bool = TRUST_MODEL,
             unsafe_deserialization: bool = UNSAFE_DESERIALIZATION, custom_objects: list[Path] | None = CUSTOM_OBJECTS,
@@ -490,6 +493,7 @@ def convert(model: Path = CONVERT_MODEL, output: Path = OUTPUT, mlir: Path | Non
                                  dims=parse_dims(dim, file=str(model)), rounding=rounding, signature=signature,
                                  qat=qat, qat_io=qat_io, custom_ops=custom_ops, max_unroll=max_unroll,
                                  fp16_weights=fp16_weights, hybrid=hybrid, state_io=state_io, io=io_,
+                                 npu_rounding=npu_rounding,
                                  max_extract_mb=max_extract_mb, dynamic=dynamic,
                                  hints=parse_dims(hint, "--hint", str(model)) if dynamic else None, **more,
                                  **_target(target))
@@ -933,7 +937,7 @@ def _print_profile(prof: dict[str, float], top: int = 15) -> None:
 def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file, or a model to convert first"),
             signature: str = SIGNATURE,
             target: TargetName | None = typer.Option(None, "--target", help=TARGET_HELP),
-            io_: str = IO,
+            io_: str = IO, npu_rounding: str = NPU_ROUNDING,
             unsafe_deserialization: bool = UNSAFE_DESERIALIZATION,
             trust_model: bool = TRUST_MODEL,
             max_extract_mb: int | None = MAX_EXTRACT,
@@ -954,6 +958,7 @@ def inspect(file: Path = typer.Argument(..., metavar="FILE", help="a .tosa file,
     if file.suffix == ".tflite" or is_nnef_source(str(file)) or is_tensorflow_source(str(file)):
         with _progress(f"convert {file.name}"), _quiet_deps():
             m = do_convert(str(file), ConvertOptions(signature=signature, io=io_, max_extract_mb=max_extract_mb,
+                                                     npu_rounding=npu_rounding,
                                                      **_unsafe(unsafe_deserialization, trust_model),
                                                      **_custom_objects(custom_objects, file),
                                                      **_cut(tag, inputs, outputs), **_target(target)))
@@ -1150,7 +1155,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
                                                       help="NNEF models: the .tflite the model was converted from, "
                                                       "run in LiteRT as the oracle (default: the executor's fp64 "
                                                       "evaluation)"),
-           io_: str = IO,
+           io_: str = IO, npu_rounding: str = NPU_ROUNDING,
            layers: bool = typer.Option(False, "--layers", help="also compare every layer with LiteRT and name the "
                                        "first diverging one (.tflite only)"),
            report_html: Path | None = typer.Option(None, "--report", metavar="PATH",
@@ -1193,7 +1198,7 @@ def verify(model: Path = typer.Argument(..., metavar="MODEL",
         m = do_convert(str(model), ConvertOptions(
             input_shapes=parse_shapes(input_shape, str(model)), dims=parse_dims(dim, file=str(model)),
             rounding=rounding, signature=signature, state_io=state_io, io=io_, hybrid=hybrid,
-            max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
+            npu_rounding=npu_rounding, max_extract_mb=max_extract_mb, **_keep_variables(keep_variables),
             **_unsafe(unsafe_deserialization, trust_model), **_custom_objects(custom_objects, model),
             **_cut(tag, inputs, outputs)))
         report, sets = _verify_compare(m, model, _load_inputs(input), prog, steps=steps, seed=seed, num=num,

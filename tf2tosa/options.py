@@ -83,6 +83,13 @@ class ConvertOptions:
         "kernel, int8 softmax row maxima as TRANSPOSE + MAX_POOL2D and int8 transposed convolutions as one CONV2D "
         "per output phase (and, for ethos-u85, the int8 softmax's 32-bit exp lookup as two i16 TABLEs), all exactly; "
         ":meth:`TosaModel.check_target` lists what it still cannot take.", "--target")
+    npu_rounding: str = _opt(
+        "exact", "Softmax on an NPU: ``\"exact\"`` (bit-exact with TFLite's reference kernels) or ``\"native\"``: "
+        "an int8 softmax over rows under 512 elements takes its exp from one i16 TABLE of the top 16 bits and "
+        "the reciprocal of the row sum from a second, interpolated one, which Vela runs far cheaper than TFLite's "
+        "32-bit lookup and Newton-Raphson steps; each softmax output is within one "
+        "LSB of TFLite's and the op is recorded as inexact (warned at conversion, listed by ``inspect`` and the "
+        "verify report).  Other ops are unchanged.", "--npu-rounding")
     max_extract_mb: int | None = _opt(
         None, "Cap, in MiB, of what an NNEF ``.tgz``/``.tar`` or a Keras ``.keras`` zip may unpack, per member and "
         "in total (None: 2048).", "--max-extract-mb")

@@ -90,6 +90,8 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     options = options or ConvertOptions()
     if options.rounding not in ("double", "single"):
         raise ConversionError(f"rounding must be 'double' or 'single', not {options.rounding!r}")
+    if options.npu_rounding not in ("exact", "native"):
+        raise ConversionError(f"npu_rounding must be 'exact' or 'native', not {options.npu_rounding!r}")
     ctx = context if context is not None else legalize_context(options, file)
     tensor_map: dict[str, str] = graph.record.tensor_map
     passes.densify(graph, ctx)  # sparse weights (TFLite sparsity) become dense constants first
