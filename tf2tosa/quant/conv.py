@@ -185,7 +185,7 @@ def note_inexact(b: Builder, op: Operation, reason: str) -> None:
     lst = b.graph.record.inexact
     if entry not in lst:
         lst.append(entry)
-        logging.getLogger("tf2tosa").warning("%s (%s): not bit-exact with TFLite: %s", label, src, reason)
+        logging.getLogger("tf2tosa").warning("%s (%s) is not bit-exact with TFLite: %s", label, src, reason)
 
 
 __all__ = ["ACC", "abs_weight_sums", "conv_output", "conv_scales", "note_inexact", "quant_bias", "require_act_type",
