@@ -81,7 +81,9 @@ class ConvertOptions:
         "without EXT-CONTROLFLOW gets its side-effect-free COND_IFs if-converted to SELECT; an Ethos-U target "
         "(``\"ethos-u85\"``, ``\"ethos-u55\"``) gets convolution dilations above 2 as dilation 2 or 1 of a wider "
         "kernel, int8 softmax row maxima as TRANSPOSE + MAX_POOL2D and int8 transposed convolutions as one CONV2D "
-        "per output phase (and, for ethos-u85, the int8 softmax's 32-bit exp lookup as two i16 TABLEs), all exactly; "
+        "per output phase, and elementwise ops between a 1-D convolution network's RESHAPEs at the 4-D shape (and, "
+        "for ethos-u85, the int8 softmax's 32-bit exp lookup as two i16 TABLEs and DEPTH_TO_SPACE / SPACE_TO_DEPTH "
+        "as SLICE + CONCAT, without a TRANSPOSE), all exactly; "
         ":meth:`TosaModel.check_target` lists what it still cannot take.", "--target")
     npu_rounding: str = _opt(
         "exact", "Softmax on an NPU: ``\"exact\"`` (bit-exact with TFLite's reference kernels) or ``\"native\"``: "
