@@ -145,6 +145,34 @@ def test_softmax_for_ethos_u85_is_exact(tmp_path: Path) -> None:
     _exact(m, shape=shape)
 
 
+def _wide_softmaxes() -> Any:
+    """On one [1, 32, 32, 4] input (4,096 elements): softmax and log-softmax over the channels."""
+    tf = modelgen._tf()
+
+    def fn(x: Any) -> Any:
+        return tf.nn.softmax(x * 3.0), tf.nn.log_softmax(x * 0.5)
+    return fn
+
+
+def test_wide_softmax_index_for_ethos_u85_is_exact(tmp_path: Path) -> None:
+    """From INDEX_PAIR_MIN_ELEMENTS on, the i16 TABLEs' index is RESCALE(SUB(RESCALE(max), RESCALE(x))) of the
+    int8 tensors (no CAST for Vela to run), shared by the log-softmax's two lookups; exact against BUILTIN_REF."""
+    shape = (1, 32, 32, 4)
+    buf = modelgen.cached("npu_target/wide-softmaxes-int8", lambda q: modelgen.convert(
+        _wide_softmaxes(), [(shape, "float32")], quant=q, ranges=(-1.0, 1.0)), {"q": "int8"}, extra=(_wide_softmaxes,))
+    m = tf2tosa.convert(buf, target="ethos-u85")
+    indices = {op.operands[0] for op in m.graph.topological_order() if op.opcode == "TABLE"}
+    assert len(indices) == 2, indices  # one per softmax; the log-softmax's two lookups share theirs
+    for idx in indices:
+        assert idx.dtype is DType.INT16 and idx.producer.opcode == "RESCALE"
+        sub = idx.producer.operands[0].producer
+        assert sub.opcode == "SUB", sub.opcode
+        assert [(v.producer.opcode, v.producer.operands[0].dtype) for v in sub.operands] == \
+            [("RESCALE", DType.INT8)] * 2
+    m.save(tmp_path / "wide_softmax.tosa")
+    _exact(m, shape=shape)
+
+
 def _transpose_convs() -> Any:
     """Transposed convolutions on one [1, 6, 6, 8] input: 3x3 stride 2 SAME with ReLU, 4x4 stride 2 SAME, 2x2
     stride 2 VALID, 5x5 stride 3 SAME, 3x2 strides (2, 1) SAME (all split into phases) and 3x3 stride 2 VALID (13
@@ -243,18 +271,19 @@ def test_i32_lookup_by_two_i16_tables(tmp_path: Path) -> None:
     is run by the Arm reference model too (session hook)."""
     from tf2tosa.executor import run
     from tf2tosa.ir import DType, Graph, TensorType
-    from tf2tosa.quant.elementwise import table_i32_halves
+    from tf2tosa.quant.elementwise import index16, table_i32_halves
     from tf2tosa.tosa.builder import Builder
 
     rng = np.random.default_rng(32)
     values = rng.integers(-(1 << 31), 1 << 31, 256, dtype=np.int64)
     values[:8] = [-(1 << 31), (1 << 31) - 1, 0, -1, 0x7FFF, 0x8000, -0x8000, 0xFFFF]
     g = Graph()
-    idx = g.add_input("idx", TensorType((16, 16), DType.INT8))
-    g.outputs = [table_i32_halves(Builder(g), idx, values)]
-    codes = np.arange(-128, 128, dtype=np.int8).reshape(16, 16)
+    d = g.add_input("d", TensorType((16, 16), DType.INT32))
+    b = Builder(g)
+    g.outputs = [table_i32_halves(b, index16(b, d), values)]
+    codes = rng.permutation(256).astype(np.int32).reshape(16, 16)
     got = np.asarray(next(iter(run(g, [codes]).values())))
-    assert np.array_equal(got.reshape(-1).astype(np.int64), values[codes.reshape(-1).astype(np.int64) + 128])
+    assert np.array_equal(got.reshape(-1).astype(np.int64), values[codes.reshape(-1)])
     tf2tosa.TosaModel(g).save(tmp_path / "halves.tosa")
 
 

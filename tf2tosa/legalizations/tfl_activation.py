@@ -25,10 +25,10 @@ from ..quant.elementwise import (
     f32,
     f32_div,
     get_reciprocal,
+    index16,
     log_x_ge_1,
     lookup_i32,
     lut16,
-    offset_index,
     out_quant,
     requant,
     row_max_index,
@@ -415,7 +415,7 @@ def _q_softmax_native(b: Builder, op: Operation, fx: Fx, d: Value, axis: int, ex
                  "reciprocal from an interpolated i16 TABLE (each output at most 1 LSB from TFLite's)")
     e16 = np.minimum((np.asarray(exp_q0, np.int64) + (1 << 15)) >> 16, 32767)
     entries = np.append(np.repeat(e16.astype(np.int16), 2), np.int16(0))  # 513 entries
-    x16 = rescale_raw(b, offset_index(b, d), [1 << 30], [22], DType.INT16, double_round=False)
+    x16 = index16(b, d)
     r = b.emit("TABLE", [x16, b.const(entries, DType.INT16, name="table")]).result
     total = b.emit("REDUCE_SUM", [r], {"axis": axis}).result
     hp1 = fx.clz(total)  # in [1, 10]: 2^21 <= total < 2^31
@@ -495,12 +495,12 @@ def _q_log_softmax(b: Builder, op: Operation) -> Value:
     terms = np.where(-k >= diff_min, R.rdbpot(R.exp_on_negative_values(diff_q5, 5), 12), 0)
     d, _ = row_max_index(b, x, axis)
     fx = Fx(b, x.type.rank)
-    terms_v, idx8 = lookup_i32(b, d, terms)
+    terms_v, idx = lookup_i32(b, d, terms)
     total = b.emit("REDUCE_SUM", [terms_v], {"axis": axis}).result
     log_sum = log_x_ge_1(fx, total, 5, 12)
     reverse = requant(b, fx.add(log_sum, R.I32_MIN), rq * 2.0 ** (rs - 31), DType.INT32)
     adjusted = b.binary("MAXIMUM", reverse, fx.c(diff_min - 1))
     keep = fx.gt(b.negate(d, b.zp(0, DType.INT32), b.zp(0, DType.INT32)), adjusted)
-    val = fx.rdbpot(fx.sub(lookup_i32(b, d, diff_q5, idx8)[0], log_sum), 31 - 5 - 4)
+    val = fx.rdbpot(fx.sub(lookup_i32(b, d, diff_q5, idx)[0], log_sum), 31 - 5 - 4)
     out = saturate(b, val, DType.INT8, out_zp=127)
     return tag(select(b, keep, out, b.const(np.full((1,) * x.type.rank, -128), DType.INT8)), r.type.quant)
