@@ -232,10 +232,13 @@ class Graph:
         operands = list(operands)
         result_types = list(result_types)
         names = list(result_names) if result_names is not None else []
-        op = Operation(next(self._ids), name, operands, [], dict(attrs or {}), list(regions or []), location)
+        ids = self._ids
+        op = Operation(next(ids), name, operands, [], dict(attrs) if attrs else {}, list(regions) if regions else [],
+                       location)
+        results = op.results
         for i, t in enumerate(result_types):
             base = names[i] if i < len(names) and names[i] else f"{op.opcode.lower()}_{op.id}"
-            op.results.append(Value(self, next(self._ids), self.unique_name(base), t, op, i))
+            results.append(Value(self, next(ids), self.unique_name(base), t, op, i))
         self.ops[op.id] = op
         g = self.nx
         # networkx's add_node for a new node, written into its own dicts (``_succ``, ``_pred``, ``_node``; the
