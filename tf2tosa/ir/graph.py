@@ -243,11 +243,25 @@ class Graph:
         g = self.nx
         # networkx's add_node for a new node, written into its own dicts (``_succ``, ``_pred``, ``_node``; the
         # factories of a MultiDiGraph are dict): add_node's call and cache check cost as much as the op's records
-        g._succ[op.id], g._pred[op.id], g._node[op.id] = {}, {}, {}
+        oid = op.id
+        succ_all = g._succ
+        pred: dict[int, dict[tuple[int, int], dict[str, Any]]] = {}
+        succ_all[oid], g._pred[oid], g._node[oid] = {}, pred, {}
         _clear_nx_cache(g)
         self._version += 1
         for k, v in enumerate(operands):
-            self._add_edge(v, op, k)
+            # _add_edge of an edge into the new node (each key (value id, operand index) is new): networkx's dicts
+            p = v.producer
+            src = p.id if p is not None else INPUT
+            succ = succ_all.get(src)
+            if succ is None:  # (a producer networkx does not know: _add_edge lets networkx add it)
+                self._add_edge(v, op, k)
+                continue
+            keys = succ.get(oid)
+            if keys is None:
+                keys = succ[oid] = pred[src] = {}
+            keys[(v.id, k)] = {"value": v, "index": k}
+            self._version += 1
         return op
 
     def add_const(self, values: np.ndarray, dtype: DType | None = None, name: str = "const",

@@ -608,8 +608,7 @@ class _Writer:
         return self.b.EndVector()
 
     # ------------------------------------------------------------ attributes
-    def _attribute(self, g: Graph, op: Operation) -> int:
-        opcode = op.opcode
+    def _attribute(self, g: Graph, op: Operation, opcode: str) -> int:
         fields = ATTR_FIELDS.get(opcode, ())
         # Create the referenced objects (vectors, strings) before starting the table.
         refs: dict[str, int] = {}
@@ -731,17 +730,21 @@ class _Writer:
 
     def _operator(self, g: Graph, op: Operation) -> int | None:
         names = self.names[id(g)]
-        if op.dialect != "tosa" or op.opcode not in self.op_value or op.opcode == "UNKNOWN":
-            if op.dialect == "tosa" and catalogue.is_draft(op.opcode):
-                raise InvalidGraphError(f"{op.opcode} is an operator of the TOSA {catalogue.DRAFT_VERSION}, not of "
+        dialect, _, opcode = op.name.rpartition(".")  # (op.dialect and op.opcode of a name with one dot)
+        if op.name.count(".") != 1:
+            dialect, opcode = op.dialect, op.opcode
+        if dialect != "tosa" or opcode not in self.op_value or opcode == "UNKNOWN":
+            if dialect == "tosa" and catalogue.is_draft(opcode):
+                raise InvalidGraphError(f"{opcode} is an operator of the TOSA {catalogue.DRAFT_VERSION}, not of "
                                         "1.0 (convert with --dynamic)", op=op.name)
             raise InvalidGraphError("not a TOSA 1.0 operation", op=op.name)
-        opcode = op.opcode
-        try:
-            in_names = [self._value_name(g, v) for v in op.operands]
+        try:  # (_value_name: a value of this graph that has a name)
+            in_names = [names[v.id] if v.graph is g and v.id in names else self._value_name(g, v)
+                        for v in op.operands]
         except KeyError as e:
             raise InvalidGraphError(f"operand {e} is not defined in this graph", op=op.name) from e
         out_names = [names[r.id] for r in op.results]
+        own = opcode
         if opcode in VARIABLE_OPS:
             # As Arm's serializer does: the variable is a tensor (variable=true); a read is an
             # IDENTITY from it, a write an IDENTITY into it; the declaration has no operator.
@@ -755,7 +758,7 @@ class _Writer:
                     raise InvalidGraphError("VARIABLE_WRITE takes one operand and has no results", op=op.name)
                 out_names = [var_tensor]
             opcode = "IDENTITY"
-        attr_off = self._attribute(g, op) if opcode == op.opcode else self._empty_table()
+        attr_off = self._attribute(g, op, opcode) if opcode == own else self._empty_table()
         inputs_off = self._string_vector(in_names)
         outputs_off = self._string_vector(out_names)
         loc_off = self._table(1, [(0, _OFF, self._string(op.location))]) if op.location else 0
@@ -788,11 +791,12 @@ class _Writer:
         for v in g.inputs:
             tensor_offs.append(self._tensor(names[v.id], v, None))
         for op in ops:
+            opcode = op.opcode
             for r in op.results:
-                if op.opcode == "VARIABLE":
+                if opcode == "VARIABLE":
                     continue
                 if r.type.dtype is DType.SHAPE:
-                    if op.opcode == "CONST_SHAPE":
+                    if opcode == "CONST_SHAPE":
                         shape_offs.append(self._shape(names[r.id], r, np.asarray(op.attrs["values"])))
                     elif self.draft:
                         shape_offs.append(self._shape(names[r.id], r, None))
@@ -801,7 +805,7 @@ class _Writer:
                                                 op=op.name)
                     continue
                 data = None
-                if op.opcode == "CONST":
+                if opcode == "CONST":
                     vals = np.asarray(op.attrs["values"])
                     if vals.size != r.type.size:
                         raise InvalidGraphError(f"CONST values have {vals.size} elements, type needs {r.type.size}",
