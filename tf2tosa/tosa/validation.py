@@ -93,13 +93,12 @@ def _rows_key(name: str, operand_types: Sequence[TensorType], result_types: Sequ
               attrs: dict[str, Any]) -> tuple[Any, ...]:
     """What :func:`_row_fits` reads: the element types (their count binds the arguments) and the attributes
     acc_type, mode, type (each by its Python type and text; absent reads as None) and scale32 (as a truth value)."""
-    def attr(k: str) -> tuple[type, str]:
-        v = attrs.get(k)
-        return (type(v), str(v))
-
-    return (name, tuple(t.dtype for t in operand_types),
-            None if result_types is None else tuple(t.dtype for t in result_types),
-            attr("acc_type"), attr("mode"), attr("type"), bool(attrs.get("scale32", True)))
+    # (each element type by its value, a string: hashing a DType member calls Enum.__hash__, a Python function)
+    get = attrs.get
+    acc, mode, typ = get("acc_type"), get("mode"), get("type")
+    return (name, tuple([t.dtype._value_ for t in operand_types]),
+            None if result_types is None else tuple([t.dtype._value_ for t in result_types]),
+            (type(acc), str(acc)), (type(mode), str(mode)), (type(typ), str(typ)), bool(get("scale32", True)))
 
 
 def _fitting_rows(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType] | None,
@@ -183,11 +182,12 @@ def infer_result_types(name: str, operand_types: Sequence[TensorType], attrs: di
     for i, (arg, shape) in enumerate(zip(spec.outputs, out_shapes)):
         choices = _out_dtype(spec, arg, rows, attrs)
         if i == 0 and out_dtype is not None:
-            if DType(out_dtype) not in choices:
+            want = out_dtype if out_dtype.__class__ is DType else DType(out_dtype)
+            if want not in choices:
                 allowed = ", ".join(sorted(d.value for d in choices))
                 raise _err(spec, f"no type row gives {arg.name}={DType(out_dtype).value} for "
                                  f"{_describe(spec, _pairs(spec, operand_types, None), attrs)}; allowed: {allowed}")
-            dt = DType(out_dtype)
+            dt = want
             rows = [r for r in rows if _expected(arg.type_var, r, attrs) is dt]
         elif len(choices) == 1:
             dt = next(iter(choices))
