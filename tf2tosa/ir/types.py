@@ -200,15 +200,26 @@ class TensorType:
 
     @property
     def static_shape(self) -> tuple[int, ...]:
+        got = self.__dict__.get("_static_shape")  # (kept for a shape of plain ints, as is_static is)
+        if got is not None:
+            return got  # type: ignore[no-any-return]
         if not self.is_static:
             raise ValueError(f"shape {self.shape} is not static")
-        return tuple(size(d) for d in self.shape)
+        shape = tuple(size(d) for d in self.shape)
+        if all(d.__class__ is int for d in shape):
+            object.__setattr__(self, "_static_shape", shape)
+        return shape
 
     @property
     def size(self) -> int:
+        got = self.__dict__.get("_size")  # (kept for a shape of plain ints)
+        if got is not None:
+            return got  # type: ignore[no-any-return]
         n = 1
         for d in self.static_shape:
             n *= d
+        if n.__class__ is int and "_static_shape" in self.__dict__:
+            object.__setattr__(self, "_size", n)
         return n
 
     @property
