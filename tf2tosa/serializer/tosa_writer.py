@@ -927,8 +927,11 @@ def _size_estimate(graph: Graph) -> int:
         other += 256 * (len(g.inputs) + len(g.outputs)) + 512
         for op in g.ops.values():
             # tables, vtables, shape vectors; each name is written as a string where it is defined and where used
-            other += 512 + len(op.location or "") + sum(256 + 2 * len(r.name) for r in op.results) \
-                + sum(16 + len(v.name) for v in op.operands)
+            other += 512 + len(op.location or "")
+            for r in op.results:
+                other += 256 + 2 * len(r.name)
+            for v in op.operands:
+                other += 16 + len(v.name)
             stack.extend(op.regions)
             if op.opcode in ("CONST", "CONST_SHAPE", "VARIABLE") and op.results:
                 n = data_size(op.results[0].type)
