@@ -369,6 +369,22 @@ class Graph:
         cost a wrapper object per node read, a third of the sort's time) — a node is ready once every predecessor is
         out, so parallel edges need no count."""
         succ, pred = self.nx._succ, self.nx._pred
+        # When the nodes are held in ascending id order and every edge goes to a larger id (a graph whose ops were
+        # made producers first, as most are once legalized), that order is this sort's: the smallest node not yet
+        # out always has all its predecessors out, so it is the smallest ready one
+        last = INPUT - 1
+        for n, s in succ.items():
+            if n <= last:
+                break
+            for c in s:
+                if c <= n:
+                    break
+            else:
+                last = n
+                continue
+            break
+        else:
+            return list(succ)
         waiting = {n: len(p) for n, p in pred.items()}
         ready = [n for n, k in waiting.items() if k == 0]
         heapq.heapify(ready)
