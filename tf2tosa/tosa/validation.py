@@ -93,11 +93,10 @@ def _rows_key(name: str, operand_types: Sequence[TensorType], result_types: Sequ
               attrs: dict[str, Any]) -> tuple[Any, ...]:
     """What :func:`_row_fits` reads: the element types (their count binds the arguments) and the attributes
     acc_type, mode, type (each by its Python type and text; absent reads as None) and scale32 (as a truth value)."""
-    # (each element type by its value, a string: hashing a DType member calls Enum.__hash__, a Python function)
     get = attrs.get
     acc, mode, typ = get("acc_type"), get("mode"), get("type")
-    return (name, tuple([t.dtype._value_ for t in operand_types]),
-            None if result_types is None else tuple([t.dtype._value_ for t in result_types]),
+    return (name, tuple([t.dtype for t in operand_types]),
+            None if result_types is None else tuple([t.dtype for t in result_types]),
             (type(acc), str(acc)), (type(mode), str(mode)), (type(typ), str(typ)), bool(get("scale32", True)))
 
 

@@ -51,10 +51,9 @@ def dedup_constants(graph: Graph) -> int:
             if SYM_VALUES in attrs or SYM_AFFINE in attrs else ()
         key: tuple[Any, ...]
         whole = raw.size <= _WHOLE_KEY_BYTES
-        # the type as its fields (equal exactly when the types are), the element type by its value: hashing a
-        # TensorType or a DType member calls Python functions
+        # the type as its fields (equal exactly when the types are): a TensorType's hash is a Python function
         t = v.type
-        tkey = (t.shape, t.dtype._value_, t.quant)
+        tkey = (t.shape, t.dtype, t.quant)
         if whole:
             key = (op.name, tkey, arr.dtype.str, arr.shape, raw.tobytes(), sym)
         else:
