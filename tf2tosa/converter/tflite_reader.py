@@ -53,18 +53,23 @@ def fields(table: str) -> dict[str, Field]:
 class Table:
     """A table at ``pos`` of ``buf``.  ``voff`` arguments are vtable offsets (``4 + 2 * field index``)."""
 
-    __slots__ = ("buf", "pos")
+    __slots__ = ("buf", "pos", "_vtable")
 
     def __init__(self, buf: Buf, pos: int) -> None:
         self.buf = buf
         self.pos = pos
+        #: (the vtable's position, its size), read by the first :meth:`offset` (a table reads several fields)
+        self._vtable: tuple[int, int] | None = None
 
     def offset(self, voff: int) -> int:
         """The field's offset from the table's start, 0 when the field is absent."""
         buf = self.buf
-        vt = self.pos - _I32.unpack_from(buf, self.pos)[0]
-        if voff < _U16.unpack_from(buf, vt)[0]:
-            return int(_U16.unpack_from(buf, vt + voff)[0])
+        got = self._vtable
+        if got is None:
+            vt = self.pos - _I32.unpack_from(buf, self.pos)[0]
+            got = self._vtable = (vt, _U16.unpack_from(buf, vt)[0])
+        if voff < got[1]:
+            return int(_U16.unpack_from(buf, got[0] + voff)[0])
         return 0
 
     def scalar(self, voff: int, kind: str, default: Any) -> Any:

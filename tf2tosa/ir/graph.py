@@ -232,19 +232,36 @@ class Graph:
         operands = list(operands)
         result_types = list(result_types)
         names = list(result_names) if result_names is not None else []
-        op = Operation(next(self._ids), name, operands, [], dict(attrs or {}), list(regions or []), location)
+        ids = self._ids
+        op = Operation(next(ids), name, operands, [], dict(attrs) if attrs else {}, list(regions) if regions else [],
+                       location)
+        results = op.results
         for i, t in enumerate(result_types):
             base = names[i] if i < len(names) and names[i] else f"{op.opcode.lower()}_{op.id}"
-            op.results.append(Value(self, next(self._ids), self.unique_name(base), t, op, i))
+            results.append(Value(self, next(ids), self.unique_name(base), t, op, i))
         self.ops[op.id] = op
         g = self.nx
         # networkx's add_node for a new node, written into its own dicts (``_succ``, ``_pred``, ``_node``; the
         # factories of a MultiDiGraph are dict): add_node's call and cache check cost as much as the op's records
-        g._succ[op.id], g._pred[op.id], g._node[op.id] = {}, {}, {}
+        oid = op.id
+        succ_all = g._succ
+        pred: dict[int, dict[tuple[int, int], dict[str, Any]]] = {}
+        succ_all[oid], g._pred[oid], g._node[oid] = {}, pred, {}
         _clear_nx_cache(g)
         self._version += 1
         for k, v in enumerate(operands):
-            self._add_edge(v, op, k)
+            # _add_edge of an edge into the new node (each key (value id, operand index) is new): networkx's dicts
+            p = v.producer
+            src = p.id if p is not None else INPUT
+            succ = succ_all.get(src)
+            if succ is None:  # (a producer networkx does not know: _add_edge lets networkx add it)
+                self._add_edge(v, op, k)
+                continue
+            keys = succ.get(oid)
+            if keys is None:
+                keys = succ[oid] = pred[src] = {}
+            keys[(v.id, k)] = {"value": v, "index": k}
+            self._version += 1
         return op
 
     def add_const(self, values: np.ndarray, dtype: DType | None = None, name: str = "const",
@@ -352,6 +369,22 @@ class Graph:
         cost a wrapper object per node read, a third of the sort's time) — a node is ready once every predecessor is
         out, so parallel edges need no count."""
         succ, pred = self.nx._succ, self.nx._pred
+        # When the nodes are held in ascending id order and every edge goes to a larger id (a graph whose ops were
+        # made producers first, as most are once legalized), that order is this sort's: the smallest node not yet
+        # out always has all its predecessors out, so it is the smallest ready one
+        last = INPUT - 1
+        for n, s in succ.items():
+            if n <= last:
+                break
+            for c in s:
+                if c <= n:
+                    break
+            else:
+                last = n
+                continue
+            break
+        else:
+            return list(succ)
         waiting = {n: len(p) for n, p in pred.items()}
         ready = [n for n, k in waiting.items() if k == 0]
         heapq.heapify(ready)

@@ -68,8 +68,9 @@ class DType(str, Enum):
         i4 is stored in int8, i48 in int64, shape_t in int64.  bf16/fp8 use
         ``ml_dtypes`` when it is installed.
         """
-        if self in _NP:
-            return np.dtype(_NP[self])
+        got = _NP_DTYPES.get(self)
+        if got is not None:
+            return got
         import ml_dtypes  # optional, only for bf16/fp8
 
         return np.dtype({DType.BF16: ml_dtypes.bfloat16, DType.FP8E4M3: ml_dtypes.float8_e4m3fn,
@@ -101,14 +102,24 @@ _NP = {DType.BOOL: np.bool_, DType.INT4: np.int8, DType.INT8: np.int8, DType.INT
        DType.FP32: np.float32, DType.FP64: np.float64, DType.SHAPE: np.int64,
        DType.COMPLEX64: np.complex64, DType.COMPLEX128: np.complex128, DType.STRING: np.object_}
 
+#: :data:`_NP` as numpy dtypes (what :meth:`DType.np_dtype` returns for them)
+_NP_DTYPES: dict[DType, np.dtype] = {k: np.dtype(v) for k, v in _NP.items()}
+
+#: the numpy dtypes :func:`dtype_from_numpy` has mapped, and its answers
+_FROM_NP: dict[np.dtype, DType] = {}
+
 
 def dtype_from_numpy(dt: np.dtype | type) -> DType:
     """Map a numpy dtype to the IR's :class:`DType`."""
     dt = np.dtype(dt)
+    got = _FROM_NP.get(dt)
+    if got is not None:
+        return got
     for k, v in _NP.items():
         if k in (DType.INT4, DType.INT48, DType.SHAPE):
             continue
         if np.dtype(v) == dt:
+            _FROM_NP[dt] = k
             return k
     name = dt.name
     for k, n in ((DType.BF16, "bfloat16"), (DType.FP8E4M3, "float8_e4m3fn"), (DType.FP8E5M2, "float8_e5m2")):
@@ -189,15 +200,26 @@ class TensorType:
 
     @property
     def static_shape(self) -> tuple[int, ...]:
+        got = self.__dict__.get("_static_shape")  # (kept for a shape of plain ints, as is_static is)
+        if got is not None:
+            return got  # type: ignore[no-any-return]
         if not self.is_static:
             raise ValueError(f"shape {self.shape} is not static")
-        return tuple(size(d) for d in self.shape)
+        shape = tuple(size(d) for d in self.shape)
+        if all(d.__class__ is int for d in shape):
+            object.__setattr__(self, "_static_shape", shape)
+        return shape
 
     @property
     def size(self) -> int:
+        got = self.__dict__.get("_size")  # (kept for a shape of plain ints)
+        if got is not None:
+            return got  # type: ignore[no-any-return]
         n = 1
         for d in self.static_shape:
             n *= d
+        if n.__class__ is int and "_static_shape" in self.__dict__:
+            object.__setattr__(self, "_size", n)
         return n
 
     @property

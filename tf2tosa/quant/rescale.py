@@ -39,13 +39,15 @@ def rounding_mode(b: Builder, scale32: bool = True) -> str:
     return "DOUBLE_ROUND" if b.context.rounding == "double" and scale32 else "SINGLE_ROUND"
 
 
-def _scales(scale: ScaleArg) -> list[float]:
+def _scales(scale: ScaleArg) -> list[float] | np.ndarray:
+    """The scales as float64 values: a list of one, or a flat float64 array (the values ``float`` makes of them:
+    :func:`.scale.quantize_multiplier_arrays` reads either alike, with no list of Python floats per channel)."""
     if isinstance(scale, (int, float, np.floating, np.integer)):
         return [float(scale)]
     flat = np.asarray(scale, dtype=np.float64).reshape(-1)
     if flat.size == 0:
         raise Unsupported("RESCALE needs at least one scale")
-    return [float(s) for s in flat]
+    return flat
 
 
 def _zp_bits(value: int, dtype: DType, unsigned: bool) -> int:

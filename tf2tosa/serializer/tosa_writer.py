@@ -279,6 +279,12 @@ class _Region:
 _PIECE = 64 << 10
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
+#: field kinds of :meth:`_Writer._table`: a uoffset, one byte (the 4-byte scalars are _U32 and _I32)
+_OFF = struct.Struct("<I")
+_U8 = struct.Struct("<B")
+_ZEROS = (b"", b"\0", b"\0\0", b"\0\0\0")
+#: a field of :meth:`_Writer._table`: (slot, kind, value)
+_Field = tuple[int, struct.Struct, int]
 #: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
 #: small program that is cheaper than the scratch file's map (file-backed page faults, fallocate, the kernel copy),
 #: and the memory it takes is at most this much
@@ -291,7 +297,6 @@ class _Writer:
         #: a symbolic TOSA 1.1-draft program (``--dynamic``): draft op codes, ``-1`` for unknown dimensions
         self.draft = graph.record.specification_version == catalogue.DRAFT_VERSION
         self.op_value = DRAFT_OP_VALUE if self.draft else OP_VALUE
-        estimate = _size_estimate(graph)
         #: with ``scratch`` (an anonymous map) or ``out`` (a scratch file's map) the flatbuffer is built in that map,
         #: and the constants of a page or more are not copied into it but recorded here, (offset from the buffer's
         #: end, bytes), and written from their own memory by :func:`write_file`; their place in the map is never
@@ -303,8 +308,8 @@ class _Writer:
             self.b.Bytes = arena  # type: ignore[assignment]
             self.b.head = flatbuffers.number_types.UOffsetTFlags.py_type(len(arena))
             self.deferred = []
-        else:
-            self.b = flatbuffers.Builder(estimate)  # sized up front: no regrowth, no copies
+        else:  # (with an arena, write_file has made the estimate and checked the size)
+            self.b = flatbuffers.Builder(_size_estimate(graph))  # sized up front: no regrowth, no copies
         #: a file map's written pages are released as the head passes them (the flatbuffer is written back to front
         #: and never changes what lies above its head), so memory does not grow with the program
         self.out = out
@@ -463,6 +468,58 @@ class _Writer:
         b.current_vtable = None
         return object_offset
 
+    def _table(self, nfields: int, fields: list[_Field]) -> int:
+        """A whole table: ``StartObject(nfields)``, each ``(slot, kind, value)`` in order, then ``EndObject`` -- the
+        bytes the builder's calls write, in one call.  ``kind`` :data:`_OFF` is a uoffset to ``value``
+        (``PrependUOffsetTRelativeSlot``), :data:`_U32` / :data:`_I32` a 4-byte scalar, :data:`_U8` one byte
+        (``Prepend*Slot``); the caller leaves out the fields holding their default (the builder skips those) and
+        gives scalars in their type's range.  Where the buffer might have to grow, the builder's calls do it."""
+        b = self.b
+        buf, head = b.Bytes, b.head
+        if b.nested or head < 8 * len(fields) + 2 * nfields + 16:  # (room for the padded fields and the vtable)
+            return self._table_calls(nfields, fields)
+        if b.minalign < 4:
+            b.minalign = 4
+        n = len(buf)
+        vt = [0] * nfields
+        object_end = n - head
+        for slot, kind, value in fields:
+            if kind is _U8:
+                head -= 1
+                buf[head] = value
+            else:
+                pad = (head - n) & 3
+                if pad:
+                    buf[head - pad:head] = _ZEROS[pad]
+                    head -= pad
+                if kind is _OFF:
+                    cur = n - head
+                    if value > cur:
+                        raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+                    head -= 4
+                    _U32.pack_into(buf, head, cur - value + 4)
+                else:
+                    head -= 4
+                    kind.pack_into(buf, head, value)
+            vt[slot] = n - head
+        b.head, b.current_vtable, b.objectEnd, b.nested = head, vt, object_end, True
+        return self._end_object()
+
+    def _table_calls(self, nfields: int, fields: list[_Field]) -> int:
+        """:meth:`_table` through the builder's own calls."""
+        b = self.b
+        b.StartObject(nfields)
+        for slot, kind, value in fields:
+            if kind is _OFF:
+                self._offset_slot(slot, value)
+            elif kind is _U8:
+                b.PrependUint8Slot(slot, value, 0)
+            elif kind is _I32:
+                b.PrependInt32Slot(slot, value, 0)
+            else:
+                self._u32_slot(slot, value)
+        return self._end_object()
+
     def _u32_slot(self, slot: int, value: int) -> None:
         """``PrependUint32Slot(slot, value, 0)`` inside a table, in fewer calls."""
         b = self.b
@@ -551,8 +608,7 @@ class _Writer:
         return self.b.EndVector()
 
     # ------------------------------------------------------------ attributes
-    def _attribute(self, g: Graph, op: Operation) -> int:
-        opcode = op.opcode
+    def _attribute(self, g: Graph, op: Operation, opcode: str) -> int:
         fields = ATTR_FIELDS.get(opcode, ())
         # Create the referenced objects (vectors, strings) before starting the table.
         refs: dict[str, int] = {}
@@ -592,6 +648,30 @@ class _Writer:
                     scalars[fname] = RESIZE_VALUE["NEAREST_NEIGHBOR" if mode == "NEAREST" else mode]
             except (KeyError, ValueError, TypeError) as e:
                 raise InvalidGraphError(f"bad value {val!r} for attribute '{fname}'", op=op.name) from e
+        table: list[_Field] = []
+        for slot, (fname, kind) in enumerate(fields):
+            if fname in refs:
+                if refs[fname]:
+                    table.append((slot, _OFF, refs[fname]))
+                continue
+            x = int(scalars[fname])
+            if kind == I32:
+                if not -(1 << 31) <= x < 1 << 31:
+                    return self._attribute_calls(fields, refs, scalars)  # (the builder raises)
+                if x:
+                    table.append((slot, _I32, x))
+            elif kind == BOOL:
+                if scalars[fname]:
+                    table.append((slot, _U8, 1))
+            elif not 0 <= x < 1 << 32:
+                return self._attribute_calls(fields, refs, scalars)
+            elif x:
+                table.append((slot, _U32, x))
+        return self._table(len(fields), table)
+
+    def _attribute_calls(self, fields: tuple[tuple[str, str], ...], refs: dict[str, int],
+                         scalars: dict[str, int | bool]) -> int:
+        """The attribute table through the builder's own calls (which raise for a scalar out of its range)."""
         self.b.StartObject(len(fields))
         for slot, (fname, kind) in enumerate(fields):
             if fname in refs:
@@ -614,14 +694,10 @@ class _Writer:
         name_off = self._string(name)
         # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
         shape_off = self._i32_vector([int(d) if isinstance(d, int) else -1 for d in t.shape])
-        data_off = self._data_vector(data) if data is not None else None
-        self.b.StartObject(14)
-        self._offset_slot(T_NAME, name_off)
-        self._offset_slot(T_SHAPE, shape_off)
-        self._u32_slot(T_TYPE, DTYPE_VALUE[t.dtype])
-        if data_off is not None:
-            self._offset_slot(T_DATA, data_off)
-        return self._end_object()
+        fields = [(T_NAME, _OFF, name_off), (T_SHAPE, _OFF, shape_off), (T_TYPE, _U32, DTYPE_VALUE[t.dtype])]
+        if data is not None:
+            fields.append((T_DATA, _OFF, self._data_vector(data)))
+        return self._table(14, fields)
 
     def _variable_tensor(self, vname: str) -> int:
         tname, t, init = self.variables[vname]
@@ -654,17 +730,21 @@ class _Writer:
 
     def _operator(self, g: Graph, op: Operation) -> int | None:
         names = self.names[id(g)]
-        if op.dialect != "tosa" or op.opcode not in self.op_value or op.opcode == "UNKNOWN":
-            if op.dialect == "tosa" and catalogue.is_draft(op.opcode):
-                raise InvalidGraphError(f"{op.opcode} is an operator of the TOSA {catalogue.DRAFT_VERSION}, not of "
+        dialect, _, opcode = op.name.rpartition(".")  # (op.dialect and op.opcode of a name with one dot)
+        if op.name.count(".") != 1:
+            dialect, opcode = op.dialect, op.opcode
+        if dialect != "tosa" or opcode not in self.op_value or opcode == "UNKNOWN":
+            if dialect == "tosa" and catalogue.is_draft(opcode):
+                raise InvalidGraphError(f"{opcode} is an operator of the TOSA {catalogue.DRAFT_VERSION}, not of "
                                         "1.0 (convert with --dynamic)", op=op.name)
             raise InvalidGraphError("not a TOSA 1.0 operation", op=op.name)
-        opcode = op.opcode
-        try:
-            in_names = [self._value_name(g, v) for v in op.operands]
+        try:  # (_value_name: a value of this graph that has a name)
+            in_names = [names[v.id] if v.graph is g and v.id in names else self._value_name(g, v)
+                        for v in op.operands]
         except KeyError as e:
             raise InvalidGraphError(f"operand {e} is not defined in this graph", op=op.name) from e
         out_names = [names[r.id] for r in op.results]
+        own = opcode
         if opcode in VARIABLE_OPS:
             # As Arm's serializer does: the variable is a tensor (variable=true); a read is an
             # IDENTITY from it, a write an IDENTITY into it; the declaration has no operator.
@@ -678,25 +758,16 @@ class _Writer:
                     raise InvalidGraphError("VARIABLE_WRITE takes one operand and has no results", op=op.name)
                 out_names = [var_tensor]
             opcode = "IDENTITY"
-        attr_off = self._attribute(g, op) if opcode == op.opcode else self._empty_table()
+        attr_off = self._attribute(g, op, opcode) if opcode == own else self._empty_table()
         inputs_off = self._string_vector(in_names)
         outputs_off = self._string_vector(out_names)
-        loc_off = None
-        if op.location:
-            text_off = self._string(op.location)
-            self.b.StartObject(1)
-            self._offset_slot(0, text_off)
-            loc_off = self._end_object()
+        loc_off = self._table(1, [(0, _OFF, self._string(op.location))]) if op.location else 0
         code = self.op_value[opcode]
-        self.b.StartObject(6)
-        self._u32_slot(OP_OP, code)
-        self.b.PrependUint8Slot(OP_ATTR_TYPE, code, 0)
-        self._offset_slot(OP_ATTR, attr_off)
-        self._offset_slot(OP_INPUTS, inputs_off)
-        self._offset_slot(OP_OUTPUTS, outputs_off)
-        if loc_off is not None:
-            self._offset_slot(OP_LOCATION, loc_off)
-        return self._end_object()
+        fields = [(OP_OP, _U32, code), (OP_ATTR_TYPE, _U8, code), (OP_ATTR, _OFF, attr_off),
+                  (OP_INPUTS, _OFF, inputs_off), (OP_OUTPUTS, _OFF, outputs_off)]
+        if loc_off:
+            fields.append((OP_LOCATION, _OFF, loc_off))
+        return self._table(6, [f for f in fields if f[2]])  # (a zero holds the default: not written)
 
     def _empty_table(self) -> int:
         self.b.StartObject(0)
@@ -720,11 +791,12 @@ class _Writer:
         for v in g.inputs:
             tensor_offs.append(self._tensor(names[v.id], v, None))
         for op in ops:
+            opcode = op.opcode
             for r in op.results:
-                if op.opcode == "VARIABLE":
+                if opcode == "VARIABLE":
                     continue
                 if r.type.dtype is DType.SHAPE:
-                    if op.opcode == "CONST_SHAPE":
+                    if opcode == "CONST_SHAPE":
                         shape_offs.append(self._shape(names[r.id], r, np.asarray(op.attrs["values"])))
                     elif self.draft:
                         shape_offs.append(self._shape(names[r.id], r, None))
@@ -733,7 +805,7 @@ class _Writer:
                                                 op=op.name)
                     continue
                 data = None
-                if op.opcode == "CONST":
+                if opcode == "CONST":
                     vals = np.asarray(op.attrs["values"])
                     if vals.size != r.type.size:
                         raise InvalidGraphError(f"CONST values have {vals.size} elements, type needs {r.type.size}",
@@ -855,8 +927,11 @@ def _size_estimate(graph: Graph) -> int:
         other += 256 * (len(g.inputs) + len(g.outputs)) + 512
         for op in g.ops.values():
             # tables, vtables, shape vectors; each name is written as a string where it is defined and where used
-            other += 512 + len(op.location or "") + sum(256 + 2 * len(r.name) for r in op.results) \
-                + sum(16 + len(v.name) for v in op.operands)
+            other += 512 + len(op.location or "")
+            for r in op.results:
+                other += 256 + 2 * len(r.name)
+            for v in op.operands:
+                other += 16 + len(v.name)
             stack.extend(op.regions)
             if op.opcode in ("CONST", "CONST_SHAPE", "VARIABLE") and op.results:
                 n = data_size(op.results[0].type)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidGraphError
-from ..ir import DType, Graph, Operation, QuantParams, TensorType, Value
+from ..ir import CONST_OPS, DType, Graph, Operation, QuantParams, TensorType, Value
 from ..ir.pass_context import GraphPasses
 from ..ir.symdim import (
     SYM_AFFINE,
@@ -134,8 +134,15 @@ def _widened(passes: GraphPasses, op: Operation) -> Widened | None:
 def _values(v: Value) -> Any:
     """A constant operand's values as inference and validation read them: an array, or a :class:`Widened` as it
     is (its float32 values are made only if a check reads them)."""
-    vals = v.producer.attrs.get("values") if v.is_const and v.producer is not None else None
-    return vals if isinstance(vals, Widened) else v.const()
+    p = v.producer
+    if p is None or p.name not in CONST_OPS:
+        return None
+    vals = p.attrs["values"]
+    return vals if isinstance(vals, Widened) else np.asarray(vals)
+
+
+#: each operator's attribute defaults (the catalogue's), copied by :meth:`Builder.emit` for each op it emits
+_DEFAULTS: dict[str, dict[str, Any]] = {}
 
 
 def _reshaped(op: Operation) -> np.ndarray | None:
@@ -316,13 +323,17 @@ class Builder:
              quant: QuantParams | None = None, names: Sequence[str] | None = None,
              regions: list[Graph] | None = None) -> Operation:
         """Create ``tosa.<opcode>``; returns the Operation (use ``.result`` / ``.results``)."""
-        spec = optable.get(opcode)
-        full = {a.name: a.default for a in spec.attrs if a.default is not None}
-        full.update(attrs or {})
+        defaults = _DEFAULTS.get(opcode)
+        if defaults is None:
+            spec = optable.get(opcode)
+            defaults = _DEFAULTS[opcode] = {a.name: a.default for a in spec.attrs if a.default is not None}
+        full = dict(defaults)
+        if attrs:
+            full.update(attrs)
         operands = list(operands)
         types = [v.type for v in operands]
         # shape operands whose values carry dimension expressions (--dynamic) are read with them
-        consts = [v.sym_const() if v.dtype is DType.SHAPE else _values(v) for v in operands]
+        consts = [_values(v) if v.type.dtype is not DType.SHAPE else v.sym_const() for v in operands]
         inferred = result_types is None
         if result_types is None:
             try:
@@ -366,7 +377,7 @@ class Builder:
               name: str = "const") -> Value:
         """A ``tosa.CONST`` tensor."""
         arr = np.asarray(values)
-        dt = DType(dtype) if dtype is not None else None
+        dt = dtype if dtype.__class__ is DType else DType(dtype) if dtype is not None else None
         if dt is None:
             dt = DType.FP32 if arr.dtype.kind == "f" else DType.BOOL if arr.dtype.kind == "b" else DType.INT32
         return self.graph.add_const(arr.astype(dt.np_dtype()), dt, name=name, quant=quant)

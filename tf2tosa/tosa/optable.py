@@ -815,23 +815,35 @@ def bind_operands(name: str, types: Sequence[Any], outputs: bool = False) -> lis
 
     Raises InvalidGraphError when the count does not fit.
     """
+    items = list(types)
+    key = (name, len(items), outputs)
+    seq = _BOUND.get(key)
+    if seq is None:
+        seq = _BOUND[key] = _bound_args(name, len(items), outputs)
+    return list(zip(seq, items))
+
+
+#: the arguments :func:`bind_operands` pairs ``n`` operands (or results) with, by (name, n, outputs)
+_BOUND: dict[tuple[str, int, bool], tuple[Arg, ...]] = {}
+
+
+def _bound_args(name: str, n: int, outputs: bool) -> tuple[Arg, ...]:
+    """The argument of each of ``n`` operands (results) of ``name``; raises InvalidGraphError when ``n`` does not
+    fit."""
     spec = get(name)
     args = spec.outputs if outputs else spec.inputs
     what = "results" if outputs else "operands"
-    items = list(types)
     lst = [i for i, a in enumerate(args) if a.role == "tensor_list"]
     if lst:
         k = lst[0]
         n_fixed = len(args) - 1
-        if len(items) < n_fixed:
-            raise _err(spec, f"expects at least {n_fixed} {what}, got {len(items)}")
-        n_list = len(items) - n_fixed
-        arg_seq = list(args[:k]) + [args[k]] * n_list + list(args[k + 1:])
-        return list(zip(arg_seq, items))
+        if n < n_fixed:
+            raise _err(spec, f"expects at least {n_fixed} {what}, got {n}")
+        return tuple(args[:k]) + (args[k],) * (n - n_fixed) + tuple(args[k + 1:])
     n_req = sum(1 for a in args if not a.optional)
-    if not n_req <= len(items) <= len(args):
+    if not n_req <= n <= len(args):
         exp = str(len(args)) if n_req == len(args) else f"{n_req}..{len(args)}"
         names = ", ".join(a.name for a in args)
-        raise _err(spec, f"expects {exp} {what} ({names}), got {len(items)}")
-    return list(zip(args, items))
+        raise _err(spec, f"expects {exp} {what} ({names}), got {n}")
+    return tuple(args[:n])
 

@@ -82,6 +82,14 @@ def plain_dim(d: Any) -> int | None:
     return int.__int__(d) if isinstance(d, int) and not isinstance(d, bool) else None
 
 
+def _plain_dims(shape: Sequence[Any]) -> Sequence[int | None]:
+    """:func:`plain_dim` of each dimension: the shape itself when every dimension is a plain int (most are)."""
+    for d in shape:
+        if d.__class__ is not int:
+            return [plain_dim(d) for d in shape]
+    return shape
+
+
 def size_problems(graph: Graph, level: dict[str, int] = LEVEL_8K) -> Iterator[tuple[Any, Operation | None, str]]:
     """Every value of ``graph`` (inputs and op results, regions included) whose declared shape the file cannot hold
     or ``level`` forbids: a dimension above 2^31-1 (a shape is int32 in the flatbuffer) or more bytes than
@@ -95,7 +103,7 @@ def size_problems(graph: Graph, level: dict[str, int] = LEVEL_8K) -> Iterator[tu
         t = v.type
         if t.dtype.value == "shape":
             return None
-        dims = [plain_dim(d) for d in t.shape]
+        dims = _plain_dims(t.shape)
         for k, d in enumerate(dims):
             if d is not None and d > INT32_MAX:
                 return f"dimension {k} is {d}, more than {INT32_MAX}, the largest a TOSA shape holds (int32)"
@@ -131,7 +139,7 @@ def over_budget(graph: Graph, budget: int | None = None) -> Iterator[tuple[Any, 
         for v in list(g.inputs) + [r for op in g.topological_order() for r in op.results]:
             if v.type.dtype.value == "shape":
                 continue
-            dims = [plain_dim(d) for d in v.type.shape]
+            dims = _plain_dims(v.type.shape)
             nbytes = math.prod(d for d in dims if d is not None) * max(element_bits(v.dtype), 8) // 8
             if nbytes > budget:
                 yield v, nbytes

@@ -576,16 +576,16 @@ def check_shapes(name: str, operand_types: Sequence[TensorType], result_types: S
     these shapes: they are taken as its output instead of running it again."""
     op = _key(name)
     out: list[Shape | None]
-    if inferred:
-        out = [tuple(t.shape) for t in result_types]
+    results = list(result_types)
+    if inferred:  # (the rule's shapes are the results' own: nothing to compare)
+        out = [tuple(t.shape) for t in results]
     else:
         out = _expected(op, operand_types, attrs, operand_consts)
-    results = list(result_types)
-    for i, (exp, got) in enumerate(zip(out, results)):
-        if exp is None:
-            continue
-        if len(exp) != got.rank or any(_known(a, b) and a != b for a, b in zip(exp, got.shape)):
-            raise _err(op, f"result {i} has shape {list(got.shape)}; the spec's rule gives {list(exp)}")
+        for i, (exp, got) in enumerate(zip(out, results)):
+            if exp is None:
+                continue
+            if len(exp) != got.rank or any(_known(a, b) and a != b for a, b in zip(exp, got.shape)):
+                raise _err(op, f"result {i} has shape {list(got.shape)}; the spec's rule gives {list(exp)}")
     ins = list(operand_types)
     if op == "RESHAPE" and results and out and out[0] is None:
         a, b = ins[0], results[0]

@@ -21,6 +21,8 @@ __all__ = ["candidate_rows", "match_row", "infer_result_types", "check_attrs", "
 _FIXED: dict[str, DType] = {"i8_t": DType.INT8, "i32_t": DType.INT32, "bool_t": DType.BOOL, "shape_t": DType.SHAPE}
 #: ops whose output element type is a free choice among rows: the caller must say which (out_dtype)
 _CHOOSE_OUT = frozenset({"CAST", "RESCALE"})
+#: the element types TOSA 1.0 has tensors of (``DType.is_tosa``)
+_TOSA_TYPES = frozenset(d for d in DType if d.is_tosa)
 
 
 def _expected(tv: str, row: TypeRow, attrs: dict[str, Any]) -> DType | None:
@@ -91,13 +93,11 @@ def _rows_key(name: str, operand_types: Sequence[TensorType], result_types: Sequ
               attrs: dict[str, Any]) -> tuple[Any, ...]:
     """What :func:`_row_fits` reads: the element types (their count binds the arguments) and the attributes
     acc_type, mode, type (each by its Python type and text; absent reads as None) and scale32 (as a truth value)."""
-    def attr(k: str) -> tuple[type, str]:
-        v = attrs.get(k)
-        return (type(v), str(v))
-
-    return (name, tuple(t.dtype for t in operand_types),
-            None if result_types is None else tuple(t.dtype for t in result_types),
-            attr("acc_type"), attr("mode"), attr("type"), bool(attrs.get("scale32", True)))
+    get = attrs.get
+    acc, mode, typ = get("acc_type"), get("mode"), get("type")
+    return (name, tuple([t.dtype for t in operand_types]),
+            None if result_types is None else tuple([t.dtype for t in result_types]),
+            (type(acc), str(acc)), (type(mode), str(mode)), (type(typ), str(typ)), bool(get("scale32", True)))
 
 
 def _fitting_rows(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType] | None,
@@ -181,11 +181,12 @@ def infer_result_types(name: str, operand_types: Sequence[TensorType], attrs: di
     for i, (arg, shape) in enumerate(zip(spec.outputs, out_shapes)):
         choices = _out_dtype(spec, arg, rows, attrs)
         if i == 0 and out_dtype is not None:
-            if DType(out_dtype) not in choices:
+            want = out_dtype if out_dtype.__class__ is DType else DType(out_dtype)
+            if want not in choices:
                 allowed = ", ".join(sorted(d.value for d in choices))
                 raise _err(spec, f"no type row gives {arg.name}={DType(out_dtype).value} for "
                                  f"{_describe(spec, _pairs(spec, operand_types, None), attrs)}; allowed: {allowed}")
-            dt = DType(out_dtype)
+            dt = want
             rows = [r for r in rows if _expected(arg.type_var, r, attrs) is dt]
         elif len(choices) == 1:
             dt = next(iter(choices))
@@ -274,10 +275,10 @@ def _check_zero_points(spec: OpSpec, pairs: list[tuple[Arg, TensorType]], consts
     for (arg, t), c in zip(pairs, consts):
         if arg.role != "zp" or c is None:
             continue
-        arr = np.asarray(c).reshape(-1)
+        arr = c if isinstance(c, np.ndarray) else np.asarray(c)
         if arr.size != 1:
             raise _err(spec, f"{arg.name} must hold exactly one value, has {arr.size}", arg.name)
-        zp = arr[0].item()
+        zp = arr.item(0)
         dt = t.dtype
         if op == "RESCALE":
             # spec 2.13.2 RESCALE: non-zero only for i8 (signed or unsigned) and unsigned i16 (0 or 32768)
@@ -295,6 +296,17 @@ def _check_zero_points(spec: OpSpec, pairs: list[tuple[Arg, TensorType]], consts
             raise _err(spec, f"{arg.name}={zp}: zero point must be zero for non-int8 types", arg.name)
         if dt is DType.INT8 and not -128 <= zp <= 127:
             raise _err(spec, f"{arg.name}={zp} is outside int8", arg.name)
+
+
+def _bounds(arr: np.ndarray) -> tuple[Any, Any]:
+    """(min, max) of a flat non-empty array (its one element as a Python number: no reductions for a size-1 array,
+    the common per-tensor RESCALE); (0, 0) for an empty one (the callers test the size)."""
+    if arr.size == 1:
+        x = arr.item(0)
+        return x, x
+    if arr.size == 0:
+        return 0, 0
+    return arr.min(), arr.max()
 
 
 def _check_values(spec: OpSpec, row: TypeRow, pairs: list[tuple[Arg, TensorType]],
@@ -357,12 +369,13 @@ def _check_values(spec: OpSpec, row: TypeRow, pairs: list[tuple[Arg, TensorType]
         sh = by_name["shift"][1]
         if sh is not None:
             arr = np.asarray(sh).reshape(-1)
-            if arr.size and (arr.min() < 2 or arr.max() > 62):  # REQUIRE of spec 4.5.5 apply_scale_32/16
+            lo, hi = _bounds(arr)
+            if arr.size and (lo < 2 or hi > 62):  # REQUIRE of spec 4.5.5 apply_scale_32/16
                 raise _err(spec, f"shift values must be in [2, 62], got [{arr.min()}, {arr.max()}]", "shift")
         mul = by_name["multiplier"][1]
         if mul is not None:
             arr = np.asarray(mul).reshape(-1)
-            if arr.size and arr.min() < 0:  # spec 4.5.5 apply_scale_32, spec 4.5.5 apply_scale_16
+            if arr.size and _bounds(arr)[0] < 0:  # spec 4.5.5 apply_scale_32, spec 4.5.5 apply_scale_16
                 raise _err(spec, "multiplier values must be >= 0", "multiplier")
     if op == "PAD":
         pc = by_name["pad_const"][0]
@@ -422,20 +435,24 @@ def validate(name: str, operand_types: Sequence[TensorType], result_types: Seque
         raise _err(spec, "needs at least one input (spec 2.10.1 CONCAT)")
     check_attrs(spec.name, attrs)
     for arg, t in in_pairs + out_pairs:
-        if not t.dtype.is_tosa:
-            raise _err(spec, f"{arg.name} has type {t.dtype.value}, which is not a TOSA 1.0 type", arg.name)
-        if arg.rank is not None and t.rank != arg.rank:
-            raise _err(spec, f"{arg.name} must have rank {arg.rank}, has shape {list(t.shape)}", arg.name)
-        if t.rank < arg.min_rank:
-            raise _err(spec, f"{arg.name} must have rank >= {arg.min_rank}, has rank {t.rank}", arg.name)
+        dt, shape = t.dtype, t.shape
+        if dt not in _TOSA_TYPES:
+            raise _err(spec, f"{arg.name} has type {dt.value}, which is not a TOSA 1.0 type", arg.name)
+        rank = len(shape)
+        if arg.rank is not None and rank != arg.rank:
+            raise _err(spec, f"{arg.name} must have rank {arg.rank}, has shape {list(shape)}", arg.name)
+        if rank < arg.min_rank:
+            raise _err(spec, f"{arg.name} must have rank >= {arg.min_rank}, has rank {rank}", arg.name)
         # spec 1.11.1 Tensors: no empty tensors; a shape_t value of a rank-0 shape (spec 2.10.3 RESHAPE) has
-        # length 0 and is fine
-        if t.dtype is not DType.SHAPE and any(isinstance(d, int) and d < 1 for d in t.shape):
-            raise _err(spec, f"{arg.name} has a dimension < 1: {list(t.shape)}", arg.name)
-        if arg.role in ("zp",) and t.is_static and t.shape != (1,):
-            raise _err(spec, f"{arg.name} must have shape [1], has {list(t.shape)}", arg.name)
-        if arg.role == "shift" and spec.name == "MUL" and t.is_static and t.shape != (1,):
-            raise _err(spec, f"{arg.name} must have shape [1], has {list(t.shape)}", arg.name)
+        # length 0 and is fine.  (A static shape's dimensions are ints >= 0: one below 1 is a 0.)
+        if dt is not DType.SHAPE and (0 in shape if t.is_static else any(isinstance(d, int) and d < 1
+                                                                          for d in shape)):
+            raise _err(spec, f"{arg.name} has a dimension < 1: {list(shape)}", arg.name)
+        role = arg.role
+        if role == "zp" and shape != (1,) and t.is_static:
+            raise _err(spec, f"{arg.name} must have shape [1], has {list(shape)}", arg.name)
+        if role == "shift" and spec.name == "MUL" and shape != (1,) and t.is_static:
+            raise _err(spec, f"{arg.name} must have shape [1], has {list(shape)}", arg.name)
     row = match_row(spec.name, operand_types, result_types, attrs)
     consts: list[np.ndarray | None] = [None] * len(operand_types)
     if operand_consts is not None:

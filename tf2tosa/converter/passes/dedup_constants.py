@@ -51,10 +51,13 @@ def dedup_constants(graph: Graph) -> int:
             if SYM_VALUES in attrs or SYM_AFFINE in attrs else ()
         key: tuple[Any, ...]
         whole = raw.size <= _WHOLE_KEY_BYTES
+        # the type as its fields (equal exactly when the types are): a TensorType's hash is a Python function
+        t = v.type
+        tkey = (t.shape, t.dtype, t.quant)
         if whole:
-            key = (op.name, v.type, arr.dtype.str, arr.shape, raw.tobytes(), sym)
+            key = (op.name, tkey, arr.dtype.str, arr.shape, raw.tobytes(), sym)
         else:
-            key = (op.name, v.type, arr.dtype.str, arr.shape, raw[:64].tobytes(), raw[-64:].tobytes(), sym)
+            key = (op.name, tkey, arr.dtype.str, arr.shape, raw[:64].tobytes(), raw[-64:].tobytes(), sym)
         bucket = kept.get(key)
         if bucket is None:
             kept[key] = [(raw, v)]
