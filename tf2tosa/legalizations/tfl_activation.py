@@ -409,7 +409,7 @@ def _q_softmax_native(b: Builder, op: Operation, fx: Fx, d: Value, axis: int, ex
     TABLE, interpolated over 512 segments, gives ``2^22 / m``; shifted right by ``10 - clz(t)`` per row, one MUL
     (shift 35) makes ``256·r / t`` rounded once, and a saturating RESCALE adds the zero point -128.  That
     replaces TFLite's GetReciprocal (Newton-Raphson, ~20 i32 ops per row, which Vela runs at C = 1 slowly).
-    Vela (ethos-u85-256): deeplab_v3_mini 458 k → 239 k cycles, the ``.tflite`` 370 k; each output within 1 LSB
+    Vela (ethos-u85-256): deeplab_v3_mini 443 k → 236 k cycles, the ``.tflite`` 370 k; each output within 1 LSB
     of TFLite's kernel (tests/test_npu_rounding.py)."""
     note_inexact(b, op, "npu_rounding='native': the exp from one i16 TABLE of its top 16 bits and the row sum's "
                  "reciprocal from an interpolated i16 TABLE (each output at most 1 LSB from TFLite's)")
