@@ -403,7 +403,7 @@ def _q_softmax_native(b: Builder, op: Operation, fx: Fx, d: Value, axis: int, ex
     """``npu_rounding="native"``: the int8 softmax in the ops Vela runs cheapest, not bit-exact (recorded).
 
     The exp is one i16 TABLE of ``round(exp_q0 / 2^16)`` (at most 32767; each entry stored twice, so the slope
-    is 0), read at ``x16 = (max - 128 - x)·256`` (the i32 index RESCALEd straight to i16) and returning
+    is 0), read at ``x16 = (max - 128 - x)·256`` (:func:`~tf2tosa.quant.elementwise.index16`) and returning
     ``r = e16 << 7``, the exp over 2^9.  The row sum ``t`` of those (below ``n·2^22``: int32 for rows under 512,
     at least the row maximum's 2^22 - 128) is normalised by CLZ to ``m·2^30`` (m in [1, 2)) and a second i16
     TABLE, interpolated over 512 segments, gives ``2^22 / m``; shifted right by ``10 - clz(t)`` per row, one MUL
