@@ -201,3 +201,16 @@ def _record(res: E2EResult) -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with open(RESULTS, "a") as f:
         f.write(json.dumps(asdict(res)) + "\n")
+
+
+def exact_against_ref(m: tf2tosa.TosaModel, shape: tuple[int, ...], integer: bool = True) -> None:
+    """``m`` verified against LiteRT's BUILTIN_REF (integer outputs with 0 mismatches) on random inputs and on its
+    one input filled with the type's two extremes (for a softmax every row's maximum is every element, the largest
+    sums); a float input takes -4 and 4."""
+    report = m.verify(num=3, oracle="ref")
+    assert report.ok and (not integer or all(o.mismatches == 0 for o in report.outputs)), report
+    dt = m.graph.inputs[0].dtype.np_dtype()
+    lo, hi = (-4.0, 4.0) if np.issubdtype(dt, np.floating) else (np.iinfo(dt).min, np.iinfo(dt).max)
+    for fill in (lo, hi):
+        report = m.verify([{m.input_names[0]: np.full(shape, fill, dt)}], oracle="ref")
+        assert report.ok and (not integer or all(o.mismatches == 0 for o in report.outputs)), report

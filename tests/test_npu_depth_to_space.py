@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import tf2tosa
+from tests.e2e import exact_against_ref
 from tests.vela_tools import compile_for_npu, vela_bin
 from tf2tosa.errors import InputError
 
@@ -95,16 +96,6 @@ def _convert(buf: bytes, **kw: Any) -> Any:
         return tf2tosa.convert(buf, **kw)
 
 
-def _exact(m: Any) -> None:
-    """0 mismatches against BUILTIN_REF on random inputs and on the input type's two extremes."""
-    report = m.verify(num=3, oracle="ref")
-    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
-    dt = m.graph.inputs[0].dtype.np_dtype()
-    for fill in (np.iinfo(dt).min, np.iinfo(dt).max):
-        report = m.verify([{m.input_names[0]: np.full(SHAPE, fill, dt)}], oracle="ref")
-        assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
-
-
 def _convs(m: Any) -> list[int]:
     """The output channels of every CONV2D, in graph order."""
     return [int(op.results[0].type.shape[-1]) for op in m.graph.topological_order() if op.opcode == "CONV2D"]
@@ -124,7 +115,7 @@ def test_depth_space_by_concat_is_exact(quant: str, tmp_path: Path) -> None:
     assert counts.get("tosa.CONCAT") == 5, counts  # four DEPTH_TO_SPACEs and the SPACE_TO_DEPTH
     assert counts.get("tosa.SLICE") == 2 + 2, counts  # the twice-read output's row phases and SPACE_TO_DEPTH's
     m.save(tmp_path / f"d2s-{quant}.tosa")  # (validated by tosa-opt and run in the reference model by the hook)
-    _exact(m)
+    exact_against_ref(m, SHAPE)
 
 
 def test_other_targets_keep_the_transpose() -> None:

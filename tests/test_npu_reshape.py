@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 import tf2tosa
+from tests.e2e import exact_against_ref
 from tests.vela_tools import compile_for_npu, vela_bin
 
 pytest.importorskip("tensorflow")
@@ -71,16 +71,6 @@ def _copied_reshapes(m: Any) -> list[tuple[int, ...]]:
     ]
 
 
-def _exact(m: Any) -> None:
-    """0 mismatches against BUILTIN_REF on random inputs and on the input type's extremes."""
-    report = m.verify(num=3, oracle="ref")
-    assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
-    dt = m.graph.inputs[0].dtype.np_dtype()
-    for fill in (np.iinfo(dt).min, np.iinfo(dt).max):
-        report = m.verify([{m.input_names[0]: np.full(SHAPE, fill, dt)}], oracle="ref")
-        assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
-
-
 @pytest.mark.parametrize("quant", ["int8", "int16x8"])
 def test_residual_chain_stays_4d_exactly(tmp_path: Path, quant: str) -> None:
     buf = _model(quant)
@@ -101,7 +91,7 @@ def test_residual_chain_stays_4d_exactly(tmp_path: Path, quant: str) -> None:
     concat = next(op for op in m.graph.topological_order() if op.opcode == "CONCAT")
     assert [v.type.rank for v in concat.operands] == [2, 2], concat.operands
     m.save(tmp_path / "tcn.tosa")  # (validated by tosa-opt and run in the reference model by the session hook)
-    _exact(m)
+    exact_against_ref(m, SHAPE)
 
 
 def test_other_targets_keep_the_3d_chain() -> None:

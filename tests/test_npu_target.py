@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import tf2tosa
+from tests.e2e import exact_against_ref
 from tests.vela_tools import compile_for_npu, vela_bin
 from tf2tosa.ir import DType
 from tf2tosa.legalizations.lowering.conv import transpose_conv_phases
@@ -63,20 +64,6 @@ def _dilations(m: Any) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
             for op in m.graph.topological_order() if op.opcode in ("CONV2D", "DEPTHWISE_CONV2D")]
 
 
-def _exact(m: Any, integer: bool = True, shape: tuple[int, ...] = SHAPE) -> None:
-    """Verified against BUILTIN_REF (integer outputs with 0 mismatches) on random inputs and on the input type's
-    extremes (a constant input: every row's maximum is every element, the largest sums)."""
-    report = m.verify(num=3, oracle="ref")
-    assert report.ok, report
-    if integer:
-        assert all(o.mismatches == 0 for o in report.outputs), report
-    dt = m.graph.inputs[0].dtype.np_dtype()
-    lo, hi = (-4.0, 4.0) if np.issubdtype(dt, np.floating) else (np.iinfo(dt).min, np.iinfo(dt).max)
-    for fill in (lo, hi):
-        report = m.verify([{m.input_names[0]: np.full(shape, fill, dt)}], oracle="ref")
-        assert report.ok and (not integer or all(o.mismatches == 0 for o in report.outputs)), report
-
-
 @pytest.mark.parametrize("quant", ["int8", "int16x8", "float32"])
 def test_dilations_above_two_become_wider_kernels_exactly(quant: str) -> None:
     buf = _model(quant)
@@ -89,7 +76,7 @@ def test_dilations_above_two_become_wider_kernels_exactly(quant: str) -> None:
     # 3x3 d3 -> 7x7 d1; 3x3 d4 -> 5x5 d2; depthwise 3x3 d5 -> 11x11 d1; 3x3 d6 -> 7x7 d2; 3x2 d(2, 6) -> 3x4 d2
     assert kernels == sorted([("CONV2D", (8, 7, 7, 8)), ("CONV2D", (8, 5, 5, 8)), ("CONV2D", (8, 7, 7, 8)),
                               ("DEPTHWISE_CONV2D", (11, 11, 8, 1)), ("CONV2D", (8, 3, 4, 8))]), kernels
-    _exact(m, integer=quant != "float32")
+    exact_against_ref(m, SHAPE, integer=quant != "float32")
 
 
 def test_other_targets_keep_their_dilations() -> None:
@@ -142,7 +129,7 @@ def test_softmax_for_ethos_u85_is_exact(tmp_path: Path) -> None:
     # two per 32-bit lookup: one in each softmax (exp), two in the log-softmax (its exp terms and its Q5.26 differences)
     assert tables.count(DType.INT16) == 2 * (3 + 2) and tables.count(DType.INT8) == 0, tables
     m.save(tmp_path / "softmax.tosa")  # (validated by tosa-opt and run in the reference model by the session hook)
-    _exact(m, shape=shape)
+    exact_against_ref(m, shape)
 
 
 def _wide_softmaxes() -> Any:
@@ -170,7 +157,7 @@ def test_wide_softmax_index_for_ethos_u85_is_exact(tmp_path: Path) -> None:
         assert [(v.producer.opcode, v.producer.operands[0].dtype) for v in sub.operands] == \
             [("RESCALE", DType.INT8)] * 2
     m.save(tmp_path / "wide_softmax.tosa")
-    _exact(m, shape=shape)
+    exact_against_ref(m, shape)
 
 
 def _transpose_convs() -> Any:
@@ -228,7 +215,7 @@ def test_phased_transpose_conv_is_exact(tmp_path: Path) -> None:
     m = tf2tosa.convert(buf, target="ethos-u85")
     assert m.graph.op_counts().get("tosa.TRANSPOSE_CONV2D") == 1, m.graph.op_counts()  # the 13-row one
     m.save(tmp_path / "phased.tosa")
-    _exact(m, shape=(1, 6, 6, 8))
+    exact_against_ref(m, (1, 6, 6, 8))
 
 
 def _transpose_conv() -> Any:
