@@ -135,6 +135,8 @@ _STORAGE: dict[DType, str] = {
     DType.UINT64: "<u8", DType.BOOL: "?", DType.COMPLEX64: "<c8", DType.COMPLEX128: "<c16", DType.BF16: "<u2",
     DType.FP8E4M3: "u1", DType.FP8E5M2: "u1",
 }
+#: bits of one stored element of each :data:`_STORAGE` type (a tensor's size check, without a dtype call per tensor)
+_STORAGE_BITS: dict[DType, int] = {k: np.dtype(v).itemsize * 8 for k, v in _STORAGE.items()}
 
 #: builtin ops that always have side effects
 _SIDE_EFFECT_OPS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "HASHTABLE_IMPORT", "VAR_HANDLE", "HASHTABLE"})
@@ -481,8 +483,9 @@ class _Loader:
         self.where = f"tensor {i}"
         t = self.table(self.elem(st, _SUBGRAPH["tensors"], i), f"Tensor {i}")
         name = self.string(t, _TENSOR["name"])
-        shape = self.ivec(t, _TENSOR["shape"], f"shape of tensor {_q(name)}")
-        sig = self.ivec(t, _TENSOR["shape_signature"], f"shape_signature of tensor {_q(name)}")
+        qname = _q(name)
+        shape = self.ivec(t, _TENSOR["shape"], f"shape of tensor {qname}")
+        sig = self.ivec(t, _TENSOR["shape_signature"], f"shape_signature of tensor {qname}")
         if len(sig) != len(shape):
             sig = shape
         dims: list[int | str] = []
@@ -499,11 +502,13 @@ class _Loader:
             self.fail(f"tensor {_q(name)} keeps its data in an external weights file, which tf2tosa does not "
                       f"read yet", tensor=name)
         dtype = TFLITE_DTYPES[tt]
-        bits = np.dtype(_STORAGE[dtype]).itemsize * 8 if dtype in _STORAGE else 8
+        bits = _STORAGE_BITS.get(dtype, 8)
         # the stored shape too: it sizes dynamic dimensions for LiteRT (verify) and for constants.  Level 8K only: a
-        # constant's bytes are in the file, and the execution budget is run's and verify's, not conversion's
-        too_big = (tensor_size_problem(dims, bits, budget=NO_BUDGET)
-                   or tensor_size_problem([max(d, 0) for d in shape], bits, budget=NO_BUDGET))
+        # constant's bytes are in the file, and the execution budget is run's and verify's, not conversion's (a
+        # stored shape equal to the dimensions, the usual case, is the same check again: not repeated)
+        too_big = tensor_size_problem(dims, bits, budget=NO_BUDGET)
+        if too_big is None and dims != shape:
+            too_big = tensor_size_problem([max(d, 0) for d in shape], bits, budget=NO_BUDGET)
         if too_big is not None:  # refused before anything of this size is allocated
             self.fail(f"tensor {_q(name)}: {too_big}", tensor=name)
         quant = self._quant(t, name)
@@ -536,12 +541,13 @@ class _Loader:
         # on a computed tensor has no meaning (TFLite would divide by it), so only constants may carry it.  Scales
         # that are all positive pass either way: only otherwise is the buffer looked up.
         low = math.ulp(0.0)
-        if not _scales_at_least(scale_arr, scale, low):
+        if not _scales_at_least(scale_arr, scale, low):  # (checked again only when the bound is lowered)
             low = 0.0 if self._holds_data(int(self.get(t, _TENSOR["buffer"]))) else low
-        if not _scales_at_least(scale_arr, scale, low):
-            bad = next(s for s in scale if not (math.isfinite(s) and s >= low))
-            what = "scales of constants must be finite and >= 0" if low == 0.0 else "scales must be positive and finite"
-            self.fail(f"quantization of tensor {_q(name)} has scale {bad} ({what})", tensor=name)
+            if not _scales_at_least(scale_arr, scale, low):
+                bad = next(s for s in scale if not (math.isfinite(s) and s >= low))
+                what = ("scales of constants must be finite and >= 0" if low == 0.0
+                        else "scales must be positive and finite")
+                self.fail(f"quantization of tensor {_q(name)} has scale {bad} ({what})", tensor=name)
         zp: list[int] = []
         zvec = self.vec(q, _QUANT["zero_point"])
         if zvec is not None and self.vlen(zvec[1], "zero_point", 8):

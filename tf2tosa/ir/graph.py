@@ -94,6 +94,10 @@ class Value:
         return f"%{self.name}: {self.type}"
 
 
+#: the opcode of each op name met so far (one entry per distinct name: the name's text after its dialect)
+_OPCODES: dict[str, str] = {}
+
+
 class ResultCountError(ValueError):
     """:attr:`Operation.result` of an op with no result or several (a malformed model's op, for one)."""
 
@@ -124,7 +128,10 @@ class Operation:
     @property
     def opcode(self) -> str:
         """The name without dialect prefix (``CONV2D`` for ``tosa.CONV2D``)."""
-        return self.name.split(".", 1)[-1]
+        got = _OPCODES.get(self.name)  # (the passes and the writer ask tens of thousands of times per model)
+        if got is None:
+            got = _OPCODES[self.name] = self.name.split(".", 1)[-1]
+        return got
 
     def __repr__(self) -> str:
         return f"<{self.name}#{self.id} {self.location or ''}>"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 
 import numpy as np
 
@@ -188,15 +189,12 @@ class TensorType:
     def rank(self) -> int:
         return len(self.shape)
 
-    @property
+    @cached_property
     def is_static(self) -> bool:
-        # worked out once per type (a frozen dataclass: its shape never changes) and kept off its fields, so
-        # equality, hashing and repr are the fields' as before; the passes, validation and the writer ask often
-        got = self.__dict__.get("_is_static")
-        if got is None:
-            got = all(isinstance(d, int) and d >= 0 for d in self.shape)
-            object.__setattr__(self, "_is_static", got)
-        return got
+        # worked out once per type (a frozen dataclass: its shape never changes) and kept in the instance's dict,
+        # off its fields, so equality, hashing and repr are the fields' as before; the passes, validation and the
+        # writer ask often, and after the first read each is a plain attribute lookup (no Python call)
+        return all(isinstance(d, int) and d >= 0 for d in self.shape)
 
     @property
     def static_shape(self) -> tuple[int, ...]:

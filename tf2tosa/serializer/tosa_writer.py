@@ -624,7 +624,11 @@ class _Writer:
             val = attr_value(op, fname, kind)
             try:
                 if kind == I32S:
-                    refs[fname] = self._i32_vector([int(x) for x in np.asarray(val).reshape(-1)])
+                    # (a list or tuple of plain ints, as the rules give pad, stride, perms …: as it is; _i32_vector
+                    # packs each as an int either way)
+                    ints = (list(val) if val.__class__ in (list, tuple) and all(x.__class__ is int for x in val)
+                            else [int(x) for x in np.asarray(val).reshape(-1)])
+                    refs[fname] = self._i32_vector(ints)
                 elif kind == STR:
                     refs[fname] = self._string(str(val))
                 elif kind == BYTES:
@@ -693,7 +697,9 @@ class _Writer:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
         name_off = self._string(name)
         # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
-        shape_off = self._i32_vector([int(d) if isinstance(d, int) else -1 for d in t.shape])
+        # (a static shape as kept: its dimensions are ints, which _i32_vector packs as such)
+        shape_off = self._i32_vector(list(t.static_shape) if t.is_static else [int(d) if isinstance(d, int) else -1
+                                                                                for d in t.shape])
         fields = [(T_NAME, _OFF, name_off), (T_SHAPE, _OFF, shape_off), (T_TYPE, _U32, DTYPE_VALUE[t.dtype])]
         if data is not None:
             fields.append((T_DATA, _OFF, self._data_vector(data)))
