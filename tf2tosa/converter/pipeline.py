@@ -25,6 +25,7 @@ from ..errors import (
     UnsupportedOpsError,
 )
 from ..ir import DType, Graph, Operation, symdim
+from ..ir.records import inexact_warning
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
 from ..options import ConvertOptions
 from ..tosa import profiles
@@ -287,8 +288,7 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
                         f"({', '.join(names)}); a runtime or NPU compiler without EXT-VARIABLE loses it (Vela turns "
                         "VARIABLE ops into identities): convert with --state-io (state_io=True) to carry the state "
                         "as graph inputs/outputs instead")
-    warnings += [f"{e['op']} ({e['tensor']}) is not bit-exact with TFLite: {e['reason']}"
-                 for e in graph.inexact]
+    warnings += [inexact_warning(e) for e in graph.inexact]
     warnings += graph.source.warnings  # what the frontend has to tell (e.g. how it loaded)
     graph.source.warnings = []
     graph.record.profiles, graph.record.extensions, graph.record.warnings = profs, exts, warnings

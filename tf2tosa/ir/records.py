@@ -139,4 +139,10 @@ class SymbolicDims:
     shape_values: dict[str, str] = field(default_factory=dict)
 
 
-__all__ = ["ConversionRecord", "SourceInfo", "SymbolicDims"]
+def inexact_warning(entry: dict[str, Any]) -> str:
+    """The warning of one :attr:`ConversionRecord.inexact` entry: the sentence logged when the op is lowered and the
+    one recorded among the conversion's warnings (the same text, so the CLI prints it once)."""
+    return f"{entry['op']} ({entry['tensor']}) is not bit-exact with TFLite: {entry['reason']}"
+
+
+__all__ = ["ConversionRecord", "SourceInfo", "SymbolicDims", "inexact_warning"]

@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
 from ..ir.mapped import drop_pages, file_region
+from ..ir.records import inexact_warning
 from ..tosa.builder import Builder
 from .activation import fused_activation_q
 from .common import per_tensor, qparams
@@ -185,7 +186,7 @@ def note_inexact(b: Builder, op: Operation, reason: str) -> None:
     lst = b.graph.record.inexact
     if entry not in lst:
         lst.append(entry)
-        logging.getLogger("tf2tosa").warning("%s (%s) is not bit-exact with TFLite: %s", label, src, reason)
+        logging.getLogger("tf2tosa").warning("%s", inexact_warning(entry))
 
 
 __all__ = ["ACC", "abs_weight_sums", "conv_output", "conv_scales", "note_inexact", "quant_bias", "require_act_type",
