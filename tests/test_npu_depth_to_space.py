@@ -7,7 +7,7 @@ the input type's extremes, for block sizes 2 and 3, one and two output channels 
 convolution, a convolution output read twice (not split) and SPACE_TO_DEPTH; without a target the lowering keeps
 its TRANSPOSE.  With Vela installed, the cycles of Vela's estimate (deterministic, not a timing) are pinned for
 the standalone [1,32,32,4] → [1,64,64,1] DEPTH_TO_SPACE (the reproduction in the design notes) and for the
-ESPCN-style block.
+ESPCN-style block, and the cost structure that makes the row-phase convolutions the NPU's floor is held.
 """
 
 from __future__ import annotations
@@ -204,3 +204,36 @@ def test_vela_runs_the_merged_axes_transpose_the_same(tmp_path: Path) -> None:
         layers = compile_for_npu(tmp_path / f"{name}.tosa", layers=True).layers
         assert [lay.op for lay in layers] == ["Transpose"] * 5, (name, layers)
         assert sum(lay.cycles for lay in layers) == 49016, (name, layers)
+
+
+def _conv_to(cout: int, cin: int = 16) -> Any:
+    """A 3x3 'SAME' convolution from ``cin`` to ``cout`` channels (seeded weights)."""
+
+    def fn() -> Any:
+        tf = modelgen._tf()
+        w = tf.constant(np.random.default_rng(3).uniform(-0.3, 0.3, (3, 3, cin, cout)).astype(np.float32))
+        return lambda x: tf.nn.conv2d(x, w, 1, "SAME")
+
+    return fn
+
+
+@needs_vela
+def test_vela_costs_a_convolution_by_its_output_positions(tmp_path: Path) -> None:
+    """Why espcn_x2's NPU-only DEPTH_TO_SPACE stays above the `.tflite` figure (which leaves it to the CPU): Vela 5.2
+    (ethos-u85-256) costs a CONV2D by its output positions, 1 to 8 channels each at about the same cost.  A
+    [1,32,32,16] 3x3 convolution to 1, 2, 4 or 8 channels costs 8.0-8.3 k cycles, and the same to 2 channels on
+    twice the positions ([1,64,32,16]) twice that.  Written by convolutions, the DEPTH_TO_SPACE 2 result
+    [1,64,64,1] is 2,048 positions of 2 channels (rows 2h+dy, pairs dx): twice the 1,024 positions of the
+    4-channel convolution whose output the `.tflite` hands to the CPU."""
+    cycles = {}
+    for name, shape, cout in [("c1", (1, 32, 32, 16), 1), ("c2", (1, 32, 32, 16), 2), ("c4", (1, 32, 32, 16), 4),
+                              ("c8", (1, 32, 32, 16), 8), ("rows_c2", (1, 64, 32, 16), 2)]:
+        buf = _int8(f"conv3x3_{name}", _conv_to(cout), shape)
+        path = tmp_path / f"{name}.tosa"
+        tf2tosa.convert(buf, target=TARGET).save(path)
+        layers = compile_for_npu(path, layers=True).layers
+        assert [lay.op for lay in layers] == ["Conv2D"], (name, layers)
+        cycles[name] = layers[0].cycles
+    small = [cycles[k] for k in ("c1", "c2", "c4", "c8")]
+    assert max(small) <= 1.07 * min(small), cycles
+    assert cycles["rows_c2"] >= 1.8 * cycles["c4"], cycles
