@@ -15,21 +15,24 @@ after::
                                      └──RESHAPE──► s3 ──► REDUCE_SUM / the next residual sum
 
 An op of :data:`_LIFTED` is lifted when each of its data operands is either a RESHAPE of a tensor of one shape
-``S4`` (the same for all of them) to the op's own result shape ``S3``, with ``S4`` being ``S3`` behind leading 1s,
-or a constant (which takes the leading 1s too), or a tensor of one element (a broadcast scalar: it gets a RESHAPE of
-its own to the 1s); when every other reader of those RESHAPEs is a RESHAPE, a SLICE or an op that is lifted with it;
-and when a RESHAPE input has other readers (the copy the lift removes) or the op's result reaches a RESHAPE back to
-``S4`` through ops that are lifted (which the lift removes).  The op then reads the RESHAPEs' inputs, its result
-becomes ``S4``, and one new RESHAPE back to ``S3`` takes over its readers; it is moved on the same way through the
-ops that read it, and a RESHAPE of such a RESHAPE reads the first one's input (one back to ``S4`` disappears).  A
-SLICE is lifted the same way (its operand's leading 1s need only match each other, as its result is smaller), with
-start 0 and size 1 on the new axes.
+``S4`` (the same for all of them) to the op's own result shape ``S3``, with ``S4`` being ``S3`` behind leading 1s;
+or a constant (which takes the leading 1s too); or a tensor that can take them through a RESHAPE of its own that
+Vela does not copy (one of one element, such as the scalar 1 of a ``1 - z``, or one with no other reader); when every
+other reader of those RESHAPEs is a RESHAPE, a SLICE or an op that is lifted with it; and when a RESHAPE input has
+other readers (the copy the lift removes) or the op's result reaches a RESHAPE back to ``S4`` through ops that are
+lifted (which the lift removes).  The op then reads the RESHAPEs' inputs, its result becomes ``S4``, and one new
+RESHAPE back to ``S3`` takes over its readers; it is moved on the same way through the ops that read it, and a
+RESHAPE of such a RESHAPE reads the first one's input (one back to ``S4`` disappears).  A SLICE and a CONCAT are
+lifted the same way (their operands' shapes are not their result's, so only the leading 1s must agree): the SLICE
+with start 0 and size 1 on the new axes, the CONCAT with its axis moved by them.
 
-The recurrent case (measured on a zoo gru int8 that TensorFlow quantizes whole): each step's fully connected layers
-are RESHAPE → CONV2D → RESHAPE, the gates SLICEs of the [1, 3·U] result, and the new [1, U] state feeds both the next
-step's CONV2D (through a RESHAPE to [1, 1, 1, U]) and its gate arithmetic (a ``1 - z`` with a scalar 1 among it): one
-copy per step.  With the SLICEs, the gate arithmetic and the scalar lifted, the state is made 4-D and read by the
-CONV2D directly: 98,006 → 93,533 cycles (the `.tflite` 93,121).
+The recurrent case: each step's fully connected layers are RESHAPE → CONV2D → RESHAPE, the gates SLICEs of the
+[1, k·U] result, and the new [1, U] state feeds the next step's CONV2D (through a RESHAPE to [1, 1, 1, U]), its
+gate arithmetic and, for a layer returning sequences, the CONCAT that stacks the states: one copy per step.  With
+the SLICEs, the gate arithmetic, the scalar, the rank-1 recurrent term an LSTM adds (a RESHAPE of its own) and the
+CONCAT lifted, the state is made 4-D and read directly.  Vela 5.2, ethos-u85-256: the zoo gru int8 as a fresh
+clone's TensorFlow builds it 98,006 → 93,533 cycles (the `.tflite` 93,121), bidirectional_lstm 142,926 → 137,532
+(137,795); every GRU tried (16 to 64 units) now costs what its `.tflite` does.
 
 Exact: an elementwise op computes each element from the elements at the same position of its operands, a RESHAPE
 keeps the row-major order of the elements (spec 2.10.3 RESHAPE), and leading 1s leave the broadcast of a constant and
@@ -42,8 +45,9 @@ both the next block's 4-D convolution and the next 3-D sum: 4 × 1,262 cycles of
 the `.tflite`'s 23,410; lifted, 22,073 (int16x8: 82,713 → 75,702).  The conditions keep the rest as it was: a
 shape that is not ``S3`` behind 1s changes what Vela runs (a LUT on [T, 1, 1, C] instead of [1, T, C]: 1,488
 cycles against 912 in transformer_encoder), and a RESHAPE moved for nothing can land between an activation and the
-CONCAT Vela writes it into in place (recommender: 4,654 → 4,736).  Only targets that declare ``lift_reshapes``
-(:data:`tf2tosa.tosa.targets.TARGETS`) get the rewrite, so every other conversion keeps its bytes.
+CONCAT Vela writes it into in place (recommender: 4,654 → 4,736 before CONCATs were lifted; with them, 4,367).
+Only targets that declare ``lift_reshapes`` (:data:`tf2tosa.tosa.targets.TARGETS`) get the rewrite, so every other
+conversion keeps its bytes.
 
 Only static shapes and per-tensor quantization are lifted, never an op whose result is a graph output.
 Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops.
@@ -68,7 +72,15 @@ _LIFTED: dict[str, tuple[int, ...]] = {
     "tosa.MAXIMUM": (0, 1),
     "tosa.MINIMUM": (0, 1),
     "tosa.SLICE": (0,),
+    "tosa.CONCAT": (),  # (every operand: see _data)
 }
+#: lifted ops whose data operands' shapes are not their result's (all their data operands are RESHAPEs)
+_RESHAPED = ("tosa.SLICE", "tosa.CONCAT")
+
+
+def _data(op: Operation) -> tuple[int, ...]:
+    """The positions of ``op``'s data operands (:data:`_LIFTED`; all of a CONCAT's)."""
+    return tuple(range(len(op.operands))) if op.name == "tosa.CONCAT" else _LIFTED[op.name]
 
 
 def wanted(target: str | None) -> bool:
@@ -114,41 +126,52 @@ def _reaches(graph: Graph, v: Value, shape: tuple[int, ...], wide: tuple[int, ..
     return False
 
 
-def _unit(v: Value, rank: int) -> bool:
-    """Whether ``v`` is a non-constant operand of one element at the op's rank (a broadcast scalar, such as the
-    1 of a ``1 - z``): it takes the new leading 1s through a RESHAPE of its own."""
-    return not v.is_const and v.type.rank == rank and _per_tensor(v) and all(d == 1 for d in v.type.static_shape)
+def _own(graph: Graph, v: Value, rank: int) -> bool:
+    """Whether ``v``, a non-constant operand at the op's rank, can take the new leading 1s through a RESHAPE of its
+    own that Vela does not copy: it has one element (a broadcast scalar, such as the 1 of a ``1 - z``) or no other
+    reader."""
+    if v.is_const or v.type.rank != rank or not _per_tensor(v):
+        return False
+    return all(d == 1 for d in v.type.static_shape) or len(graph.uses(v)) == 1
+
+
+def _lead(x: Value) -> int | None:
+    """How many leading 1s the tensor ``x`` is a RESHAPE of (a per-tensor one, ``x``'s shape behind them); else
+    None."""
+    src = x.producer
+    if src is None or src.name != "tosa.RESHAPE" or not _per_tensor(src.operands[0]):
+        return None
+    wide, narrow = tuple(src.operands[0].type.static_shape), tuple(x.shape)
+    lead = len(wide) - len(narrow)
+    if not narrow or lead <= 0 or wide[lead:] != narrow or any(d != 1 for d in wide[:lead]):
+        return None
+    return lead
 
 
 def _lift_source(graph: Graph, op: Operation) -> tuple[int, ...] | None:
     """The shape ``op``'s result takes when ``op`` can be lifted (its operands' RESHAPE sources have the leading
     1s it gains); else None."""
-    data = _LIFTED.get(op.name)
-    if data is None or len(op.results) != 1 or op.result in graph.outputs or not _per_tensor(op.result):
+    if op.name not in _LIFTED or len(op.results) != 1 or op.result in graph.outputs or not _per_tensor(op.result):
         return None
     if op.name == "tosa.SLICE" and (op.operands[1].const() is None or op.operands[2].const() is None):
         return None
     shape = tuple(op.result.type.static_shape)
     leads: set[int] = set()
     shared = False
-    for k in data:
+    for k in _data(op):
         x = op.operands[k]
-        src = x.producer
-        if x.is_const and x.type.rank == len(shape) and _per_tensor(x):
+        if op.name not in _RESHAPED and x.is_const and x.type.rank == len(shape) and _per_tensor(x):
             continue  # (a broadcast constant: it takes the new leading 1s)
-        if src is None or src.name != "tosa.RESHAPE" or (op.name != "tosa.SLICE" and tuple(x.shape) != shape):
-            if op.name != "tosa.SLICE" and _unit(x, len(shape)):
+        lead = _lead(x) if op.name in _RESHAPED or tuple(x.shape) == shape else None
+        if lead is None:
+            if op.name != "tosa.SLICE" and _own(graph, x, len(shape)):
                 continue
             return None
-        inner = src.operands[0]
-        if not _per_tensor(inner) or not all(_follows(r, shape) for r, _ in graph.uses(x)):
-            return None
-        wide, narrow = tuple(inner.type.static_shape), tuple(x.shape)
-        lead = len(wide) - len(narrow)
-        if not narrow or lead <= 0 or wide[lead:] != narrow or any(d != 1 for d in wide[:lead]):
+        if not all(_follows(r, shape) for r, _ in graph.uses(x)):
             return None
         leads.add(lead)
-        shared |= len(graph.uses(inner)) > 1
+        assert x.producer is not None
+        shared |= len(graph.uses(x.producer.operands[0])) > 1
     if len(leads) != 1:
         return None
     wide = (1,) * leads.pop() + shape
@@ -182,22 +205,25 @@ def _lift(graph: Graph, op: Operation, made: set[int]) -> bool:
     readers = graph.uses(op.result)
     out = op.result
     lead = (1,) * (len(wide) - out.type.rank)
-    for k in _LIFTED[op.name]:
+    for k in _data(op):
         x = op.operands[k]
         arr = x.const()
         if arr is not None:
             widened = graph.add_const(arr.reshape(lead + arr.shape), x.type.dtype, name=x.name, quant=x.type.quant)
             graph.set_operand(op, k, widened)
-        elif (src := x.producer) is not None and src.name == "tosa.RESHAPE" and src.operands[0].type.rank == len(wide):
-            graph.set_operand(op, k, src.operands[0])
-        else:  # a broadcast scalar (_unit)
-            unit = _reshape(graph, x, x, shape=(1,) * len(wide), suffix="_unit")
-            made.add(unit.id)
-            graph.set_operand(op, k, unit.result)
+        elif _lead(x) == len(lead):
+            assert x.producer is not None
+            graph.set_operand(op, k, x.producer.operands[0])
+        else:  # (_own)
+            own = _reshape(graph, x, x, shape=lead + tuple(x.type.static_shape), suffix="_lifted")
+            made.add(own.id)
+            graph.set_operand(op, k, own.result)
     if op.name == "tosa.SLICE":
         for k, pad in ((1, 0), (2, 1)):
             dims = (pad,) * len(lead) + tuple(int(d) for d in np.asarray(op.operands[k].const()).reshape(-1))
             graph.set_operand(op, k, _shape_const(graph, dims))
+    if op.name == "tosa.CONCAT":
+        op.attrs["axis"] = int(op.attrs["axis"]) + len(lead)
     back = _reshape(graph, out, out)
     made.add(back.id)
     out.type = out.type.with_shape(wide)
