@@ -797,20 +797,24 @@ def _run_program(out: Out, m: Any, model: Path, feed: dict[str, Any], backend: B
     return outs
 
 
+def _output_result(out: Out, name: str, arr: Any, output_dir: Path | None,
+                   files: dict[str | os.PathLike[str], bytes]) -> dict[str, Any]:
+    """``run``'s result line for one output (with --output-dir, its NAME.npy is added to ``files``); its JSON
+    record."""
+    lo = arr.min().item() if arr.size else 0
+    hi = arr.max().item() if arr.size else 0
+    out.result(f"{name}: shape={list(arr.shape)} dtype={arr.dtype} min={lo} max={hi}")
+    file = output_dir / f"{name}.npy" if output_dir is not None else None
+    if file is not None:
+        files[file] = _npy(arr)
+    return {"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype), "min": lo, "max": hi,
+            "file": str(file) if file else None}
+
+
 def _output_results(out: Out, outs: dict[str, Any], output_dir: Path | None) -> list[dict[str, Any]]:
     """``run``'s result line per output, each written as NAME.npy with --output-dir (every file or none)."""
-    results = []
     files: dict[str | os.PathLike[str], bytes] = {}
-    for name, arr in outs.items():
-        lo = arr.min().item() if arr.size else 0
-        hi = arr.max().item() if arr.size else 0
-        out.result(f"{name}: shape={list(arr.shape)} dtype={arr.dtype} min={lo} max={hi}")
-        file = None
-        if output_dir is not None:
-            file = output_dir / f"{name}.npy"
-            files[file] = _npy(arr)
-        results.append({"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype), "min": lo, "max": hi,
-                        "file": str(file) if file else None})
+    results = [_output_result(out, name, arr, output_dir, files) for name, arr in outs.items()]
     if output_dir is not None:
         from .outputs import write_files
 
@@ -861,18 +865,8 @@ def _run_steps(m: Any, model: Path, given: dict[str, Any], steps: int, state: di
                 per_output[name].append(arr)
     out.result(f"{model}: {steps} step(s) of one stream"
                + (f", state carried in {len(session.variables)} variable(s)" if session.variables else ""))
-    results = []
     files: dict[str | os.PathLike[str], bytes] = {}
-    for name, arrs in per_output.items():
-        arr = np.stack(arrs)
-        lo = arr.min().item() if arr.size else 0
-        hi = arr.max().item() if arr.size else 0
-        out.result(f"{name}: shape={list(arr.shape)} dtype={arr.dtype} min={lo} max={hi}")
-        file = output_dir / f"{name}.npy" if output_dir is not None else None
-        if file is not None:
-            files[file] = _npy(arr)
-        results.append({"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype), "min": lo, "max": hi,
-                        "file": str(file) if file else None})
+    results = [_output_result(out, name, np.stack(arrs), output_dir, files) for name, arrs in per_output.items()]
     final = []
     for name, arr in session.state.items():
         file = output_dir / f"state_{name}.npy" if output_dir is not None else None
