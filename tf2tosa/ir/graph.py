@@ -277,9 +277,21 @@ class Graph:
         dt = dtype or dtype_from_numpy(arr.dtype)
         if dt is not DType.SHAPE and arr.dtype != dt.np_dtype() and dt not in (DType.INT4, DType.INT48):
             arr = arr.astype(dt.np_dtype())
-        shape: tuple[int, ...] = (len(arr),) if dt is DType.SHAPE else tuple(arr.shape)
-        op = self.add_op(op_name, [], [TensorType(shape, dt, quant)], {"values": arr}, [name])
-        return op.result
+        shape: tuple[int, ...] = (len(arr),) if dt is DType.SHAPE else arr.shape
+        # what add_op(op_name, [], [type], {"values": arr}, [name]) makes, without its general steps: a constant
+        # has no operands and one result (thousands per conversion: a RESCALE alone takes four)
+        ids = self._ids
+        op = Operation(next(ids), op_name, [], [], {"values": arr}, [], None)
+        oid = op.id
+        r = Value(self, next(ids), self.unique_name(name or f"{op.opcode.lower()}_{oid}"), TensorType(shape, dt, quant),
+                  op, 0)
+        op.results.append(r)
+        self.ops[oid] = op
+        g = self.nx
+        g._succ[oid], g._pred[oid], g._node[oid] = {}, {}, {}
+        _clear_nx_cache(g)
+        self._version += 1
+        return r
 
     def _add_edge(self, v: Value, consumer: Operation, k: int) -> None:
         src = v.producer.id if v.producer is not None else INPUT

@@ -178,12 +178,22 @@ class TensorType:
     dtype: DType
     quant: QuantParams | None = field(default=None)
 
-    def __post_init__(self) -> None:
-        shape = self.shape
-        if shape.__class__ is not tuple or [d for d in shape if d.__class__ is not int]:  # (a tuple of ints: kept)
-            object.__setattr__(self, "shape", tuple(d if isinstance(d, (str, SymDim)) else int(d) for d in shape))
-        if self.dtype.__class__ is not DType:  # (a DType member stays itself: no enum call per type)
-            object.__setattr__(self, "dtype", DType(self.dtype))
+    def __init__(self, shape: tuple[Dim, ...], dtype: DType, quant: QuantParams | None = None) -> None:
+        # the dataclass's own __init__ and __post_init__ in one: the fields written into the instance's dict (what
+        # the frozen dataclass's object.__setattr__ calls did; thousands of types per conversion).  A tuple of plain
+        # ints is kept as it is, and with it is_static and static_shape are known at once (the shape itself)
+        d = self.__dict__
+        if shape.__class__ is not tuple or [x for x in shape if x.__class__ is not int]:
+            d["shape"] = tuple(x if isinstance(x, (str, SymDim)) else int(x) for x in shape)
+        else:
+            d["shape"] = shape
+            if not shape or min(shape) >= 0:  # type: ignore[operator]  # (plain ints here)
+                d["is_static"] = True
+                d["_static_shape"] = shape
+            else:
+                d["is_static"] = False
+        d["dtype"] = dtype if dtype.__class__ is DType else DType(dtype)  # (a member: no enum call)
+        d["quant"] = quant
 
     @property
     def rank(self) -> int:
