@@ -275,8 +275,10 @@ class Graph:
                   op_name: str = "tosa.CONST", quant: Any = None) -> Value:
         arr = np.asarray(values)
         dt = dtype or dtype_from_numpy(arr.dtype)
-        if dt is not DType.SHAPE and arr.dtype != dt.np_dtype() and dt not in (DType.INT4, DType.INT48):
-            arr = arr.astype(dt.np_dtype())
+        if dt is not DType.SHAPE and dt not in (DType.INT4, DType.INT48):
+            want = dt.np_dtype()
+            if arr.dtype is not want and arr.dtype != want:  # (the builder's constants come in their type)
+                arr = arr.astype(want)
         shape: tuple[int, ...] = (len(arr),) if dt is DType.SHAPE else arr.shape
         # what add_op(op_name, [], [type], {"values": arr}, [name]) makes, without its general steps: a constant
         # has no operands and one result (thousands per conversion: a RESCALE alone takes four)

@@ -79,13 +79,10 @@ class DType(str, Enum):
 
     def range(self) -> tuple[int, int]:
         """Inclusive integer range of the type."""
-        if self is DType.BOOL:
-            return (0, 1)
-        if self in (DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64):
-            return (0, (1 << self.bits) - 1)
-        if self.is_int:
-            return (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1)
-        raise ValueError(f"{self} is not an integer type")
+        got = _RANGES.get(self)  # (the rescale and bias helpers and the validation ask per op)
+        if got is None:
+            raise ValueError(f"{self} is not an integer type")
+        return got
 
 
 _FLOATS = {DType.FP8E4M3, DType.FP8E5M2, DType.FP16, DType.BF16, DType.FP32, DType.FP64}
@@ -102,6 +99,14 @@ _NP = {DType.BOOL: np.bool_, DType.INT4: np.int8, DType.INT8: np.int8, DType.INT
        DType.UINT16: np.uint16, DType.UINT32: np.uint32, DType.UINT64: np.uint64, DType.FP16: np.float16,
        DType.FP32: np.float32, DType.FP64: np.float64, DType.SHAPE: np.int64,
        DType.COMPLEX64: np.complex64, DType.COMPLEX128: np.complex128, DType.STRING: np.object_}
+
+#: the inclusive range of each integer type (and bool)
+_RANGES: dict[DType, tuple[int, int]] = {DType.BOOL: (0, 1)}
+for _d in _INTS:
+    _b = _BITS[_d]
+    _RANGES[_d] = ((0, (1 << _b) - 1) if _d in (DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64)
+                   else (-(1 << (_b - 1)), (1 << (_b - 1)) - 1))
+del _d, _b
 
 #: :data:`_NP` as numpy dtypes (what :meth:`DType.np_dtype` returns for them)
 _NP_DTYPES: dict[DType, np.dtype] = {k: np.dtype(v) for k, v in _NP.items()}

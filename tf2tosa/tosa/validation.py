@@ -97,7 +97,12 @@ def _rows_key(name: str, operand_types: Sequence[TensorType], result_types: Sequ
     acc, mode, typ = get("acc_type"), get("mode"), get("type")
     return (name, tuple([t.dtype for t in operand_types]),
             None if result_types is None else tuple([t.dtype for t in result_types]),
-            (type(acc), str(acc)), (type(mode), str(mode)), (type(typ), str(typ)), bool(get("scale32", True)))
+            _ABSENT if acc is None else (type(acc), str(acc)), _ABSENT if mode is None else (type(mode), str(mode)),
+            _ABSENT if typ is None else (type(typ), str(typ)), bool(get("scale32", True)))
+
+
+#: an attribute :func:`_rows_key` reads that is absent (or None), as it keys it
+_ABSENT = (type(None), "None")
 
 
 def _fitting_rows(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType] | None,
