@@ -334,7 +334,7 @@ class Builder:
                 c = None
             else:  # a constant's values as inference and validation read them: an array, or a Widened as it is
                 c = p.attrs["values"]
-                if c.__class__ is not Widened:
+                if c.__class__ is not np.ndarray and c.__class__ is not Widened:
                     c = np.asarray(c)
             if c is None:
                 all_const = False

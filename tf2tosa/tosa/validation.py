@@ -244,9 +244,11 @@ def _check_attr(spec: OpSpec, a: Attr, v: Any) -> None:
         ok = isinstance(v, (bool, np.bool_))
     elif k == "i32_list":
         try:
-            ok = all(_is_int(x) for x in list(v))
+            items = list(v)
         except TypeError:
             ok = False
+        else:  # (plain ints, as the rules make pads and strides, without a call per element)
+            ok = not [x for x in items if x.__class__ is not int] or all(_is_int(x) for x in items)
     elif k in ENUMS:
         ok = str(getattr(v, "value", v)) in ENUMS[k]
         if not ok:
