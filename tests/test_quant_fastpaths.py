@@ -47,3 +47,23 @@ def test_multiplier_arrays_match_per_scale(scale32: bool) -> None:
         assert got[0].dtype == want[0].dtype and got[1].dtype == want[1].dtype
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_add_sub_output_on_indexed_input_stages_is_add_sub_i8() -> None:
+    """``_add_sub_singles`` reads TFLite's int8 ADD/SUB results as the output stage of the two inputs' stage values
+    made once for the 256 codes and indexed: the same as ``add_sub_i8`` on every one of the 65,536 pairs."""
+    from tf2tosa.quant import tflite_reference as R
+
+    rng = np.random.default_rng(11)
+    codes = R.codes(8)
+    xs, ys = np.meshgrid(codes, codes, indexing="ij")
+    for k in range(12):
+        s1, s2 = (float(np.float32(np.exp(rng.uniform(np.log(1e-3), np.log(1.0))))) for _ in range(2))
+        so = float(np.float32((s1 + s2) * rng.uniform(0.1, 4.0)))
+        z1, z2, zo = (int(rng.integers(-128, 128)) for _ in range(3))
+        bounds = (-128, 127) if k % 3 else (int(rng.integers(-128, 0)), int(rng.integers(0, 128)))
+        subtract = bool(k % 2)
+        m1, m2, (mo, eo) = R.add_sub_multipliers_i8(s1, s2, so)
+        t1, t2 = R.mbqm((codes - z1) << 20, *m1), R.mbqm((codes - z2) << 20, *m2)
+        got = R.add_sub_output_i8(t1[xs + 128], t2[ys + 128], mo, eo, zo, subtract, bounds)
+        np.testing.assert_array_equal(got, R.add_sub_i8(xs, ys, s1, z1, s2, z2, so, zo, subtract, bounds))
