@@ -32,7 +32,7 @@ import numpy as np
 
 from .records import ConversionRecord, SourceInfo, SymbolicDims
 from .symdim import SYM_VALUES
-from .types import DType, TensorType, dtype_from_numpy
+from .types import DType, TensorType, dtype_from_numpy, plain_type
 
 INPUT = -1  # pseudo node id of graph inputs
 
@@ -275,11 +275,25 @@ class Graph:
                   op_name: str = "tosa.CONST", quant: Any = None) -> Value:
         arr = np.asarray(values)
         dt = dtype or dtype_from_numpy(arr.dtype)
-        if dt is not DType.SHAPE and arr.dtype != dt.np_dtype() and dt not in (DType.INT4, DType.INT48):
-            arr = arr.astype(dt.np_dtype())
-        shape: tuple[int, ...] = (len(arr),) if dt is DType.SHAPE else tuple(arr.shape)
-        op = self.add_op(op_name, [], [TensorType(shape, dt, quant)], {"values": arr}, [name])
-        return op.result
+        if dt is not DType.SHAPE and dt not in (DType.INT4, DType.INT48):
+            want = dt.np_dtype()
+            if arr.dtype is not want and arr.dtype != want:  # (the builder's constants come in their type)
+                arr = arr.astype(want)
+        shape: tuple[int, ...] = (len(arr),) if dt is DType.SHAPE else arr.shape
+        # what add_op(op_name, [], [type], {"values": arr}, [name]) makes, without its general steps: a constant
+        # has no operands and one result (thousands per conversion: a RESCALE alone takes four)
+        ids = self._ids
+        op = Operation(next(ids), op_name, [], [], {"values": arr}, [], None)
+        oid = op.id
+        t = plain_type(shape, dt) if quant is None else TensorType(shape, dt, quant)
+        r = Value(self, next(ids), self.unique_name(name or f"{op.opcode.lower()}_{oid}"), t, op, 0)
+        op.results.append(r)
+        self.ops[oid] = op
+        g = self.nx
+        g._succ[oid], g._pred[oid], g._node[oid] = {}, {}, {}
+        _clear_nx_cache(g)
+        self._version += 1
+        return r
 
     def _add_edge(self, v: Value, consumer: Operation, k: int) -> None:
         src = v.producer.id if v.producer is not None else INPUT

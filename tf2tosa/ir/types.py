@@ -79,13 +79,10 @@ class DType(str, Enum):
 
     def range(self) -> tuple[int, int]:
         """Inclusive integer range of the type."""
-        if self is DType.BOOL:
-            return (0, 1)
-        if self in (DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64):
-            return (0, (1 << self.bits) - 1)
-        if self.is_int:
-            return (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1)
-        raise ValueError(f"{self} is not an integer type")
+        got = _RANGES.get(self)  # (the rescale and bias helpers and the validation ask per op)
+        if got is None:
+            raise ValueError(f"{self} is not an integer type")
+        return got
 
 
 _FLOATS = {DType.FP8E4M3, DType.FP8E5M2, DType.FP16, DType.BF16, DType.FP32, DType.FP64}
@@ -102,6 +99,14 @@ _NP = {DType.BOOL: np.bool_, DType.INT4: np.int8, DType.INT8: np.int8, DType.INT
        DType.UINT16: np.uint16, DType.UINT32: np.uint32, DType.UINT64: np.uint64, DType.FP16: np.float16,
        DType.FP32: np.float32, DType.FP64: np.float64, DType.SHAPE: np.int64,
        DType.COMPLEX64: np.complex64, DType.COMPLEX128: np.complex128, DType.STRING: np.object_}
+
+#: the inclusive range of each integer type (and bool)
+_RANGES: dict[DType, tuple[int, int]] = {DType.BOOL: (0, 1)}
+for _d in _INTS:
+    _b = _BITS[_d]
+    _RANGES[_d] = ((0, (1 << _b) - 1) if _d in (DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64)
+                   else (-(1 << (_b - 1)), (1 << (_b - 1)) - 1))
+del _d, _b
 
 #: :data:`_NP` as numpy dtypes (what :meth:`DType.np_dtype` returns for them)
 _NP_DTYPES: dict[DType, np.dtype] = {k: np.dtype(v) for k, v in _NP.items()}
@@ -178,12 +183,28 @@ class TensorType:
     dtype: DType
     quant: QuantParams | None = field(default=None)
 
-    def __post_init__(self) -> None:
-        shape = self.shape
-        if shape.__class__ is not tuple or [d for d in shape if d.__class__ is not int]:  # (a tuple of ints: kept)
-            object.__setattr__(self, "shape", tuple(d if isinstance(d, (str, SymDim)) else int(d) for d in shape))
-        if self.dtype.__class__ is not DType:  # (a DType member stays itself: no enum call per type)
-            object.__setattr__(self, "dtype", DType(self.dtype))
+    def __init__(self, shape: tuple[Dim, ...], dtype: DType, quant: QuantParams | None = None) -> None:
+        # the dataclass's own __init__ and __post_init__ in one: the fields written into the instance's dict (what
+        # the frozen dataclass's object.__setattr__ calls did; thousands of types per conversion).  A tuple of plain
+        # ints is kept as it is, and with it is_static and static_shape are known at once (the shape itself)
+        d = self.__dict__
+        plain = shape.__class__ is tuple
+        if plain:
+            for x in shape:
+                if x.__class__ is not int:
+                    plain = False
+                    break
+        if plain:
+            d["shape"] = shape
+            if not shape or min(shape) >= 0:  # type: ignore[operator]  # (plain ints here)
+                d["is_static"] = True
+                d["_static_shape"] = shape
+            else:
+                d["is_static"] = False
+        else:
+            d["shape"] = tuple(x if isinstance(x, (str, SymDim)) else int(x) for x in shape)
+        d["dtype"] = dtype if dtype.__class__ is DType else DType(dtype)  # (a member: no enum call)
+        d["quant"] = quant
 
     @property
     def rank(self) -> int:
@@ -239,3 +260,20 @@ class TensorType:
             else:
                 q = f" q({self.quant.scale[0]:.6g}, {self.quant.zero_point[0]})"
         return f"tensor<{dims + 'x' if dims else ''}{self.dtype.value}{q}>"
+
+
+#: the types :func:`plain_type` made, by (shape, element type)
+_PLAIN_TYPES: dict[tuple[tuple[int, ...], DType], TensorType] = {}
+
+
+def plain_type(shape: tuple[int, ...], dtype: DType) -> TensorType:
+    """``TensorType(shape, dtype)`` (no quantization), one shared instance per shape of plain ints and element type
+    (a type is immutable, and nothing tells types apart by identity): the builder makes thousands of constants of a
+    few shapes.  A key equal to a kept one (``1`` for ``True`` or ``np.int64(1)``, ``"i8"`` for ``DType.INT8``) is
+    what the constructor would turn it into."""
+    t = _PLAIN_TYPES.get((shape, dtype))
+    if t is None:
+        t = TensorType(shape, dtype)
+        if t.shape is shape and dtype.__class__ is DType and len(_PLAIN_TYPES) < 1 << 16:  # (plain ints: kept)
+            _PLAIN_TYPES[(shape, dtype)] = t
+    return t

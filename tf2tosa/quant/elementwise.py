@@ -29,7 +29,7 @@ from .rescale import (
     rescale,
     rescale_raw,
     rounding_mode,
-    two_step_widen,
+    two_step_codes,
 )
 from .table import apply_table_i8
 
@@ -163,18 +163,22 @@ def _add_sub_singles(q1: tuple[float, int], q2: tuple[float, int], qo: tuple[flo
     if mode != "DOUBLE_ROUND":
         return None, None
     f1, f2, fo = add_sub_factors(s1, s2, so, 20)
+    m1, m2, (mo, eo) = R.add_sub_multipliers_i8(s1, s2, so)
+    codes = R.codes(8)
+    # TFLite's input stages on every code, made once: R.add_sub_i8 on a grid is its output stage on these, indexed
+    stages = (R.mbqm((codes - z1) << 20, *m1), R.mbqm((codes - z2) << 20, *m2))
 
     def want(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
         """TFLite's results on a grid of code pairs (a column of first-input codes, a row of second-input codes)."""
-        return R.add_sub_i8(xs, ys, s1, z1, s2, z2, so, zo, subtract, bounds)
+        return R.add_sub_output_i8(stages[0][xs + 128], stages[1][ys + 128], mo, eo, zo, subtract, bounds)
 
-    holds = two_step_is_tflite_add((s1, z1), (s2, z2), so, (f1, f2), fo)
+    holds = two_step_is_tflite_add((s1, z1), (s2, z2), so, (f1, f2), fo, stages=stages)
     found = joint_add_rescales((z1, z2), (f1, f2), 20, fo, zo, bounds, subtract, want, mode, two_step_holds=holds)
     return (found[0], found[1]) if found else (None, None)
 
 
 def two_step_is_tflite_add(q1: tuple[float, int], q2: tuple[float, int], so: float, factors: tuple[float, float],
-                           fo: float) -> bool:
+                           fo: float, *, stages: tuple[np.ndarray, np.ndarray] | None = None) -> bool:
     """Whether the DOUBLE_ROUND two-step form of an int8 ADD/SUB (each input ``(x - zp)·2^20`` then RESCALE by its
     factor, the i32 sum or difference, RESCALE by ``fo``) gives TFLite's result on all 65,536 code pairs, shown
     without them; False when this cheap proof does not apply (the caller then checks the pairs).
@@ -185,16 +189,17 @@ def two_step_is_tflite_add(q1: tuple[float, int], q2: tuple[float, int], so: flo
     - 2^31·[t < 0]) / 2^(31+e))``, with ``t`` the srdhm result in TFLite and ``s`` itself in TOSA; for
     ``2^30 < q < 2^31``, ``t < 0`` exactly when ``s < 0``, and for ``q = 2^30`` they differ only at ``s = -1``,
     where both numerators lie in ``[0, 2^(31+e))`` (both results 0).  The sums fit int32 (no wrap) when the
-    largest input values do; the out_zp and the clamp are the same in both."""
+    largest input values do; the out_zp and the clamp are the same in both.  ``stages``: TFLite's input stages on
+    the 256 codes (``mbqm((code - zp) << 20, q, e)`` per input) when the caller has them."""
     (m1, m2, (qo, eo)) = R.add_sub_multipliers_i8(q1[0], q2[0], so)
     om, osh = multiplier32(fo)
     if om != qo or not 1 <= -eo <= 31 or osh != 31 - eo or not (1 << 30) <= qo < (1 << 31):
         return False
     codes = R.codes(8)
     peak = 0
-    for (_, zp), (q, e), f in zip((q1, q2), (m1, m2), factors):
-        tfl = R.mbqm((codes - zp) << 20, q, e)
-        if not np.array_equal(two_step_widen(codes - zp, 20, f, "DOUBLE_ROUND"), tfl):
+    for i, ((_, zp), (q, e), f) in enumerate(zip((q1, q2), (m1, m2), factors)):
+        tfl = R.mbqm((codes - zp) << 20, q, e) if stages is None else stages[i]
+        if not np.array_equal(two_step_codes(int(zp), 20, float(f), "DOUBLE_ROUND"), tfl):
             return False
         peak += int(np.abs(tfl).max())
     return peak < 1 << 31

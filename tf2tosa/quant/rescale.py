@@ -218,17 +218,18 @@ def _apply(v: np.ndarray, cand: tuple[int, int, str]) -> np.ndarray:
 
 
 def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: float,
-                         mode: str) -> tuple[int, int, str] | None:
+                         mode: str, *, two_step: np.ndarray | None = None) -> tuple[int, int, str] | None:
     """One RESCALE ``(multiplier, shift, rounding_mode)`` that maps every input code ``x`` of ``codes`` exactly as
     the two steps ``(x - zp)·2^left_shift`` (exact) then RESCALE by ``scale`` with ``mode`` do, or None.
 
     TFLite's quantized ADD/SUB (and SQUARED_DIFFERENCE) scale each input by ``2^left_shift`` and then by a
     multiplier with rounding; the two roundings of the second step need not be one rounding of ``x - zp``.  This
     tries :func:`_widen_rescale_candidates` in order for a pair whose results on *every* code equal the two
-    steps': the check over all codes is the proof.
+    steps': the check over all codes is the proof.  ``two_step``: the two steps' values on ``codes`` when the caller
+    has them.
     """
     v = np.asarray(codes, dtype=np.int64) - zp
-    want = two_step_widen(v, left_shift, scale, mode)
+    want = two_step_widen(v, left_shift, scale, mode) if two_step is None else two_step
     cands = _candidate_list(scale, left_shift, mode)
     if not cands:
         return None
@@ -252,6 +253,23 @@ def two_step_widen(v: np.ndarray, left_shift: int, scale: float, mode: str) -> n
     mult, shift2 = multiplier32(scale)
     return apply_scale_32(np.asarray(v, dtype=np.int64) << left_shift, mult, shift2,
                           mode == "DOUBLE_ROUND" and shift2 > 31)
+
+
+@functools.lru_cache(maxsize=1024)
+def two_step_codes(zp: int, left_shift: int, scale: float, mode: str) -> np.ndarray:
+    """:func:`two_step_widen` of the 256 int8 codes less ``zp``, kept per argument (read-only): an ADD/SUB's search
+    reads each input's several times, and inputs of one quantization recur."""
+    v = two_step_widen(np.arange(-128, 128, dtype=np.int64) - zp, left_shift, scale, mode)
+    v.flags.writeable = False
+    return v
+
+
+@functools.lru_cache(maxsize=1024)
+def _merged_codes(zp: int, left_shift: int, scale: float, mode: str) -> tuple[int, int, str] | None:
+    """:func:`merged_widen_rescale` on the 256 int8 codes, kept per argument (the input of an ADD/SUB with the
+    larger scale has the factor 1/2 exactly, and its zero point recurs)."""
+    return merged_widen_rescale(np.arange(-128, 128, dtype=np.int64), zp, left_shift, scale, mode,
+                                two_step=two_step_codes(zp, left_shift, scale, mode))
 
 
 #: TFLite's int8 ADD/SUB results on a grid of code pairs: ``want(xs, ys)`` for a column of first-input codes and
@@ -282,7 +300,7 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
     at: PairResults | None = want if callable(want) else None
     full = None if callable(want) else np.asarray(want, dtype=np.int64).reshape(256, 256)
     output = _add_output_stage(out_scale, out_zp, bounds, subtract, mode)
-    vals = [two_step_widen(codes - zp, left_shift, sc, mode) for zp, sc in zip(zps, scales)]
+    vals = [two_step_codes(int(zp), left_shift, float(sc), mode) for zp, sc in zip(zps, scales)]
     if not two_step_holds:
         if full is None:
             assert at is not None
@@ -299,7 +317,7 @@ def joint_add_rescales(zps: tuple[int, int], scales: tuple[float, float], left_s
 
     chosen: list[tuple[int, int, str] | None] = [None, None]
     for i, (zp, sc) in enumerate(zip(zps, scales)):
-        exact = merged_widen_rescale(codes, zp, left_shift, sc, mode)  # the same values on every code: kept first
+        exact = _merged_codes(int(zp), left_shift, float(sc), mode)  # the same values on every code: kept first
         if exact:
             chosen[i] = exact  # (no code moves: every pair keeps its result)
             continue

@@ -129,6 +129,13 @@ def quantize_multiplier_arrays(scales: Sequence[float] | np.ndarray, scale32: bo
 def _multiplier_arrays(flat: np.ndarray, scale32: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`compute_scale_32` / :func:`compute_scale_16` over a float64 array, the same float64 operations
     elementwise; None when a scale needs the scalar path's error (not finite, negative, too large)."""
+    if scale32 and flat.min() > 0.0 and flat.max() < math.inf:  # (NaN fails the first test)
+        # the common case, positive finite 32-bit scales with no q of 2^31, none flushed (e >= -31) nor too large
+        # (shift = 31 - e >= 2): the same multipliers and shifts in a third of the numpy passes
+        m, e = np.frexp(flat)
+        qf = np.floor(m * float(1 << 31) + 0.5)
+        if qf.max() < float(1 << 31) and e.min() >= -31 and e.max() <= 31 - MIN_SHIFT:
+            return qf.astype(np.int32), (31 - e).astype(np.int8)
     if not np.all(np.isfinite(flat)) or np.any(flat < 0.0):
         return None
     m, e = np.frexp(flat)

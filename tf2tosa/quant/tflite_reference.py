@@ -707,6 +707,14 @@ def add_sub_i8(x: Any, y: Any, s1: float, zp1: int, s2: float, zp2: int, s_out: 
     (q1, e1), (q2, e2), (qo, eo) = add_sub_multipliers_i8(s1, s2, s_out)
     a = mbqm((i64(x) - zp1) << 20, q1, e1)
     c = mbqm((i64(y) - zp2) << 20, q2, e2)
+    return add_sub_output_i8(a, c, qo, eo, zp_out, subtract, act)
+
+
+def add_sub_output_i8(a: Any, c: Any, qo: int, eo: int, zp_out: int, subtract: bool = False,
+                      act: tuple[int, int] = (-128, 127)) -> Arr:
+    """The output stage of :func:`add_sub_i8` on its inputs' stage values ``a`` and ``c`` (each input's
+    ``mbqm((x - zp) << 20, q, e)``, an elementwise function of its code: a caller may index them from the 256 codes'
+    values) with the output's (q, shift) of :func:`add_sub_multipliers_i8`."""
     acc = i64(a - c if subtract else a + c)
     if acc.ndim and qo != I32_MIN and -31 <= eo <= 31:  # the same passes on the one new array (65536 code pairs)
         r = _mbqm_scalar(acc, qo, eo, inplace=True)

@@ -131,16 +131,6 @@ def _widened(passes: GraphPasses, op: Operation) -> Widened | None:
     return None
 
 
-def _values(v: Value) -> Any:
-    """A constant operand's values as inference and validation read them: an array, or a :class:`Widened` as it
-    is (its float32 values are made only if a check reads them)."""
-    p = v.producer
-    if p is None or p.name not in CONST_OPS:
-        return None
-    vals = p.attrs["values"]
-    return vals if isinstance(vals, Widened) else np.asarray(vals)
-
-
 #: each operator's attribute defaults (the catalogue's), copied by :meth:`Builder.emit` for each op it emits
 _DEFAULTS: dict[str, dict[str, Any]] = {}
 
@@ -331,17 +321,32 @@ class Builder:
         if attrs:
             full.update(attrs)
         operands = list(operands)
-        types = [v.type for v in operands]
-        # shape operands whose values carry dimension expressions (--dynamic) are read with them
-        consts = [_values(v) if v.type.dtype is not DType.SHAPE else v.sym_const() for v in operands]
+        types: list[TensorType] = []
+        consts: list[Any] = []
+        all_const = bool(operands)  # (a constant operand is one whose consts entry is not None)
+        for v in operands:
+            t = v.type
+            types.append(t)
+            p = v.producer
+            if t.dtype is DType.SHAPE:  # shape operands whose values carry dimension expressions (--dynamic) are
+                c = v.sym_const()      # read with them
+            elif p is None or p.name not in CONST_OPS:
+                c = None
+            else:  # a constant's values as inference and validation read them: an array, or a Widened as it is
+                c = p.attrs["values"]
+                if c.__class__ is not np.ndarray and c.__class__ is not Widened:
+                    c = np.asarray(c)
+            if c is None:
+                all_const = False
+            consts.append(c)
         inferred = result_types is None
         if result_types is None:
             try:
                 result_types = validation.infer_result_types(opcode, types, full, out_dtype=out_dtype,
-                                                            operand_consts=consts)
+                                                            operand_consts=consts, quant=quant)
             except InvalidGraphError as e:
                 raise InvalidGraphError(str(e), op=self.location) from None
-            if quant is not None:
+            if quant is not None and any(t.quant is not quant for t in result_types):  # (CONST, control flow …)
                 result_types = [t.with_dtype(t.dtype, quant) for t in result_types]
         result_types = list(result_types)
         if self.validate:
@@ -352,7 +357,7 @@ class Builder:
         if names is None and self.name_hint:
             names = [self.name_hint] * len(result_types)
         op = self.graph.add_op("tosa." + opcode, operands, result_types, full, names, regions, self.location)
-        if self.fold and opcode not in _NO_FOLD and operands and all(v.is_const for v in operands):
+        if all_const and self.fold and opcode not in _NO_FOLD:
             return self._fold(op)
         return op
 

@@ -793,11 +793,19 @@ _op("DIM", _DRAFT_SHAPE, 0,
 def get(name: str) -> OpSpec:
     """The spec of ``name`` ("CONV2D" or "tosa.CONV2D"): the 1.0 catalogue, then the 1.1-draft operators
     (:data:`DRAFT_OPS`; writers that emit 1.0 check :func:`is_draft` themselves)."""
+    spec = _SPEC_OF.get(name)
+    if spec is not None:
+        return spec
     key = name.split(".", 1)[1] if name.startswith("tosa.") else name
     spec = OPS.get(key) or DRAFT_OPS.get(key)
     if spec is None:
         raise InvalidGraphError(f"{name}: not a TOSA 1.0 operator (nor one of the 1.1 draft's EXT-SHAPE)", op=name)
+    _SPEC_OF[name] = spec
     return spec
+
+
+#: the spec :func:`get` found for each name asked (the tables are complete once this module is imported)
+_SPEC_OF: dict[str, OpSpec] = {}
 
 
 def is_draft(name: str) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.types import DType, TensorType, dtype_from_numpy
+from ..ir.types import DType, QuantParams, TensorType, dtype_from_numpy, plain_type
 from . import shapes
 from .optable import ACC_TYPES, ENUMS, TABLE_SIZE, Arg, Attr, OpSpec, TypeRow, _err, bind_operands, get
 
@@ -97,7 +97,12 @@ def _rows_key(name: str, operand_types: Sequence[TensorType], result_types: Sequ
     acc, mode, typ = get("acc_type"), get("mode"), get("type")
     return (name, tuple([t.dtype for t in operand_types]),
             None if result_types is None else tuple([t.dtype for t in result_types]),
-            (type(acc), str(acc)), (type(mode), str(mode)), (type(typ), str(typ)), bool(get("scale32", True)))
+            _ABSENT if acc is None else (type(acc), str(acc)), _ABSENT if mode is None else (type(mode), str(mode)),
+            _ABSENT if typ is None else (type(typ), str(typ)), bool(get("scale32", True)))
+
+
+#: an attribute :func:`_rows_key` reads that is absent (or None), as it keys it
+_ABSENT = (type(None), "None")
 
 
 def _fitting_rows(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType] | None,
@@ -138,14 +143,15 @@ def _out_dtype(spec: OpSpec, arg: Arg, rows: list[TypeRow], attrs: dict[str, Any
 
 def infer_result_types(name: str, operand_types: Sequence[TensorType], attrs: dict[str, Any],
                        out_dtype: DType | None = None,
-                       operand_consts: Sequence[np.ndarray | None] | None = None) -> list[TensorType]:
+                       operand_consts: Sequence[np.ndarray | None] | None = None, *,
+                       quant: QuantParams | None = None) -> list[TensorType]:
     """Result types from the shape rule (shapes.py) and the unique fitting type row.
 
     ``out_dtype`` picks the first result's element type where rows differ (CAST, RESCALE, MATMUL
     fp16->fp32, RESIZE …); without it an op other than CAST/RESCALE gets the result type equal to its
     first operand's when a row allows that, else the first row's.  ``operand_consts`` (the constant
     arrays of the operands, None where not constant) are needed for RESHAPE/SLICE/TILE/PAD/RESIZE.
-    ``quant`` is left None.
+    ``quant`` is every result's quantization (None: none).
     """
     spec = get(name)
     operand_types = list(operand_types)
@@ -173,12 +179,35 @@ def infer_result_types(name: str, operand_types: Sequence[TensorType], attrs: di
     if op == "CUSTOM":
         raise _err(spec, "result types must be given for CUSTOM operators")
 
-    rows = candidate_rows(op, operand_types, None, attrs)
+    key = _rows_key(op, operand_types, None, attrs)
+    rows = _ROWS.get(key)
+    if rows is None:
+        rows = _fitting_rows(op, operand_types, None, attrs)
     if not rows:
         match_row(op, operand_types, None, attrs)  # raises with the message
     out_shapes = shapes.result_shapes(op, operand_types, attrs, operand_consts)
-    results: list[TensorType] = []
-    for i, (arg, shape) in enumerate(zip(spec.outputs, out_shapes)):
+    # the element types are a function of what the rows depend on, out_dtype and the number of results
+    dkey = (key, out_dtype, len(out_shapes))
+    dts = _RESULT_DTYPES.get(dkey)
+    if dts is None:
+        dts = _RESULT_DTYPES[dkey] = _result_dtypes(spec, list(rows), operand_types, attrs, out_dtype,
+                                                    len(out_shapes))
+    if quant is None:
+        return [plain_type(shape, dt) for shape, dt in zip(out_shapes, dts)]  # type: ignore[arg-type]
+    return [TensorType(shape, dt, quant) for shape, dt in zip(out_shapes, dts)]
+
+
+#: the element types :func:`_result_dtypes` chose, by the rows' key (:func:`_rows_key`), out_dtype and the number
+#: of results
+_RESULT_DTYPES: dict[tuple[Any, ...], tuple[DType, ...]] = {}
+
+
+def _result_dtypes(spec: OpSpec, rows: list[TypeRow], operand_types: list[TensorType], attrs: dict[str, Any],
+                   out_dtype: DType | None, n: int) -> tuple[DType, ...]:
+    """The element type of each of the first ``n`` results (:func:`infer_result_types`' choice among ``rows``)."""
+    op = spec.name
+    results: list[DType] = []
+    for i, arg in enumerate(spec.outputs[:n]):
         choices = _out_dtype(spec, arg, rows, attrs)
         if i == 0 and out_dtype is not None:
             want = out_dtype if out_dtype.__class__ is DType else DType(out_dtype)
@@ -199,8 +228,8 @@ def infer_result_types(name: str, operand_types: Sequence[TensorType], attrs: di
             first = operand_types[0].dtype if operand_types else None
             dt = first if first in choices else _expected(arg.type_var, rows[0], attrs)  # type: ignore[assignment]
             assert dt is not None
-        results.append(TensorType(shape, dt))
-    return results
+        results.append(dt)
+    return tuple(results)
 
 
 # ---------------------------------------------------------------------------------- attribute checks
@@ -217,9 +246,11 @@ def _check_attr(spec: OpSpec, a: Attr, v: Any) -> None:
         ok = isinstance(v, (bool, np.bool_))
     elif k == "i32_list":
         try:
-            ok = all(_is_int(x) for x in list(v))
+            items = list(v)
         except TypeError:
             ok = False
+        else:  # (plain ints, as the rules make pads and strides, without a call per element)
+            ok = not [x for x in items if x.__class__ is not int] or all(_is_int(x) for x in items)
     elif k in ENUMS:
         ok = str(getattr(v, "value", v)) in ENUMS[k]
         if not ok:
@@ -245,12 +276,27 @@ def _check_attr(spec: OpSpec, a: Attr, v: Any) -> None:
 _EXTRA_ATTR_OK = frozenset({"side_effect"})
 
 
+#: the classes of attribute values whose check :func:`check_attrs` keeps (hashable, and equal values of one class
+#: pass or fail :func:`_check_attr` alike)
+_PLAIN_ATTR = frozenset({str, bool, int, float})
+#: (op, attribute, class, value) of the plain attribute values that passed :func:`_check_attr`
+_ATTRS_OK: set[tuple[str, str, type, Any]] = set()
+
+
 def check_attrs(name: str, attrs: dict[str, Any]) -> None:
     """Presence, kinds and enum values of the attributes; unknown attribute names are errors."""
     spec = get(name)
     for a in spec.attrs:
-        if a.name in attrs and attrs[a.name] is not None:
-            _check_attr(spec, a, attrs[a.name])
+        v = attrs.get(a.name)
+        if v is not None:
+            cls = v.__class__
+            if cls in _PLAIN_ATTR:  # (rounding modes, flags, axes: the same few values op after op)
+                key = (spec.name, a.name, cls, v)
+                if key not in _ATTRS_OK:
+                    _check_attr(spec, a, v)
+                    _ATTRS_OK.add(key)
+            else:
+                _check_attr(spec, a, v)
         elif a.required and a.default is None:
             raise _err(spec, f"missing required attribute {a.name} ({a.kind})")
     for k in attrs:
@@ -309,10 +355,16 @@ def _bounds(arr: np.ndarray) -> tuple[Any, Any]:
     return arr.min(), arr.max()
 
 
+#: the ops :func:`_check_values` has rules for
+_VALUE_CHECKED = frozenset({"MUL", "TABLE", "CLAMP", "RESCALE", "PAD"})
+
+
 def _check_values(spec: OpSpec, row: TypeRow, pairs: list[tuple[Arg, TensorType]],
                   consts: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> None:
     """Value-level rules on constant operands and attributes."""
     op = spec.name
+    if op not in _VALUE_CHECKED:
+        return
     by_name: dict[str, tuple[TensorType, np.ndarray | None]] = {a.name: (t, c) for (a, t), c in zip(pairs, consts)}
     if op == "MUL" and "shift" in by_name:
         c = by_name["shift"][1]

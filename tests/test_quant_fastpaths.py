@@ -1,0 +1,69 @@
+"""The quantization helpers' fast paths give what their general forms give.
+
+``quant.scale._multiplier_arrays`` (many scales at once) against ``compute_scale_32`` / ``compute_scale_16`` per
+scale, on scales that take its common-case path and on each edge it must leave to the general one: zero, negative,
+infinite and NaN scales, mantissas that round up to 2^31, exponents at the flush (2^-32) and too-large (2^29) ends.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tf2tosa.errors import Unsupported
+from tf2tosa.quant.scale import FEW_SCALES, _multiplier_arrays, compute_scale_16, compute_scale_32
+
+_EDGES = [0.0, -0.0, 2.0 ** -31, 2.0 ** -32, math.nextafter(2.0 ** -32, 0.0), 2.0 ** -33, 2.0 ** 28,
+          math.nextafter(2.0 ** 29, 0.0), 2.0 ** 29, 1.0, 0.5, math.nextafter(1.0, 0.0),
+          (1 - 2.0 ** -32) * 2.0 ** -5, (1 - 2.0 ** -33) * 2.0 ** -20, 1e-300, 5e-324]
+
+
+def _reference(flat: np.ndarray, scale32: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    fn = compute_scale_32 if scale32 else compute_scale_16
+    try:
+        pairs = [fn(float(s)) for s in flat]
+    except Unsupported:
+        return None
+    return (np.array([p[0] for p in pairs], dtype=np.int32 if scale32 else np.int16),
+            np.array([p[1] for p in pairs], dtype=np.int8))
+
+
+@pytest.mark.parametrize("scale32", [True, False])
+def test_multiplier_arrays_match_per_scale(scale32: bool) -> None:
+    rng = np.random.default_rng(7)
+    sets = [rng.uniform(1e-6, 1e-1, 40), 2.0 ** rng.uniform(-34, 30, 64), rng.uniform(0.9, 1.1, FEW_SCALES + 1)]
+    sets += [np.array([e] + list(rng.uniform(1e-4, 1e-2, FEW_SCALES))) for e in _EDGES]
+    sets += [np.array(list(rng.uniform(1e-4, 1e-2, FEW_SCALES)) + [bad]) for bad in (-1e-3, math.inf, math.nan)]
+    for flat in sets:
+        flat = np.asarray(flat, dtype=np.float64)
+        want = _reference(flat, scale32)
+        got = _multiplier_arrays(flat, scale32)
+        if got is None:  # (the general path then raises the scalar function's error)
+            assert want is None or not np.all(np.isfinite(flat)) or np.any(flat < 0.0), flat
+            continue
+        assert want is not None, flat
+        assert got[0].dtype == want[0].dtype and got[1].dtype == want[1].dtype
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_add_sub_output_on_indexed_input_stages_is_add_sub_i8() -> None:
+    """``_add_sub_singles`` reads TFLite's int8 ADD/SUB results as the output stage of the two inputs' stage values
+    made once for the 256 codes and indexed: the same as ``add_sub_i8`` on every one of the 65,536 pairs."""
+    from tf2tosa.quant import tflite_reference as R
+
+    rng = np.random.default_rng(11)
+    codes = R.codes(8)
+    xs, ys = np.meshgrid(codes, codes, indexing="ij")
+    for k in range(12):
+        s1, s2 = (float(np.float32(np.exp(rng.uniform(np.log(1e-3), np.log(1.0))))) for _ in range(2))
+        so = float(np.float32((s1 + s2) * rng.uniform(0.1, 4.0)))
+        z1, z2, zo = (int(rng.integers(-128, 128)) for _ in range(3))
+        bounds = (-128, 127) if k % 3 else (int(rng.integers(-128, 0)), int(rng.integers(0, 128)))
+        subtract = bool(k % 2)
+        m1, m2, (mo, eo) = R.add_sub_multipliers_i8(s1, s2, so)
+        t1, t2 = R.mbqm((codes - z1) << 20, *m1), R.mbqm((codes - z2) << 20, *m2)
+        got = R.add_sub_output_i8(t1[xs + 128], t2[ys + 128], mo, eo, zo, subtract, bounds)
+        np.testing.assert_array_equal(got, R.add_sub_i8(xs, ys, s1, z1, s2, z2, so, zo, subtract, bounds))
