@@ -185,6 +185,19 @@ def test_complex_output_through_a_shape_op_is_refused() -> None:
         convert_graph(t.g)
 
 
+def test_complex_operand_with_a_real_result_is_refused() -> None:
+    """A malformed graph whose ADD of a complex64 and an fp32 tensor is typed fp32 (TFLite's is complex64): one
+    refusal naming the op and tensors, not an error of the rewrite."""
+    t = _G((1, 8, 8), seed=7)
+    z, _ = t.rfft2d()
+    r = _abs(t, z, (1, 8, 5))
+    bad = t.g.add_op("tfl.add", [r, z], [TensorType((1, 8, 5), F32)], {"fused_activation_function": "NONE"},
+                     result_names=["bad"]).result
+    t.g.outputs = [bad]
+    with pytest.raises(tf2tosa.UnsupportedOpsError, match="complex64 operand .* with the fp32 result 'bad'"):
+        convert_graph(t.g)
+
+
 # ------------------------------------------------------------------------- TFLite models, LiteRT as the oracle
 
 tf = pytest.importorskip("tensorflow")

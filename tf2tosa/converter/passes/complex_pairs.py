@@ -108,6 +108,10 @@ def _why_not(graph: Graph, op: Operation) -> str | None:
     where = f"complex64 operand {_name(cin[0])!r}"
     if any(v.dtype is DType.COMPLEX128 for v in (*op.operands, *op.results)):
         return f"{where} with complex128 values: {_NO_COMPLEX}"
+    real = next((r for r in op.results if not _is_complex(r)), None)
+    if real is not None and (op.name in _LAYOUT or op.name in _ARITH):  # (a malformed graph: TFLite types it c64)
+        return f"{where} with the {real.dtype.value} result {_name(real)!r} (a malformed model: {op.name[4:]} of " \
+               "complex64 gives complex64)"
     if op.name in _LAYOUT:
         data = _LAYOUT[op.name]
         if data is not None and any(_is_complex(op.operands[k]) for k in range(len(op.operands)) if k not in data):
