@@ -283,6 +283,42 @@ _I32 = struct.Struct("<i")
 _OFF = struct.Struct("<I")
 _U8 = struct.Struct("<B")
 _ZEROS = (b"", b"\0", b"\0\0", b"\0\0\0")
+#: the packers of vectors of up to 64 uint32 / int32, by length
+_U32S = tuple(struct.Struct(f"<{n}I") for n in range(65))
+_I32S = tuple(struct.Struct(f"<{n}i") for n in range(65))
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """The layout of a table that :meth:`_Writer._flat_table` writes at once: its bytes from the soffset to the
+    vtable (its lowest address) up to the first field written, for tables whose fields are all present (none holds
+    its default).  ``keys[p]`` is the builder's vtable key of such a table written after ``p`` bytes of padding
+    (:meth:`_Writer._end_object`: each field's distance from the soffset, from the last slot down, then the object
+    size); ``offsets`` the positions above the soffset of the fields that are uoffsets (the rest are scalars)."""
+
+    packer: struct.Struct
+    keys: tuple[tuple[int, ...], ...]
+    offsets: tuple[int, ...]
+
+    @staticmethod
+    def of(fmt: str, key: tuple[int, ...], offsets: tuple[int, ...]) -> _Flat:
+        packer = struct.Struct(fmt)
+        return _Flat(packer, tuple(key + (packer.size + p,) for p in range(4)), offsets)
+
+
+#: an operator (op, attribute type, attribute, inputs, outputs, location), from the soffset up: the four uoffsets,
+#: three bytes of padding, the attribute type (a byte) and the op (a uint32)
+_OP_FLAT = _Flat.of("<i4I3xBI", (4, 8, 12, 16, 23, 24), (4, 8, 12, 16))
+#: an operator without a location
+_OP_FLAT_NO_LOCATION = _Flat.of("<i3I3xBI", (4, 8, 12, 19, 20), (4, 8, 12))
+#: a tensor (name, shape, type, data): data, type, shape, name
+_TENSOR_FLAT = _Flat.of("<iIIII", (4, 8, 12, 16), (4, 12, 16))
+#: a tensor without data: type, shape, name
+_TENSOR_FLAT_NO_DATA = _Flat.of("<iIII", (4, 8, 12), (8, 12))
+#: a location (its text)
+_LOCATION_FLAT = _Flat.of("<iI", (4,), (4,))
+#: a table without fields
+_EMPTY_FLAT = _Flat.of("<i", (), ())
 #: a field of :meth:`_Writer._table`: (slot, kind, value)
 _Field = tuple[int, struct.Struct, int]
 #: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
@@ -387,9 +423,18 @@ class _Writer:
             return off
         x = s.encode()
         n = len(x)
-        b.Prep(4, n + 1)
-        head = b.head - n - 1
-        buf = b.Bytes
+        head, buf = b.head, b.Bytes
+        align = (head - len(buf) - n - 1) & 3  # Prep(4, n + 1): zero padding, in place when there is room
+        if head < align + n + 5:
+            b.Prep(4, n + 1)
+            head, buf = b.head, b.Bytes
+        else:
+            if b.minalign < 4:
+                b.minalign = 4
+            if align:
+                buf[head - align:head] = _ZEROS[align]
+                head -= align
+        head -= n + 1
         buf[head + n] = 0
         buf[head:head + n] = x
         head -= 4
@@ -483,7 +528,10 @@ class _Writer:
         n = len(buf)
         vt = [0] * nfields
         object_end = n - head
+        last = -1  # the highest slot written
         for slot, kind, value in fields:
+            if slot > last:
+                last = slot
             if kind is _U8:
                 head -= 1
                 buf[head] = value
@@ -502,8 +550,51 @@ class _Writer:
                     head -= 4
                     kind.pack_into(buf, head, value)
             vt[slot] = n - head
-        b.head, b.current_vtable, b.objectEnd, b.nested = head, vt, object_end, True
-        return self._end_object()
+        # EndObject where its vtable was written before (the usual case): the padding, the soffset to that vtable
+        pad = (head - n) & 3
+        object_offset = n - head + pad + 4
+        # the builder's key: the fields from the last written one down to the first (each written field's entry
+        # is not 0), then the object size
+        key = [object_offset - e if e else 0 for e in vt[last::-1]] if last >= 0 else []
+        key.append(object_offset - object_end)
+        found = b.vtables.get(tuple(key))
+        if found is None:  # (a new vtable: _end_object writes it)
+            b.head, b.current_vtable, b.objectEnd, b.nested = head, vt, object_end, True
+            return self._end_object()
+        if pad:
+            buf[head - pad:head] = _ZEROS[pad]
+        head = n - object_offset
+        _I32.pack_into(buf, head, found - object_offset)
+        b.head = head
+        return object_offset
+
+    def _flat_table(self, flat: _Flat, values: list[int], nfields: int, fields: list[_Field]) -> int:
+        """:meth:`_table` of ``fields`` (every one present, none holding its default) with one pack of ``values``,
+        the same numbers in ``flat``'s order (from the lowest address up: each uoffset as its target's offset, then
+        made relative here).  Where the builder has no vtable of this layout yet, or the buffer might have to
+        grow, :meth:`_table` does it."""
+        b = self.b
+        head, buf = b.head, b.Bytes
+        n = len(buf)
+        pad = (head - n) & 3
+        found = b.vtables.get(flat.keys[pad])
+        if found is None or b.nested or head < 64:
+            return self._table(nfields, fields)
+        if b.minalign < 4:
+            b.minalign = 4
+        low = head - pad - flat.packer.size  # the soffset: the table's start
+        at = n - low  # the table's offset (from the buffer's end)
+        for pos in flat.offsets:
+            i = (pos >> 2) - 1  # (the values from the soffset up are 4 bytes each, up to the last uoffset)
+            rel = at - pos - values[i]  # (each uoffset points to higher addresses: at least past itself)
+            if rel < 4:
+                raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+            values[i] = rel
+        if pad:
+            buf[head - pad:head] = _ZEROS[pad]
+        flat.packer.pack_into(buf, low, found - at, *values)
+        b.head = low
+        return at
 
     def _table_calls(self, nfields: int, fields: list[_Field]) -> int:
         """:meth:`_table` through the builder's own calls."""
@@ -537,18 +628,38 @@ class _Writer:
         """A vector of offsets, the bytes ``PrependUOffsetTRelative`` would write element by element, packed at once
         (StartVector has aligned the head and made room for all of them)."""
         b, n = self.b, len(offsets)
-        self._start_vector4(n)
+        head = self._vector_head(n)
+        buf = b.Bytes
+        size = len(buf)
         if n:
-            first = len(b.Bytes) - b.head  # Offset() before the last element is prepended
-            rel = []
-            for i, off in enumerate(reversed(offsets)):
-                if off > first + 4 * i:
-                    raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
-                rel.append(first + 4 * i - off + 4)
-            rel.reverse()
-            b.head -= 4 * n
-            struct.pack_into(f"<{n}I", b.Bytes, b.head, *rel)
-        return self._end_vector4(n)
+            # element j lies at head - 4 * (n - j) and points ``offsets[j]`` from the end: past itself
+            top = size - head + 4 * n
+            rel = [top - off for off in offsets] if n == 1 else [top - 4 * j - off for j, off in enumerate(offsets)]
+            if min(rel) < 4:
+                raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+            head -= 4 * n
+            (_U32S[n] if n <= 64 else struct.Struct(f"<{n}I")).pack_into(buf, head, *rel)
+        head -= 4
+        _U32.pack_into(buf, head, n)
+        b.head, b.nested = head, False
+        return size - head
+
+    def _vector_head(self, n: int) -> int:
+        """:meth:`_start_vector4`, returning the head: where there is room, the alignment is written here (the
+        same zero bytes) and the builder's ``nested`` flag, which :meth:`_offset_vector` and :meth:`_i32_vector`
+        reset as their ``EndVector``, is not set."""
+        b = self.b
+        head = b.head
+        if b.nested or head < 4 * n + 12:  # (room for the padding, the elements and the length)
+            self._start_vector4(n)
+            return b.head  # type: ignore[no-any-return]
+        if b.minalign < 4:
+            b.minalign = 4
+        align = (head - len(b.Bytes) - 4 * n) & 3
+        if align:
+            b.Bytes[head - align:head] = _ZEROS[align]
+            head -= align
+        return head
 
     def _start_vector4(self, n: int) -> None:
         """``StartVector(4, n, 4)`` in fewer calls: room and alignment for the length and ``n`` 4-byte elements
@@ -559,27 +670,25 @@ class _Writer:
         self._prep4(4 * n)
         b.nested = True
 
-    def _end_vector4(self, n: int) -> int:
-        """``EndVector``: the vector's length before its elements (room made by :meth:`_start_vector4`)."""
-        b = self.b
-        b.nested = False
-        b.head -= 4
-        _U32.pack_into(b.Bytes, b.head, n)
-        return len(b.Bytes) - b.head
-
     def _string_vector(self, items: list[str]) -> int:
-        return self._offset_vector([self._string(s) for s in items])
+        shared = self.shared  # (a string written before: _string's lookup, without the call)
+        return self._offset_vector([shared.get(s) or self._string(s) for s in items])
 
-    def _i32_vector(self, items: list[int]) -> int:
+    def _i32_vector(self, items: list[int] | tuple[int, ...]) -> int:
+        """A vector of int32 from plain ints (an attribute's list, a static shape), packed at once."""
         b, n = self.b, len(items)
-        self._start_vector4(n)
+        head = self._vector_head(n)
+        buf = b.Bytes
         if n:
             try:
-                struct.pack_into(f"<{n}i", b.Bytes, b.head - 4 * n, *(int(x) for x in items))
+                (_I32S[n] if n <= 64 else struct.Struct(f"<{n}i")).pack_into(buf, head - 4 * n, *items)
             except struct.error as e:  # as flatbuffers' own range check reports it
                 raise TypeError(f"bad int32 vector: {e}") from None
-            b.head -= 4 * n
-        return self._end_vector4(n)
+            head -= 4 * n
+        head -= 4
+        _U32.pack_into(buf, head, n)
+        b.head, b.nested = head, False
+        return len(buf) - head
 
     def _byte_vector(self, data: bytes, align: int = 8) -> int:
         n = len(data)
@@ -594,22 +703,42 @@ class _Writer:
         raw = memoryview(data).cast("B")
         n = raw.nbytes
         padded = n + (-n % 8)
-        self.b.StartVector(1, padded, 8)
-        head = self.b.head = self.b.head - padded
-        self.b.Bytes[head + n:head + padded] = bytes(padded - n)
+        b = self.b
+        head = b.head
+        align = (head - len(b.Bytes)) & 7  # StartVector(1, padded, 8)'s two Preps: zeros up to 8-byte alignment
+        if b.nested or head < align + padded + 8:
+            b.StartVector(1, padded, 8)  # (where the buffer may grow, or raises as the builder does)
+            head = b.head
+        else:
+            if b.minalign < 8:
+                b.minalign = 8
+            if align:
+                b.Bytes[head - align:head] = bytes(align)
+                head -= align
+            b.nested = True
+        head = b.head = head - padded
+        buf = b.Bytes
+        buf[head + n:head + padded] = bytes(padded - n)
         if self.deferred is None or n < _PAGE:
-            self.b.Bytes[head:head + n] = raw
-            return self.b.EndVector()
-        self.deferred.append((len(self.b.Bytes) - head, raw))
-        out = self.out if self.b.Bytes is self.out else None  # (None when the builder outgrew the map)
-        if out is not None and self.released - head >= _PIECE:  # everything above the head is final
-            _drop(out, head, self.released)
-            self.released = min(self.released, _page_up(head))
-        return self.b.EndVector()
+            buf[head:head + n] = raw
+        else:
+            self.deferred.append((len(buf) - head, raw))
+            out = self.out if buf is self.out else None  # (None when the builder outgrew the map)
+            if out is not None and self.released - head >= _PIECE:  # everything above the head is final
+                _drop(out, head, self.released)
+                self.released = min(self.released, _page_up(head))
+        # EndVector: the length before the elements
+        b.nested, b.vectorNumElems = False, None
+        head -= 4
+        _U32.pack_into(buf, head, padded)
+        b.head = head
+        return len(buf) - head
 
     # ------------------------------------------------------------ attributes
     def _attribute(self, g: Graph, op: Operation, opcode: str) -> int:
         fields = ATTR_FIELDS.get(opcode, ())
+        if not fields:  # (most ops: an empty table)
+            return self._flat_table(_EMPTY_FLAT, [], 0, [])
         # Create the referenced objects (vectors, strings) before starting the table.
         refs: dict[str, int] = {}
         scalars: dict[str, int | bool] = {}
@@ -698,17 +827,20 @@ class _Writer:
         name_off = self._string(name)
         # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
         # (a static shape as kept: its dimensions are ints, which _i32_vector packs as such)
-        shape_off = self._i32_vector(list(t.static_shape) if t.is_static else [int(d) if isinstance(d, int) else -1
-                                                                                for d in t.shape])
-        fields = [(T_NAME, _OFF, name_off), (T_SHAPE, _OFF, shape_off), (T_TYPE, _U32, DTYPE_VALUE[t.dtype])]
-        if data is not None:
-            fields.append((T_DATA, _OFF, self._data_vector(data)))
-        return self._table(14, fields)
+        shape_off = self._i32_vector(t.static_shape if t.is_static else [int(d) if isinstance(d, int) else -1
+                                                                          for d in t.shape])
+        code = DTYPE_VALUE[t.dtype]
+        fields = [(T_NAME, _OFF, name_off), (T_SHAPE, _OFF, shape_off), (T_TYPE, _U32, code)]
+        if data is None:
+            return self._flat_table(_TENSOR_FLAT_NO_DATA, [code, shape_off, name_off], 14, fields)
+        data_off = self._data_vector(data)
+        fields.append((T_DATA, _OFF, data_off))
+        return self._flat_table(_TENSOR_FLAT, [data_off, code, shape_off, name_off], 14, fields)
 
     def _variable_tensor(self, vname: str) -> int:
         tname, t, init = self.variables[vname]
         name_off = self._string(tname)
-        shape_off = self._i32_vector(list(t.static_shape))
+        shape_off = self._i32_vector(t.static_shape)
         data_off = self._byte_vector(_pad8(encode_array(init, t.dtype))) if init is not None else None
         vname_off = self._string(vname)
         self.b.StartObject(14)
@@ -767,13 +899,19 @@ class _Writer:
         attr_off = self._attribute(g, op, opcode) if opcode == own else self._empty_table()
         inputs_off = self._string_vector(in_names)
         outputs_off = self._string_vector(out_names)
-        loc_off = self._table(1, [(0, _OFF, self._string(op.location))]) if op.location else 0
+        loc_off = 0
+        if op.location:
+            text = self._string(op.location)
+            loc_off = self._flat_table(_LOCATION_FLAT, [text], 1, [(0, _OFF, text)])
         code = self.op_value[opcode]
         fields = [(OP_OP, _U32, code), (OP_ATTR_TYPE, _U8, code), (OP_ATTR, _OFF, attr_off),
                   (OP_INPUTS, _OFF, inputs_off), (OP_OUTPUTS, _OFF, outputs_off)]
-        if loc_off:
-            fields.append((OP_LOCATION, _OFF, loc_off))
-        return self._table(6, [f for f in fields if f[2]])  # (a zero holds the default: not written)
+        if not (code and attr_off and inputs_off and outputs_off):  # (a zero holds the default: not written)
+            return self._table(6, [f for f in fields if f[2]] + ([(OP_LOCATION, _OFF, loc_off)] if loc_off else []))
+        if not loc_off:
+            return self._flat_table(_OP_FLAT_NO_LOCATION, [outputs_off, inputs_off, attr_off, code, code], 6, fields)
+        fields.append((OP_LOCATION, _OFF, loc_off))
+        return self._flat_table(_OP_FLAT, [loc_off, outputs_off, inputs_off, attr_off, code, code], 6, fields)
 
     def _empty_table(self) -> int:
         self.b.StartObject(0)
