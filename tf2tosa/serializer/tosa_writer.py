@@ -1059,6 +1059,10 @@ def _loc(op: Operation) -> str:
     return f"({op.location})" if op.location else ""
 
 
+#: the ops whose result's data is in the file
+_DATA_OPCODES = frozenset({"CONST", "CONST_SHAPE", "VARIABLE"})
+
+
 def _size_estimate(graph: Graph) -> int:
     """An upper estimate of the flatbuffer's size, from the types (nothing is encoded); raises
     :class:`InvalidGraphError` naming the largest constant when the constants alone pass the 2 GiB limit."""
@@ -1071,14 +1075,16 @@ def _size_estimate(graph: Graph) -> int:
         other += 256 * (len(g.inputs) + len(g.outputs)) + 512
         for op in g.ops.values():
             # tables, vtables, shape vectors; each name is written as a string where it is defined and where used
-            other += 512 + len(op.location or "")
-            for r in op.results:
-                other += 256 + 2 * len(r.name)
-            for v in op.operands:
-                other += 16 + len(v.name)
-            stack.extend(op.regions)
-            if op.opcode in ("CONST", "CONST_SHAPE", "VARIABLE") and op.results:
-                n = data_size(op.results[0].type)
+            loc, results, operands = op.location, op.results, op.operands
+            other += 512 + (len(loc) if loc else 0) + 256 * len(results) + 16 * len(operands)
+            for r in results:
+                other += 2 * len(r.name)
+            for v in operands:
+                other += len(v.name)
+            if op.regions:
+                stack.extend(op.regions)
+            if results and op.opcode in _DATA_OPCODES:
+                n = data_size(results[0].type)
                 data += n
                 largest = max(largest, (n, op.results[0].name))
     if data + other > MAX_FLATBUFFER_BYTES:
