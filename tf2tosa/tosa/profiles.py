@@ -127,11 +127,12 @@ def size_problems(graph: Graph, level: dict[str, int] = LEVEL_8K) -> Iterator[tu
             return None
         shape = t.shape
         dims = _plain_dims(shape)
-        if dims is not shape or shape and max(shape) > INT32_MAX:  # (a shape of plain ints: at most one pass)
+        plain = dims is shape  # (a shape of plain ints: at most one pass)
+        if not plain or shape and max(shape) > INT32_MAX:
             for k, d in enumerate(dims):
                 if d is not None and d > INT32_MAX:
                     return f"dimension {k} is {d}, more than {INT32_MAX}, the largest a TOSA shape holds (int32)"
-        count = math.prod(dims) if dims is shape else math.prod(d for d in dims if d is not None)
+        count = math.prod(shape) if plain else math.prod(d for d in dims if d is not None)
         width = _element_bytes(dtype)
         if count * width > limit:
             return (f"{count} elements of {width} byte(s) = {count * width} bytes, more than level "
