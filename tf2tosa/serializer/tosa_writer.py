@@ -31,6 +31,7 @@ graph always gives the same bytes.
 from __future__ import annotations
 
 import errno
+import math
 import mmap
 import os
 import struct
@@ -247,9 +248,26 @@ _ELEMENT_BYTES = {DType.BOOL: 1, DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, 
 MAX_FLATBUFFER_BYTES = 2**31 - 1
 
 
+def _static_dims(t: TensorType) -> tuple[int, ...] | None:
+    """``t.static_shape``, None when the shape is not static: the shape itself when its dimensions are plain ints
+    (without working out the type's cached ``is_static`` / ``static_shape`` / ``size``, asked here only)."""
+    shape = t.shape
+    for d in shape:
+        if d.__class__ is not int or d < 0:  # type: ignore[operator]
+            return t.static_shape if t.is_static else None
+    return shape  # type: ignore[return-value]
+
+
+def _size(t: TensorType) -> int:
+    """``t.size`` (see :func:`_static_dims`)."""
+    dims = _static_dims(t)
+    return math.prod(dims) if dims is not None else t.size
+
+
 def data_size(t: TensorType) -> int:
     """Bytes of a constant of type ``t`` in the file, padding to 8 included (from the type: nothing is encoded)."""
-    n = (t.size + 1) // 2 if t.dtype is DType.INT4 else t.size * _ELEMENT_BYTES.get(t.dtype, 8)
+    size = _size(t)
+    n = (size + 1) // 2 if t.dtype is DType.INT4 else size * _ELEMENT_BYTES.get(t.dtype, 8)
     return n + (-n % 8)
 
 
@@ -820,15 +838,16 @@ class _Writer:
     # ------------------------------------------------------------ tables
     def _tensor(self, name: str, v: Value, data: Any) -> int:
         t = v.type
-        if not t.is_static and not self.draft:
+        dims = _static_dims(t)
+        if dims is None and not self.draft:
             raise InvalidGraphError(f"tensor shape {t.shape} is not static", tensor=v.name)
         if t.dtype not in DTYPE_VALUE or t.dtype is DType.SHAPE:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
         name_off = self._string(name)
         # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
-        # (a static shape as kept: its dimensions are ints, which _i32_vector packs as such)
-        shape_off = self._i32_vector(t.static_shape if t.is_static else [int(d) if isinstance(d, int) else -1
-                                                                          for d in t.shape])
+        # (a static shape's dimensions are ints, which _i32_vector packs as such)
+        shape_off = self._i32_vector(dims if dims is not None else [int(d) if isinstance(d, int) else -1
+                                                                    for d in t.shape])
         code = DTYPE_VALUE[t.dtype]
         fields = [(T_NAME, _OFF, name_off), (T_SHAPE, _OFF, shape_off), (T_TYPE, _U32, code)]
         if data is None:
@@ -951,7 +970,7 @@ class _Writer:
                 data = None
                 if opcode == "CONST":
                     vals = np.asarray(op.attrs["values"])
-                    if vals.size != r.type.size:
+                    if vals.size != _size(r.type):
                         raise InvalidGraphError(f"CONST values have {vals.size} elements, type needs {r.type.size}",
                                                 op=op.name, tensor=r.name)
                     data = constant_data(vals, r.type.dtype)
