@@ -135,6 +135,9 @@ _STORAGE: dict[DType, str] = {
     DType.UINT64: "<u8", DType.BOOL: "?", DType.COMPLEX64: "<c8", DType.COMPLEX128: "<c16", DType.BF16: "<u2",
     DType.FP8E4M3: "u1", DType.FP8E5M2: "u1",
 }
+#: :data:`_STORAGE` as numpy dtypes, and each in the machine's byte order (the constants' arrays)
+_STORAGE_DTYPES: dict[DType, np.dtype[Any]] = {k: np.dtype(v) for k, v in _STORAGE.items()}
+_NATIVE_DTYPES: dict[DType, np.dtype[Any]] = {k: v.newbyteorder("=") for k, v in _STORAGE_DTYPES.items()}
 #: bits of one stored element of each :data:`_STORAGE` type (a tensor's size check, without a dtype call per tensor)
 _STORAGE_BITS: dict[DType, int] = {k: np.dtype(v).itemsize * 8 for k, v in _STORAGE.items()}
 #: the zero points each integer type can hold (int64 tensors are not checked)
@@ -680,7 +683,7 @@ class _Loader:
         if dtype not in _STORAGE:
             # resource / variant constants: keep the raw bytes
             return np.frombuffer(data, dtype=np.uint8).copy(), extra
-        st = np.dtype(_STORAGE[dtype])
+        st = _STORAGE_DTYPES[dtype]
         if nbytes != count * st.itemsize:
             self.fail(f"constant tensor {_q(t.name)} of shape {list(shape)} and type {dtype.value} needs "
                       f"{count * st.itemsize} bytes but its buffer has {nbytes}", tensor=t.name)
@@ -695,7 +698,10 @@ class _Loader:
                 return arr.view(dtype.np_dtype())
             except ImportError:  # no ml_dtypes: keep the raw bits
                 return arr
-        return arr.astype(arr.dtype.newbyteorder("="), copy=False)
+        native = _NATIVE_DTYPES.get(dtype)
+        if native is None or arr.dtype != _STORAGE_DTYPES[dtype]:
+            native = arr.dtype.newbyteorder("=")
+        return arr.astype(native, copy=False)
 
     def _strings(self, t: _Tensor, data: memoryview, count: int) -> np.ndarray:
         raw = bytes(data)

@@ -55,8 +55,12 @@ def tensor_size_problem(shape: Sequence[Any], bits: int, level: dict[str, int] =
     more bytes than the memory budget.  Computed from the shape alone, before anything is allocated."""
     if len(shape) > level["MAX_RANK"]:
         return f"rank {len(shape)} exceeds MAX_RANK {level['MAX_RANK']}"
-    dims = [int(d) for d in shape if isinstance(d, (int, np.integer))]
-    count = math.prod(dims)
+    for d in shape:
+        if d.__class__ is not int:
+            count = math.prod([int(d) for d in shape if isinstance(d, (int, np.integer))])
+            break
+    else:  # (plain ints, the usual shape: their product as it is)
+        count = math.prod(shape)
     if count > (1 << level["MAX_LOG2_SIZE"]) - 1:
         return f"shape {list(shape)} has {count} elements, more than 2^{level['MAX_LOG2_SIZE']}-1"
     budget = MEMORY_BUDGET if budget is None else budget
