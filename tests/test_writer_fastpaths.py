@@ -131,3 +131,25 @@ def test_writer_primitives_write_the_builders_bytes(arena: int | None) -> None:
                 made.append(ours)
         if scratch is not None:
             scratch.close()
+
+
+@pytest.mark.tosa_unchecked("RESCALEs without their operands: only the attribute tables are compared")
+def test_scalar_attribute_tables_kept_per_value_give_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RESCALE / CONCAT / MAXIMUM attribute tables, whose fields the writer works out once per op code and values,
+    are written as when each is worked out anew: every attribute (and a value's Python type) tells them apart."""
+    from tf2tosa.ir.types import DType, TensorType
+
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 4), DType.INT8))
+    y = x
+    combos = [{}, {"scale32": False}, {"scale32": True, "per_channel": True}, {"rounding_mode": "DOUBLE_ROUND"},
+              {"rounding_mode": "SINGLE_ROUND", "input_unsigned": True}, {"output_unsigned": True},
+              {"output_unsigned": 1}, {"scale32": 0}, {"rounding_mode": "INEXACT_ROUND", "scale32": True}, {}]
+    for k, attrs in enumerate(combos + combos[::-1]):
+        y = g.add_op("tosa.RESCALE", [y], [x.type], dict(attrs), [f"r{k}"], location=f"R#{k}").result
+        y = g.add_op("tosa.MAXIMUM", [y, x], [x.type], {"nan_mode": ["PROPAGATE", "IGNORE"][k % 2]}).result
+        y = g.add_op("tosa.CONCAT", [y], [x.type], {"axis": k % 2}).result
+    g.outputs = [y]
+    kept = tw.to_bytes(g)
+    monkeypatch.setattr(tw, "_SCALAR_ATTRS", frozenset())
+    assert tw.to_bytes(g) == kept

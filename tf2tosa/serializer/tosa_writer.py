@@ -163,6 +163,12 @@ ATTR_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     for op, names in ATTR_SLOTS.items()
 }
 
+#: the ops whose attribute tables hold scalars only
+_SCALAR_ATTRS = frozenset(op for op, fields in ATTR_FIELDS.items() if fields and all(
+    kind in (I32, BOOL, ACC, NAN, ROUND, RESIZE) for _, kind in fields))
+#: an attribute the op leaves out (a key of :attr:`_Writer.scalar_tables`)
+_ABSENT = object()
+
 #: Written for an attribute the IR leaves out that has no catalogue default (a required one, which
 #: the builder's validation normally guarantees): the value Arm's serializer writes for an unset field.
 ABSENT_VALUE: dict[str, Any] = {BOOL: False, ROUND: "SINGLE_ROUND", STR: "", BYTES: b""}
@@ -370,6 +376,8 @@ class _Writer:
         self.released = len(out) if out is not None else 0
         #: each string written so far, by its offset from the buffer's end (see _string)
         self.shared: dict[str, int] = {}
+        #: the fields of the scalar-only attribute tables written so far, by op code and values (see _attribute)
+        self.scalar_tables: dict[tuple[Any, ...], list[_Field]] = {}
         self.used_tensor_names: set[str] = set()
         self.used_region_names: set[str] = {"main"}
         self.regions: list[_Region] = [_Region("main", graph)]
@@ -757,6 +765,24 @@ class _Writer:
         fields = ATTR_FIELDS.get(opcode, ())
         if not fields:  # (most ops: an empty table)
             return self._flat_table(_EMPTY_FLAT, [], 0, [])
+        if opcode not in _SCALAR_ATTRS:
+            return self._attribute_fields(g, op, opcode, fields, None)
+        # a table of scalars only (RESCALE, CONCAT …): its fields worked out once per set of values (each value with
+        # its Python type: values equal across types may encode differently), the table written for every op
+        attrs = op.attrs
+        values = [attrs.get(fname, _ABSENT) for fname, _ in fields]
+        key = (opcode, *values, *map(type, values))
+        try:
+            table = self.scalar_tables.get(key)
+        except TypeError:  # (an unhashable value: worked out as for any table)
+            return self._attribute_fields(g, op, opcode, fields, None)
+        if table is not None:
+            return self._table(len(fields), table)
+        return self._attribute_fields(g, op, opcode, fields, key)
+
+    def _attribute_fields(self, g: Graph, op: Operation, opcode: str, fields: tuple[tuple[str, str], ...],
+                          key: tuple[Any, ...] | None) -> int:
+        """The attribute table of ``fields``; with ``key``, its fields (all scalars) are kept under it."""
         # Create the referenced objects (vectors, strings) before starting the table.
         refs: dict[str, int] = {}
         scalars: dict[str, int | bool] = {}
@@ -818,6 +844,8 @@ class _Writer:
                 return self._attribute_calls(fields, refs, scalars)
             elif x:
                 table.append((slot, _U32, x))
+        if key is not None:
+            self.scalar_tables[key] = table
         return self._table(len(fields), table)
 
     def _attribute_calls(self, fields: tuple[tuple[str, str], ...], refs: dict[str, int],
