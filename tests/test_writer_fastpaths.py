@@ -75,7 +75,7 @@ def _flat_case(rng: random.Random, made: list[int]) -> tuple[tw._Flat, list[int]
 
 def _step(rng: random.Random, w: tw._Writer, b: flatbuffers.Builder, made: list[int]) -> tuple[int, int]:
     """One random object written by the writer and by the builder's calls: (the writer's offset, the builder's)."""
-    what = rng.randrange(9)
+    what = rng.randrange(10)
     if what == 0:  # a string, new or written before
         s = rng.choice(["", "a", "ab", "abc", "abcd", "é", "x" * rng.randrange(40), f"s{rng.randrange(30)}"])
         return w._string(s), int(b.CreateSharedString(s))
@@ -108,6 +108,13 @@ def _step(rng: random.Random, w: tw._Writer, b: flatbuffers.Builder, made: list[
         return w._table(nfields, fields), _builder_table(b, nfields, fields)
     if what == 7:
         return w._flat_table(tw._EMPTY_FLAT, [], 0, []), _builder_table(b, 0, [])
+    if what == 8:  # a location table and the operator table after it
+        text, attr, ins, outs, code = (rng.choice(made), rng.choice(made), rng.choice(made), rng.choice(made),
+                                       rng.randint(1, 255))
+        loc = _builder_table(b, 1, [(0, tw._OFF, text)])
+        fields = [(0, tw._U32, code), (1, tw._U8, code), (2, tw._OFF, attr), (3, tw._OFF, ins), (4, tw._OFF, outs),
+                  (5, tw._OFF, loc)]
+        return w._located_operator(text, code, attr, ins, outs), _builder_table(b, 6, fields)
     flat, values, nfields, fields = _flat_case(rng, made)
     return w._flat_table(flat, values, nfields, fields), _builder_table(b, nfields, fields)
 

@@ -622,6 +622,37 @@ class _Writer:
         b.head = low
         return at
 
+    def _located_operator(self, text: int, code: int, attr_off: int, inputs_off: int, outputs_off: int) -> int:
+        """An operator's location table (its ``text``) and then its table (:data:`_OP_FLAT`), the two
+        :meth:`_flat_table` calls in one where the builder holds both vtables."""
+        b = self.b
+        head, buf = b.head, b.Bytes
+        n = len(buf)
+        pad = (head - n) & 3
+        found_loc = b.vtables.get(_LOCATION_FLAT.keys[pad])
+        found_op = b.vtables.get(_OP_FLAT.keys[0])  # (the location table leaves the head aligned)
+        if found_loc is None or found_op is None or b.nested or head < 128:
+            loc_off = self._flat_table(_LOCATION_FLAT, [text], 1, [(0, _OFF, text)])
+            fields = [(OP_OP, _U32, code), (OP_ATTR_TYPE, _U8, code), (OP_ATTR, _OFF, attr_off),
+                      (OP_INPUTS, _OFF, inputs_off), (OP_OUTPUTS, _OFF, outputs_off), (OP_LOCATION, _OFF, loc_off)]
+            return self._flat_table(_OP_FLAT, [loc_off, outputs_off, inputs_off, attr_off, code, code], 6, fields)
+        if b.minalign < 4:
+            b.minalign = 4
+        low = head - pad - 8  # the location table's soffset
+        loc_off = n - low
+        rels = [loc_off - 4 - text]
+        op_low = low - 28  # the operator table's soffset
+        op_off = n - op_low
+        rels += [op_off - 4 - loc_off, op_off - 8 - outputs_off, op_off - 12 - inputs_off, op_off - 16 - attr_off]
+        if min(rels) < 4:  # (each uoffset points to higher addresses: at least past itself)
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        if pad:
+            buf[head - pad:head] = _ZEROS[pad]
+        _LOCATION_FLAT.packer.pack_into(buf, low, found_loc - loc_off, rels[0])
+        _OP_FLAT.packer.pack_into(buf, op_low, found_op - op_off, rels[1], rels[2], rels[3], rels[4], code, code)
+        b.head = op_low
+        return op_off
+
     def _table_calls(self, nfields: int, fields: list[_Field]) -> int:
         """:meth:`_table` through the builder's own calls."""
         b = self.b
@@ -946,11 +977,13 @@ class _Writer:
         attr_off = self._attribute(g, op, opcode) if opcode == own else self._empty_table()
         inputs_off = self._string_vector(in_names)
         outputs_off = self._string_vector(out_names)
+        code = self.op_value[opcode]
         loc_off = 0
         if op.location:
-            text = self._string(op.location)
+            text = self.shared.get(op.location) or self._string(op.location)
+            if code and attr_off and inputs_off and outputs_off:
+                return self._located_operator(text, code, attr_off, inputs_off, outputs_off)
             loc_off = self._flat_table(_LOCATION_FLAT, [text], 1, [(0, _OFF, text)])
-        code = self.op_value[opcode]
         fields = [(OP_OP, _U32, code), (OP_ATTR_TYPE, _U8, code), (OP_ATTR, _OFF, attr_off),
                   (OP_INPUTS, _OFF, inputs_off), (OP_OUTPUTS, _OFF, outputs_off)]
         if not (code and attr_off and inputs_off and outputs_off):  # (a zero holds the default: not written)
