@@ -245,6 +245,7 @@ def encode_array(values: Any, dtype: DType) -> bytes:
 
 
 _PLAIN = {DType.INT8: "<i1", DType.INT16: "<i2", DType.INT32: "<i4", DType.FP16: "<f2", DType.FP32: "<f4"}
+_PLAIN_DTYPES = {k: np.dtype(v) for k, v in _PLAIN.items()}
 
 #: bytes per element of constant data (INT4 packs two per byte)
 _ELEMENT_BYTES = {DType.BOOL: 1, DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, DType.INT48: 6, DType.FP16: 2,
@@ -283,6 +284,9 @@ def constant_data(values: Any, dtype: DType) -> Any:
     np_dt = _PLAIN.get(dtype)
     if np_dt is None:
         return encode_array(values, dtype)
+    if values.__class__ is np.ndarray and values.dtype == _PLAIN_DTYPES[dtype] and values.flags.c_contiguous \
+            and values.size:
+        return values  # (its bytes already in that layout, whatever its shape; memoryview casts it to bytes)
     return np.ascontiguousarray(np.asarray(values).reshape(-1).astype(np_dt, copy=False))
 
 
@@ -685,9 +689,19 @@ class _Writer:
         """A vector of offsets, the bytes ``PrependUOffsetTRelative`` would write element by element, packed at once
         (StartVector has aligned the head and made room for all of them)."""
         b, n = self.b, len(offsets)
-        head = self._vector_head(n)
-        buf = b.Bytes
+        head, buf = b.head, b.Bytes
         size = len(buf)
+        if b.nested or head < 4 * n + 12:  # (_vector_head, inline: most vectors are one or two names)
+            head = self._vector_head(n)
+            buf = b.Bytes
+            size = len(buf)
+        else:
+            if b.minalign < 4:
+                b.minalign = 4
+            align = (head - size - 4 * n) & 3
+            if align:
+                buf[head - align:head] = _ZEROS[align]
+                head -= align
         if n:
             # element j lies at head - 4 * (n - j) and points ``offsets[j]`` from the end: past itself
             top = size - head + 4 * n
