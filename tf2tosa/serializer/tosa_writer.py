@@ -380,6 +380,8 @@ class _Writer:
         self.released = len(out) if out is not None else 0
         #: each string written so far, by its offset from the buffer's end (see _string)
         self.shared: dict[str, int] = {}
+        #: the op code of each op name met, when this program may hold it (see _opcode)
+        self.opcodes: dict[str, str] = {}
         #: the fields of the scalar-only attribute tables written so far, by op code and values (see _attribute)
         self.scalar_tables: dict[tuple[Any, ...], list[_Field]] = {}
         self.used_tensor_names: set[str] = set()
@@ -748,8 +750,17 @@ class _Writer:
     def _i32_vector(self, items: list[int] | tuple[int, ...]) -> int:
         """A vector of int32 from plain ints (an attribute's list, a static shape), packed at once."""
         b, n = self.b, len(items)
-        head = self._vector_head(n)
-        buf = b.Bytes
+        head, buf = b.head, b.Bytes
+        if b.nested or head < 4 * n + 12:  # (_vector_head, inline: most are shapes of a few dimensions)
+            head = self._vector_head(n)
+            buf = b.Bytes
+        else:
+            if b.minalign < 4:
+                b.minalign = 4
+            align = (head - len(buf) - 4 * n) & 3
+            if align:
+                buf[head - align:head] = _ZEROS[align]
+                head -= align
         if n:
             try:
                 (_I32S[n] if n <= 64 else struct.Struct(f"<{n}i")).pack_into(buf, head - 4 * n, *items)
@@ -916,7 +927,7 @@ class _Writer:
             raise InvalidGraphError(f"tensor shape {t.shape} is not static", tensor=v.name)
         if t.dtype not in DTYPE_VALUE or t.dtype is DType.SHAPE:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
-        name_off = self._string(name)
+        name_off = self.shared.get(name) or self._string(name)  # (written where the op making it names it)
         # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
         # (a static shape's dimensions are ints, which _i32_vector packs as such)
         shape_off = self._i32_vector(dims if dims is not None else [int(d) if isinstance(d, int) else -1
@@ -958,8 +969,8 @@ class _Writer:
         self._offset_slot(S_DATA, data_off)
         return self._end_object()
 
-    def _operator(self, g: Graph, op: Operation) -> int | None:
-        names = self.names[id(g)]
+    def _opcode(self, op: Operation) -> str:
+        """The op code of a TOSA operation this program may hold (kept by op name); raises for any other op."""
         dialect, _, opcode = op.name.rpartition(".")  # (op.dialect and op.opcode of a name with one dot)
         if op.name.count(".") != 1:
             dialect, opcode = op.dialect, op.opcode
@@ -968,6 +979,12 @@ class _Writer:
                 raise InvalidGraphError(f"{opcode} is an operator of the TOSA {catalogue.DRAFT_VERSION}, not of "
                                         "1.0 (convert with --dynamic)", op=op.name)
             raise InvalidGraphError("not a TOSA 1.0 operation", op=op.name)
+        self.opcodes[op.name] = opcode
+        return opcode
+
+    def _operator(self, g: Graph, op: Operation) -> int | None:
+        names = self.names[id(g)]
+        opcode = self.opcodes.get(op.name) or self._opcode(op)
         try:  # (_value_name: a value of this graph that has a name)
             in_names = [names[v.id] if v.graph is g and v.id in names else self._value_name(g, v)
                         for v in op.operands]
@@ -989,12 +1006,13 @@ class _Writer:
                 out_names = [var_tensor]
             opcode = "IDENTITY"
         attr_off = self._attribute(g, op, opcode) if opcode == own else self._empty_table()
-        inputs_off = self._string_vector(in_names)
-        outputs_off = self._string_vector(out_names)
+        shared = self.shared  # (_string_vector's lookups, without its call)
+        inputs_off = self._offset_vector([shared.get(s) or self._string(s) for s in in_names])
+        outputs_off = self._offset_vector([shared.get(s) or self._string(s) for s in out_names])
         code = self.op_value[opcode]
         loc_off = 0
         if op.location:
-            text = self.shared.get(op.location) or self._string(op.location)
+            text = shared.get(op.location) or self._string(op.location)
             if code and attr_off and inputs_off and outputs_off:
                 return self._located_operator(text, code, attr_off, inputs_off, outputs_off)
             loc_off = self._flat_table(_LOCATION_FLAT, [text], 1, [(0, _OFF, text)])
