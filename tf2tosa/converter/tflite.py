@@ -104,6 +104,7 @@ from ..ir.types import DType, QuantParams, TensorType
 from ..tosa.profiles import NO_BUDGET, tensor_size_problem
 from . import tflite_options as topt
 from .tflite_reader import SCALARS, Field, Table, fields
+from .tflite_schema import OPTIONS_FIELDS
 
 _MODEL, _OPCODE, _SUBGRAPH, _TENSOR = fields("Model"), fields("OperatorCode"), fields("SubGraph"), fields("Tensor")
 _QUANT, _SPARSITY, _DIM = fields("QuantizationParameters"), fields("SparsityParameters"), fields("DimensionMetadata")
@@ -152,6 +153,10 @@ _Q_SCALE, _Q_ZERO_POINT, _Q_AXIS = _QUANT["scale"], _QUANT["zero_point"], _QUANT
 _I32_VECTORS = tuple(struct.Struct(f"<{n}i") for n in range(9))
 #: a table's soffset to its vtable; a vtable's size and its table's size
 _SOFFSET, _VTABLE_SIZES = struct.Struct("<i"), struct.Struct("<HH")
+#: the option fields that can name subgraphs (tflite_options.subgraph_fields looks for these names only): an op's
+#: attributes without any of them reference none
+_SUBGRAPH_KEYS = frozenset(f[0] for fs in OPTIONS_FIELDS.values() for f in fs if f[0].endswith("subgraph_index")
+                           or f[0] in ("subgraph", "called_computations", "branch_subgraph_indices"))
 #: a character that :func:`sanitize_name` replaces
 _UNSAFE_CHARACTER = re.compile(r"[^A-Za-z0-9_]")
 
@@ -292,6 +297,8 @@ class _Loader:
         self.label = label
         self.name = name
         self.opcodes: list[tuple[str, str, int]] = []  # (builtin NAME, custom code, version)
+        #: (union, options type, builtin NAME) whose options table the op's own check accepted (see _attrs)
+        self.options_ok: set[tuple[int, int, str]] = set()
         self.buffers: list[Any] = []
         self.model: Table = Table(buf, 0)
         #: what is being read, for error messages
@@ -842,7 +849,7 @@ class _Loader:
         loc = f"{bname}#{i}"
         self.where = f"operator {loc} of subgraph {k}"
         attrs = self._attrs(o, bname, custom_code, op_version, loc)
-        for f in topt.subgraph_fields(attrs):
+        for f in topt.subgraph_fields(attrs) if not _SUBGRAPH_KEYS.isdisjoint(attrs) else ():
             idxs = attrs[f] if isinstance(attrs[f], list) else [attrs[f]]
             for s in idxs:
                 n_sub = self.vlen(self.count(self.model, _MODEL["subgraphs"]), "subgraphs")
@@ -880,11 +887,13 @@ class _Loader:
             if cls_name is None:
                 attrs["unknown_options_type"] = typ
                 continue
-            expected = topt.options_class_for_op(bname)
-            if expected is not None and cls_name != expected and union == 1 and bname != "CUSTOM" \
-                    and expected in topt.options_table_names(1).values():
-                # rules would read the fields of another table (e.g. a Pool2D without filter sizes)
-                self.fail(f"operator {loc} carries {cls_name}, but {bname} takes {expected}", op=loc)
+            if (union, typ, bname) not in self.options_ok:
+                expected = topt.options_class_for_op(bname)
+                if expected is not None and cls_name != expected and union == 1 and bname != "CUSTOM" \
+                        and expected in topt.options_table_names(1).values():
+                    # rules would read the fields of another table (e.g. a Pool2D without filter sizes)
+                    self.fail(f"operator {loc} carries {cls_name}, but {bname} takes {expected}", op=loc)
+                self.options_ok.add((union, typ, bname))
             tab = self.sub(o, tab_field)
             if tab is None:
                 continue
@@ -930,6 +939,8 @@ class _Loader:
         pool = graphs if graphs is not None else targets
         for g in targets:
             for op in g.ops.values():
+                if _SUBGRAPH_KEYS.isdisjoint(op.attrs):
+                    continue
                 fields = topt.subgraph_fields(op.attrs)
                 if not fields:
                     continue
