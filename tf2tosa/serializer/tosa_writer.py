@@ -704,10 +704,18 @@ class _Writer:
             if align:
                 buf[head - align:head] = _ZEROS[align]
                 head -= align
+        if n == 1:  # (an op's output, a single input: the length and the element in one pack)
+            rel = size - head + 4 - offsets[0]
+            if rel < 4:
+                raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+            head -= 8
+            _U32S[2].pack_into(buf, head, 1, rel)
+            b.head, b.nested = head, False
+            return size - head
         if n:
             # element j lies at head - 4 * (n - j) and points ``offsets[j]`` from the end: past itself
             top = size - head + 4 * n
-            rel = [top - off for off in offsets] if n == 1 else [top - 4 * j - off for j, off in enumerate(offsets)]
+            rel = [top - 4 * j - off for j, off in enumerate(offsets)]
             if min(rel) < 4:
                 raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
             head -= 4 * n
