@@ -311,9 +311,10 @@ _I32 = struct.Struct("<i")
 _OFF = struct.Struct("<I")
 _U8 = struct.Struct("<B")
 _ZEROS = (b"", b"\0", b"\0\0", b"\0\0\0")
-#: the packers of vectors of up to 64 uint32 / int32, by length
+#: the packers of up to 64 uint32, by count
 _U32S = tuple(struct.Struct(f"<{n}I") for n in range(65))
-_I32S = tuple(struct.Struct(f"<{n}i") for n in range(65))
+#: the packers of a vector of up to 16 int32 with its length before it, by length
+_LENGTH_I32S = tuple(struct.Struct(f"<I{n}i") for n in range(17))
 
 
 @dataclass(frozen=True)
@@ -718,10 +719,11 @@ class _Writer:
             rel = [top - 4 * j - off for j, off in enumerate(offsets)]
             if min(rel) < 4:
                 raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
-            head -= 4 * n
-            (_U32S[n] if n <= 64 else struct.Struct(f"<{n}I")).pack_into(buf, head, *rel)
-        head -= 4
-        _U32.pack_into(buf, head, n)
+            head -= 4 * n + 4  # (the length, then the elements: one pack)
+            (_U32S[n + 1] if n < 64 else struct.Struct(f"<{n + 1}I")).pack_into(buf, head, n, *rel)
+        else:
+            head -= 4
+            _U32.pack_into(buf, head, 0)
         b.head, b.nested = head, False
         return size - head
 
@@ -769,14 +771,12 @@ class _Writer:
             if align:
                 buf[head - align:head] = _ZEROS[align]
                 head -= align
-        if n:
-            try:
-                (_I32S[n] if n <= 64 else struct.Struct(f"<{n}i")).pack_into(buf, head - 4 * n, *items)
-            except struct.error as e:  # as flatbuffers' own range check reports it
-                raise TypeError(f"bad int32 vector: {e}") from None
-            head -= 4 * n
-        head -= 4
-        _U32.pack_into(buf, head, n)
+        try:  # (the length, then the elements: one pack)
+            (_LENGTH_I32S[n] if n < len(_LENGTH_I32S) else struct.Struct(f"<I{n}i")).pack_into(
+                buf, head - 4 * n - 4, n, *items)
+        except struct.error as e:  # as flatbuffers' own range check reports it
+            raise TypeError(f"bad int32 vector: {e}") from None
+        head -= 4 * n + 4
         b.head, b.nested = head, False
         return len(buf) - head
 
