@@ -75,7 +75,7 @@ def _flat_case(rng: random.Random, made: list[int]) -> tuple[tw._Flat, list[int]
 
 def _step(rng: random.Random, w: tw._Writer, b: flatbuffers.Builder, made: list[int]) -> tuple[int, int]:
     """One random object written by the writer and by the builder's calls: (the writer's offset, the builder's)."""
-    what = rng.randrange(10)
+    what = rng.randrange(11)
     if what == 0:  # a string, new or written before
         s = rng.choice(["", "a", "ab", "abc", "abcd", "é", "x" * rng.randrange(40), f"s{rng.randrange(30)}"])
         return w._string(s), int(b.CreateSharedString(s))
@@ -108,6 +108,14 @@ def _step(rng: random.Random, w: tw._Writer, b: flatbuffers.Builder, made: list[
         return w._table(nfields, fields), _builder_table(b, nfields, fields)
     if what == 7:
         return w._flat_table(tw._EMPTY_FLAT, [], 0, []), _builder_table(b, 0, [])
+    if what == 9:  # a tensor without data: its shape vector and its table
+        name, code = rng.choice(made), rng.randint(1, 12)
+        dims = [rng.randrange(1, 300) for _ in range(rng.randrange(10))]
+        shape = _builder_vector(b, dims, b.PrependInt32)
+        fields = [(0, tw._OFF, name), (1, tw._OFF, shape), (2, tw._U32, code)]
+        ours = w._shaped_tensor(name, tuple(dims), code) or w._flat_table(
+            tw._TENSOR_FLAT_NO_DATA, [code, w._i32_vector(dims), name], 14, fields)
+        return ours, _builder_table(b, 14, fields)
     if what == 8:  # a location table and the operator table after it
         text, attr, ins, outs, code = (rng.choice(made), rng.choice(made), rng.choice(made), rng.choice(made),
                                        rng.randint(1, 255))

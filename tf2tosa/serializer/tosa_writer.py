@@ -346,6 +346,8 @@ _TENSOR_FLAT = _Flat.of("<iIIII", (4, 8, 12, 16), (4, 12, 16))
 _TENSOR_FLAT_NO_DATA = _Flat.of("<iIII", (4, 8, 12), (8, 12))
 #: a location (its text)
 _LOCATION_FLAT = _Flat.of("<iI", (4,), (4,))
+#: a tensor without data (:data:`_TENSOR_FLAT_NO_DATA`) with its shape vector right above it, by rank
+_SHAPED_TENSORS = tuple(struct.Struct(f"<iIIII{n}i") for n in range(9))
 #: a table without fields
 _EMPTY_FLAT = _Flat.of("<i", (), ())
 #: a field of :meth:`_Writer._table`: (slot, kind, value)
@@ -936,17 +938,49 @@ class _Writer:
         if t.dtype not in DTYPE_VALUE or t.dtype is DType.SHAPE:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
         name_off = self.shared.get(name) or self._string(name)  # (written where the op making it names it)
+        code = DTYPE_VALUE[t.dtype]
+        if data is None and dims is not None:
+            off = self._shaped_tensor(name_off, dims, code)
+            if off:
+                return off
         # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
         # (a static shape's dimensions are ints, which _i32_vector packs as such)
         shape_off = self._i32_vector(dims if dims is not None else [int(d) if isinstance(d, int) else -1
                                                                     for d in t.shape])
-        code = DTYPE_VALUE[t.dtype]
         fields = [(T_NAME, _OFF, name_off), (T_SHAPE, _OFF, shape_off), (T_TYPE, _U32, code)]
         if data is None:
             return self._flat_table(_TENSOR_FLAT_NO_DATA, [code, shape_off, name_off], 14, fields)
         data_off = self._data_vector(data)
         fields.append((T_DATA, _OFF, data_off))
         return self._flat_table(_TENSOR_FLAT, [data_off, code, shape_off, name_off], 14, fields)
+
+    def _shaped_tensor(self, name_off: int, dims: tuple[int, ...], code: int) -> int:
+        """A tensor without data: its shape vector (:meth:`_i32_vector`) and then its table
+        (:data:`_TENSOR_FLAT_NO_DATA`, right below the vector: no padding between), packed in one call; 0 when the
+        builder has no vtable of that layout yet, the buffer might have to grow or the rank is above 8 (then the
+        caller writes them as usual)."""
+        b, n = self.b, len(dims)
+        head, buf = b.head, b.Bytes
+        size = len(buf)
+        found = b.vtables.get(_TENSOR_FLAT_NO_DATA.keys[0])
+        if found is None or n >= len(_SHAPED_TENSORS) or b.nested or head < 4 * n + 64:
+            return 0
+        if b.minalign < 4:
+            b.minalign = 4
+        align = (head - size - 4 * n) & 3  # (the vector's alignment, as _i32_vector makes it)
+        low = head - align - 4 * n - 20  # the table's soffset; the vector's length 16 bytes above it
+        at = size - low
+        rel_name = at - 12 - name_off
+        if rel_name < 4:  # (a uoffset points past itself)
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        try:  # soffset, type, shape (the vector right above: 8 bytes on), name; the vector's length and dimensions
+            _SHAPED_TENSORS[n].pack_into(buf, low, found - at, code, 8, rel_name, n, *dims)
+        except struct.error as e:  # as _i32_vector reports a dimension out of the int32 range
+            raise TypeError(f"bad int32 vector: {e}") from None
+        if align:
+            buf[head - align:head] = _ZEROS[align]
+        b.head = low
+        return at
 
     def _variable_tensor(self, vname: str) -> int:
         tname, t, init = self.variables[vname]
