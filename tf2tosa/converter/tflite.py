@@ -104,6 +104,7 @@ from ..ir.types import DType, QuantParams, TensorType
 from ..tosa.profiles import NO_BUDGET, tensor_size_problem
 from . import tflite_options as topt
 from .tflite_reader import SCALARS, Field, Table, fields
+from .tflite_schema import OPTIONS_FIELDS
 
 _MODEL, _OPCODE, _SUBGRAPH, _TENSOR = fields("Model"), fields("OperatorCode"), fields("SubGraph"), fields("Tensor")
 _QUANT, _SPARSITY, _DIM = fields("QuantizationParameters"), fields("SparsityParameters"), fields("DimensionMetadata")
@@ -135,8 +136,29 @@ _STORAGE: dict[DType, str] = {
     DType.UINT64: "<u8", DType.BOOL: "?", DType.COMPLEX64: "<c8", DType.COMPLEX128: "<c16", DType.BF16: "<u2",
     DType.FP8E4M3: "u1", DType.FP8E5M2: "u1",
 }
+#: :data:`_STORAGE` as numpy dtypes, and each in the machine's byte order (the constants' arrays)
+_STORAGE_DTYPES: dict[DType, np.dtype[Any]] = {k: np.dtype(v) for k, v in _STORAGE.items()}
+_NATIVE_DTYPES: dict[DType, np.dtype[Any]] = {k: v.newbyteorder("=") for k, v in _STORAGE_DTYPES.items()}
 #: bits of one stored element of each :data:`_STORAGE` type (a tensor's size check, without a dtype call per tensor)
 _STORAGE_BITS: dict[DType, int] = {k: np.dtype(v).itemsize * 8 for k, v in _STORAGE.items()}
+#: the zero points each integer type can hold (int64 tensors are not checked)
+_ZERO_POINT_RANGE: dict[DType, tuple[int, int]] = {d: d.range() for d in TFLITE_DTYPES.values()
+                                                  if d.is_int and d is not DType.INT64}
+#: the fields of a Tensor and its QuantizationParameters read for every tensor
+_T_NAME, _T_SHAPE, _T_SIGNATURE = _TENSOR["name"], _TENSOR["shape"], _TENSOR["shape_signature"]
+_T_TYPE = _TENSOR["type"]
+_T_BUFFER, _T_IS_VARIABLE, _T_QUANTIZATION = _TENSOR["buffer"], _TENSOR["is_variable"], _TENSOR["quantization"]
+_Q_SCALE, _Q_ZERO_POINT, _Q_AXIS = _QUANT["scale"], _QUANT["zero_point"], _QUANT["quantized_dimension"]
+#: readers of short vectors of int32 (shapes), by length
+_I32_VECTORS = tuple(struct.Struct(f"<{n}i") for n in range(9))
+#: a table's soffset to its vtable; a vtable's size and its table's size
+_SOFFSET, _VTABLE_SIZES = struct.Struct("<i"), struct.Struct("<HH")
+#: the option fields that can name subgraphs (tflite_options.subgraph_fields looks for these names only): an op's
+#: attributes without any of them reference none
+_SUBGRAPH_KEYS = frozenset(f[0] for fs in OPTIONS_FIELDS.values() for f in fs if f[0].endswith("subgraph_index")
+                           or f[0] in ("subgraph", "called_computations", "branch_subgraph_indices"))
+#: a character that :func:`sanitize_name` replaces
+_UNSAFE_CHARACTER = re.compile(r"[^A-Za-z0-9_]")
 
 #: builtin ops that always have side effects
 _SIDE_EFFECT_OPS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "HASHTABLE_IMPORT", "VAR_HANDLE", "HASHTABLE"})
@@ -155,19 +177,39 @@ def _q(name: str) -> str:
     return "'" + _oneline(name, 80) + "'"
 
 
+class _Quoted:
+    """``prefix``, the quoted name (:func:`_q`) and ``suffix``, as a message names a table or what is being read:
+    made into text only for a message."""
+
+    __slots__ = ("prefix", "name", "suffix")
+
+    def __init__(self, prefix: str, name: str, suffix: str = "") -> None:
+        self.prefix, self.name, self.suffix = prefix, name, suffix
+
+    def __str__(self) -> str:
+        return self.prefix + _q(self.name) + self.suffix
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 def sanitize_name(name: str) -> str:
     """Keep ``[A-Za-z0-9_]``, replace every other character by ``_``."""
-    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return _UNSAFE_CHARACTER.sub("_", name)
 
 
 #: up to this many scales a tensor's quantization is checked in Python (one numpy pass costs ~10 µs a call)
 _FEW_SCALES = 16
+#: readers of up to :data:`_FEW_SCALES` float32 scales, by count
+_F32_VECTORS = tuple(struct.Struct(f"<{n}f") for n in range(_FEW_SCALES + 1))
 
 
-def _scales_at_least(arr: np.ndarray, scale: list[float], low: float) -> bool:
+def _scales_at_least(arr: np.ndarray | None, scale: list[float], low: float) -> bool:
     """Every scale is finite and ``>= low`` (compared in float64: a float32 compare would round ulp(0.0) to 0)."""
-    if len(scale) <= _FEW_SCALES:
+    if len(scale) <= _FEW_SCALES or arr is None:
         return all(math.isfinite(s) and s >= low for s in scale)
+    if min(scale) >= low and math.isfinite(sum(scale)):  # (a NaN or an infinity makes the sum one: then numpy)
+        return True
     wide = np.asarray(arr, np.float64)
     return bool(np.isfinite(wide).all() and (wide >= low).all())
 
@@ -255,10 +297,12 @@ class _Loader:
         self.label = label
         self.name = name
         self.opcodes: list[tuple[str, str, int]] = []  # (builtin NAME, custom code, version)
+        #: (union, options type, builtin NAME) whose options table the op's own check accepted (see _attrs)
+        self.options_ok: set[tuple[int, int, str]] = set()
         self.buffers: list[Any] = []
         self.model: Table = Table(buf, 0)
         #: what is being read, for error messages
-        self.where = "the model header"
+        self.where: str | _Quoted = "the model header"
 
     # ------------------------------------------------------------ checking
     def fail(self, msg: str, tensor: str | None = None, op: str | None = None) -> NoReturn:
@@ -266,7 +310,7 @@ class _Loader:
                              tensor=_oneline(tensor, 80) if tensor is not None else None,
                              op=_oneline(op, 80) if op is not None else None)
 
-    def table(self, tab: Table | None, what: str) -> Table:
+    def table(self, tab: Table | None, what: str | _Quoted) -> Table:
         """Check that a table's position and vtable lie inside the buffer."""
         if tab is None:
             self.fail(f"corrupt TFLite model: {what} is missing")
@@ -274,12 +318,13 @@ class _Loader:
         n = self.n
         if pos < 0 or pos + 4 > n:
             self.fail(f"corrupt TFLite model: {what} table at offset {pos} is outside the file ({n} bytes)")
-        vt = pos - SCALARS["i"].unpack_from(self.buf, pos)[0]
+        vt = pos - _SOFFSET.unpack_from(self.buf, pos)[0]
         if vt < 0 or vt + 4 > n:
             self.fail(f"corrupt TFLite model: {what} vtable at offset {vt} is outside the file ({n} bytes)")
-        vt_size, t_size = SCALARS["H"].unpack_from(self.buf, vt)[0], SCALARS["H"].unpack_from(self.buf, vt + 2)[0]
+        vt_size, t_size = _VTABLE_SIZES.unpack_from(self.buf, vt)
         if vt_size < 4 or vt_size % 2 or vt + vt_size > n or pos + t_size > n:
             self.fail(f"corrupt TFLite model: {what} table extends past the end of the file")
+        tab.vtable_read(vt, vt_size)
         return tab
 
     # Every field is read through get / sub / vec / elem / string with its entry of tflite_schema.CORE_FIELDS
@@ -482,19 +527,20 @@ class _Loader:
     def _tensor(self, st: Table, i: int) -> _Tensor:
         self.where = f"tensor {i}"
         t = self.table(self.elem(st, _SUBGRAPH["tensors"], i), f"Tensor {i}")
-        name = self.string(t, _TENSOR["name"])
-        qname = _q(name)
-        shape = self.ivec(t, _TENSOR["shape"], f"shape of tensor {qname}")
-        sig = self.ivec(t, _TENSOR["shape_signature"], f"shape_signature of tensor {qname}")
-        if len(sig) != len(shape):
-            sig = shape
-        dims: list[int | str] = []
-        for k, (d, s) in enumerate(zip(shape, sig)):
-            if s < 0 or d < 0:
-                dims.append("batch" if k == 0 else f"d{k}")
-            else:
-                dims.append(int(d))
-        tt = int(self.get(t, _TENSOR["type"]))
+        name = self.string(t, _T_NAME)
+        shape = self._dims(t, _T_SHAPE, "shape", name)
+        sig = self._dims(t, _T_SIGNATURE, "shape_signature", name)
+        dims: list[int | str] = shape  # type: ignore[assignment]  # (the stored dimensions when none is unknown)
+        if len(sig) == len(shape) and sig != shape or shape and min(shape) < 0:
+            if len(sig) != len(shape):
+                sig = shape
+            dims = []
+            for k, (d, s) in enumerate(zip(shape, sig)):
+                if s < 0 or d < 0:
+                    dims.append("batch" if k == 0 else f"d{k}")
+                else:
+                    dims.append(int(d))
+        tt = int(self.get(t, _T_TYPE))
         if tt not in TFLITE_DTYPES:
             kind = _UNSUPPORTED_TYPES.get(tt, f"unknown element type {tt}")
             self.fail(f"tensor {_q(name)} has element type {kind}, which tf2tosa does not support", tensor=name)
@@ -512,10 +558,11 @@ class _Loader:
         if too_big is not None:  # refused before anything of this size is allocated
             self.fail(f"tensor {_q(name)}: {too_big}", tensor=name)
         quant = self._quant(t, name)
-        if quant is not None and dtype.is_int and dtype is not DType.INT64:
-            lo, hi = dtype.range()
-            bad = [z for z in quant.zero_point if not lo <= z <= hi]
-            if bad:
+        if quant is not None and dtype in _ZERO_POINT_RANGE:
+            lo, hi = _ZERO_POINT_RANGE[dtype]
+            zps = quant.zero_point
+            if min(zps) < lo or max(zps) > hi:
+                bad = [z for z in zps if not lo <= z <= hi]
                 self.fail(f"quantization of tensor {_q(name)} has zero point {bad[0]} outside the {dtype.value} range",
                           tensor=name)
         sparsity = None
@@ -523,33 +570,49 @@ class _Loader:
         if sp is not None:
             sparsity = self._sparsity(self.table(sp, f"SparsityParameters of {_q(name)}"), name)
         ttype = TensorType(tuple(dims), dtype, quant)
-        return _Tensor(i, name, ttype, tuple(shape), tt, int(self.get(t, _TENSOR["buffer"])),
-                       bool(self.get(t, _TENSOR["is_variable"])), sparsity)
+        return _Tensor(i, name, ttype, tuple(shape), tt, int(self.get(t, _T_BUFFER)),
+                       bool(self.get(t, _T_IS_VARIABLE)), sparsity)
+
+    def _dims(self, t: Table, field: Field, what: str, name: str) -> list[int]:
+        """:meth:`ivec` of a tensor's ``shape`` or ``shape_signature`` (the tensor's name quoted in a message only
+        when there is one to give)."""
+        v = self.vec(t, field)
+        if v is None:
+            return []
+        n = v[1]
+        if n < 0 or n * 4 > self.n:
+            self.fail(f"corrupt TFLite model: {what} of tensor {_q(name)} has an impossible length {n}")
+        if n < len(_I32_VECTORS):
+            return list(_I32_VECTORS[n].unpack_from(self.buf, v[0]))
+        return np.frombuffer(self.buf, "<i4", n, v[0]).tolist()  # type: ignore[no-any-return]  # (Python ints)
 
     def _quant(self, t: Table, name: str) -> QuantParams | None:
-        q = self.sub(t, _TENSOR["quantization"])
+        q = self.sub(t, _T_QUANTIZATION)
         if q is None:
             return None
-        q = self.table(q, f"QuantizationParameters of {_q(name)}")
-        vec = self.vec(q, _QUANT["scale"])
+        q = self.table(q, _Quoted("QuantizationParameters of ", name))
+        vec = self.vec(q, _Q_SCALE)
         if vec is None or self.vlen(vec[1], "scale") == 0:
             return None
-        scale_arr = np.frombuffer(self.buf, "<f4", vec[1], vec[0])
-        scale: list[float] = scale_arr.tolist()  # (Python floats: float64, exact)
+        n = vec[1]
+        scale_arr = None if n <= _FEW_SCALES else np.frombuffer(self.buf, "<f4", n, vec[0])
+        # (Python floats: float64, exact)
+        scale: list[float] = scale_arr.tolist() if scale_arr is not None else list(
+            _F32_VECTORS[n].unpack_from(self.buf, vec[0]))
         # TFLite's converter gives an all-zero channel (or tensor) of constant weights the scale 0.0: every value of
         # it dequantizes to 0 whatever the scale, and its RESCALE multiplier becomes 0 (quant.scale).  A scale of 0
         # on a computed tensor has no meaning (TFLite would divide by it), so only constants may carry it.  Scales
         # that are all positive pass either way: only otherwise is the buffer looked up.
         low = math.ulp(0.0)
         if not _scales_at_least(scale_arr, scale, low):  # (checked again only when the bound is lowered)
-            low = 0.0 if self._holds_data(int(self.get(t, _TENSOR["buffer"]))) else low
+            low = 0.0 if self._holds_data(int(self.get(t, _T_BUFFER))) else low
             if not _scales_at_least(scale_arr, scale, low):
                 bad = next(s for s in scale if not (math.isfinite(s) and s >= low))
                 what = ("scales of constants must be finite and >= 0" if low == 0.0
                         else "scales must be positive and finite")
                 self.fail(f"quantization of tensor {_q(name)} has scale {bad} ({what})", tensor=name)
         zp: list[int] = []
-        zvec = self.vec(q, _QUANT["zero_point"])
+        zvec = self.vec(q, _Q_ZERO_POINT)
         if zvec is not None and self.vlen(zvec[1], "zero_point", 8):
             zp = np.frombuffer(self.buf, "<i8", zvec[1], zvec[0]).tolist()  # (Python ints)
         if not zp:
@@ -559,7 +622,7 @@ class _Loader:
         elif len(zp) != len(scale):
             self.fail(f"quantization of tensor {_q(name)} has {len(scale)} scales but {len(zp)} zero points",
                       tensor=name)
-        axis = int(self.get(q, _QUANT["quantized_dimension"])) if len(scale) > 1 else None
+        axis = int(self.get(q, _Q_AXIS)) if len(scale) > 1 else None
         return QuantParams(tuple(scale), tuple(zp), axis)
 
     def _sparsity(self, sp: Table, name: str) -> dict[str, Any]:
@@ -627,7 +690,7 @@ class _Loader:
         if dtype not in _STORAGE:
             # resource / variant constants: keep the raw bytes
             return np.frombuffer(data, dtype=np.uint8).copy(), extra
-        st = np.dtype(_STORAGE[dtype])
+        st = _STORAGE_DTYPES[dtype]
         if nbytes != count * st.itemsize:
             self.fail(f"constant tensor {_q(t.name)} of shape {list(shape)} and type {dtype.value} needs "
                       f"{count * st.itemsize} bytes but its buffer has {nbytes}", tensor=t.name)
@@ -642,7 +705,10 @@ class _Loader:
                 return arr.view(dtype.np_dtype())
             except ImportError:  # no ml_dtypes: keep the raw bits
                 return arr
-        return arr.astype(arr.dtype.newbyteorder("="), copy=False)
+        native = _NATIVE_DTYPES.get(dtype)
+        if native is None or arr.dtype != _STORAGE_DTYPES[dtype]:
+            native = arr.dtype.newbyteorder("=")
+        return arr.astype(native, copy=False)
 
     def _strings(self, t: _Tensor, data: memoryview, count: int) -> np.ndarray:
         raw = bytes(data)
@@ -751,7 +817,7 @@ class _Loader:
         t = self._check_index(sub, ti, user)
         if ti in sub.values:
             return sub.values[ti]
-        self.where = f"constant tensor {_q(t.name)} (buffer {t.buffer})"
+        self.where = _Quoted("constant tensor ", t.name, f" (buffer {t.buffer})")
         data = self._buffer_bytes(t.buffer) if t.buffer else None
         if data is None and t.sparsity is None and t.type.is_static and t.type.size == 0 \
                 and t.type.dtype in _STORAGE:
@@ -783,7 +849,7 @@ class _Loader:
         loc = f"{bname}#{i}"
         self.where = f"operator {loc} of subgraph {k}"
         attrs = self._attrs(o, bname, custom_code, op_version, loc)
-        for f in topt.subgraph_fields(attrs):
+        for f in topt.subgraph_fields(attrs) if not _SUBGRAPH_KEYS.isdisjoint(attrs) else ():
             idxs = attrs[f] if isinstance(attrs[f], list) else [attrs[f]]
             for s in idxs:
                 n_sub = self.vlen(self.count(self.model, _MODEL["subgraphs"]), "subgraphs")
@@ -821,11 +887,13 @@ class _Loader:
             if cls_name is None:
                 attrs["unknown_options_type"] = typ
                 continue
-            expected = topt.options_class_for_op(bname)
-            if expected is not None and cls_name != expected and union == 1 and bname != "CUSTOM" \
-                    and expected in topt.options_table_names(1).values():
-                # rules would read the fields of another table (e.g. a Pool2D without filter sizes)
-                self.fail(f"operator {loc} carries {cls_name}, but {bname} takes {expected}", op=loc)
+            if (union, typ, bname) not in self.options_ok:
+                expected = topt.options_class_for_op(bname)
+                if expected is not None and cls_name != expected and union == 1 and bname != "CUSTOM" \
+                        and expected in topt.options_table_names(1).values():
+                    # rules would read the fields of another table (e.g. a Pool2D without filter sizes)
+                    self.fail(f"operator {loc} carries {cls_name}, but {bname} takes {expected}", op=loc)
+                self.options_ok.add((union, typ, bname))
             tab = self.sub(o, tab_field)
             if tab is None:
                 continue
@@ -871,6 +939,8 @@ class _Loader:
         pool = graphs if graphs is not None else targets
         for g in targets:
             for op in g.ops.values():
+                if _SUBGRAPH_KEYS.isdisjoint(op.attrs):
+                    continue
                 fields = topt.subgraph_fields(op.attrs)
                 if not fields:
                     continue

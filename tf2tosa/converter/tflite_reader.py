@@ -53,23 +53,28 @@ def fields(table: str) -> dict[str, Field]:
 class Table:
     """A table at ``pos`` of ``buf``.  ``voff`` arguments are vtable offsets (``4 + 2 * field index``)."""
 
-    __slots__ = ("buf", "pos", "_vtable")
+    __slots__ = ("buf", "pos", "_vt", "_vsize")
 
     def __init__(self, buf: Buf, pos: int) -> None:
         self.buf = buf
         self.pos = pos
-        #: (the vtable's position, its size), read by the first :meth:`offset` (a table reads several fields)
-        self._vtable: tuple[int, int] | None = None
+        #: the vtable's position and size, read by the first :meth:`offset` (a table reads several fields) unless
+        #: given by :meth:`vtable_read` (-1: not read yet)
+        self._vt = 0
+        self._vsize = -1
+
+    def vtable_read(self, vt: int, size: int) -> None:
+        """The vtable's position and size as a check of the table has read them (so :meth:`offset` does not)."""
+        self._vt, self._vsize = vt, size
 
     def offset(self, voff: int) -> int:
         """The field's offset from the table's start, 0 when the field is absent."""
-        buf = self.buf
-        got = self._vtable
-        if got is None:
-            vt = self.pos - _I32.unpack_from(buf, self.pos)[0]
-            got = self._vtable = (vt, _U16.unpack_from(buf, vt)[0])
-        if voff < got[1]:
-            return int(_U16.unpack_from(buf, got[0] + voff)[0])
+        size = self._vsize
+        if size < 0:
+            vt = self._vt = self.pos - _I32.unpack_from(self.buf, self.pos)[0]
+            size = self._vsize = _U16.unpack_from(self.buf, vt)[0]
+        if voff < size:
+            return _U16.unpack_from(self.buf, self._vt + voff)[0]  # type: ignore[no-any-return]
         return 0
 
     def scalar(self, voff: int, kind: str, default: Any) -> Any:

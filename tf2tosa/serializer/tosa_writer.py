@@ -31,6 +31,7 @@ graph always gives the same bytes.
 from __future__ import annotations
 
 import errno
+import math
 import mmap
 import os
 import struct
@@ -162,6 +163,12 @@ ATTR_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     for op, names in ATTR_SLOTS.items()
 }
 
+#: the ops whose attribute tables hold scalars only
+_SCALAR_ATTRS = frozenset(op for op, fields in ATTR_FIELDS.items() if fields and all(
+    kind in (I32, BOOL, ACC, NAN, ROUND, RESIZE) for _, kind in fields))
+#: an attribute the op leaves out (a key of :attr:`_Writer.scalar_tables`)
+_ABSENT = object()
+
 #: Written for an attribute the IR leaves out that has no catalogue default (a required one, which
 #: the builder's validation normally guarantees): the value Arm's serializer writes for an unset field.
 ABSENT_VALUE: dict[str, Any] = {BOOL: False, ROUND: "SINGLE_ROUND", STR: "", BYTES: b""}
@@ -238,6 +245,7 @@ def encode_array(values: Any, dtype: DType) -> bytes:
 
 
 _PLAIN = {DType.INT8: "<i1", DType.INT16: "<i2", DType.INT32: "<i4", DType.FP16: "<f2", DType.FP32: "<f4"}
+_PLAIN_DTYPES = {k: np.dtype(v) for k, v in _PLAIN.items()}
 
 #: bytes per element of constant data (INT4 packs two per byte)
 _ELEMENT_BYTES = {DType.BOOL: 1, DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, DType.INT48: 6, DType.FP16: 2,
@@ -247,9 +255,26 @@ _ELEMENT_BYTES = {DType.BOOL: 1, DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, 
 MAX_FLATBUFFER_BYTES = 2**31 - 1
 
 
+def _static_dims(t: TensorType) -> tuple[int, ...] | None:
+    """``t.static_shape``, None when the shape is not static: the shape itself when its dimensions are plain ints
+    (without working out the type's cached ``is_static`` / ``static_shape`` / ``size``, asked here only)."""
+    shape = t.shape
+    for d in shape:
+        if d.__class__ is not int or d < 0:  # type: ignore[operator]
+            return t.static_shape if t.is_static else None
+    return shape  # type: ignore[return-value]
+
+
+def _size(t: TensorType) -> int:
+    """``t.size`` (see :func:`_static_dims`)."""
+    dims = _static_dims(t)
+    return math.prod(dims) if dims is not None else t.size
+
+
 def data_size(t: TensorType) -> int:
     """Bytes of a constant of type ``t`` in the file, padding to 8 included (from the type: nothing is encoded)."""
-    n = (t.size + 1) // 2 if t.dtype is DType.INT4 else t.size * _ELEMENT_BYTES.get(t.dtype, 8)
+    size = _size(t)
+    n = (size + 1) // 2 if t.dtype is DType.INT4 else size * _ELEMENT_BYTES.get(t.dtype, 8)
     return n + (-n % 8)
 
 
@@ -259,6 +284,9 @@ def constant_data(values: Any, dtype: DType) -> Any:
     np_dt = _PLAIN.get(dtype)
     if np_dt is None:
         return encode_array(values, dtype)
+    if values.__class__ is np.ndarray and values.dtype == _PLAIN_DTYPES[dtype] and values.flags.c_contiguous \
+            and values.size:
+        return values  # (its bytes already in that layout, whatever its shape; memoryview casts it to bytes)
     return np.ascontiguousarray(np.asarray(values).reshape(-1).astype(np_dt, copy=False))
 
 
@@ -283,6 +311,45 @@ _I32 = struct.Struct("<i")
 _OFF = struct.Struct("<I")
 _U8 = struct.Struct("<B")
 _ZEROS = (b"", b"\0", b"\0\0", b"\0\0\0")
+#: the packers of up to 64 uint32, by count
+_U32S = tuple(struct.Struct(f"<{n}I") for n in range(65))
+#: the packers of a vector of up to 16 int32 with its length before it, by length
+_LENGTH_I32S = tuple(struct.Struct(f"<I{n}i") for n in range(17))
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """The layout of a table that :meth:`_Writer._flat_table` writes at once: its bytes from the soffset to the
+    vtable (its lowest address) up to the first field written, for tables whose fields are all present (none holds
+    its default).  ``keys[p]`` is the builder's vtable key of such a table written after ``p`` bytes of padding
+    (:meth:`_Writer._end_object`: each field's distance from the soffset, from the last slot down, then the object
+    size); ``offsets`` the positions above the soffset of the fields that are uoffsets (the rest are scalars)."""
+
+    packer: struct.Struct
+    keys: tuple[tuple[int, ...], ...]
+    offsets: tuple[int, ...]
+
+    @staticmethod
+    def of(fmt: str, key: tuple[int, ...], offsets: tuple[int, ...]) -> _Flat:
+        packer = struct.Struct(fmt)
+        return _Flat(packer, tuple(key + (packer.size + p,) for p in range(4)), offsets)
+
+
+#: an operator (op, attribute type, attribute, inputs, outputs, location), from the soffset up: the four uoffsets,
+#: three bytes of padding, the attribute type (a byte) and the op (a uint32)
+_OP_FLAT = _Flat.of("<i4I3xBI", (4, 8, 12, 16, 23, 24), (4, 8, 12, 16))
+#: an operator without a location
+_OP_FLAT_NO_LOCATION = _Flat.of("<i3I3xBI", (4, 8, 12, 19, 20), (4, 8, 12))
+#: a tensor (name, shape, type, data): data, type, shape, name
+_TENSOR_FLAT = _Flat.of("<iIIII", (4, 8, 12, 16), (4, 12, 16))
+#: a tensor without data: type, shape, name
+_TENSOR_FLAT_NO_DATA = _Flat.of("<iIII", (4, 8, 12), (8, 12))
+#: a location (its text)
+_LOCATION_FLAT = _Flat.of("<iI", (4,), (4,))
+#: a tensor without data (:data:`_TENSOR_FLAT_NO_DATA`) with its shape vector right above it, by rank
+_SHAPED_TENSORS = tuple(struct.Struct(f"<iIIII{n}i") for n in range(9))
+#: a table without fields
+_EMPTY_FLAT = _Flat.of("<i", (), ())
 #: a field of :meth:`_Writer._table`: (slot, kind, value)
 _Field = tuple[int, struct.Struct, int]
 #: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
@@ -316,6 +383,10 @@ class _Writer:
         self.released = len(out) if out is not None else 0
         #: each string written so far, by its offset from the buffer's end (see _string)
         self.shared: dict[str, int] = {}
+        #: the op code of each op name met, when this program may hold it (see _opcode)
+        self.opcodes: dict[str, str] = {}
+        #: the fields of the scalar-only attribute tables written so far, by op code and values (see _attribute)
+        self.scalar_tables: dict[tuple[Any, ...], list[_Field]] = {}
         self.used_tensor_names: set[str] = set()
         self.used_region_names: set[str] = {"main"}
         self.regions: list[_Region] = [_Region("main", graph)]
@@ -387,9 +458,18 @@ class _Writer:
             return off
         x = s.encode()
         n = len(x)
-        b.Prep(4, n + 1)
-        head = b.head - n - 1
-        buf = b.Bytes
+        head, buf = b.head, b.Bytes
+        align = (head - len(buf) - n - 1) & 3  # Prep(4, n + 1): zero padding, in place when there is room
+        if head < align + n + 5:
+            b.Prep(4, n + 1)
+            head, buf = b.head, b.Bytes
+        else:
+            if b.minalign < 4:
+                b.minalign = 4
+            if align:
+                buf[head - align:head] = _ZEROS[align]
+                head -= align
+        head -= n + 1
         buf[head + n] = 0
         buf[head:head + n] = x
         head -= 4
@@ -483,7 +563,10 @@ class _Writer:
         n = len(buf)
         vt = [0] * nfields
         object_end = n - head
+        last = -1  # the highest slot written
         for slot, kind, value in fields:
+            if slot > last:
+                last = slot
             if kind is _U8:
                 head -= 1
                 buf[head] = value
@@ -502,8 +585,82 @@ class _Writer:
                     head -= 4
                     kind.pack_into(buf, head, value)
             vt[slot] = n - head
-        b.head, b.current_vtable, b.objectEnd, b.nested = head, vt, object_end, True
-        return self._end_object()
+        # EndObject where its vtable was written before (the usual case): the padding, the soffset to that vtable
+        pad = (head - n) & 3
+        object_offset = n - head + pad + 4
+        # the builder's key: the fields from the last written one down to the first (each written field's entry
+        # is not 0), then the object size
+        key = [object_offset - e if e else 0 for e in vt[last::-1]] if last >= 0 else []
+        key.append(object_offset - object_end)
+        found = b.vtables.get(tuple(key))
+        if found is None:  # (a new vtable: _end_object writes it)
+            b.head, b.current_vtable, b.objectEnd, b.nested = head, vt, object_end, True
+            return self._end_object()
+        if pad:
+            buf[head - pad:head] = _ZEROS[pad]
+        head = n - object_offset
+        _I32.pack_into(buf, head, found - object_offset)
+        b.head = head
+        return object_offset
+
+    def _flat_table(self, flat: _Flat, values: list[int], nfields: int, fields: list[_Field]) -> int:
+        """:meth:`_table` of ``fields`` (every one present, none holding its default) with one pack of ``values``,
+        the same numbers in ``flat``'s order (from the lowest address up: each uoffset as its target's offset, then
+        made relative here).  Where the builder has no vtable of this layout yet, or the buffer might have to
+        grow, :meth:`_table` does it."""
+        b = self.b
+        head, buf = b.head, b.Bytes
+        n = len(buf)
+        pad = (head - n) & 3
+        found = b.vtables.get(flat.keys[pad])
+        if found is None or b.nested or head < 64:
+            return self._table(nfields, fields)
+        if b.minalign < 4:
+            b.minalign = 4
+        low = head - pad - flat.packer.size  # the soffset: the table's start
+        at = n - low  # the table's offset (from the buffer's end)
+        for pos in flat.offsets:
+            i = (pos >> 2) - 1  # (the values from the soffset up are 4 bytes each, up to the last uoffset)
+            rel = at - pos - values[i]  # (each uoffset points to higher addresses: at least past itself)
+            if rel < 4:
+                raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+            values[i] = rel
+        if pad:
+            buf[head - pad:head] = _ZEROS[pad]
+        flat.packer.pack_into(buf, low, found - at, *values)
+        b.head = low
+        return at
+
+    def _located_operator(self, text: int, code: int, attr_off: int, inputs_off: int, outputs_off: int) -> int:
+        """An operator's location table (its ``text``) and then its table (:data:`_OP_FLAT`), the two
+        :meth:`_flat_table` calls in one where the builder holds both vtables."""
+        b = self.b
+        head, buf = b.head, b.Bytes
+        n = len(buf)
+        pad = (head - n) & 3
+        found_loc = b.vtables.get(_LOCATION_FLAT.keys[pad])
+        found_op = b.vtables.get(_OP_FLAT.keys[0])  # (the location table leaves the head aligned)
+        if found_loc is None or found_op is None or b.nested or head < 128:
+            loc_off = self._flat_table(_LOCATION_FLAT, [text], 1, [(0, _OFF, text)])
+            fields = [(OP_OP, _U32, code), (OP_ATTR_TYPE, _U8, code), (OP_ATTR, _OFF, attr_off),
+                      (OP_INPUTS, _OFF, inputs_off), (OP_OUTPUTS, _OFF, outputs_off), (OP_LOCATION, _OFF, loc_off)]
+            return self._flat_table(_OP_FLAT, [loc_off, outputs_off, inputs_off, attr_off, code, code], 6, fields)
+        if b.minalign < 4:
+            b.minalign = 4
+        low = head - pad - 8  # the location table's soffset
+        loc_off = n - low
+        rels = [loc_off - 4 - text]
+        op_low = low - 28  # the operator table's soffset
+        op_off = n - op_low
+        rels += [op_off - 4 - loc_off, op_off - 8 - outputs_off, op_off - 12 - inputs_off, op_off - 16 - attr_off]
+        if min(rels) < 4:  # (each uoffset points to higher addresses: at least past itself)
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        if pad:
+            buf[head - pad:head] = _ZEROS[pad]
+        _LOCATION_FLAT.packer.pack_into(buf, low, found_loc - loc_off, rels[0])
+        _OP_FLAT.packer.pack_into(buf, op_low, found_op - op_off, rels[1], rels[2], rels[3], rels[4], code, code)
+        b.head = op_low
+        return op_off
 
     def _table_calls(self, nfields: int, fields: list[_Field]) -> int:
         """:meth:`_table` through the builder's own calls."""
@@ -537,18 +694,57 @@ class _Writer:
         """A vector of offsets, the bytes ``PrependUOffsetTRelative`` would write element by element, packed at once
         (StartVector has aligned the head and made room for all of them)."""
         b, n = self.b, len(offsets)
-        self._start_vector4(n)
+        head, buf = b.head, b.Bytes
+        size = len(buf)
+        if b.nested or head < 4 * n + 12:  # (_vector_head, inline: most vectors are one or two names)
+            head = self._vector_head(n)
+            buf = b.Bytes
+            size = len(buf)
+        else:
+            if b.minalign < 4:
+                b.minalign = 4
+            align = (head - size - 4 * n) & 3
+            if align:
+                buf[head - align:head] = _ZEROS[align]
+                head -= align
+        if n == 1:  # (an op's output, a single input: the length and the element in one pack)
+            rel = size - head + 4 - offsets[0]
+            if rel < 4:
+                raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+            head -= 8
+            _U32S[2].pack_into(buf, head, 1, rel)
+            b.head, b.nested = head, False
+            return size - head
         if n:
-            first = len(b.Bytes) - b.head  # Offset() before the last element is prepended
-            rel = []
-            for i, off in enumerate(reversed(offsets)):
-                if off > first + 4 * i:
-                    raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
-                rel.append(first + 4 * i - off + 4)
-            rel.reverse()
-            b.head -= 4 * n
-            struct.pack_into(f"<{n}I", b.Bytes, b.head, *rel)
-        return self._end_vector4(n)
+            # element j lies at head - 4 * (n - j) and points ``offsets[j]`` from the end: past itself
+            top = size - head + 4 * n
+            rel = [top - 4 * j - off for j, off in enumerate(offsets)]
+            if min(rel) < 4:
+                raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+            head -= 4 * n + 4  # (the length, then the elements: one pack)
+            (_U32S[n + 1] if n < 64 else struct.Struct(f"<{n + 1}I")).pack_into(buf, head, n, *rel)
+        else:
+            head -= 4
+            _U32.pack_into(buf, head, 0)
+        b.head, b.nested = head, False
+        return size - head
+
+    def _vector_head(self, n: int) -> int:
+        """:meth:`_start_vector4`, returning the head: where there is room, the alignment is written here (the
+        same zero bytes) and the builder's ``nested`` flag, which :meth:`_offset_vector` and :meth:`_i32_vector`
+        reset as their ``EndVector``, is not set."""
+        b = self.b
+        head = b.head
+        if b.nested or head < 4 * n + 12:  # (room for the padding, the elements and the length)
+            self._start_vector4(n)
+            return b.head  # type: ignore[no-any-return]
+        if b.minalign < 4:
+            b.minalign = 4
+        align = (head - len(b.Bytes) - 4 * n) & 3
+        if align:
+            b.Bytes[head - align:head] = _ZEROS[align]
+            head -= align
+        return head
 
     def _start_vector4(self, n: int) -> None:
         """``StartVector(4, n, 4)`` in fewer calls: room and alignment for the length and ``n`` 4-byte elements
@@ -559,27 +755,32 @@ class _Writer:
         self._prep4(4 * n)
         b.nested = True
 
-    def _end_vector4(self, n: int) -> int:
-        """``EndVector``: the vector's length before its elements (room made by :meth:`_start_vector4`)."""
-        b = self.b
-        b.nested = False
-        b.head -= 4
-        _U32.pack_into(b.Bytes, b.head, n)
-        return len(b.Bytes) - b.head
-
     def _string_vector(self, items: list[str]) -> int:
-        return self._offset_vector([self._string(s) for s in items])
+        shared = self.shared  # (a string written before: _string's lookup, without the call)
+        return self._offset_vector([shared.get(s) or self._string(s) for s in items])
 
-    def _i32_vector(self, items: list[int]) -> int:
+    def _i32_vector(self, items: list[int] | tuple[int, ...]) -> int:
+        """A vector of int32 from plain ints (an attribute's list, a static shape), packed at once."""
         b, n = self.b, len(items)
-        self._start_vector4(n)
-        if n:
-            try:
-                struct.pack_into(f"<{n}i", b.Bytes, b.head - 4 * n, *(int(x) for x in items))
-            except struct.error as e:  # as flatbuffers' own range check reports it
-                raise TypeError(f"bad int32 vector: {e}") from None
-            b.head -= 4 * n
-        return self._end_vector4(n)
+        head, buf = b.head, b.Bytes
+        if b.nested or head < 4 * n + 12:  # (_vector_head, inline: most are shapes of a few dimensions)
+            head = self._vector_head(n)
+            buf = b.Bytes
+        else:
+            if b.minalign < 4:
+                b.minalign = 4
+            align = (head - len(buf) - 4 * n) & 3
+            if align:
+                buf[head - align:head] = _ZEROS[align]
+                head -= align
+        try:  # (the length, then the elements: one pack)
+            (_LENGTH_I32S[n] if n < len(_LENGTH_I32S) else struct.Struct(f"<I{n}i")).pack_into(
+                buf, head - 4 * n - 4, n, *items)
+        except struct.error as e:  # as flatbuffers' own range check reports it
+            raise TypeError(f"bad int32 vector: {e}") from None
+        head -= 4 * n + 4
+        b.head, b.nested = head, False
+        return len(buf) - head
 
     def _byte_vector(self, data: bytes, align: int = 8) -> int:
         n = len(data)
@@ -594,22 +795,60 @@ class _Writer:
         raw = memoryview(data).cast("B")
         n = raw.nbytes
         padded = n + (-n % 8)
-        self.b.StartVector(1, padded, 8)
-        head = self.b.head = self.b.head - padded
-        self.b.Bytes[head + n:head + padded] = bytes(padded - n)
+        b = self.b
+        head = b.head
+        align = (head - len(b.Bytes)) & 7  # StartVector(1, padded, 8)'s two Preps: zeros up to 8-byte alignment
+        if b.nested or head < align + padded + 8:
+            b.StartVector(1, padded, 8)  # (where the buffer may grow, or raises as the builder does)
+            head = b.head
+        else:
+            if b.minalign < 8:
+                b.minalign = 8
+            if align:
+                b.Bytes[head - align:head] = bytes(align)
+                head -= align
+            b.nested = True
+        head = b.head = head - padded
+        buf = b.Bytes
+        buf[head + n:head + padded] = bytes(padded - n)
         if self.deferred is None or n < _PAGE:
-            self.b.Bytes[head:head + n] = raw
-            return self.b.EndVector()
-        self.deferred.append((len(self.b.Bytes) - head, raw))
-        out = self.out if self.b.Bytes is self.out else None  # (None when the builder outgrew the map)
-        if out is not None and self.released - head >= _PIECE:  # everything above the head is final
-            _drop(out, head, self.released)
-            self.released = min(self.released, _page_up(head))
-        return self.b.EndVector()
+            buf[head:head + n] = raw
+        else:
+            self.deferred.append((len(buf) - head, raw))
+            out = self.out if buf is self.out else None  # (None when the builder outgrew the map)
+            if out is not None and self.released - head >= _PIECE:  # everything above the head is final
+                _drop(out, head, self.released)
+                self.released = min(self.released, _page_up(head))
+        # EndVector: the length before the elements
+        b.nested, b.vectorNumElems = False, None
+        head -= 4
+        _U32.pack_into(buf, head, padded)
+        b.head = head
+        return len(buf) - head
 
     # ------------------------------------------------------------ attributes
     def _attribute(self, g: Graph, op: Operation, opcode: str) -> int:
         fields = ATTR_FIELDS.get(opcode, ())
+        if not fields:  # (most ops: an empty table)
+            return self._flat_table(_EMPTY_FLAT, [], 0, [])
+        if opcode not in _SCALAR_ATTRS:
+            return self._attribute_fields(g, op, opcode, fields, None)
+        # a table of scalars only (RESCALE, CONCAT …): its fields worked out once per set of values (each value with
+        # its Python type: values equal across types may encode differently), the table written for every op
+        attrs = op.attrs
+        values = [attrs.get(fname, _ABSENT) for fname, _ in fields]
+        key = (opcode, *values, *map(type, values))
+        try:
+            table = self.scalar_tables.get(key)
+        except TypeError:  # (an unhashable value: worked out as for any table)
+            return self._attribute_fields(g, op, opcode, fields, None)
+        if table is not None:
+            return self._table(len(fields), table)
+        return self._attribute_fields(g, op, opcode, fields, key)
+
+    def _attribute_fields(self, g: Graph, op: Operation, opcode: str, fields: tuple[tuple[str, str], ...],
+                          key: tuple[Any, ...] | None) -> int:
+        """The attribute table of ``fields``; with ``key``, its fields (all scalars) are kept under it."""
         # Create the referenced objects (vectors, strings) before starting the table.
         refs: dict[str, int] = {}
         scalars: dict[str, int | bool] = {}
@@ -671,6 +910,8 @@ class _Writer:
                 return self._attribute_calls(fields, refs, scalars)
             elif x:
                 table.append((slot, _U32, x))
+        if key is not None:
+            self.scalar_tables[key] = table
         return self._table(len(fields), table)
 
     def _attribute_calls(self, fields: tuple[tuple[str, str], ...], refs: dict[str, int],
@@ -691,24 +932,60 @@ class _Writer:
     # ------------------------------------------------------------ tables
     def _tensor(self, name: str, v: Value, data: Any) -> int:
         t = v.type
-        if not t.is_static and not self.draft:
+        dims = _static_dims(t)
+        if dims is None and not self.draft:
             raise InvalidGraphError(f"tensor shape {t.shape} is not static", tensor=v.name)
         if t.dtype not in DTYPE_VALUE or t.dtype is DType.SHAPE:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
-        name_off = self._string(name)
+        name_off = self.shared.get(name) or self._string(name)  # (written where the op making it names it)
+        code = DTYPE_VALUE[t.dtype]
+        if data is None and dims is not None:
+            off = self._shaped_tensor(name_off, dims, code)
+            if off:
+                return off
         # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
-        # (a static shape as kept: its dimensions are ints, which _i32_vector packs as such)
-        shape_off = self._i32_vector(list(t.static_shape) if t.is_static else [int(d) if isinstance(d, int) else -1
-                                                                                for d in t.shape])
-        fields = [(T_NAME, _OFF, name_off), (T_SHAPE, _OFF, shape_off), (T_TYPE, _U32, DTYPE_VALUE[t.dtype])]
-        if data is not None:
-            fields.append((T_DATA, _OFF, self._data_vector(data)))
-        return self._table(14, fields)
+        # (a static shape's dimensions are ints, which _i32_vector packs as such)
+        shape_off = self._i32_vector(dims if dims is not None else [int(d) if isinstance(d, int) else -1
+                                                                    for d in t.shape])
+        fields = [(T_NAME, _OFF, name_off), (T_SHAPE, _OFF, shape_off), (T_TYPE, _U32, code)]
+        if data is None:
+            return self._flat_table(_TENSOR_FLAT_NO_DATA, [code, shape_off, name_off], 14, fields)
+        data_off = self._data_vector(data)
+        fields.append((T_DATA, _OFF, data_off))
+        return self._flat_table(_TENSOR_FLAT, [data_off, code, shape_off, name_off], 14, fields)
+
+    def _shaped_tensor(self, name_off: int, dims: tuple[int, ...], code: int) -> int:
+        """A tensor without data: its shape vector (:meth:`_i32_vector`) and then its table
+        (:data:`_TENSOR_FLAT_NO_DATA`, right below the vector: no padding between), packed in one call; 0 when the
+        builder has no vtable of that layout yet, the buffer might have to grow or the rank is above 8 (then the
+        caller writes them as usual)."""
+        b, n = self.b, len(dims)
+        head, buf = b.head, b.Bytes
+        size = len(buf)
+        found = b.vtables.get(_TENSOR_FLAT_NO_DATA.keys[0])
+        if found is None or n >= len(_SHAPED_TENSORS) or b.nested or head < 4 * n + 64:
+            return 0
+        if b.minalign < 4:
+            b.minalign = 4
+        align = (head - size - 4 * n) & 3  # (the vector's alignment, as _i32_vector makes it)
+        low = head - align - 4 * n - 20  # the table's soffset; the vector's length 16 bytes above it
+        at = size - low
+        rel_name = at - 12 - name_off
+        if rel_name < 4:  # (a uoffset points past itself)
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        try:  # soffset, type, shape (the vector right above: 8 bytes on), name; the vector's length and dimensions
+            _SHAPED_TENSORS[n].pack_into(buf, low, found - at, code, 8, rel_name, n, *dims)
+        except struct.error as e:  # as _i32_vector reports a dimension out of the int32 range
+            raise TypeError(f"bad int32 vector: {e}") from None
+        if align:
+            buf[head - align:head] = _ZEROS[align]
+        b.head = low
+        return at
 
     def _variable_tensor(self, vname: str) -> int:
         tname, t, init = self.variables[vname]
         name_off = self._string(tname)
-        shape_off = self._i32_vector(list(t.static_shape))
+        shape_off = self._i32_vector(t.static_shape)
         data_off = self._byte_vector(_pad8(encode_array(init, t.dtype))) if init is not None else None
         vname_off = self._string(vname)
         self.b.StartObject(14)
@@ -734,8 +1011,8 @@ class _Writer:
         self._offset_slot(S_DATA, data_off)
         return self._end_object()
 
-    def _operator(self, g: Graph, op: Operation) -> int | None:
-        names = self.names[id(g)]
+    def _opcode(self, op: Operation) -> str:
+        """The op code of a TOSA operation this program may hold (kept by op name); raises for any other op."""
         dialect, _, opcode = op.name.rpartition(".")  # (op.dialect and op.opcode of a name with one dot)
         if op.name.count(".") != 1:
             dialect, opcode = op.dialect, op.opcode
@@ -744,6 +1021,12 @@ class _Writer:
                 raise InvalidGraphError(f"{opcode} is an operator of the TOSA {catalogue.DRAFT_VERSION}, not of "
                                         "1.0 (convert with --dynamic)", op=op.name)
             raise InvalidGraphError("not a TOSA 1.0 operation", op=op.name)
+        self.opcodes[op.name] = opcode
+        return opcode
+
+    def _operator(self, g: Graph, op: Operation) -> int | None:
+        names = self.names[id(g)]
+        opcode = self.opcodes.get(op.name) or self._opcode(op)
         try:  # (_value_name: a value of this graph that has a name)
             in_names = [names[v.id] if v.graph is g and v.id in names else self._value_name(g, v)
                         for v in op.operands]
@@ -765,15 +1048,24 @@ class _Writer:
                 out_names = [var_tensor]
             opcode = "IDENTITY"
         attr_off = self._attribute(g, op, opcode) if opcode == own else self._empty_table()
-        inputs_off = self._string_vector(in_names)
-        outputs_off = self._string_vector(out_names)
-        loc_off = self._table(1, [(0, _OFF, self._string(op.location))]) if op.location else 0
+        shared = self.shared  # (_string_vector's lookups, without its call)
+        inputs_off = self._offset_vector([shared.get(s) or self._string(s) for s in in_names])
+        outputs_off = self._offset_vector([shared.get(s) or self._string(s) for s in out_names])
         code = self.op_value[opcode]
+        loc_off = 0
+        if op.location:
+            text = shared.get(op.location) or self._string(op.location)
+            if code and attr_off and inputs_off and outputs_off:
+                return self._located_operator(text, code, attr_off, inputs_off, outputs_off)
+            loc_off = self._flat_table(_LOCATION_FLAT, [text], 1, [(0, _OFF, text)])
         fields = [(OP_OP, _U32, code), (OP_ATTR_TYPE, _U8, code), (OP_ATTR, _OFF, attr_off),
                   (OP_INPUTS, _OFF, inputs_off), (OP_OUTPUTS, _OFF, outputs_off)]
-        if loc_off:
-            fields.append((OP_LOCATION, _OFF, loc_off))
-        return self._table(6, [f for f in fields if f[2]])  # (a zero holds the default: not written)
+        if not (code and attr_off and inputs_off and outputs_off):  # (a zero holds the default: not written)
+            return self._table(6, [f for f in fields if f[2]] + ([(OP_LOCATION, _OFF, loc_off)] if loc_off else []))
+        if not loc_off:
+            return self._flat_table(_OP_FLAT_NO_LOCATION, [outputs_off, inputs_off, attr_off, code, code], 6, fields)
+        fields.append((OP_LOCATION, _OFF, loc_off))
+        return self._flat_table(_OP_FLAT, [loc_off, outputs_off, inputs_off, attr_off, code, code], 6, fields)
 
     def _empty_table(self) -> int:
         self.b.StartObject(0)
@@ -813,7 +1105,7 @@ class _Writer:
                 data = None
                 if opcode == "CONST":
                     vals = np.asarray(op.attrs["values"])
-                    if vals.size != r.type.size:
+                    if vals.size != _size(r.type):
                         raise InvalidGraphError(f"CONST values have {vals.size} elements, type needs {r.type.size}",
                                                 op=op.name, tensor=r.name)
                     data = constant_data(vals, r.type.dtype)
@@ -921,6 +1213,10 @@ def _loc(op: Operation) -> str:
     return f"({op.location})" if op.location else ""
 
 
+#: the ops whose result's data is in the file
+_DATA_OPCODES = frozenset({"CONST", "CONST_SHAPE", "VARIABLE"})
+
+
 def _size_estimate(graph: Graph) -> int:
     """An upper estimate of the flatbuffer's size, from the types (nothing is encoded); raises
     :class:`InvalidGraphError` naming the largest constant when the constants alone pass the 2 GiB limit."""
@@ -933,14 +1229,16 @@ def _size_estimate(graph: Graph) -> int:
         other += 256 * (len(g.inputs) + len(g.outputs)) + 512
         for op in g.ops.values():
             # tables, vtables, shape vectors; each name is written as a string where it is defined and where used
-            other += 512 + len(op.location or "")
-            for r in op.results:
-                other += 256 + 2 * len(r.name)
-            for v in op.operands:
-                other += 16 + len(v.name)
-            stack.extend(op.regions)
-            if op.opcode in ("CONST", "CONST_SHAPE", "VARIABLE") and op.results:
-                n = data_size(op.results[0].type)
+            loc, results, operands = op.location, op.results, op.operands
+            other += 512 + (len(loc) if loc else 0) + 256 * len(results) + 16 * len(operands)
+            for r in results:
+                other += 2 * len(r.name)
+            for v in operands:
+                other += len(v.name)
+            if op.regions:
+                stack.extend(op.regions)
+            if results and op.opcode in _DATA_OPCODES:
+                n = data_size(results[0].type)
                 data += n
                 largest = max(largest, (n, op.results[0].name))
     if data + other > MAX_FLATBUFFER_BYTES:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import InvalidGraphError
 from ..ir.graph import Graph, Operation
+from ..ir.types import DType
 from . import optable, validation
 
 #: Table 4 (spec 1.7 Levels)
@@ -54,8 +55,12 @@ def tensor_size_problem(shape: Sequence[Any], bits: int, level: dict[str, int] =
     more bytes than the memory budget.  Computed from the shape alone, before anything is allocated."""
     if len(shape) > level["MAX_RANK"]:
         return f"rank {len(shape)} exceeds MAX_RANK {level['MAX_RANK']}"
-    dims = [int(d) for d in shape if isinstance(d, (int, np.integer))]
-    count = math.prod(dims)
+    for d in shape:
+        if d.__class__ is not int:
+            count = math.prod([int(d) for d in shape if isinstance(d, (int, np.integer))])
+            break
+    else:  # (plain ints, the usual shape: their product as it is)
+        count = math.prod(shape)
     if count > (1 << level["MAX_LOG2_SIZE"]) - 1:
         return f"shape {list(shape)} has {count} elements, more than 2^{level['MAX_LOG2_SIZE']}-1"
     budget = MEMORY_BUDGET if budget is None else budget
@@ -68,6 +73,26 @@ def tensor_size_problem(shape: Sequence[Any], bits: int, level: dict[str, int] =
 
 #: the largest dimension a TOSA flatbuffer shape holds (``shape: [int32]`` in the schema)
 INT32_MAX = (1 << 31) - 1
+
+#: :func:`_element_bytes` and :func:`_element_bits8` of the element types met
+_ELEMENT_BYTES: dict[Any, int] = {}
+_ELEMENT_BITS8: dict[Any, int] = {}
+
+
+def _element_bytes(dtype: Any) -> int:
+    """Bytes of one element for the level's size limit: :func:`element_bits` / 8, at least 1."""
+    got = _ELEMENT_BYTES.get(dtype)
+    if got is None:
+        got = _ELEMENT_BYTES[dtype] = max(element_bits(dtype) // 8, 1)
+    return got
+
+
+def _element_bits8(dtype: Any) -> int:
+    """Bits of one element for the memory budget: :func:`element_bits`, at least 8."""
+    got = _ELEMENT_BITS8.get(dtype)
+    if got is None:
+        got = _ELEMENT_BITS8[dtype] = max(element_bits(dtype), 8)
+    return got
 
 
 def level_name(level: dict[str, int]) -> str:
@@ -101,14 +126,18 @@ def size_problems(graph: Graph, level: dict[str, int] = LEVEL_8K) -> Iterator[tu
 
     def problem(v: Any) -> str | None:
         t = v.type
-        if t.dtype.value == "shape":
+        dtype = t.dtype
+        if dtype is DType.SHAPE:
             return None
-        dims = _plain_dims(t.shape)
-        for k, d in enumerate(dims):
-            if d is not None and d > INT32_MAX:
-                return f"dimension {k} is {d}, more than {INT32_MAX}, the largest a TOSA shape holds (int32)"
-        count = math.prod(d for d in dims if d is not None)
-        width = max(element_bits(t.dtype) // 8, 1)
+        shape = t.shape
+        dims = _plain_dims(shape)
+        plain = dims is shape  # (a shape of plain ints: at most one pass)
+        if not plain or shape and max(shape) > INT32_MAX:
+            for k, d in enumerate(dims):
+                if d is not None and d > INT32_MAX:
+                    return f"dimension {k} is {d}, more than {INT32_MAX}, the largest a TOSA shape holds (int32)"
+        count = math.prod(shape) if plain else math.prod(d for d in dims if d is not None)
+        width = _element_bytes(dtype)
         if count * width > limit:
             return (f"{count} elements of {width} byte(s) = {count * width} bytes, more than level "
                     f"{level_name(level)} allows (2^{level['MAX_LOG2_SIZE']}-1 = {limit}: MAX_LOG2_SIZE "
@@ -137,10 +166,13 @@ def over_budget(graph: Graph, budget: int | None = None) -> Iterator[tuple[Any, 
 
     def visit(g: Graph) -> Iterator[tuple[Any, int]]:
         for v in list(g.inputs) + [r for op in g.topological_order() for r in op.results]:
-            if v.type.dtype.value == "shape":
+            t = v.type
+            if t.dtype is DType.SHAPE:
                 continue
-            dims = _plain_dims(v.type.shape)
-            nbytes = math.prod(d for d in dims if d is not None) * max(element_bits(v.dtype), 8) // 8
+            shape = t.shape
+            dims = _plain_dims(shape)
+            count = math.prod(dims) if dims is shape else math.prod(d for d in dims if d is not None)
+            nbytes = count * _element_bits8(t.dtype) // 8
             if nbytes > budget:
                 yield v, nbytes
         for op in g.topological_order():
@@ -173,7 +205,8 @@ def walk(graph: Graph, depth: int = 0) -> Iterator[tuple[Operation, int]]:
 
 def _tosa_ops(graph: Graph) -> Iterator[tuple[Operation, int]]:
     for op, depth in walk(graph):
-        if op.dialect == "tosa":
+        name = op.name
+        if name.startswith("tosa.") or name == "tosa":  # (op.dialect == "tosa")
             yield op, depth
 
 
@@ -204,15 +237,45 @@ def op_requirements(op: Operation) -> tuple[tuple[str, ...], set[str]]:
     return alts, required
 
 
+#: the attributes :func:`op_requirements` reads (through ``validation.match_row``'s type row and RESCALE's rounding)
+_REQUIREMENT_ATTRS = ("acc_type", "mode", "type", "scale32", "rounding_mode")
+
+
+def _requirements_key(op: Operation) -> tuple[Any, ...]:
+    """All that :func:`op_requirements` reads of ``op``: its name, the element types of its operands and results,
+    which operands are constants, and the attributes that choose its type row and rounding (each with its Python
+    type, so that values equal across types stay apart).  (Hashing it raises TypeError for an unhashable
+    attribute.)"""
+    attrs, operands, results = op.attrs, op.operands, op.results
+    if not operands and len(results) == 1 and len(attrs) == 1 and "values" in attrs:  # a constant: (name, type)
+        return op.name, results[0].type.dtype
+    get = attrs.get
+    extra = [get(k) for k in _REQUIREMENT_ATTRS]
+    return (op.name, tuple([v.type.dtype for v in operands]), tuple([r.type.dtype for r in results]),
+            tuple([v.is_const for v in operands]), *extra, *map(type, extra))
+
+
 def requirements(graph: Graph) -> tuple[list[str], list[str]]:
     """(profiles, extensions) the graph needs, each sorted; see the module docstring for the rules."""
     needed: set[str] = set()
     deferred: list[tuple[Operation, tuple[str, ...]]] = []
+    # ops of equal keys (_requirements_key) have equal requirements: each is worked out once
+    known: dict[tuple[Any, ...], tuple[tuple[str, ...], set[str]]] = {}
     for op, _depth in _tosa_ops(graph):
+        key: tuple[Any, ...] | None = _requirements_key(op)
         try:
-            alts, req = op_requirements(op)
-        except InvalidGraphError as e:
-            raise InvalidGraphError(str(e), op=op.location or op.name) from None
+            got = known.get(key)  # type: ignore[arg-type]
+        except TypeError:
+            got = key = None
+        if got is not None:
+            alts, req = got
+        else:
+            try:
+                alts, req = op_requirements(op)
+            except InvalidGraphError as e:
+                raise InvalidGraphError(str(e), op=op.location or op.name) from None
+            if key is not None:
+                known[key] = alts, req
         needed |= req
         if alts:
             deferred.append((op, alts))

@@ -17,14 +17,16 @@ Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the graph's ops
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from ...ir import Graph
+from ...ir import Graph, Operation
 from ...ir.symdim import SYM_AFFINE, SYM_VALUES
 
 _CONSTS = ("tosa.CONST", "tosa.CONST_SHAPE")
+_ID = attrgetter("id")
 
 
 #: constants up to this many bytes are keyed by their whole data; larger ones by their first and last bytes, and
@@ -37,39 +39,62 @@ def dedup_constants(graph: Graph) -> int:
     kept: dict[Any, list[tuple[np.ndarray, Any]]] = {}
     merged = 0
     outputs = {id(o) for o in graph.outputs}
-    for op in graph.topological_order():
-        if op.name not in _CONSTS or len(op.results) != 1:
+    for op in _constants(graph):
+        if len(op.results) != 1:
             continue
         v = op.results[0]
         if id(v) in outputs:
             continue
         attrs = op.attrs
-        arr = np.ascontiguousarray(attrs.get("values"))
-        raw = arr.reshape(-1).view(np.uint8)
+        vals = attrs.get("values")
         # --dynamic: constants holding size expressions are equal only when the expressions are
         sym = tuple(repr(attrs[k]) for k in (SYM_VALUES, SYM_AFFINE) if k in attrs) \
             if SYM_VALUES in attrs or SYM_AFFINE in attrs else ()
-        key: tuple[Any, ...]
-        whole = raw.size <= _WHOLE_KEY_BYTES
         # the type as its fields (equal exactly when the types are): a TensorType's hash is a Python function
         t = v.type
-        tkey = (t.shape, t.dtype, t.quant)
-        if whole:
-            key = (op.name, tkey, arr.dtype.str, arr.shape, raw.tobytes(), sym)
+        key: tuple[Any, ...]
+        if vals.__class__ is np.ndarray and vals.nbytes <= _WHOLE_KEY_BYTES and not vals.dtype.hasobject:
+            # a small constant: keyed by its whole bytes, as its contiguous copy's (a 0-d array's shape as the
+            # 1-d copy's); the first one kept is the one merged into
+            key = (op.name, t.shape, t.dtype, t.quant, vals.dtype.str, vals.shape or (1,), vals.tobytes(), sym)
+            first = kept.get(key)
+            if first is None:
+                kept[key] = [(vals, v)]
+                continue
+            w = first[0][1]
         else:
-            key = (op.name, tkey, arr.dtype.str, arr.shape, raw[:64].tobytes(), raw[-64:].tobytes(), sym)
-        bucket = kept.get(key)
-        if bucket is None:
-            kept[key] = [(raw, v)]
-            continue
-        first = bucket[0][1] if whole else next((w for data, w in bucket if np.array_equal(data, raw)), None)
-        if first is None:
-            bucket.append((raw, v))
-            continue
-        graph.replace_all_uses(v, first)
+            arr = np.ascontiguousarray(vals)
+            raw = arr.reshape(-1).view(np.uint8)
+            if raw.size <= _WHOLE_KEY_BYTES:
+                key = (op.name, t.shape, t.dtype, t.quant, arr.dtype.str, arr.shape, raw.tobytes(), sym)
+            else:
+                key = (op.name, t.shape, t.dtype, t.quant, arr.dtype.str, arr.shape, raw[:64].tobytes(),
+                       raw[-64:].tobytes(), sym)
+            bucket = kept.get(key)
+            if bucket is None:
+                kept[key] = [(raw, v)]
+                continue
+            found = bucket[0][1] if raw.size <= _WHOLE_KEY_BYTES else \
+                next((w for data, w in bucket if np.array_equal(data, raw)), None)
+            if found is None:
+                bucket.append((raw, v))
+                continue
+            w = found
+        graph.replace_all_uses(v, w)
         graph.remove_op(op)
         merged += 1
     return merged + _share_casts(graph)
+
+
+def _constants(graph: Graph) -> list[Operation]:
+    """The CONST and CONST_SHAPE ops in the graph's topological order: in the order of their ids when none has an
+    operand (each is then ready from the start of the smallest-id-first sort, so it comes before every constant of
+    a larger id), without sorting the graph."""
+    consts = [op for op in graph.ops.values() if op.name in _CONSTS]
+    if any(op.operands for op in consts):
+        return [op for op in graph.topological_order() if op.name in _CONSTS]
+    consts.sort(key=_ID)
+    return consts
 
 
 def _share_casts(graph: Graph) -> int:

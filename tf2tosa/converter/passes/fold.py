@@ -16,4 +16,6 @@ from ...tosa.builder import fold_op
 
 def fold_constants(graph: Graph, passes: GraphPasses | None = None) -> int:
     """Evaluate TOSA ops whose operands are all constant; returns the number folded."""
-    return sum(1 for op in graph.topological_order() if op.name.startswith("tosa.") and fold_op(graph, op, passes))
+    # (fold_op returns None for an op without operands or with one that is not constant: not called for those)
+    return sum(1 for op in graph.topological_order() if op.name.startswith("tosa.") and op.operands
+               and all(v.is_const for v in op.operands) and fold_op(graph, op, passes))

@@ -34,11 +34,14 @@ def _merge_equal_reshape(graph: Graph, op: Operation) -> int:
     return 0
 
 
+_NO_OPS = frozenset({"tosa.RESHAPE", "tosa.TRANSPOSE", "tosa.IDENTITY"})
+
+
 def remove_identities(graph: Graph) -> int:
     """Remove no-op RESHAPE/TRANSPOSE/IDENTITY ops and merge RESHAPE chains and TRANSPOSE pairs."""
     n = 0
     for op in graph.topological_order():
-        if op.id not in graph.ops:
+        if op.name not in _NO_OPS or op.id not in graph.ops:  # (every other op is left as it is)
             continue
         x = op.operands[0] if op.operands else None
         if op.name == "tosa.RESHAPE" and x is not None:

@@ -8,8 +8,18 @@ Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the result type
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...ir import Graph, Operation, TensorType
 from ...tosa import validation
+
+
+def _plain_static(shape: tuple[Any, ...]) -> bool:
+    """A shape of plain non-negative ints (static)."""
+    for d in shape:
+        if d.__class__ is not int or d < 0:
+            return False
+    return True
 
 
 def refresh_op(op: Operation) -> bool:
@@ -17,7 +27,12 @@ def refresh_op(op: Operation) -> bool:
     quantization kept); returns whether it did.  The legalization loop calls it on the TOSA ops the passes ahead
     of it created (an int8 island's TABLE reading a value whose batch was still symbolic), so the rules after
     them see static shapes."""
-    if not op.name.startswith("tosa.") or all(r.type.is_static for r in op.results):
+    if not op.name.startswith("tosa."):
+        return False
+    for r in op.results:  # (a shape of plain non-negative ints is static: the type's is_static not worked out)
+        if not _plain_static(r.type.shape) and not r.type.is_static:
+            break
+    else:
         return False
     if not all(v.type.is_static for v in op.operands):
         return False
