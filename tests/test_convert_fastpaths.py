@@ -287,6 +287,8 @@ def test_float_conv_convert_leaves_the_integer_and_rare_paths_unloaded(tmp_path:
     for unwanted in ("tf2tosa.quant.elementwise", "tf2tosa.quant.tflite_reference", "tf2tosa.quant.exact_round",
                      "tf2tosa.tosa.targets",  # (--target only)
                      "tf2tosa.converter.passes.complex_pairs", "tf2tosa.converter.passes.if_conversion",
+                     "tf2tosa.converter.passes.dilation", "tf2tosa.converter.passes.lift_reshapes",  # (--target)
+                     "tf2tosa.converter.passes.state_io",  # (--state-io)
                      "tf2tosa.legalizations.tfl_sparse", "tf2tosa.legalizations.lowering.tf_ops"):
         assert unwanted not in loaded, unwanted
     assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded

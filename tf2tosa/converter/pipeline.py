@@ -250,8 +250,8 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
     options = options or ConvertOptions()
     fp16_mode = passes.fp16_weights_mode(options.fp16_weights, file)
     if_convert = _if_conversion_wanted(options.target)
-    dilation_limits = passes.dilation_wanted(options.target)
-    lift = passes.lift_reshapes_wanted(options.target)
+    dilation_limits = passes.dilation_wanted(options.target) if options.target else None
+    lift = bool(options.target) and passes.lift_reshapes_wanted(options.target)
     warnings = passes.resolve_input_shapes(graph, options.input_shapes, file=file, dims=options.dims)
     try:
         ctx = legalize_context(options, file)

@@ -30,13 +30,14 @@ Each module's docstring names its input and output form, and the typed records i
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ...tosa.constants import narrow_constant, retype
 from .batch_fully_connected import batch_fully_connected
 from .constants import finish_constants
 from .dedup_constants import dedup_constants
 from .densify import densify
-from .dilation import limit_dilation
-from .dilation import wanted as dilation_wanted
 from .fold import fold_constants
 from .fold_pad import fold_pad
 from .fp16_weights import fp16_weights_mode, keep_fp16_weights, keep_fp16_weights_early
@@ -44,12 +45,34 @@ from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
 from .integer_io import integer_io, integer_io_names
 from .integer_islands import integer_islands
-from .lift_reshapes import lift_reshapes
-from .lift_reshapes import wanted as lift_reshapes_wanted
 from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_op, refresh_shapes
-from .state_io import state_io
 from .unsigned_io import unsigned_io
+
+if TYPE_CHECKING:
+    from .dilation import limit_dilation
+    from .dilation import wanted as dilation_wanted
+    from .lift_reshapes import lift_reshapes
+    from .lift_reshapes import wanted as lift_reshapes_wanted
+    from .state_io import state_io
+
+#: the passes only some conversions run (``--target``, ``--state-io``), loaded on first use: name -> (module,
+#: attribute).  A conversion without them does not hold their code in memory (the fp16 model's peak is held to
+#: twice its file by bench_convert).
+_ON_USE = {"limit_dilation": ("dilation", "limit_dilation"), "dilation_wanted": ("dilation", "wanted"),
+           "lift_reshapes": ("lift_reshapes", "lift_reshapes"), "lift_reshapes_wanted": ("lift_reshapes", "wanted"),
+           "state_io": ("state_io", "state_io")}
+
+
+def __getattr__(name: str) -> Any:
+    spec = _ON_USE.get(name)
+    if spec is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{spec[0]}")
+    # every name of that module, now: the import set the package's attribute of the module's name to the module
+    globals().update({n: getattr(module, attr) for n, (mod, attr) in _ON_USE.items() if mod == spec[0]})
+    return globals()[name]
+
 
 __all__ = ["batch_fully_connected", "dedup_constants", "densify", "dilation_wanted", "finish_constants",
            "fold_constants", "fold_pad",
