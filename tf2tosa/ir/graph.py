@@ -32,7 +32,7 @@ import numpy as np
 
 from .records import ConversionRecord, SourceInfo, SymbolicDims
 from .symdim import SYM_VALUES
-from .types import DType, TensorType, dtype_from_numpy, plain_type
+from .types import DType, TensorType, dtype_from_numpy
 
 INPUT = -1  # pseudo node id of graph inputs
 
@@ -285,8 +285,8 @@ class Graph:
         ids = self._ids
         op = Operation(next(ids), op_name, [], [], {"values": arr}, [], None)
         oid = op.id
-        t = plain_type(shape, dt) if quant is None else TensorType(shape, dt, quant)
-        r = Value(self, next(ids), self.unique_name(name or f"{op.opcode.lower()}_{oid}"), t, op, 0)
+        r = Value(self, next(ids), self.unique_name(name or f"{op.opcode.lower()}_{oid}"), TensorType(shape, dt, quant),
+                  op, 0)
         op.results.append(r)
         self.ops[oid] = op
         g = self.nx

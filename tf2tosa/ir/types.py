@@ -188,21 +188,15 @@ class TensorType:
         # the frozen dataclass's object.__setattr__ calls did; thousands of types per conversion).  A tuple of plain
         # ints is kept as it is, and with it is_static and static_shape are known at once (the shape itself)
         d = self.__dict__
-        plain = shape.__class__ is tuple
-        if plain:
-            for x in shape:
-                if x.__class__ is not int:
-                    plain = False
-                    break
-        if plain:
+        if shape.__class__ is not tuple or [x for x in shape if x.__class__ is not int]:
+            d["shape"] = tuple(x if isinstance(x, (str, SymDim)) else int(x) for x in shape)
+        else:
             d["shape"] = shape
             if not shape or min(shape) >= 0:  # type: ignore[operator]  # (plain ints here)
                 d["is_static"] = True
                 d["_static_shape"] = shape
             else:
                 d["is_static"] = False
-        else:
-            d["shape"] = tuple(x if isinstance(x, (str, SymDim)) else int(x) for x in shape)
         d["dtype"] = dtype if dtype.__class__ is DType else DType(dtype)  # (a member: no enum call)
         d["quant"] = quant
 
@@ -260,20 +254,3 @@ class TensorType:
             else:
                 q = f" q({self.quant.scale[0]:.6g}, {self.quant.zero_point[0]})"
         return f"tensor<{dims + 'x' if dims else ''}{self.dtype.value}{q}>"
-
-
-#: the types :func:`plain_type` made, by (shape, element type)
-_PLAIN_TYPES: dict[tuple[tuple[int, ...], DType], TensorType] = {}
-
-
-def plain_type(shape: tuple[int, ...], dtype: DType) -> TensorType:
-    """``TensorType(shape, dtype)`` (no quantization), one shared instance per shape of plain ints and element type
-    (a type is immutable, and nothing tells types apart by identity): the builder makes thousands of constants of a
-    few shapes.  A key equal to a kept one (``1`` for ``True`` or ``np.int64(1)``, ``"i8"`` for ``DType.INT8``) is
-    what the constructor would turn it into."""
-    t = _PLAIN_TYPES.get((shape, dtype))
-    if t is None:
-        t = TensorType(shape, dtype)
-        if t.shape is shape and dtype.__class__ is DType and len(_PLAIN_TYPES) < 1 << 16:  # (plain ints: kept)
-            _PLAIN_TYPES[(shape, dtype)] = t
-    return t

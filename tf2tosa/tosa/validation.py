@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.types import DType, QuantParams, TensorType, dtype_from_numpy, plain_type
+from ..ir.types import DType, QuantParams, TensorType, dtype_from_numpy
 from . import shapes
 from .optable import ACC_TYPES, ENUMS, TABLE_SIZE, Arg, Attr, OpSpec, TypeRow, _err, bind_operands, get
 
@@ -192,8 +192,6 @@ def infer_result_types(name: str, operand_types: Sequence[TensorType], attrs: di
     if dts is None:
         dts = _RESULT_DTYPES[dkey] = _result_dtypes(spec, list(rows), operand_types, attrs, out_dtype,
                                                     len(out_shapes))
-    if quant is None:
-        return [plain_type(shape, dt) for shape, dt in zip(out_shapes, dts)]  # type: ignore[arg-type]
     return [TensorType(shape, dt, quant) for shape, dt in zip(out_shapes, dts)]
 
 
