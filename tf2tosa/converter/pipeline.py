@@ -274,13 +274,14 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         if fp16_mode == "keep":
             passes.keep_fp16_weights(graph, ctx.passes.of(graph))
         ctx.passes.of(graph).fp16_sources = {}
-        passes.remove_identities(graph)
-        passes.fold_pad(graph)
+        passes.remove_identities(graph)  # (it ends with remove_dead_ops)
+        folded = passes.fold_pad(graph)  # (0: the graph as it was)
         if dilation_limits is not None:  # an NPU target that runs dilation <= 2 only (Ethos-U)
             passes.limit_dilation(graph, *dilation_limits)
         if lift:  # an NPU target that copies a RESHAPE between a 3-D residual sum and a 4-D convolution (Ethos-U)
             passes.lift_reshapes(graph)
-        graph.remove_dead_ops()
+        if folded or dilation_limits is not None or lift:  # (else no op has died since remove_identities)
+            graph.remove_dead_ops()
         passes.dedup_constants(graph)
         for region in (r for op in graph.ops.values() for r in op.regions if ctx.passes.of(r).share_constants):
             passes.dedup_constants(region)  # (a hybrid loop kept as a WHILE_LOOP: tfl_hybrid.kept_loop)

@@ -202,6 +202,8 @@ def sanitize_name(name: str) -> str:
 _FEW_SCALES = 16
 #: readers of up to :data:`_FEW_SCALES` float32 scales, by count
 _F32_VECTORS = tuple(struct.Struct(f"<{n}f") for n in range(_FEW_SCALES + 1))
+#: readers of up to :data:`_FEW_SCALES` int64 zero points, by count
+_I64_VECTORS = tuple(struct.Struct(f"<{n}q") for n in range(_FEW_SCALES + 1))
 
 
 def _scales_at_least(arr: np.ndarray | None, scale: list[float], low: float) -> bool:
@@ -614,7 +616,9 @@ class _Loader:
         zp: list[int] = []
         zvec = self.vec(q, _Q_ZERO_POINT)
         if zvec is not None and self.vlen(zvec[1], "zero_point", 8):
-            zp = np.frombuffer(self.buf, "<i8", zvec[1], zvec[0]).tolist()  # (Python ints)
+            zn = zvec[1]  # (Python ints; past the file's end: struct.error or ValueError, one message for both)
+            zp = list(_I64_VECTORS[zn].unpack_from(self.buf, zvec[0])) if zn <= _FEW_SCALES else \
+                np.frombuffer(self.buf, "<i8", zn, zvec[0]).tolist()
         if not zp:
             zp = [0] * len(scale)
         elif len(zp) == 1 and len(scale) > 1:

@@ -373,6 +373,28 @@ class Graph:
             self.set_operand(op, k, new)
         self.outputs = [new if o is old else o for o in self.outputs]
 
+    def merge_constants(self, pairs: Iterable[tuple[Value, Value]]) -> None:
+        """``replace_all_uses(old, new)`` then ``remove_op(old.producer)`` for each pair, in networkx's dicts: each
+        ``old`` is the one result of an op without operands and not a graph output (dedup_constants: thousands)."""
+        g, ops, names = self.nx, self.ops, self._names
+        succ, pred = g._succ, g._pred
+        for old, new in pairs:
+            src, nsrc = old.producer.id, new.producer.id  # type: ignore[union-attr]
+            to = succ[nsrc]
+            for dst, keys in succ.pop(src).items():
+                dpred, user = pred[dst], ops[dst]
+                del dpred[src]
+                nkeys = to.get(dst)
+                if nkeys is None:
+                    nkeys = to[dst] = dpred[nsrc] = {}
+                for _, k in keys:
+                    user.operands[k] = new
+                    nkeys[(new.id, k)] = {"value": new, "index": k}
+            del pred[src], g._node[src], ops[src]
+            names.discard(old.name)
+        _clear_nx_cache(g)
+        self._version += 1
+
     def topological_order(self) -> list[Operation]:
         """Operations in a deterministic topological order (ties broken by creation id).
 

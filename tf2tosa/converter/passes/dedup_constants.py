@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ir import Graph, Operation
+from ...ir import Graph, Operation, Value
 from ...ir.symdim import SYM_AFFINE, SYM_VALUES
 
 _CONSTS = ("tosa.CONST", "tosa.CONST_SHAPE")
@@ -37,7 +37,7 @@ _WHOLE_KEY_BYTES = 256
 def dedup_constants(graph: Graph) -> int:
     """Merge equal constants (see the module docstring); returns how many ops were merged away."""
     kept: dict[Any, list[tuple[np.ndarray, Any]]] = {}
-    merged = 0
+    pairs: list[tuple[Value, Value]] = []
     outputs = {id(o) for o in graph.outputs}
     for op in _constants(graph):
         if len(op.results) != 1:
@@ -80,10 +80,10 @@ def dedup_constants(graph: Graph) -> int:
                 bucket.append((raw, v))
                 continue
             w = found
-        graph.replace_all_uses(v, w)
-        graph.remove_op(op)
-        merged += 1
-    return merged + _share_casts(graph)
+        pairs.append((v, w))
+    # (the keys read no edges, so the merges can wait: each is the replace_all_uses + remove_op it was, in one step)
+    graph.merge_constants(pairs)
+    return len(pairs) + _share_casts(graph)
 
 
 def _constants(graph: Graph) -> list[Operation]:
