@@ -469,6 +469,45 @@ def _check_regions(spec: OpSpec, operand_types: list[TensorType], result_types: 
             raise _err(spec, "body_graph inputs and outputs must match input_list (spec 2.16.2 WHILE_LOOP)")
 
 
+#: the checks of :func:`validate` that passed, by :func:`_checked_key`: the type row they gave
+_CHECKED: dict[tuple[Any, ...], TypeRow] = {}
+#: :data:`_CHECKED` holds at most this many keys (distinct op signatures: NASNetMobile int8 has about 200)
+_CHECKED_MAX = 1 << 14
+
+
+def _checked_key(name: str, operand_types: list[TensorType], result_types: list[TensorType], attrs: dict[str, Any],
+                 operand_consts: Sequence[np.ndarray | None] | None, dynamic: bool) -> tuple[Any, ...] | None:
+    """Everything :func:`validate` reads except the values of constant operands, for an op whose result types were
+    inferred (its shape checks then read no constant): each shape (plain non-negative ints only) and element type,
+    which operands are constants, ``dynamic``, and each attribute by name, Python type and value (only
+    str / bool / int / float / None values and lists or tuples of plain ints; None for any other op)."""
+    key: list[Any] = [name, dynamic]
+    for t in operand_types:
+        shape = t.__dict__.get("_static_shape")  # (kept by TensorType for a shape of plain ints >= 0)
+        if shape is None:
+            return None
+        key += (shape, t.dtype)
+    key.append(None)
+    for t in result_types:
+        shape = t.__dict__.get("_static_shape")
+        if shape is None:
+            return None
+        key += (shape, t.dtype)
+    key.append(None if operand_consts is None else tuple([c is None for c in operand_consts]))
+    for k, v in attrs.items():
+        cls = v.__class__
+        if cls in _PLAIN_ATTR or v is None:
+            key += (k, cls, v)
+        elif cls is list or cls is tuple:
+            for x in v:
+                if x.__class__ is not int:
+                    return None
+            key += (k, cls, tuple(v))
+        else:
+            return None
+    return tuple(key)
+
+
 def validate(name: str, operand_types: Sequence[TensorType], result_types: Sequence[TensorType],
              attrs: dict[str, Any], operand_consts: Sequence[np.ndarray | None] | None = None,
              dynamic: bool = False, *, inferred: bool = False) -> TypeRow:
@@ -478,9 +517,30 @@ def validate(name: str, operand_types: Sequence[TensorType], result_types: Seque
     operands are constants (when ``operand_consts`` is given and not ``dynamic`` i.e. EXT-DYNAMIC),
     zero points and other constant values, and the spec's shape ERROR_IFs (shapes.check_shapes; ``inferred``:
     the result types are :func:`infer_result_types`'s for these same arguments, whose shape rule has run).
+
+    With ``inferred``, an op whose every other input (:func:`_checked_key`) passed before has only its constants'
+    values checked again (zero points, :func:`_check_values`): the other checks would pass as they did.
     """
     spec = get(name)
     operand_types, result_types = list(operand_types), list(result_types)
+    key = _checked_key(spec.name, operand_types, result_types, attrs, operand_consts, dynamic) if inferred else None
+    if key is not None:
+        row = _CHECKED.get(key)
+        if row is not None:
+            in_pairs = bind_operands(spec.name, operand_types)
+            consts = [None] * len(operand_types) if operand_consts is None else list(operand_consts)
+            _check_zero_points(spec, in_pairs, consts, attrs)
+            _check_values(spec, row, in_pairs, consts, attrs)
+            return row
+    row = _validate(spec, operand_types, result_types, attrs, operand_consts, dynamic, inferred)
+    if key is not None and len(_CHECKED) < _CHECKED_MAX:
+        _CHECKED[key] = row
+    return row
+
+
+def _validate(spec: OpSpec, operand_types: list[TensorType], result_types: list[TensorType], attrs: dict[str, Any],
+              operand_consts: Sequence[np.ndarray | None] | None, dynamic: bool, inferred: bool) -> TypeRow:
+    """:func:`validate`'s checks, all of them."""
     in_pairs = bind_operands(spec.name, operand_types)
     out_pairs = bind_operands(spec.name, result_types, outputs=True)
     if spec.name == "CONCAT" and not operand_types:
