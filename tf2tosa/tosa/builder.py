@@ -340,7 +340,12 @@ class Builder:
                 all_const = False
             consts.append(c)
         inferred = result_types is None
-        if result_types is None:
+        if inferred and self.validate:  # (the two steps below, sharing what an op of the same signature passed)
+            try:
+                result_types = validation.infer_and_validate(opcode, types, full, consts, out_dtype, quant)
+            except InvalidGraphError as e:
+                raise InvalidGraphError(str(e), op=self.location) from None
+        elif result_types is None:
             try:
                 result_types = validation.infer_result_types(opcode, types, full, out_dtype=out_dtype,
                                                             operand_consts=consts, quant=quant)
@@ -348,8 +353,9 @@ class Builder:
                 raise InvalidGraphError(str(e), op=self.location) from None
             if quant is not None and any(t.quant is not quant for t in result_types):  # (CONST, control flow …)
                 result_types = [t.with_dtype(t.dtype, quant) for t in result_types]
-        result_types = list(result_types)
-        if self.validate:
+        else:
+            result_types = list(result_types)
+        if self.validate and not inferred:
             try:
                 validation.validate(opcode, types, result_types, full, consts, inferred=inferred)
             except InvalidGraphError as e:
