@@ -96,10 +96,10 @@ def rescale(b: Builder, x: Value, scale: ScaleArg, out_dtype: DType, *, in_zp: i
         if isinstance(nc, int) and nc != len(scales):
             raise Unsupported(f"{len(scales)} per-channel scales for a last dimension of {nc}")
     mult, shift = quantize_multiplier_arrays(scales, scale32)
-    if mult.size > 1 and np.all(mult == mult[0]) and np.all(shift == shift[0]):
+    if mult.size > 1 and (mult == mult[0]).all() and (shift == shift[0]).all():
         mult, shift = mult[:1], shift[:1]  # identical channels: one per-tensor pair, same results
     per_channel = mult.size > 1
-    if double_round is None and mode == "DOUBLE_ROUND" and int(shift.max()) <= 31:
+    if double_round is None and mode == "DOUBLE_ROUND" and int(shift.max() if per_channel else shift[0]) <= 31:
         mode = "SINGLE_ROUND"  # spec 4.5.5: apply_scale_32 only differ for shift > 31: no EXT-DOUBLEROUND needed
     m = b.const(mult, DType.INT32 if scale32 else DType.INT16, name="multiplier")
     s = b.const(shift, DType.INT8, name="shift")
