@@ -93,3 +93,38 @@ def test_signature_needs_plain_shapes_and_attributes() -> None:
     assert validation._signature("PAD", [t], {"pads": [1, True]}, [None], None) is None
     assert validation._signature("PAD", [t], {"pads": [1, 2]}, [None], None) is not None
     assert validation._signature("CONST", [], {}, [], None) is None
+
+
+def test_remove_dead_ops_leaves_networkx_dicts_as_its_methods_do() -> None:
+    """Graph.remove_dead_ops deletes the dead ops from networkx's dicts itself (DiGraph.remove_node's steps)."""
+    import random
+
+    import networkx as nx
+
+    from tf2tosa.ir.graph import INPUT, Graph
+
+    rng = random.Random(3)
+    g = Graph()
+    t = TensorType((2,), I32)
+    values = [g.add_input("x", t)]
+    for step in range(200):
+        operands = [rng.choice(values) for _ in range(rng.randint(0, 3))]
+        values.append(g.add_op("tosa.CONCAT", operands, [t], {"axis": 0}, [f"v{step}"]).result)
+    g.outputs = [values[150], values[90]]
+    g.ops[values[40].producer.id].attrs["side_effect"] = True  # type: ignore[union-attr]
+    mirror = g.nx.copy()
+    roots = [v.producer.id for v in (*g.outputs, values[40]) if v.producer is not None]
+    live = {n for r in roots for n in nx.ancestors(g.nx, r) | {r}}
+    dead = [n for n in g.ops if n not in live]
+    for n in dead:
+        mirror.remove_node(n)
+    assert g.remove_dead_ops() == len(dead) > 0
+    assert sorted(g.ops) == sorted(n for n in mirror.nodes if n != INPUT)
+
+    def adjacency(d: dict[int, dict[int, dict[Any, Any]]]) -> dict[int, dict[int, set[Any]]]:
+        return {n: {m: set(keys) for m, keys in nb.items()} for n, nb in d.items()}
+
+    assert adjacency(g.nx._succ) == adjacency(mirror._succ) and adjacency(g.nx._pred) == adjacency(mirror._pred)
+    assert set(g.nx._node) == set(mirror._node)
+    assert [op.id for op in g.topological_order()] == [n for n in nx.lexicographical_topological_sort(mirror)
+                                                      if n != INPUT]
