@@ -279,6 +279,10 @@ class Graph:
             want = dt.np_dtype()
             if arr.dtype is not want and arr.dtype != want:  # (the builder's constants come in their type)
                 arr = arr.astype(want)
+        return self._const_op(arr, dt, name, op_name, quant)
+
+    def _const_op(self, arr: np.ndarray, dt: DType, name: str, op_name: str, quant: Any) -> Value:
+        """:meth:`add_const` of an array already in ``dt``'s storage type (the builder's constants)."""
         shape: tuple[int, ...] = (len(arr),) if dt is DType.SHAPE else arr.shape
         # what add_op(op_name, [], [type], {"values": arr}, [name]) makes, without its general steps: a constant
         # has no operands and one result (thousands per conversion: a RESCALE alone takes four)

@@ -391,7 +391,8 @@ class Builder:
         dt = dtype if dtype.__class__ is DType else DType(dtype) if dtype is not None else None
         if dt is None:
             dt = DType.FP32 if arr.dtype.kind == "f" else DType.BOOL if arr.dtype.kind == "b" else DType.INT32
-        return self.graph.add_const(arr.astype(dt.np_dtype()), dt, name=name, quant=quant)
+        # (add_const's conversion to the storage type is this astype's: its tail directly)
+        return self.graph._const_op(arr.astype(dt.np_dtype()), dt, name, "tosa.CONST", quant)
 
     def sizes(self, values: Any, dtype: DType = DType.INT32) -> Value:
         """An integer ``tosa.CONST`` of sizes (nested ints and :class:`~tf2tosa.ir.symdim.SymDim`): the sample values,
