@@ -279,6 +279,10 @@ class Graph:
             want = dt.np_dtype()
             if arr.dtype is not want and arr.dtype != want:  # (the builder's constants come in their type)
                 arr = arr.astype(want)
+        return self._const_op(arr, dt, name, op_name, quant)
+
+    def _const_op(self, arr: np.ndarray, dt: DType, name: str, op_name: str, quant: Any) -> Value:
+        """:meth:`add_const` of an array already in ``dt``'s storage type (the builder's constants)."""
         shape: tuple[int, ...] = (len(arr),) if dt is DType.SHAPE else arr.shape
         # what add_op(op_name, [], [type], {"values": arr}, [name]) makes, without its general steps: a constant
         # has no operands and one result (thousands per conversion: a RESCALE alone takes four)
@@ -469,8 +473,24 @@ class Graph:
         # (no sort: removing a node leaves the order of every other node's edges and of ``ops`` as it was, whatever
         # the order of removal)
         dead = [op for op in self.ops.values() if op.id not in live and not op.attrs.get("side_effect")]
-        for op in dead:
-            self.discard_op(op)
+        if dead:
+            # discard_op of each, in networkx's dicts (DiGraph.remove_node's steps, which a MultiDiGraph takes; the
+            # cache cleared once): a conversion drops its source constants here, a thousand or more
+            g, ops = self.nx, self.ops
+            succ_all, pred_all, node = g._succ, g._pred, g._node
+            for op in dead:
+                n = op.id
+                nbrs = succ_all[n]
+                del node[n]
+                for u in nbrs:
+                    del pred_all[u][n]
+                del succ_all[n]
+                for u in pred_all[n]:
+                    del succ_all[u][n]
+                del pred_all[n]
+                del ops[n]
+            _clear_nx_cache(g)
+            self._version += len(dead)
         return len(dead)
 
     def op_counts(self) -> dict[str, int]:

@@ -96,10 +96,10 @@ def rescale(b: Builder, x: Value, scale: ScaleArg, out_dtype: DType, *, in_zp: i
         if isinstance(nc, int) and nc != len(scales):
             raise Unsupported(f"{len(scales)} per-channel scales for a last dimension of {nc}")
     mult, shift = quantize_multiplier_arrays(scales, scale32)
-    if mult.size > 1 and np.all(mult == mult[0]) and np.all(shift == shift[0]):
+    if mult.size > 1 and (mult == mult[0]).all() and (shift == shift[0]).all():
         mult, shift = mult[:1], shift[:1]  # identical channels: one per-tensor pair, same results
     per_channel = mult.size > 1
-    if double_round is None and mode == "DOUBLE_ROUND" and int(shift.max()) <= 31:
+    if double_round is None and mode == "DOUBLE_ROUND" and int(shift.max() if per_channel else shift[0]) <= 31:
         mode = "SINGLE_ROUND"  # spec 4.5.5: apply_scale_32 only differ for shift > 31: no EXT-DOUBLEROUND needed
     m = b.const(mult, DType.INT32 if scale32 else DType.INT16, name="multiplier")
     s = b.const(shift, DType.INT8, name="shift")
@@ -217,6 +217,15 @@ def _apply(v: np.ndarray, cand: tuple[int, int, str]) -> np.ndarray:
     return apply_scale_32(v, cand[0], cand[1], cand[2] == "DOUBLE_ROUND")
 
 
+def _apply_int(v: int, cand: tuple[int, int, str]) -> int:
+    """:func:`_apply` of one value as a Python int (the same floor of the same sum: numpy's int64 holds it without
+    overflow where :func:`merged_widen_rescale` calls this, ``|v| < 2^31``)."""
+    mult, shift, mode = cand
+    if mode == "DOUBLE_ROUND" and shift > 31:
+        return (v * mult + (1 << (shift - 1)) + (1 << 30) - ((1 << 31) if v < 0 else 0)) >> shift
+    return (v * mult + (1 << (shift - 1))) >> shift
+
+
 def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: float,
                          mode: str, *, two_step: np.ndarray | None = None) -> tuple[int, int, str] | None:
     """One RESCALE ``(multiplier, shift, rounding_mode)`` that maps every input code ``x`` of ``codes`` exactly as
@@ -235,6 +244,16 @@ def merged_widen_rescale(codes: np.ndarray, zp: int, left_shift: int, scale: flo
         return None
     if v.ndim != 1 or int(np.abs(v).max(initial=0)) >= 1 << 31:
         return next((c for c in cands if np.array_equal(_apply(v, c), want)), None)
+    if want.shape == v.shape:
+        # each candidate in order on a few codes first (the two ends, where its rounding drifts furthest from the
+        # two steps, and three between), in Python ints: one that misses any of them misses, and only one that hits
+        # them all is checked on every code (most candidates miss at an end: no array pass for them)
+        n = v.size
+        probes = [(int(v[j]), int(want[j])) for j in sorted({0, n - 1, n // 2, n // 4, 3 * n // 4})] if n else []
+        for c in cands:
+            if all(_apply_int(x, c) == w for x, w in probes) and np.array_equal(_apply(v, c), want):
+                return c
+        return None
     # all candidates at once, one row each: apply_scale_32 with per-row multiplier, shift and rounding (|v·m| <
     # 2^62), then the first row equal to the two steps on every code
     m = np.array([c[0] for c in cands], dtype=np.int64)[:, None]

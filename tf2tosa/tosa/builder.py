@@ -340,7 +340,12 @@ class Builder:
                 all_const = False
             consts.append(c)
         inferred = result_types is None
-        if result_types is None:
+        if inferred and self.validate:  # (the two steps below, sharing what an op of the same signature passed)
+            try:
+                result_types = validation.infer_and_validate(opcode, types, full, consts, out_dtype, quant)
+            except InvalidGraphError as e:
+                raise InvalidGraphError(str(e), op=self.location) from None
+        elif result_types is None:
             try:
                 result_types = validation.infer_result_types(opcode, types, full, out_dtype=out_dtype,
                                                             operand_consts=consts, quant=quant)
@@ -348,8 +353,9 @@ class Builder:
                 raise InvalidGraphError(str(e), op=self.location) from None
             if quant is not None and any(t.quant is not quant for t in result_types):  # (CONST, control flow …)
                 result_types = [t.with_dtype(t.dtype, quant) for t in result_types]
-        result_types = list(result_types)
-        if self.validate:
+        else:
+            result_types = list(result_types)
+        if self.validate and not inferred:
             try:
                 validation.validate(opcode, types, result_types, full, consts, inferred=inferred)
             except InvalidGraphError as e:
@@ -385,7 +391,8 @@ class Builder:
         dt = dtype if dtype.__class__ is DType else DType(dtype) if dtype is not None else None
         if dt is None:
             dt = DType.FP32 if arr.dtype.kind == "f" else DType.BOOL if arr.dtype.kind == "b" else DType.INT32
-        return self.graph.add_const(arr.astype(dt.np_dtype()), dt, name=name, quant=quant)
+        # (add_const's conversion to the storage type is this astype's: its tail directly)
+        return self.graph._const_op(arr.astype(dt.np_dtype()), dt, name, "tosa.CONST", quant)
 
     def sizes(self, values: Any, dtype: DType = DType.INT32) -> Value:
         """An integer ``tosa.CONST`` of sizes (nested ints and :class:`~tf2tosa.ir.symdim.SymDim`): the sample values,

@@ -16,7 +16,8 @@ from ..ir.types import DType, QuantParams, TensorType, dtype_from_numpy
 from . import shapes
 from .optable import ACC_TYPES, ENUMS, TABLE_SIZE, Arg, Attr, OpSpec, TypeRow, _err, bind_operands, get
 
-__all__ = ["candidate_rows", "match_row", "infer_result_types", "check_attrs", "validate", "validate_op"]
+__all__ = ["candidate_rows", "match_row", "infer_result_types", "check_attrs", "validate", "validate_op",
+           "infer_and_validate"]
 
 _FIXED: dict[str, DType] = {"i8_t": DType.INT8, "i32_t": DType.INT32, "bool_t": DType.BOOL, "shape_t": DType.SHAPE}
 #: ops whose output element type is a free choice among rows: the caller must say which (out_dtype)
@@ -520,6 +521,89 @@ def validate(name: str, operand_types: Sequence[TensorType], result_types: Seque
     shapes.check_shapes(spec.name, operand_types, result_types, attrs, consts, inferred=inferred)
     _check_regions(spec, operand_types, result_types, attrs)
     return row
+
+
+#: ops :func:`infer_and_validate` keeps nothing for (constants, state, regions, CUSTOM: results from elsewhere)
+_NOT_KEPT = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE", "COND_IF",
+                       "WHILE_LOOP", "CUSTOM"})
+#: the operands whose constant values the shape rule of an op reads (shapes.py: PAD's padding, RESHAPE's shape …)
+_RULE_READS_CONSTS: dict[str, frozenset[int]] = {
+    "PAD": frozenset({1}), "RESHAPE": frozenset({1}), "SLICE": frozenset({1, 2}), "TILE": frozenset({1}),
+    "RESIZE": frozenset({1, 2, 3}), "SLICE_SHAPE": frozenset({2})}
+#: the result (shape, element type) pairs and type row of each op signature :func:`infer_and_validate` inferred and
+#: checked in full (:func:`_signature`)
+_CHECKED: dict[tuple[Any, ...], tuple[tuple[tuple[tuple[int, ...], DType], ...], TypeRow]] = {}
+#: :data:`_CHECKED` holds at most this many signatures (NASNetMobile int8: about 250 among 1,430 ops)
+_CHECKED_MAX = 1 << 14
+
+
+def _signature(name: str, operand_types: list[TensorType], attrs: dict[str, Any],
+               consts: list[np.ndarray | None], out_dtype: DType | None) -> tuple[Any, ...] | None:
+    """Everything :func:`infer_result_types` and :func:`validate` read of an op but the values of its constant
+    operands (but those :data:`_RULE_READS_CONSTS` names, which its shape rule reads): ``out_dtype``, each
+    operand's shape (plain non-negative ints only) and element type and whether it is a constant, and each
+    attribute by name, Python type and value (str / bool / int / float / None values and lists or tuples of plain
+    ints only).  None for any other op."""
+    name = get(name).name  # ("tosa.RESHAPE" is RESHAPE)
+    if name in _NOT_KEPT:
+        return None
+    key: list[Any] = [name, out_dtype]
+    reads = _RULE_READS_CONSTS.get(name, ())
+    for i, (t, c) in enumerate(zip(operand_types, consts)):
+        shape = t.__dict__.get("_static_shape")  # (kept by TensorType for a shape of plain ints >= 0)
+        if shape is None:
+            return None
+        if c is None or i not in reads:
+            key += (shape, t.dtype, c is None)
+        elif c.__class__ is np.ndarray and c.dtype.kind in "iub" and c.size <= 64:  # (no SymDim: object arrays)
+            key += (shape, t.dtype, (c.dtype, c.shape, c.tobytes()))
+        else:
+            return None
+    for k, v in attrs.items():
+        cls = v.__class__
+        if cls in _PLAIN_ATTR or v is None:
+            key += (k, cls, v)
+        elif cls is list or cls is tuple:
+            for x in v:
+                if x.__class__ is not int:
+                    return None
+            key += (k, cls, tuple(v))
+        else:
+            return None
+    return tuple(key)
+
+
+def infer_and_validate(name: str, operand_types: list[TensorType], attrs: dict[str, Any],
+                       consts: list[np.ndarray | None], out_dtype: DType | None = None,
+                       quant: QuantParams | None = None) -> list[TensorType]:
+    """:func:`infer_result_types` (every result given ``quant``) then :func:`validate` of the op with those results:
+    the builder's checks of an op it emits.  An op whose :func:`_signature` passed both before gets the same result
+    shapes and element types and has only its constants' values checked again (zero points, :func:`_check_values`):
+    the rest would pass as it did.  Raises what the two raise."""
+    key = _signature(name, operand_types, attrs, consts, out_dtype)
+    kept = _CHECKED.get(key) if key is not None else None
+    if kept is not None:
+        spec = get(name)
+        in_pairs = bind_operands(spec.name, operand_types)
+        _check_zero_points(spec, in_pairs, consts, attrs)
+        _check_values(spec, kept[1], in_pairs, consts, attrs)
+        if quant is None:
+            return [plain_type(shape, dt) for shape, dt in kept[0]]
+        return [TensorType(shape, dt, quant) for shape, dt in kept[0]]
+    result_types = infer_result_types(name, operand_types, attrs, out_dtype=out_dtype, operand_consts=consts,
+                                      quant=quant)
+    if quant is not None and any(t.quant is not quant for t in result_types):
+        result_types = [t.with_dtype(t.dtype, quant) for t in result_types]
+    row = validate(name, operand_types, result_types, attrs, consts, inferred=True)
+    if key is not None and len(_CHECKED) < _CHECKED_MAX:
+        pairs = []
+        for t in result_types:
+            shape = t.__dict__.get("_static_shape")
+            if shape is None:
+                return result_types
+            pairs.append((shape, t.dtype))
+        _CHECKED[key] = (tuple(pairs), row)
+    return result_types
 
 
 def validate_op(op: Any, dynamic: bool = False) -> TypeRow:

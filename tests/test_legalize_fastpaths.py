@@ -1,0 +1,130 @@
+"""The legalization's fast paths decide what their general forms decide.
+
+``validation.infer_and_validate`` (the builder's inference and checks of each op it emits) keeps, per op signature
+(shapes, element types, attributes with their Python types, which operands are constants, and the constants a shape
+rule reads), the result types and type row of an op that passed, and on a second op of that signature checks only
+its constants' values again: a bad zero point or shift behind a kept signature must still be refused with the same
+message, attribute values equal but of another type (``True`` / ``1``) must not share a signature, and a RESHAPE's
+result follows its shape operand's values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tf2tosa.errors import InvalidGraphError
+from tf2tosa.ir import DType, QuantParams, TensorType
+from tf2tosa.tosa import validation
+
+I8, I32 = DType.INT8, DType.INT32
+
+
+def _rescale_args(shift: int, in_zp: int, out_zp: int) -> tuple[Any, ...]:
+    x = TensorType((1, 4, 4, 8), I32)
+    ops = [x, TensorType((1,), I32), TensorType((1,), I8), TensorType((1,), I32), TensorType((1,), I8)]
+    attrs = {"scale32": True, "rounding_mode": "SINGLE_ROUND", "per_channel": False, "input_unsigned": False,
+             "output_unsigned": False}
+    consts = [None, np.array([1 << 30], np.int32), np.array([shift], np.int8), np.array([in_zp], np.int32),
+              np.array([out_zp], np.int8)]
+    return "RESCALE", ops, attrs, consts, I8
+
+
+def _general(args: tuple[Any, ...], quant: QuantParams | None = None) -> list[TensorType] | str:
+    """infer_result_types then validate, as the builder called them."""
+    name, types, attrs, consts, out_dtype = args
+    try:
+        rts = validation.infer_result_types(name, types, attrs, out_dtype=out_dtype, operand_consts=consts,
+                                            quant=quant)
+        validation.validate(name, types, rts, attrs, consts, inferred=True)
+    except InvalidGraphError as e:
+        return str(e)
+    return rts
+
+
+def _kept(args: tuple[Any, ...], quant: QuantParams | None = None) -> list[TensorType] | str:
+    try:
+        return validation.infer_and_validate(*args, quant=quant)
+    except InvalidGraphError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("shift, in_zp, out_zp", [(30, 0, 3), (70, 0, 3), (1, 0, 0), (30, 5, 0), (30, 0, 0)])
+def test_kept_signature_still_checks_constant_values(shift: int, in_zp: int, out_zp: int) -> None:
+    q = QuantParams((0.5,), (out_zp,))
+    validation._CHECKED.clear()
+    good = _rescale_args(30, 0, 3)
+    assert _kept(good, q) == _general(good, q)
+    args = _rescale_args(shift, in_zp, out_zp)
+    assert validation._signature(*args) in validation._CHECKED  # the same signature as the good one's
+    got = _kept(args, q)
+    assert got == _general(args, q)
+    assert isinstance(got, str) == (shift != 30 or in_zp != 0)
+    if not isinstance(got, str):
+        assert all(t.quant is q for t in got)
+
+
+def test_attribute_type_is_part_of_the_signature() -> None:
+    t = TensorType((2, 3), I8)
+    validation._CHECKED.clear()
+    assert _kept(("CONCAT", [t, t], {"axis": 0}, [None, None], None)) == [TensorType((4, 3), I8)]
+    for axis in (False, 0.0):
+        args = ("CONCAT", [t, t], {"axis": axis}, [None, None], None)
+        got = _kept(args)
+        assert isinstance(got, str) and "axis" in got and got == _general(args)
+
+
+def test_shape_rule_constants_are_part_of_the_signature() -> None:
+    t = TensorType((2, 6), I8)
+    validation._CHECKED.clear()
+    for new in ([3, 4], [12, 1], [4, 3], [3, 4], [5, 3]):
+        args = ("RESHAPE", [t, TensorType((2,), DType.SHAPE)], {}, [None, np.array(new, np.int64)], None)
+        assert _kept(args) == _general(args)
+    assert len(validation._CHECKED) == 3  # (the refused [5, 3] kept nothing)
+
+
+def test_signature_needs_plain_shapes_and_attributes() -> None:
+    t = TensorType((2, 3), I8)
+    assert validation._signature("CONCAT", [t], {"axis": 0}, [None], None) is not None
+    assert validation._signature("CONCAT", [TensorType(("n", 3), I8)], {"axis": 0}, [None], None) is None
+    assert validation._signature("CONCAT", [t], {"axis": np.int64(0)}, [None], None) is None
+    assert validation._signature("PAD", [t], {"pads": [1, True]}, [None], None) is None
+    assert validation._signature("PAD", [t], {"pads": [1, 2]}, [None], None) is not None
+    assert validation._signature("CONST", [], {}, [], None) is None
+
+
+def test_remove_dead_ops_leaves_networkx_dicts_as_its_methods_do() -> None:
+    """Graph.remove_dead_ops deletes the dead ops from networkx's dicts itself (DiGraph.remove_node's steps)."""
+    import random
+
+    import networkx as nx
+
+    from tf2tosa.ir.graph import INPUT, Graph
+
+    rng = random.Random(3)
+    g = Graph()
+    t = TensorType((2,), I32)
+    values = [g.add_input("x", t)]
+    for step in range(200):
+        operands = [rng.choice(values) for _ in range(rng.randint(0, 3))]
+        values.append(g.add_op("tosa.CONCAT", operands, [t], {"axis": 0}, [f"v{step}"]).result)
+    g.outputs = [values[150], values[90]]
+    g.ops[values[40].producer.id].attrs["side_effect"] = True  # type: ignore[union-attr]
+    mirror = g.nx.copy()
+    roots = [v.producer.id for v in (*g.outputs, values[40]) if v.producer is not None]
+    live = {n for r in roots for n in nx.ancestors(g.nx, r) | {r}}
+    dead = [n for n in g.ops if n not in live]
+    for n in dead:
+        mirror.remove_node(n)
+    assert g.remove_dead_ops() == len(dead) > 0
+    assert sorted(g.ops) == sorted(n for n in mirror.nodes if n != INPUT)
+
+    def adjacency(d: dict[int, dict[int, dict[Any, Any]]]) -> dict[int, dict[int, set[Any]]]:
+        return {n: {m: set(keys) for m, keys in nb.items()} for n, nb in d.items()}
+
+    assert adjacency(g.nx._succ) == adjacency(mirror._succ) and adjacency(g.nx._pred) == adjacency(mirror._pred)
+    assert set(g.nx._node) == set(mirror._node)
+    assert [op.id for op in g.topological_order()] == [n for n in nx.lexicographical_topological_sort(mirror)
+                                                      if n != INPUT]
