@@ -24,7 +24,7 @@ from ..errors import (
     Unsupported,
     UnsupportedOpsError,
 )
-from ..ir import DType, Graph, Operation, symdim
+from ..ir import DType, Graph, Operation, static_dims, symdim
 from ..ir.records import inexact_warning
 from ..legalizations.driver import failure_reason, legalize_op, missing_rule
 from ..options import ConvertOptions
@@ -158,18 +158,6 @@ def legalize_graph(graph: Graph, options: ConvertOptions | None = None, file: st
     return graph
 
 
-#: the element types TOSA 1.0 has tensors of
-_TOSA_DTYPES = frozenset(d for d in DType if d.is_tosa)
-
-
-def _plain_static(shape: tuple[Any, ...]) -> bool:
-    """A static shape whose dimensions are plain ints (then it is its own ``static_shape``)."""
-    for d in shape:
-        if d.__class__ is not int or d < 0:
-            return False
-    return True
-
-
 def check_tosa(graph: Graph, file: str | None = None) -> None:
     """Every op is a TOSA op and every value has a TOSA type with a static shape and at least one element."""
     for v in graph.inputs:
@@ -181,15 +169,11 @@ def check_tosa(graph: Graph, file: str | None = None) -> None:
             raise InvalidGraphError(f"op {op.name} left after legalization", file=file, op=_op_label(op))
         for r in op.results:
             t = r.type
-            shape = t.shape
-            if t.dtype in _TOSA_DTYPES and _plain_static(shape):
-                pass  # (its own static_shape: the type's cached properties are not worked out here)
-            elif not t.dtype.is_tosa or not t.is_static:
+            dims = static_dims(t)
+            if dims is None or not t.dtype.is_tosa:
                 raise InvalidGraphError(f"value of type {r.type} is not a static TOSA tensor", file=file,
                                         op=_op_label(op), tensor=r.source or r.name)
-            else:
-                shape = t.static_shape
-            if 0 in shape and t.dtype is not DType.SHAPE:  # (an empty tf.Range / tf.Const needed)
+            if 0 in dims and t.dtype is not DType.SHAPE:  # (an empty tf.Range / tf.Const needed)
                 raise InvalidGraphError(f"value of type {r.type} has no elements (TOSA has no empty tensors, spec "
                                         "1.11.1 Tensors)", file=file, op=_op_label(op), tensor=r.source or r.name)
 

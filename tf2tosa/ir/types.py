@@ -254,3 +254,12 @@ class TensorType:
             else:
                 q = f" q({self.quant.scale[0]:.6g}, {self.quant.zero_point[0]})"
         return f"tensor<{dims + 'x' if dims else ''}{self.dtype.value}{q}>"
+
+
+def static_dims(t: TensorType) -> tuple[int, ...] | None:
+    """``t.static_shape``, or None when ``t`` is not static.  A shape of plain ints is answered from what the type
+    kept at its construction, with no property call: the passes, the checks and the writer ask per tensor."""
+    got = t.__dict__.get("_static_shape")
+    if got is not None:
+        return got  # type: ignore[no-any-return]
+    return t.static_shape if t.is_static else None

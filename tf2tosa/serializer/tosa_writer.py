@@ -49,7 +49,7 @@ from ..ir.mapped import drop_pages as _drop
 from ..ir.mapped import file_region as _file_region
 from ..ir.mapped import page_up as _page_up
 from ..ir.mapped import pieces as _pieces
-from ..ir.types import DType, TensorType
+from ..ir.types import DType, TensorType, static_dims
 from ..tosa import optable as catalogue
 
 FILE_IDENTIFIER = b"TOSA"
@@ -255,19 +255,9 @@ _ELEMENT_BYTES = {DType.BOOL: 1, DType.INT8: 1, DType.INT16: 2, DType.INT32: 4, 
 MAX_FLATBUFFER_BYTES = 2**31 - 1
 
 
-def _static_dims(t: TensorType) -> tuple[int, ...] | None:
-    """``t.static_shape``, None when the shape is not static: the shape itself when its dimensions are plain ints
-    (without working out the type's cached ``is_static`` / ``static_shape`` / ``size``, asked here only)."""
-    shape = t.shape
-    for d in shape:
-        if d.__class__ is not int or d < 0:  # type: ignore[operator]
-            return t.static_shape if t.is_static else None
-    return shape  # type: ignore[return-value]
-
-
 def _size(t: TensorType) -> int:
-    """``t.size`` (see :func:`_static_dims`)."""
-    dims = _static_dims(t)
+    """``t.size`` (see :func:`~tf2tosa.ir.types.static_dims`)."""
+    dims = static_dims(t)
     return math.prod(dims) if dims is not None else t.size
 
 
@@ -932,7 +922,7 @@ class _Writer:
     # ------------------------------------------------------------ tables
     def _tensor(self, name: str, v: Value, data: Any) -> int:
         t = v.type
-        dims = _static_dims(t)
+        dims = static_dims(t)
         if dims is None and not self.draft:
             raise InvalidGraphError(f"tensor shape {t.shape} is not static", tensor=v.name)
         if t.dtype not in DTYPE_VALUE or t.dtype is DType.SHAPE:

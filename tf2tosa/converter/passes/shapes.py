@@ -8,18 +8,8 @@ Records (:mod:`tf2tosa.ir.records`): reads and writes none; only the result type
 
 from __future__ import annotations
 
-from typing import Any
-
-from ...ir import Graph, Operation, TensorType
+from ...ir import Graph, Operation, TensorType, static_dims
 from ...tosa import validation
-
-
-def _plain_static(shape: tuple[Any, ...]) -> bool:
-    """A shape of plain non-negative ints (static)."""
-    for d in shape:
-        if d.__class__ is not int or d < 0:
-            return False
-    return True
 
 
 def refresh_op(op: Operation) -> bool:
@@ -29,8 +19,8 @@ def refresh_op(op: Operation) -> bool:
     them see static shapes."""
     if not op.name.startswith("tosa."):
         return False
-    for r in op.results:  # (a shape of plain non-negative ints is static: the type's is_static not worked out)
-        if not _plain_static(r.type.shape) and not r.type.is_static:
+    for r in op.results:
+        if static_dims(r.type) is None:
             break
     else:
         return False
