@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -356,9 +356,38 @@ class Graph:
 
     def discard_op(self, op: Operation) -> None:
         """Remove an operation and its edges without checking its uses (a caller removing a whole subgraph)."""
-        self.nx.remove_node(op.id)
-        del self.ops[op.id]
-        self._version += 1
+        self._discard_ops([op])
+
+    def _discard_ops(self, dead: list[Operation]) -> None:
+        """:meth:`discard_op` of each op in ``dead``, in networkx's dicts (``DiGraph.remove_node``'s steps, which a
+        MultiDiGraph takes; its cache cleared once): a conversion drops its source constants a thousand at a time."""
+        g, ops = self.nx, self.ops
+        succ_all, pred_all, node = g._succ, g._pred, g._node
+        for op in dead:
+            n = op.id
+            del node[n]
+            for u in succ_all[n]:
+                del pred_all[u][n]
+            del succ_all[n]
+            for u in pred_all[n]:
+                del succ_all[u][n]
+            del pred_all[n]
+            del ops[n]
+        _clear_nx_cache(g)
+        self._version += len(dead)
+
+    def rewrite_until_settled(self, rewrite: Callable[[Operation], bool],
+                              after_round: Callable[[], object] | None = None) -> None:
+        """Call ``rewrite`` (which returns whether it changed the graph) on every op still in the graph, in
+        topological order, round after round until a round changes nothing; ``after_round`` runs after each."""
+        changed = True
+        while changed:
+            changed = False
+            for op in self.topological_order():
+                if op.id in self.ops and rewrite(op):
+                    changed = True
+            if after_round is not None:
+                after_round()
 
     # ---------------------------------------------------------------- queries
     def uses(self, v: Value) -> list[tuple[Operation, int]]:
@@ -474,23 +503,7 @@ class Graph:
         # the order of removal)
         dead = [op for op in self.ops.values() if op.id not in live and not op.attrs.get("side_effect")]
         if dead:
-            # discard_op of each, in networkx's dicts (DiGraph.remove_node's steps, which a MultiDiGraph takes; the
-            # cache cleared once): a conversion drops its source constants here, a thousand or more
-            g, ops = self.nx, self.ops
-            succ_all, pred_all, node = g._succ, g._pred, g._node
-            for op in dead:
-                n = op.id
-                nbrs = succ_all[n]
-                del node[n]
-                for u in nbrs:
-                    del pred_all[u][n]
-                del succ_all[n]
-                for u in pred_all[n]:
-                    del succ_all[u][n]
-                del pred_all[n]
-                del ops[n]
-            _clear_nx_cache(g)
-            self._version += len(dead)
+            self._discard_ops(dead)
         return len(dead)
 
     def op_counts(self) -> dict[str, int]:

@@ -209,18 +209,8 @@ def to_channels_last(graph: Graph) -> dict[str, int]:
     for op in graph.topological_order():
         if op.name.startswith("nnef.") and op.opcode in SPATIAL:
             _wrap(graph, op)
-    changed = True
-    while changed:
-        changed = False
-        for op in graph.topological_order():
-            if op.id not in graph.ops:
-                continue
-            if op.name == "nnef.transpose":
-                if _merge(graph, op):
-                    changed = True
-            elif _sink(graph, op):
-                changed = True
-        graph.remove_dead_ops()
+    graph.rewrite_until_settled(lambda op: _merge(graph, op) if op.name == "nnef.transpose" else _sink(graph, op),
+                                after_round=graph.remove_dead_ops)
     after = _count(graph)
     return {"transposes_before": before, "transposes_after": after}
 

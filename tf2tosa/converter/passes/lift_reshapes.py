@@ -74,7 +74,7 @@ _LIFTED: dict[str, tuple[int, ...]] = {
     "tosa.SLICE": (0,),
     "tosa.CONCAT": (),  # (every operand: see _data)
 }
-#: lifted ops whose data operands' shapes are not their result's (all their data operands are RESHAPEs)
+#: lifted ops whose data operands' shapes are not their result's (only the operands' leading 1s must agree)
 _RESHAPED = ("tosa.SLICE", "tosa.CONCAT")
 
 
@@ -259,15 +259,15 @@ def lift_reshapes(graph: Graph) -> int:
     leaves; returns how many ops were lifted (the RESHAPEs left unread go with the graph's next dead-op sweep)."""
     lifted = 0
     made: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for op in graph.topological_order():
-            if op.id not in graph.ops:
-                continue
-            if op.name == "tosa.RESHAPE":
-                changed |= _bypass_chain(graph, op, made)
-            elif _lift(graph, op, made):
-                lifted += 1
-                changed = True
+
+    def rewrite(op: Operation) -> bool:
+        nonlocal lifted
+        if op.name == "tosa.RESHAPE":
+            return _bypass_chain(graph, op, made)
+        if _lift(graph, op, made):
+            lifted += 1
+            return True
+        return False
+
+    graph.rewrite_until_settled(rewrite)
     return lifted
