@@ -587,8 +587,6 @@ def infer_and_validate(name: str, operand_types: list[TensorType], attrs: dict[s
         in_pairs = bind_operands(spec.name, operand_types)
         _check_zero_points(spec, in_pairs, consts, attrs)
         _check_values(spec, kept[1], in_pairs, consts, attrs)
-        if quant is None:
-            return [TensorType(shape, dt) for shape, dt in kept[0]]
         return [TensorType(shape, dt, quant) for shape, dt in kept[0]]
     result_types = infer_result_types(name, operand_types, attrs, out_dtype=out_dtype, operand_consts=consts,
                                       quant=quant)
