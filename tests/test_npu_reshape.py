@@ -158,9 +158,10 @@ def _bilstm() -> Any:
     return keras.Model(inp, L.Dense(4)(L.GlobalAveragePooling1D()(seq)))
 
 
-#: :func:`_bilstm` (its recipe) as TensorFlow 2.21 converted it in a fresh process.  Built after another Keras model in the same
-#: process, TensorFlow makes a different graph of the backward direction (each state read by two RESHAPEs, to the
-#: next CONV2D and to the stack), which the lift does not reach; so the test reads this build, kept in git (63 KB).
+#: :func:`_bilstm` (its recipe) as TensorFlow 2.21 converted it in a fresh process.  Built after another Keras model
+#: in the same process, TensorFlow makes a different graph of the backward direction (each state read by two
+#: RESHAPEs, to the next CONV2D and to the stack), which the lift does not reach; so the test reads this build, kept
+#: in git (63 KB).
 BILSTM_MODEL = Path(__file__).resolve().parent / "models" / "npu_bilstm_int8.tflite"
 
 
