@@ -16,6 +16,15 @@ When the DEPTH_TO_SPACE's input is a constant-weight CONV2D's RESCALE (with any 
 else, the CONV2D itself is split into one convolution per row phase dy (its output channels
 dy·bs·C' … (dy+1)·bs·C'), each with its own RESCALE and CLAMP: each output channel is computed from the same
 terms as before, so the values are the same, and Vela writes each convolution straight into the CONCAT (no copy).
+
+An integer row phase (weight zero point 0) with stride and dilation 1 along W, an even output width and at most 4
+channels also pairs its columns: one convolution at stride 2 along W whose output channel wl·k + m (wl = 0, 1) is
+channel m of column 2·w' + wl.  Its kernel is one column wider, channel wl·k + m holding the original taps shifted
+wl columns right and 0 elsewhere (those taps add exact zeros to the integer accumulator; the padding is unchanged,
+and the output width halves exactly).  The [N, H, W/2, 2k] result has the bytes of the [N, H, W, k] row phase, so
+the CONCAT along W and the RESHAPE are unchanged.  Vela 5.2 costs a convolution of up to 8 channels by its output
+positions, so the two row phases cost about what the `.tflite`'s one convolution does instead of twice (espcn_x2:
+55,596 → 49,742 cycles on ethos-u85-256, its `.tflite` 48,886).
 All of it is data movement or the same arithmetic: exact for every type.
 """
 
@@ -82,30 +91,38 @@ def _channels(v: Value, lo: int, hi: int) -> np.ndarray:
 
 
 def _split_conv(b: Builder, x: Value, source: Value, k: int, bs: int) -> list[Value] | None:
-    """One CONV2D (+ RESCALE, CLAMPs) per row phase, output channels dy·k … (dy+1)·k of ``x``'s convolution;
-    None when ``x`` is not such a convolution's output or ``source`` has another consumer."""
+    """One CONV2D (+ RESCALE, CLAMPs) per row phase, output channels dy·k … (dy+1)·k of ``x``'s convolution,
+    column-paired when :func:`_column_phases` allows it; None when ``x`` is not such a convolution's output or
+    ``source`` has another consumer."""
     if bs < 2 or len(source.uses) != 1 or source in source.graph.outputs:
         return None
     found = _chain(x)
     if found is None:
         return None
     conv, rescale, clamps = found
+    q = _column_phases(conv, k)
+    attrs = dict(conv.attrs)
+    if q > 1:
+        attrs["stride"] = [attrs["stride"][0], q]
     parts = []
     for dy in range(bs):
         lo, hi = dy * k, (dy + 1) * k
         wv, bias = conv.operands[1], conv.operands[2]
+        weights = _channels(wv, lo, hi)
+        if q > 1:
+            weights = _paired_weights(weights, q)
         ops = [
             conv.operands[0],
-            b.const(_channels(wv, lo, hi), wv.dtype),
-            b.const(_channels(bias, lo, hi), bias.dtype),
+            b.const(weights, wv.dtype),
+            b.const(_tiled(bias, lo, hi, q), bias.dtype),
             *conv.operands[3:],
         ]
-        y = b.emit("CONV2D", ops, dict(conv.attrs), out_dtype=conv.result.dtype).result
+        y = b.emit("CONV2D", ops, attrs, out_dtype=conv.result.dtype).result
         mul, shift = rescale.operands[1], rescale.operands[2]
         ops = [
             y,
-            b.const(_channels(mul, lo, hi), mul.dtype),
-            b.const(_channels(shift, lo, hi), shift.dtype),
+            b.const(_tiled(mul, lo, hi, q), mul.dtype),
+            b.const(_tiled(shift, lo, hi, q), shift.dtype),
             *rescale.operands[3:],
         ]
         y = b.emit(
@@ -115,3 +132,35 @@ def _split_conv(b: Builder, x: Value, source: Value, k: int, bs: int) -> list[Va
             y = b.emit("CLAMP", [y], dict(clamp.attrs), quant=clamp.result.type.quant).result
         parts.append(y)
     return parts
+
+
+#: most output channels a column-paired row phase may have: Vela 5.2 costs a convolution of up to 8 output channels
+#: by its output positions (tests/test_npu_depth_to_space.py), so pairing columns halves a narrow phase's cost base
+_PAIRED_CHANNELS = 8
+
+
+def _column_phases(conv: Operation, k: int) -> int:
+    """2 when the row phase's convolution can compute two adjacent output columns per position (module doc), else 1:
+    an integer convolution with weight zero point 0, stride 1 and dilation 1 along W, an even output width and at
+    most ``_PAIRED_CHANNELS`` channels once paired (``k`` is the row phase's channel count)."""
+    if not conv.operands[0].dtype.is_int or 2 * k > _PAIRED_CHANNELS or np.any(np.asarray(conv.operands[4].const())):
+        return 1
+    if conv.attrs["stride"][1] != 1 or conv.attrs["dilation"][1] != 1 or conv.result.type.shape[2] % 2:
+        return 1
+    return 2
+
+
+def _paired_weights(w: np.ndarray, q: int) -> np.ndarray:
+    """[k, KH, KW, IC] weights as [q·k, KH, KW+q-1, IC]: output channel wl·k + m is channel m shifted wl columns
+    right, the other taps 0 (the weight zero point is 0: they add nothing)."""
+    k, kh, kw, ic = w.shape
+    out = np.zeros((q, k, kh, kw + q - 1, ic), dtype=w.dtype)
+    for wl in range(q):
+        out[wl, :, :, wl : wl + kw, :] = w
+    return out.reshape(q * k, kh, kw + q - 1, ic)
+
+
+def _tiled(v: Value, lo: int, hi: int, q: int) -> np.ndarray:
+    """Channels lo:hi of a per-channel constant, repeated for ``q`` column phases (one element stays one)."""
+    arr = _channels(v, lo, hi)
+    return arr if arr.size == 1 or q == 1 else np.tile(arr, q)
