@@ -337,6 +337,50 @@ def test_float_island_of_int8_layer_norm_becomes_a_table() -> None:
     assert report.ok and all(o.mismatches == 0 for o in report.outputs), report
 
 
+def _moved_island(move: str, dtype: str) -> bytes:
+    """A hand-built island through an element-moving op, as TensorFlow leaves a recurrent layer's first step:
+    x [1, 256·k] (every code once per row) → DEQUANTIZE → SPLIT in 4 (one part unread) → QUANTIZE per part to a
+    new scale (``move="split"``), or → RESHAPE → NEG → QUANTIZE (``move="reshape"``)."""
+    from tests.modelgen_more import Op, T, _opts, tflite_model
+
+    n = 256 if dtype == "int8" else 65536
+    sx, zx, sy, zy = (0.0213, -7, 0.0137, 10) if dtype == "int8" else (0.00031, 0, 0.00047, 0)
+    x = T("x", (1, 4 * n), dtype, quant=([sx], [zx], 0))
+    f = T("f", (1, 4 * n))
+    if move == "reshape":
+        tensors = [x, f, T("shape", (2,), "int32", data=np.array([4, n], np.int32)), T("r", (4, n)), T("neg", (4, n)),
+                   T("y", (4, n), dtype, quant=([sy], [zy], 0))]
+        ops = [Op(6, [0], [1]), Op(22, [1, 2], [3]), Op(59, [3], [4]), Op(114, [4], [5])]
+        return tflite_model(tensors, ops, [0], [5])
+    parts = [T(f"p{k}", (1, n)) for k in range(4)]
+    outs = [T(f"y{k}", (1, n), dtype, quant=([sy * (k + 1)], [zy], 0)) for k in (0, 2, 3)]
+    tensors = [x, f, T("axis", (), "int32", data=np.array(1, np.int32)), *parts, *outs]
+    ops = [Op(6, [0], [1]), Op(49, [2, 1], [3, 4, 5, 6], options=_opts("SplitOptions", NumSplits=4)),
+           Op(114, [3], [7]), Op(114, [5], [8]), Op(114, [6], [9])]
+    return tflite_model(tensors, ops, [0], [7, 8, 9])
+
+
+@pytest.mark.parametrize("move,dtype", [("split", "int8"), ("reshape", "int8"), ("split", "int16")])
+def test_float_island_past_an_element_move_becomes_tables(move: str, dtype: str, tmp_path: Any) -> None:
+    """DEQUANTIZE → SPLIT/RESHAPE (→ NEG) → QUANTIZE: the SPLIT or RESHAPE moves into the integer domain and each
+    QUANTIZE becomes one table of the codes, so the graph has no float op (Vela refuses them: the zoo's gru and lstm
+    did not compile) and matches LiteRT's reference kernels on every input code."""
+    from tf2tosa.verify.litert import run_tflite
+
+    buf = _moved_island(move, dtype)
+    m = tf2tosa.convert(buf)
+    counts = m.graph.op_counts()
+    assert m.profiles == ["PRO-INT"], (m.profiles, counts)
+    assert counts.get("tosa.TABLE" if dtype == "int8" else "tosa.GATHER") == (1 if move == "reshape" else 3), counts
+    codes = np.arange(-128, 128) if dtype == "int8" else np.arange(-32768, 32768)
+    xv = np.tile(np.roll(codes, 3), 4).reshape(1, -1).astype(np.int8 if dtype == "int8" else np.int16)
+    ref = run_tflite(buf, {"x": xv}, reference_kernels=True)
+    got = m.run({m.input_names[0]: xv})
+    for name in m.output_names:
+        np.testing.assert_array_equal(np.asarray(got[name]), ref[name], err_msg=name)
+    m.save(tmp_path / f"island_{move}_{dtype}.tosa")  # (validated by tosa-opt and run in the reference model)
+
+
 def test_constants_deduplicated_and_the_file_runs(tmp_path: Any) -> None:
     """No two CONST/CONST_SHAPE ops of the int8 sample hold the same data; the shared constants still give a file
     that tosa-opt validates and the Arm reference model runs bit-exactly like LiteRT (the .tosa hook and verify)."""
