@@ -13,7 +13,6 @@ from __future__ import annotations
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
 from ..tosa.builder import Builder
-from .rescale import rescale
 
 #: the quantized activation types of the elementwise rules
 QDTYPES = (DType.INT8, DType.INT16)
@@ -62,6 +61,8 @@ def same_quant(a: Value, b_: Value) -> bool:
 
 def to_i32(b: Builder, x: Value, zp: int = 0) -> Value:
     """x - zp as i32 (RESCALE ×1: multiplier 2^30, shift 30, exact; spec: RESCALE)."""
+    from .rescale import rescale  # (what a float conversion reads here, is_quantized, loads no RESCALE builder)
+
     return rescale(b, x, 1.0, DType.INT32, in_zp=zp, double_round=False)
 
 
