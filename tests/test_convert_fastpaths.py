@@ -296,7 +296,8 @@ def test_float_conv_convert_leaves_the_integer_and_rare_paths_unloaded(tmp_path:
                      "tf2tosa.legalizations.tfl_hybrid",  # (int8 weights of a float op only)
                      # (a graph with a quantized or uint8 value, or io="int", only: pipeline.integer_values)
                      "tf2tosa.converter.passes.integer_io", "tf2tosa.converter.passes.unsigned_io",
-                     "tf2tosa.converter.passes.integer_islands", "tf2tosa.converter.passes.batch_fully_connected"):
+                     "tf2tosa.converter.passes.integer_islands", "tf2tosa.converter.passes.batch_fully_connected",
+                     "tf2tosa.cli_commands"):  # (the commands other than convert: cli.app_for)
         assert unwanted not in loaded, unwanted
     assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded
 
