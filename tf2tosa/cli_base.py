@@ -71,20 +71,6 @@ TARGET_HELP = ("check the program for a target: ethos-u85 / ethos-u55 (what Vela
                "vulkan-ml) has its side-effect-free COND_IFs if-converted to SELECT")
 
 
-class Backend(str, Enum):
-    """--backend (tf2tosa.api.BACKENDS)"""
-
-    executor = "executor"
-    iree = "iree"
-    vgf = "vgf"
-
-
-#: how the report names each backend
-_BACKEND_NAMES = {Backend.executor: "executor", Backend.iree: "IREE", Backend.vgf: "VGF"}
-BACKEND = typer.Option(Backend.executor, "--backend",
-                       help="executor (the embedded executor, the oracle), iree (compile the MLIR with IREE, "
-                       "cached by content, and run that; needs the [iree] extra) or vgf (convert the .tosa to a VGF "
-                       "with Arm's model converter, cached by content, and run that on a Vulkan device; `make vgf`)")
 STATE_IO = typer.Option(False, "--state-io", help="turn each EXT-VARIABLE variable into a graph input NAME_state_in "
                         "(the previous state) and output NAME_state_out (the next), for runtimes and NPU compilers "
                         "without EXT-VARIABLE")
@@ -163,15 +149,9 @@ def _keep_variables(items: list[str] | None) -> dict[str, Any]:
     return {"keep_variables": "all" if "all" in keep else keep} if keep else {}
 
 
-STEPS_HELP = ("run N consecutive invocations of one stream, the state carried from each to the next; --input "
-              "NAME=frames.npy gives the frames (leading axis: the step)")
-STATE_HELP = "NAME=state.npy: the state variable's value before the first step (repeatable)"
-
 ORACLE_HELP = ("what integer and float outputs are judged against: ref (LiteRT's reference kernels, the default for "
                ".tflite), optimized (LiteRT's default kernels) or tensorflow (the default for TensorFlow models)")
 ORACLE = typer.Option(None, "--oracle", metavar="ORACLE", help=ORACLE_HELP)
-INPUT_NPY = typer.Option(None, "--input", metavar="NAME=FILE.npy", help="NAME=x.npy (repeatable)")
-SIGNATURE = typer.Option("serving_default", "--signature", help="SavedModel signature")
 
 _out_stack: list[Out] = []
 
@@ -303,50 +283,6 @@ def parse_dims(items: list[str] | None, flag: str = "--dim", file: str | None = 
     return out
 
 
-def _load_inputs(items: list[str] | None, option: str = "--input") -> dict[str, Any]:
-    import numpy as np
-
-    out: dict[str, Any] = {}
-    for item in items or []:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise InputError(f"bad {option} {item!r}; expected NAME=file.npy")
-        from .outputs import check_input
-
-        check_input(path)  # a FIFO or a device is refused before it is opened
-        try:
-            out[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise InputError(f"cannot read {option} file {path!r}: {e}", tensor=name) from None
-    return out
-
-
-def _npy_files(items: list[str] | None, option: str = "--input") -> list[tuple[str, str]]:
-    """The files of ``--input``/``--state NAME=FILE.npy`` items, as inputs of :func:`tf2tosa.outputs.check_paths`."""
-    return [(f"the {option} file", item.partition("=")[2]) for item in items or [] if "=" in item]
-
-
-def _check_inputs(m: Any, given: dict[str, Any]) -> dict[str, Any]:
-    """``given`` (from --input), after checking each name is an input of the model and each dtype its dtype."""
-    import numpy as np
-
-    by_name = {v.name: v for v in m.graph.inputs}
-    int_io = {e["name"] for e in (m.io_quantization or {}).get("inputs", [])}
-    for k, arr in list(given.items()):
-        v = by_name.get(k)
-        if v is None:
-            raise InputError(f"no model input named {k!r} (inputs: {', '.join(sorted(by_name))})", tensor=k)
-        want = np.dtype(v.dtype.np_dtype())
-        if k in int_io and arr.dtype.kind == "f":
-            continue  # float data for an integer model input (--io int): quantized on the host as TFLite would
-        if arr.dtype != want:
-            if arr.dtype.kind in "iu" and want.kind in "iu" and arr.dtype.itemsize == want.itemsize:
-                given[k] = arr.view(want)  # uint8 data for an i8 input carrying uint8 bits, and the like
-            else:
-                raise InputError(f"input {k!r}: dtype {arr.dtype} given, the model wants {want}", tensor=k)
-    return given
-
-
 def _is_tflite(path: Path) -> bool:
     from .converter.tensorflow import is_tensorflow_source
 
@@ -377,18 +313,6 @@ def _model_facts(m: Any) -> dict[str, Any]:
     return {"profiles": m.profiles, "extensions": m.extensions, "inputs": [value(v) for v in g.inputs],
             "outputs": [value(v) for v in g.outputs], "op_counts": dict(g.op_counts()),
             "io_quantization": m.io_quantization, "fixed_dims": list(g.record.fixed_dims)}
-
-
-def _echo_io_quantization(out: Out, m: Any) -> None:
-    """The scales and zero points of an ``--io int`` program's integer edges (real = scale × (q − zero_point))."""
-    q = m.io_quantization
-    if not q:
-        return
-    out.echo("integer I/O (--io int; real = scale * (q - zero_point)):")
-    for role in ("inputs", "outputs"):
-        for e in q[role]:
-            out.echo(f"  {role[:-1]:6s} {e['name']}: {e['dtype']} scale={e['scale']!r} zero_point={e['zero_point']} "
-                     f"(source {e['float_dtype']})")
 
 
 NPU_ROUNDING = typer.Option("exact", "--npu-rounding", metavar="exact|native",

@@ -9,18 +9,16 @@ from __future__ import annotations
 import io
 import os
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from .cli_base import (
-    _BACKEND_NAMES,
-    BACKEND,
     CUSTOM_OBJECTS,
     CUT_INPUTS,
     CUT_OUTPUTS,
-    INPUT_NPY,
     IO,
     JSON,
     KEEP_VARIABLES,
@@ -28,28 +26,20 @@ from .cli_base import (
     NPU_ROUNDING,
     ORACLE,
     QUIET,
-    SIGNATURE,
-    STATE_HELP,
     STATE_IO,
-    STEPS_HELP,
     TAG,
     TARGET_HELP,
     TRUST_MODEL,
     UNSAFE_DESERIALIZATION,
     VERBOSE,
-    Backend,
     MlirSyntax,
     TargetName,
-    _check_inputs,
     _custom_objects,
     _custom_ops,
     _cut,
-    _echo_io_quantization,
     _is_tflite,
     _keep_variables,
-    _load_inputs,
     _model_facts,
-    _npy_files,
     _out,
     _print_report,
     _progress,
@@ -69,6 +59,83 @@ from .cli_output import (
 )
 from .errors import InputError
 from .options import ConvertOptions
+
+
+class Backend(str, Enum):
+    """--backend (tf2tosa.api.BACKENDS)"""
+
+    executor = "executor"
+    iree = "iree"
+    vgf = "vgf"
+
+
+#: how the report names each backend
+_BACKEND_NAMES = {Backend.executor: "executor", Backend.iree: "IREE", Backend.vgf: "VGF"}
+BACKEND = typer.Option(Backend.executor, "--backend",
+                       help="executor (the embedded executor, the oracle), iree (compile the MLIR with IREE, "
+                       "cached by content, and run that; needs the [iree] extra) or vgf (convert the .tosa to a VGF "
+                       "with Arm's model converter, cached by content, and run that on a Vulkan device; `make vgf`)")
+STEPS_HELP = ("run N consecutive invocations of one stream, the state carried from each to the next; --input "
+              "NAME=frames.npy gives the frames (leading axis: the step)")
+STATE_HELP = "NAME=state.npy: the state variable's value before the first step (repeatable)"
+INPUT_NPY = typer.Option(None, "--input", metavar="NAME=FILE.npy", help="NAME=x.npy (repeatable)")
+SIGNATURE = typer.Option("serving_default", "--signature", help="SavedModel signature")
+
+
+def _load_inputs(items: list[str] | None, option: str = "--input") -> dict[str, Any]:
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise InputError(f"bad {option} {item!r}; expected NAME=file.npy")
+        from .outputs import check_input
+
+        check_input(path)  # a FIFO or a device is refused before it is opened
+        try:
+            out[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot read {option} file {path!r}: {e}", tensor=name) from None
+    return out
+
+
+def _npy_files(items: list[str] | None, option: str = "--input") -> list[tuple[str, str]]:
+    """The files of ``--input``/``--state NAME=FILE.npy`` items, as inputs of :func:`tf2tosa.outputs.check_paths`."""
+    return [(f"the {option} file", item.partition("=")[2]) for item in items or [] if "=" in item]
+
+
+def _check_inputs(m: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` (from --input), after checking each name is an input of the model and each dtype its dtype."""
+    import numpy as np
+
+    by_name = {v.name: v for v in m.graph.inputs}
+    int_io = {e["name"] for e in (m.io_quantization or {}).get("inputs", [])}
+    for k, arr in list(given.items()):
+        v = by_name.get(k)
+        if v is None:
+            raise InputError(f"no model input named {k!r} (inputs: {', '.join(sorted(by_name))})", tensor=k)
+        want = np.dtype(v.dtype.np_dtype())
+        if k in int_io and arr.dtype.kind == "f":
+            continue  # float data for an integer model input (--io int): quantized on the host as TFLite would
+        if arr.dtype != want:
+            if arr.dtype.kind in "iu" and want.kind in "iu" and arr.dtype.itemsize == want.itemsize:
+                given[k] = arr.view(want)  # uint8 data for an i8 input carrying uint8 bits, and the like
+            else:
+                raise InputError(f"input {k!r}: dtype {arr.dtype} given, the model wants {want}", tensor=k)
+    return given
+
+
+def _echo_io_quantization(out: Out, m: Any) -> None:
+    """The scales and zero points of an ``--io int`` program's integer edges (real = scale × (q − zero_point))."""
+    q = m.io_quantization
+    if not q:
+        return
+    out.echo("integer I/O (--io int; real = scale * (q - zero_point)):")
+    for role in ("inputs", "outputs"):
+        for e in q[role]:
+            out.echo(f"  {role[:-1]:6s} {e['name']}: {e['dtype']} scale={e['scale']!r} zero_point={e['zero_point']} "
+                     f"(source {e['float_dtype']})")
 
 
 @app.command()
