@@ -23,8 +23,7 @@ import numpy as np
 from .. import quant  # (quant.NAME: the quantized branches' helpers, loaded by the first quantized rule)
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
-from ..quant.common import is_quantized, per_tensor, qparams, same_quant
-from ..quant.hybrid import is_hybrid
+from ..quant.common import is_hybrid, is_quantized, per_tensor, qparams, same_quant
 from ..tosa.builder import Builder
 from .lowering.conv import (
     crop_output,
