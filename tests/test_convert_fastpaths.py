@@ -289,7 +289,15 @@ def test_float_conv_convert_leaves_the_integer_and_rare_paths_unloaded(tmp_path:
                      "tf2tosa.converter.passes.complex_pairs", "tf2tosa.converter.passes.if_conversion",
                      "tf2tosa.converter.passes.dilation", "tf2tosa.converter.passes.lift_reshapes",  # (--target)
                      "tf2tosa.converter.passes.state_io",  # (--state-io)
-                     "tf2tosa.legalizations.tfl_sparse", "tf2tosa.legalizations.lowering.tf_ops"):
+                     "tf2tosa.legalizations.tfl_sparse", "tf2tosa.legalizations.lowering.tf_ops",
+                     # (the quantized branches' helpers: quant.NAME in tfl_nn, a requantizing QUANTIZE in tfl_types)
+                     "tf2tosa.quant.activation", "tf2tosa.quant.conv", "tf2tosa.quant.fully_connected",
+                     "tf2tosa.quant.rescale", "tf2tosa.quant.scale", "tf2tosa.quant.table",
+                     "tf2tosa.legalizations.tfl_hybrid", "tf2tosa.quant.hybrid",  # (int8 weights of a float op)
+                     # (a graph with a quantized or uint8 value, or io="int", only: pipeline.integer_values)
+                     "tf2tosa.converter.passes.integer_io", "tf2tosa.converter.passes.unsigned_io",
+                     "tf2tosa.converter.passes.integer_islands", "tf2tosa.converter.passes.batch_fully_connected",
+                     "tf2tosa.cli_commands"):  # (the commands other than convert: cli.app_for)
         assert unwanted not in loaded, unwanted
     assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded
 

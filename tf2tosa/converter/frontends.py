@@ -148,7 +148,7 @@ def frontend_of(source: Any) -> Frontend:
 
 def convert_source(source: Any, options: ConvertOptions) -> Converted:
     """Convert ``source`` (a path, bytes or a TensorFlow object) with its frontend and the pipeline."""
-    from ..quant.hybrid import check_mode
+    from ..quant.common import check_mode
 
     options = options.replace(hybrid=check_mode(options.hybrid, _label(source)))
     if isinstance(source, (str, os.PathLike)):

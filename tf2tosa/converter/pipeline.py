@@ -71,6 +71,25 @@ def _if_conversion_wanted(target: str | None) -> bool:
     return wanted(target)
 
 
+def integer_values(graph: Graph) -> bool:
+    """Whether a value of ``graph`` is quantized or uint8: what :func:`_integer_passes` rewrite (a float graph has
+    none, its fp16 weights included)."""
+    return any(v.type.quant is not None or v.dtype is DType.UINT8
+               for v in (*graph.inputs, *(r for op in graph.ops.values() for r in op.results)))
+
+
+def _integer_passes(graph: Graph, ctx: LegalizeContext) -> None:
+    """The passes of a graph with quantized or uint8 values, before legalization (taken from their modules: each
+    shares its name with its pass, see :mod:`.passes`)."""
+    from .passes.batch_fully_connected import batch_fully_connected
+    from .passes.integer_islands import integer_islands
+    from .passes.unsigned_io import unsigned_io
+
+    unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
+    integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
+    batch_fully_connected(graph)  # int16x8 FCs of one weight on independent rows: one stacked op
+
+
 def _fp16_weight(graph: Graph, op: Operation) -> bool:
     """A TFLite DEQUANTIZE of a constant fp16 weight whose result only non-passive source ops read."""
     if op.name != "tfl.dequantize" or len(op.operands) != 1 or len(op.results) != 1:
@@ -242,10 +261,11 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         if options.io not in ("float", "int"):
             raise InputError(f"io must be 'float' or 'int', not {options.io!r}", file=file)
         if options.io == "int":
-            passes.integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (record.io_quantization)
-        passes.unsigned_io(graph, ctx)  # uint8 model inputs/outputs -> i8 tensors + unsigned RESCALE
-        passes.integer_islands(graph, ctx)  # int8 DEQUANTIZE -> NEG/ABS -> QUANTIZE as one TABLE
-        passes.batch_fully_connected(graph)  # int16x8 FCs of one weight on independent rows: one stacked op
+            from .passes.integer_io import integer_io
+
+            integer_io(graph, file)  # edge QUANTIZE/DEQUANTIZE -> integer model I/O (record.io_quantization)
+        if integer_values(graph):  # (else the three passes have nothing to do: a float model does not load them)
+            _integer_passes(graph, ctx)
         legalize_graph(graph, options, file=file, context=ctx)
         remove_zero_size(graph, file)  # the rules' zero-size tensors: unread ones go, an empty output is refused
         if if_convert:  # a target without EXT-CONTROLFLOW: side-effect-free COND_IFs become SELECTs
@@ -263,16 +283,23 @@ def convert_graph(graph: Graph, options: ConvertOptions | None = None, file: str
         if dilation_limits is not None:  # an NPU target that runs dilation <= 2 only (Ethos-U)
             passes.limit_dilation(graph, *dilation_limits)
         if lift:  # an NPU target that copies a RESHAPE between a 3-D residual sum and a 4-D convolution (Ethos-U)
-            passes.lift_reshapes(graph)
+            from .passes.lift_reshapes import lift_reshapes
+
+            lift_reshapes(graph)
         if folded or dilation_limits is not None or lift:  # (else no op has died since remove_identities)
             graph.remove_dead_ops()
         passes.dedup_constants(graph)
         for region in (r for op in graph.ops.values() for r in op.regions if ctx.passes.of(r).share_constants):
             passes.dedup_constants(region)  # (a hybrid loop kept as a WHILE_LOOP: tfl_hybrid.kept_loop)
-        passes.integer_io_names(graph)
+        if graph.record.io_quantization:  # (io="int", or a sidecar read back)
+            from .passes.integer_io import integer_io_names
+
+            integer_io_names(graph)
         passes.name_outputs(graph)
         if options.state_io:
-            passes.state_io(graph, file)
+            from .passes.state_io import state_io
+
+            state_io(graph, file)
         passes.rebuild_tensor_map(graph)
         check_tosa(graph, file)
     except InputError:

@@ -20,24 +20,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from .. import quant  # (quant.NAME: the quantized branches' helpers, loaded by the first quantized rule)
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value, has_value
-from ..quant import fused_activation_q, requantize
-from ..quant.common import is_quantized, per_tensor, qparams, same_quant
-from ..quant.conv import (
-    ACC,
-    conv_output,
-    conv_scales,
-    note_inexact,
-    quant_bias,
-    requantize_acc,
-    require_act_type,
-    tfl_product_scale,
-    weight_zp,
-)
-from ..quant.fully_connected import acc_bound, fc_output, fc_output_rows
+from ..quant.common import is_hybrid, is_quantized, per_tensor, qparams, same_quant
 from ..tosa.builder import Builder
-from . import tfl_hybrid as hybrid
 from .lowering.conv import (
     crop_output,
     fully_connected_rows,
@@ -74,9 +61,10 @@ def _conv_types(b: Builder, op: Operation, x: Value, w: Value) -> _ConvTypes:
         dt = require_float(op, x, w)
         zp = float_zp(b, dt)
         return _ConvTypes(zp, zp, acc_type_for(dt), dt, dt, False)
-    dt = require_act_type(op, x)
-    acc, acc_type = ACC[dt]
-    return _ConvTypes(b.zp(per_tensor(x, "input")[1], dt), b.zp(weight_zp(w), DType.INT8), acc_type, acc, dt, True)
+    dt = quant.require_act_type(op, x)
+    acc, acc_type = quant.ACC[dt]
+    return _ConvTypes(b.zp(per_tensor(x, "input")[1], dt), b.zp(quant.weight_zp(w), DType.INT8), acc_type, acc, dt,
+                      True)
 
 
 def _bias(b: Builder, op: Operation, k: int, channels: int, ct: _ConvTypes) -> tuple[Value, DType | None]:
@@ -85,7 +73,7 @@ def _bias(b: Builder, op: Operation, k: int, channels: int, ct: _ConvTypes) -> t
 
     Returns the bias and (quantized only) TFLite's accumulator type (see :func:`tf2tosa.quant.conv.quant_bias`)."""
     if ct.quantized:
-        return quant_bias(b, op, k, channels, ct.acc)
+        return quant.quant_bias(b, op, k, channels, ct.acc)
     dt = ct.dt
     if len(op.operands) > k and has_value(op.operands[k]):
         bias = op.operands[k]
@@ -108,7 +96,7 @@ def _finish(b: Builder, op: Operation, acc: Value, ct: _ConvTypes, scales: list[
     if not ct.quantized:
         return fused_activation(b, acc, op.attrs.get("fused_activation_function"))
     assert scales is not None
-    return conv_output(b, op, acc, scales, tfl_acc)
+    return quant.conv_output(b, op, acc, scales, tfl_acc)
 
 
 @legalize("tfl.conv_2d", dtypes=_QTYPES, arity=2)
@@ -120,9 +108,12 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
     (lowering doc: tfl.conv_2d, per channel instead of the tfl.conv_2d lowering's single scale), CLAMP of the activation
     (lowering doc: tfl.conv_2d)."""
     x, w = operands(op, 4, 4)
-    if hybrid.kernel_mode(b, x, w):
-        return hybrid.conv_2d(b, op)
-    w = hybrid.float_weight(b, op, x, w)
+    if is_hybrid(x, w):  # (int8 weights of a float op: tfl_hybrid, loaded for such a model only)
+        from . import tfl_hybrid as hybrid
+
+        if hybrid.kernel_mode(b, x, w):
+            return hybrid.conv_2d(b, op)
+        w = hybrid.float_weight(b, op, x, w)
     ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
     oc, kh, kw, ic = static_shape(w)
@@ -137,7 +128,7 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
                            lambda _: b.const(np.zeros([oc]), ct.acc, name="zero_bias"), "conv_2d",
                            lambda x1, w4, b1: b.depthwise_conv2d(x1, w4, b1, ct.izp, ct.wzp, pad=pads, stride=stride,
                                                                  dilation=dil, acc_type=ct.acc_type))
-    scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
+    scales = quant.conv_scales(x, w, op.results[0], oc) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
@@ -150,9 +141,12 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     dimension, so one per_channel RESCALE applies them (lowering doc: tfl.depthwise_conv_2d, of the depthwise result,
     not %conv2d)."""
     x, w = operands(op, 4, 4)
-    if hybrid.kernel_mode(b, x, w):
-        return hybrid.depthwise_conv_2d(b, op)
-    w = hybrid.float_weight(b, op, x, w)
+    if is_hybrid(x, w):  # (int8 weights of a float op: tfl_hybrid, loaded for such a model only)
+        from . import tfl_hybrid as hybrid
+
+        if hybrid.kernel_mode(b, x, w):
+            return hybrid.depthwise_conv_2d(b, op)
+        w = hybrid.float_weight(b, op, x, w)
     ct = _conv_types(b, op, x, w)
     _, ih, iw, c = static_shape(x)
     one, kh, kw, cm = static_shape(w)
@@ -167,7 +161,7 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     w4 = b.reshape(w, [kh, kw, c, m])
     y = b.depthwise_conv2d(x, w4, bias, ct.izp, ct.wzp, pad=pads, stride=stride, dilation=dil,
                            acc_type=ct.acc_type)
-    scales = conv_scales(x, w, op.results[0], cm) if ct.quantized else None
+    scales = quant.conv_scales(x, w, op.results[0], cm) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
@@ -187,7 +181,10 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     (lowering doc: tfl.transpose_conv), activation CLAMP.
     """
     _, w, x = operands(op, 1, 4, 4)
-    w = hybrid.float_weight(b, op, x, w)  # (hybrid: always dequantized, see tfl_hybrid.transpose_conv)
+    if is_hybrid(x, w):  # (hybrid: always dequantized, see tfl_hybrid.transpose_conv)
+        from . import tfl_hybrid as hybrid
+
+        w = hybrid.float_weight(b, op, x, w)
     ct = _conv_types(b, op, x, w)
     n, ih, iw, ic = static_shape(x)
     oc, kh, kw, wic = static_shape(w)
@@ -204,7 +201,7 @@ def transpose_conv(b: Builder, op: Operation) -> list[Value]:
     before = [same_padding(size, k, s)[0] if padding == "SAME" else 0 for size, k, s in ((oh, kh, sh), (ow, kw, sw))]
     out_pad, crop = transpose_conv_out_pads([oh, ow], [ih, iw], [kh, kw], [sh, sw], before)
     bias, tfl_acc = _bias(b, op, 3, oc, ct)
-    scales = conv_scales(x, w, op.results[0], oc) if ct.quantized else None
+    scales = quant.conv_scales(x, w, op.results[0], oc) if ct.quantized else None
     phased = _phased_transpose_conv(b, op, x, w, bias, ct, out_pad, scales, tfl_acc)
     if phased is not None:
         return [crop_output(b, phased, crop)]
@@ -257,9 +254,12 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     conv), reproduced exactly by :func:`tf2tosa.quant.fully_connected.fc_output`; the tfl.fully_connected lowering's
     zero bias of %filter.shape[3] is OC elements (§6.1)."""
     x, w = operands(op, None, 2)
-    if hybrid.kernel_mode(b, x, w):
-        return hybrid.fully_connected(b, op)
-    w = hybrid.float_weight(b, op, x, w)
+    if is_hybrid(x, w):  # (int8 weights of a float op: tfl_hybrid, loaded for such a model only)
+        from . import tfl_hybrid as hybrid
+
+        if hybrid.kernel_mode(b, x, w):
+            return hybrid.fully_connected(b, op)
+        w = hybrid.float_weight(b, op, x, w)
     ct = _conv_types(b, op, x, w)
     if op.attrs.get("weights_format", "DEFAULT") != "DEFAULT":
         raise Unsupported(f"fully_connected weights_format {op.attrs['weights_format']}")
@@ -273,8 +273,8 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     w4 = b.reshape(w, [oc, 1, 1, ic])
     y = _conv(b, x4, w4, bias, ct, [0, 0, 0, 0], [1, 1], [1, 1])
     if ct.quantized:
-        wzp = weight_zp(w)
-        bound = acc_bound(x, w, bias, wzp)
+        wzp = quant.weight_zp(w)
+        bound = quant.acc_bound(x, w, bias, wzp)
 
         def low_acc() -> Value:
             # the i16 input's low bytes times the weights: acc modulo 256 (exact_round.wide_acc)
@@ -286,7 +286,7 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
                             stride=[1, 1], dilation=[1, 1], acc_type="INT32")
 
         bvals = [int(v) for v in np.asarray(bias.const(), np.int64).reshape(-1)]
-        y = fc_output(b, op, y, conv_scales(x, w, op.results[0], oc), tfl_acc, bound,
+        y = quant.fc_output(b, op, y, quant.conv_scales(x, w, op.results[0], oc), tfl_acc, bound,
                       low_acc if x.dtype is DType.INT16 else None, bvals, activation=False)
     else:
         y = fused_activation(b, y, op.attrs.get("fused_activation_function"))
@@ -298,7 +298,7 @@ def fully_connected(b: Builder, op: Operation) -> list[Value]:
     if ct.quantized:
         # the activation's CLAMP after the RESHAPE (they commute): its output is then the tensor the consumer
         # reads, so Vela writes a CONCAT input straight into the CONCAT instead of copying it
-        y = fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(op.results[0]))
+        y = quant.fused_activation_q(b, y, op.attrs.get("fused_activation_function"), qparams(op.results[0]))
     return [y]
 
 
@@ -310,10 +310,10 @@ def _fully_connected_rows(b: Builder, op: Operation, x: Value, w: Value, ct: _Co
     if not ct.quantized or x.dtype is not DType.INT16 or n != len(op.results):
         raise Unsupported("stacked fully_connected rows need an int16 input with one result per row")
     bias, _ = _bias(b, op, 2, oc, ct)
-    if acc_bound(x, w, bias, weight_zp(w)) >= (1 << 31) - 1:
+    if quant.acc_bound(x, w, bias, quant.weight_zp(w)) >= (1 << 31) - 1:
         raise Unsupported("stacked fully_connected rows need an accumulator that fits i32")
     y = _conv(b, b.reshape(x, [n, 1, 1, ic]), b.reshape(w, [oc, 1, 1, ic]), bias, ct, [0, 0, 0, 0], [1, 1], [1, 1])
-    rows = fc_output_rows(b, y, [conv_scales(x, w, r, oc) for r in op.results], op.results)
+    rows = quant.fc_output_rows(b, y, [quant.conv_scales(x, w, r, oc) for r in op.results], op.results)
     return [b.reshape(r, [1, oc]) for r in rows]
 
 
@@ -324,14 +324,18 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
     Quantized: MATMUL with both zero points (i8 → i32; i16 → i48, EXT-INT16), then RESCALE by
     float32(s_x·s_y)/s_out (TFLite's GetQuantizedConvolutionMultipler; int16 uses the int64 MBQM)."""
     x, y = op.operands[0], op.operands[1]
-    kernel = hybrid.kernel_mode(b, x, y)  # hybrid: a float32 x by an int8 constant y
-    y = y if kernel else hybrid.float_weight(b, op, x, y)
+    kernel = False  # hybrid: a float32 x by an int8 constant y
+    if is_hybrid(x, y):
+        from . import tfl_hybrid as hybrid
+
+        kernel = hybrid.kernel_mode(b, x, y)
+        y = y if kernel else hybrid.float_weight(b, op, x, y)
     quantized = is_quantized(x, y) and not kernel
     if quantized:
-        dt = require_act_type(op, x)
+        dt = quant.require_act_type(op, x)
         if y.dtype is not dt:
             raise Unsupported(f"quantized batch_matmul of {x.dtype.value} and {y.dtype.value}")
-        require_act_type(op, y)
+        quant.require_act_type(op, y)
         zx, zy = b.zp(per_tensor(x, "lhs")[1], dt), b.zp(per_tensor(y, "rhs")[1], dt)
     else:
         dt = require_float(op, x) if kernel else require_float(op, x, y)
@@ -368,11 +372,16 @@ def batch_matmul(b: Builder, op: Operation) -> list[Value]:
             x3 = b.transpose(x3, [0, 2, 1])
         if adj_y:
             y3 = b.transpose(y3, [0, 2, 1])
-    out = hybrid.matmul(b, op, x3, y3) if kernel else b.matmul(x3, y3, zx, zy)
+    if kernel:
+        from . import tfl_hybrid as hybrid
+
+        out = hybrid.matmul(b, op, x3, y3)
+    else:
+        out = b.matmul(x3, y3, zx, zy)
     if quantized:
         res = op.results[0]
-        scale = tfl_product_scale(per_tensor(x)[0], per_tensor(y)[0]) / per_tensor(res, "output")[0]
-        out = requantize_acc(b, out, [scale], res, DType.INT64 if dt is DType.INT16 else DType.INT32)
+        scale = quant.tfl_product_scale(per_tensor(x)[0], per_tensor(y)[0]) / per_tensor(res, "output")[0]
+        out = quant.requantize_acc(b, out, [scale], res, DType.INT64 if dt is DType.INT16 else DType.INT32)
     return [b.reshape(out, batch + [m, nn])]
 
 
@@ -399,7 +408,7 @@ def _lowest(b: Builder, x: Value) -> Value:
 def _pool_activation(b: Builder, op: Operation, y: Value) -> Value:
     act = op.attrs.get("fused_activation_function")
     if y.type.is_quantized:
-        return fused_activation_q(b, y, act, qparams(op.results[0]))
+        return quant.fused_activation_q(b, y, act, qparams(op.results[0]))
     return fused_activation(b, y, act)
 
 
@@ -416,7 +425,7 @@ def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
     """
     (x,) = operands(op, None)
     if x.type.is_quantized:
-        dt = require_act_type(op, x)
+        dt = quant.require_act_type(op, x)
         if not same_quant(x, op.results[0]):
             raise Unsupported("quantized average_pool_2d with different input/output quantization (TFLite "
                               "requires them equal)")
@@ -429,8 +438,8 @@ def average_pool_2d(b: Builder, op: Operation) -> list[Value]:
     if pads[0] >= kernel[0] or pads[1] >= kernel[0] or pads[2] >= kernel[1] or pads[3] >= kernel[1]:
         raise Unsupported(f"pool padding {pads} not smaller than kernel {kernel} (S1341-1342)")
     if x.type.is_quantized and kernel[0] * kernel[1] > (1 << 29) // (1 << (x.dtype.bits - 1)):
-        note_inexact(b, op, f"a {kernel[0]}x{kernel[1]} window: AVG_POOL2D's reciprocal multiplier may move a result "
-                            "by 1 LSB once |sum| reaches 2^29")
+        quant.note_inexact(b, op, f"a {kernel[0]}x{kernel[1]} window: AVG_POOL2D's reciprocal multiplier may move a "
+                                  "result by 1 LSB once |sum| reaches 2^29")
     y = b.avg_pool2d(x, zp, zp, kernel=kernel, stride=stride, pad=pads, acc_type=acc_type, quant=x.type.quant)
     return [_pool_activation(b, op, y)]
 
@@ -444,7 +453,7 @@ def max_pool_2d(b: Builder, op: Operation) -> list[Value]:
     quantization is one RESCALE after the pool (TFLite itself requires them equal)."""
     (x,) = operands(op, None)
     if x.type.is_quantized:
-        require_act_type(op, x)
+        quant.require_act_type(op, x)
     else:
         require_float(op, x)
     kernel, stride, pads = _pool_geometry(op, x)
@@ -453,7 +462,7 @@ def max_pool_2d(b: Builder, op: Operation) -> list[Value]:
         raise Unsupported(f"pool padding {pads} not smaller than kernel {kernel} (S2844-2845)")
     y = b.max_pool2d(x, kernel=kernel, stride=stride, pad=pads, nan_mode="PROPAGATE", quant=x.type.quant)
     if x.type.is_quantized and not same_quant(x, op.results[0]):
-        y = requantize(b, y, qparams(op.results[0]))
+        y = quant.requantize(b, y, qparams(op.results[0]))
     return [_pool_activation(b, op, y)]
 
 

@@ -16,11 +16,11 @@ import numpy as np
 from ..errors import NotYet, Unsupported
 from ..ir import DType, Operation, Value
 from ..ir.symdim import as_expr, is_symbolic
-from ..quant import compute_scale_16, quantize_multiplier, rescale
+from ..quant import compute_scale_16, quantize_multiplier
 from ..quant.common import per_tensor, qparams, to_i32
 from ..quant.conv import require_act_type
 from ..quant.elementwise import f32_div
-from ..quant.rescale import rescale_raw
+from ..quant.rescale import rescale, rescale_raw
 from ..tosa.builder import Builder
 from .lowering.legalize_common import const_operand, float_zp, positive_axis
 from .lowering.numeric import FLOAT_TYPES, axes_operand, fconst, reduce_axes, require_not_quantized, static_shape

@@ -7,7 +7,6 @@ import numpy as np
 from ..errors import Unsupported
 from ..ir import DType, Operation, QuantParams, Value
 from ..ir.symdim import size as size_of
-from ..quant.rescale import requantize
 from ..tosa.builder import Builder
 from .lowering.layout import data_operand, keeps_values, prod, retag, tosa_dtype
 from .lowering.legalize_common import scalar_const
@@ -147,6 +146,8 @@ def quantize(b: Builder, op: Operation) -> list[Value]:
     if x.dtype is DType.FP32 and not x.type.is_quantized:
         return [quantize_value(b, data_operand(b, x), q, out)]
     if x.dtype in (DType.INT8, DType.INT16) and x.type.quant is not None:
+        from ..quant.rescale import requantize  # (the RESCALE builders: loaded by a quantized rule only)
+
         return [requantize(b, data_operand(b, x), q, out)]
     raise Unsupported(f"quantize from {x.dtype}")
 

@@ -17,11 +17,56 @@
 * :mod:`.hybrid` — dynamic-range ("hybrid") arithmetic: int8 weights, float activations quantized on the fly.
 """
 
-from .activation import activation_bounds, fused_activation_q
-from .rescale import requantize, rescale, rescale_from_i32, rescale_to_i32, rounding_mode
-from .scale import compute_scale_16, compute_scale_32, quantize_multiplier, quantize_multiplier_arrays
-from .table import apply_table_i8, apply_table_i16, table_i8, table_i16
+from __future__ import annotations
 
-__all__ = ["activation_bounds", "apply_table_i8", "apply_table_i16", "compute_scale_16", "compute_scale_32",
-           "fused_activation_q", "quantize_multiplier", "quantize_multiplier_arrays",
-           "requantize", "rescale", "rescale_from_i32", "rescale_to_i32", "rounding_mode", "table_i8", "table_i16"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .activation import activation_bounds, fused_activation_q
+    from .conv import (
+        ACC,
+        conv_output,
+        conv_scales,
+        note_inexact,
+        quant_bias,
+        requantize_acc,
+        require_act_type,
+        tfl_product_scale,
+        weight_zp,
+    )
+    from .fully_connected import acc_bound, fc_output, fc_output_rows
+    from .rescale import requantize, rescale, rescale_from_i32, rescale_to_i32, rounding_mode
+    from .scale import compute_scale_16, compute_scale_32, quantize_multiplier, quantize_multiplier_arrays
+    from .table import apply_table_i8, apply_table_i16, table_i8, table_i16
+
+#: the helpers this package names, loaded on first use: name -> its module.  A float conversion imports
+#: :mod:`.common` and :mod:`.hybrid` only (the fp16 model's peak RSS is held to twice its file by bench_convert); the
+#: quantized branches of a rule module that float models also use (``tfl_nn``) reach the others as ``quant.NAME``.
+#: ``rescale`` is also its module's name, so the package's attribute is that module once the module was imported by
+#: its path: take the function from there (``from .rescale import rescale``), as this package's own modules do
+_ON_USE = {**dict.fromkeys(("activation_bounds", "fused_activation_q"), "activation"),
+           **dict.fromkeys(("ACC", "conv_output", "conv_scales", "note_inexact", "quant_bias", "requantize_acc",
+                            "require_act_type", "tfl_product_scale", "weight_zp"), "conv"),
+           **dict.fromkeys(("acc_bound", "fc_output", "fc_output_rows"), "fully_connected"),
+           **dict.fromkeys(("requantize", "rescale", "rescale_from_i32", "rescale_to_i32", "rounding_mode"), "rescale"),
+           **dict.fromkeys(("compute_scale_16", "compute_scale_32", "quantize_multiplier",
+                            "quantize_multiplier_arrays"), "scale"),
+           **dict.fromkeys(("apply_table_i8", "apply_table_i16", "table_i8", "table_i16"), "table")}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _ON_USE.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    # every name of that module, now (the import set the package's attribute of the module's name to the module)
+    globals().update({n: getattr(module, n) for n, m in _ON_USE.items() if m == module_name})
+    return globals()[name]
+
+
+__all__ = ["ACC", "acc_bound", "activation_bounds", "apply_table_i8", "apply_table_i16", "compute_scale_16",
+           "compute_scale_32", "conv_output", "conv_scales", "fc_output", "fc_output_rows", "fused_activation_q",
+           "note_inexact", "quant_bias", "quantize_multiplier", "quantize_multiplier_arrays", "requantize",
+           "requantize_acc", "require_act_type", "rescale", "rescale_from_i32", "rescale_to_i32", "rounding_mode",
+           "table_i8", "table_i16", "tfl_product_scale", "weight_zp"]

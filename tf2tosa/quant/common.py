@@ -6,14 +6,15 @@
 * :func:`qparams` — a value's :class:`~tf2tosa.ir.QuantParams` (per tensor or per channel);
   :func:`per_tensor` — its one (scale, zero point); :func:`scale_zp` — the same for an operand of an elementwise
   rule, which must be int8, or int16 with zero point 0 (TFLite's int16 is symmetric).
+* :func:`is_hybrid` — a float op with an int8 constant weight (LiteRT's hybrid kernels, :mod:`.hybrid`), and
+  :func:`check_mode` — the ``hybrid`` option checked: what every conversion asks, without loading :mod:`.hybrid`.
 """
 
 from __future__ import annotations
 
-from ..errors import Unsupported
+from ..errors import InputError, Unsupported
 from ..ir import DType, Operation, QuantParams, Value
 from ..tosa.builder import Builder
-from .rescale import rescale
 
 #: the quantized activation types of the elementwise rules
 QDTYPES = (DType.INT8, DType.INT16)
@@ -25,6 +26,23 @@ def is_quantized(*values: Value) -> bool:
 
 def is_quantized_i8_i16(*vs: Value) -> bool:
     return any(v.type.quant is not None and v.dtype in QDTYPES for v in vs)
+
+
+#: values of the ``hybrid`` conversion option (``--hybrid``): LiteRT's hybrid kernels, or float weights
+MODES = ("kernel", "dequantize")
+
+
+def check_mode(value: object, file: str | None = None) -> str:
+    mode = "kernel" if value is None else str(value)
+    if mode not in MODES:
+        raise InputError(f"hybrid (--hybrid) must be 'kernel' or 'dequantize', not {value!r}", file=file)
+    return mode
+
+
+def is_hybrid(x: Value, w: Value) -> bool:
+    """A float32 activation with an int8 (or uint8) quantized constant weight: LiteRT's hybrid kernels."""
+    return (x.dtype is DType.FP32 and not x.type.is_quantized and w.dtype in (DType.INT8, DType.UINT8)
+            and w.type.quant is not None)
 
 
 def qparams(v: Value, what: str = "tensor") -> QuantParams:
@@ -62,8 +80,10 @@ def same_quant(a: Value, b_: Value) -> bool:
 
 def to_i32(b: Builder, x: Value, zp: int = 0) -> Value:
     """x - zp as i32 (RESCALE ×1: multiplier 2^30, shift 30, exact; spec: RESCALE)."""
+    from .rescale import rescale  # (what a float conversion reads here, is_quantized, loads no RESCALE builder)
+
     return rescale(b, x, 1.0, DType.INT32, in_zp=zp, double_round=False)
 
 
-__all__ = ["QDTYPES", "is_quantized", "is_quantized_i8_i16", "per_tensor", "qparams", "same_quant", "scale_zp",
-           "to_i32"]
+__all__ = ["MODES", "QDTYPES", "check_mode", "is_hybrid", "is_quantized", "is_quantized_i8_i16", "per_tensor",
+           "qparams", "same_quant", "scale_zp", "to_i32"]

@@ -36,30 +36,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError, Unsupported
+from ..errors import Unsupported
 from ..ir import DType, Operation, Value
 from ..tosa.builder import Builder
-
-#: values of the ``hybrid`` conversion option (``--hybrid``): LiteRT's hybrid kernels, or float weights
-MODES = ("kernel", "dequantize")
+from .common import MODES, check_mode, is_hybrid  # (in common: a float conversion asks them, not loading this)
 
 
 def hybrid_mode(b: Builder) -> str:
     """The conversion's ``hybrid`` option checked: ``"kernel"`` (the default) or ``"dequantize"``."""
     return check_mode(b.context.options.hybrid, b.context.file)
-
-
-def check_mode(value: object, file: str | None = None) -> str:
-    mode = "kernel" if value is None else str(value)
-    if mode not in MODES:
-        raise InputError(f"hybrid (--hybrid) must be 'kernel' or 'dequantize', not {value!r}", file=file)
-    return mode
-
-
-def is_hybrid(x: Value, w: Value) -> bool:
-    """A float32 activation with an int8 (or uint8) quantized constant weight: LiteRT's hybrid kernels."""
-    return (x.dtype is DType.FP32 and not x.type.is_quantized and w.dtype in (DType.INT8, DType.UINT8)
-            and w.type.quant is not None)
 
 
 def weight_scales(op: Operation, w: Value, channels: int, axis: int) -> np.ndarray:

@@ -34,7 +34,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ...tosa.constants import narrow_constant, retype
-from .batch_fully_connected import batch_fully_connected
 from .constants import finish_constants
 from .dedup_constants import dedup_constants
 from .densify import densify
@@ -43,25 +42,31 @@ from .fold_pad import fold_pad
 from .fp16_weights import fp16_weights_mode, keep_fp16_weights, keep_fp16_weights_early
 from .identities import remove_identities
 from .input_shapes import resolve_input_shapes
-from .integer_io import integer_io, integer_io_names
-from .integer_islands import integer_islands
 from .outputs import name_outputs, rebuild_tensor_map
 from .shapes import refresh_op, refresh_shapes
-from .unsigned_io import unsigned_io
 
 if TYPE_CHECKING:
+    from .batch_fully_connected import batch_fully_connected
     from .dilation import limit_dilation
     from .dilation import wanted as dilation_wanted
+    from .integer_io import integer_io, integer_io_names
+    from .integer_islands import integer_islands
     from .lift_reshapes import lift_reshapes
     from .lift_reshapes import wanted as lift_reshapes_wanted
     from .state_io import state_io
+    from .unsigned_io import unsigned_io
 
-#: the passes only some conversions run (``--target``, ``--state-io``), loaded on first use: name -> (module,
-#: attribute).  A conversion without them does not hold their code in memory (the fp16 model's peak is held to
-#: twice its file by bench_convert).
+#: the passes only some conversions run, loaded on first use: name -> (module, attribute): ``--target`` and
+#: ``--state-io`` ones, and the integer ones (``io="int"``, or a graph with a quantized or uint8 value:
+#: :func:`..pipeline.integer_values`).  A float conversion does not hold their code in memory (the fp16 model's peak
+#: is held to twice its file by bench_convert).  A name that is also its module's (``integer_io``, ``state_io`` ...)
+#: is that module once the module was imported by its path: the pipeline imports those passes from their modules.
 _ON_USE = {"limit_dilation": ("dilation", "limit_dilation"), "dilation_wanted": ("dilation", "wanted"),
            "lift_reshapes": ("lift_reshapes", "lift_reshapes"), "lift_reshapes_wanted": ("lift_reshapes", "wanted"),
-           "state_io": ("state_io", "state_io")}
+           "state_io": ("state_io", "state_io"),
+           "batch_fully_connected": ("batch_fully_connected", "batch_fully_connected"),
+           "integer_io": ("integer_io", "integer_io"), "integer_io_names": ("integer_io", "integer_io_names"),
+           "integer_islands": ("integer_islands", "integer_islands"), "unsigned_io": ("unsigned_io", "unsigned_io")}
 
 
 def __getattr__(name: str) -> Any:
