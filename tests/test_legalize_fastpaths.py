@@ -128,3 +128,72 @@ def test_remove_dead_ops_leaves_networkx_dicts_as_its_methods_do() -> None:
     assert set(g.nx._node) == set(mirror._node)
     assert [op.id for op in g.topological_order()] == [n for n in nx.lexicographical_topological_sort(mirror)
                                                       if n != INPUT]
+
+
+def test_value_plan_passes_only_what_the_checks_pass() -> None:
+    """A kept signature's constants are checked by its value plan (``validation._plan_holds``); where the plan holds,
+    ``_check_zero_points`` and ``_check_values`` pass too, and every set the checks refuse fails the plan (the op then
+    goes to the checks, which raise)."""
+    rng = np.random.default_rng(3)
+    x8, x32 = TensorType((1, 4, 4, 3), I8), TensorType((1, 4, 4, 3), DType.INT32)
+    rescales = [({"scale32": True, "rounding_mode": "SINGLE_ROUND", "per_channel": pc, "input_unsigned": False,
+                  "output_unsigned": False}, it, ot) for pc in (False, True) for it, ot in ((x8, x32), (x32, x8))]
+    values = [np.array([v], np.int64) for v in (0, 1, -1, 2, 62, 63, 127, 128, -128, -129, 5)]
+    values += [np.array([v], np.int8) for v in (0, 1, -1, 2, 62, 63, 127, -128, 5)]
+    values += [np.array([0.0]), np.array([np.nan]), np.array([True]), np.array([], np.int64), np.array([2, 3, 70]),
+               np.array([2, 30, 62]), np.array([-1, 4])]
+    checked = 0
+    for attrs, it, ot in rescales:
+        nc = 3 if attrs["per_channel"] else 1
+        types = [it, TensorType((nc,), DType.INT32), TensorType((nc,), I8), TensorType((1,), it.dtype),
+                 TensorType((1,), ot.dtype)]
+        spec = validation.get("RESCALE")
+        good = [None, np.full(nc, 1 << 30, np.int64), np.full(nc, 30, np.int64), np.zeros(1, np.int64),
+                np.zeros(1, np.int64)]
+        row = validation.validate("RESCALE", types, [ot], attrs, good, inferred=True)
+        pairs = validation.bind_operands("RESCALE", types)
+        plan = validation._value_plan(spec, row, pairs, good, attrs)
+        assert plan is not None and validation._plan_holds(plan, good)
+        for _ in range(300):
+            consts = list(good)
+            for i in rng.choice(4, size=int(rng.integers(1, 3)), replace=False):
+                consts[int(i) + 1] = values[int(rng.integers(len(values)))]
+            try:
+                validation._check_zero_points(spec, pairs, consts, attrs)
+                validation._check_values(spec, row, pairs, consts, attrs)
+                passes = True
+            except InvalidGraphError:
+                passes = False
+            holds = validation._plan_holds(plan, consts)
+            assert passes or not holds, consts
+            checked += holds
+    assert checked > 100
+    for shift, in_t in ((0, DType.INT32), (63, DType.INT32), (64, DType.INT32), (1, I8), (0, I8), (-1, DType.INT32)):
+        t = TensorType((2, 3), in_t)
+        types = [t, t, TensorType((1,), I8)]
+        row = validation.validate("MUL", types, [TensorType((2, 3), DType.INT32)], {}, [None, None, np.array([0])])
+        pairs = validation.bind_operands("MUL", types)
+        plan = validation._value_plan(validation.get("MUL"), row, pairs, [None, None, np.array([0])], {})
+        consts = [None, None, np.array([shift], np.int64)]
+        try:
+            validation._check_values(validation.get("MUL"), row, pairs, consts, {})
+            passes = True
+        except InvalidGraphError:
+            passes = False
+        assert plan is not None and validation._plan_holds(plan, consts) == passes
+    for dt in (I8, DType.INT32, DType.INT16):
+        t = TensorType((2, 3), dt)
+        types = [t, TensorType((1,), dt), TensorType((1,), dt)]
+        zero = [None, np.array([0]), np.array([0])]
+        row = validation.validate("NEGATE", types, [t], {}, zero)
+        pairs = validation.bind_operands("NEGATE", types)
+        plan = validation._value_plan(validation.get("NEGATE"), row, pairs, zero, {})
+        assert plan is not None and len(plan) == 2
+        for v in values:
+            consts = [None, v, np.array([0])]
+            try:
+                validation._check_zero_points(validation.get("NEGATE"), pairs, consts, {})
+                passes = True
+            except InvalidGraphError:
+                passes = False
+            assert validation._plan_holds(plan, consts) == passes, (dt, v)
