@@ -36,7 +36,6 @@ import mmap
 import os
 import struct
 import tempfile
-from dataclasses import dataclass
 from typing import Any
 
 import flatbuffers
@@ -285,10 +284,15 @@ def _pad8(data: bytes) -> bytes:
 
 
 # ----------------------------------------------------------------------------- writer
-@dataclass
 class _Region:
-    name: str
-    graph: Graph
+    """A region of the program: its name and graph.  (A plain class: a dataclass is made at import, ~0.5 ms of every
+    conversion, which imports the writer.)"""
+
+    __slots__ = ("name", "graph")
+
+    def __init__(self, name: str, graph: Graph) -> None:
+        self.name = name
+        self.graph = graph
 
 
 #: constant data of a page or more is written to the file in pieces of this size (see :func:`write_file`), and a
@@ -307,7 +311,6 @@ _U32S = tuple(struct.Struct(f"<{n}I") for n in range(65))
 _LENGTH_I32S = tuple(struct.Struct(f"<I{n}i") for n in range(17))
 
 
-@dataclass(frozen=True)
 class _Flat:
     """The layout of a table that :meth:`_Writer._flat_table` writes at once: its bytes from the soffset to the
     vtable (its lowest address) up to the first field written, for tables whose fields are all present (none holds
@@ -315,9 +318,12 @@ class _Flat:
     (:meth:`_Writer._end_object`: each field's distance from the soffset, from the last slot down, then the object
     size); ``offsets`` the positions above the soffset of the fields that are uoffsets (the rest are scalars)."""
 
-    packer: struct.Struct
-    keys: tuple[tuple[int, ...], ...]
-    offsets: tuple[int, ...]
+    __slots__ = ("packer", "keys", "offsets")  # (not a dataclass: see _Region)
+
+    def __init__(self, packer: struct.Struct, keys: tuple[tuple[int, ...], ...], offsets: tuple[int, ...]) -> None:
+        self.packer = packer
+        self.keys = keys
+        self.offsets = offsets
 
     @staticmethod
     def of(fmt: str, key: tuple[int, ...], offsets: tuple[int, ...]) -> _Flat:
