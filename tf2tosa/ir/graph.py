@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -236,15 +236,20 @@ class Graph:
     def add_op(self, name: str, operands: Iterable[Value], result_types: Iterable[TensorType],
                attrs: dict[str, Any] | None = None, result_names: Iterable[str] | None = None,
                regions: list[Graph] | None = None, location: str | None = None) -> Operation:
-        operands = list(operands)
-        result_types = list(result_types)
-        names = list(result_names) if result_names is not None else []
+        return self._new_op(name, list(operands), result_types, dict(attrs) if attrs else {},
+                            list(result_names) if result_names is not None else None,
+                            list(regions) if regions else [], location)
+
+    def _new_op(self, name: str, operands: list[Value], result_types: Iterable[TensorType], attrs: dict[str, Any],
+                names: Sequence[str] | None, regions: list[Graph], location: str | None) -> Operation:
+        """:meth:`add_op` of arguments the op keeps as they are: ``operands``, ``attrs`` and ``regions`` become the
+        op's own (the builder's fresh list and dict: no copies), ``result_types`` and ``names`` are only read."""
         ids = self._ids
-        op = Operation(next(ids), name, operands, [], dict(attrs) if attrs else {}, list(regions) if regions else [],
-                       location)
+        op = Operation(next(ids), name, operands, [], attrs, regions, location)
         results = op.results
+        n_names = len(names) if names is not None else 0
         for i, t in enumerate(result_types):
-            base = names[i] if i < len(names) and names[i] else f"{op.opcode.lower()}_{op.id}"
+            base = names[i] if i < n_names and names[i] else f"{op.opcode.lower()}_{op.id}"  # type: ignore[index]
             results.append(Value(self, next(ids), self.unique_name(base), t, op, i))
         self.ops[op.id] = op
         g = self.nx
@@ -268,7 +273,7 @@ class Graph:
             if keys is None:
                 keys = succ[oid] = pred[src] = {}
             keys[(v.id, k)] = {"value": v, "index": k}
-            self._version += 1
+        self._version += len(operands)  # (one version per edge, as _add_edge counts)
         return op
 
     def add_const(self, values: np.ndarray, dtype: DType | None = None, name: str = "const",

@@ -362,7 +362,9 @@ class Builder:
                 raise InvalidGraphError(str(e), op=self.location) from None
         if names is None and self.name_hint:
             names = [self.name_hint] * len(result_types)
-        op = self.graph.add_op("tosa." + opcode, operands, result_types, full, names, regions, self.location)
+        # (add_op without its copies: the operand list and the attribute dict are this call's own)
+        op = self.graph._new_op("tosa." + opcode, operands, result_types, full, names, list(regions) if regions else [],
+                                self.location)
         if all_const and self.fold and opcode not in _NO_FOLD:
             return self._fold(op)
         return op
