@@ -197,3 +197,20 @@ def test_value_plan_passes_only_what_the_checks_pass() -> None:
             except InvalidGraphError:
                 passes = False
             assert validation._plan_holds(plan, consts) == passes, (dt, v)
+
+
+def test_static_tensor_type_is_the_constructors_type() -> None:
+    """``types.static_tensor_type`` (constants, results of a kept signature) makes the instance the constructor makes
+    for a shape of plain ints >= 0: the same dict, in the same order, equal, with the same hash and text."""
+    from tf2tosa.ir.types import static_tensor_type
+
+    rng = np.random.default_rng(2)
+    quants = [None, QuantParams((0.5,), (3,)), QuantParams((0.1, 0.2), (0, 0), 1)]
+    for k in range(200):
+        shape = tuple(int(d) for d in rng.integers(0, 9, size=int(rng.integers(0, 6))))
+        dt = list(DType)[k % len(DType)]
+        q = quants[k % 3]
+        got, want = static_tensor_type(shape, dt, q), TensorType(shape, dt, q)
+        assert list(got.__dict__.items()) == list(want.__dict__.items())
+        assert got == want and hash(got) == hash(want) and str(got) == str(want) and repr(got) == repr(want)
+        assert got.is_static and got.static_shape == shape and got.size == want.size

@@ -32,7 +32,7 @@ import numpy as np
 
 from .records import ConversionRecord, SourceInfo, SymbolicDims
 from .symdim import SYM_VALUES
-from .types import DType, TensorType, dtype_from_numpy
+from .types import DType, TensorType, dtype_from_numpy, static_tensor_type
 
 INPUT = -1  # pseudo node id of graph inputs
 
@@ -294,8 +294,8 @@ class Graph:
         ids = self._ids
         op = Operation(next(ids), op_name, [], [], {"values": arr}, [], None)
         oid = op.id
-        r = Value(self, next(ids), self.unique_name(name or f"{op.opcode.lower()}_{oid}"), TensorType(shape, dt, quant),
-                  op, 0)
+        t = static_tensor_type(shape, dt, quant) if dt.__class__ is DType else TensorType(shape, dt, quant)
+        r = Value(self, next(ids), self.unique_name(name or f"{op.opcode.lower()}_{oid}"), t, op, 0)
         op.results.append(r)
         self.ops[oid] = op
         g = self.nx

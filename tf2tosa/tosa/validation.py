@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.types import DType, QuantParams, TensorType, dtype_from_numpy
+from ..ir.types import DType, QuantParams, TensorType, dtype_from_numpy, static_tensor_type
 from . import shapes
 from .optable import ACC_TYPES, ENUMS, TABLE_SIZE, Arg, Attr, OpSpec, TypeRow, _err, bind_operands, get
 
@@ -645,7 +645,7 @@ def infer_and_validate(name: str, operand_types: list[TensorType], attrs: dict[s
             in_pairs = bind_operands(spec.name, operand_types)
             _check_zero_points(spec, in_pairs, consts, attrs)
             _check_values(spec, kept[1], in_pairs, consts, attrs)
-        return [TensorType(shape, dt, quant) for shape, dt in kept[0]]
+        return [static_tensor_type(shape, dt, quant) for shape, dt in kept[0]]  # (static shapes, DType members)
     result_types = infer_result_types(name, operand_types, attrs, out_dtype=out_dtype, operand_consts=consts,
                                       quant=quant)
     if quant is not None and any(t.quant is not quant for t in result_types):
