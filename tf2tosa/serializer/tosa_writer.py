@@ -346,6 +346,11 @@ _LOCATION_FLAT = _Flat.of("<iI", (4,), (4,))
 _SHAPED_TENSORS = tuple(struct.Struct(f"<iIIII{n}i") for n in range(9))
 #: a table without fields
 _EMPTY_FLAT = _Flat.of("<i", (), ())
+#: an operator (:data:`_OP_FLAT`) with its location table and its one-element outputs vector (length, uoffset) right
+#: above it, from the operator's soffset up (:meth:`_Writer._operator_with_output`)
+_OP_LOC_OUT = struct.Struct("<i4I3xBIiIII")
+#: an operator without a location (:data:`_OP_FLAT_NO_LOCATION`) with its one-element outputs vector right above it
+_OP_OUT = struct.Struct("<i3I3xBIII")
 #: a field of :meth:`_Writer._table`: (slot, kind, value)
 _Field = tuple[int, struct.Struct, int]
 #: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
@@ -656,6 +661,48 @@ class _Writer:
         _LOCATION_FLAT.packer.pack_into(buf, low, found_loc - loc_off, rels[0])
         _OP_FLAT.packer.pack_into(buf, op_low, found_op - op_off, rels[1], rels[2], rels[3], rels[4], code, code)
         b.head = op_low
+        return op_off
+
+    def _operator_with_output(self, out: int, text: int, code: int, attr_off: int, inputs_off: int) -> int:
+        """An operator's outputs vector of one name (``out``), then its location table (``text``, 0: none) and its
+        table: :meth:`_offset_vector` and :meth:`_located_operator` (or :meth:`_flat_table` of
+        :data:`_OP_FLAT_NO_LOCATION`) in one pack, where the builder holds the tables' vtables; 0 otherwise (the
+        caller then writes them as usual).  ``code``, ``attr_off`` and ``inputs_off`` are not 0."""
+        b = self.b
+        head, buf = b.head, b.Bytes
+        n = len(buf)
+        if text:
+            found_loc = b.vtables.get(_LOCATION_FLAT.keys[0])  # (the vector leaves the head aligned)
+            found_op = b.vtables.get(_OP_FLAT.keys[0])
+        else:
+            found_loc, found_op = 0, b.vtables.get(_OP_FLAT_NO_LOCATION.keys[0])
+        if found_loc is None or found_op is None or b.nested or head < 128:
+            return 0
+        if b.minalign < 4:
+            b.minalign = 4
+        pad = (head - n) & 3  # (the vector's alignment, as _offset_vector makes it)
+        vec = head - pad - 8  # the vector's length; its element above it
+        outputs_off = n - vec
+        rel_out = outputs_off - 4 - out  # (the element lies 4 bytes above the length)
+        if text:
+            loc_off = outputs_off + 8  # the location table's soffset right below the vector
+            op_off = loc_off + 28  # the operator table's soffset right below the location table
+            rels = [op_off - 4 - loc_off, op_off - 8 - outputs_off, op_off - 12 - inputs_off, op_off - 16 - attr_off,
+                    loc_off - 4 - text, rel_out]
+        else:
+            op_off = outputs_off + 24
+            rels = [op_off - 4 - outputs_off, op_off - 8 - inputs_off, op_off - 12 - attr_off, rel_out]
+        if min(rels) < 4:  # (each uoffset points to higher addresses: at least past itself)
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        if pad:
+            buf[head - pad:head] = _ZEROS[pad]
+        low = n - op_off
+        if text:
+            _OP_LOC_OUT.pack_into(buf, low, found_op - op_off, rels[0], rels[1], rels[2], rels[3], code, code,
+                                  found_loc - loc_off, rels[4], 1, rel_out)
+        else:
+            _OP_OUT.pack_into(buf, low, found_op - op_off, rels[0], rels[1], rels[2], code, code, 1, rel_out)
+        b.head = low
         return op_off
 
     def _table_calls(self, nfields: int, fields: list[_Field]) -> int:
@@ -1046,8 +1093,16 @@ class _Writer:
         attr_off = self._attribute(g, op, opcode) if opcode == own else self._empty_table()
         shared = self.shared  # (_string_vector's lookups, without its call)
         inputs_off = self._offset_vector([shared.get(s) or self._string(s) for s in in_names])
-        outputs_off = self._offset_vector([shared.get(s) or self._string(s) for s in out_names])
+        out_offs = [shared.get(s) or self._string(s) for s in out_names]
         code = self.op_value[opcode]
+        if len(out_offs) == 1 and code and attr_off and inputs_off:
+            # one output, and a location already written (or none): the outputs vector and the tables in one pack
+            text = shared.get(op.location) if op.location else 0
+            if text is not None:
+                got = self._operator_with_output(out_offs[0], text, code, attr_off, inputs_off)
+                if got:
+                    return got
+        outputs_off = self._offset_vector(out_offs)
         loc_off = 0
         if op.location:
             text = shared.get(op.location) or self._string(op.location)
