@@ -262,7 +262,8 @@ def _size(t: TensorType) -> int:
 
 def data_size(t: TensorType) -> int:
     """Bytes of a constant of type ``t`` in the file, padding to 8 included (from the type: nothing is encoded)."""
-    size = _size(t)
+    dims = t.__dict__.get("_static_shape")  # (static_dims of a shape of plain ints, without its call)
+    size = math.prod(dims) if dims is not None else _size(t)
     n = (size + 1) // 2 if t.dtype is DType.INT4 else size * _ELEMENT_BYTES.get(t.dtype, 8)
     return n + (-n % 8)
 
@@ -1281,17 +1282,21 @@ def _size_estimate(graph: Graph) -> int:
         for op in g.ops.values():
             # tables, vtables, shape vectors; each name is written as a string where it is defined and where used
             loc, results, operands = op.location, op.results, op.operands
-            other += 512 + (len(loc) if loc else 0) + 256 * len(results) + 16 * len(operands)
+            other += 512 + 16 * len(operands)
+            if loc:
+                other += len(loc)
             for r in results:
-                other += 2 * len(r.name)
+                other += 256 + 2 * len(r.name)
             for v in operands:
                 other += len(v.name)
             if op.regions:
                 stack.extend(op.regions)
             if results and op.opcode in _DATA_OPCODES:
-                n = data_size(results[0].type)
+                r = results[0]
+                n = data_size(r.type)
                 data += n
-                largest = max(largest, (n, op.results[0].name))
+                if n >= largest[0]:  # (max of (size, name) pairs, the pair made only where it may win)
+                    largest = max(largest, (n, r.name))
     if data + other > MAX_FLATBUFFER_BYTES:
         raise InvalidGraphError(
             f"the program's constants take {data / 2**30:.2f} GiB, more than a TOSA flatbuffer can hold (2 GiB: "
