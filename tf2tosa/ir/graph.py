@@ -161,6 +161,18 @@ class _Names(set[str]):
         super().remove(name)
         self._freed(name)
 
+    def discard_all(self, names: list[str]) -> None:
+        """:meth:`discard` of each name, in order (the same set and hints: a hint only goes down, to the smallest
+        freed number of its base, whatever the order)."""
+        self.difference_update(names)
+        hint = self.hint
+        for name in names:
+            base, sep, num = name.rpartition("_")
+            if sep and base in hint and num.isascii() and num.isdigit():
+                i = int(num)
+                if i < hint[base]:
+                    hint[base] = max(i, 1)
+
 
 
 def _clear_nx_cache(g: nx.MultiDiGraph) -> None:
@@ -416,6 +428,7 @@ class Graph:
         ``old`` is the one result of an op without operands and not a graph output (dedup_constants: thousands)."""
         g, ops, names = self.nx, self.ops, self._names
         succ, pred = g._succ, g._pred
+        freed: list[str] = []
         for old, new in pairs:
             src, nsrc = old.producer.id, new.producer.id  # type: ignore[union-attr]
             to = succ[nsrc]
@@ -429,7 +442,8 @@ class Graph:
                     user.operands[k] = new
                     nkeys[(new.id, k)] = {"value": new, "index": k}
             del pred[src], g._node[src], ops[src]
-            names.discard(old.name)
+            freed.append(old.name)
+        names.discard_all(freed)
         _clear_nx_cache(g)
         self._version += 1
 
