@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tf2tosa.errors import InvalidGraphError
-from tf2tosa.ir import DType, QuantParams, TensorType
+from tf2tosa.ir import DType, Graph, QuantParams, TensorType
 from tf2tosa.tosa import validation
 
 I8, I32 = DType.INT8, DType.INT32
@@ -214,3 +214,21 @@ def test_static_tensor_type_is_the_constructors_type() -> None:
         assert list(got.__dict__.items()) == list(want.__dict__.items())
         assert got == want and hash(got) == hash(want) and str(got) == str(want) and repr(got) == repr(want)
         assert got.is_static and got.static_shape == shape and got.size == want.size
+
+
+def test_zero_point_arrays_kept_per_value_are_consts_arrays() -> None:
+    """``Builder.zp`` of an int hands each constant its own copy of the array kept for (value, type): the array, type
+    and name ``const`` makes; a float or bool zero point (-0.0 is not 0.0) goes through ``const``."""
+    from tf2tosa.tosa.builder import Builder
+
+    g = Graph()
+    b = Builder(g)
+    for value in (0, 3, -128, 127, 128, 32768, -1, 0.0, -0.0, 1.5, True):
+        for dt in (I8, DType.INT16, DType.INT32, DType.FP32, DType.FP16, DType.BOOL):
+            got, want = b.zp(value, dt), b.const(np.array([value]), dt, name="zp")
+            a, w = got.producer.attrs["values"], want.producer.attrs["values"]  # type: ignore[union-attr]
+            assert a.dtype == w.dtype and a.shape == w.shape and a.tobytes() == w.tobytes() and got.type == want.type
+            assert got.name.split("_")[0] == "zp" and got.producer.name == want.producer.name  # type: ignore[union-attr]
+            a[...] = 1
+            again = b.zp(value, dt).producer.attrs["values"]  # type: ignore[union-attr]
+            assert again.tobytes() == w.tobytes()
