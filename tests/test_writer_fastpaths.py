@@ -75,7 +75,7 @@ def _flat_case(rng: random.Random, made: list[int]) -> tuple[tw._Flat, list[int]
 
 def _step(rng: random.Random, w: tw._Writer, b: flatbuffers.Builder, made: list[int]) -> tuple[int, int]:
     """One random object written by the writer and by the builder's calls: (the writer's offset, the builder's)."""
-    what = rng.randrange(13)
+    what = rng.randrange(14)
     if what == 0:  # a string, new or written before
         s = rng.choice(["", "a", "ab", "abc", "abcd", "é", "x" * rng.randrange(40), f"s{rng.randrange(30)}"])
         return w._string(s), int(b.CreateSharedString(s))
@@ -123,6 +123,20 @@ def _step(rng: random.Random, w: tw._Writer, b: flatbuffers.Builder, made: list[
         fields = [(0, tw._U32, code), (1, tw._U8, code), (2, tw._OFF, attr), (3, tw._OFF, ins), (4, tw._OFF, outs),
                   (5, tw._OFF, loc)]
         return w._located_operator(text, code, attr, ins, outs), _builder_table(b, 6, fields)
+    if what == 13:  # a tensor with data: its shape vector, its data vector and its table
+        name, code = rng.choice(made), rng.randint(1, 12)
+        dims = [rng.randrange(1, 300) for _ in range(rng.randrange(18))]
+        data = bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+        shape = _builder_vector(b, dims, b.PrependInt32)
+        fields = [(0, tw._OFF, name), (1, tw._OFF, shape), (2, tw._U32, code), (3, tw._OFF, _builder_data(b, data))]
+        theirs = _builder_table(b, 14, fields)
+        ours = w._const_tensor(name, tuple(dims), code, np.frombuffer(data, np.uint8))
+        if not ours:
+            shape_off = w._i32_vector(dims)
+            data_off = w._data_vector(np.frombuffer(data, np.uint8))
+            ours = w._flat_table(tw._TENSOR_FLAT, [data_off, code, shape_off, name], 14,
+                                 fields[:3] + [(3, tw._OFF, data_off)])
+        return ours, theirs
     if what >= 11:  # an operator's one-element outputs vector, then its location table (or none) and its table
         out, text, attr, ins, code = (rng.choice(made), rng.choice(made) if what == 11 else 0, rng.choice(made),
                                       rng.choice(made), rng.randint(1, 255))

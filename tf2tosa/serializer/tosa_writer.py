@@ -352,6 +352,8 @@ _EMPTY_FLAT = _Flat.of("<i", (), ())
 _OP_LOC_OUT = struct.Struct("<i4I3xBIiIII")
 #: an operator without a location (:data:`_OP_FLAT_NO_LOCATION`) with its one-element outputs vector right above it
 _OP_OUT = struct.Struct("<i3I3xBIII")
+#: a tensor with data (:data:`_TENSOR_FLAT`) and its data vector's length right above it
+_TENSOR_LENGTH = struct.Struct("<iIIIII")
 #: a field of :meth:`_Writer._table`: (slot, kind, value)
 _Field = tuple[int, struct.Struct, int]
 #: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
@@ -983,8 +985,9 @@ class _Writer:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
         name_off = self.shared.get(name) or self._string(name)  # (written where the op making it names it)
         code = DTYPE_VALUE[t.dtype]
-        if data is None and dims is not None:
-            off = self._shaped_tensor(name_off, dims, code)
+        if dims is not None:
+            off = self._shaped_tensor(name_off, dims, code) if data is None else self._const_tensor(name_off, dims,
+                                                                                                   code, data)
             if off:
                 return off
         # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
@@ -997,6 +1000,49 @@ class _Writer:
         data_off = self._data_vector(data)
         fields.append((T_DATA, _OFF, data_off))
         return self._flat_table(_TENSOR_FLAT, [data_off, code, shape_off, name_off], 14, fields)
+
+    def _const_tensor(self, name_off: int, dims: tuple[int, ...], code: int, data: Any) -> int:
+        """A tensor with data below a page: its shape vector (:meth:`_i32_vector`), its data vector
+        (:meth:`_data_vector`) and its table (:data:`_TENSOR_FLAT`) in one call, the data vector's length and the
+        table in one pack; 0 when the builder has no vtable of that layout yet, the buffer might have to grow, the
+        rank is above 16 or the data is a page or more (then the caller writes them as usual)."""
+        b, k = self.b, len(dims)
+        head, buf = b.head, b.Bytes
+        size = len(buf)
+        found = b.vtables.get(_TENSOR_FLAT.keys[0])  # (the data vector's length leaves the head aligned)
+        raw = memoryview(data).cast("B")
+        n = raw.nbytes
+        padded = n + (-n % 8)
+        if found is None or k >= len(_LENGTH_I32S) or n >= _PAGE or b.nested or head < 4 * k + padded + 128:
+            return 0
+        if b.minalign < 8:
+            b.minalign = 8
+        align = (head - size - 4 * k) & 3  # the shape vector, as _i32_vector writes it
+        if align:
+            buf[head - align:head] = _ZEROS[align]
+            head -= align
+        try:
+            _LENGTH_I32S[k].pack_into(buf, head - 4 * k - 4, k, *dims)
+        except struct.error as e:  # as _i32_vector reports a dimension out of the int32 range
+            raise TypeError(f"bad int32 vector: {e}") from None
+        head -= 4 * k + 4
+        shape_off = size - head
+        align = (head - size) & 7  # the data vector, as _data_vector writes it: zeros up to 8-byte alignment
+        if align:
+            buf[head - align:head] = _ZEROS[align] if align < 4 else bytes(align)
+            head -= align
+        head -= padded
+        buf[head + n:head + padded] = _ZEROS[padded - n] if padded - n < 4 else bytes(padded - n)
+        buf[head:head + n] = raw
+        low = head - 24  # the table's soffset; the vector's length 20 bytes above it
+        at = size - low
+        data_off = at - 20
+        rels = (at - 4 - data_off, at - 12 - shape_off, at - 16 - name_off)
+        if min(rels) < 4:  # (each uoffset points to higher addresses: at least past itself)
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        _TENSOR_LENGTH.pack_into(buf, low, found - at, rels[0], code, rels[1], rels[2], padded)
+        b.head, b.vectorNumElems = low, None  # (as _data_vector's EndVector leaves it)
+        return at
 
     def _shaped_tensor(self, name_off: int, dims: tuple[int, ...], code: int) -> int:
         """A tensor without data: its shape vector (:meth:`_i32_vector`) and then its table
