@@ -196,3 +196,27 @@ def test_scalar_attribute_tables_kept_per_value_give_the_same_bytes(monkeypatch:
     kept = tw.to_bytes(g)
     monkeypatch.setattr(tw, "_SCALAR_ATTRS", frozenset())
     assert tw.to_bytes(g) == kept
+
+
+@pytest.mark.tosa_unchecked("RESCALEs without their operands: only the attribute tables are compared")
+def test_kept_scalar_table_bytes_are_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scalar attribute table met again at an alignment seen before is written from the bytes kept for it
+    (``_kept_table``): the file is the one written with each table worked out anew, at every alignment (names of
+    every length in between)."""
+    from tf2tosa.ir.types import DType, TensorType
+
+    rng = random.Random(4)
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 4), DType.INT8))
+    y = x
+    for k in range(300):
+        attrs = {"scale32": rng.random() < 0.5, "rounding_mode": rng.choice(["SINGLE_ROUND", "DOUBLE_ROUND"]),
+                 "per_channel": rng.random() < 0.3, "input_unsigned": rng.random() < 0.2}
+        y = g.add_op("tosa.RESCALE", [y], [x.type], attrs, ["r" * rng.randrange(1, 9) + str(k)],
+                     location="L" * rng.randrange(5)).result
+        if rng.random() < 0.3:
+            y = g.add_op("tosa.CONCAT", [y], [x.type], {"axis": rng.randrange(2)}).result
+    g.outputs = [y]
+    kept = tw.to_bytes(g)
+    monkeypatch.setattr(tw._Writer, "_kept_table", lambda self, key, nfields, fields: self._table(nfields, fields))
+    assert tw.to_bytes(g) == kept

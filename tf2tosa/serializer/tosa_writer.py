@@ -391,6 +391,8 @@ class _Writer:
         self.opcodes: dict[str, str] = {}
         #: the fields of the scalar-only attribute tables written so far, by op code and values (see _attribute)
         self.scalar_tables: dict[tuple[Any, ...], list[_Field]] = {}
+        #: the bytes above the soffset and the vtable's offset of a kept scalar table, by key and alignment
+        self.kept_bodies: dict[tuple[tuple[Any, ...], int], tuple[bytes, int]] = {}
         self.used_tensor_names: set[str] = set()
         self.used_region_names: set[str] = {"main"}
         self.regions: list[_Region] = [_Region("main", graph)]
@@ -889,8 +891,41 @@ class _Writer:
         except TypeError:  # (an unhashable value: worked out as for any table)
             return self._attribute_fields(g, op, opcode, fields, None)
         if table is not None:
-            return self._table(len(fields), table)
+            return self._kept_table(key, len(fields), table)
         return self._attribute_fields(g, op, opcode, fields, key)
+
+    def _kept_table(self, key: tuple[Any, ...], nfields: int, fields: list[_Field]) -> int:
+        """:meth:`_table` of a scalar-only attribute table kept under ``key``: its bytes above the soffset depend on
+        nothing but the head's alignment, so the first table of each (key, alignment) is written by :meth:`_table`
+        and its bytes and vtable kept; the next is those bytes and an soffset to that vtable, in two writes."""
+        b = self.b
+        head, buf = b.head, b.Bytes
+        n = len(buf)
+        got = self.kept_bodies.get((key, (head - n) & 3))
+        if got is None or b.nested or head < len(got[0]) + 64:
+            return self._table_kept(key, nfields, fields)
+        body, found = got
+        low = head - len(body) - 4  # the soffset
+        at = n - low
+        if b.minalign < 4:
+            b.minalign = 4
+        buf[low + 4:head] = body
+        _I32.pack_into(buf, low, found - at)
+        b.head = low
+        return at
+
+    def _table_kept(self, key: tuple[Any, ...], nfields: int, fields: list[_Field]) -> int:
+        """:meth:`_table`, keeping for :meth:`_kept_table` the table's bytes above its soffset and its vtable's
+        offset under (``key``, the head's alignment) where the builder wrote them in place."""
+        b = self.b
+        head, n0 = b.head, len(b.Bytes)
+        at = self._table(nfields, fields)
+        buf = b.Bytes
+        n = len(buf)
+        if n == n0 and not b.nested:  # (the buffer did not grow: the bytes lie where they were written)
+            low = n - at
+            self.kept_bodies[(key, (head - n) & 3)] = (bytes(buf[low + 4:head]), at + _I32.unpack_from(buf, low)[0])
+        return at
 
     def _attribute_fields(self, g: Graph, op: Operation, opcode: str, fields: tuple[tuple[str, str], ...],
                           key: tuple[Any, ...] | None) -> int:
