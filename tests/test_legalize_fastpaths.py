@@ -232,3 +232,42 @@ def test_zero_point_arrays_kept_per_value_are_consts_arrays() -> None:
             a[...] = 1
             again = b.zp(value, dt).producer.attrs["values"]  # type: ignore[union-attr]
             assert again.tobytes() == w.tobytes()
+
+
+def test_remove_dead_ops_keeps_what_reaches_an_output_through_operands() -> None:
+    """Graph.remove_dead_ops walks the graph's edges: the ops it keeps are those that reach an output or a
+    side-effect op through operands, after operands are rewired (set_operand, replace_all_uses, truncate_operands)."""
+    import random
+
+    from tf2tosa.ir.graph import Graph
+
+    for seed in range(20):
+        rng = random.Random(seed)
+        g = Graph()
+        t = TensorType((2,), I32)
+        values = [g.add_input("x", t), g.add_input("y", t)]
+        for step in range(120):
+            operands = [rng.choice(values) for _ in range(rng.randint(0, 3))]
+            values.append(g.add_op("tosa.CONCAT", operands, [t], {"axis": 0}, [f"v{step}"]).result)
+        for _ in range(30):
+            op = g.ops[rng.choice(values[2:]).producer.id]  # type: ignore[union-attr]
+            if op.operands and rng.random() < 0.6:
+                k = rng.randrange(len(op.operands))
+                earlier = [v for v in values if v.producer is None or v.producer.id < op.id]
+                g.set_operand(op, k, rng.choice(earlier))
+            elif op.operands:
+                g.truncate_operands(op, rng.randrange(len(op.operands)))
+        g.outputs = [rng.choice(values[60:]) for _ in range(rng.randint(1, 3))]
+        effect = rng.choice(values[2:60]).producer
+        assert effect is not None
+        effect.attrs["side_effect"] = True
+        live: set[int] = set()
+        stack = [v.producer for v in g.outputs if v.producer is not None] + [effect]
+        while stack:
+            op = stack.pop()
+            if op.id not in live:
+                live.add(op.id)
+                stack += [v.producer for v in op.operands if v.producer is not None]
+        dead = sorted(n for n in g.ops if n not in live)
+        assert g.remove_dead_ops() == len(dead)
+        assert sorted(g.ops) == sorted(live)

@@ -506,21 +506,21 @@ class Graph:
 
     def remove_dead_ops(self) -> int:
         """Delete operations none of whose results reach an output.  Returns the count removed."""
+        ops, pred = self.ops, self.nx._pred
+        roots = [o.producer.id for o in self.outputs if o.producer is not None]
+        roots += [n for n, op in ops.items() if op.attrs.get("side_effect")]
+        # the ops that reach a root, walked over networkx's predecessor dicts (one edge per use of an operand: the
+        # producers of each op's operands, as node ids, without an attribute read per operand)
         live: set[int] = set()
-        stack = [o.producer for o in self.outputs if o.producer is not None]
-        stack += [op for op in self.ops.values() if op.attrs.get("side_effect")]
+        stack = roots
         while stack:
-            op = stack.pop()
-            if op.id in live:
-                continue
-            live.add(op.id)
-            for v in op.operands:  # (a producer already live is not pushed again: the same live set, fewer steps)
-                p = v.producer
-                if p is not None and p.id not in live:
-                    stack.append(p)
+            n = stack.pop()
+            if n not in live:
+                live.add(n)
+                stack.extend(pred[n])
         # (no sort: removing a node leaves the order of every other node's edges and of ``ops`` as it was, whatever
-        # the order of removal)
-        dead = [op for op in self.ops.values() if op.id not in live and not op.attrs.get("side_effect")]
+        # the order of removal; a side-effect op is a root, so live)
+        dead = [op for n, op in ops.items() if n not in live]
         if dead:
             self._discard_ops(dead)
         return len(dead)
