@@ -574,8 +574,8 @@ def _plan_holds(plan: _Plan, consts: Sequence[np.ndarray | None]) -> bool:
             x = c.item(0)  # type: ignore[union-attr]
             if not lo <= x <= hi:
                 return False
-        elif one or n and not (lo <= c.min() and c.max() <= hi):  # type: ignore[union-attr]
-            return False
+        elif one or n and (lo != -_ANY and c.min() < lo or hi != _ANY and c.max() > hi):  # type: ignore[union-attr]
+            return False  # (an open end needs no reduction: a multiplier's top, for one)
     return True
 
 
