@@ -112,7 +112,7 @@ class Table:
             return None
         at = self.pos + o
         at += _U32.unpack_from(self.buf, at)[0]
-        return at + 4, int(_U32.unpack_from(self.buf, at)[0])
+        return at + 4, _U32.unpack_from(self.buf, at)[0]  # (struct gives Python ints)
 
     def table_at(self, start: int, j: int) -> Table:
         """Element ``j`` of a vector of tables starting at ``start``."""
