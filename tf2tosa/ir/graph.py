@@ -96,6 +96,8 @@ class Value:
 
 #: the opcode of each op name met so far (one entry per distinct name: the name's text after its dialect)
 _OPCODES: dict[str, str] = {}
+#: the start of the default result name of each op name met so far (its opcode in lower case and ``_``)
+_NAME_PREFIXES: dict[str, str] = {}
 
 
 class ResultCountError(ValueError):
@@ -261,7 +263,13 @@ class Graph:
         results = op.results
         n_names = len(names) if names is not None else 0
         for i, t in enumerate(result_types):
-            base = names[i] if i < n_names and names[i] else f"{op.opcode.lower()}_{op.id}"  # type: ignore[index]
+            if i < n_names and names[i]:  # type: ignore[index]
+                base = names[i]  # type: ignore[index]
+            else:  # the op's name hint: its opcode in lower case and its id
+                prefix = _NAME_PREFIXES.get(name)
+                if prefix is None:
+                    prefix = _NAME_PREFIXES[name] = op.opcode.lower() + "_"
+                base = f"{prefix}{op.id}"
             results.append(Value(self, next(ids), self.unique_name(base), t, op, i))
         self.ops[op.id] = op
         g = self.nx
