@@ -432,12 +432,16 @@ class _Writer:
         for v in g.inputs:
             names[v.id] = self._unique(v.name, self.used_tensor_names)
         ops = g.topological_order()
+        used = self.used_tensor_names
         for op in ops:
             for r in op.results:
                 if op.opcode == "VARIABLE":  # a declaration's result (if any) is the variable tensor
                     names[r.id] = self.variables[variable_name(op)][0]
+                elif r.name not in used:  # (_unique of a name not taken yet: the name itself, without the call)
+                    used.add(r.name)
+                    names[r.id] = r.name
                 else:
-                    names[r.id] = self._unique(r.name, self.used_tensor_names)
+                    names[r.id] = self._unique(r.name, used)
         for op in ops:
             if not op.regions:
                 continue
