@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tf2tosa.errors import InvalidGraphError
-from tf2tosa.ir import DType, QuantParams, TensorType
+from tf2tosa.ir import DType, Graph, QuantParams, TensorType
 from tf2tosa.tosa import validation
 
 I8, I32 = DType.INT8, DType.INT32
@@ -128,3 +128,146 @@ def test_remove_dead_ops_leaves_networkx_dicts_as_its_methods_do() -> None:
     assert set(g.nx._node) == set(mirror._node)
     assert [op.id for op in g.topological_order()] == [n for n in nx.lexicographical_topological_sort(mirror)
                                                       if n != INPUT]
+
+
+def test_value_plan_passes_only_what_the_checks_pass() -> None:
+    """A kept signature's constants are checked by its value plan (``validation._plan_holds``); where the plan holds,
+    ``_check_zero_points`` and ``_check_values`` pass too, and every set the checks refuse fails the plan (the op then
+    goes to the checks, which raise)."""
+    rng = np.random.default_rng(3)
+    x8, x32 = TensorType((1, 4, 4, 3), I8), TensorType((1, 4, 4, 3), DType.INT32)
+    rescales = [({"scale32": True, "rounding_mode": "SINGLE_ROUND", "per_channel": pc, "input_unsigned": False,
+                  "output_unsigned": False}, it, ot) for pc in (False, True) for it, ot in ((x8, x32), (x32, x8))]
+    values = [np.array([v], np.int64) for v in (0, 1, -1, 2, 62, 63, 127, 128, -128, -129, 5)]
+    values += [np.array([v], np.int8) for v in (0, 1, -1, 2, 62, 63, 127, -128, 5)]
+    values += [np.array([0.0]), np.array([np.nan]), np.array([True]), np.array([], np.int64), np.array([2, 3, 70]),
+               np.array([2, 30, 62]), np.array([-1, 4])]
+    checked = 0
+    for attrs, it, ot in rescales:
+        nc = 3 if attrs["per_channel"] else 1
+        types = [it, TensorType((nc,), DType.INT32), TensorType((nc,), I8), TensorType((1,), it.dtype),
+                 TensorType((1,), ot.dtype)]
+        spec = validation.get("RESCALE")
+        good = [None, np.full(nc, 1 << 30, np.int64), np.full(nc, 30, np.int64), np.zeros(1, np.int64),
+                np.zeros(1, np.int64)]
+        row = validation.validate("RESCALE", types, [ot], attrs, good, inferred=True)
+        pairs = validation.bind_operands("RESCALE", types)
+        plan = validation._value_plan(spec, row, pairs, good, attrs)
+        assert plan is not None and validation._plan_holds(plan, good)
+        for _ in range(300):
+            consts = list(good)
+            for i in rng.choice(4, size=int(rng.integers(1, 3)), replace=False):
+                consts[int(i) + 1] = values[int(rng.integers(len(values)))]
+            try:
+                validation._check_zero_points(spec, pairs, consts, attrs)
+                validation._check_values(spec, row, pairs, consts, attrs)
+                passes = True
+            except InvalidGraphError:
+                passes = False
+            holds = validation._plan_holds(plan, consts)
+            assert passes or not holds, consts
+            checked += holds
+    assert checked > 100
+    for shift, in_t in ((0, DType.INT32), (63, DType.INT32), (64, DType.INT32), (1, I8), (0, I8), (-1, DType.INT32)):
+        t = TensorType((2, 3), in_t)
+        types = [t, t, TensorType((1,), I8)]
+        row = validation.validate("MUL", types, [TensorType((2, 3), DType.INT32)], {}, [None, None, np.array([0])])
+        pairs = validation.bind_operands("MUL", types)
+        plan = validation._value_plan(validation.get("MUL"), row, pairs, [None, None, np.array([0])], {})
+        consts = [None, None, np.array([shift], np.int64)]
+        try:
+            validation._check_values(validation.get("MUL"), row, pairs, consts, {})
+            passes = True
+        except InvalidGraphError:
+            passes = False
+        assert plan is not None and validation._plan_holds(plan, consts) == passes
+    for dt in (I8, DType.INT32, DType.INT16):
+        t = TensorType((2, 3), dt)
+        types = [t, TensorType((1,), dt), TensorType((1,), dt)]
+        zero = [None, np.array([0]), np.array([0])]
+        row = validation.validate("NEGATE", types, [t], {}, zero)
+        pairs = validation.bind_operands("NEGATE", types)
+        plan = validation._value_plan(validation.get("NEGATE"), row, pairs, zero, {})
+        assert plan is not None and len(plan) == 2
+        for v in values:
+            consts = [None, v, np.array([0])]
+            try:
+                validation._check_zero_points(validation.get("NEGATE"), pairs, consts, {})
+                passes = True
+            except InvalidGraphError:
+                passes = False
+            assert validation._plan_holds(plan, consts) == passes, (dt, v)
+
+
+def test_static_tensor_type_is_the_constructors_type() -> None:
+    """``types.static_tensor_type`` (constants, results of a kept signature) makes the instance the constructor makes
+    for a shape of plain ints >= 0: the same dict, in the same order, equal, with the same hash and text."""
+    from tf2tosa.ir.types import static_tensor_type
+
+    rng = np.random.default_rng(2)
+    quants = [None, QuantParams((0.5,), (3,)), QuantParams((0.1, 0.2), (0, 0), 1)]
+    for k in range(200):
+        shape = tuple(int(d) for d in rng.integers(0, 9, size=int(rng.integers(0, 6))))
+        dt = list(DType)[k % len(DType)]
+        q = quants[k % 3]
+        got, want = static_tensor_type(shape, dt, q), TensorType(shape, dt, q)
+        assert list(got.__dict__.items()) == list(want.__dict__.items())
+        assert got == want and hash(got) == hash(want) and str(got) == str(want) and repr(got) == repr(want)
+        assert got.is_static and got.static_shape == shape and got.size == want.size
+
+
+def test_zero_point_arrays_kept_per_value_are_consts_arrays() -> None:
+    """``Builder.zp`` of an int hands each constant its own copy of the array kept for (value, type): the array, type
+    and name ``const`` makes; a float or bool zero point (-0.0 is not 0.0) goes through ``const``."""
+    from tf2tosa.tosa.builder import Builder
+
+    g = Graph()
+    b = Builder(g)
+    for value in (0, 3, -128, 127, 128, 32768, -1, 0.0, -0.0, 1.5, True):
+        for dt in (I8, DType.INT16, DType.INT32, DType.FP32, DType.FP16, DType.BOOL):
+            got, want = b.zp(value, dt), b.const(np.array([value]), dt, name="zp")
+            a, w = got.producer.attrs["values"], want.producer.attrs["values"]  # type: ignore[union-attr]
+            assert a.dtype == w.dtype and a.shape == w.shape and a.tobytes() == w.tobytes() and got.type == want.type
+            assert got.name.split("_")[0] == "zp" and got.producer.name == want.producer.name  # type: ignore[union-attr]
+            a[...] = 1
+            again = b.zp(value, dt).producer.attrs["values"]  # type: ignore[union-attr]
+            assert again.tobytes() == w.tobytes()
+
+
+def test_remove_dead_ops_keeps_what_reaches_an_output_through_operands() -> None:
+    """Graph.remove_dead_ops walks the graph's edges: the ops it keeps are those that reach an output or a
+    side-effect op through operands, after operands are rewired (set_operand, replace_all_uses, truncate_operands)."""
+    import random
+
+    from tf2tosa.ir.graph import Graph
+
+    for seed in range(20):
+        rng = random.Random(seed)
+        g = Graph()
+        t = TensorType((2,), I32)
+        values = [g.add_input("x", t), g.add_input("y", t)]
+        for step in range(120):
+            operands = [rng.choice(values) for _ in range(rng.randint(0, 3))]
+            values.append(g.add_op("tosa.CONCAT", operands, [t], {"axis": 0}, [f"v{step}"]).result)
+        for _ in range(30):
+            op = g.ops[rng.choice(values[2:]).producer.id]  # type: ignore[union-attr]
+            if op.operands and rng.random() < 0.6:
+                k = rng.randrange(len(op.operands))
+                earlier = [v for v in values if v.producer is None or v.producer.id < op.id]
+                g.set_operand(op, k, rng.choice(earlier))
+            elif op.operands:
+                g.truncate_operands(op, rng.randrange(len(op.operands)))
+        g.outputs = [rng.choice(values[60:]) for _ in range(rng.randint(1, 3))]
+        effect = rng.choice(values[2:60]).producer
+        assert effect is not None
+        effect.attrs["side_effect"] = True
+        live: set[int] = set()
+        stack = [v.producer for v in g.outputs if v.producer is not None] + [effect]
+        while stack:
+            op = stack.pop()
+            if op.id not in live:
+                live.add(op.id)
+                stack += [v.producer for v in op.operands if v.producer is not None]
+        dead = sorted(n for n in g.ops if n not in live)
+        assert g.remove_dead_ops() == len(dead)
+        assert sorted(g.ops) == sorted(live)

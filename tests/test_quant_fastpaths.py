@@ -67,3 +67,35 @@ def test_add_sub_output_on_indexed_input_stages_is_add_sub_i8() -> None:
         t1, t2 = R.mbqm((codes - z1) << 20, *m1), R.mbqm((codes - z2) << 20, *m2)
         got = R.add_sub_output_i8(t1[xs + 128], t2[ys + 128], mo, eo, zo, subtract, bounds)
         np.testing.assert_array_equal(got, R.add_sub_i8(xs, ys, s1, z1, s2, z2, so, zo, subtract, bounds))
+
+
+def test_add_sub_stages_in_fewer_passes_are_the_reference() -> None:
+    """``elementwise._input_stage`` and ``_output_stage`` (the int8 ADD/SUB search's TFLite stages without mbqm's
+    wrap32 where it changes nothing) give ``R.mbqm`` and ``R.add_sub_output_i8``'s values, and the input stage's
+    peak is its largest magnitude; outside their conditions they are the reference itself."""
+    from tf2tosa.quant import elementwise as E
+    from tf2tosa.quant import tflite_reference as R
+
+    rng = np.random.default_rng(5)
+    codes = R.codes(8)
+    cases = [(float(np.float32(np.exp(rng.uniform(np.log(1e-4), np.log(2.0))))) for _ in range(3)) for _ in range(40)]
+    cases += [(1.0, 1.0, 1e-6), (0.5, 0.5, 0.5), (1.0, 1e-3, 1.0 / (1 << 20)), (0.02, 0.02, 0.0001)]
+    for k, (s1, s2, so) in enumerate(cases):
+        z1, z2, zo = (int(rng.integers(-128, 128)) for _ in range(3))
+        bounds = (-128, 127) if k % 3 else (int(rng.integers(-128, 0)), int(rng.integers(0, 128)))
+        m1, m2, (mo, eo) = R.add_sub_multipliers_i8(s1, s2, so)
+        (t1, p1), (t2, p2) = E._input_stage(z1, *m1), E._input_stage(z2, *m2)
+        r1, r2 = R.mbqm((codes - z1) << 20, *m1), R.mbqm((codes - z2) << 20, *m2)
+        np.testing.assert_array_equal(t1, r1)
+        np.testing.assert_array_equal(t2, r2)
+        assert (p1, p2) == (int(np.abs(r1).max()), int(np.abs(r2).max()))
+        rows = codes[rng.permutation(256)[:40]]
+        for subtract in (False, True):
+            a, c = r1[rows[:, None] + 128], r2[codes[None, :] + 128]
+            got = E._output_stage(a.copy(), c.copy(), mo, eo, zo, subtract, bounds, p1 + p2)
+            np.testing.assert_array_equal(got, R.add_sub_output_i8(a, c, mo, eo, zo, subtract, bounds))
+    # stage values whose sums leave int32 (wrap32 acts) and a left shift: the reference's path
+    big = np.array([[(1 << 30) + 5], [-(1 << 30) - 7]], dtype=np.int64)
+    np.testing.assert_array_equal(E._output_stage(big, big.T, 1 << 30, -3, 4, False, (-128, 127), 1 << 31),
+                                  R.add_sub_output_i8(big, big.T, 1 << 30, -3, 4, False, (-128, 127)))
+    np.testing.assert_array_equal(E._input_stage(3, 1 << 30, 2)[0], R.mbqm((codes - 3) << 20, 1 << 30, 2))

@@ -71,19 +71,32 @@ class Table:
         """The field's offset from the table's start, 0 when the field is absent."""
         size = self._vsize
         if size < 0:
-            vt = self._vt = self.pos - _I32.unpack_from(self.buf, self.pos)[0]
-            size = self._vsize = _U16.unpack_from(self.buf, vt)[0]
+            size = self._read_vtable()
         if voff < size:
             return _U16.unpack_from(self.buf, self._vt + voff)[0]  # type: ignore[no-any-return]
         return 0
 
+    def _read_vtable(self) -> int:
+        """The vtable's position (kept) and size (kept and returned), read from the table's soffset."""
+        vt = self._vt = self.pos - _I32.unpack_from(self.buf, self.pos)[0]
+        size = self._vsize = _U16.unpack_from(self.buf, vt)[0]
+        return size  # type: ignore[no-any-return]
+
+    # (scalar, table, vector and string read the field's offset as :meth:`offset` does, without its call: a model's
+    # loading reads tens of thousands of fields)
     def scalar(self, voff: int, kind: str, default: Any) -> Any:
-        o = self.offset(voff)
+        size = self._vsize
+        if size < 0:
+            size = self._read_vtable()
+        o = _U16.unpack_from(self.buf, self._vt + voff)[0] if voff < size else 0
         return SCALARS[kind].unpack_from(self.buf, self.pos + o)[0] if o else default
 
     def table(self, voff: int) -> Table | None:
         """A table or union value field."""
-        o = self.offset(voff)
+        size = self._vsize
+        if size < 0:
+            size = self._read_vtable()
+        o = _U16.unpack_from(self.buf, self._vt + voff)[0] if voff < size else 0
         if not o:
             return None
         at = self.pos + o
@@ -91,12 +104,15 @@ class Table:
 
     def vector(self, voff: int) -> tuple[int, int] | None:
         """(position of the first element, length) of a vector field, None when absent."""
-        o = self.offset(voff)
+        size = self._vsize
+        if size < 0:
+            size = self._read_vtable()
+        o = _U16.unpack_from(self.buf, self._vt + voff)[0] if voff < size else 0
         if not o:
             return None
         at = self.pos + o
         at += _U32.unpack_from(self.buf, at)[0]
-        return at + 4, int(_U32.unpack_from(self.buf, at)[0])
+        return at + 4, _U32.unpack_from(self.buf, at)[0]  # (struct gives Python ints)
 
     def table_at(self, start: int, j: int) -> Table:
         """Element ``j`` of a vector of tables starting at ``start``."""
@@ -111,7 +127,10 @@ class Table:
         return np.frombuffer(self.buf, dtype=VECTOR_DTYPES[kind], count=v[1], offset=v[0])
 
     def string(self, voff: int) -> bytes | None:
-        o = self.offset(voff)
+        size = self._vsize
+        if size < 0:
+            size = self._read_vtable()
+        o = _U16.unpack_from(self.buf, self._vt + voff)[0] if voff < size else 0
         if not o:
             return None
         at = self.pos + o

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from .records import ConversionRecord, SourceInfo, SymbolicDims
 from .symdim import SYM_VALUES
-from .types import DType, TensorType, dtype_from_numpy
+from .types import DType, TensorType, dtype_from_numpy, static_tensor_type
 
 INPUT = -1  # pseudo node id of graph inputs
 
@@ -96,6 +96,8 @@ class Value:
 
 #: the opcode of each op name met so far (one entry per distinct name: the name's text after its dialect)
 _OPCODES: dict[str, str] = {}
+#: the start of the default result name of each op name met so far (its opcode in lower case and ``_``)
+_NAME_PREFIXES: dict[str, str] = {}
 
 
 class ResultCountError(ValueError):
@@ -160,6 +162,18 @@ class _Names(set[str]):
     def remove(self, name: str) -> None:
         super().remove(name)
         self._freed(name)
+
+    def discard_all(self, names: list[str]) -> None:
+        """:meth:`discard` of each name, in order (the same set and hints: a hint only goes down, to the smallest
+        freed number of its base, whatever the order)."""
+        self.difference_update(names)
+        hint = self.hint
+        for name in names:
+            base, sep, num = name.rpartition("_")
+            if sep and base in hint and num.isascii() and num.isdigit():
+                i = int(num)
+                if i < hint[base]:
+                    hint[base] = max(i, 1)
 
 
 
@@ -236,15 +250,26 @@ class Graph:
     def add_op(self, name: str, operands: Iterable[Value], result_types: Iterable[TensorType],
                attrs: dict[str, Any] | None = None, result_names: Iterable[str] | None = None,
                regions: list[Graph] | None = None, location: str | None = None) -> Operation:
-        operands = list(operands)
-        result_types = list(result_types)
-        names = list(result_names) if result_names is not None else []
+        return self._new_op(name, list(operands), result_types, dict(attrs) if attrs else {},
+                            list(result_names) if result_names is not None else None,
+                            list(regions) if regions else [], location)
+
+    def _new_op(self, name: str, operands: list[Value], result_types: Iterable[TensorType], attrs: dict[str, Any],
+                names: Sequence[str] | None, regions: list[Graph], location: str | None) -> Operation:
+        """:meth:`add_op` of arguments the op keeps as they are: ``operands``, ``attrs`` and ``regions`` become the
+        op's own (the builder's fresh list and dict: no copies), ``result_types`` and ``names`` are only read."""
         ids = self._ids
-        op = Operation(next(ids), name, operands, [], dict(attrs) if attrs else {}, list(regions) if regions else [],
-                       location)
+        op = Operation(next(ids), name, operands, [], attrs, regions, location)
         results = op.results
+        n_names = len(names) if names is not None else 0
         for i, t in enumerate(result_types):
-            base = names[i] if i < len(names) and names[i] else f"{op.opcode.lower()}_{op.id}"
+            if i < n_names and names[i]:  # type: ignore[index]
+                base = names[i]  # type: ignore[index]
+            else:  # the op's name hint: its opcode in lower case and its id
+                prefix = _NAME_PREFIXES.get(name)
+                if prefix is None:
+                    prefix = _NAME_PREFIXES[name] = op.opcode.lower() + "_"
+                base = f"{prefix}{op.id}"
             results.append(Value(self, next(ids), self.unique_name(base), t, op, i))
         self.ops[op.id] = op
         g = self.nx
@@ -268,7 +293,7 @@ class Graph:
             if keys is None:
                 keys = succ[oid] = pred[src] = {}
             keys[(v.id, k)] = {"value": v, "index": k}
-            self._version += 1
+        self._version += len(operands)  # (one version per edge, as _add_edge counts)
         return op
 
     def add_const(self, values: np.ndarray, dtype: DType | None = None, name: str = "const",
@@ -289,8 +314,8 @@ class Graph:
         ids = self._ids
         op = Operation(next(ids), op_name, [], [], {"values": arr}, [], None)
         oid = op.id
-        r = Value(self, next(ids), self.unique_name(name or f"{op.opcode.lower()}_{oid}"), TensorType(shape, dt, quant),
-                  op, 0)
+        t = static_tensor_type(shape, dt, quant) if dt.__class__ is DType else TensorType(shape, dt, quant)
+        r = Value(self, next(ids), self.unique_name(name or f"{op.opcode.lower()}_{oid}"), t, op, 0)
         op.results.append(r)
         self.ops[oid] = op
         g = self.nx
@@ -411,6 +436,7 @@ class Graph:
         ``old`` is the one result of an op without operands and not a graph output (dedup_constants: thousands)."""
         g, ops, names = self.nx, self.ops, self._names
         succ, pred = g._succ, g._pred
+        freed: list[str] = []
         for old, new in pairs:
             src, nsrc = old.producer.id, new.producer.id  # type: ignore[union-attr]
             to = succ[nsrc]
@@ -424,7 +450,8 @@ class Graph:
                     user.operands[k] = new
                     nkeys[(new.id, k)] = {"value": new, "index": k}
             del pred[src], g._node[src], ops[src]
-            names.discard(old.name)
+            freed.append(old.name)
+        names.discard_all(freed)
         _clear_nx_cache(g)
         self._version += 1
 
@@ -487,21 +514,21 @@ class Graph:
 
     def remove_dead_ops(self) -> int:
         """Delete operations none of whose results reach an output.  Returns the count removed."""
+        ops, pred = self.ops, self.nx._pred
+        roots = [o.producer.id for o in self.outputs if o.producer is not None]
+        roots += [n for n, op in ops.items() if op.attrs.get("side_effect")]
+        # the ops that reach a root, walked over networkx's predecessor dicts (one edge per use of an operand: the
+        # producers of each op's operands, as node ids, without an attribute read per operand)
         live: set[int] = set()
-        stack = [o.producer for o in self.outputs if o.producer is not None]
-        stack += [op for op in self.ops.values() if op.attrs.get("side_effect")]
+        stack = roots
         while stack:
-            op = stack.pop()
-            if op.id in live:
-                continue
-            live.add(op.id)
-            for v in op.operands:  # (a producer already live is not pushed again: the same live set, fewer steps)
-                p = v.producer
-                if p is not None and p.id not in live:
-                    stack.append(p)
+            n = stack.pop()
+            if n not in live:
+                live.add(n)
+                stack.extend(pred[n])
         # (no sort: removing a node leaves the order of every other node's edges and of ``ops`` as it was, whatever
-        # the order of removal)
-        dead = [op for op in self.ops.values() if op.id not in live and not op.attrs.get("side_effect")]
+        # the order of removal; a side-effect op is a root, so live)
+        dead = [op for n, op in ops.items() if n not in live]
         if dead:
             self._discard_ops(dead)
         return len(dead)

@@ -256,6 +256,24 @@ class TensorType:
         return f"tensor<{dims + 'x' if dims else ''}{self.dtype.value}{q}>"
 
 
+_new_object = object.__new__
+
+
+def static_tensor_type(shape: tuple[int, ...], dtype: DType, quant: QuantParams | None = None) -> TensorType:
+    """``TensorType(shape, dtype, quant)`` for a ``shape`` already known to be a tuple of plain ints >= 0 (an array's
+    shape, a static type's own) and a ``dtype`` that is a DType member: the same instance dict as the constructor
+    makes for them, written without its checks (thousands per conversion: every constant, every result of an op of
+    a kept signature)."""
+    t = _new_object(TensorType)
+    d = t.__dict__
+    d["shape"] = shape
+    d["is_static"] = True
+    d["_static_shape"] = shape
+    d["dtype"] = dtype
+    d["quant"] = quant
+    return t
+
+
 def static_dims(t: TensorType) -> tuple[int, ...] | None:
     """``t.static_shape``, or None when ``t`` is not static.  A shape of plain ints is answered from what the type
     kept at its construction, with no property call: the passes, the checks and the writer ask per tensor."""

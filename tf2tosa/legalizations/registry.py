@@ -9,7 +9,6 @@ reasons of every op before failing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from ..errors import Unsupported
 from ..ir import DType, Operation, Value
@@ -19,16 +18,33 @@ from .rule_index import TFL_RULE_MODULES
 Rule = Callable[[Builder, Operation], list[Value]]
 
 
-@dataclass
 class RuleInfo:
-    name: str
-    fn: Rule
-    #: dtypes the rule is tested for (for the support table), e.g. ("fp32",) or ("fp32", "i8", "i16")
-    dtypes: tuple[str, ...] = ("fp32",)
-    doc: str = ""
-    notes: dict[str, str] = field(default_factory=dict)
-    #: operands the source op requires (``@legalize(arity=...)``); 0: the rule checks its operands itself
-    arity: int = 0
+    """A registered rule.  (A plain class, not a dataclass: this module is imported inside every conversion, and
+    making the dataclass took about half a millisecond of it.)"""
+
+    __slots__ = ("name", "fn", "dtypes", "doc", "notes", "arity")
+
+    def __init__(self, name: str, fn: Rule, dtypes: tuple[str, ...] = ("fp32",), doc: str = "",
+                 notes: dict[str, str] | None = None, arity: int = 0) -> None:
+        self.name = name
+        self.fn = fn
+        #: dtypes the rule is tested for (for the support table), e.g. ("fp32",) or ("fp32", "i8", "i16")
+        self.dtypes = dtypes
+        self.doc = doc
+        self.notes: dict[str, str] = {} if notes is None else notes
+        #: operands the source op requires (``@legalize(arity=...)``); 0: the rule checks its operands itself
+        self.arity = arity
+
+    def __repr__(self) -> str:
+        return (f"RuleInfo(name={self.name!r}, fn={self.fn!r}, dtypes={self.dtypes!r}, doc={self.doc!r}, "
+                f"notes={self.notes!r}, arity={self.arity!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not RuleInfo:
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # (as the dataclass had: mutable, compared by value)
 
 
 def _checked(fn: Rule, need: int, produces: bool) -> Rule:

@@ -163,22 +163,77 @@ def _add_sub_singles(q1: tuple[float, int], q2: tuple[float, int], qo: tuple[flo
     if mode != "DOUBLE_ROUND":
         return None, None
     f1, f2, fo = add_sub_factors(s1, s2, so, 20)
-    m1, m2, (mo, eo) = R.add_sub_multipliers_i8(s1, s2, so)
-    codes = R.codes(8)
+    multipliers = R.add_sub_multipliers_i8(s1, s2, so)
+    m1, m2, (mo, eo) = multipliers
     # TFLite's input stages on every code, made once: R.add_sub_i8 on a grid is its output stage on these, indexed
-    stages = (R.mbqm((codes - z1) << 20, *m1), R.mbqm((codes - z2) << 20, *m2))
+    (t1, p1), (t2, p2) = _input_stage(z1, *m1), _input_stage(z2, *m2)
+    stages = (t1, t2)
 
     def want(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
         """TFLite's results on a grid of code pairs (a column of first-input codes, a row of second-input codes)."""
-        return R.add_sub_output_i8(stages[0][xs + 128], stages[1][ys + 128], mo, eo, zo, subtract, bounds)
+        return _output_stage(t1[xs + 128], t2[ys + 128], mo, eo, zo, subtract, bounds, p1 + p2)
 
-    holds = two_step_is_tflite_add((s1, z1), (s2, z2), so, (f1, f2), fo, stages=stages)
+    holds = two_step_is_tflite_add((s1, z1), (s2, z2), so, (f1, f2), fo, stages=stages, multipliers=multipliers,
+                                   peaks=(p1, p2))
     found = joint_add_rescales((z1, z2), (f1, f2), 20, fo, zo, bounds, subtract, want, mode, two_step_holds=holds)
     return (found[0], found[1]) if found else (None, None)
 
 
+#: the 256 int8 codes (:func:`_input_stage`)
+_CODES = np.arange(-128, 128, dtype=np.int64)
+_CODES.flags.writeable = False
+
+
+def _input_stage(zp: int, q: int, shift: int) -> tuple[np.ndarray, int]:
+    """TFLite's int8 ADD/SUB input stage on the 256 codes, ``R.mbqm((code - zp) << 20, q, shift)``, and the largest
+    magnitude among its values.  For a multiplier below one (``0 < q < 2^31``, ``shift <= 0``: every ADD/SUB input's,
+    ``s_i / (2·max_s) <= 1/2``) and ``|code - zp| < 2^11`` in fewer passes with the same values (``tests/
+    test_quant_fastpaths.py`` holds it to ``R.mbqm``): ``(code - zp)·2^20`` fits int32, so mbqm's wrap32 leaves it as
+    it is, and ``(code - zp)·2^20·q`` fits int64; srdhm and rdbpot as ``R._mbqm_scalar`` makes them.  Those values
+    are nondecreasing in the code (each step is, for ``q > 0``): the largest magnitude is at an end."""
+    d = _CODES - zp
+    if not (0 < q < 1 << 31 and -31 <= shift <= 0 and -1900 < zp < 1900):
+        v = R.mbqm(d << 20, q, shift)
+        return v, int(np.abs(v).max())
+    v = d * (q << 20)
+    v += 1 << 30  # srdhm: floor((x·q + 2^30) / 2^31)
+    v >>= 31
+    e = -shift
+    if e:  # rdbpot by e: (v + 2^(e-1) - [v < 0]) >> e
+        v += v >> 63
+        v += 1 << (e - 1)
+        v >>= e
+    return v, max(-int(v[0]), int(v[-1]), 0)
+
+
+def _output_stage(a: np.ndarray, c: np.ndarray, q: int, shift: int, zp: int, subtract: bool,
+                  bounds: tuple[int, int], peak: int) -> np.ndarray:
+    """``R.add_sub_output_i8(a, c, q, shift, zp, subtract, bounds)`` for input stage values of magnitude at most
+    ``peak`` together (``|a| + |c| <= peak``), broadcast.  With ``peak < 2^31``, ``0 < q < 2^31`` and ``shift <= 0``
+    in fewer passes with the same values (``tests/test_quant_fastpaths.py`` holds it to the reference): the sum fits
+    int32 (wrap32 leaves it), ``sum·q`` fits int64, and ``zp`` is added inside rdbpot's shift as ``zp·2^e`` (a
+    multiple of 2^e moves the floor by ``zp`` exactly)."""
+    if not (peak < 1 << 31 and 0 < q < 1 << 31 and -31 <= shift <= 0):
+        return R.add_sub_output_i8(a, c, q, shift, zp, subtract, bounds)
+    v = a - c if subtract else a + c
+    v *= q
+    v += 1 << 30  # srdhm
+    v >>= 31
+    e = -shift
+    if e:  # rdbpot, with zp
+        v += v >> 63
+        v += (1 << (e - 1)) + (zp << e)
+        v >>= e
+    else:
+        v += zp
+    np.maximum(v, bounds[0], out=v)
+    return np.minimum(v, bounds[1], out=v)
+
+
 def two_step_is_tflite_add(q1: tuple[float, int], q2: tuple[float, int], so: float, factors: tuple[float, float],
-                           fo: float, *, stages: tuple[np.ndarray, np.ndarray] | None = None) -> bool:
+                           fo: float, *, stages: tuple[np.ndarray, np.ndarray] | None = None,
+                           multipliers: tuple[tuple[int, int], ...] | None = None,
+                           peaks: tuple[int, int] | None = None) -> bool:
     """Whether the DOUBLE_ROUND two-step form of an int8 ADD/SUB (each input ``(x - zp)·2^20`` then RESCALE by its
     factor, the i32 sum or difference, RESCALE by ``fo``) gives TFLite's result on all 65,536 code pairs, shown
     without them; False when this cheap proof does not apply (the caller then checks the pairs).
@@ -190,8 +245,9 @@ def two_step_is_tflite_add(q1: tuple[float, int], q2: tuple[float, int], so: flo
     ``2^30 < q < 2^31``, ``t < 0`` exactly when ``s < 0``, and for ``q = 2^30`` they differ only at ``s = -1``,
     where both numerators lie in ``[0, 2^(31+e))`` (both results 0).  The sums fit int32 (no wrap) when the
     largest input values do; the out_zp and the clamp are the same in both.  ``stages``: TFLite's input stages on
-    the 256 codes (``mbqm((code - zp) << 20, q, e)`` per input) when the caller has them."""
-    (m1, m2, (qo, eo)) = R.add_sub_multipliers_i8(q1[0], q2[0], so)
+    the 256 codes (``mbqm((code - zp) << 20, q, e)`` per input) when the caller has them, ``multipliers``
+    ``R.add_sub_multipliers_i8(q1[0], q2[0], so)`` and ``peaks`` the largest magnitude of each stage's values."""
+    (m1, m2, (qo, eo)) = multipliers or R.add_sub_multipliers_i8(q1[0], q2[0], so)
     om, osh = multiplier32(fo)
     if om != qo or not 1 <= -eo <= 31 or osh != 31 - eo or not (1 << 30) <= qo < (1 << 31):
         return False
@@ -201,7 +257,7 @@ def two_step_is_tflite_add(q1: tuple[float, int], q2: tuple[float, int], so: flo
         tfl = R.mbqm((codes - zp) << 20, q, e) if stages is None else stages[i]
         if not np.array_equal(two_step_codes(int(zp), 20, float(f), "DOUBLE_ROUND"), tfl):
             return False
-        peak += int(np.abs(tfl).max())
+        peak += int(np.abs(tfl).max()) if peaks is None else peaks[i]
     return peak < 1 << 31
 
 

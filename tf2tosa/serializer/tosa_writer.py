@@ -36,7 +36,6 @@ import mmap
 import os
 import struct
 import tempfile
-from dataclasses import dataclass
 from typing import Any
 
 import flatbuffers
@@ -263,7 +262,8 @@ def _size(t: TensorType) -> int:
 
 def data_size(t: TensorType) -> int:
     """Bytes of a constant of type ``t`` in the file, padding to 8 included (from the type: nothing is encoded)."""
-    size = _size(t)
+    dims = t.__dict__.get("_static_shape")  # (static_dims of a shape of plain ints, without its call)
+    size = math.prod(dims) if dims is not None else _size(t)
     n = (size + 1) // 2 if t.dtype is DType.INT4 else size * _ELEMENT_BYTES.get(t.dtype, 8)
     return n + (-n % 8)
 
@@ -285,10 +285,15 @@ def _pad8(data: bytes) -> bytes:
 
 
 # ----------------------------------------------------------------------------- writer
-@dataclass
 class _Region:
-    name: str
-    graph: Graph
+    """A region of the program: its name and graph.  (A plain class: a dataclass is made at import, ~0.5 ms of every
+    conversion, which imports the writer.)"""
+
+    __slots__ = ("name", "graph")
+
+    def __init__(self, name: str, graph: Graph) -> None:
+        self.name = name
+        self.graph = graph
 
 
 #: constant data of a page or more is written to the file in pieces of this size (see :func:`write_file`), and a
@@ -307,7 +312,6 @@ _U32S = tuple(struct.Struct(f"<{n}I") for n in range(65))
 _LENGTH_I32S = tuple(struct.Struct(f"<I{n}i") for n in range(17))
 
 
-@dataclass(frozen=True)
 class _Flat:
     """The layout of a table that :meth:`_Writer._flat_table` writes at once: its bytes from the soffset to the
     vtable (its lowest address) up to the first field written, for tables whose fields are all present (none holds
@@ -315,9 +319,12 @@ class _Flat:
     (:meth:`_Writer._end_object`: each field's distance from the soffset, from the last slot down, then the object
     size); ``offsets`` the positions above the soffset of the fields that are uoffsets (the rest are scalars)."""
 
-    packer: struct.Struct
-    keys: tuple[tuple[int, ...], ...]
-    offsets: tuple[int, ...]
+    __slots__ = ("packer", "keys", "offsets")  # (not a dataclass: see _Region)
+
+    def __init__(self, packer: struct.Struct, keys: tuple[tuple[int, ...], ...], offsets: tuple[int, ...]) -> None:
+        self.packer = packer
+        self.keys = keys
+        self.offsets = offsets
 
     @staticmethod
     def of(fmt: str, key: tuple[int, ...], offsets: tuple[int, ...]) -> _Flat:
@@ -340,6 +347,13 @@ _LOCATION_FLAT = _Flat.of("<iI", (4,), (4,))
 _SHAPED_TENSORS = tuple(struct.Struct(f"<iIIII{n}i") for n in range(9))
 #: a table without fields
 _EMPTY_FLAT = _Flat.of("<i", (), ())
+#: an operator (:data:`_OP_FLAT`) with its location table and its one-element outputs vector (length, uoffset) right
+#: above it, from the operator's soffset up (:meth:`_Writer._operator_with_output`)
+_OP_LOC_OUT = struct.Struct("<i4I3xBIiIII")
+#: an operator without a location (:data:`_OP_FLAT_NO_LOCATION`) with its one-element outputs vector right above it
+_OP_OUT = struct.Struct("<i3I3xBIII")
+#: a tensor with data (:data:`_TENSOR_FLAT`) and its data vector's length right above it
+_TENSOR_LENGTH = struct.Struct("<iIIIII")
 #: a field of :meth:`_Writer._table`: (slot, kind, value)
 _Field = tuple[int, struct.Struct, int]
 #: up to this size estimate :func:`write_file` builds the flatbuffer in memory and writes it with one call: for a
@@ -377,6 +391,8 @@ class _Writer:
         self.opcodes: dict[str, str] = {}
         #: the fields of the scalar-only attribute tables written so far, by op code and values (see _attribute)
         self.scalar_tables: dict[tuple[Any, ...], list[_Field]] = {}
+        #: the bytes above the soffset and the vtable's offset of a kept scalar table, by key and alignment
+        self.kept_bodies: dict[tuple[tuple[Any, ...], int], tuple[bytes, int]] = {}
         self.used_tensor_names: set[str] = set()
         self.used_region_names: set[str] = {"main"}
         self.regions: list[_Region] = [_Region("main", graph)]
@@ -416,12 +432,16 @@ class _Writer:
         for v in g.inputs:
             names[v.id] = self._unique(v.name, self.used_tensor_names)
         ops = g.topological_order()
+        used = self.used_tensor_names
         for op in ops:
             for r in op.results:
                 if op.opcode == "VARIABLE":  # a declaration's result (if any) is the variable tensor
                     names[r.id] = self.variables[variable_name(op)][0]
+                elif r.name not in used:  # (_unique of a name not taken yet: the name itself, without the call)
+                    used.add(r.name)
+                    names[r.id] = r.name
                 else:
-                    names[r.id] = self._unique(r.name, self.used_tensor_names)
+                    names[r.id] = self._unique(r.name, used)
         for op in ops:
             if not op.regions:
                 continue
@@ -652,6 +672,48 @@ class _Writer:
         b.head = op_low
         return op_off
 
+    def _operator_with_output(self, out: int, text: int, code: int, attr_off: int, inputs_off: int) -> int:
+        """An operator's outputs vector of one name (``out``), then its location table (``text``, 0: none) and its
+        table: :meth:`_offset_vector` and :meth:`_located_operator` (or :meth:`_flat_table` of
+        :data:`_OP_FLAT_NO_LOCATION`) in one pack, where the builder holds the tables' vtables; 0 otherwise (the
+        caller then writes them as usual).  ``code``, ``attr_off`` and ``inputs_off`` are not 0."""
+        b = self.b
+        head, buf = b.head, b.Bytes
+        n = len(buf)
+        if text:
+            found_loc = b.vtables.get(_LOCATION_FLAT.keys[0])  # (the vector leaves the head aligned)
+            found_op = b.vtables.get(_OP_FLAT.keys[0])
+        else:
+            found_loc, found_op = 0, b.vtables.get(_OP_FLAT_NO_LOCATION.keys[0])
+        if found_loc is None or found_op is None or b.nested or head < 128:
+            return 0
+        if b.minalign < 4:
+            b.minalign = 4
+        pad = (head - n) & 3  # (the vector's alignment, as _offset_vector makes it)
+        vec = head - pad - 8  # the vector's length; its element above it
+        outputs_off = n - vec
+        rel_out = outputs_off - 4 - out  # (the element lies 4 bytes above the length)
+        if text:
+            loc_off = outputs_off + 8  # the location table's soffset right below the vector
+            op_off = loc_off + 28  # the operator table's soffset right below the location table
+            rels = [op_off - 4 - loc_off, op_off - 8 - outputs_off, op_off - 12 - inputs_off, op_off - 16 - attr_off,
+                    loc_off - 4 - text, rel_out]
+        else:
+            op_off = outputs_off + 24
+            rels = [op_off - 4 - outputs_off, op_off - 8 - inputs_off, op_off - 12 - attr_off, rel_out]
+        if min(rels) < 4:  # (each uoffset points to higher addresses: at least past itself)
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        if pad:
+            buf[head - pad:head] = _ZEROS[pad]
+        low = n - op_off
+        if text:
+            _OP_LOC_OUT.pack_into(buf, low, found_op - op_off, rels[0], rels[1], rels[2], rels[3], code, code,
+                                  found_loc - loc_off, rels[4], 1, rel_out)
+        else:
+            _OP_OUT.pack_into(buf, low, found_op - op_off, rels[0], rels[1], rels[2], code, code, 1, rel_out)
+        b.head = low
+        return op_off
+
     def _table_calls(self, nfields: int, fields: list[_Field]) -> int:
         """:meth:`_table` through the builder's own calls."""
         b = self.b
@@ -833,8 +895,41 @@ class _Writer:
         except TypeError:  # (an unhashable value: worked out as for any table)
             return self._attribute_fields(g, op, opcode, fields, None)
         if table is not None:
-            return self._table(len(fields), table)
+            return self._kept_table(key, len(fields), table)
         return self._attribute_fields(g, op, opcode, fields, key)
+
+    def _kept_table(self, key: tuple[Any, ...], nfields: int, fields: list[_Field]) -> int:
+        """:meth:`_table` of a scalar-only attribute table kept under ``key``: its bytes above the soffset depend on
+        nothing but the head's alignment, so the first table of each (key, alignment) is written by :meth:`_table`
+        and its bytes and vtable kept; the next is those bytes and an soffset to that vtable, in two writes."""
+        b = self.b
+        head, buf = b.head, b.Bytes
+        n = len(buf)
+        got = self.kept_bodies.get((key, (head - n) & 3))
+        if got is None or b.nested or head < len(got[0]) + 64:
+            return self._table_kept(key, nfields, fields)
+        body, found = got
+        low = head - len(body) - 4  # the soffset
+        at = n - low
+        if b.minalign < 4:
+            b.minalign = 4
+        buf[low + 4:head] = body
+        _I32.pack_into(buf, low, found - at)
+        b.head = low
+        return at
+
+    def _table_kept(self, key: tuple[Any, ...], nfields: int, fields: list[_Field]) -> int:
+        """:meth:`_table`, keeping for :meth:`_kept_table` the table's bytes above its soffset and its vtable's
+        offset under (``key``, the head's alignment) where the builder wrote them in place."""
+        b = self.b
+        head, n0 = b.head, len(b.Bytes)
+        at = self._table(nfields, fields)
+        buf = b.Bytes
+        n = len(buf)
+        if n == n0 and not b.nested:  # (the buffer did not grow: the bytes lie where they were written)
+            low = n - at
+            self.kept_bodies[(key, (head - n) & 3)] = (bytes(buf[low + 4:head]), at + _I32.unpack_from(buf, low)[0])
+        return at
 
     def _attribute_fields(self, g: Graph, op: Operation, opcode: str, fields: tuple[tuple[str, str], ...],
                           key: tuple[Any, ...] | None) -> int:
@@ -929,8 +1024,9 @@ class _Writer:
             raise InvalidGraphError(f"type {t.dtype} has no TOSA tensor type", tensor=v.name)
         name_off = self.shared.get(name) or self._string(name)  # (written where the op making it names it)
         code = DTYPE_VALUE[t.dtype]
-        if data is None and dims is not None:
-            off = self._shaped_tensor(name_off, dims, code)
+        if dims is not None:
+            off = self._shaped_tensor(name_off, dims, code) if data is None else self._const_tensor(name_off, dims,
+                                                                                                   code, data)
             if off:
                 return off
         # an unknown dimension (a symbol) is -1, as Arm's 1.1-draft serializer writes it
@@ -943,6 +1039,49 @@ class _Writer:
         data_off = self._data_vector(data)
         fields.append((T_DATA, _OFF, data_off))
         return self._flat_table(_TENSOR_FLAT, [data_off, code, shape_off, name_off], 14, fields)
+
+    def _const_tensor(self, name_off: int, dims: tuple[int, ...], code: int, data: Any) -> int:
+        """A tensor with data below a page: its shape vector (:meth:`_i32_vector`), its data vector
+        (:meth:`_data_vector`) and its table (:data:`_TENSOR_FLAT`) in one call, the data vector's length and the
+        table in one pack; 0 when the builder has no vtable of that layout yet, the buffer might have to grow, the
+        rank is above 16 or the data is a page or more (then the caller writes them as usual)."""
+        b, k = self.b, len(dims)
+        head, buf = b.head, b.Bytes
+        size = len(buf)
+        found = b.vtables.get(_TENSOR_FLAT.keys[0])  # (the data vector's length leaves the head aligned)
+        raw = memoryview(data).cast("B")
+        n = raw.nbytes
+        padded = n + (-n % 8)
+        if found is None or k >= len(_LENGTH_I32S) or n >= _PAGE or b.nested or head < 4 * k + padded + 128:
+            return 0
+        if b.minalign < 8:
+            b.minalign = 8
+        align = (head - size - 4 * k) & 3  # the shape vector, as _i32_vector writes it
+        if align:
+            buf[head - align:head] = _ZEROS[align]
+            head -= align
+        try:
+            _LENGTH_I32S[k].pack_into(buf, head - 4 * k - 4, k, *dims)
+        except struct.error as e:  # as _i32_vector reports a dimension out of the int32 range
+            raise TypeError(f"bad int32 vector: {e}") from None
+        head -= 4 * k + 4
+        shape_off = size - head
+        align = (head - size) & 7  # the data vector, as _data_vector writes it: zeros up to 8-byte alignment
+        if align:
+            buf[head - align:head] = _ZEROS[align] if align < 4 else bytes(align)
+            head -= align
+        head -= padded
+        buf[head + n:head + padded] = _ZEROS[padded - n] if padded - n < 4 else bytes(padded - n)
+        buf[head:head + n] = raw
+        low = head - 24  # the table's soffset; the vector's length 20 bytes above it
+        at = size - low
+        data_off = at - 20
+        rels = (at - 4 - data_off, at - 12 - shape_off, at - 16 - name_off)
+        if min(rels) < 4:  # (each uoffset points to higher addresses: at least past itself)
+            raise flatbuffers.builder.OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        _TENSOR_LENGTH.pack_into(buf, low, found - at, rels[0], code, rels[1], rels[2], padded)
+        b.head, b.vectorNumElems = low, None  # (as _data_vector's EndVector leaves it)
+        return at
 
     def _shaped_tensor(self, name_off: int, dims: tuple[int, ...], code: int) -> int:
         """A tensor without data: its shape vector (:meth:`_i32_vector`) and then its table
@@ -1040,8 +1179,16 @@ class _Writer:
         attr_off = self._attribute(g, op, opcode) if opcode == own else self._empty_table()
         shared = self.shared  # (_string_vector's lookups, without its call)
         inputs_off = self._offset_vector([shared.get(s) or self._string(s) for s in in_names])
-        outputs_off = self._offset_vector([shared.get(s) or self._string(s) for s in out_names])
+        out_offs = [shared.get(s) or self._string(s) for s in out_names]
         code = self.op_value[opcode]
+        if len(out_offs) == 1 and code and attr_off and inputs_off:
+            # one output, and a location already written (or none): the outputs vector and the tables in one pack
+            text = shared.get(op.location) if op.location else 0
+            if text is not None:
+                got = self._operator_with_output(out_offs[0], text, code, attr_off, inputs_off)
+                if got:
+                    return got
+        outputs_off = self._offset_vector(out_offs)
         loc_off = 0
         if op.location:
             text = shared.get(op.location) or self._string(op.location)
@@ -1220,17 +1367,21 @@ def _size_estimate(graph: Graph) -> int:
         for op in g.ops.values():
             # tables, vtables, shape vectors; each name is written as a string where it is defined and where used
             loc, results, operands = op.location, op.results, op.operands
-            other += 512 + (len(loc) if loc else 0) + 256 * len(results) + 16 * len(operands)
+            other += 512 + 16 * len(operands)
+            if loc:
+                other += len(loc)
             for r in results:
-                other += 2 * len(r.name)
+                other += 256 + 2 * len(r.name)
             for v in operands:
                 other += len(v.name)
             if op.regions:
                 stack.extend(op.regions)
             if results and op.opcode in _DATA_OPCODES:
-                n = data_size(results[0].type)
+                r = results[0]
+                n = data_size(r.type)
                 data += n
-                largest = max(largest, (n, op.results[0].name))
+                if n >= largest[0]:  # (max of (size, name) pairs, the pair made only where it may win)
+                    largest = max(largest, (n, r.name))
     if data + other > MAX_FLATBUFFER_BYTES:
         raise InvalidGraphError(
             f"the program's constants take {data / 2**30:.2f} GiB, more than a TOSA flatbuffer can hold (2 GiB: "

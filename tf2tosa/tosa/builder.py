@@ -294,6 +294,10 @@ def fold_symbolic(op: Operation, args: list[Any], numeric: np.ndarray) -> np.nda
     return symbolic_array(out)
 
 
+#: the [1] array of each integer zero point :meth:`Builder.zp` has made, by (value, type): ``const``'s array for it
+_ZP_ARRAYS: dict[tuple[int, DType], np.ndarray] = {}
+
+
 class Builder:
     """Emits TOSA ops into ``graph``; ``location`` tags every op for error messages and per-layer maps."""
 
@@ -362,7 +366,9 @@ class Builder:
                 raise InvalidGraphError(str(e), op=self.location) from None
         if names is None and self.name_hint:
             names = [self.name_hint] * len(result_types)
-        op = self.graph.add_op("tosa." + opcode, operands, result_types, full, names, regions, self.location)
+        # (add_op without its copies: the operand list and the attribute dict are this call's own)
+        op = self.graph._new_op("tosa." + opcode, operands, result_types, full, names, list(regions) if regions else [],
+                                self.location)
         if all_const and self.fold and opcode not in _NO_FOLD:
             return self._fold(op)
         return op
@@ -415,6 +421,14 @@ class Builder:
 
     def zp(self, value: int | float, dtype: DType) -> Value:
         """A [1] zero-point tensor of the data type (0.0 for float types)."""
+        if value.__class__ is int and dtype.__class__ is DType:  # (a copy of the array made once per value and type)
+            key = (value, dtype)
+            arr = _ZP_ARRAYS.get(key)
+            if arr is None:
+                arr = np.array([value]).astype(dtype.np_dtype())
+                if len(_ZP_ARRAYS) < 1024:
+                    _ZP_ARRAYS[key] = arr
+            return self.graph._const_op(arr.copy(), dtype, "zp", "tosa.CONST", None)
         return self.const(np.array([value]), dtype, name="zp")
 
     # ------------------------------------------------------- common helpers

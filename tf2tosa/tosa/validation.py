@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.types import DType, QuantParams, TensorType, dtype_from_numpy
+from ..ir.types import DType, QuantParams, TensorType, dtype_from_numpy, static_tensor_type
 from . import shapes
 from .optable import ACC_TYPES, ENUMS, TABLE_SIZE, Arg, Attr, OpSpec, TypeRow, _err, bind_operands, get
 
@@ -523,6 +523,62 @@ def validate(name: str, operand_types: Sequence[TensorType], result_types: Seque
     return row
 
 
+#: what :func:`_check_zero_points` and :func:`_check_values` read of the constants of an op of a kept signature:
+#: (operand index, lowest, highest, exactly one value) per constant whose every value must lie in [lowest, highest]
+_Plan = tuple[tuple[int, float, float, bool], ...]
+_ANY = float("inf")
+
+
+def _value_plan(spec: OpSpec, row: TypeRow, pairs: list[tuple[Arg, TensorType]],
+                consts: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> _Plan | None:
+    """The value ranges under which :func:`_check_zero_points` and :func:`_check_values` pass for an op of this
+    signature (its types and attributes as they are here; only constant values vary), or None where they are not
+    ranges (an unsigned 16-bit RESCALE zero point: the two checks are run)."""
+    op = spec.name
+    plan: list[tuple[int, float, float, bool]] = []
+    for i, ((arg, t), c) in enumerate(zip(pairs, consts)):
+        if arg.role != "zp" or c is None:
+            continue
+        dt = t.dtype
+        if op == "RESCALE":
+            if dt is DType.INT8:
+                plan.append((i, -_ANY, _ANY, True))
+            elif dt is DType.INT16 and attrs.get("input_unsigned" if arg.name == "input_zp" else "output_unsigned"):
+                return None
+            else:
+                plan.append((i, 0, 0, True))
+        else:
+            plan.append((i, -128, 127, True) if dt is DType.INT8 else (i, 0, 0, True))
+    if op == "MUL" or op == "RESCALE":
+        index = {a.name: i for i, (a, _) in enumerate(pairs)}
+        for nm in ("shift", "multiplier"):
+            i = index.get(nm, -1)
+            if i < 0 or consts[i] is None:
+                continue
+            if op == "MUL":  # (a shift of one value: in [0, 63], 0 unless in_t is i32)
+                plan.append((i, 0, 63 if row.types.get("in_t") is DType.INT32 else 0, True))
+            else:
+                plan.append((i, 2, 62, False) if nm == "shift" else (i, 0, _ANY, False))
+    return tuple(plan)
+
+
+def _plan_holds(plan: _Plan, consts: Sequence[np.ndarray | None]) -> bool:
+    """Whether every constant of ``plan`` is an array whose values lie in their range (one value where it says so):
+    then :func:`_check_zero_points` and :func:`_check_values` pass for the op.  False sends the op to them."""
+    for i, lo, hi, one in plan:
+        c = consts[i]
+        if c.__class__ is not np.ndarray or c.dtype.kind not in "biuf":  # type: ignore[union-attr]
+            return False
+        n = c.size  # type: ignore[union-attr]
+        if n == 1:
+            x = c.item(0)  # type: ignore[union-attr]
+            if not lo <= x <= hi:
+                return False
+        elif one or n and (lo != -_ANY and c.min() < lo or hi != _ANY and c.max() > hi):  # type: ignore[union-attr]
+            return False  # (an open end needs no reduction: a multiplier's top, for one)
+    return True
+
+
 #: ops :func:`infer_and_validate` keeps nothing for (constants, state, regions, CUSTOM: results from elsewhere)
 _NOT_KEPT = frozenset({"CONST", "CONST_SHAPE", "VARIABLE", "VARIABLE_READ", "VARIABLE_WRITE", "COND_IF",
                        "WHILE_LOOP", "CUSTOM"})
@@ -532,7 +588,7 @@ _RULE_READS_CONSTS: dict[str, frozenset[int]] = {
     "RESIZE": frozenset({1, 2, 3}), "SLICE_SHAPE": frozenset({2})}
 #: the result (shape, element type) pairs and type row of each op signature :func:`infer_and_validate` inferred and
 #: checked in full (:func:`_signature`)
-_CHECKED: dict[tuple[Any, ...], tuple[tuple[tuple[tuple[int, ...], DType], ...], TypeRow]] = {}
+_CHECKED: dict[tuple[Any, ...], tuple[tuple[tuple[tuple[int, ...], DType], ...], TypeRow, _Plan | None]] = {}
 #: :data:`_CHECKED` holds at most this many signatures (NASNetMobile int8: about 250 among 1,430 ops)
 _CHECKED_MAX = 1 << 14
 
@@ -583,11 +639,13 @@ def infer_and_validate(name: str, operand_types: list[TensorType], attrs: dict[s
     key = _signature(name, operand_types, attrs, consts, out_dtype)
     kept = _CHECKED.get(key) if key is not None else None
     if kept is not None:
-        spec = get(name)
-        in_pairs = bind_operands(spec.name, operand_types)
-        _check_zero_points(spec, in_pairs, consts, attrs)
-        _check_values(spec, kept[1], in_pairs, consts, attrs)
-        return [TensorType(shape, dt, quant) for shape, dt in kept[0]]
+        plan = kept[2]
+        if plan is None or not _plan_holds(plan, consts):  # (the checks themselves: they raise what they find)
+            spec = get(name)
+            in_pairs = bind_operands(spec.name, operand_types)
+            _check_zero_points(spec, in_pairs, consts, attrs)
+            _check_values(spec, kept[1], in_pairs, consts, attrs)
+        return [static_tensor_type(shape, dt, quant) for shape, dt in kept[0]]  # (static shapes, DType members)
     result_types = infer_result_types(name, operand_types, attrs, out_dtype=out_dtype, operand_consts=consts,
                                       quant=quant)
     if quant is not None and any(t.quant is not quant for t in result_types):
@@ -600,7 +658,9 @@ def infer_and_validate(name: str, operand_types: list[TensorType], attrs: dict[s
             if shape is None:
                 return result_types
             pairs.append((shape, t.dtype))
-        _CHECKED[key] = (tuple(pairs), row)
+        spec = get(name)
+        _CHECKED[key] = (tuple(pairs), row,
+                         _value_plan(spec, row, bind_operands(spec.name, operand_types), consts, attrs))
     return result_types
 
 
