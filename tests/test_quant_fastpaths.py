@@ -8,12 +8,17 @@ infinite and NaN scales, mantissas that round up to 2^31, exponents at the flush
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 
 from tf2tosa.errors import Unsupported
+from tf2tosa.ir import DType, Graph, TensorType
+from tf2tosa.quant.rescale import rescale
 from tf2tosa.quant.scale import FEW_SCALES, _multiplier_arrays, compute_scale_16, compute_scale_32
+from tf2tosa.tosa.builder import Builder
+from tf2tosa.tosa.context import LegalizeContext
 
 _EDGES = [0.0, -0.0, 2.0 ** -31, 2.0 ** -32, math.nextafter(2.0 ** -32, 0.0), 2.0 ** -33, 2.0 ** 28,
           math.nextafter(2.0 ** 29, 0.0), 2.0 ** 29, 1.0, 0.5, math.nextafter(1.0, 0.0),
@@ -99,3 +104,36 @@ def test_add_sub_stages_in_fewer_passes_are_the_reference() -> None:
     np.testing.assert_array_equal(E._output_stage(big, big.T, 1 << 30, -3, 4, False, (-128, 127), 1 << 31),
                                   R.add_sub_output_i8(big, big.T, 1 << 30, -3, 4, False, (-128, 127)))
     np.testing.assert_array_equal(E._input_stage(3, 1 << 30, 2)[0], R.mbqm((codes - 3) << 20, 1 << 30, 2))
+
+
+def _rescale_consts(scale: float | np.ndarray, dtype: DType, rounding: str) -> tuple[Any, ...]:
+    """The multiplier and shift constants (values, element type) and the attributes of one RESCALE of a [1, 2]
+    input of ``dtype`` by ``scale``."""
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 2), dtype))
+    b = Builder(g, location="test", context=LegalizeContext(rounding=rounding))
+    y = rescale(b, x, scale, DType.INT8, out_zp=3)
+    op = y.producer
+    assert op is not None
+    m, s = (op.operands[k].producer.attrs["values"] for k in (1, 2))  # type: ignore[union-attr]
+    return m.tolist(), m.dtype.str, s.tolist(), s.dtype.str, sorted(op.attrs.items())
+
+
+@pytest.mark.parametrize("dtype", [DType.INT32, DType.INT48])
+@pytest.mark.parametrize("rounding", ["double", "single"])
+def test_rescale_per_tensor_pairs_are_the_general_path(dtype: DType, rounding: str) -> None:
+    """``quant.rescale.rescale`` of one scale (the pair kept per scale, its arrays copied per op) emits what the
+    general path emits for two equal per-channel scales (collapsed to one pair), 32- and 16-bit multipliers, shifts
+    either side of 31; each op gets its own arrays, and the kept ones stay read-only."""
+    for scale in (1.0, 0.5, 3.9, 2.0 ** -20, 1e-9, 0.00123, 2.0 ** -33, math.nextafter(1.0, 0.0)):
+        if dtype is DType.INT48 and scale < 2.0 ** -30:
+            continue  # (a 16-bit multiplier's shift stops at 46: those flush in both paths alike, tested above)
+        fast = _rescale_consts(scale, dtype, rounding)
+        assert fast == _rescale_consts(np.array([scale, scale]), dtype, rounding), scale
+        assert fast == _rescale_consts(scale, dtype, rounding)  # (the kept pair, again)
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 2), dtype))
+    b = Builder(g, location="test", context=LegalizeContext(rounding=rounding))
+    first, second = (rescale(b, x, 0.25, DType.INT8).producer for _ in range(2))
+    a1, a2 = (op.operands[1].producer.attrs["values"] for op in (first, second))  # type: ignore[union-attr]
+    assert a1 is not a2 and a1.flags.writeable and not np.shares_memory(a1, a2)

@@ -66,6 +66,18 @@ def _zp_bits(value: int, dtype: DType, unsigned: bool) -> int:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
+def _one_pair(scale: float, scale32: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`.scale.quantize_multiplier_arrays` of one scale (read-only arrays of one element) and its shift as an
+    int, kept per (scale, scale32): a conversion's per-tensor RESCALEs ask for a few scales many times, and each
+    array pass costs more than the copy :func:`rescale` makes for its constant (the same values: errors are raised
+    on every call, as they are not kept)."""
+    mult, shift = quantize_multiplier_arrays([scale], scale32)
+    mult.flags.writeable = False
+    shift.flags.writeable = False
+    return mult, shift, int(shift[0])
+
+
 def rescale(b: Builder, x: Value, scale: ScaleArg, out_dtype: DType, *, in_zp: int = 0, out_zp: int = 0,
             out_quant: QuantParams | None = None, scale32: bool | None = None, double_round: bool | None = None,
             input_unsigned: bool = False, output_unsigned: bool = False) -> Value:
@@ -95,14 +107,22 @@ def rescale(b: Builder, x: Value, scale: ScaleArg, out_dtype: DType, *, in_zp: i
         nc = x.shape[-1]
         if isinstance(nc, int) and nc != len(scales):
             raise Unsupported(f"{len(scales)} per-channel scales for a last dimension of {nc}")
-    mult, shift = quantize_multiplier_arrays(scales, scale32)
-    if mult.size > 1 and (mult == mult[0]).all() and (shift == shift[0]).all():
-        mult, shift = mult[:1], shift[:1]  # identical channels: one per-tensor pair, same results
-    per_channel = mult.size > 1
-    if double_round is None and mode == "DOUBLE_ROUND" and int(shift.max() if per_channel else shift[0]) <= 31:
+    graph = b.graph
+    if len(scales) == 1 and scales[0] > 0.0:  # per-tensor (most RESCALEs): the pair's arrays made once per scale
+        mult, shift, top = _one_pair(float(scales[0]), scale32)
+        per_channel = False
+        m = graph._const_op(mult.copy(), DType.INT32 if scale32 else DType.INT16, "multiplier", "tosa.CONST", None)
+        s = graph._const_op(shift.copy(), DType.INT8, "shift", "tosa.CONST", None)
+    else:
+        mult, shift = quantize_multiplier_arrays(scales, scale32)
+        if (mult == mult[0]).all() and (shift == shift[0]).all():
+            mult, shift = mult[:1], shift[:1]  # identical channels: one per-tensor pair, same results
+        per_channel = mult.size > 1
+        top = int(shift.max() if per_channel else shift[0])
+        m = b.const(mult, DType.INT32 if scale32 else DType.INT16, name="multiplier")
+        s = b.const(shift, DType.INT8, name="shift")
+    if double_round is None and mode == "DOUBLE_ROUND" and top <= 31:
         mode = "SINGLE_ROUND"  # spec 4.5.5: apply_scale_32 only differ for shift > 31: no EXT-DOUBLEROUND needed
-    m = b.const(mult, DType.INT32 if scale32 else DType.INT16, name="multiplier")
-    s = b.const(shift, DType.INT8, name="shift")
     izp = b.zp(_zp_bits(in_zp, x.dtype, input_unsigned), x.dtype)
     ozp = b.zp(_zp_bits(out_zp, out_dtype, output_unsigned), out_dtype)
     attrs = {"scale32": bool(scale32), "rounding_mode": mode, "per_channel": per_channel,
