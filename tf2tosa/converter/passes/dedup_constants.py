@@ -100,6 +100,8 @@ def _constants(graph: Graph) -> list[Operation]:
 def _share_casts(graph: Graph) -> int:
     """One ``CAST`` per (constant, result type): later casts of the same constant to the same type are replaced by
     the first (in the deterministic topological order); returns how many were merged away."""
+    if not any(op.name == "tosa.CAST" for op in graph.ops.values()):
+        return 0  # (no CAST at all, as in most integer graphs: no sort of the graph for them)
     first: dict[tuple[int, Any], Any] = {}
     merged = 0
     for op in graph.topological_order():
