@@ -98,6 +98,20 @@ def test_convert_is_deterministic_and_needs_no_tensorflow(tmp_path: Path, sample
     assert a.with_suffix(".mlir").read_text() == b.with_suffix(".mlir").read_text()
 
 
+def test_entry_point_collector_thresholds() -> None:
+    """The console entry point tunes the cyclic collector for its command: ``convert`` (objects that live to its
+    end) a young generation of 200,000, any other command 20,000; ``main(argv)`` called as a function leaves the
+    process's own settings alone."""
+    code = ("import gc, sys\nfrom tf2tosa.cli import main\ngc.set_threshold(700, 10, 10)\n"
+            "sys.argv = ['tf2tosa', *sys.argv[1:]]\n"
+            "try:\n    main(None if sys.argv[1] != 'as-function' else ['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('threshold', gc.get_threshold()[0])")
+    for args, want in ((["convert", "--help"], 200_000), (["inspect", "--help"], 20_000), (["--help"], 20_000),
+                       (["as-function"], 700)):
+        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT)
+        assert f"threshold {want}" in proc.stdout, (args, proc.stdout[-300:], proc.stderr[-500:])
+
+
 def test_inspect_and_run(tmp_path: Path, sample: Path) -> None:
     out = tmp_path / "m.tosa"
     assert cli("convert", sample, "-o", out).returncode == 0
