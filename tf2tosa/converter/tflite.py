@@ -92,7 +92,6 @@ import mmap
 import os
 import re
 import struct
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -216,29 +215,37 @@ def _scales_at_least(arr: np.ndarray | None, scale: list[float], low: float) -> 
     return bool(np.isfinite(wide).all() and (wide >= low).all())
 
 
-@dataclass
 class _Tensor:
-    index: int
-    name: str
-    type: TensorType
-    stored_shape: tuple[int, ...]
-    tfl_type: int
-    buffer: int
-    is_variable: bool
-    sparsity: dict[str, Any] | None
+    """One tensor of a subgraph as read.  (Plain classes, these two, not dataclasses: building a dataclass costs
+    ~0.6 ms when the module is imported, inside every conversion; nothing compares or prints them.)"""
+    __slots__ = ("index", "name", "type", "stored_shape", "tfl_type", "buffer", "is_variable", "sparsity")
+
+    def __init__(self, index: int, name: str, type: TensorType, stored_shape: tuple[int, ...], tfl_type: int,
+                 buffer: int, is_variable: bool, sparsity: dict[str, Any] | None) -> None:
+        self.index = index
+        self.name = name
+        self.type = type
+        self.stored_shape = stored_shape
+        self.tfl_type = tfl_type
+        self.buffer = buffer
+        self.is_variable = is_variable
+        self.sparsity = sparsity
 
 
-@dataclass
 class _Subgraph:
     """One subgraph while it is read: its graph, its tensors and the values made for them so far."""
-    k: int
-    g: Graph
-    tensors: list[_Tensor]
-    stored: dict[str, tuple[int, ...]]  # the graph's stored_shapes
-    tensor_indices: dict[str, int]  # the graph's tensor_indices
-    values: dict[int, Value] = field(default_factory=dict)
-    producers: dict[int, int] = field(default_factory=dict)  # tensor index -> index of the operator writing it
-    no_value: Value | None = None
+    __slots__ = ("k", "g", "tensors", "stored", "tensor_indices", "values", "producers", "no_value")
+
+    def __init__(self, k: int, g: Graph, tensors: list[_Tensor], stored: dict[str, tuple[int, ...]],
+                 tensor_indices: dict[str, int]) -> None:
+        self.k = k
+        self.g = g
+        self.tensors = tensors
+        self.stored = stored  # the graph's stored_shapes
+        self.tensor_indices = tensor_indices  # the graph's tensor_indices
+        self.values: dict[int, Value] = {}
+        self.producers: dict[int, int] = {}  # tensor index -> index of the operator writing it
+        self.no_value: Value | None = None
 
 
 def load_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview | mmap.mmap, name: str | None = None,
