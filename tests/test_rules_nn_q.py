@@ -508,12 +508,18 @@ def test_mean_quantized(dt: DType, shape: tuple[int, ...], axes: tuple[int, ...]
                                             (DType.INT16, 3e-5, 0, 3e-5, 0)])
 def test_sum_quantized(dt: DType, si: float, zi: int, so: float, zo: int) -> None:
     """Round-once requantization of sum(x - zp_in), saturated (LiteRT's default SUM kernel; its BUILTIN_REF SUM is
-    broken, see tfl_reduce.sum_).  These ratios have no exact ties, so the rounding direction there is moot."""
-    x = rand_q((2, 4, 5), dt)
-    s = (x.astype(np.int64) - zi).sum(axis=1)
+    broken, see tfl_reduce.sum_), against exact rational rounding.  The kernel scales by a 31-bit multiplier, so a
+    value within its error of a half (e.g. 61.49999999 for these scales) may round either way: the inputs are drawn
+    (from this test's own generator, whatever ran before it) until every value is clear of a half by 1e-4."""
+    rng = np.random.default_rng(509)
     ratio = Fraction(si) / Fraction(so)
-    exact_vals = [Fraction(int(v)) * ratio for v in s.reshape(-1)]
-    assert all(v.denominator == 1 or (v - math.floor(v)) != Fraction(1, 2) for v in exact_vals)
+    while True:
+        a, b = dt.range()
+        x = rng.integers(a, b + 1, size=(2, 4, 5))
+        s = (x.astype(np.int64) - zi).sum(axis=1)
+        exact_vals = [Fraction(int(v)) * ratio for v in s.reshape(-1)]
+        if all(abs(v - math.floor(v) - Fraction(1, 2)) > Fraction(1, 10**4) for v in exact_vals):
+            break
     ref = np.clip(np.array([math.floor(v + Fraction(1, 2)) for v in exact_vals]).reshape(s.shape) + zo, *dt.range())
     m = QOp()
     m.op("tfl.sum", [m.input(x, dt, qp(si, zi)), m.const(np.array([1], np.int32), DType.INT32)], ref.shape, dt,
