@@ -19,8 +19,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import on_first_use
 
 if TYPE_CHECKING:
     from .activation import activation_bounds, fused_activation_q
@@ -55,15 +56,7 @@ _ON_USE = {**dict.fromkeys(("activation_bounds", "fused_activation_q"), "activat
            **dict.fromkeys(("apply_table_i8", "apply_table_i16", "table_i8", "table_i16"), "table")}
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _ON_USE.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(f"{__name__}.{module_name}")
-    # every name of that module, now (the import set the package's attribute of the module's name to the module)
-    globals().update({n: getattr(module, n) for n, m in _ON_USE.items() if m == module_name})
-    return globals()[name]
-
+__getattr__ = on_first_use(__name__, globals(), {name: (module, name) for name, module in _ON_USE.items()})
 
 __all__ = ["ACC", "acc_bound", "activation_bounds", "apply_table_i8", "apply_table_i16", "compute_scale_16",
            "compute_scale_32", "conv_output", "conv_scales", "fc_output", "fc_output_rows", "fused_activation_q",

@@ -30,9 +30,9 @@ Each module's docstring names its input and output form, and the typed records i
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ...lazy import on_first_use
 from ...tosa.constants import narrow_constant, retype
 from .constants import finish_constants
 from .dedup_constants import dedup_constants
@@ -69,15 +69,7 @@ _ON_USE = {"limit_dilation": ("dilation", "limit_dilation"), "dilation_wanted": 
            "integer_islands": ("integer_islands", "integer_islands"), "unsigned_io": ("unsigned_io", "unsigned_io")}
 
 
-def __getattr__(name: str) -> Any:
-    spec = _ON_USE.get(name)
-    if spec is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(f"{__name__}.{spec[0]}")
-    # every name of that module, now: the import set the package's attribute of the module's name to the module
-    globals().update({n: getattr(module, attr) for n, (mod, attr) in _ON_USE.items() if mod == spec[0]})
-    return globals()[name]
-
+__getattr__ = on_first_use(__name__, globals(), _ON_USE)
 
 __all__ = ["batch_fully_connected", "dedup_constants", "densify", "dilation_wanted", "finish_constants",
            "fold_constants", "fold_pad",
