@@ -8,6 +8,7 @@ infinite and NaN scales, mantissas that round up to 2^31, exponents at the flush
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,14 @@ import pytest
 from tf2tosa.errors import Unsupported
 from tf2tosa.ir import DType, Graph, TensorType
 from tf2tosa.quant.rescale import rescale
-from tf2tosa.quant.scale import FEW_SCALES, _multiplier_arrays, compute_scale_16, compute_scale_32
+from tf2tosa.quant.scale import (
+    FEW_SCALES,
+    _multiplier_arrays,
+    channel_pairs,
+    compute_scale_16,
+    compute_scale_32,
+    quantize_multiplier_arrays,
+)
 from tf2tosa.tosa.builder import Builder
 from tf2tosa.tosa.context import LegalizeContext
 
@@ -52,6 +60,54 @@ def test_multiplier_arrays_match_per_scale(scale32: bool) -> None:
         assert got[0].dtype == want[0].dtype and got[1].dtype == want[1].dtype
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("scale32", [True, False])
+def test_channel_pairs_are_the_multiplier_arrays(scale32: bool) -> None:
+    """``channel_pairs`` (a conv's per-channel requantization) gives ``quantize_multiplier_arrays``' pairs and
+    errors, the largest shift and whether all channels share one pair, on the sets above and on equal scales."""
+    rng = np.random.default_rng(9)
+    sets = [rng.uniform(1e-6, 1e-1, 40), 2.0 ** rng.uniform(-34, 30, 64), np.full(FEW_SCALES + 3, 0.0123),
+            np.array([0.5] * FEW_SCALES + [math.nextafter(0.5, 1.0)]), np.array([0.25] * FEW_SCALES + [0.5]),
+            rng.uniform(0.9, 1.1, 3), np.full(2, 0.003)]
+    sets += [np.array([e] + list(rng.uniform(1e-4, 1e-2, FEW_SCALES))) for e in _EDGES]
+    sets += [np.array(list(rng.uniform(1e-4, 1e-2, FEW_SCALES)) + [bad]) for bad in (-1e-3, math.inf, math.nan)]
+    for flat in sets:
+        try:
+            want = quantize_multiplier_arrays(flat, scale32)
+        except Unsupported as e:
+            with pytest.raises(Unsupported, match=re.escape(str(e))):
+                channel_pairs(flat, scale32)
+            continue
+        mult, shift, top, same = channel_pairs(flat, scale32)
+        assert mult.dtype == want[0].dtype and shift.dtype == want[1].dtype
+        np.testing.assert_array_equal(mult, want[0])
+        np.testing.assert_array_equal(shift, want[1])
+        assert top == int(want[1].max())
+        assert same == (len(set(want[0].tolist())) == 1 and len(set(want[1].tolist())) == 1), flat
+
+
+def test_vouched_rescales_are_emitted_and_still_checked() -> None:
+    """A RESCALE whose signature ``Builder.emit`` inferred and checked once gets the same result type without the
+    checks (``Builder.emit_vouched``); values the validator refuses still go to it and are refused."""
+    from tf2tosa.errors import InvalidGraphError
+    from tf2tosa.ir import QuantParams
+    from tf2tosa.quant.rescale import rescale_raw
+
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 3, 5), DType.INT32))
+    b = Builder(g, location="test")
+    q = QuantParams((0.5,), (3,))
+    ys = [rescale(b, x, s, DType.INT8, out_zp=3, out_quant=q) for s in (0.001, 0.002, 0.001)]
+    ys.append(rescale_raw(b, x, [1 << 30], [40], DType.INT8, out_zp=-7, out_quant=q))
+    for y in ys:
+        assert y.type == TensorType((1, 3, 5), DType.INT8, q) and y.type.static_shape == (1, 3, 5)
+    for bad in ({"in_zp": 2}, {"shift": [1]}, {"shift": [63]}, {"multiplier": [-1]}):
+        args: dict[str, Any] = {"multiplier": [1 << 30], "shift": [40], **bad}
+        with pytest.raises(InvalidGraphError):
+            rescale_raw(b, x, args.pop("multiplier"), args.pop("shift"), DType.INT8, **args)
+    with pytest.raises(InvalidGraphError, match="shape"):  # (a per-channel count the input does not have)
+        rescale_raw(b, x, [1 << 30] * 4, [40] * 4, DType.INT8)
 
 
 def test_add_sub_output_on_indexed_input_stages_is_add_sub_i8() -> None:

@@ -90,7 +90,7 @@ def _conv(b: Builder, x: Value, w: Value, bias: Value, ct: _ConvTypes, pads: lis
     return b.conv2d(x, w, bias, ct.izp, ct.wzp, pad=pads, stride=stride, dilation=dil, acc_type=ct.acc_type)
 
 
-def _finish(b: Builder, op: Operation, acc: Value, ct: _ConvTypes, scales: list[float] | None,
+def _finish(b: Builder, op: Operation, acc: Value, ct: _ConvTypes, scales: list[float] | np.ndarray | None,
             tfl_acc: DType | None) -> Value:
     """Float: the fused activation.  Quantized: RESCALE per channel, then the activation's CLAMP."""
     if not ct.quantized:
@@ -128,7 +128,7 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
                            lambda _: b.const(np.zeros([oc]), ct.acc, name="zero_bias"), "conv_2d",
                            lambda x1, w4, b1: b.depthwise_conv2d(x1, w4, b1, ct.izp, ct.wzp, pad=pads, stride=stride,
                                                                  dilation=dil, acc_type=ct.acc_type))
-    scales = quant.conv_scales(x, w, op.results[0], oc) if ct.quantized else None
+    scales = quant.conv_scale_array(x, w, op.results[0], oc) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
@@ -161,7 +161,7 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     w4 = b.reshape(w, [kh, kw, c, m])
     y = b.depthwise_conv2d(x, w4, bias, ct.izp, ct.wzp, pad=pads, stride=stride, dilation=dil,
                            acc_type=ct.acc_type)
-    scales = quant.conv_scales(x, w, op.results[0], cm) if ct.quantized else None
+    scales = quant.conv_scale_array(x, w, op.results[0], cm) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 

@@ -32,6 +32,8 @@ from .activation import fused_activation_q
 from .common import per_tensor, qparams
 from .rescale import rescale
 
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
 #: quantized activation types of the conv family and their TOSA accumulators (spec: CONV2D, supported data types)
 ACC = {DType.INT8: (DType.INT32, "INT32"), DType.INT16: (DType.INT48, "INT48")}
 
@@ -47,11 +49,10 @@ def require_act_type(op: Operation, x: Value) -> DType:
 
 def weight_zp(w: Value) -> int:
     """The single weight zero point (per-channel zero points must all be 0 or all equal)."""
-    q = qparams(w, "weights")
-    zps = set(q.zero_point)
-    if len(zps) != 1:
+    zps = qparams(w, "weights").zero_point
+    if zps.count(zps[0]) != len(zps):  # (every one equal to the first: one value)
         raise Unsupported("per-channel weight zero points differ (TOSA weight_zp is one value, spec: CONV2D)")
-    zp = int(zps.pop())
+    zp = int(zps[0])
     if w.dtype is not DType.INT8:
         raise Unsupported(f"quantized weights of type {w.dtype.value} (i8 expected)")
     return zp
@@ -77,6 +78,23 @@ def conv_scales(x: Value, w: Value, out: Value, channels: int, *, float_product:
     return [s_x * s / s_out for s in sw]
 
 
+def conv_scale_array(x: Value, w: Value, out: Value, channels: int) -> np.ndarray:
+    """:func:`conv_scales` (double arithmetic) as a float64 array: the same double operations elementwise, so the
+    same values, without a Python float per channel."""
+    s_x, _ = per_tensor(x, "input")
+    s_out, _ = per_tensor(out, "output")
+    sw = qparams(w, "weights").scale
+    if len(sw) == 1:
+        arr = np.full(channels, float(sw[0]))
+    elif len(sw) != channels:
+        raise Unsupported(f"{len(sw)} weight scales for {channels} output channels")
+    else:
+        arr = np.array(sw, dtype=np.float64)
+    arr *= s_x
+    arr /= s_out
+    return arr
+
+
 def quant_bias(b: Builder, op: Operation, k: int, channels: int, acc: DType) -> tuple[Value, DType | None]:
     """Operand ``k`` as an ``acc``-typed bias of ``channels`` values (zeros when absent).
 
@@ -91,18 +109,20 @@ def quant_bias(b: Builder, op: Operation, k: int, channels: int, acc: DType) -> 
         raise Unsupported(f"non-constant bias {v.name} of a quantized {op.name}")
     if v.dtype not in (DType.INT32, DType.INT64):
         raise Unsupported(f"bias of type {v.dtype.value} in a quantized {op.name}")
-    vals = np.asarray(arr, np.int64).reshape(-1)
+    narrow = arr.__class__ is np.ndarray and arr.dtype == np.int32 and acc in (DType.INT32, DType.INT48)
+    vals = (arr if narrow else np.asarray(arr, np.int64)).reshape(-1)
     if vals.size == 1 and channels > 1:
         vals = np.repeat(vals, channels)
     if vals.size != channels:
         raise Unsupported(f"bias of {vals.size} values for {channels} output channels")
     lo, hi = acc.range()
-    if vals.min(initial=0) < lo or vals.max(initial=0) > hi:
+    if not narrow and (vals.min(initial=0) < lo or vals.max(initial=0) > hi):  # (int32 values fit both)
         raise Unsupported(f"bias values do not fit the {acc.value} accumulator")
     return b.const(vals, acc, name="bias"), v.dtype
 
 
-def requantize_acc(b: Builder, acc: Value, scales: Sequence[float], out: Value, tfl_acc: DType | None) -> Value:
+def requantize_acc(b: Builder, acc: Value, scales: Sequence[float] | np.ndarray, out: Value,
+                   tfl_acc: DType | None) -> Value:
     """The conv-family output stage: MBQM per channel + output zero point (+ clip), as RESCALE.
 
     ``tfl_acc`` is TFLite's accumulator: for an i48 TOSA accumulator an int64 (or absent) bias means TFLite's int64
@@ -113,11 +133,16 @@ def requantize_acc(b: Builder, acc: Value, scales: Sequence[float], out: Value, 
     oq = qparams(out)
     if acc.dtype is DType.INT48 and tfl_acc is DType.INT32:
         acc = rescale(b, acc, 1.0, DType.INT32, scale32=False)
-    return rescale(b, acc, list(scales) if len(set(scales)) > 1 else scales[0], out.dtype,
-                   out_zp=zp_out if out.dtype is DType.INT8 else 0, out_quant=oq)
+    if isinstance(scales, np.ndarray):  # (per channel unless all equal, as the set below tells of a list)
+        scale: float | list[float] | np.ndarray = \
+            scales if scales.size > 1 and not _MIN(scales) == _MAX(scales) else float(scales[0])
+    else:
+        scale = list(scales) if len(set(scales)) > 1 else scales[0]
+    return rescale(b, acc, scale, out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0, out_quant=oq)
 
 
-def conv_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tfl_acc: DType | None) -> Value:
+def conv_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float] | np.ndarray,
+                tfl_acc: DType | None) -> Value:
     """requantize_acc then the fused activation as a CLAMP in the output domain (TFLite's activation range)."""
     out = op.results[0]
     if acc.dtype is DType.INT48 and tfl_acc is DType.INT32 and _conv_bound(op) >= 1 << 31:
@@ -189,5 +214,5 @@ def note_inexact(b: Builder, op: Operation, reason: str) -> None:
         logging.getLogger("tf2tosa").warning("%s", inexact_warning(entry))
 
 
-__all__ = ["ACC", "abs_weight_sums", "conv_output", "conv_scales", "note_inexact", "quant_bias", "require_act_type",
-           "requantize_acc", "tfl_product_scale", "weight_zp"]
+__all__ = ["ACC", "abs_weight_sums", "conv_output", "conv_scale_array", "conv_scales", "note_inexact", "quant_bias",
+           "require_act_type", "requantize_acc", "tfl_product_scale", "weight_zp"]

@@ -39,6 +39,7 @@ from ..ir.symdim import (
     sym_min,
     symbolic_array,
 )
+from ..ir.types import static_tensor_type
 from ..ir.widened import Widened
 from . import optable, validation
 from .context import LegalizeContext
@@ -133,6 +134,9 @@ def _widened(passes: GraphPasses, op: Operation) -> Widened | None:
 
 #: each operator's attribute defaults (the catalogue's), copied by :meth:`Builder.emit` for each op it emits
 _DEFAULTS: dict[str, dict[str, Any]] = {}
+#: the result (shape, element type) pairs of each op signature :meth:`Builder.emit_vouched` has had :meth:`Builder.emit`
+#: infer and check: (opcode, which operands are constants, the caller's key) -> pairs
+_VOUCHED: dict[tuple[Any, ...], tuple[tuple[tuple[int, ...], DType], ...]] = {}
 
 
 def _reshaped(op: Operation) -> np.ndarray | None:
@@ -372,6 +376,39 @@ class Builder:
         if all_const and self.fold and opcode not in _NO_FOLD:
             return self._fold(op)
         return op
+
+    def emit_vouched(self, opcode: str, operands: list[Value], attrs: dict[str, Any], key: tuple[Any, ...], *,
+                     out_dtype: DType | None = None, quant: QuantParams | None = None) -> Operation:
+        """:meth:`emit` of an op whose caller vouches for it: ``key`` determines (with ``opcode`` and which operands
+        are constants) everything the type inference and :func:`.validation.validate` read of the op but the values
+        of its constant operands (the operand shapes and types, ``attrs``, ``out_dtype``), and those values pass
+        the validator's value checks (zero points, RESCALE's multipliers and shifts).  The first op of a key goes
+        through :meth:`emit`; the ops after it get its result shapes and element types (each with ``quant``)
+        without inference or checks.  ``operands`` and ``attrs`` become the op's own.  An op :meth:`emit` would
+        fold (all operands constant), one of attributes with catalogue defaults, and a builder that does not
+        validate go through :meth:`emit`."""
+        consts = 0
+        for v in operands:
+            p = v.producer
+            consts += consts + (p is not None and p.name in CONST_OPS)
+        if consts == (1 << len(operands)) - 1 or not self.validate or _DEFAULTS.get(opcode) != {}:
+            return self.emit(opcode, operands, attrs, out_dtype=out_dtype, quant=quant)
+        full_key = (opcode, consts, key)
+        kept = _VOUCHED.get(full_key)
+        if kept is None:
+            op = self.emit(opcode, operands, attrs, out_dtype=out_dtype, quant=quant)
+            pairs = []
+            for r in op.results:
+                shape = r.type.__dict__.get("_static_shape")  # (kept by TensorType for a shape of plain ints >= 0)
+                if shape is None:
+                    return op
+                pairs.append((shape, r.type.dtype))
+            if len(_VOUCHED) < 1 << 14:
+                _VOUCHED[full_key] = tuple(pairs)
+            return op
+        types = [static_tensor_type(shape, dt, quant) for shape, dt in kept]
+        names = [self.name_hint] * len(types) if self.name_hint else None
+        return self.graph._new_op("tosa." + opcode, operands, types, attrs, names, [], self.location)
 
     def _fold(self, op: Operation) -> Operation:
         """Replace ``op`` (all operands constant) by a CONST / CONST_SHAPE op holding its value."""
