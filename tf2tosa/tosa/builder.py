@@ -17,6 +17,7 @@ the ``shape_t`` / zero-point operands the 1.0 operators need.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -134,6 +135,9 @@ def _widened(passes: GraphPasses, op: Operation) -> Widened | None:
 
 #: each operator's attribute defaults (the catalogue's), copied by :meth:`Builder.emit` for each op it emits
 _DEFAULTS: dict[str, dict[str, Any]] = {}
+#: the result shape of each RESHAPE of a plain constant :meth:`Builder.reshape` has seen folded by :func:`fold_op`:
+#: (input shape, element type, new shape) -> result shape
+_FOLDED_RESHAPES: dict[tuple[Any, ...], tuple[int, ...]] = {}
 #: the result (shape, element type) pairs of each op signature :meth:`Builder.emit_vouched` has had :meth:`Builder.emit`
 #: infer and check: (opcode, which operands are constants, the caller's key) -> pairs
 _VOUCHED: dict[tuple[Any, ...], tuple[tuple[tuple[int, ...], DType], ...]] = {}
@@ -147,7 +151,8 @@ def _reshaped(op: Operation) -> np.ndarray | None:
         return None
     x = np.asarray(op.operands[0].const())
     shape = op.result.type.static_shape
-    if (x.dtype != op.result.dtype.np_dtype() or x.size != int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape) if all(d.__class__ is int for d in shape) else int(np.prod(shape, dtype=np.int64))
+    if (x.dtype != op.result.dtype.np_dtype() or x.size != n
             or min(shape, default=1) < 1):
         return None
     return x.reshape(shape)
@@ -473,7 +478,61 @@ class Builder:
         shape = [size(d) for d in shape]
         if list(x.shape) == shape:
             return x
-        return self.emit("RESHAPE", [x, self.shape(shape)], quant=x.type.quant).result
+        shape_v = self.shape(shape)
+        key = self._folded_reshape_key(x, shape)
+        kept = _FOLDED_RESHAPES.get(key) if key is not None else None
+        if kept is not None:
+            return self._folded_reshape(x, kept)
+        y = self.emit("RESHAPE", [x, shape_v], quant=x.type.quant).result
+        p = y.producer
+        if key is not None and p is not None and p.name == "tosa.CONST" and len(_FOLDED_RESHAPES) < 1 << 14:
+            got = y.type.__dict__.get("_static_shape")  # (kept by TensorType for a shape of plain ints >= 0)
+            if got is not None and y.dtype is x.dtype:
+                _FOLDED_RESHAPES[key] = got
+        return y
+
+    def _folded_reshape_key(self, x: Value, shape: list[Any]) -> tuple[Any, ...] | None:
+        """For a RESHAPE of a plain constant to ``shape`` that :func:`fold_op` folds by :func:`_reshaped` (a view of
+        the values; no fp16 weights kept, no dimension expressions, within :data:`FOLD_LIMIT`): what its inference
+        and checks read (the input's shape and type and the new shape), else None."""
+        p = x.producer
+        if p is None or p.name not in CONST_OPS or not self.fold or not self.validate:
+            return None
+        attrs = p.attrs
+        vals = attrs.get("values")
+        dt = x.dtype
+        static = x.type.__dict__.get("_static_shape")
+        if (vals.__class__ is not np.ndarray or static is None or dt not in _PLAIN_STORAGE
+                or SYM_AFFINE in attrs or SYM_VALUES in attrs or vals.dtype != dt.np_dtype()):
+            return None
+        for d in shape:
+            if d.__class__ is not int or d < 1:
+                return None
+        n = math.prod(shape)
+        if n != vals.size or n > FOLD_LIMIT:
+            return None
+        passes = self.context.passes.of(self.graph)
+        if passes.fp16_keep or x.id in passes.fp16_sources:
+            return None
+        return static, dt, tuple(shape)
+
+    def _folded_reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
+        """What :meth:`emit` of the RESHAPE and its :func:`fold_op` leave, for a RESHAPE of a key
+        (:meth:`_folded_reshape_key`) that went through them before: the same ids taken and names reserved and
+        freed (the RESHAPE's result name, then its constant's ``<name>_c``, then the first freed again), one CONST
+        of a view of the values in the new shape, with the RESHAPE's location."""
+        graph = self.graph
+        ids = graph._ids
+        oid = next(ids)
+        next(ids)  # (the RESHAPE's result)
+        name = graph.unique_name(self.name_hint or f"reshape_{oid}")
+        assert x.producer is not None
+        arr = x.producer.attrs["values"].reshape(shape)
+        c = graph._new_op("tosa.CONST", [], [static_tensor_type(shape, x.dtype, x.type.quant)], {"values": arr},
+                          [name + "_c"], [], self.location)
+        graph._names.discard(name)
+        graph._version += 4  # (the RESHAPE, its two edges and its removal)
+        return c.result
 
     def transpose(self, x: Value, perms: Sequence[int]) -> Value:
         perms = [int(p) for p in perms]
