@@ -389,14 +389,15 @@ class Builder:
         of its constant operands (the operand shapes and types, ``attrs``, ``out_dtype``), and those values pass
         the validator's value checks (zero points, RESCALE's multipliers and shifts).  The first op of a key goes
         through :meth:`emit`; the ops after it get its result shapes and element types (each with ``quant``)
-        without inference or checks.  ``operands`` and ``attrs`` become the op's own.  An op :meth:`emit` would
-        fold (all operands constant), one of attributes with catalogue defaults, and a builder that does not
-        validate go through :meth:`emit`."""
+        without inference or checks.  ``operands`` becomes the op's own; its attributes are the catalogue's
+        defaults updated with ``attrs``, as :meth:`emit` makes them.  An op :meth:`emit` would fold (all operands
+        constant), the first of its opcode, and a builder that does not validate go through :meth:`emit`."""
         consts = 0
         for v in operands:
             p = v.producer
             consts += consts + (p is not None and p.name in CONST_OPS)
-        if consts == (1 << len(operands)) - 1 or not self.validate or _DEFAULTS.get(opcode) != {}:
+        defaults = _DEFAULTS.get(opcode)
+        if consts == (1 << len(operands)) - 1 or not self.validate or defaults is None:
             return self.emit(opcode, operands, attrs, out_dtype=out_dtype, quant=quant)
         full_key = (opcode, consts, key)
         kept = _VOUCHED.get(full_key)
@@ -411,6 +412,8 @@ class Builder:
             if len(_VOUCHED) < 1 << 14:
                 _VOUCHED[full_key] = tuple(pairs)
             return op
+        if defaults:
+            attrs = {**defaults, **attrs}
         types = [static_tensor_type(shape, dt, quant) for shape, dt in kept]
         names = [self.name_hint] * len(types) if self.name_hint else None
         return self.graph._new_op("tosa." + opcode, operands, types, attrs, names, [], self.location)
@@ -493,8 +496,8 @@ class Builder:
 
     def _folded_reshape_key(self, x: Value, shape: list[Any]) -> tuple[Any, ...] | None:
         """For a RESHAPE of a plain constant to ``shape`` that :func:`fold_op` folds by :func:`_reshaped` (a view of
-        the values; no fp16 weights kept, no dimension expressions, within :data:`FOLD_LIMIT`): what its inference
-        and checks read (the input's shape and type and the new shape), else None."""
+        the values of an ndarray, not of a kept fp16 weight; no dimension expressions; within :data:`FOLD_LIMIT`):
+        what its inference and checks read (the input's shape and type and the new shape), else None."""
         p = x.producer
         if p is None or p.name not in CONST_OPS or not self.fold or not self.validate:
             return None
@@ -511,9 +514,8 @@ class Builder:
         n = math.prod(shape)
         if n != vals.size or n > FOLD_LIMIT:
             return None
-        passes = self.context.passes.of(self.graph)
-        if passes.fp16_keep or x.id in passes.fp16_sources:
-            return None
+        if x.id in self.context.passes.of(self.graph).fp16_sources:  # (fold_op records the reshaped fp16 source;
+            return None  # fp16_keep alone changes nothing here: _widened folds only a Widened, not an ndarray)
         return static, dt, tuple(shape)
 
     def _folded_reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
