@@ -193,3 +193,24 @@ def test_rescale_per_tensor_pairs_are_the_general_path(dtype: DType, rounding: s
     first, second = (rescale(b, x, 0.25, DType.INT8).producer for _ in range(2))
     a1, a2 = (op.operands[1].producer.attrs["values"] for op in (first, second))  # type: ignore[union-attr]
     assert a1 is not a2 and a1.flags.writeable and not np.shares_memory(a1, a2)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+def test_abs_weight_sums_in_narrow_types_are_exact(dtype: Any) -> None:
+    """``abs_weight_sums`` widens a byte weight to int16 only (int32 for int16 weights): the per-channel sums of
+    ``|w - zp|`` are exact at the zero points' extremes, in one block and in several."""
+    from tf2tosa.quant import conv
+
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    for zp in (-256, -128, 0, 5, 127, 255, 256, 40000):
+        w = rng.integers(info.min, info.max + 1, (37, 11, 3)).astype(dtype)
+        want = np.abs(w.astype(np.int64) - zp).reshape(37, -1).sum(axis=1)
+        np.testing.assert_array_equal(conv.abs_weight_sums(w, zp), want)
+    w = np.full((5, 40), info.min, dtype)
+    old = conv._SUM_BLOCK
+    try:
+        conv._SUM_BLOCK = 80  # (two channels a block)
+        np.testing.assert_array_equal(conv.abs_weight_sums(w, 256), np.full(5, 40 * abs(int(info.min) - 256)))
+    finally:
+        conv._SUM_BLOCK = old

@@ -158,13 +158,15 @@ _SUM_BLOCK = 1 << 20
 
 def abs_weight_sums(w: np.ndarray, zp: int) -> np.ndarray:
     """Per output channel (axis 0) the sum of ``|w - zp|`` over the channel's weights, as int64.  Widened a block
-    of channels at a time (int32 when ``|w - zp|`` fits it): no full-size wide copy of a large weight (a
+    of channels at a time (int16 or int32 when ``|w - zp|`` fits it): no full-size wide copy of a large weight (a
     4096x4096 int8 weight made a 134 MB int64 copy)."""
     warr = np.asarray(w)
     oc = warr.shape[0] if warr.ndim else 1
     flat = warr.reshape(oc, -1)
     narrow = warr.dtype.kind in "iu" and warr.dtype.itemsize <= 2 and abs(zp) < 1 << 16
-    wide = np.dtype(np.int32 if narrow else np.int64)
+    # (int16 holds |w - zp| of a byte weight for a zero point within the byte's range: half the bytes to pass)
+    byte = warr.dtype.kind in "iu" and warr.dtype.itemsize == 1 and -256 <= zp <= 256
+    wide = np.dtype(np.int16 if byte else np.int32 if narrow else np.int64)
     out = np.empty(oc, np.int64)
     step = max(1, _SUM_BLOCK // max(1, flat.shape[1]))
     # a weight read in place from the model file: each block's pages are released once summed (the serializer
