@@ -32,8 +32,6 @@ from .activation import fused_activation_q
 from .common import per_tensor, qparams
 from .rescale import rescale
 
-_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
-
 #: quantized activation types of the conv family and their TOSA accumulators (spec: CONV2D, supported data types)
 ACC = {DType.INT8: (DType.INT32, "INT32"), DType.INT16: (DType.INT48, "INT48")}
 
@@ -127,15 +125,16 @@ def requantize_acc(b: Builder, acc: Value, scales: Sequence[float] | np.ndarray,
 
     ``tfl_acc`` is TFLite's accumulator: for an i48 TOSA accumulator an int64 (or absent) bias means TFLite's int64
     MBQM — one 16-bit RESCALE — and an int32 bias means its int32 MBQM, reproduced by an exact i48→i32 RESCALE
-    (×1, multiplier 2^14, shift 14, spec: RESCALE) and a DOUBLE_ROUND i32→i16 RESCALE.
+    (×1, multiplier 2^14, shift 14, spec: RESCALE) and a DOUBLE_ROUND i32→i16 RESCALE.  ``scales`` as an array
+    (:func:`conv_scale_array`'s, one per channel of acc's last dimension) goes to :func:`rescale` as it is, equal
+    scales too: channels of one (multiplier, shift) pair get the per-tensor RESCALE a list of equal scales gets.
     """
     s_out, zp_out = per_tensor(out, "output")
     oq = qparams(out)
     if acc.dtype is DType.INT48 and tfl_acc is DType.INT32:
         acc = rescale(b, acc, 1.0, DType.INT32, scale32=False)
-    if isinstance(scales, np.ndarray):  # (per channel unless all equal, as the set below tells of a list)
-        scale: float | list[float] | np.ndarray = \
-            scales if scales.size > 1 and not _MIN(scales) == _MAX(scales) else float(scales[0])
+    if isinstance(scales, np.ndarray):
+        scale: float | list[float] | np.ndarray = scales if scales.size > 1 else float(scales[0])
     else:
         scale = list(scales) if len(set(scales)) > 1 else scales[0]
     return rescale(b, acc, scale, out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0, out_quant=oq)
