@@ -271,3 +271,43 @@ def test_remove_dead_ops_keeps_what_reaches_an_output_through_operands() -> None
         dead = sorted(n for n in g.ops if n not in live)
         assert g.remove_dead_ops() == len(dead)
         assert sorted(g.ops) == sorted(live)
+
+
+def _reshaped_weights(fast: bool, monkeypatch: pytest.MonkeyPatch, fp16_keep: bool) -> tuple[Any, ...]:
+    """A graph whose constant weights are reshaped several times (names hinted and not, the same shapes again,
+    one reshape of a computed value), its ops, values, names and networkx dicts as plain data."""
+    from tf2tosa.tosa import builder as B
+
+    if not fast:  # (no key is ever kept: every RESHAPE is emitted and folded)
+        monkeypatch.setattr(B, "_FOLDED_RESHAPES", type("Never", (dict,), {"__setitem__": lambda *a: None})())
+    else:
+        monkeypatch.setattr(B, "_FOLDED_RESHAPES", {})
+    g = Graph()
+    b = B.Builder(g, location="loc")
+    b.context.passes.of(g).fp16_keep = fp16_keep  # (what a conversion keeping fp16 weights sets: every model's)
+    x = g.add_input("x", TensorType((2, 6), I8))
+    outs = []
+    for k in range(6):
+        w = b.const(np.arange(24, dtype=np.int64).reshape(1, 2, 3, 4) + k, DType.FP32 if k > 3 else I8,
+                    quant=QuantParams((0.5,), (1,)) if k % 2 else None)
+        b.name_hint = "hinted" if k == 2 else None
+        outs += [b.reshape(w, [2, 3, 4, 1]), b.reshape(w, [6, 4]), b.reshape(x, [3, 4])]
+    g.outputs = outs
+    ops = [(op.id, op.name, op.location, [v.id for v in op.operands],
+            [(r.id, r.name, r.type, r.source) for r in op.results],
+            {k: (v.tolist(), v.dtype.str) if isinstance(v, np.ndarray) else v for k, v in op.attrs.items()})
+           for op in g.ops.values()]
+    nxd = [{n: {m: {k: (e["value"].id, e["index"]) for k, e in keys.items()} for m, keys in d.items()}
+            for n, d in part.items()} for part in (g.nx._succ, g.nx._pred)]
+    return ops, nxd, sorted(g._names), dict(g._names.hint), next(g._ids)
+
+
+@pytest.mark.parametrize("fp16_keep", [False, True])
+def test_folded_reshapes_of_constants_are_what_emit_and_fold_make(monkeypatch: pytest.MonkeyPatch,
+                                                                  fp16_keep: bool) -> None:
+    """``Builder.reshape`` of a plain constant whose (shape, type, new shape) was emitted and folded before makes the
+    folded constant directly: the same ids, names (the RESHAPE result's, reserved and freed), types, locations,
+    values and networkx dicts as emitting the RESHAPE and folding it."""
+    slow = _reshaped_weights(False, monkeypatch, fp16_keep)
+    assert _reshaped_weights(True, monkeypatch, fp16_keep) == slow
+    assert any(name.startswith("hinted") for name in slow[2])

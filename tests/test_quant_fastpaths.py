@@ -8,6 +8,7 @@ infinite and NaN scales, mantissas that round up to 2^31, exponents at the flush
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,14 @@ import pytest
 from tf2tosa.errors import Unsupported
 from tf2tosa.ir import DType, Graph, TensorType
 from tf2tosa.quant.rescale import rescale
-from tf2tosa.quant.scale import FEW_SCALES, _multiplier_arrays, compute_scale_16, compute_scale_32
+from tf2tosa.quant.scale import (
+    FEW_SCALES,
+    _multiplier_arrays,
+    channel_pairs,
+    compute_scale_16,
+    compute_scale_32,
+    quantize_multiplier_arrays,
+)
 from tf2tosa.tosa.builder import Builder
 from tf2tosa.tosa.context import LegalizeContext
 
@@ -52,6 +60,54 @@ def test_multiplier_arrays_match_per_scale(scale32: bool) -> None:
         assert got[0].dtype == want[0].dtype and got[1].dtype == want[1].dtype
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("scale32", [True, False])
+def test_channel_pairs_are_the_multiplier_arrays(scale32: bool) -> None:
+    """``channel_pairs`` (a conv's per-channel requantization) gives ``quantize_multiplier_arrays``' pairs and
+    errors, the largest shift and whether all channels share one pair, on the sets above and on equal scales."""
+    rng = np.random.default_rng(9)
+    sets = [rng.uniform(1e-6, 1e-1, 40), 2.0 ** rng.uniform(-34, 30, 64), np.full(FEW_SCALES + 3, 0.0123),
+            np.array([0.5] * FEW_SCALES + [math.nextafter(0.5, 1.0)]), np.array([0.25] * FEW_SCALES + [0.5]),
+            rng.uniform(0.9, 1.1, 3), np.full(2, 0.003)]
+    sets += [np.array([e] + list(rng.uniform(1e-4, 1e-2, FEW_SCALES))) for e in _EDGES]
+    sets += [np.array(list(rng.uniform(1e-4, 1e-2, FEW_SCALES)) + [bad]) for bad in (-1e-3, math.inf, math.nan)]
+    for flat in sets:
+        try:
+            want = quantize_multiplier_arrays(flat, scale32)
+        except Unsupported as e:
+            with pytest.raises(Unsupported, match=re.escape(str(e))):
+                channel_pairs(flat, scale32)
+            continue
+        mult, shift, top, same = channel_pairs(flat, scale32)
+        assert mult.dtype == want[0].dtype and shift.dtype == want[1].dtype
+        np.testing.assert_array_equal(mult, want[0])
+        np.testing.assert_array_equal(shift, want[1])
+        assert top == int(want[1].max())
+        assert same == (len(set(want[0].tolist())) == 1 and len(set(want[1].tolist())) == 1), flat
+
+
+def test_vouched_rescales_are_emitted_and_still_checked() -> None:
+    """A RESCALE whose signature ``Builder.emit`` inferred and checked once gets the same result type without the
+    checks (``Builder.emit_vouched``); values the validator refuses still go to it and are refused."""
+    from tf2tosa.errors import InvalidGraphError
+    from tf2tosa.ir import QuantParams
+    from tf2tosa.quant.rescale import rescale_raw
+
+    g = Graph()
+    x = g.add_input("x", TensorType((1, 3, 5), DType.INT32))
+    b = Builder(g, location="test")
+    q = QuantParams((0.5,), (3,))
+    ys = [rescale(b, x, s, DType.INT8, out_zp=3, out_quant=q) for s in (0.001, 0.002, 0.001)]
+    ys.append(rescale_raw(b, x, [1 << 30], [40], DType.INT8, out_zp=-7, out_quant=q))
+    for y in ys:
+        assert y.type == TensorType((1, 3, 5), DType.INT8, q) and y.type.static_shape == (1, 3, 5)
+    for bad in ({"in_zp": 2}, {"shift": [1]}, {"shift": [63]}, {"multiplier": [-1]}):
+        args: dict[str, Any] = {"multiplier": [1 << 30], "shift": [40], **bad}
+        with pytest.raises(InvalidGraphError):
+            rescale_raw(b, x, args.pop("multiplier"), args.pop("shift"), DType.INT8, **args)
+    with pytest.raises(InvalidGraphError, match="shape"):  # (a per-channel count the input does not have)
+        rescale_raw(b, x, [1 << 30] * 4, [40] * 4, DType.INT8)
 
 
 def test_add_sub_output_on_indexed_input_stages_is_add_sub_i8() -> None:
@@ -137,3 +193,24 @@ def test_rescale_per_tensor_pairs_are_the_general_path(dtype: DType, rounding: s
     first, second = (rescale(b, x, 0.25, DType.INT8).producer for _ in range(2))
     a1, a2 = (op.operands[1].producer.attrs["values"] for op in (first, second))  # type: ignore[union-attr]
     assert a1 is not a2 and a1.flags.writeable and not np.shares_memory(a1, a2)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+def test_abs_weight_sums_in_narrow_types_are_exact(dtype: Any) -> None:
+    """``abs_weight_sums`` widens a byte weight to int16 only (int32 for int16 weights): the per-channel sums of
+    ``|w - zp|`` are exact at the zero points' extremes, in one block and in several."""
+    from tf2tosa.quant import conv
+
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    for zp in (-256, -128, 0, 5, 127, 255, 256, 40000):
+        w = rng.integers(info.min, info.max + 1, (37, 11, 3)).astype(dtype)
+        want = np.abs(w.astype(np.int64) - zp).reshape(37, -1).sum(axis=1)
+        np.testing.assert_array_equal(conv.abs_weight_sums(w, zp), want)
+    w = np.full((5, 40), info.min, dtype)
+    old = conv._SUM_BLOCK
+    try:
+        conv._SUM_BLOCK = 80  # (two channels a block)
+        np.testing.assert_array_equal(conv.abs_weight_sums(w, 256), np.full(5, 40 * abs(int(info.min) - 256)))
+    finally:
+        conv._SUM_BLOCK = old

@@ -16,7 +16,7 @@ zero points, and the RELUN-on-i32 becomes a CLAMP on the output type).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -87,10 +87,25 @@ def _bias(b: Builder, op: Operation, k: int, channels: int, ct: _ConvTypes) -> t
 
 def _conv(b: Builder, x: Value, w: Value, bias: Value, ct: _ConvTypes, pads: list[int], stride: list[int],
           dil: list[int]) -> Value:
-    return b.conv2d(x, w, bias, ct.izp, ct.wzp, pad=pads, stride=stride, dilation=dil, acc_type=ct.acc_type)
+    return _window_conv(b, "CONV2D", [x, w, bias, ct.izp, ct.wzp],
+                        {"pad": pads, "stride": stride, "dilation": dil, "acc_type": ct.acc_type}, ct)
 
 
-def _finish(b: Builder, op: Operation, acc: Value, ct: _ConvTypes, scales: list[float] | None,
+def _window_conv(b: Builder, opcode: str, operands: list[Value], attrs: dict[str, Any], ct: _ConvTypes) -> Value:
+    """``b.emit(opcode, operands, attrs).result`` of a CONV2D or DEPTHWISE_CONV2D ``[x, w, bias, x_zp, w_zp]``.
+    A quantized one of static shapes and plain-int attributes through :meth:`Builder.emit_vouched`: the checks
+    read no constant values of these ops but the zero points', and those pass for every value an i8 tensor holds,
+    and for the 0 of an int16 input (:func:`tf2tosa.quant.conv.require_act_type`)."""
+    if ct.quantized:
+        shapes = [v.type.__dict__.get("_static_shape") for v in operands[:3]]  # (kept for plain int shapes)
+        lists = [attrs["pad"], attrs["stride"], attrs["dilation"]]
+        if None not in shapes and all(d.__class__ is int for vals in lists for d in vals):
+            key = (*shapes, *(v.dtype for v in operands), *(tuple(vals) for vals in lists), attrs["acc_type"])
+            return b.emit_vouched(opcode, operands, attrs, key).result
+    return b.emit(opcode, operands, attrs).result
+
+
+def _finish(b: Builder, op: Operation, acc: Value, ct: _ConvTypes, scales: list[float] | np.ndarray | None,
             tfl_acc: DType | None) -> Value:
     """Float: the fused activation.  Quantized: RESCALE per channel, then the activation's CLAMP."""
     if not ct.quantized:
@@ -128,7 +143,7 @@ def conv_2d(b: Builder, op: Operation) -> list[Value]:
                            lambda _: b.const(np.zeros([oc]), ct.acc, name="zero_bias"), "conv_2d",
                            lambda x1, w4, b1: b.depthwise_conv2d(x1, w4, b1, ct.izp, ct.wzp, pad=pads, stride=stride,
                                                                  dilation=dil, acc_type=ct.acc_type))
-    scales = quant.conv_scales(x, w, op.results[0], oc) if ct.quantized else None
+    scales = quant.conv_scale_array(x, w, op.results[0], oc) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 
@@ -159,9 +174,9 @@ def depthwise_conv_2d(b: Builder, op: Operation) -> list[Value]:
     x, pads = apply_window_padding(b, x, pads, ct.izp)
     # output channel c*M + m of TFLite is [.., c, m] of TOSA: a plain row-major reshape
     w4 = b.reshape(w, [kh, kw, c, m])
-    y = b.depthwise_conv2d(x, w4, bias, ct.izp, ct.wzp, pad=pads, stride=stride, dilation=dil,
-                           acc_type=ct.acc_type)
-    scales = quant.conv_scales(x, w, op.results[0], cm) if ct.quantized else None
+    y = _window_conv(b, "DEPTHWISE_CONV2D", [x, w4, bias, ct.izp, ct.wzp],
+                     {"pad": pads, "stride": stride, "dilation": dil, "acc_type": ct.acc_type}, ct)
+    scales = quant.conv_scale_array(x, w, op.results[0], cm) if ct.quantized else None
     return [_finish(b, op, y, ct, scales, tfl_acc)]
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .conv import (
         ACC,
         conv_output,
+        conv_scale_array,
         conv_scales,
         note_inexact,
         quant_bias,
@@ -47,8 +48,8 @@ if TYPE_CHECKING:
 #: ``rescale`` is also its module's name, so the package's attribute is that module once the module was imported by
 #: its path: take the function from there (``from .rescale import rescale``), as this package's own modules do
 _ON_USE = {**dict.fromkeys(("activation_bounds", "fused_activation_q"), "activation"),
-           **dict.fromkeys(("ACC", "conv_output", "conv_scales", "note_inexact", "quant_bias", "requantize_acc",
-                            "require_act_type", "tfl_product_scale", "weight_zp"), "conv"),
+           **dict.fromkeys(("ACC", "conv_output", "conv_scale_array", "conv_scales", "note_inexact", "quant_bias",
+                            "requantize_acc", "require_act_type", "tfl_product_scale", "weight_zp"), "conv"),
            **dict.fromkeys(("acc_bound", "fc_output", "fc_output_rows"), "fully_connected"),
            **dict.fromkeys(("requantize", "rescale", "rescale_from_i32", "rescale_to_i32", "rounding_mode"), "rescale"),
            **dict.fromkeys(("compute_scale_16", "compute_scale_32", "quantize_multiplier",
@@ -59,7 +60,7 @@ _ON_USE = {**dict.fromkeys(("activation_bounds", "fused_activation_q"), "activat
 __getattr__ = on_first_use(__name__, globals(), {name: (module, name) for name, module in _ON_USE.items()})
 
 __all__ = ["ACC", "acc_bound", "activation_bounds", "apply_table_i8", "apply_table_i16", "compute_scale_16",
-           "compute_scale_32", "conv_output", "conv_scales", "fc_output", "fc_output_rows", "fused_activation_q",
-           "note_inexact", "quant_bias", "quantize_multiplier", "quantize_multiplier_arrays", "requantize",
-           "requantize_acc", "require_act_type", "rescale", "rescale_from_i32", "rescale_to_i32", "rounding_mode",
-           "table_i8", "table_i16", "tfl_product_scale", "weight_zp"]
+           "compute_scale_32", "conv_output", "conv_scale_array", "conv_scales", "fc_output", "fc_output_rows",
+           "fused_activation_q", "note_inexact", "quant_bias", "quantize_multiplier", "quantize_multiplier_arrays",
+           "requantize", "requantize_acc", "require_act_type", "rescale", "rescale_from_i32", "rescale_to_i32",
+           "rounding_mode", "table_i8", "table_i16", "tfl_product_scale", "weight_zp"]

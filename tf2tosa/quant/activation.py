@@ -10,6 +10,8 @@ has no upper bound but the storage maximum.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import Unsupported
@@ -52,10 +54,18 @@ def activation_bounds(act: str | None, q: QuantParams, dtype: DType) -> tuple[in
         raise Unsupported(f"fused activation {a} has no integer clamp bounds")
     if q.per_channel:
         raise Unsupported("fused activation on a per-channel quantized tensor")
+    return _clamp_bounds(a, float(q.s), int(q.zp), dtype)
+
+
+@functools.lru_cache(maxsize=4096)
+def _clamp_bounds(a: str, scale: float, zp: int, dtype: DType) -> tuple[int, int]:
+    """:func:`activation_bounds` of a clamp-like activation ``a`` and a per-tensor (scale, zero point), kept per
+    argument: a model's convolutions share a few output quantizations, and each bound is a few numpy scalar
+    operations (errors are raised on every call, as they are not kept)."""
     qmin, qmax = dtype.range()
     f_lo, f_hi = _REAL_BOUNDS[a]
-    lo = qmin if f_lo is None else max(qmin, _quantize_f32(f_lo, q.s, q.zp))
-    hi = qmax if f_hi is None else min(qmax, _quantize_f32(f_hi, q.s, q.zp))
+    lo = qmin if f_lo is None else max(qmin, _quantize_f32(f_lo, scale, zp))
+    hi = qmax if f_hi is None else min(qmax, _quantize_f32(f_hi, scale, zp))
     # TFLite applies max(act_min) then min(act_max): a value ends at min(max(v, lo), hi); keep lo <= hi for CLAMP
     lo = min(lo, qmax)
     hi = max(hi, qmin)

@@ -47,11 +47,10 @@ def require_act_type(op: Operation, x: Value) -> DType:
 
 def weight_zp(w: Value) -> int:
     """The single weight zero point (per-channel zero points must all be 0 or all equal)."""
-    q = qparams(w, "weights")
-    zps = set(q.zero_point)
-    if len(zps) != 1:
+    zps = qparams(w, "weights").zero_point
+    if zps.count(zps[0]) != len(zps):  # (every one equal to the first: one value)
         raise Unsupported("per-channel weight zero points differ (TOSA weight_zp is one value, spec: CONV2D)")
-    zp = int(zps.pop())
+    zp = int(zps[0])
     if w.dtype is not DType.INT8:
         raise Unsupported(f"quantized weights of type {w.dtype.value} (i8 expected)")
     return zp
@@ -77,6 +76,23 @@ def conv_scales(x: Value, w: Value, out: Value, channels: int, *, float_product:
     return [s_x * s / s_out for s in sw]
 
 
+def conv_scale_array(x: Value, w: Value, out: Value, channels: int) -> np.ndarray:
+    """:func:`conv_scales` (double arithmetic) as a float64 array: the same double operations elementwise, so the
+    same values, without a Python float per channel."""
+    s_x, _ = per_tensor(x, "input")
+    s_out, _ = per_tensor(out, "output")
+    sw = qparams(w, "weights").scale
+    if len(sw) == 1:
+        arr = np.full(channels, float(sw[0]))
+    elif len(sw) != channels:
+        raise Unsupported(f"{len(sw)} weight scales for {channels} output channels")
+    else:
+        arr = np.array(sw, dtype=np.float64)
+    arr *= s_x
+    arr /= s_out
+    return arr
+
+
 def quant_bias(b: Builder, op: Operation, k: int, channels: int, acc: DType) -> tuple[Value, DType | None]:
     """Operand ``k`` as an ``acc``-typed bias of ``channels`` values (zeros when absent).
 
@@ -91,33 +107,41 @@ def quant_bias(b: Builder, op: Operation, k: int, channels: int, acc: DType) -> 
         raise Unsupported(f"non-constant bias {v.name} of a quantized {op.name}")
     if v.dtype not in (DType.INT32, DType.INT64):
         raise Unsupported(f"bias of type {v.dtype.value} in a quantized {op.name}")
-    vals = np.asarray(arr, np.int64).reshape(-1)
+    narrow = arr.__class__ is np.ndarray and arr.dtype == np.int32 and acc in (DType.INT32, DType.INT48)
+    vals = (arr if narrow else np.asarray(arr, np.int64)).reshape(-1)
     if vals.size == 1 and channels > 1:
         vals = np.repeat(vals, channels)
     if vals.size != channels:
         raise Unsupported(f"bias of {vals.size} values for {channels} output channels")
     lo, hi = acc.range()
-    if vals.min(initial=0) < lo or vals.max(initial=0) > hi:
+    if not narrow and (vals.min(initial=0) < lo or vals.max(initial=0) > hi):  # (int32 values fit both)
         raise Unsupported(f"bias values do not fit the {acc.value} accumulator")
     return b.const(vals, acc, name="bias"), v.dtype
 
 
-def requantize_acc(b: Builder, acc: Value, scales: Sequence[float], out: Value, tfl_acc: DType | None) -> Value:
+def requantize_acc(b: Builder, acc: Value, scales: Sequence[float] | np.ndarray, out: Value,
+                   tfl_acc: DType | None) -> Value:
     """The conv-family output stage: MBQM per channel + output zero point (+ clip), as RESCALE.
 
     ``tfl_acc`` is TFLite's accumulator: for an i48 TOSA accumulator an int64 (or absent) bias means TFLite's int64
     MBQM — one 16-bit RESCALE — and an int32 bias means its int32 MBQM, reproduced by an exact i48→i32 RESCALE
-    (×1, multiplier 2^14, shift 14, spec: RESCALE) and a DOUBLE_ROUND i32→i16 RESCALE.
+    (×1, multiplier 2^14, shift 14, spec: RESCALE) and a DOUBLE_ROUND i32→i16 RESCALE.  ``scales`` as an array
+    (:func:`conv_scale_array`'s, one per channel of acc's last dimension) goes to :func:`rescale` as it is, equal
+    scales too: channels of one (multiplier, shift) pair get the per-tensor RESCALE a list of equal scales gets.
     """
     s_out, zp_out = per_tensor(out, "output")
     oq = qparams(out)
     if acc.dtype is DType.INT48 and tfl_acc is DType.INT32:
         acc = rescale(b, acc, 1.0, DType.INT32, scale32=False)
-    return rescale(b, acc, list(scales) if len(set(scales)) > 1 else scales[0], out.dtype,
-                   out_zp=zp_out if out.dtype is DType.INT8 else 0, out_quant=oq)
+    if isinstance(scales, np.ndarray):
+        scale: float | list[float] | np.ndarray = scales if scales.size > 1 else float(scales[0])
+    else:
+        scale = list(scales) if len(set(scales)) > 1 else scales[0]
+    return rescale(b, acc, scale, out.dtype, out_zp=zp_out if out.dtype is DType.INT8 else 0, out_quant=oq)
 
 
-def conv_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float], tfl_acc: DType | None) -> Value:
+def conv_output(b: Builder, op: Operation, acc: Value, scales: Sequence[float] | np.ndarray,
+                tfl_acc: DType | None) -> Value:
     """requantize_acc then the fused activation as a CLAMP in the output domain (TFLite's activation range)."""
     out = op.results[0]
     if acc.dtype is DType.INT48 and tfl_acc is DType.INT32 and _conv_bound(op) >= 1 << 31:
@@ -133,13 +157,15 @@ _SUM_BLOCK = 1 << 20
 
 def abs_weight_sums(w: np.ndarray, zp: int) -> np.ndarray:
     """Per output channel (axis 0) the sum of ``|w - zp|`` over the channel's weights, as int64.  Widened a block
-    of channels at a time (int32 when ``|w - zp|`` fits it): no full-size wide copy of a large weight (a
+    of channels at a time (int16 or int32 when ``|w - zp|`` fits it): no full-size wide copy of a large weight (a
     4096x4096 int8 weight made a 134 MB int64 copy)."""
     warr = np.asarray(w)
     oc = warr.shape[0] if warr.ndim else 1
     flat = warr.reshape(oc, -1)
     narrow = warr.dtype.kind in "iu" and warr.dtype.itemsize <= 2 and abs(zp) < 1 << 16
-    wide = np.dtype(np.int32 if narrow else np.int64)
+    # (int16 holds |w - zp| of a byte weight for a zero point within the byte's range: half the bytes to pass)
+    byte = warr.dtype.kind in "iu" and warr.dtype.itemsize == 1 and -256 <= zp <= 256
+    wide = np.dtype(np.int16 if byte else np.int32 if narrow else np.int64)
     out = np.empty(oc, np.int64)
     step = max(1, _SUM_BLOCK // max(1, flat.shape[1]))
     # a weight read in place from the model file: each block's pages are released once summed (the serializer
@@ -189,5 +215,5 @@ def note_inexact(b: Builder, op: Operation, reason: str) -> None:
         logging.getLogger("tf2tosa").warning("%s", inexact_warning(entry))
 
 
-__all__ = ["ACC", "abs_weight_sums", "conv_output", "conv_scales", "note_inexact", "quant_bias", "require_act_type",
-           "requantize_acc", "tfl_product_scale", "weight_zp"]
+__all__ = ["ACC", "abs_weight_sums", "conv_output", "conv_scale_array", "conv_scales", "note_inexact", "quant_bias",
+           "require_act_type", "requantize_acc", "tfl_product_scale", "weight_zp"]

@@ -146,9 +146,11 @@ def add_sub_inputs(b: Builder, x: Value, y: Value, q1: tuple[float, int], q2: tu
     return stage(x, q1[1], f1, singles[0]), stage(y, q2[1], f2, singles[1]), fo
 
 
+@functools.lru_cache(maxsize=4096)
 def add_sub_factors(s1: float, s2: float, so: float, left_shift: int) -> tuple[float, float, float]:
     """TFLite's quantized ADD/SUB factors (in float32 scales): each input's ``s_i / (2·max_s)`` and the output's
-    ``2·max_s / (2^left_shift·s_out)`` (left_shift 20 for int8, 15 for int16)."""
+    ``2·max_s / (2^left_shift·s_out)`` (left_shift 20 for int8, 15 for int16), kept per argument (the ADDs of a
+    model share a few quantizations; each factor is a few numpy scalar operations)."""
     twice = 2.0 * max(f32(s1), f32(s2))
     return f32(s1) / twice, f32(s2) / twice, twice / ((1 << left_shift) * f32(so))
 

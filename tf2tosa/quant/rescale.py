@@ -23,13 +23,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import Unsupported
 from ..ir import DType, QuantParams, Value
 from ..tosa.builder import Builder
-from .scale import quantize_multiplier_arrays
+from .scale import channel_pairs, quantize_multiplier_arrays
 
 ScaleArg = float | int | Sequence[float] | np.ndarray
 
@@ -110,24 +111,40 @@ def rescale(b: Builder, x: Value, scale: ScaleArg, out_dtype: DType, *, in_zp: i
     graph = b.graph
     if len(scales) == 1 and scales[0] > 0.0:  # per-tensor (most RESCALEs): the pair's arrays made once per scale
         mult, shift, top = _one_pair(float(scales[0]), scale32)
-        per_channel = False
-        m = graph._const_op(mult.copy(), DType.INT32 if scale32 else DType.INT16, "multiplier", "tosa.CONST", None)
-        s = graph._const_op(shift.copy(), DType.INT8, "shift", "tosa.CONST", None)
-    else:
-        mult, shift = quantize_multiplier_arrays(scales, scale32)
-        if (mult == mult[0]).all() and (shift == shift[0]).all():
-            mult, shift = mult[:1], shift[:1]  # identical channels: one per-tensor pair, same results
-        per_channel = mult.size > 1
-        top = int(shift.max() if per_channel else shift[0])
-        m = b.const(mult, DType.INT32 if scale32 else DType.INT16, name="multiplier")
-        s = b.const(shift, DType.INT8, name="shift")
+        mult, shift = mult.copy(), shift.copy()
+    else:  # (new arrays in the storage types)
+        mult, shift, top, same = channel_pairs(scales, scale32)
+        if same and mult.size > 1:
+            mult, shift = mult[:1].copy(), shift[:1].copy()  # identical channels: one per-tensor pair, same results
+    per_channel = mult.size > 1
+    m = graph._const_op(mult, DType.INT32 if scale32 else DType.INT16, "multiplier", "tosa.CONST", None)
+    s = graph._const_op(shift, DType.INT8, "shift", "tosa.CONST", None)
     if double_round is None and mode == "DOUBLE_ROUND" and top <= 31:
         mode = "SINGLE_ROUND"  # spec 4.5.5: apply_scale_32 only differ for shift > 31: no EXT-DOUBLEROUND needed
-    izp = b.zp(_zp_bits(in_zp, x.dtype, input_unsigned), x.dtype)
-    ozp = b.zp(_zp_bits(out_zp, out_dtype, output_unsigned), out_dtype)
+    in_bits = _zp_bits(in_zp, x.dtype, input_unsigned)
+    out_bits = _zp_bits(out_zp, out_dtype, output_unsigned)
     attrs = {"scale32": bool(scale32), "rounding_mode": mode, "per_channel": per_channel,
              "input_unsigned": bool(input_unsigned), "output_unsigned": bool(output_unsigned)}
-    return b.emit("RESCALE", [x, m, s, izp, ozp], attrs, out_dtype=out_dtype, quant=out_quant).result
+    # (the pairs of channel_pairs and _one_pair hold the validator's ranges: multipliers >= 0, shifts in [2, 62])
+    return _emit(b, [x, m, s, b.zp(in_bits, x.dtype), b.zp(out_bits, out_dtype)], attrs, out_dtype, out_quant,
+                 in_bits, out_bits)
+
+
+def _emit(b: Builder, operands: list[Value], attrs: dict[str, Any], out_dtype: DType, out_quant: QuantParams | None,
+          in_zp: int, out_zp: int) -> Value:
+    """``b.emit("RESCALE", operands, attrs, …).result`` for operands ``[x, multiplier, shift, input_zp, output_zp]``
+    of which all but ``x`` are new constants (the zero points [1] tensors of x's and ``out_dtype``, holding
+    ``in_zp`` and ``out_zp``), whose multipliers and shifts the caller has made in the validator's ranges.  Through
+    :meth:`Builder.emit_vouched` (one full inference and check per signature) when its value checks pass as
+    well, i.e. each zero point is an i8 one or 0 (spec 2.13.2 RESCALE), and x's shape is static and
+    the attributes plain."""
+    x, m, s = operands[0], operands[1], operands[2]
+    shape = x.type.__dict__.get("_static_shape")  # (kept by TensorType for a shape of plain ints >= 0)
+    if (shape is None or in_zp and x.dtype is not DType.INT8 or out_zp and out_dtype is not DType.INT8
+            or any(v.__class__ is not bool and v.__class__ is not str for v in attrs.values())):
+        return b.emit("RESCALE", operands, attrs, out_dtype=out_dtype, quant=out_quant).result
+    key = (shape, x.dtype, out_dtype, m.type.shape, m.dtype, s.type.shape, *attrs.items())
+    return b.emit_vouched("RESCALE", operands, attrs, key, out_dtype=out_dtype, quant=out_quant).result
 
 
 def _zp_of(v: Value) -> int:
@@ -418,5 +435,19 @@ def rescale_raw(b: Builder, x: Value, multiplier: Sequence[int], shift: Sequence
     s = b.const(np.asarray(shift, np.int64), DType.INT8, name="shift")
     attrs = {"scale32": scale32, "rounding_mode": mode, "per_channel": len(multiplier) > 1,
              "input_unsigned": False, "output_unsigned": False}
-    return b.emit("RESCALE", [x, m, s, b.zp(in_zp, x.dtype), b.zp(out_zp, out_dtype)], attrs,
-                  out_dtype=out_dtype, quant=out_quant).result
+    operands = [x, m, s, b.zp(in_zp, x.dtype), b.zp(out_zp, out_dtype)]
+    if not _pairs_hold(m, s):  # (the validator says what is wrong with them)
+        return b.emit("RESCALE", operands, attrs, out_dtype=out_dtype, quant=out_quant).result
+    return _emit(b, operands, attrs, out_dtype, out_quant, in_zp, out_zp)
+
+
+def _pairs_hold(m: Value, s: Value) -> bool:
+    """Whether the multiplier and shift constants hold values in the validator's ranges (multipliers >= 0, shifts
+    in [2, 62], spec 4.5.5 apply_scale_32 / apply_scale_16), one at least."""
+    mult, shift = m.const(), s.const()
+    if mult is None or shift is None or not mult.size or not shift.size:
+        return False
+    if mult.size <= 16 and shift.size <= 16:
+        ms, ss = mult.tolist(), shift.tolist()
+        return min(ms) >= 0 and min(ss) >= 2 and max(ss) <= 62
+    return bool(mult.min() >= 0 and shift.min() >= 2 and shift.max() <= 62)

@@ -17,6 +17,7 @@ the ``shape_t`` / zero-point operands the 1.0 operators need.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ from ..ir.symdim import (
     sym_min,
     symbolic_array,
 )
+from ..ir.types import static_tensor_type
 from ..ir.widened import Widened
 from . import optable, validation
 from .context import LegalizeContext
@@ -133,6 +135,12 @@ def _widened(passes: GraphPasses, op: Operation) -> Widened | None:
 
 #: each operator's attribute defaults (the catalogue's), copied by :meth:`Builder.emit` for each op it emits
 _DEFAULTS: dict[str, dict[str, Any]] = {}
+#: the result shape of each RESHAPE of a plain constant :meth:`Builder.reshape` has seen folded by :func:`fold_op`:
+#: (input shape, element type, new shape) -> result shape
+_FOLDED_RESHAPES: dict[tuple[Any, ...], tuple[int, ...]] = {}
+#: the result (shape, element type) pairs of each op signature :meth:`Builder.emit_vouched` has had :meth:`Builder.emit`
+#: infer and check: (opcode, which operands are constants, the caller's key) -> pairs
+_VOUCHED: dict[tuple[Any, ...], tuple[tuple[tuple[int, ...], DType], ...]] = {}
 
 
 def _reshaped(op: Operation) -> np.ndarray | None:
@@ -143,7 +151,8 @@ def _reshaped(op: Operation) -> np.ndarray | None:
         return None
     x = np.asarray(op.operands[0].const())
     shape = op.result.type.static_shape
-    if (x.dtype != op.result.dtype.np_dtype() or x.size != int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape) if all(d.__class__ is int for d in shape) else int(np.prod(shape, dtype=np.int64))
+    if (x.dtype != op.result.dtype.np_dtype() or x.size != n
             or min(shape, default=1) < 1):
         return None
     return x.reshape(shape)
@@ -373,6 +382,42 @@ class Builder:
             return self._fold(op)
         return op
 
+    def emit_vouched(self, opcode: str, operands: list[Value], attrs: dict[str, Any], key: tuple[Any, ...], *,
+                     out_dtype: DType | None = None, quant: QuantParams | None = None) -> Operation:
+        """:meth:`emit` of an op whose caller vouches for it: ``key`` determines (with ``opcode`` and which operands
+        are constants) everything the type inference and :func:`.validation.validate` read of the op but the values
+        of its constant operands (the operand shapes and types, ``attrs``, ``out_dtype``), and those values pass
+        the validator's value checks (zero points, RESCALE's multipliers and shifts).  The first op of a key goes
+        through :meth:`emit`; the ops after it get its result shapes and element types (each with ``quant``)
+        without inference or checks.  ``operands`` becomes the op's own; its attributes are the catalogue's
+        defaults updated with ``attrs``, as :meth:`emit` makes them.  An op :meth:`emit` would fold (all operands
+        constant), the first of its opcode, and a builder that does not validate go through :meth:`emit`."""
+        consts = 0
+        for v in operands:
+            p = v.producer
+            consts += consts + (p is not None and p.name in CONST_OPS)
+        defaults = _DEFAULTS.get(opcode)
+        if consts == (1 << len(operands)) - 1 or not self.validate or defaults is None:
+            return self.emit(opcode, operands, attrs, out_dtype=out_dtype, quant=quant)
+        full_key = (opcode, consts, key)
+        kept = _VOUCHED.get(full_key)
+        if kept is None:
+            op = self.emit(opcode, operands, attrs, out_dtype=out_dtype, quant=quant)
+            pairs = []
+            for r in op.results:
+                shape = r.type.__dict__.get("_static_shape")  # (kept by TensorType for a shape of plain ints >= 0)
+                if shape is None:
+                    return op
+                pairs.append((shape, r.type.dtype))
+            if len(_VOUCHED) < 1 << 14:
+                _VOUCHED[full_key] = tuple(pairs)
+            return op
+        if defaults:
+            attrs = {**defaults, **attrs}
+        types = [static_tensor_type(shape, dt, quant) for shape, dt in kept]
+        names = [self.name_hint] * len(types) if self.name_hint else None
+        return self.graph._new_op("tosa." + opcode, operands, types, attrs, names, [], self.location)
+
     def _fold(self, op: Operation) -> Operation:
         """Replace ``op`` (all operands constant) by a CONST / CONST_SHAPE op holding its value."""
         return fold_op(self.graph, op, self.context.passes.of(self.graph)) or op
@@ -436,7 +481,60 @@ class Builder:
         shape = [size(d) for d in shape]
         if list(x.shape) == shape:
             return x
-        return self.emit("RESHAPE", [x, self.shape(shape)], quant=x.type.quant).result
+        shape_v = self.shape(shape)
+        key = self._folded_reshape_key(x, shape)
+        kept = _FOLDED_RESHAPES.get(key) if key is not None else None
+        if kept is not None:
+            return self._folded_reshape(x, kept)
+        y = self.emit("RESHAPE", [x, shape_v], quant=x.type.quant).result
+        p = y.producer
+        if key is not None and p is not None and p.name == "tosa.CONST" and len(_FOLDED_RESHAPES) < 1 << 14:
+            got = y.type.__dict__.get("_static_shape")  # (kept by TensorType for a shape of plain ints >= 0)
+            if got is not None and y.dtype is x.dtype:
+                _FOLDED_RESHAPES[key] = got
+        return y
+
+    def _folded_reshape_key(self, x: Value, shape: list[Any]) -> tuple[Any, ...] | None:
+        """For a RESHAPE of a plain constant to ``shape`` that :func:`fold_op` folds by :func:`_reshaped` (a view of
+        the values of an ndarray, not of a kept fp16 weight; no dimension expressions; within :data:`FOLD_LIMIT`):
+        what its inference and checks read (the input's shape and type and the new shape), else None."""
+        p = x.producer
+        if p is None or p.name not in CONST_OPS or not self.fold or not self.validate:
+            return None
+        attrs = p.attrs
+        vals = attrs.get("values")
+        dt = x.dtype
+        static = x.type.__dict__.get("_static_shape")
+        if (vals.__class__ is not np.ndarray or static is None or dt not in _PLAIN_STORAGE
+                or SYM_AFFINE in attrs or SYM_VALUES in attrs or vals.dtype != dt.np_dtype()):
+            return None
+        for d in shape:
+            if d.__class__ is not int or d < 1:
+                return None
+        n = math.prod(shape)
+        if n != vals.size or n > FOLD_LIMIT:
+            return None
+        if x.id in self.context.passes.of(self.graph).fp16_sources:  # (fold_op records the reshaped fp16 source;
+            return None  # fp16_keep alone changes nothing here: _widened folds only a Widened, not an ndarray)
+        return static, dt, tuple(shape)
+
+    def _folded_reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
+        """What :meth:`emit` of the RESHAPE and its :func:`fold_op` leave, for a RESHAPE of a key
+        (:meth:`_folded_reshape_key`) that went through them before: the same ids taken and names reserved and
+        freed (the RESHAPE's result name, then its constant's ``<name>_c``, then the first freed again), one CONST
+        of a view of the values in the new shape, with the RESHAPE's location."""
+        graph = self.graph
+        ids = graph._ids
+        oid = next(ids)
+        next(ids)  # (the RESHAPE's result)
+        name = graph.unique_name(self.name_hint or f"reshape_{oid}")
+        assert x.producer is not None
+        arr = x.producer.attrs["values"].reshape(shape)
+        c = graph._new_op("tosa.CONST", [], [static_tensor_type(shape, x.dtype, x.type.quant)], {"values": arr},
+                          [name + "_c"], [], self.location)
+        graph._names.discard(name)
+        graph._version += 4  # (the RESHAPE, its two edges and its removal)
+        return c.result
 
     def transpose(self, x: Value, perms: Sequence[int]) -> Value:
         perms = [int(p) for p in perms]

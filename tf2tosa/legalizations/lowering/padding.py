@@ -15,6 +15,7 @@ every remainder); no PAD is ever negative.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...errors import NotYet, Unsupported
 from ...ir import Value
@@ -47,8 +48,33 @@ class WindowPads(list[int]):
     sizes: tuple[int | None, int | None] = (None, None)
 
 
+#: :func:`window_pads` of plain-int arguments, by (padding, in_hw, kernel, stride, dilation, explicit) as tuples
+_PADS: dict[tuple[Any, ...], list[int]] = {}
+
+
 def window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
                 dilation: Sequence[int] = (1, 1), explicit: Sequence[int] | None = None) -> list[int]:
+    """:func:`_window_pads` (a new list), kept per argument when they are plain ints (the convolutions of a model
+    repeat a few geometries: NASNetMobile's 356 have about 40)."""
+    parts = (in_hw, kernel, stride, dilation) if explicit is None else (in_hw, kernel, stride, dilation, explicit)
+    key = (padding, *(tuple(p) for p in parts))
+    for p in key[1:]:
+        for d in p:
+            if d.__class__ is not int:
+                return _window_pads(padding, in_hw, kernel, stride, dilation, explicit)
+    got = _PADS.get(key)
+    if got is None:
+        got = _window_pads(padding, in_hw, kernel, stride, dilation, explicit)
+        if got.__class__ is not list:  # (a WindowPads, over symbolic sizes: not kept)
+            return got
+        if len(_PADS) < 1 << 12:
+            _PADS[key] = list(got)
+        return got
+    return list(got)
+
+
+def _window_pads(padding: str, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
+                 dilation: Sequence[int] = (1, 1), explicit: Sequence[int] | None = None) -> list[int]:
     """[top, bottom, left, right] for SAME / VALID / EXPLICIT, trimmed so TOSA's exact output-size division holds.
 
     TF floors the output size; TOSA 1.0 raises ERROR_IF on a remainder (``idiv_check``, op_inventory §6.2).
