@@ -350,6 +350,8 @@ class _Loader:
         #: (union, options type, builtin NAME) whose options table the op's own check accepted (see _attrs)
         self.options_ok: set[tuple[int, int, str]] = set()
         self.buffers: list[Any] = []
+        #: the file's bytes, of which :meth:`_buffer_bytes` gives views
+        self.view = memoryview(buf)
         #: :meth:`_buffer_data`'s rows of the buffers read so far, by chunk
         self.buffer_rows: dict[int, list[tuple[int, int] | None]] = {}
         self.model: Table = Table(buf, 0)
@@ -422,6 +424,8 @@ class _Loader:
         if v is None:
             return []
         n = self.vlen(v[1], what)
+        if n < len(_I32_VECTORS):  # (an op's inputs, outputs …: one struct read; past the file's end struct.error)
+            return list(_I32_VECTORS[n].unpack_from(self.buf, v[0]))
         return np.frombuffer(self.buf, "<i4", n, v[0]).tolist()  # type: ignore[no-any-return]  # (Python ints)
 
     def string(self, tab: Table, field: Field) -> str:
@@ -557,9 +561,7 @@ class _Loader:
             self.fail(f"buffer index {index} out of range (model has {len(self.buffers)} buffers)")
         got = self._buffer_data(index) if self.bulk else None
         if got is not None:
-            if got[1] <= 0:
-                return None
-            return memoryview(np.frombuffer(self.buf, np.uint8, got[1], got[0]))  # type: ignore[arg-type]
+            return self.view[got[0]:got[0] + got[1]] if got[1] > 0 else None  # (a view of the file, checked)
         b = self.table(self.elem(self.model, _MODEL["buffers"], index), f"Buffer {index}")
         offset, size = int(self.get(b, _BUFFER["offset"])), int(self.get(b, _BUFFER["size"]))
         if offset > 1:
