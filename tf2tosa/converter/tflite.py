@@ -350,6 +350,10 @@ class _Loader:
         #: (union, options type, builtin NAME) whose options table the op's own check accepted (see _attrs)
         self.options_ok: set[tuple[int, int, str]] = set()
         self.buffers: list[Any] = []
+        #: :meth:`_options`: where the fields of an options table of scalars end, by (table name, vtable position);
+        #: the decoded tables, by (table name, vtable position, the bytes from the soffset's end to there)
+        self.option_extents: dict[tuple[str, int], int] = {}
+        self.options_seen: dict[tuple[str, int, bytes], dict[str, Any]] = {}
         #: the file's bytes, of which :meth:`_buffer_bytes` gives views
         self.view = memoryview(buf)
         #: :meth:`_buffer_data`'s rows of the buffers read so far, by chunk
@@ -1071,7 +1075,7 @@ class _Loader:
             if tab is None:
                 continue
             self.table(tab, f"{cls_name} of {loc}")
-            attrs.update(topt.decode_options(cls_name, self.buf, tab.pos))
+            attrs.update(self._options(cls_name, tab))
             found = True
         if not found:
             cls = topt.options_class_for_op(bname)
@@ -1092,6 +1096,26 @@ class _Loader:
         elif custom:
             attrs["custom_options"] = custom
         return attrs
+
+    def _options(self, cls_name: str, tab: Table) -> dict[str, Any]:
+        """The options table ``tab`` (checked) decoded: a table of scalars like one decoded before (the same vtable,
+        the same bytes where its fields lie) gives that one's dict (not to be changed: attrs copy it)."""
+        fields = topt.scalar_fields(cls_name) if self.bulk else None
+        if fields is None:
+            return topt.decode_options(cls_name, self.buf, tab.pos)
+        vt = tab.vtable()[0]
+        extent = self.option_extents.get((cls_name, vt))
+        if extent is None:  # (the bytes the fields span, after the table's soffset; -1: a field overlaps that)
+            spans = [(o, o + size) for o, size in ((tab.offset(voff), size) for voff, size in fields) if o]
+            extent = max([e for _, e in spans], default=4) if all(o >= 4 for o, _ in spans) else -1
+            self.option_extents[(cls_name, vt)] = extent
+        if extent < 0:
+            return topt.decode_options(cls_name, self.buf, tab.pos)
+        key = (cls_name, vt, self.buf[tab.pos + 4:tab.pos + extent])  # (cut short past the file's end: never found)
+        got = self.options_seen.get(key)
+        if got is None:
+            got = self.options_seen[key] = topt.decode_options(cls_name, self.buf, tab.pos)
+        return got
 
     def _custom_options(self, o: Table, loc: str) -> bytes:
         off = int(self.get(o, _OPERATOR["large_custom_options_offset"]))

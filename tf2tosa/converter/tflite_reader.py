@@ -67,6 +67,12 @@ class Table:
         """The vtable's position and size as a check of the table has read them (so :meth:`offset` does not)."""
         self._vt, self._vsize = vt, size
 
+    def vtable(self) -> tuple[int, int]:
+        """The vtable's position and size."""
+        if self._vsize < 0:
+            self._read_vtable()
+        return self._vt, self._vsize
+
     def offset(self, voff: int) -> int:
         """The field's offset from the table's start, 0 when the field is absent."""
         size = self._vsize
