@@ -203,8 +203,10 @@ def _tflite_fields(data: bytes) -> list[Field]:
         for k, f in patches.items():
             setattr(L, k, staticmethod(f))
         topt.decode_options = decode_options  # type: ignore[assignment]
+        L.bulk = False  # (every tensor field through the accessors above)
         fe.load_tflite(data)
     finally:
+        L.bulk = True
         for k, f in orig.items():
             setattr(L, k, f)
         topt.decode_options = orig_decode  # type: ignore[assignment]

@@ -19,6 +19,7 @@ so e.g. ``fused_activation_function`` is always present for ops that have it.
 
 from __future__ import annotations
 
+import struct
 from functools import cache
 from typing import Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "enum_name",
     "options_class_for_op",
     "options_table_names",
+    "scalar_fields",
     "subgraph_fields",
 ]
 
@@ -138,6 +140,16 @@ def decode_options(cls_name: str, buf: Buf, pos: int) -> dict[str, Any]:
         else:
             out[field] = _value(field, kind, tab.scalar(voff, kind, default))
     return out
+
+
+@cache
+def scalar_fields(cls_name: str) -> tuple[tuple[int, int], ...] | None:
+    """(vtable offset, bytes) of each field of options table ``cls_name`` when all its fields are scalars (its
+    decoding then depends on its vtable and the bytes its fields span alone), else None."""
+    fields = OPTIONS_FIELDS[cls_name]
+    if any(kind[0] == "[" or kind == "s" for _, _, kind, _ in fields):
+        return None
+    return tuple((voff, struct.calcsize("<" + kind)) for _, voff, kind, _ in fields)
 
 
 @cache
