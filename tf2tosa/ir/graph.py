@@ -515,20 +515,26 @@ class Graph:
     def remove_dead_ops(self) -> int:
         """Delete operations none of whose results reach an output.  Returns the count removed."""
         ops, pred = self.ops, self.nx._pred
-        roots = [o.producer.id for o in self.outputs if o.producer is not None]
-        roots += [n for n, op in ops.items() if op.attrs.get("side_effect")]
         # the ops that reach a root, walked over networkx's predecessor dicts (one edge per use of an operand: the
-        # producers of each op's operands, as node ids, without an attribute read per operand)
+        # producers of each op's operands, as node ids, without an attribute read per operand), a level at a time
         live: set[int] = set()
-        stack = roots
-        while stack:
-            n = stack.pop()
-            if n not in live:
-                live.add(n)
-                stack.extend(pred[n])
-        # (no sort: removing a node leaves the order of every other node's edges and of ``ops`` as it was, whatever
-        # the order of removal; a side-effect op is a root, so live)
-        dead = [op for n, op in ops.items() if n not in live]
+        level = {o.producer.id for o in self.outputs if o.producer is not None}
+        while True:
+            while level:
+                live |= level
+                up: set[int] = set()
+                for n in level:
+                    up.update(pred[n])
+                level = up - live
+            # the ops not reached (a set difference of the node ids, not a look per op): a side-effect op among them
+            # is a root too, so it and what it reads live (only these are asked: most ops are reached)
+            unreached = ops.keys() - live
+            level = {n for n in unreached if ops[n].attrs.get("side_effect")}
+            if not level:
+                break
+        # (removing a node leaves the order of every other node's edges and of ``ops`` as it was, whatever the order
+        # of removal: in id order all the same)
+        dead = [ops[n] for n in sorted(unreached)]
         if dead:
             self._discard_ops(dead)
         return len(dead)

@@ -36,6 +36,8 @@ import mmap
 import os
 import struct
 import tempfile
+from itertools import chain, compress
+from operator import attrgetter, methodcaller
 from typing import Any
 
 import flatbuffers
@@ -167,6 +169,10 @@ _SCALAR_ATTRS = frozenset(op for op, fields in ATTR_FIELDS.items() if fields and
     kind in (I32, BOOL, ACC, NAN, ROUND, RESIZE) for _, kind in fields))
 #: an attribute the op leaves out (a key of :attr:`_Writer.scalar_tables`)
 _ABSENT = object()
+#: the ops whose attribute tables hold scalars and int32 vectors only, some vector among them (CONV2D, AVG_POOL2D,
+#: TRANSPOSE …): with the table, its vectors right above it, all 4-byte aligned (see :meth:`_Writer._kept_block`)
+_VECTOR_ATTRS = frozenset(op for op, fields in ATTR_FIELDS.items() if op not in _SCALAR_ATTRS and all(
+    kind in (I32S, I32, BOOL, ACC, NAN, ROUND, RESIZE) for _, kind in fields))
 
 #: Written for an attribute the IR leaves out that has no catalogue default (a required one, which
 #: the builder's validation normally guarantees): the value Arm's serializer writes for an unset field.
@@ -426,25 +432,32 @@ class _Writer:
     def _name_graph(self, g: Graph) -> None:
         names: dict[int, str] = {}
         self.names[id(g)] = names
-        for op in g.topological_order():
-            if op.opcode in VARIABLE_OPS:
-                self._declare_variable(g, variable_name(op), op)
+        ops = g.topological_order()
+        # (the variable ops among those whose name ends as one's does: a look at each op's name in C)
+        variable_ops = [op for op in compress(ops, map(methodcaller("endswith", _VARIABLE_SUFFIXES), map(_NAME, ops)))
+                        if op.opcode in VARIABLE_OPS]
+        for op in variable_ops:
+            self._declare_variable(g, variable_name(op), op)
         for v in g.inputs:
             names[v.id] = self._unique(v.name, self.used_tensor_names)
-        ops = g.topological_order()
         used = self.used_tensor_names
-        for op in ops:
-            for r in op.results:
-                if op.opcode == "VARIABLE":  # a declaration's result (if any) is the variable tensor
-                    names[r.id] = self.variables[variable_name(op)][0]
-                elif r.name not in used:  # (_unique of a name not taken yet: the name itself, without the call)
-                    used.add(r.name)
-                    names[r.id] = r.name
-                else:
-                    names[r.id] = self._unique(r.name, used)
-        for op in ops:
-            if not op.regions:
-                continue
+        results = list(chain.from_iterable(map(_RESULTS, ops)))
+        result_names = list(map(_NAME, results))
+        if not variable_ops and used.isdisjoint(result_names) and len(set(result_names)) == len(result_names):
+            # no name taken twice (the usual case: a graph's value names are unique): each is its own, in one step
+            names.update(zip(map(_ID, results), result_names))
+            used.update(result_names)
+        else:
+            for op in ops:
+                for r in op.results:
+                    if op.opcode == "VARIABLE":  # a declaration's result (if any) is the variable tensor
+                        names[r.id] = self.variables[variable_name(op)][0]
+                    elif r.name not in used:  # (_unique of a name not taken yet: the name itself, without the call)
+                        used.add(r.name)
+                        names[r.id] = r.name
+                    else:
+                        names[r.id] = self._unique(r.name, used)
+        for op in compress(ops, map(_REGIONS, ops)):
             rnames = []
             for i, sub in enumerate(op.regions):
                 base = sub.name if sub.name and sub.name != g.name else f"{op.opcode.lower()}_{op.id}_{i}"
@@ -884,6 +897,8 @@ class _Writer:
         if not fields:  # (most ops: an empty table)
             return self._flat_table(_EMPTY_FLAT, [], 0, [])
         if opcode not in _SCALAR_ATTRS:
+            if opcode in _VECTOR_ATTRS:
+                return self._vector_attribute(g, op, opcode, fields)
             return self._attribute_fields(g, op, opcode, fields, None)
         # a table of scalars only (RESCALE, CONCAT …): its fields worked out once per set of values (each value with
         # its Python type: values equal across types may encode differently), the table written for every op
@@ -898,6 +913,52 @@ class _Writer:
             return self._kept_table(key, len(fields), table)
         return self._attribute_fields(g, op, opcode, fields, key)
 
+    def _vector_attribute(self, g: Graph, op: Operation, opcode: str, fields: tuple[tuple[str, str], ...]) -> int:
+        """The attribute table of an op of :data:`_VECTOR_ATTRS`, kept by op code and values as :meth:`_attribute`
+        keeps a scalar table (a list or tuple as the tuple of its items, each value and item with its Python type:
+        what the table's encoding reads), with its vectors: the first one of each (values, alignment) is worked out
+        and written by :meth:`_attribute_fields`, the next is its bytes again (:meth:`_kept_block`)."""
+        attrs = op.attrs
+        values = [attrs.get(fname, _ABSENT) for fname, _ in fields]
+        parts: list[Any] = [opcode]
+        for val in values:
+            if val.__class__ is list or val.__class__ is tuple:
+                parts += (val.__class__, len(val), *val, *map(type, val))
+            else:
+                parts += (val, val.__class__)
+        key = tuple(parts)
+        b = self.b
+        head, buf = b.head, b.Bytes
+        n = len(buf)
+        try:
+            got = self.kept_bodies.get((key, (head - n) & 3))
+        except TypeError:  # (an unhashable value, an array: worked out as for any table)
+            return self._attribute_fields(g, op, opcode, fields, None)
+        if got is not None and not b.nested and head >= len(got[0]) + 64:
+            return self._kept_block(got)
+        at = self._attribute_fields(g, op, opcode, fields, None)
+        buf = b.Bytes
+        if len(buf) == n and not b.nested:  # (the buffer did not grow: the bytes lie where they were written)
+            low = n - at
+            self.kept_bodies[(key, (head - n) & 3)] = (bytes(buf[low + 4:head]), at + _I32.unpack_from(buf, low)[0])
+        return at
+
+    def _kept_block(self, got: tuple[bytes, int]) -> int:
+        """A table kept by :meth:`_vector_attribute` or :meth:`_kept_table`: its bytes above the soffset (fields,
+        padding and, for the former, its vectors with their padding: the same bytes at the same alignment, each
+        uoffset relative) and an soffset to its vtable, in two writes."""
+        b = self.b
+        head, buf = b.head, b.Bytes
+        body, found = got
+        low = head - len(body) - 4  # the soffset
+        at = len(buf) - low
+        if b.minalign < 4:
+            b.minalign = 4
+        buf[low + 4:head] = body
+        _I32.pack_into(buf, low, found - at)
+        b.head = low
+        return at
+
     def _kept_table(self, key: tuple[Any, ...], nfields: int, fields: list[_Field]) -> int:
         """:meth:`_table` of a scalar-only attribute table kept under ``key``: its bytes above the soffset depend on
         nothing but the head's alignment, so the first table of each (key, alignment) is written by :meth:`_table`
@@ -908,15 +969,7 @@ class _Writer:
         got = self.kept_bodies.get((key, (head - n) & 3))
         if got is None or b.nested or head < len(got[0]) + 64:
             return self._table_kept(key, nfields, fields)
-        body, found = got
-        low = head - len(body) - 4  # the soffset
-        at = n - low
-        if b.minalign < 4:
-            b.minalign = 4
-        buf[low + 4:head] = body
-        _I32.pack_into(buf, low, found - at)
-        b.head = low
-        return at
+        return self._kept_block(got)
 
     def _table_kept(self, key: tuple[Any, ...], nfields: int, fields: list[_Field]) -> int:
         """:meth:`_table`, keeping for :meth:`_kept_table` the table's bytes above its soffset and its vtable's
@@ -1352,6 +1405,9 @@ def _loc(op: Operation) -> str:
 
 #: the ops whose result's data is in the file
 _DATA_OPCODES = frozenset({"CONST", "CONST_SHAPE", "VARIABLE"})
+_RESULTS, _REGIONS, _NAME, _ID = attrgetter("results"), attrgetter("regions"), attrgetter("name"), attrgetter("id")
+#: the ends of the names of the variable ops
+_VARIABLE_SUFFIXES = tuple(VARIABLE_OPS)
 
 
 def _size_estimate(graph: Graph) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidGraphError
-from ..ir.graph import Graph, Operation
+from ..ir.graph import CONST_OPS, Graph, Operation
 from ..ir.types import DType
 from . import optable, validation
 
@@ -144,6 +144,8 @@ def size_problems(graph: Graph, level: dict[str, int] = LEVEL_8K) -> Iterator[tu
                     f"{level['MAX_LOG2_SIZE']})")
         return None
 
+    widths: dict[Any, int] = {}
+
     def visit(g: Graph) -> Iterator[tuple[Any, Operation | None, str]]:
         for v in g.inputs:
             why = problem(v)
@@ -151,6 +153,18 @@ def size_problems(graph: Graph, level: dict[str, int] = LEVEL_8K) -> Iterator[tu
                 yield v, None, why
         for op in g.topological_order():
             for r in op.results:
+                # a shape of plain ints >= 0 (what the type kept): no problem when it has elements, at most 2^31-1
+                # (so does every dimension) and their bytes within the limit -- the usual case, without the call
+                t = r.type
+                shape = t.__dict__.get("_static_shape")
+                if shape is not None:
+                    dtype = t.dtype
+                    width = widths.get(dtype)
+                    if width is None:
+                        width = widths[dtype] = _element_bytes(dtype)
+                    count = math.prod(shape)
+                    if 0 < count <= INT32_MAX and count * width <= limit:
+                        continue
                 why = problem(r)
                 if why is not None:
                     yield r, op, why
@@ -164,20 +178,32 @@ def over_budget(graph: Graph, budget: int | None = None) -> Iterator[tuple[Any, 
     """(value, bytes) for every value of ``graph`` (regions included) larger than the executor's tensor budget."""
     budget = MEMORY_BUDGET if budget is None else budget
 
+    bits: dict[Any, int] = {}
+
     def visit(g: Graph) -> Iterator[tuple[Any, int]]:
-        for v in list(g.inputs) + [r for op in g.topological_order() for r in op.results]:
+        ops = g.topological_order()
+        for v in list(g.inputs) + [r for op in ops for r in op.results]:
             t = v.type
-            if t.dtype is DType.SHAPE:
+            dtype = t.dtype
+            if dtype is DType.SHAPE:
                 continue
-            shape = t.shape
-            dims = _plain_dims(shape)
-            count = math.prod(dims) if dims is shape else math.prod(d for d in dims if d is not None)
-            nbytes = count * _element_bits8(t.dtype) // 8
+            shape = t.__dict__.get("_static_shape")  # (a shape of plain ints, kept by the type)
+            if shape is None:
+                shape = t.shape
+                dims = _plain_dims(shape)
+                count = math.prod(dims) if dims is shape else math.prod(d for d in dims if d is not None)
+            else:
+                count = math.prod(shape)
+            width = bits.get(dtype)
+            if width is None:
+                width = bits[dtype] = _element_bits8(dtype)
+            nbytes = count * width // 8
             if nbytes > budget:
                 yield v, nbytes
-        for op in g.topological_order():
-            for region in op.regions:
-                yield from visit(region)
+        for op in ops:
+            if op.regions:
+                for region in op.regions:
+                    yield from visit(region)
 
     yield from visit(graph)
 
@@ -203,11 +229,17 @@ def walk(graph: Graph, depth: int = 0) -> Iterator[tuple[Operation, int]]:
             yield from walk(region, depth + 1)
 
 
-def _tosa_ops(graph: Graph) -> Iterator[tuple[Operation, int]]:
-    for op, depth in walk(graph):
+def _tosa_op_list(graph: Graph, out: list[Operation]) -> list[Operation]:
+    """The ``tosa`` ops of ``graph`` and of its ops' regions, in :func:`walk`'s order, appended to ``out`` (one list:
+    no generator per op)."""
+    for op in graph.topological_order():
         name = op.name
         if name.startswith("tosa.") or name == "tosa":  # (op.dialect == "tosa")
-            yield op, depth
+            out.append(op)
+        if op.regions:
+            for region in op.regions:
+                _tosa_op_list(region, out)
+    return out
 
 
 def _touches_float(op: Operation) -> bool:
@@ -251,31 +283,37 @@ def _requirements_key(op: Operation) -> tuple[Any, ...]:
         return op.name, results[0].type.dtype
     get = attrs.get
     extra = [get(k) for k in _REQUIREMENT_ATTRS]
+    # (Value.is_const of each operand, without its property call)
     return (op.name, tuple([v.type.dtype for v in operands]), tuple([r.type.dtype for r in results]),
-            tuple([v.is_const for v in operands]), *extra, *map(type, extra))
+            tuple([v.producer is not None and v.producer.name in CONST_OPS for v in operands]), *extra,
+            *map(type, extra))
 
 
 def requirements(graph: Graph) -> tuple[list[str], list[str]]:
     """(profiles, extensions) the graph needs, each sorted; see the module docstring for the rules."""
     needed: set[str] = set()
     deferred: list[tuple[Operation, tuple[str, ...]]] = []
-    # ops of equal keys (_requirements_key) have equal requirements: each is worked out once
-    known: dict[tuple[Any, ...], tuple[tuple[str, ...], set[str]]] = {}
-    for op, _depth in _tosa_ops(graph):
-        key: tuple[Any, ...] | None = _requirements_key(op)
-        try:
-            got = known.get(key)  # type: ignore[arg-type]
-        except TypeError:
-            got = key = None
-        if got is not None:
-            alts, req = got
+    # ops of equal keys (_requirements_key) have equal requirements: only the first of each key is worked out, and
+    # the others add nothing (its requirements are in ``needed`` already, and the profile chosen below for its
+    # alternatives, from the element types its key holds, satisfies theirs)
+    known: set[tuple[Any, ...]] = set()
+    for op in _tosa_op_list(graph, []):
+        attrs = op.attrs
+        if not op.operands and len(attrs) == 1 and "values" in attrs and len(op.results) == 1:
+            key: tuple[Any, ...] | None = (op.name, op.results[0].type.dtype)  # (_requirements_key of a constant)
         else:
-            try:
-                alts, req = op_requirements(op)
-            except InvalidGraphError as e:
-                raise InvalidGraphError(str(e), op=op.location or op.name) from None
-            if key is not None:
-                known[key] = alts, req
+            key = _requirements_key(op)
+        try:
+            if key in known:
+                continue
+        except TypeError:
+            key = None
+        try:
+            alts, req = op_requirements(op)
+        except InvalidGraphError as e:
+            raise InvalidGraphError(str(e), op=op.location or op.name) from None
+        if key is not None:
+            known.add(key)
         needed |= req
         if alts:
             deferred.append((op, alts))

@@ -22,27 +22,33 @@ from typing import Any
 
 import numpy as np
 
-from ...ir import Graph, Operation, Value
+from ...ir import Graph, Operation, QuantParams, Value
 from ...ir.symdim import SYM_AFFINE, SYM_VALUES
 
 _CONSTS = ("tosa.CONST", "tosa.CONST_SHAPE")
 _ID = attrgetter("id")
+_OPERANDS = attrgetter("operands")
 
 
 #: constants up to this many bytes are keyed by their whole data; larger ones by their first and last bytes, and
-#: compared in full only with the earlier constants that share that key (no copy of every weight tensor)
-_WHOLE_KEY_BYTES = 256
+#: compared in full only with the earlier constants that share that key (no copy of every weight tensor).  Either
+#: way each constant is merged into the first earlier one of equal key fields and data, so the bound only weighs a
+#: copy and a hash of the data against a bucket's comparisons: the per-channel scales, shifts and biases of a
+#: convolution (a few hundred int32) are keyed whole
+_WHOLE_KEY_BYTES = 1024
 
 
 def dedup_constants(graph: Graph) -> int:
     """Merge equal constants (see the module docstring); returns how many ops were merged away."""
-    kept: dict[Any, list[tuple[np.ndarray, Any]]] = {}
+    kept: dict[Any, Any] = {}  # key -> the first value (a whole-data key) or [(data, value)] (a partial one)
     pairs: list[tuple[Value, Value]] = []
     outputs = {id(o) for o in graph.outputs}
+    dtype_str: dict[int, str] = {}  # numpy dtype (by id: each is held by its array) -> its .str, made once
     for op in _constants(graph):
-        if len(op.results) != 1:
+        results = op.results
+        if len(results) != 1:
             continue
-        v = op.results[0]
+        v = results[0]
         if id(v) in outputs:
             continue
         attrs = op.attrs
@@ -50,36 +56,42 @@ def dedup_constants(graph: Graph) -> int:
         # --dynamic: constants holding size expressions are equal only when the expressions are
         sym = tuple(repr(attrs[k]) for k in (SYM_VALUES, SYM_AFFINE) if k in attrs) \
             if SYM_VALUES in attrs or SYM_AFFINE in attrs else ()
-        # the type as its fields (equal exactly when the types are): a TensorType's hash is a Python function
+        # the type as its fields (equal exactly when the types are): a TensorType's hash is a Python function, and
+        # so is a QuantParams' (its fields instead, with its class: what its __eq__ compares)
         t = v.type
+        q = t.quant
+        quant = (q.__class__, q.scale, q.zero_point, q.axis) if q.__class__ is QuantParams else q
         key: tuple[Any, ...]
         if vals.__class__ is np.ndarray and vals.nbytes <= _WHOLE_KEY_BYTES and not vals.dtype.hasobject:
-            # a small constant: keyed by its whole bytes, as its contiguous copy's (a 0-d array's shape as the
-            # 1-d copy's); the first one kept is the one merged into
-            key = (op.name, t.shape, t.dtype, t.quant, vals.dtype.str, vals.shape or (1,), vals.tobytes(), sym)
-            first = kept.get(key)
-            if first is None:
-                kept[key] = [(vals, v)]
+            # keyed by its whole bytes, as its contiguous copy's (a 0-d array's shape as the 1-d copy's)
+            dt = vals.dtype
+            ds = dtype_str.get(id(dt))
+            if ds is None:
+                ds = dtype_str[id(dt)] = dt.str
+            key = (op.name, t.shape, t.dtype, quant, ds, vals.shape or (1,), vals.tobytes(), sym)
+            w = kept.setdefault(key, v)
+            if w is v:  # the first of its key: the one merged into
                 continue
-            w = first[0][1]
         else:
             arr = np.ascontiguousarray(vals)
             raw = arr.reshape(-1).view(np.uint8)
             if raw.size <= _WHOLE_KEY_BYTES:
-                key = (op.name, t.shape, t.dtype, t.quant, arr.dtype.str, arr.shape, raw.tobytes(), sym)
+                key = (op.name, t.shape, t.dtype, quant, arr.dtype.str, arr.shape, raw.tobytes(), sym)
+                w = kept.setdefault(key, v)
+                if w is v:
+                    continue
             else:
-                key = (op.name, t.shape, t.dtype, t.quant, arr.dtype.str, arr.shape, raw[:64].tobytes(),
+                key = (op.name, t.shape, t.dtype, quant, arr.dtype.str, arr.shape, raw[:64].tobytes(),
                        raw[-64:].tobytes(), sym)
-            bucket = kept.get(key)
-            if bucket is None:
-                kept[key] = [(raw, v)]
-                continue
-            found = bucket[0][1] if raw.size <= _WHOLE_KEY_BYTES else \
-                next((w for data, w in bucket if np.array_equal(data, raw)), None)
-            if found is None:
-                bucket.append((raw, v))
-                continue
-            w = found
+                bucket = kept.get(key)
+                if bucket is None:
+                    kept[key] = [(raw, v)]
+                    continue
+                found = next((w for data, w in bucket if np.array_equal(data, raw)), None)
+                if found is None:
+                    bucket.append((raw, v))
+                    continue
+                w = found
         pairs.append((v, w))
     # (the keys read no edges, so the merges can wait: each is the replace_all_uses + remove_op it was, in one step)
     graph.merge_constants(pairs)
@@ -91,7 +103,7 @@ def _constants(graph: Graph) -> list[Operation]:
     operand (each is then ready from the start of the smallest-id-first sort, so it comes before every constant of
     a larger id), without sorting the graph."""
     consts = [op for op in graph.ops.values() if op.name in _CONSTS]
-    if any(op.operands for op in consts):
+    if any(map(_OPERANDS, consts)):
         return [op for op in graph.topological_order() if op.name in _CONSTS]
     consts.sort(key=_ID)
     return consts
