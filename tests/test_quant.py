@@ -620,3 +620,18 @@ def test_add_sub_search_is_shared_between_equal_quantizations() -> None:
     E._add_sub_singles(*other)
     assert E._add_sub_singles.cache_info().misses == 2
     assert E._add_sub_singles((0.05, 3), (0.02, -7), (0.06, 1), (-128, 127), False, "SINGLE_ROUND") == (None, None)
+
+
+def test_f32_div_overflow_is_inf_without_numpy_warnings() -> None:
+    """A fuzzed scale of 1e-45 (a float32 denormal) overflows TFLite's float32 division to inf: the callers' scale
+    checks refuse it with their own message, so no numpy RuntimeWarning may reach the user first."""
+    import warnings
+
+    from tf2tosa.quant.elementwise import f32_div
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert f32_div(1.0, 1e-45) == math.inf
+        assert f32_div(1.0, 0.0) == math.inf
+        assert math.isnan(f32_div(0.0, 0.0))
+        assert f32_div(3.0, 2.0) == 1.5

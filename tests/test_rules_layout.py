@@ -637,3 +637,24 @@ def test_extra_one_op_models_e2e(name: str) -> None:
     buf = modelgen.cached(f"rules_layout/{name}", lambda: modelgen.convert(fn, specs), {}, extra=(_extra_models,),
                           key=name)
     check_tflite(name, buf)
+
+
+def test_float16_shape_operand_checked_without_numpy_warnings() -> None:
+    """A float16 shape constant (a fuzzed ``tfl.reshape``): whole values are read as ints, others refused with our
+    message, and no numpy RuntimeWarning reaches the user (2**62 overflows float16: every finite value is below)."""
+    import warnings
+
+    from tf2tosa.legalizations.lowering.layout import const_ints
+
+    g = Graph()
+    x = g.add_input("x", TensorType((2, 3), DType.FP32))
+    for values, want in (([3.0, 2.0], [3, 2]), ([60000.0, 1.0], [60000, 1]), ([2.5, 1.0], None)):
+        c = g.add_const(np.array(values, np.float16))
+        op = g.add_op("tfl.reshape", [x, c], [TensorType((3, 2), DType.FP32)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            if want is None:
+                with pytest.raises(Unsupported, match="must hold integers, not float16"):
+                    const_ints(op, 1, "new shape")
+            else:
+                assert const_ints(op, 1, "new shape") == want

@@ -40,8 +40,10 @@ def f32(x: float) -> float:
 
 
 def f32_div(a: float, b: float) -> float:
-    """``float / float`` in float32, as TFLite computes most requantization scales."""
-    return float(np.float32(np.float32(a) / np.float32(b)))
+    """``float / float`` in float32, as TFLite computes most requantization scales (inf or NaN where float32
+    overflows or divides by zero, as in TFLite: the callers' scale checks refuse those with their own message)."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return float(np.float32(np.float32(a) / np.float32(b)))
 
 
 def out_quant(op: Operation) -> QuantParams:

@@ -47,7 +47,7 @@ def const_ints(op: Operation, k: int, what: str = "operand") -> list[int]:
     if sym is not None and sym.dtype == object:
         return [size(x) for x in sym.reshape(-1)]
     if arr.dtype.kind not in "iub":
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # (2**62 is inf as a float16: every finite one is below)
             integral = arr.dtype.kind == "f" and bool(np.all(np.isfinite(arr) & (np.abs(arr) < 2**62)
                                                               & (arr == np.round(arr))))
         if not integral:
