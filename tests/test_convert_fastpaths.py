@@ -302,6 +302,27 @@ def test_float_conv_convert_leaves_the_integer_and_rare_paths_unloaded(tmp_path:
     assert "tf2tosa.legalizations.tfl_nn" in loaded and "tf2tosa.serializer.tosa_writer" in loaded
 
 
+_SHARED_NAMES = """
+import importlib, sys
+for package, name in (("tf2tosa.converter.passes", "state_io"), ("tf2tosa.converter.passes", "integer_io"),
+                      ("tf2tosa.converter.passes", "lift_reshapes"), ("tf2tosa.quant", "rescale")):
+    module = importlib.import_module(package + "." + name)  # (by its path first, as the pipeline imports it)
+    got = getattr(importlib.import_module(package), name)
+    assert callable(got) and not isinstance(got, type(sys)), (package, name, got)
+    assert got is getattr(module, name) and sys.modules[package + "." + name] is module
+print("ok")
+"""
+
+
+def test_a_lazily_loaded_name_shared_with_its_module_stays_the_function() -> None:
+    """``from tf2tosa.converter.passes import state_io`` gives the pass even when its module was first imported by
+    its path (the pipeline's ``--state-io`` branch): the import system sets the package's attribute to the module
+    after loading it, which hid the pass (a clean-clone CI run's tests/test_stream.py fixture, after a worker's
+    earlier ``state_io=True`` conversion).  In a fresh interpreter, so nothing is loaded before."""
+    proc = subprocess.run([sys.executable, "-c", _SHARED_NAMES], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
 def test_reshape_fold_equals_the_executor_kernel() -> None:
     from tf2tosa.executor import evaluate_op
     from tf2tosa.tosa.builder import Builder, _reshaped

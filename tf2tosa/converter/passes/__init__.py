@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 #: ``--state-io`` ones, and the integer ones (``io="int"``, or a graph with a quantized or uint8 value:
 #: :func:`..pipeline.integer_values`).  A float conversion does not hold their code in memory (the fp16 model's peak
 #: is held to twice its file by bench_convert).  A name that is also its module's (``integer_io``, ``state_io`` ...)
-#: is that module once the module was imported by its path: the pipeline imports those passes from their modules.
+#: stays the pass however its module is first imported (:func:`...lazy.on_first_use`).
 _ON_USE = {"limit_dilation": ("dilation", "limit_dilation"), "dilation_wanted": ("dilation", "wanted"),
            "lift_reshapes": ("lift_reshapes", "lift_reshapes"), "lift_reshapes_wanted": ("lift_reshapes", "wanted"),
            "state_io": ("state_io", "state_io"),
