@@ -132,35 +132,42 @@ _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 def channel_pairs(scales: Sequence[float] | np.ndarray, scale32: bool) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """:func:`quantize_multiplier_arrays` (new arrays), the largest shift, and whether every channel's pair is the
     first's.  Positive finite 32-bit scales beyond :data:`FEW_SCALES` (a conv's per-channel requantization) take
-    the same float64 operations as :func:`_multiplier_arrays`'s first path, in place, and its checks as the
-    extremes of the results, which answer the other two questions as well."""
+    :func:`_common_pairs`, whose checks' extremes answer the other two questions as well."""
     flat = np.asarray(scales, dtype=np.float64).reshape(-1)
     if scale32 and flat.size > FEW_SCALES:
-        m, e = np.frexp(flat)
-        m *= float(1 << 31)
-        m += 0.5
-        np.floor(m, out=m)
-        # every q in [2^30, 2^31) is every scale positive and finite (frexp's mantissa of 0 is 0, of a negative
-        # scale negative, of inf or NaN inf or NaN: a NaN fails both tests) with no q of 2^31
-        low, top = _MIN(m), _MAX(m)
-        if low >= float(1 << 30) and top < float(1 << 31):
-            emin, emax = int(_MIN(e)), int(_MAX(e))
-            if emin >= -31 and emax <= 31 - MIN_SHIFT:
-                return m.astype(np.int32), (31 - e).astype(np.int8), 31 - emin, emin == emax and low == top
+        common = _common_pairs(flat)
+        if common is not None:
+            return common
     mult, shift = quantize_multiplier_arrays(flat, scale32)
     return mult, shift, int(_MAX(shift)), bool((mult == mult[0]).all() and (shift == shift[0]).all())
+
+
+def _common_pairs(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, bool] | None:
+    """:func:`compute_scale_32` over a non-empty float64 array in the common case, positive finite scales with no
+    q of 2^31, none flushed (e >= -31) nor too large (shift = 31 - e >= 2): the same float64 operations
+    elementwise, in place, in a third of the general pass's numpy calls.  Also the largest shift and whether every
+    pair is the first's; None when a scale is not such a one."""
+    m, e = np.frexp(flat)
+    m *= float(1 << 31)
+    m += 0.5
+    np.floor(m, out=m)
+    # every q in [2^30, 2^31) is every scale positive and finite (frexp's mantissa of 0 is 0, of a negative scale
+    # negative, of inf or NaN inf or NaN: a NaN fails both tests) with no q of 2^31
+    low, top = _MIN(m), _MAX(m)
+    if not (low >= float(1 << 30) and top < float(1 << 31)):
+        return None
+    emin, emax = int(_MIN(e)), int(_MAX(e))
+    if emin < -31 or emax > 31 - MIN_SHIFT:
+        return None
+    return m.astype(np.int32), (31 - e).astype(np.int8), 31 - emin, emin == emax and low == top
 
 
 def _multiplier_arrays(flat: np.ndarray, scale32: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`compute_scale_32` / :func:`compute_scale_16` over a float64 array, the same float64 operations
     elementwise; None when a scale needs the scalar path's error (not finite, negative, too large)."""
-    if scale32 and flat.min() > 0.0 and flat.max() < math.inf:  # (NaN fails the first test)
-        # the common case, positive finite 32-bit scales with no q of 2^31, none flushed (e >= -31) nor too large
-        # (shift = 31 - e >= 2): the same multipliers and shifts in a third of the numpy passes
-        m, e = np.frexp(flat)
-        qf = np.floor(m * float(1 << 31) + 0.5)
-        if qf.max() < float(1 << 31) and e.min() >= -31 and e.max() <= 31 - MIN_SHIFT:
-            return qf.astype(np.int32), (31 - e).astype(np.int8)
+    common = _common_pairs(flat) if scale32 and flat.size else None
+    if common is not None:
+        return common[0], common[1]
     if not np.all(np.isfinite(flat)) or np.any(flat < 0.0):
         return None
     m, e = np.frexp(flat)
