@@ -298,11 +298,7 @@ def requirements(graph: Graph) -> tuple[list[str], list[str]]:
     # alternatives, from the element types its key holds, satisfies theirs)
     known: set[tuple[Any, ...]] = set()
     for op in _tosa_op_list(graph, []):
-        attrs = op.attrs
-        if not op.operands and len(attrs) == 1 and "values" in attrs and len(op.results) == 1:
-            key: tuple[Any, ...] | None = (op.name, op.results[0].type.dtype)  # (_requirements_key of a constant)
-        else:
-            key = _requirements_key(op)
+        key: tuple[Any, ...] | None = _requirements_key(op)
         try:
             if key in known:
                 continue
