@@ -37,7 +37,7 @@ import os
 import struct
 import tempfile
 from itertools import chain, compress
-from operator import attrgetter, methodcaller
+from operator import attrgetter
 from typing import Any
 
 import flatbuffers
@@ -433,9 +433,7 @@ class _Writer:
         names: dict[int, str] = {}
         self.names[id(g)] = names
         ops = g.topological_order()
-        # (the variable ops among those whose name ends as one's does: a look at each op's name in C)
-        variable_ops = [op for op in compress(ops, map(methodcaller("endswith", _VARIABLE_SUFFIXES), map(_NAME, ops)))
-                        if op.opcode in VARIABLE_OPS]
+        variable_ops = [op for op in ops if op.opcode in VARIABLE_OPS]
         for op in variable_ops:
             self._declare_variable(g, variable_name(op), op)
         for v in g.inputs:
@@ -1406,8 +1404,6 @@ def _loc(op: Operation) -> str:
 #: the ops whose result's data is in the file
 _DATA_OPCODES = frozenset({"CONST", "CONST_SHAPE", "VARIABLE"})
 _RESULTS, _REGIONS, _NAME, _ID = attrgetter("results"), attrgetter("regions"), attrgetter("name"), attrgetter("id")
-#: the ends of the names of the variable ops
-_VARIABLE_SUFFIXES = tuple(VARIABLE_OPS)
 
 
 def _size_estimate(graph: Graph) -> int:
